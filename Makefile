@@ -1,0 +1,77 @@
+# Inferrail front door. CMake does the building; this file only strings steps together.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build asan tsan fuzz test test-unit test-asan test-tsan fmt fmt-check run clean bench help
+
+all: build
+
+help:
+	@echo "make build      build release binaries into build/"
+	@echo "make test       install deps, build, run unit+integration tests, then again under ASan+UBSan"
+	@echo "make run        start three simulators and the gateway (Ctrl-C stops them)"
+	@echo "make fmt        format the C sources with clang-format"
+	@echo "make fuzz       build the libFuzzer targets and run each briefly"
+
+deps:
+	@./scripts/install-deps
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIR_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+
+asan: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+$(TSAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIR_TSAN=ON $(CMAKE_FLAGS) >/dev/null
+
+tsan: $(TSAN_BUILD)/CMakeCache.txt
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+
+$(FUZZ_BUILD)/CMakeCache.txt:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIR_FUZZ=ON $(CMAKE_FLAGS) >/dev/null
+
+fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cd $(FUZZ_BUILD) && ctest -L fuzz --output-on-failure
+
+fmt:
+	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c')
+
+fmt-check:
+	@out=$$(clang-format --dry-run $$(git ls-files --cached --others --exclude-standard 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c') 2>&1); \
+	if [ -n "$$out" ]; then echo "$$out" | head -40; echo "fmt-check: run 'make fmt'"; exit 1; fi; echo "fmt-check: ok"
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+
+# The whole suite, release build then ASan+UBSan build, then the format check.
+test: deps
+	$(MAKE) build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+	$(MAKE) fmt-check
+
+test-tsan: deps tsan
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L unit
+
+run: deps build
+	./scripts/run-local
+
+bench: build
+	./bench/run-all
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,245 @@
+/* ir_core.h: the core module's public header.
+ *
+ * Buffers with caps, arenas, logging, a monotonic clock, duration and size
+ * parsing, the SSE codec, JSON helpers and the YAML config loader.
+ * Everything here depends only on libc, jansson, libyaml and libxxhash.
+ *
+ * Ownership: every struct declared here is owned by its caller. Functions
+ * that fill a struct never keep a pointer to it after they return.
+ */
+#ifndef IR_CORE_H
+#define IR_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define IR_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define IR_MAX(a, b)    ((a) > (b) ? (a) : (b))
+
+/* ---- logging ------------------------------------------------------------
+ * One line per event on stderr: `ts level component: message`. The level is
+ * set once at start-up; reading it is the only cost of a filtered call. */
+typedef enum { IR_LOG_DEBUG, IR_LOG_INFO, IR_LOG_WARN, IR_LOG_ERROR, IR_LOG_OFF } ir_log_level;
+
+void ir_log_set_level(ir_log_level lvl);
+ir_log_level ir_log_get_level(void);
+/* Parses "debug", "info", "warn", "error", "off". Returns -1 when unknown. */
+int ir_log_parse_level(const char *s, ir_log_level *out);
+/* Emits JSON lines instead of text when on. */
+void ir_log_set_json(bool on);
+void ir_log_write(ir_log_level lvl, const char *component, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define IR_LOG(lvl, comp, ...)                                                                     \
+    do {                                                                                           \
+        if ((lvl) >= ir_log_get_level()) ir_log_write((lvl), (comp), __VA_ARGS__);                 \
+    } while (0)
+#define IR_DEBUG(comp, ...) IR_LOG(IR_LOG_DEBUG, comp, __VA_ARGS__)
+#define IR_INFO(comp, ...)  IR_LOG(IR_LOG_INFO, comp, __VA_ARGS__)
+#define IR_WARN(comp, ...)  IR_LOG(IR_LOG_WARN, comp, __VA_ARGS__)
+#define IR_ERROR(comp, ...) IR_LOG(IR_LOG_ERROR, comp, __VA_ARGS__)
+
+/* ---- clock --------------------------------------------------------------- */
+uint64_t ir_now_ns(void);  /* CLOCK_MONOTONIC */
+double ir_wall_time(void); /* seconds since the epoch, CLOCK_REALTIME */
+
+/* ---- buffers with caps ----------------------------------------------------
+ * A growable byte buffer that refuses to grow past `max`. data is always
+ * NUL-terminated (the NUL is not counted in len) once anything was written. */
+typedef struct ir_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t max; /* hard limit on len; 0 means SIZE_MAX */
+} ir_buf;
+
+void ir_buf_init(ir_buf *b, size_t max);
+void ir_buf_free(ir_buf *b);
+void ir_buf_reset(ir_buf *b); /* len = 0, keeps memory */
+/* Makes room for `extra` more bytes. -1 when it would exceed max or on OOM. */
+int ir_buf_reserve(ir_buf *b, size_t extra);
+int ir_buf_append(ir_buf *b, const void *p, size_t n);
+int ir_buf_append_str(ir_buf *b, const char *s);
+int ir_buf_appendf(ir_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ir_buf_vappendf(ir_buf *b, const char *fmt, va_list ap);
+/* Drops the first n bytes. */
+void ir_buf_consume(ir_buf *b, size_t n);
+/* Hands the memory to the caller (free() it); the buffer becomes empty. */
+char *ir_buf_steal(ir_buf *b, size_t *len);
+
+/* ---- arena ------------------------------------------------------------------
+ * A bump allocator: one per request. Allocations are 16-byte aligned and
+ * live until ir_arena_reset or ir_arena_free. `max` caps the total bytes. */
+typedef struct ir_arena ir_arena;
+
+ir_arena *ir_arena_new(size_t chunk_size, size_t max);
+void ir_arena_free(ir_arena *a);
+void ir_arena_reset(ir_arena *a);
+void *ir_arena_alloc(ir_arena *a, size_t n);  /* NULL past max */
+void *ir_arena_calloc(ir_arena *a, size_t n); /* zeroed */
+char *ir_arena_strndup(ir_arena *a, const char *s, size_t n);
+char *ir_arena_strdup(ir_arena *a, const char *s);
+size_t ir_arena_used(const ir_arena *a);
+
+/* ---- units -------------------------------------------------------------------
+ * Durations: "250ms", "2s", "1.5s", "100us", "5m", "1h", "0". Sizes: "4MiB",
+ * "512KiB", "1GiB", "1000", "10KB", "2MB". Both return -1 on bad input. */
+int ir_parse_duration_ns(const char *s, uint64_t *out_ns);
+int ir_parse_size(const char *s, uint64_t *out_bytes);
+/* Formats ns as the shortest exact unit ("250ms", "2s"). */
+void ir_format_duration(uint64_t ns, char *out, size_t outlen);
+
+/* ---- SSE codec ---------------------------------------------------------------
+ * An incremental decoder for text/event-stream, per the WHATWG rules: lines end
+ * in \n, \r\n or \r; `data:` lines join with \n; comments start with ':'; an
+ * empty line dispatches. Its output does not depend on how input is chunked. */
+typedef struct ir_sse_event {
+    const char *event; /* "" when no event field */
+    const char *data;
+    size_t data_len;
+    const char *id; /* NULL when no id field */
+} ir_sse_event;
+
+/* Returns non-zero to stop decoding (ir_sse_feed then returns that value). */
+typedef int (*ir_sse_cb)(void *ud, const ir_sse_event *ev);
+
+typedef struct ir_sse_decoder {
+    ir_buf line;  /* the current partial line */
+    ir_buf data;  /* data of the event being built */
+    ir_buf event; /* event name */
+    ir_buf id;
+    bool has_data;
+    bool has_id;
+    bool last_was_cr; /* a \r ended the last chunk: skip a following \n */
+    bool bom_checked;
+    size_t max_event; /* cap on one event's bytes */
+    ir_sse_cb cb;
+    void *ud;
+} ir_sse_decoder;
+
+void ir_sse_init(ir_sse_decoder *d, size_t max_event, ir_sse_cb cb, void *ud);
+void ir_sse_free(ir_sse_decoder *d);
+/* Returns 0, the callback's non-zero return, or -1 when an event exceeds max_event. */
+int ir_sse_feed(ir_sse_decoder *d, const char *p, size_t n);
+/* Appends `data: <payload>\n\n` (multi-line payloads become several data lines). */
+int ir_sse_encode_data(ir_buf *out, const char *payload, size_t n);
+
+/* ---- JSON helpers (jansson) --------------------------------------------------- */
+/* Appends compact JSON, in insertion order, with ", " and ": " separators as
+ * Python's json.dumps writes them when `python_style` is set. */
+int ir_json_append(ir_buf *out, const json_t *v, bool python_style);
+/* Reads an integer field; returns def when missing, -1 in *ok when the wrong type. */
+const char *ir_json_str(const json_t *obj, const char *key);
+/* Appends s as a JSON string literal, quotes included. */
+int ir_json_append_string(ir_buf *out, const char *s, size_t n);
+
+/* ---- misc ------------------------------------------------------------------------- */
+/* splitmix64: a tiny seeded generator for deterministic choices. Not thread-shared. */
+typedef struct ir_rng {
+    uint64_t s;
+} ir_rng;
+void ir_rng_seed(ir_rng *r, uint64_t seed);
+uint64_t ir_rng_next(ir_rng *r);
+double ir_rng_double(ir_rng *r); /* [0, 1) */
+uint64_t ir_rng_below(ir_rng *r, uint64_t n);
+
+/* Parses "http://host:port[/path]" into parts. Returns -1 when not an http URL. */
+typedef struct ir_url {
+    char host[256];
+    uint16_t port;
+    char path[512];
+} ir_url;
+int ir_url_parse(const char *s, ir_url *out);
+
+/* Parses "host:port" or ":port" or "[v6]:port". Returns -1 on bad input. */
+int ir_hostport_parse(const char *s, char *host, size_t hostlen, uint16_t *port);
+
+/* ---- YAML config loader --------------------------------------------------------
+ * Schema-driven: a program describes its config as a table of fields. The loader
+ * rejects unknown keys, applies defaults, and reports every problem at once,
+ * each with its path, e.g. `replicas[2].url: not an http URL`. */
+typedef enum {
+    IR_CFG_STRING,   /* char * (owned by the config's arena) */
+    IR_CFG_INT,      /* int64_t, range [min, max] */
+    IR_CFG_FLOAT,    /* double, range [fmin, fmax] */
+    IR_CFG_BOOL,     /* bool */
+    IR_CFG_DURATION, /* uint64_t nanoseconds, written "250ms", "2s" */
+    IR_CFG_SIZE,     /* uint64_t bytes, written "4MiB" */
+    IR_CFG_URL,      /* char *, must be an http:// URL */
+    IR_CFG_HOSTPORT, /* char *, must be host:port */
+    IR_CFG_ENUM,     /* char *, one of `choices` */
+    IR_CFG_STRLIST,  /* ir_cfg_strlist */
+    IR_CFG_OBJECT,   /* a nested struct at `offset`, described by `sub` */
+    IR_CFG_LIST,     /* ir_cfg_list of structs described by `sub` */
+    IR_CFG_MAP,      /* ir_cfg_map: string keys to scalar values kept as JSON */
+} ir_cfg_type;
+
+typedef struct ir_cfg_strlist {
+    char **items;
+    size_t n;
+} ir_cfg_strlist;
+
+typedef struct ir_cfg_list {
+    void *items; /* n structs of sub->size bytes */
+    size_t n;
+} ir_cfg_list;
+
+typedef struct ir_cfg_map {
+    json_t *obj; /* owned by the config; freed by ir_cfg_free */
+} ir_cfg_map;
+
+struct ir_cfg_schema;
+
+typedef struct ir_cfg_field {
+    const char *key;
+    ir_cfg_type type;
+    size_t offset;
+    bool required;
+    const char *def; /* default as YAML text, NULL for none */
+    const struct ir_cfg_schema *sub;
+    const char *const *choices; /* IR_CFG_ENUM: NULL-terminated */
+    int64_t min, max;           /* IR_CFG_INT, when min < max */
+    double fmin, fmax;          /* IR_CFG_FLOAT, when fmin < fmax */
+    const char *doc;            /* one line for --help and the example file */
+} ir_cfg_field;
+
+typedef struct ir_cfg_schema {
+    const char *name;
+    const ir_cfg_field *fields;
+    size_t nfields;
+    size_t size; /* sizeof the struct it fills */
+} ir_cfg_schema;
+
+typedef struct ir_cfg_errors {
+    char **msgs; /* "path: message" */
+    size_t n;
+} ir_cfg_errors;
+
+typedef struct ir_cfg ir_cfg; /* owns the memory behind a loaded struct */
+
+/* Loads YAML text into `out` (a struct described by `schema`). Returns the owner
+ * of the loaded memory, or NULL when errs->n > 0. errs must be freed by the caller. */
+ir_cfg *ir_cfg_load_text(const char *yaml, size_t len, const ir_cfg_schema *schema, void *out,
+                         ir_cfg_errors *errs);
+ir_cfg *ir_cfg_load_file(const char *path, const ir_cfg_schema *schema, void *out,
+                         ir_cfg_errors *errs);
+void ir_cfg_free(ir_cfg *c);
+void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ir_cfg_errors_free(ir_cfg_errors *e);
+/* Writes every field with its default as commented YAML, for the example file. */
+int ir_cfg_write_defaults(ir_buf *out, const ir_cfg_schema *schema);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
