@@ -1,0 +1,55 @@
+/* json.c: small helpers over jansson. */
+#include "core/ir_core.h"
+
+#include <string.h>
+
+static int dump_cb(const char *buffer, size_t size, void *data) {
+    return ir_buf_append((ir_buf *)data, buffer, size);
+}
+
+int ir_json_append(ir_buf *out, const json_t *v, bool python_style) {
+    size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17);
+    if (!python_style) flags |= JSON_COMPACT;
+    /* jansson's non-compact mode without indent writes ", " and ": ", as Python does. */
+    return json_dump_callback(v, dump_cb, out, flags);
+}
+
+const char *ir_json_str(const json_t *obj, const char *key) {
+    json_t *v = json_object_get(obj, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int ir_json_append_string(ir_buf *out, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    if (ir_buf_reserve(out, n + 2)) return -1;
+    if (ir_buf_append(out, "\"", 1)) return -1;
+    size_t run = 0; /* bytes copied verbatim in one go */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[6];
+        switch (c) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        default:
+            if (c < 0x20) {
+                u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4];
+                u[5] = hex[c & 15];
+            }
+        }
+        if (!esc && c >= 0x20) {
+            run++;
+            continue;
+        }
+        if (run && ir_buf_append(out, s + i - run, run)) return -1;
+        run = 0;
+        if (esc ? ir_buf_append_str(out, esc) : ir_buf_append(out, u, 6)) return -1;
+    }
+    if (run && ir_buf_append(out, s + n - run, run)) return -1;
+    return ir_buf_append(out, "\"", 1);
+}
