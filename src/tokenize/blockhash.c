@@ -19,7 +19,7 @@ irt_hash irt_hash_root(const char *const *salts, size_t nsalts) {
     return (irt_hash){h.low64, h.high64};
 }
 
-irt_hash irt_hash_block(irt_hash parent, const int32_t *ids, size_t block_size) {
+irt_hash irt_hash_block(irt_hash parent, const uint32_t *ids, size_t block_size) {
     /* The parent's 128 bits become the seed material: hash(parent || ids). */
     XXH3_state_t st;
     XXH3_128bits_reset(&st);
@@ -30,7 +30,7 @@ irt_hash irt_hash_block(irt_hash parent, const int32_t *ids, size_t block_size) 
     return (irt_hash){h.low64, h.high64};
 }
 
-size_t irt_hash_blocks(irt_hash root, const int32_t *ids, size_t n, size_t block_size,
+size_t irt_hash_blocks(irt_hash root, const uint32_t *ids, size_t n, size_t block_size,
                        irt_hash *out, size_t max_out) {
     if (block_size == 0) return 0;
     size_t nb = n / block_size;

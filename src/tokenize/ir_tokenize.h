@@ -1,12 +1,11 @@
 /* ir_tokenize.h: the tokenize module's public header.
  *
- * Two families of tokenizers live here:
- *  - builtin:sim, the deterministic stand-in shared by the simulator, the
- *    gateway and the benchmarks;
- *  - Hugging Face tokenizer.json pipelines (see the section below).
- * Nothing here keeps global state; every call is thread-safe on a shared,
- * loaded tokenizer as long as each thread passes its own output buffers.
- */
+ * Three parts: builtin:sim (the deterministic stand-in shared by the
+ * simulator, the gateway and the benchmarks), chained block hashes, and
+ * Hugging Face tokenizer.json pipelines.
+ *
+ * Ownership: a loaded tokenizer is immutable and may be shared by any number
+ * of threads; every call keeps its scratch memory to itself. */
 #ifndef IR_TOKENIZE_H
 #define IR_TOKENIZE_H
 
@@ -22,19 +21,19 @@
 extern "C" {
 #endif
 
-/* A growable array of token ids, capped at `max` entries (0 = no cap). */
+/* A growable array of token ids. Zero-initialise, or use irt_ids_init. */
 typedef struct irt_ids {
-    int32_t *v;
-    size_t n;
+    uint32_t *ids;
+    size_t len;
     size_t cap;
-    size_t max;
 } irt_ids;
 
-void irt_ids_init(irt_ids *ids, size_t max);
-void irt_ids_free(irt_ids *ids);
-int irt_ids_push(irt_ids *ids, int32_t id);
+void irt_ids_init(irt_ids *v);
+void irt_ids_free(irt_ids *v);
+/* Appends one id; -1 on out of memory. */
+int irt_ids_push(irt_ids *v, uint32_t id);
 
-/* ---- builtin:sim -------------------------------------------------------------
+/* ---- builtin:sim ---------------------------------------------------------------
  * Pieces of at most three bytes. A piece boundary before byte i depends only
  * on bytes[i-1], bytes[i] and the length of the piece so far, so shared text
  * yields shared tokens and appending text never changes earlier tokens
@@ -42,14 +41,14 @@ int irt_ids_push(irt_ids *ids, int32_t id);
  * id = b0 | b1 << 8 | b2 << 16, with 0 standing for a lone NUL byte. */
 #define IRT_SIM_SPEC "builtin:sim"
 
-/* Appends the ids of text to out. Returns -1 when out's cap is reached. */
+/* Appends the ids of text to out. Returns -1 on out of memory. */
 int irt_sim_encode(const char *text, size_t len, irt_ids *out);
 /* Counts tokens without storing them. */
 size_t irt_sim_count(const char *text, size_t len);
 /* Appends the text of ids to out. Returns -1 on an id that is not a sim id. */
-int irt_sim_decode(const int32_t *ids, size_t n, ir_buf *out);
+int irt_sim_decode(const uint32_t *ids, size_t n, ir_buf *out);
 /* Decodes one id into at most 3 bytes; returns the byte count or -1. */
-int irt_sim_piece(int32_t id, char out[3]);
+int irt_sim_piece(uint32_t id, char out[3]);
 
 /* The simulator's chat template: for each message "<|role|>\n" content "\n",
  * then "<|assistant|>\n" when add_generation_prompt. Content is a string or a
@@ -70,13 +69,66 @@ typedef struct irt_hash {
 
 /* The root of a chain, from any number of salt strings (NULL entries skipped). */
 irt_hash irt_hash_root(const char *const *salts, size_t nsalts);
-irt_hash irt_hash_block(irt_hash parent, const int32_t *ids, size_t block_size);
+irt_hash irt_hash_block(irt_hash parent, const uint32_t *ids, size_t block_size);
 /* Hashes the full blocks of ids; returns how many were written (<= max_out). */
-size_t irt_hash_blocks(irt_hash root, const int32_t *ids, size_t n, size_t block_size,
+size_t irt_hash_blocks(irt_hash root, const uint32_t *ids, size_t n, size_t block_size,
                        irt_hash *out, size_t max_out);
 static inline bool irt_hash_eq(irt_hash a, irt_hash b) { return a.lo == b.lo && a.hi == b.hi; }
 
-/* ---- Hugging Face tokenizer.json ---------------------------------------------- */
+/* ---- Hugging Face tokenizer.json ----------------------------------------
+ * Token-exact with the Rust `tokenizers` library (0.22) for BPE models:
+ * normalizers, pre-tokenizers, added tokens, post-processors and decoders as
+ * that library defines them. Offsets are not computed. */
+
+typedef struct irt_tokenizer irt_tokenizer;
+
+
+enum {
+    IRT_OK = 0,
+    IRT_ENOMEM = -1,   /* out of memory */
+    IRT_EINVAL = -2,   /* text is not valid UTF-8, or a bad argument */
+    IRT_ETOOLONG = -3, /* text longer than IRT_MAX_INPUT */
+    IRT_EMODEL = -4,   /* the model cannot encode (e.g. unk_token not in vocab) */
+};
+
+/* Largest text irt_encode accepts, in bytes; this bounds per-call memory. */
+#define IRT_MAX_INPUT ((size_t)256 << 20)
+
+/* Loads a tokenizer from a spec: a model directory holding tokenizer.json
+ * (tokenizer_config.json and special_tokens_map.json are read when present),
+ * a path to a tokenizer.json file, or a repository in the local Hugging Face
+ * cache ($HF_HOME/hub, else ~/.cache/huggingface/hub; HF_HUB_CACHE wins)
+ * written org/name or org/name@revision. Nothing is downloaded.
+ * On failure returns NULL and writes a message naming the component and its
+ * JSON path into err. "builtin:sim" is not handled here. */
+irt_tokenizer *irt_load(const char *spec, char *err, size_t errlen);
+/* Loads from tokenizer.json text held in memory. */
+irt_tokenizer *irt_load_json(const char *json, size_t len, char *err, size_t errlen);
+void irt_free(irt_tokenizer *t);
+
+/* Encodes text into out (out->len is reset first). add_special applies the
+ * post-processor (e.g. a BOS token), as `add_special_tokens=True` does.
+ * Returns IRT_OK or a negative IRT_E* code. Thread-safe. */
+int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_special,
+               irt_ids *out);
+
+/* Decodes ids to text through the tokenizer's decoder. *out is malloc'd and
+ * NUL-terminated; free() it. Unknown ids are skipped. Thread-safe. */
+int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_special,
+               char **out, size_t *outlen);
+
+/* Bytes of heap memory the loaded tokenizer holds. */
+size_t irt_memory_bytes(const irt_tokenizer *t);
+/* One past the largest id the tokenizer knows (model vocab and added tokens). */
+size_t irt_vocab_size(const irt_tokenizer *t);
+/* Looks up a token (added tokens first, then the model vocab). -1 when absent. */
+int64_t irt_token_to_id(const irt_tokenizer *t, const char *tok, size_t len);
+/* Short text for an IRT_E* code. */
+const char *irt_strerror(int code);
+
+/* `inferrail-gateway tokenize --tokenizer SPEC [--jsonl] < INPUT`.
+ * argv[0] is the subcommand name. Returns the process exit status. */
+int irt_cli_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -4,29 +4,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-void irt_ids_init(irt_ids *ids, size_t max) {
-    ids->v = NULL;
-    ids->n = ids->cap = 0;
-    ids->max = max;
+void irt_ids_init(irt_ids *v) {
+    v->ids = NULL;
+    v->len = v->cap = 0;
 }
 
-void irt_ids_free(irt_ids *ids) {
-    free(ids->v);
-    ids->v = NULL;
-    ids->n = ids->cap = 0;
+void irt_ids_free(irt_ids *v) {
+    free(v->ids);
+    v->ids = NULL;
+    v->len = v->cap = 0;
 }
 
-int irt_ids_push(irt_ids *ids, int32_t id) {
-    if (ids->max && ids->n >= ids->max) return -1;
-    if (ids->n == ids->cap) {
-        size_t nc = ids->cap ? ids->cap * 2 : 64;
-        if (ids->max && nc > ids->max) nc = ids->max;
-        int32_t *p = realloc(ids->v, nc * sizeof *p);
+int irt_ids_push(irt_ids *v, uint32_t id) {
+    if (v->len == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 64;
+        uint32_t *p = realloc(v->ids, nc * sizeof *p);
         if (!p) return -1;
-        ids->v = p;
-        ids->cap = nc;
+        v->ids = p;
+        v->cap = nc;
     }
-    ids->v[ids->n++] = id;
+    v->ids[v->len++] = id;
     return 0;
 }
 
@@ -59,7 +56,7 @@ static inline bool starts_piece(unsigned char prev, unsigned char c, size_t cur_
         for (size_t i_ = 0; i_ < (len); i_++) {                                                    \
             unsigned char c_ = s_[i_];                                                             \
             if (starts_piece(prev_, c_, cur_) && cur_) {                                           \
-                EMIT((int32_t)id_);                                                                \
+                EMIT(id_);                                                                \
                 id_ = 0;                                                                           \
                 cur_ = 0;                                                                          \
             }                                                                                      \
@@ -67,7 +64,7 @@ static inline bool starts_piece(unsigned char prev, unsigned char c, size_t cur_
             cur_++;                                                                                \
             prev_ = c_;                                                                            \
         }                                                                                          \
-        if (cur_) EMIT((int32_t)id_);                                                              \
+        if (cur_) EMIT(id_);                                                              \
     } while (0)
 
 int irt_sim_encode(const char *text, size_t len, irt_ids *out) {
@@ -89,14 +86,14 @@ size_t irt_sim_count(const char *text, size_t len) {
     return n;
 }
 
-int irt_sim_piece(int32_t id, char out[3]) {
-    if (id < 0 || id > 0xFFFFFF) return -1;
+int irt_sim_piece(uint32_t id, char out[3]) {
+    if (id > 0xFFFFFF) return -1;
     if (id == 0) {
         out[0] = 0;
         return 1;
     }
     int n = 0;
-    uint32_t v = (uint32_t)id;
+    uint32_t v = id;
     while (v && n < 3) {
         unsigned char b = v & 0xFF;
         if (b == 0) return -1; /* a NUL only ever stands alone */
@@ -106,7 +103,7 @@ int irt_sim_piece(int32_t id, char out[3]) {
     return n;
 }
 
-int irt_sim_decode(const int32_t *ids, size_t n, ir_buf *out) {
+int irt_sim_decode(const uint32_t *ids, size_t n, ir_buf *out) {
     for (size_t i = 0; i < n; i++) {
         char p[3];
         int k = irt_sim_piece(ids[i], p);

@@ -16,8 +16,8 @@ static void chain_properties(void **state) {
     for (int iter = 0; iter < 500; iter++) {
         size_t bs = 1 + ir_rng_below(&r, 32);
         size_t n = ir_rng_below(&r, 400);
-        int32_t ids[400];
-        for (size_t i = 0; i < n; i++) ids[i] = (int32_t)ir_rng_below(&r, 50);
+        uint32_t ids[400];
+        for (size_t i = 0; i < n; i++) ids[i] = (uint32_t)ir_rng_below(&r, 50);
         irt_hash a[400], b[400];
         size_t na = irt_hash_blocks(root, ids, n, bs, a, 400);
         assert_int_equal(na, n / bs); /* partial blocks are never hashed */
@@ -45,7 +45,7 @@ static void salts_separate_chains(void **state) {
     irt_hash r1 = irt_hash_root(s1, 2), r2 = irt_hash_root(s2, 2), r3 = irt_hash_root(s3, 2);
     assert_false(irt_hash_eq(r1, r2));
     assert_true(irt_hash_eq(r1, r3));
-    int32_t ids[4] = {1, 2, 3, 4};
+    uint32_t ids[4] = {1, 2, 3, 4};
     assert_false(irt_hash_eq(irt_hash_block(r1, ids, 4), irt_hash_block(r2, ids, 4)));
 }
 

@@ -32,12 +32,12 @@ static void random_text(ir_rng *r, ir_buf *out) {
 
 static void known_split(void **state) {
     irt_ids ids;
-    irt_ids_init(&ids, 0);
+    irt_ids_init(&ids);
     assert_int_equal(irt_sim_encode("Hello world.\n", 13, &ids), 0);
     /* "Hel" "lo" " wo" "rld" "." "\n" */
-    assert_int_equal(ids.n, 6);
+    assert_int_equal(ids.len, 6);
     char p[3];
-    assert_int_equal(irt_sim_piece(ids.v[2], p), 3);
+    assert_int_equal(irt_sim_piece(ids.ids[2], p), 3);
     assert_memory_equal(p, " wo", 3);
     assert_int_equal(irt_sim_count("Hello world.\n", 13), 6);
     irt_ids_free(&ids);
@@ -52,24 +52,24 @@ static void roundtrip_and_prefix_stability(void **state) {
     for (int iter = 0; iter < 5000; iter++) {
         random_text(&r, &text);
         irt_ids all, again;
-        irt_ids_init(&all, 0);
-        irt_ids_init(&again, 0);
+        irt_ids_init(&all);
+        irt_ids_init(&again);
         assert_int_equal(irt_sim_encode(text.data ? text.data : "", text.len, &all), 0);
         assert_int_equal(irt_sim_encode(text.data ? text.data : "", text.len, &again), 0);
-        assert_int_equal(all.n, again.n); /* deterministic */
-        if (all.n) assert_memory_equal(all.v, again.v, all.n * sizeof(int32_t));
-        assert_int_equal(irt_sim_count(text.data ? text.data : "", text.len), all.n);
+        assert_int_equal(all.len, again.len); /* deterministic */
+        if (all.len) assert_memory_equal(all.ids, again.ids, all.len * sizeof(uint32_t));
+        assert_int_equal(irt_sim_count(text.data ? text.data : "", text.len), all.len);
         ir_buf_reset(&dec);
-        assert_int_equal(irt_sim_decode(all.v, all.n, &dec), 0);
+        assert_int_equal(irt_sim_decode(all.ids, all.len, &dec), 0);
         assert_int_equal(dec.len, text.len);
         if (text.len) assert_memory_equal(dec.data, text.data, text.len);
         /* Every prefix of the text tokenizes to a prefix of the ids, except
          * possibly its last token. */
         size_t k = text.len ? ir_rng_below(&r, text.len + 1) : 0;
         irt_ids pre;
-        irt_ids_init(&pre, 0);
+        irt_ids_init(&pre);
         irt_sim_encode(text.data ? text.data : "", k, &pre);
-        if (pre.n > 1) assert_memory_equal(pre.v, all.v, (pre.n - 1) * sizeof(int32_t));
+        if (pre.len > 1) assert_memory_equal(pre.ids, all.ids, (pre.len - 1) * sizeof(uint32_t));
         irt_ids_free(&pre);
         irt_ids_free(&all);
         irt_ids_free(&again);
@@ -89,21 +89,21 @@ static void generated_text_retokenizes(void **state) {
     for (int iter = 0; iter < 2000; iter++) {
         random_text(&r, &text);
         irt_ids gen;
-        irt_ids_init(&gen, 0);
+        irt_ids_init(&gen);
         irt_sim_encode(text.data ? text.data : "", text.len, &gen);
-        size_t keep = gen.n ? ir_rng_below(&r, gen.n + 1) : 0; /* a max_tokens cut */
+        size_t keep = gen.len ? ir_rng_below(&r, gen.len + 1) : 0; /* a max_tokens cut */
         ir_buf_reset(&ctx);
         ir_buf_append_str(&ctx, "<|assistant|>\n");
         size_t head = ctx.len;
-        irt_sim_decode(gen.v, keep, &ctx);
+        irt_sim_decode(gen.ids, keep, &ctx);
         ir_buf_append_str(&ctx, "\n<|user|>\n");
         irt_ids whole, prefix;
-        irt_ids_init(&whole, 0);
-        irt_ids_init(&prefix, 0);
+        irt_ids_init(&whole);
+        irt_ids_init(&prefix);
         irt_sim_encode(ctx.data, ctx.len, &whole);
         irt_sim_encode(ctx.data, head, &prefix);
-        assert_true(whole.n >= prefix.n + keep);
-        if (keep) assert_memory_equal(whole.v + prefix.n, gen.v, keep * sizeof(int32_t));
+        assert_true(whole.len >= prefix.len + keep);
+        if (keep) assert_memory_equal(whole.ids + prefix.len, gen.ids, keep * sizeof(uint32_t));
         irt_ids_free(&whole);
         irt_ids_free(&prefix);
         irt_ids_free(&gen);
@@ -112,13 +112,21 @@ static void generated_text_retokenizes(void **state) {
     ir_buf_free(&ctx);
 }
 
-static void ids_cap(void **state) {
+static void ids_append_and_bad_ids(void **state) {
     irt_ids ids;
-    irt_ids_init(&ids, 2);
+    irt_ids_init(&ids);
     assert_int_equal(irt_sim_encode("abcdef", 6, &ids), 0);
-    assert_int_equal(irt_sim_encode("x", 1, &ids), -1);
+    assert_int_equal(irt_sim_encode("x", 1, &ids), 0);
+    assert_int_equal(ids.len, 3); /* encode appends */
     irt_ids_free(&ids);
-    assert_int_equal(irt_sim_piece(-1, (char[3]){0}), -1);
+    char p[3];
+    assert_int_equal(irt_sim_piece(0x1000000, p), -1);
+    assert_int_equal(irt_sim_piece(0x000100, p), -1); /* a NUL inside a piece */
+    ir_buf out;
+    ir_buf_init(&out, 0);
+    uint32_t bad[] = {'a', 0x7FFFFFFF};
+    assert_int_equal(irt_sim_decode(bad, 2, &out), -1);
+    ir_buf_free(&out);
 }
 
 static void chat_template(void **state) {
@@ -144,7 +152,7 @@ int main(void) {
         cmocka_unit_test(known_split),
         cmocka_unit_test(roundtrip_and_prefix_stability),
         cmocka_unit_test(generated_text_retokenizes),
-        cmocka_unit_test(ids_cap),
+        cmocka_unit_test(ids_append_and_bad_ids),
         cmocka_unit_test(chat_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

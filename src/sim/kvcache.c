@@ -1,0 +1,137 @@
+/* kvcache.c: the simulator's prefix cache, an O(1) LRU of hashed blocks. */
+#include "sim/sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t bucket_of(const sim_kv *kv, irt_hash h) { return (uint32_t)(h.lo ^ h.hi) & kv->mask; }
+
+int sim_kv_init(sim_kv *kv, uint32_t n) {
+    memset(kv, 0, sizeof *kv);
+    if (n == 0) return -1;
+    kv->b = calloc(n, sizeof *kv->b);
+    uint32_t nb = 1;
+    while (nb < 2 * n) nb <<= 1;
+    kv->buckets = malloc(nb * sizeof *kv->buckets);
+    if (!kv->b || !kv->buckets) {
+        sim_kv_free(kv);
+        return -1;
+    }
+    kv->mask = nb - 1;
+    for (uint32_t i = 0; i < nb; i++) kv->buckets[i] = -1;
+    kv->n = n;
+    /* Every block starts free, in index order. */
+    for (uint32_t i = 0; i < n; i++) {
+        kv->b[i].prev = (int32_t)i - 1;
+        kv->b[i].next = i + 1 < n ? (int32_t)i + 1 : -1;
+        kv->b[i].hnext = -1;
+        kv->b[i].in_free = true;
+    }
+    kv->free_head = 0;
+    kv->free_tail = (int32_t)n - 1;
+    kv->nfree = n;
+    return 0;
+}
+
+void sim_kv_free(sim_kv *kv) {
+    free(kv->b);
+    free(kv->buckets);
+    kv->b = NULL;
+    kv->buckets = NULL;
+}
+
+static void free_unlink(sim_kv *kv, int32_t i) {
+    sim_block *b = &kv->b[i];
+    if (b->prev >= 0)
+        kv->b[b->prev].next = b->next;
+    else
+        kv->free_head = b->next;
+    if (b->next >= 0)
+        kv->b[b->next].prev = b->prev;
+    else
+        kv->free_tail = b->prev;
+    b->prev = b->next = -1;
+    b->in_free = false;
+    kv->nfree--;
+}
+
+static void free_push_tail(sim_kv *kv, int32_t i) {
+    sim_block *b = &kv->b[i];
+    b->prev = kv->free_tail;
+    b->next = -1;
+    if (kv->free_tail >= 0)
+        kv->b[kv->free_tail].next = i;
+    else
+        kv->free_head = i;
+    kv->free_tail = i;
+    b->in_free = true;
+    kv->nfree++;
+}
+
+static void unhash(sim_kv *kv, int32_t i) {
+    sim_block *b = &kv->b[i];
+    if (!b->hashed) return;
+    int32_t *pp = &kv->buckets[bucket_of(kv, b->hash)];
+    while (*pp != i) pp = &kv->b[*pp].hnext;
+    *pp = b->hnext;
+    b->hnext = -1;
+    b->hashed = false;
+    kv->nhashed--;
+}
+
+int32_t sim_kv_lookup(const sim_kv *kv, irt_hash h) {
+    for (int32_t i = kv->buckets[bucket_of(kv, h)]; i >= 0; i = kv->b[i].hnext)
+        if (irt_hash_eq(kv->b[i].hash, h)) return i;
+    return -1;
+}
+
+uint32_t sim_kv_match(const sim_kv *kv, const irt_hash *hs, uint32_t n) {
+    uint32_t k = 0;
+    while (k < n && sim_kv_lookup(kv, hs[k]) >= 0) k++;
+    return k;
+}
+
+void sim_kv_acquire(sim_kv *kv, int32_t i) {
+    if (kv->b[i].in_free) free_unlink(kv, i);
+    kv->b[i].ref++;
+}
+
+int32_t sim_kv_alloc(sim_kv *kv) {
+    int32_t i = kv->free_head;
+    if (i < 0) return -1;
+    free_unlink(kv, i);
+    unhash(kv, i); /* eviction */
+    kv->b[i].ref = 1;
+    return i;
+}
+
+void sim_kv_release(sim_kv *kv, int32_t i) {
+    sim_block *b = &kv->b[i];
+    if (b->ref == 0) return;
+    /* As in vLLM, a freed block joins the tail whether or not it is cached;
+     * callers free a sequence's blocks last-first, so a prefix's tail is
+     * evicted before its head. */
+    if (--b->ref == 0) free_push_tail(kv, i);
+}
+
+void sim_kv_set_hash(sim_kv *kv, int32_t i, irt_hash h) {
+    sim_block *b = &kv->b[i];
+    if (b->hashed || sim_kv_lookup(kv, h) >= 0) return;
+    b->hash = h;
+    b->hashed = true;
+    uint32_t k = bucket_of(kv, h);
+    b->hnext = kv->buckets[k];
+    kv->buckets[k] = i;
+    kv->nhashed++;
+}
+
+uint32_t sim_kv_reset(sim_kv *kv) {
+    uint32_t n = 0;
+    for (int32_t i = kv->free_head; i >= 0; i = kv->b[i].next) {
+        if (kv->b[i].hashed) {
+            unhash(kv, i);
+            n++;
+        }
+    }
+    return n;
+}

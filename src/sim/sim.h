@@ -1,0 +1,175 @@
+/* sim.h: internals of inferrail-sim, a CPU mock of a vLLM (or SGLang) engine.
+ *
+ * The engine runs on one libuv loop. It owns every sequence it accepts: a
+ * sequence lives from sim_engine_submit until its on_finish callback returns
+ * or sim_engine_abort is called, whichever comes first; after that the
+ * pointer is gone. Callbacks never fire from inside submit or abort.
+ */
+#ifndef IR_SIM_H
+#define IR_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/ir_core.h"
+#include "tokenize/ir_tokenize.h"
+
+#define SIM_MAX_MODEL_NAMES 8
+
+typedef enum { SIM_ENGINE_VLLM, SIM_ENGINE_SGLANG } sim_engine_kind;
+
+typedef struct sim_cfg {
+    char host[256];
+    uint16_t port;
+    const char *model_names[SIM_MAX_MODEL_NAMES];
+    size_t nmodel_names;
+    uint32_t block_size;
+    uint32_t num_gpu_blocks;
+    uint32_t max_num_seqs;
+    uint32_t max_model_len;
+    bool prompt_tokens_details;
+    double prefill_token_us;  /* a: per uncached token */
+    double prefill_pair_ns;   /* b: per (uncached token x attended token) */
+    double prefill_fixed_ms;  /* d: per prefill */
+    double decode_token_ms;   /* time per output token at batch size 1 */
+    double decode_batch_us;   /* added per extra running sequence */
+    bool zero_latency;
+    sim_engine_kind engine;
+    size_t max_body_bytes;
+    bool enable_faults; /* the fault switches (admin route and header) */
+    uint32_t workers;   /* unused: the simulator is single-threaded */
+} sim_cfg;
+
+void sim_cfg_defaults(sim_cfg *c);
+
+/* ---- latency model ------------------------------------------------------------ */
+/* Prefill cost in ns of u uncached tokens attending to c cached ones:
+ * P(u,c) = a*u + b*u*(c + u/2) + d. */
+uint64_t sim_prefill_ns(const sim_cfg *c, uint64_t u, uint64_t cached);
+/* Time per output token in ns while `running` sequences decode. */
+uint64_t sim_decode_ns(const sim_cfg *c, uint32_t running);
+
+/* ---- prefix cache -----------------------------------------------------------------
+ * num_gpu_blocks blocks. A block with ref == 0 sits in the free queue, oldest
+ * first; allocation takes the queue's head and evicts the hash it carried. Held
+ * blocks (ref > 0) are never evicted. Every operation is O(1) (hash lookups
+ * expected O(1)). */
+typedef struct sim_block {
+    irt_hash hash;
+    uint32_t ref;
+    int32_t prev, next; /* free queue links, -1 at the ends */
+    int32_t hnext;      /* hash bucket chain */
+    bool hashed;        /* registered in the map */
+    bool in_free;
+} sim_block;
+
+typedef struct sim_kv {
+    sim_block *b;
+    uint32_t n;
+    int32_t free_head, free_tail;
+    uint32_t nfree;
+    int32_t *buckets;
+    uint32_t mask;
+    uint32_t nhashed;
+} sim_kv;
+
+int sim_kv_init(sim_kv *kv, uint32_t nblocks);
+void sim_kv_free(sim_kv *kv);
+int32_t sim_kv_lookup(const sim_kv *kv, irt_hash h);
+/* The number of leading hashes that are cached. */
+uint32_t sim_kv_match(const sim_kv *kv, const irt_hash *hs, uint32_t n);
+/* Takes a reference on a cached block (leaving the free queue if it was there). */
+void sim_kv_acquire(sim_kv *kv, int32_t idx);
+/* A fresh block with ref 1, evicting the oldest free one; -1 when none is free. */
+int32_t sim_kv_alloc(sim_kv *kv);
+/* Drops a reference; at zero the block joins the free queue's tail, still cached. */
+void sim_kv_release(sim_kv *kv, int32_t idx);
+/* Registers a full block's hash. A hash that is already cached stays with its
+ * first block (this one then remains unregistered). */
+void sim_kv_set_hash(sim_kv *kv, int32_t idx, irt_hash h);
+/* Forgets the hashes of every free block. Returns the number forgotten. */
+uint32_t sim_kv_reset(sim_kv *kv);
+
+/* ---- metrics ------------------------------------------------------------------------ */
+#define SIM_HIST_MAX_BUCKETS 32
+typedef struct sim_hist {
+    const double *bounds; /* upper bounds, ascending, +Inf implied */
+    size_t nb;
+    uint64_t counts[SIM_HIST_MAX_BUCKETS + 1];
+    uint64_t total;
+    double sum;
+} sim_hist;
+
+void sim_hist_init(sim_hist *h, const double *bounds, size_t nb);
+void sim_hist_observe(sim_hist *h, double v);
+
+typedef enum {
+    SIM_FINISH_STOP,
+    SIM_FINISH_LENGTH,
+    SIM_FINISH_ABORT,
+    SIM_FINISH_COUNT
+} sim_finish;
+
+typedef struct sim_stats {
+    uint64_t prompt_tokens, generation_tokens;
+    uint64_t prefix_queries, prefix_hits; /* in tokens */
+    uint64_t preemptions;
+    uint64_t finished[SIM_FINISH_COUNT];
+    uint64_t requests_received;
+    sim_hist ttft, itl, e2e, queue, prefill, decode, inference, prompt_len, gen_len;
+    double created; /* wall time the counters started, for _created series */
+} sim_stats;
+
+/* ---- engine ------------------------------------------------------------------------ */
+typedef struct sim_engine sim_engine;
+typedef struct sim_seq sim_seq;
+
+typedef struct sim_seq_cbs {
+    /* Output tokens [from, to) were generated; from == 0 means the first token. */
+    void (*on_tokens)(void *ud, sim_seq *s, size_t from, size_t to);
+    /* The sequence ended. The pointer is invalid once this returns. */
+    void (*on_finish)(void *ud, sim_seq *s, sim_finish why);
+} sim_seq_cbs;
+
+typedef struct sim_submit {
+    const uint32_t *prompt;
+    size_t prompt_len;
+    size_t max_tokens; /* output tokens to generate when has_max_tokens */
+    bool has_max_tokens;
+    uint64_t seed; /* mixes into the generated text */
+    const sim_seq_cbs *cbs;
+    void *ud;
+} sim_submit;
+
+sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg);
+/* Aborts what is left (no callbacks) and frees; closes its timer handle, so
+ * the loop must run once more for the close to complete. */
+void sim_engine_free(sim_engine *e);
+sim_seq *sim_engine_submit(sim_engine *e, const sim_submit *req);
+/* The client went away: the sequence's slot and blocks are freed at once and
+ * it is counted as an abort. No callback fires for it afterwards. */
+void sim_engine_abort(sim_engine *e, sim_seq *s);
+uint32_t sim_engine_reset_prefix_cache(sim_engine *e);
+
+/* Read-only views. */
+const sim_stats *sim_engine_stats(const sim_engine *e);
+uint32_t sim_engine_running(const sim_engine *e);
+uint32_t sim_engine_waiting(const sim_engine *e);
+double sim_engine_kv_usage(const sim_engine *e);
+const sim_kv *sim_engine_kv(const sim_engine *e);
+const sim_cfg *sim_engine_cfg(const sim_engine *e);
+
+/* Per-sequence views, valid while the sequence lives. */
+size_t sim_seq_prompt_len(const sim_seq *s);
+size_t sim_seq_cached_tokens(const sim_seq *s); /* at first scheduling */
+size_t sim_seq_generated(const sim_seq *s);
+const uint32_t *sim_seq_output(const sim_seq *s); /* the output ids so far */
+uint64_t sim_seq_arrival_ns(const sim_seq *s);
+
+/* ---- metrics page ------------------------------------------------------------------ */
+/* Renders the Prometheus text page of the engine, vLLM or SGLang flavoured. */
+int sim_metrics_render(const sim_engine *e, ir_buf *out);
+
+#endif
