@@ -65,6 +65,15 @@ static const double req_b[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,
 static const double tok_b[] = {1,    2,    5,    10,   20,    50,    100,   200,   500,   1000,
                                2000, 5000, 10000, 20000, 50000, 100000, 200000};
 
+/* SGLang's default buckets. */
+static const double sg_ttft_b[] = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,  4,   6,
+                                   8,   10,  20,  40,  60,  80, 100, 200, 400};
+static const double sg_itl_b[] = {0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025,
+                                  0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400,
+                                  0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000};
+static const double sg_e2e_b[] = {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
+                                  20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400};
+
 static const char *const words[64] = {
     "the",     "model",   "returns", "tokens",  "quickly", "when",   "cache",   "holds",
     "prefix",  "blocks",  "router",  "sends",   "every",   "request", "to",      "replica",
@@ -521,6 +530,11 @@ sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg) {
     sim_hist_init(&st->prefill, req_b, IR_ARRAY_LEN(req_b));
     sim_hist_init(&st->decode, req_b, IR_ARRAY_LEN(req_b));
     sim_hist_init(&st->inference, req_b, IR_ARRAY_LEN(req_b));
+    if (cfg->engine == SIM_ENGINE_SGLANG) {
+        sim_hist_init(&st->ttft, sg_ttft_b, IR_ARRAY_LEN(sg_ttft_b));
+        sim_hist_init(&st->itl, sg_itl_b, IR_ARRAY_LEN(sg_itl_b));
+        sim_hist_init(&st->e2e, sg_e2e_b, IR_ARRAY_LEN(sg_e2e_b));
+    }
     sim_hist_init(&st->prompt_len, tok_b, IR_ARRAY_LEN(tok_b));
     sim_hist_init(&st->gen_len, tok_b, IR_ARRAY_LEN(tok_b));
     st->created = ir_wall_time();

@@ -171,5 +171,7 @@ uint64_t sim_seq_arrival_ns(const sim_seq *s);
 /* ---- metrics page ------------------------------------------------------------------ */
 /* Renders the Prometheus text page of the engine, vLLM or SGLang flavoured. */
 int sim_metrics_render(const sim_engine *e, ir_buf *out);
+/* A float as prometheus_client writes it ("1.0", "0.25", "+Inf", "1.5e+07"). */
+void sim_metrics_format_value(double d, char *out, size_t n);
 
 #endif
