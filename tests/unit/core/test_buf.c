@@ -108,9 +108,9 @@ static void json_string_escapes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(buf_respects_cap),      cmocka_unit_test(buf_appendf_long),
-        cmocka_unit_test(arena_alloc_and_cap),   cmocka_unit_test(rng_is_seeded_and_uniform),
-        cmocka_unit_test(url_parsing),           cmocka_unit_test(json_string_escapes),
+        cmocka_unit_test(buf_respects_cap),    cmocka_unit_test(buf_appendf_long),
+        cmocka_unit_test(arena_alloc_and_cap), cmocka_unit_test(rng_is_seeded_and_uniform),
+        cmocka_unit_test(url_parsing),         cmocka_unit_test(json_string_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

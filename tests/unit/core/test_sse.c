@@ -69,7 +69,8 @@ static void encode_roundtrip(void **state) {
     collect c;
     decode_chunks(out.data, out.len, NULL, 0, &c);
     assert_int_equal(c.count, 5);
-    assert_string_equal(c.log.data, "|-|\x1e|-|x\x1e|-|a\nb\x1e|-|trail\n\x1e|-|{\"k\": \"v\"}\x1e");
+    assert_string_equal(c.log.data,
+                        "|-|\x1e|-|x\x1e|-|a\nb\x1e|-|trail\n\x1e|-|{\"k\": \"v\"}\x1e");
     ir_buf_free(&c.log);
     ir_buf_free(&out);
 }
@@ -77,9 +78,9 @@ static void encode_roundtrip(void **state) {
 /* Property: for random streams, every chunking yields exactly the events of
  * feeding the whole stream at once. */
 static void any_chunking_same_events(void **state) {
-    static const char *atoms[] = {"data: ", "data:", "event: e", "id: 3", ": c", "\n", "\r\n",
-                                  "\r",     "x",     "{\"y\":2}", "\xEF\xBB\xBF", "retry: 1",
-                                  "data",   "é",     " "};
+    static const char *atoms[] = {"data: ",       "data:",    "event: e", "id: 3", ": c",
+                                  "\n",           "\r\n",     "\r",       "x",     "{\"y\":2}",
+                                  "\xEF\xBB\xBF", "retry: 1", "data",     "é",     " "};
     ir_rng r;
     ir_rng_seed(&r, 2024);
     for (int iter = 0; iter < 3000; iter++) {
