@@ -626,5 +626,6 @@ const sim_cfg *sim_engine_cfg(const sim_engine *e) { return &e->cfg; }
 size_t sim_seq_prompt_len(const sim_seq *s) { return s->prompt_len; }
 size_t sim_seq_cached_tokens(const sim_seq *s) { return s->cached_tokens; }
 size_t sim_seq_generated(const sim_seq *s) { return s->generated; }
+size_t sim_seq_target(const sim_seq *s) { return s->plan_len; }
 const uint32_t *sim_seq_output(const sim_seq *s) { return s->tokens + s->prompt_len; }
 uint64_t sim_seq_arrival_ns(const sim_seq *s) { return s->t_arrive; }

@@ -165,6 +165,8 @@ const sim_cfg *sim_engine_cfg(const sim_engine *e);
 size_t sim_seq_prompt_len(const sim_seq *s);
 size_t sim_seq_cached_tokens(const sim_seq *s); /* at first scheduling */
 size_t sim_seq_generated(const sim_seq *s);
+/* How many output tokens the sequence will produce in all. */
+size_t sim_seq_target(const sim_seq *s);
 const uint32_t *sim_seq_output(const sim_seq *s); /* the output ids so far */
 uint64_t sim_seq_arrival_ns(const sim_seq *s);
 

@@ -4,17 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void irt_ids_init(irt_ids *v) {
-    v->ids = NULL;
-    v->len = v->cap = 0;
-}
-
-void irt_ids_free(irt_ids *v) {
-    free(v->ids);
-    v->ids = NULL;
-    v->len = v->cap = 0;
-}
-
+/* irt_ids_init and irt_ids_free live in hf_encode.c. */
 int irt_ids_push(irt_ids *v, uint32_t id) {
     if (v->len == v->cap) {
         size_t nc = v->cap ? v->cap * 2 : 64;

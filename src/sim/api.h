@@ -1,0 +1,44 @@
+/* api.h: the simulator's HTTP API on top of the engine (internal to inferrail-sim). */
+#ifndef IR_SIM_API_H
+#define IR_SIM_API_H
+
+#include "net/ir_net.h"
+#include "sim/sim.h"
+
+typedef enum {
+    SIM_FAULT_NONE,
+    SIM_FAULT_CLOSE,  /* close the connection without answering */
+    SIM_FAULT_HANG,   /* never answer */
+    SIM_FAULT_DELAY,  /* wait delay_ms, then answer normally */
+    SIM_FAULT_STATUS, /* answer `status` with an error body */
+    SIM_FAULT_REFUSE, /* stop listening for delay_ms: connections are refused */
+} sim_fault_mode;
+
+typedef struct sim_fault {
+    sim_fault_mode mode;
+    uint64_t delay_ms;
+    int status;
+} sim_fault;
+
+/* Parses "close", "hang", "delay=MS", "status=CODE", "refuse=MS" or "none". */
+int sim_fault_parse(const char *spec, sim_fault *out);
+
+typedef struct sim_api sim_api;
+
+typedef struct sim_api_hooks {
+    /* Asked to stop (on) or resume listening; for_ms > 0 resumes by itself. */
+    void (*on_refuse)(void *ud, uint64_t for_ms, bool on);
+    /* Test hook: a validated inference request is about to be submitted;
+     * returning non-zero means the hook answered it. */
+    int (*on_accept)(void *ud, irn_request *req, irn_resp *resp);
+    void *ud;
+} sim_api_hooks;
+
+sim_api *sim_api_new(uv_loop_t *loop, sim_engine *eng, const sim_api_hooks *hooks);
+/* Aborts what is in flight (without touching responses, which the server
+ * closes) and frees. */
+void sim_api_free(sim_api *api);
+/* The irn_server request callback. */
+void sim_api_handle(sim_api *api, irn_request *req, irn_resp *resp);
+
+#endif
