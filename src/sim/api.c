@@ -10,7 +10,6 @@
 
 #define SIM_VLLM_VERSION "0.10.1.1"
 
-typedef enum { KIND_CHAT, KIND_COMPLETION } req_kind;
 
 /* One inference request in flight. Owned by the API; freed once both the
  * response ended and the engine let go of the sequence. */
@@ -18,7 +17,7 @@ typedef struct inflight {
     sim_api *api;
     irn_resp *resp;
     sim_seq *seq; /* NULL once finished or aborted */
-    req_kind kind;
+    sim_kind kind;
     bool stream, include_usage, continuous_usage;
     char id[160];
     char model[256];
@@ -79,9 +78,6 @@ static void send_error(irn_resp *resp, int status, const char *type, const char 
     ir_buf_free(&b);
 }
 
-static void bad_request(irn_resp *resp, const char *param, const char *msg) {
-    send_error(resp, 400, "BadRequestError", param, "%s", msg);
-}
 
 static bool served(const sim_cfg *c, const char *model) {
     for (size_t i = 0; i < c->nmodel_names; i++)
@@ -115,7 +111,7 @@ static const char *finish_name(sim_finish why) {
 static void chunk_prefix(ir_buf *b, const inflight *f) {
     ir_buf_append_str(b, "{\"id\":");
     jstr(b, f->id);
-    ir_buf_append_str(b, f->kind == KIND_CHAT ? ",\"object\":\"chat.completion.chunk\""
+    ir_buf_append_str(b, f->kind == SIM_KIND_CHAT ? ",\"object\":\"chat.completion.chunk\""
                                               : ",\"object\":\"text_completion\"");
     ir_buf_appendf(b, ",\"created\":%lld,\"model\":", f->created);
     jstr(b, f->model);
@@ -136,7 +132,7 @@ static bool emit(inflight *f) {
 static void stream_token_chunk(inflight *f, const char *piece, size_t n, const char *finish) {
     ir_buf *b = &f->chunk;
     chunk_prefix(b, f);
-    if (f->kind == KIND_CHAT) {
+    if (f->kind == SIM_KIND_CHAT) {
         ir_buf_append_str(b, ",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
         ir_json_append_string(b, piece, n);
         ir_buf_append_str(b, "},\"logprobs\":null,\"finish_reason\":");
@@ -170,7 +166,7 @@ static void stream_token_chunk(inflight *f, const char *piece, size_t n, const c
 static void full_response(inflight *f, sim_finish why, ir_buf *b) {
     ir_buf_append_str(b, "{\"id\":");
     jstr(b, f->id);
-    if (f->kind == KIND_CHAT) {
+    if (f->kind == SIM_KIND_CHAT) {
         ir_buf_appendf(b, ",\"object\":\"chat.completion\",\"created\":%lld,\"model\":",
                        f->created);
         jstr(b, f->model);
@@ -285,83 +281,73 @@ static const sim_seq_cbs seq_cbs = {on_tokens, on_finish};
 
 /* ---- request validation ----------------------------------------------------------------- */
 
-/* Reads an optional integer field. Returns -1 (after answering 400) when present with
- * the wrong type. */
-static int opt_int(irn_resp *resp, json_t *body, const char *key, bool *has, long long *out) {
+static int fail(sim_err *e, int status, const char *type, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int fail(sim_err *e, int status, const char *type, const char *param, const char *fmt,
+                ...) {
+    e->status = status;
+    e->type = type;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+#define BAD(e, param, ...) fail((e), 400, "BadRequestError", (param), __VA_ARGS__)
+
+/* An optional integer field; a present value of another type is an error. */
+static int opt_int(sim_err *e, json_t *body, const char *key, bool *has, long long *out) {
     json_t *v = json_object_get(body, key);
     *has = false;
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_integer(v)) {
-        char m[200];
-        snprintf(m, sizeof m, "`%s` must be an integer.", key);
-        bad_request(resp, key, m);
-        return -1;
-    }
+    if (!json_is_integer(v)) return BAD(e, key, "`%s` must be an integer.", key);
     *has = true;
     *out = json_integer_value(v);
     return 0;
 }
 
-static int opt_bool(irn_resp *resp, json_t *body, const char *key, bool *out) {
+static int opt_bool(sim_err *e, json_t *body, const char *key, bool *out) {
     json_t *v = json_object_get(body, key);
     *out = false;
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_boolean(v)) {
-        char m[200];
-        snprintf(m, sizeof m, "`%s` must be a boolean.", key);
-        bad_request(resp, key, m);
-        return -1;
-    }
+    if (!json_is_boolean(v)) return BAD(e, key, "`%s` must be a boolean.", key);
     *out = json_is_true(v);
     return 0;
 }
 
 /* Rejects what the simulator cannot answer the way vLLM would. */
-static int reject_unsupported(irn_resp *resp, json_t *body, req_kind kind) {
+static int reject_unsupported(sim_err *e, json_t *body, sim_kind kind) {
     bool has;
     long long v;
-    if (opt_int(resp, body, "n", &has, &v)) return -1;
-    if (has && v != 1) {
-        bad_request(resp, "n", "`n` > 1 is not supported by the simulator.");
-        return -1;
-    }
-    if (opt_int(resp, body, "best_of", &has, &v)) return -1;
-    if (has && v != 1) {
-        bad_request(resp, "best_of", "`best_of` is not supported by the simulator.");
-        return -1;
-    }
+    if (opt_int(e, body, "n", &has, &v)) return -1;
+    if (has && v != 1) return BAD(e, "n", "`n` > 1 is not supported by the simulator.");
+    if (opt_int(e, body, "best_of", &has, &v)) return -1;
+    if (has && v != 1) return BAD(e, "best_of", "`best_of` is not supported by the simulator.");
     json_t *lp = json_object_get(body, "logprobs");
     bool want_lp = lp && !json_is_null(lp) && !json_is_false(lp);
     json_t *tlp = json_object_get(body, "top_logprobs");
-    if (want_lp || (tlp && !json_is_null(tlp) && kind == KIND_CHAT &&
-                    !(json_is_integer(tlp) && json_integer_value(tlp) == 0))) {
-        bad_request(resp, want_lp ? "logprobs" : "top_logprobs",
-                    "`logprobs` is not supported by the simulator.");
-        return -1;
-    }
+    if (want_lp || (tlp && !json_is_null(tlp) && kind == SIM_KIND_CHAT &&
+                    !(json_is_integer(tlp) && json_integer_value(tlp) == 0)))
+        return BAD(e, want_lp ? "logprobs" : "top_logprobs",
+                   "`logprobs` is not supported by the simulator.");
     json_t *plp = json_object_get(body, "prompt_logprobs");
-    if (plp && !json_is_null(plp)) {
-        bad_request(resp, "prompt_logprobs",
-                    "`prompt_logprobs` is not supported by the simulator.");
-        return -1;
-    }
+    if (plp && !json_is_null(plp))
+        return BAD(e, "prompt_logprobs", "`prompt_logprobs` is not supported by the simulator.");
     json_t *echo = json_object_get(body, "echo");
-    if (echo && json_is_true(echo)) {
-        bad_request(resp, "echo", "`echo` is not supported by the simulator.");
-        return -1;
-    }
+    if (echo && json_is_true(echo))
+        return BAD(e, "echo", "`echo` is not supported by the simulator.");
     return 0;
 }
 
 /* The prompt's token ids: the chat template then builtin:sim, or the prompt
  * string, or ids given directly. */
-static int prompt_ids(irn_resp *resp, json_t *body, req_kind kind, irt_ids *ids) {
-    if (kind == KIND_CHAT) {
+static int prompt_ids(sim_err *e, json_t *body, sim_kind kind, irt_ids *ids) {
+    if (kind == SIM_KIND_CHAT) {
         json_t *msgs = json_object_get(body, "messages");
-        if (!json_is_array(msgs)) {
-            bad_request(resp, "messages", "`messages` is required and must be a list.");
-            return -1;
-        }
+        if (!json_is_array(msgs))
+            return BAD(e, "messages", "`messages` is required and must be a list.");
         bool agp = true;
         json_t *g = json_object_get(body, "add_generation_prompt");
         if (json_is_boolean(g)) agp = json_is_true(g);
@@ -370,21 +356,18 @@ static int prompt_ids(irn_resp *resp, json_t *body, req_kind kind, irt_ids *ids)
         const char *err = NULL;
         if (irt_sim_render_chat(msgs, agp, &text, &err)) {
             ir_buf_free(&text);
-            bad_request(resp, "messages", err);
-            return -1;
+            return BAD(e, "messages", "%s", err);
         }
-        irt_sim_encode(text.data ? text.data : "", text.len, ids);
+        int rc = irt_sim_encode(text.data ? text.data : "", text.len, ids);
         ir_buf_free(&text);
-        return 0;
+        return rc ? fail(e, 500, "InternalServerError", NULL, "out of memory") : 0;
     }
     json_t *p = json_object_get(body, "prompt");
+    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
+        p = json_array_get(p, 0);
     if (json_is_string(p)) {
-        irt_sim_encode(json_string_value(p), json_string_length(p), ids);
-        return 0;
-    }
-    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0))) {
-        json_t *s = json_array_get(p, 0);
-        irt_sim_encode(json_string_value(s), json_string_length(s), ids);
+        if (irt_sim_encode(json_string_value(p), json_string_length(p), ids))
+            return fail(e, 500, "InternalServerError", NULL, "out of memory");
         return 0;
     }
     if (json_is_array(p) && json_array_size(p) > 0 && json_is_integer(json_array_get(p, 0))) {
@@ -392,100 +375,119 @@ static int prompt_ids(irn_resp *resp, json_t *body, req_kind kind, irt_ids *ids)
         json_t *v;
         json_array_foreach(p, i, v) {
             if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                json_integer_value(v) > 0xFFFFFF) {
-                bad_request(resp, "prompt", "`prompt` token ids must be integers in range.");
-                return -1;
-            }
-            irt_ids_push(ids, (uint32_t)json_integer_value(v));
+                json_integer_value(v) > 0xFFFFFF)
+                return BAD(e, "prompt", "`prompt` token ids must be integers in range.");
+            if (irt_ids_push(ids, (uint32_t)json_integer_value(v)))
+                return fail(e, 500, "InternalServerError", NULL, "out of memory");
         }
         return 0;
     }
-    if (json_is_array(p) && json_array_size(p) > 1) {
-        bad_request(resp, "prompt", "Batched prompts are not supported by the simulator.");
-        return -1;
-    }
-    bad_request(resp, "prompt", "`prompt` is required: a string or a list of token ids.");
-    return -1;
+    if (json_is_array(p) && json_array_size(p) > 1)
+        return BAD(e, "prompt", "Batched prompts are not supported by the simulator.");
+    return BAD(e, "prompt", "`prompt` is required: a string or a list of token ids.");
 }
 
-static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, req_kind kind) {
-    const sim_cfg *cfg = api->cfg;
+int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *data, size_t len, sim_req *r,
+                  sim_err *e) {
+    memset(r, 0, sizeof *r);
+    memset(e, 0, sizeof *e);
+    irt_ids_init(&r->ids);
     json_error_t jerr;
-    json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, &jerr);
-    if (!body) {
-        send_error(resp, 400, "BadRequestError", NULL, "JSON decode error: %s (line %d, column %d)",
-                   jerr.text, jerr.line, jerr.column);
-        return;
-    }
+    json_t *body = json_loadb(data ? data : "", len, 0, &jerr);
+    if (!body)
+        return fail(e, 400, "BadRequestError", NULL, "JSON decode error: %s (line %d, column %d)",
+                    jerr.text, jerr.line, jerr.column);
+    int rc = -1;
     if (!json_is_object(body)) {
-        bad_request(resp, NULL, "The request body must be a JSON object.");
-        json_decref(body);
-        return;
+        BAD(e, NULL, "The request body must be a JSON object.");
+        goto out;
     }
-    irt_ids ids;
-    irt_ids_init(&ids);
     json_t *m = json_object_get(body, "model");
-    bool stream = false, include_usage = false, continuous = false;
-    bool has_max = false, has_mct = false;
-    long long max_tokens = 0, mct = 0, seed = 0;
-    bool has_seed = false;
     if (m && !json_is_null(m)) {
         if (!json_is_string(m)) {
-            bad_request(resp, "model", "`model` must be a string.");
+            BAD(e, "model", "`model` must be a string.");
             goto out;
         }
         if (!served(cfg, json_string_value(m))) {
-            send_error(resp, 404, "NotFoundError", "model", "The model `%s` does not exist.",
-                       json_string_value(m));
+            fail(e, 404, "NotFoundError", "model", "The model `%s` does not exist.",
+                 json_string_value(m));
             goto out;
         }
     }
-    if (opt_bool(resp, body, "stream", &stream)) goto out;
+    if (opt_bool(e, body, "stream", &r->stream)) goto out;
     json_t *so = json_object_get(body, "stream_options");
     if (so && !json_is_null(so)) {
-        if (!stream) {
-            bad_request(resp, "stream_options",
-                        "Stream options can only be defined when `stream=True`.");
+        if (!r->stream) {
+            BAD(e, "stream_options", "Stream options can only be defined when `stream=True`.");
             goto out;
         }
         if (!json_is_object(so)) {
-            bad_request(resp, "stream_options", "`stream_options` must be an object.");
+            BAD(e, "stream_options", "`stream_options` must be an object.");
             goto out;
         }
-        include_usage = json_is_true(json_object_get(so, "include_usage"));
-        continuous = include_usage && json_is_true(json_object_get(so, "continuous_usage_stats"));
+        r->include_usage = json_is_true(json_object_get(so, "include_usage"));
+        r->continuous_usage =
+            r->include_usage && json_is_true(json_object_get(so, "continuous_usage_stats"));
     }
-    if (reject_unsupported(resp, body, kind)) goto out;
-    if (opt_int(resp, body, "max_tokens", &has_max, &max_tokens)) goto out;
-    if (kind == KIND_CHAT && opt_int(resp, body, "max_completion_tokens", &has_mct, &mct)) goto out;
+    if (reject_unsupported(e, body, kind)) goto out;
+    bool has_mct = false;
+    long long mct = 0;
+    if (opt_int(e, body, "max_tokens", &r->has_max_tokens, &r->max_tokens)) goto out;
+    if (kind == SIM_KIND_CHAT && opt_int(e, body, "max_completion_tokens", &has_mct, &mct))
+        goto out;
     if (has_mct) {
-        has_max = true;
-        max_tokens = mct;
+        r->has_max_tokens = true;
+        r->max_tokens = mct;
     }
-    if (has_max && max_tokens < 1) {
-        bad_request(resp, has_mct ? "max_completion_tokens" : "max_tokens",
-                    "max_tokens must be at least 1.");
+    const char *max_param = has_mct ? "max_completion_tokens" : "max_tokens";
+    if (r->has_max_tokens && r->max_tokens < 1) {
+        BAD(e, max_param, "max_tokens must be at least 1.");
         goto out;
     }
-    if (opt_int(resp, body, "seed", &has_seed, &seed)) goto out;
-    if (prompt_ids(resp, body, kind, &ids)) goto out;
-    size_t n = ids.len;
-    const char *tail = kind == KIND_CHAT ? " None" : "";
+    bool has_seed;
+    long long seed = 0;
+    if (opt_int(e, body, "seed", &has_seed, &seed)) goto out;
+    r->seed = (uint64_t)seed;
+    if (prompt_ids(e, body, kind, &r->ids)) goto out;
+    size_t n = r->ids.len;
+    /* vLLM's chat path appends " None" to these two messages; completions do not. */
+    const char *tail = kind == SIM_KIND_CHAT ? " None" : "";
     if (n >= cfg->max_model_len) {
-        send_error(resp, 400, "BadRequestError", kind == KIND_CHAT ? "messages" : "prompt",
-                   "This model's maximum context length is %u tokens. However, your request has "
-                   "%zu input tokens. Please reduce the length of the input messages.%s",
-                   cfg->max_model_len, n, tail);
+        BAD(e, kind == SIM_KIND_CHAT ? "messages" : "prompt",
+            "This model's maximum context length is %u tokens. However, your request has %zu "
+            "input tokens. Please reduce the length of the input messages.%s",
+            cfg->max_model_len, n, tail);
         goto out;
     }
-    if (has_max && (unsigned long long)max_tokens > cfg->max_model_len - n) {
-        send_error(resp, 400, "BadRequestError", has_mct ? "max_completion_tokens" : "max_tokens",
-                   "'max_tokens' or 'max_completion_tokens' is too large: %lld. This model's "
-                   "maximum context length is %u tokens and your request has %zu input tokens "
-                   "(%lld > %u - %zu).%s",
-                   max_tokens, cfg->max_model_len, n, max_tokens, cfg->max_model_len, n, tail);
+    if (r->has_max_tokens && (unsigned long long)r->max_tokens > cfg->max_model_len - n) {
+        BAD(e, max_param,
+            "'max_tokens' or 'max_completion_tokens' is too large: %lld. This model's maximum "
+            "context length is %u tokens and your request has %zu input tokens (%lld > %u - "
+            "%zu).%s",
+            r->max_tokens, cfg->max_model_len, n, r->max_tokens, cfg->max_model_len, n, tail);
         goto out;
     }
+    rc = 0;
+out:
+    json_decref(body);
+    if (rc) irt_ids_free(&r->ids);
+    return rc;
+}
+
+void sim_req_free(sim_req *r) { irt_ids_free(&r->ids); }
+
+static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim_kind kind) {
+    sim_req pr;
+    sim_err err;
+    if (sim_req_parse(api->cfg, kind, req->body.data, req->body.len, &pr, &err)) {
+        send_error(resp, err.status, err.type, err.param[0] ? err.param : NULL, "%s", err.message);
+        return;
+    }
+    irt_ids ids = pr.ids;
+    size_t n = ids.len;
+    bool stream = pr.stream, include_usage = pr.include_usage, continuous = pr.continuous_usage;
+    bool has_max = pr.has_max_tokens;
+    long long max_tokens = pr.max_tokens;
     if (api->hooks.on_accept && api->hooks.on_accept(api->hooks.ud, req, resp)) goto out;
 
     inflight *f = calloc(1, sizeof *f);
@@ -504,11 +506,11 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, req
     f->continuous_usage = continuous;
     f->prompt_len = n;
     f->created = (long long)time(NULL);
-    snprintf(f->model, sizeof f->model, "%s", cfg->model_names[0]);
+    snprintf(f->model, sizeof f->model, "%s", api->cfg->model_names[0]);
     ir_buf_init(&f->text, 0);
     ir_buf_init(&f->chunk, 0);
     const char *rid = irn_request_header(req, "x-request-id");
-    const char *prefix = kind == KIND_CHAT ? "chatcmpl-" : "cmpl-";
+    const char *prefix = kind == SIM_KIND_CHAT ? "chatcmpl-" : "cmpl-";
     if (rid && *rid && strlen(rid) < 128) {
         snprintf(f->id, sizeof f->id, "%s%s", prefix, rid);
     } else {
@@ -523,7 +525,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, req
                       .prompt_len = n,
                       .max_tokens = has_max ? (size_t)max_tokens : 0,
                       .has_max_tokens = has_max,
-                      .seed = has_seed ? (uint64_t)seed : 0,
+                      .seed = pr.seed,
                       .cbs = &seq_cbs,
                       .ud = f};
     f->seq = sim_engine_submit(api->eng, &sub);
@@ -543,7 +545,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, req
     if (stream) {
         irn_header h[] = {{"content-type", 12, "text/event-stream; charset=utf-8", 32}};
         irn_resp_start(resp, 200, h, 1, -1);
-        if (kind == KIND_CHAT) {
+        if (kind == SIM_KIND_CHAT) {
             chunk_prefix(&f->chunk, f);
             ir_buf_append_str(&f->chunk, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":"
                                          "\"assistant\",\"content\":\"\"},\"logprobs\":null,"
@@ -558,7 +560,6 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, req
     }
 out:
     irt_ids_free(&ids);
-    json_decref(body);
 }
 
 /* ---- other routes --------------------------------------------------------------------- */
@@ -766,9 +767,9 @@ static void route(sim_api *api, irn_request *req, irn_resp *resp) {
         return;
     }
     if (strcmp(p, "/v1/chat/completions") == 0)
-        handle_inference(api, req, resp, KIND_CHAT);
+        handle_inference(api, req, resp, SIM_KIND_CHAT);
     else if (strcmp(p, "/v1/completions") == 0)
-        handle_inference(api, req, resp, KIND_COMPLETION);
+        handle_inference(api, req, resp, SIM_KIND_COMPLETION);
     else if (strcmp(p, "/v1/models") == 0)
         handle_models(api, resp);
     else if (strcmp(p, "/health") == 0)
@@ -803,7 +804,8 @@ void sim_api_handle(sim_api *api, irn_request *req, irn_resp *resp) {
         if (h) {
             sim_fault f;
             if (sim_fault_parse(h, &f)) {
-                bad_request(resp, "x-inferrail-fault", "unknown fault in x-inferrail-fault");
+                send_error(resp, 400, "BadRequestError", "x-inferrail-fault", "%s",
+                           "unknown fault in x-inferrail-fault");
                 return;
             }
             if (apply_fault(api, &f, req, resp)) return;

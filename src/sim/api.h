@@ -23,6 +23,30 @@ typedef struct sim_fault {
 /* Parses "close", "hang", "delay=MS", "status=CODE", "refuse=MS" or "none". */
 int sim_fault_parse(const char *spec, sim_fault *out);
 
+/* ---- request parsing (no I/O: the fuzz target drives it) ---- */
+typedef enum { SIM_KIND_CHAT, SIM_KIND_COMPLETION } sim_kind;
+
+typedef struct sim_req {
+    irt_ids ids; /* prompt token ids */
+    bool stream, include_usage, continuous_usage;
+    bool has_max_tokens;
+    long long max_tokens;
+    uint64_t seed;
+} sim_req;
+
+typedef struct sim_err {
+    int status;       /* 400, 404, 500 */
+    const char *type; /* "BadRequestError", "NotFoundError", ... */
+    char param[64];   /* "" when none */
+    char message[1024];
+} sim_err;
+
+/* Validates a request body as vLLM does and tokenizes its prompt. Returns 0
+ * (free r with sim_req_free) or -1 with e filled. */
+int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *body, size_t len, sim_req *r,
+                  sim_err *e);
+void sim_req_free(sim_req *r);
+
 typedef struct sim_api sim_api;
 
 typedef struct sim_api_hooks {

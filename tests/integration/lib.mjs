@@ -1,0 +1,131 @@
+// Shared helpers for the integration tests: start real binaries on free
+// loopback ports, talk raw HTTP, parse SSE, and always clean up.
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = process.env.IR_ROOT || path.resolve(here, '../..');
+export const BUILD = process.env.IR_BUILD || path.join(ROOT, 'build');
+export const FIXTURES = process.env.IR_FIXTURES || path.join(ROOT, 'tests/fixtures');
+
+const children = new Set();
+function killAll() {
+  for (const c of children) {
+    try { c.kill('SIGKILL'); } catch { /* already gone */ }
+  }
+}
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(1); });
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitReady(port, child, log, what) {
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${what} exited early (${child.exitCode}):\n${log.text}`);
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/health`);
+      await r.arrayBuffer();
+      if (r.status === 200) return;
+    } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`${what} did not become ready on ${port}:\n${log.text}`);
+}
+
+// Starts build/inferrail-sim with extra flags; resolves to {port, url, child, stop()}.
+export async function startSim(args = [], opts = {}) {
+  const port = opts.port || (await freePort());
+  const bin = path.join(BUILD, 'inferrail-sim');
+  const child = spawn(bin, ['--host', '127.0.0.1', '--port', String(port), ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.add(child);
+  const log = { text: '' };
+  child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
+  child.on('exit', () => children.delete(child));
+  await waitReady(port, child, log, 'inferrail-sim');
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    child,
+    log,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
+      child.kill(signal);
+      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      const rc = await done;
+      clearTimeout(t);
+      return rc;
+    },
+  };
+}
+
+// Raw HTTP/1.1 over a socket: returns {status, headers, body} or the error.
+export function rawRequest(port, text, { timeoutMs = 5000 } = {}) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let buf = Buffer.alloc(0);
+    const t = setTimeout(() => { sock.destroy(); resolve({ timeout: true, raw: buf.toString() }); }, timeoutMs);
+    sock.on('connect', () => sock.write(text));
+    sock.on('data', (d) => { buf = Buffer.concat([buf, d]); });
+    sock.on('error', (e) => { clearTimeout(t); resolve({ error: e.code || String(e), raw: buf.toString() }); });
+    sock.on('close', () => {
+      clearTimeout(t);
+      const s = buf.toString();
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(s);
+      resolve({ status: m ? Number(m[1]) : 0, raw: s, closed: true });
+    });
+  });
+}
+
+// Parses a text/event-stream body into the list of data payloads.
+export function sseData(text) {
+  return text
+    .split(/\n\n/)
+    .map((ev) => ev.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n'))
+    .filter((d) => d.length > 0);
+}
+
+export async function metrics(url) {
+  const r = await fetch(`${url}/metrics`);
+  return r.text();
+}
+
+// The value of one sample line, e.g. metricValue(page, 'vllm:num_requests_running').
+export function metricValue(page, name, labelFilter = '') {
+  for (const line of page.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    const key = line.slice(0, sp);
+    if ((key === name || key.startsWith(name + '{')) && key.includes(labelFilter)) return Number(line.slice(sp + 1));
+  }
+  return undefined;
+}
+
+// The shape of a JSON value: keys in order, types, and null-ness; the values
+// named in `keep` are compared literally.
+export function shape(v, keep = new Set()) {
+  if (v === null) return null;
+  if (Array.isArray(v)) return v.map((x) => shape(x, keep));
+  if (typeof v === 'object') {
+    const out = [];
+    for (const [k, x] of Object.entries(v)) out.push([k, keep.has(k) ? x : shape(x, keep)]);
+    return out;
+  }
+  return typeof v;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The README's curl examples against a real inferrail-sim.
+set -euo pipefail
+BUILD=${IR_BUILD:-build}
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details --zero-latency 2>/tmp/ir-sim-curl.$$ &
+pid=$!
+trap 'kill $pid 2>/dev/null || true; rm -f /tmp/ir-sim-curl.$$' EXIT
+for _ in $(seq 100); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.05; done
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$(curl -s "localhost:$port/v1/chat/completions" -H 'content-type: application/json' \
+  -d '{"model":"inferrail/sim-8b","messages":[{"role":"user","content":"Hello"}],"max_tokens":16}')
+echo "$out" | grep -q '"object":"chat.completion"' || fail "chat: $out"
+echo "$out" | grep -q '"completion_tokens":16' || fail "usage: $out"
+
+out=$(curl -sN "localhost:$port/v1/chat/completions" -H 'content-type: application/json' \
+  -d '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}')
+[ "$(echo "$out" | grep -c '^data: ')" -eq 7 ] || fail "stream: $out"
+echo "$out" | tail -2 | grep -q '^data: \[DONE\]' || fail "done: $out"
+
+code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$port/v1/chat/completions" -d '{"model":"x","messages":[]}')
+[ "$code" = 404 ] || fail "unknown model gave $code"
+curl -s "localhost:$port/metrics" | grep -q '^vllm:num_requests_running{engine="0",model_name="inferrail/sim-8b"} 0.0$' || fail metrics
+"$BUILD/inferrail-sim" --help | grep -q -- '--served-model-name' || fail help
+"$BUILD/inferrail-sim" --bogus 2>/dev/null && fail "bad flag accepted"
+echo "1 passed, 0 failed"
