@@ -24,7 +24,8 @@ typedef struct inflight {
     long long created;
     size_t prompt_len, cached, target;
     ir_buf text;  /* non-streamed output */
-    ir_buf chunk; /* scratch for one SSE event */
+    ir_buf chunk;   /* scratch for one SSE event's JSON */
+    ir_buf pending; /* SSE events not yet written: one write per engine step */
     uint32_t *out; /* output ids, kept for the final response */
     size_t nout;
     struct inflight *next, *prev;
@@ -117,15 +118,18 @@ static void chunk_prefix(ir_buf *b, const inflight *f) {
     jstr(b, f->model);
 }
 
-/* Writes one SSE event holding the JSON in f->chunk. Returns false when the
- * client cannot take it (gone, or too slow to keep the queue bounded). */
-static bool emit(inflight *f) {
-    ir_buf ev;
-    ir_buf_init(&ev, 0);
-    ir_sse_encode_data(&ev, f->chunk.data, f->chunk.len);
-    int64_t r = irn_resp_write(f->resp, ev.data, ev.len);
-    ir_buf_free(&ev);
+/* Queues one SSE event holding the JSON in f->chunk. */
+static void emit(inflight *f) {
+    ir_sse_encode_data(&f->pending, f->chunk.data, f->chunk.len);
     ir_buf_reset(&f->chunk);
+}
+
+/* Writes the queued events at once. Returns false when the client cannot take
+ * them (gone, or too slow to keep the queue bounded). */
+static bool flush(inflight *f) {
+    if (f->pending.len == 0) return true;
+    int64_t r = irn_resp_write(f->resp, f->pending.data, f->pending.len);
+    ir_buf_reset(&f->pending);
     return r >= 0;
 }
 
@@ -207,6 +211,7 @@ static void inflight_free(inflight *f) {
     if (f->next) f->next->prev = f->prev;
     ir_buf_free(&f->text);
     ir_buf_free(&f->chunk);
+    ir_buf_free(&f->pending);
     free(f->out);
     free(f);
 }
@@ -234,13 +239,16 @@ static void on_tokens(void *ud, sim_seq *s, size_t from, size_t to) {
         /* The last token travels with finish_reason, as vLLM sends it. */
         if (i + 1 == f->target) break;
         stream_token_chunk(f, piece, (size_t)n, NULL);
-        if (!emit(f)) {
-            sim_engine_abort(f->api->eng, s); /* deferred by the engine: we are in its callback */
-            f->seq = NULL;
-            irn_resp_end(f->resp);
-            f->resp = NULL;
-            return;
-        }
+        emit(f);
+    }
+    if (!flush(f)) {
+        /* The client cannot keep up or is gone: the engine finishes the abort
+         * once this callback returns, and never calls back for it again. */
+        sim_engine_abort(f->api->eng, s);
+        f->seq = NULL;
+        irn_resp_on_abort(f->resp, NULL, NULL);
+        irn_resp_end(f->resp);
+        inflight_free(f);
     }
 }
 
@@ -256,15 +264,16 @@ static void on_finish(void *ud, sim_seq *s, sim_finish why) {
         int n = f->nout ? irt_sim_piece(f->out[f->nout - 1], piece) : 0;
         if (n < 0) n = 0;
         stream_token_chunk(f, piece, (size_t)n, finish_name(why));
-        bool ok = emit(f);
-        if (ok && f->include_usage) {
+        emit(f);
+        if (f->include_usage) {
             chunk_prefix(&f->chunk, f);
             ir_buf_append_str(&f->chunk, ",\"choices\":[],\"usage\":");
             usage_json(&f->chunk, f, true);
             ir_buf_append_str(&f->chunk, "}");
-            ok = emit(f);
+            emit(f);
         }
-        if (ok) irn_resp_write(f->resp, "data: [DONE]\n\n", 14);
+        ir_buf_append_str(&f->pending, "data: [DONE]\n\n");
+        flush(f);
         irn_resp_end(f->resp);
     } else {
         irt_sim_decode(f->out, f->nout, &f->text);
@@ -509,6 +518,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
     snprintf(f->model, sizeof f->model, "%s", api->cfg->model_names[0]);
     ir_buf_init(&f->text, 0);
     ir_buf_init(&f->chunk, 0);
+    ir_buf_init(&f->pending, 0);
     const char *rid = irn_request_header(req, "x-request-id");
     const char *prefix = kind == SIM_KIND_CHAT ? "chatcmpl-" : "cmpl-";
     if (rid && *rid && strlen(rid) < 128) {
@@ -556,6 +566,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
             }
             ir_buf_append_str(&f->chunk, "}");
             emit(f);
+            flush(f);
         }
     }
 out:

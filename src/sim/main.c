@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "sim/api.h"
 
@@ -91,6 +92,7 @@ static int start_server(app *a) {
     sc.host = a->cfg.host;
     sc.port = a->cfg.port;
     sc.reuseport = true;
+    sc.backlog = 4096; /* bursts of thousands of connects; the kernel caps it at somaxconn */
     sc.max_body_bytes = a->cfg.max_body_bytes;
     sc.max_write_queue = 64u << 20;
     sc.on_request = on_request;
@@ -285,6 +287,12 @@ int main(int argc, char **argv) {
     }
     if (a.cfg.nmodel_names == 0) a.cfg.model_names[a.cfg.nmodel_names++] = "inferrail/sim-8b";
     signal(SIGPIPE, SIG_IGN);
+    /* Thousands of concurrent streams need as many descriptors. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     a.loop = uv_default_loop();
     a.eng = sim_engine_new(a.loop, &a.cfg);
     sim_api_hooks hooks = {.on_refuse = refuse_hook, .ud = &a};

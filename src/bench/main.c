@@ -1,0 +1,32 @@
+/* main.c: inferrail-bench, the benchmark harness. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "Usage: inferrail-bench COMMAND [options]\n"
+               "\n"
+               "Commands:\n"
+               "  streams       N concurrent SSE streams against one server; total time, errors\n"
+               "  soak          many requests at fixed concurrency; resident memory growth of a pid\n"
+               "  rps           closed-loop requests per second at fixed concurrency\n"
+               "  tokenize-sim  builtin:sim tokenizer throughput next to memcpy\n"
+               "\n"
+               "Run 'inferrail-bench COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "tokenize-sim") == 0) return bench_tokenize_sim(argc - 1, argv + 1);
+    if (strcmp(cmd, "streams") == 0) return bench_streams(argc - 1, argv + 1);
+    if (strcmp(cmd, "soak") == 0) return bench_soak(argc - 1, argv + 1);
+    if (strcmp(cmd, "rps") == 0) return bench_rps(argc - 1, argv + 1);
+    fprintf(stderr, "inferrail-bench: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,651 @@
+/* client.c: the HTTP/1.1 client and its per-loop connection pool.
+ *
+ * A request owns at most one connection at a time. Every failure travels one
+ * road: the connection is closed, and its close callback delivers on_done, so
+ * on_done never fires from inside an API call. */
+#include "net/net_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define READ_BUF_SIZE (64 * 1024)
+
+typedef struct cconn cconn;
+
+struct irn_pool {
+    uv_loop_t *loop;
+    irn_pool_cfg cfg;
+    uint64_t idle_ms;
+    uv_timer_t anchor; /* makes the close callback asynchronous */
+    cconn *all;        /* every connection not yet freed */
+    cconn *idle;       /* idle ones, most recently used first */
+    irn_pool_stats st;
+    bool closing;
+    bool anchor_closed;
+    irn_close_cb close_cb;
+    void *close_ud;
+    char readbuf[READ_BUF_SIZE];
+};
+
+typedef enum { CS_RESOLVING, CS_CONNECTING, CS_ACTIVE, CS_IDLE } cstate;
+typedef enum { CT_NONE, CT_CONNECT, CT_HEAD, CT_READ, CT_POOL } ctimer;
+
+struct cconn {
+    irn_pool *pool;
+    cconn *prev, *next;   /* pool->all */
+    cconn *iprev, *inext; /* pool->idle */
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_connect_t creq;
+    uv_getaddrinfo_t gai;
+    uv_write_t wreq;
+    cstate st;
+    ctimer tk;
+    int nclosed;
+    bool closing;
+    bool gai_pending;
+    bool reading;
+    bool write_pending;
+    bool in_1xx;
+    bool head_seen;
+    bool msg_done;
+    bool reused; /* the current request came from the pool */
+    irn_client *cl;
+    llhttp_t ll;
+    irn_hdrs hdrs;
+    irn_header *harr;
+    char key[280];
+};
+
+struct irn_client {
+    irn_pool *pool;
+    cconn *conn;
+    irn_client_cbs cbs;
+    void *ud;
+    ir_buf head;
+    const void *body;
+    size_t body_len;
+    char host[256];
+    uint16_t port;
+    bool head_method;
+    uint64_t connect_ms, head_ms, idle_ms;
+    int err;
+    bool got_bytes;
+    bool canceled;
+    bool paused;
+    bool retried;
+};
+
+static void conn_close(cconn *c);
+static int connect_new(irn_client *cl);
+
+/* ---- pool bookkeeping --------------------------------------------------------- */
+
+static void pool_maybe_done(irn_pool *pool) {
+    if (!pool->closing || pool->all || !pool->anchor_closed) return;
+    irn_close_cb cb = pool->close_cb;
+    void *ud = pool->close_ud;
+    if (cb) cb(ud);
+    free(pool);
+}
+
+static void idle_unlink(cconn *c) {
+    if (c->st != CS_IDLE) return;
+    if (c->iprev)
+        c->iprev->inext = c->inext;
+    else
+        c->pool->idle = c->inext;
+    if (c->inext) c->inext->iprev = c->iprev;
+    c->iprev = c->inext = NULL;
+    c->pool->st.idle--;
+    c->st = CS_ACTIVE;
+}
+
+static void client_finish(irn_client *cl, int err) {
+    cl->conn = NULL;
+    if (cl->cbs.on_done) cl->cbs.on_done(cl->ud, err);
+    ir_buf_free(&cl->head);
+    free(cl);
+}
+
+/* ---- timers and reads ----------------------------------------------------------- */
+
+static void on_ctimer(uv_timer_t *t);
+
+static void ctimer_set(cconn *c, ctimer k, uint64_t ms) {
+    if (!ms) {
+        c->tk = CT_NONE;
+        uv_timer_stop(&c->timer);
+        return;
+    }
+    c->tk = k;
+    uv_timer_start(&c->timer, on_ctimer, ms, 0);
+}
+
+static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+    cconn *c = h->data;
+    *buf = uv_buf_init(c->pool->readbuf, sizeof c->pool->readbuf);
+}
+
+static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+static void cread_start(cconn *c) {
+    if (c->reading || c->closing) return;
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_calloc, on_cread) == 0) c->reading = true;
+}
+
+static void cread_stop(cconn *c) {
+    if (!c->reading) return;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+}
+
+/* Records the request's error (the first one wins) and closes. */
+static void conn_fail(cconn *c, int err) {
+    if (c->cl && !c->cl->err) c->cl->err = err;
+    conn_close(c);
+}
+
+/* The connection died before the response completed. */
+static void conn_broken(cconn *c) {
+    irn_client *cl = c->cl;
+    if (!cl || c->closing) {
+        conn_close(c);
+        return;
+    }
+    if (cl->got_bytes) {
+        conn_fail(c, IRN_ECLOSED_MID);
+        return;
+    }
+    if (c->reused && !cl->retried && !cl->canceled && !c->pool->closing) {
+        /* A stale pooled connection: the server closed it while it idled. */
+        cl->retried = true;
+        c->cl = NULL;
+        cl->conn = NULL;
+        if (connect_new(cl) == 0) {
+            c->pool->st.retries++;
+            conn_close(c);
+            return;
+        }
+        c->cl = cl;
+        cl->conn = c;
+    }
+    conn_fail(c, IRN_ECLOSED_EARLY);
+}
+
+static void on_ctimer(uv_timer_t *t) {
+    cconn *c = t->data;
+    ctimer k = c->tk;
+    c->tk = CT_NONE;
+    switch (k) {
+    case CT_CONNECT:
+        conn_fail(c, IRN_ECONNECT_TIMEOUT);
+        break;
+    case CT_HEAD:
+        conn_fail(c, IRN_EHEAD_TIMEOUT);
+        break;
+    case CT_READ:
+        conn_fail(c, IRN_EIDLE_TIMEOUT);
+        break;
+    case CT_POOL:
+        conn_close(c);
+        break;
+    case CT_NONE:
+        break;
+    }
+}
+
+/* ---- response parsing -------------------------------------------------------------- */
+
+static cconn *C(llhttp_t *ll) {
+    return ll->data;
+}
+
+static int r_field(llhttp_t *ll, const char *at, size_t len) {
+    cconn *c = C(ll);
+    return c->head_seen ? 0 : (irn_hdrs_name(&c->hdrs, at, len) ? -1 : 0);
+}
+static int r_field_done(llhttp_t *ll) {
+    cconn *c = C(ll);
+    return c->head_seen ? 0 : (irn_hdrs_name_done(&c->hdrs) ? -1 : 0);
+}
+static int r_value(llhttp_t *ll, const char *at, size_t len) {
+    cconn *c = C(ll);
+    return c->head_seen ? 0 : (irn_hdrs_value(&c->hdrs, at, len) ? -1 : 0);
+}
+static int r_value_done(llhttp_t *ll) {
+    cconn *c = C(ll);
+    return c->head_seen ? 0 : (irn_hdrs_value_done(&c->hdrs) ? -1 : 0);
+}
+
+static int r_headers_complete(llhttp_t *ll) {
+    cconn *c = C(ll);
+    irn_client *cl = c->cl;
+    int status = ll->status_code;
+    if (status >= 100 && status < 200 && status != 101) {
+        c->in_1xx = true; /* informational: skipped */
+        irn_hdrs_reset(&c->hdrs);
+        return 0;
+    }
+    c->head_seen = true;
+    if (!cl || cl->canceled) return -1;
+    irn_hdrs_fill(&c->hdrs, c->harr);
+    if (cl->cbs.on_head) cl->cbs.on_head(cl->ud, status, c->harr, c->hdrs.n);
+    if (c->closing || cl->canceled) return -1;
+    return cl->head_method ? 1 : 0;
+}
+
+static int r_body(llhttp_t *ll, const char *at, size_t len) {
+    cconn *c = C(ll);
+    irn_client *cl = c->cl;
+    if (!cl || cl->canceled) return -1;
+    if (cl->cbs.on_body && len) cl->cbs.on_body(cl->ud, at, len);
+    return (c->closing || cl->canceled) ? -1 : 0;
+}
+
+static int r_message_complete(llhttp_t *ll) {
+    cconn *c = C(ll);
+    if (c->in_1xx) {
+        c->in_1xx = false;
+        return 0;
+    }
+    c->msg_done = true;
+    return HPE_PAUSED;
+}
+
+static const llhttp_settings_t resp_settings = {
+    .on_header_field = r_field,
+    .on_header_field_complete = r_field_done,
+    .on_header_value = r_value,
+    .on_header_value_complete = r_value_done,
+    .on_headers_complete = r_headers_complete,
+    .on_body = r_body,
+    .on_message_complete = r_message_complete,
+};
+
+static void pool_put(cconn *c) {
+    irn_pool *pool = c->pool;
+    size_t same = 0;
+    for (cconn *i = pool->idle; i; i = i->inext)
+        if (strcmp(i->key, c->key) == 0) same++;
+    if (pool->closing || same >= pool->cfg.max_idle_per_host) {
+        conn_close(c);
+        return;
+    }
+    c->st = CS_IDLE;
+    c->inext = pool->idle;
+    if (pool->idle) pool->idle->iprev = c;
+    pool->idle = c;
+    pool->st.idle++;
+    ctimer_set(c, CT_POOL, pool->idle_ms);
+    cread_start(c); /* notices the server closing it */
+}
+
+/* The response is complete. */
+static void conn_complete(cconn *c, bool reusable) {
+    irn_client *cl = c->cl;
+    c->cl = NULL;
+    ctimer_set(c, CT_NONE, 0);
+    if (reusable && !c->write_pending && !c->pool->closing)
+        pool_put(c);
+    else
+        conn_close(c);
+    client_finish(cl, 0);
+}
+
+static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    cconn *c = s->data;
+    if (c->closing || nread == 0) return;
+    irn_client *cl = c->cl;
+    if (c->st == CS_IDLE || !cl) {
+        conn_close(c); /* EOF or stray bytes on an idle connection */
+        return;
+    }
+    if (nread < 0) {
+        if (nread == UV_EOF && c->head_seen && llhttp_message_needs_eof(&c->ll)) {
+            llhttp_errno_t e = llhttp_finish(&c->ll);
+            if ((e == HPE_OK || e == HPE_PAUSED) && c->msg_done) {
+                conn_complete(c, false);
+                return;
+            }
+        }
+        conn_broken(c);
+        return;
+    }
+    cl->got_bytes = true;
+    if (cl->idle_ms)
+        ctimer_set(c, CT_READ, cl->idle_ms);
+    else if (c->tk == CT_HEAD)
+        ctimer_set(c, CT_NONE, 0);
+    llhttp_errno_t e = llhttp_execute(&c->ll, buf->base, (size_t)nread);
+    if (c->closing) return; /* cancelled from a callback */
+    if (c->msg_done) {
+        bool all = e == HPE_PAUSED && llhttp_get_error_pos(&c->ll) == buf->base + nread;
+        conn_complete(c, all && llhttp_should_keep_alive(&c->ll));
+        return;
+    }
+    if (e != HPE_OK) conn_fail(c, IRN_EPARSE);
+}
+
+/* ---- connecting and sending ------------------------------------------------------------ */
+
+static void on_cwrite(uv_write_t *w, int status) {
+    cconn *c = w->handle->data;
+    c->write_pending = false;
+    if (c->closing || status == 0) return;
+    /* With response bytes in, let the read side decide (a server may answer
+     * early and close without reading the whole body). */
+    if (!c->cl || !c->cl->got_bytes) conn_broken(c);
+}
+
+static void send_request(cconn *c) {
+    irn_client *cl = c->cl;
+    c->st = CS_ACTIVE;
+    llhttp_init(&c->ll, HTTP_RESPONSE, &resp_settings);
+    c->ll.data = c;
+    irn_hdrs_reset(&c->hdrs);
+    c->in_1xx = c->head_seen = c->msg_done = false;
+    uv_buf_t bufs[2] = {uv_buf_init(cl->head.data, (unsigned)cl->head.len),
+                        uv_buf_init((char *)cl->body, (unsigned)cl->body_len)};
+    c->write_pending = true;
+    int r = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, cl->body_len ? 2 : 1, on_cwrite);
+    if (r != 0) {
+        c->write_pending = false;
+        conn_broken(c);
+        return;
+    }
+    ctimer_set(c, CT_HEAD, cl->head_ms);
+    if (!cl->paused) cread_start(c);
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+    cconn *c = req->handle->data;
+    if (c->closing) return;
+    if (status < 0) {
+        IR_DEBUG("net", "connect %s: %s", c->key, uv_strerror(status));
+        conn_fail(c, IRN_ECONNECT);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    send_request(c);
+}
+
+static void do_connect(cconn *c, const struct sockaddr *sa) {
+    c->st = CS_CONNECTING;
+    if (uv_tcp_connect(&c->creq, &c->tcp, sa, on_connect) != 0) conn_fail(c, IRN_ECONNECT);
+}
+
+static void really_close(cconn *c);
+
+static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
+    cconn *c = req->data;
+    c->gai_pending = false;
+    if (c->closing) {
+        uv_freeaddrinfo(res);
+        really_close(c);
+        return;
+    }
+    if (status < 0 || !res) {
+        uv_freeaddrinfo(res);
+        conn_fail(c, IRN_ERESOLVE);
+        return;
+    }
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *a = res; a; a = a->ai_next)
+        if (a->ai_family == AF_INET) {
+            pick = a;
+            break;
+        }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    memcpy(&ss, pick->ai_addr, pick->ai_addrlen);
+    uv_freeaddrinfo(res);
+    do_connect(c, (struct sockaddr *)&ss);
+}
+
+static void on_cconn_closed(uv_handle_t *h) {
+    cconn *c = h->data;
+    if (++c->nclosed < 2) return;
+    irn_pool *pool = c->pool;
+    irn_client *cl = c->cl;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        pool->all = c->next;
+    if (c->next) c->next->prev = c->prev;
+    irn_hdrs_free(&c->hdrs);
+    free(c->harr);
+    free(c);
+    if (cl) client_finish(cl, cl->err ? cl->err : IRN_ECLOSED_EARLY);
+    pool_maybe_done(pool);
+}
+
+static void really_close(cconn *c) {
+    uv_close((uv_handle_t *)&c->tcp, on_cconn_closed);
+    uv_close((uv_handle_t *)&c->timer, on_cconn_closed);
+}
+
+static void conn_close(cconn *c) {
+    if (c->closing) return;
+    idle_unlink(c);
+    c->closing = true;
+    if (c->gai_pending) {
+        uv_cancel((uv_req_t *)&c->gai); /* on_gai finishes the close */
+        return;
+    }
+    really_close(c);
+}
+
+static cconn *conn_alloc(irn_pool *pool, const char *key) {
+    cconn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->harr = calloc(pool->cfg.max_headers, sizeof *c->harr);
+    if (!c->harr) {
+        free(c);
+        return NULL;
+    }
+    c->pool = pool;
+    snprintf(c->key, sizeof c->key, "%s", key);
+    irn_hdrs_init(&c->hdrs, pool->cfg.max_header_bytes, pool->cfg.max_headers);
+    uv_tcp_init(pool->loop, &c->tcp);
+    uv_timer_init(pool->loop, &c->timer);
+    c->tcp.data = c;
+    c->timer.data = c;
+    c->gai.data = c;
+    c->next = pool->all;
+    if (pool->all) pool->all->prev = c;
+    pool->all = c;
+    pool->st.conns_created++;
+    return c;
+}
+
+static void make_key(const irn_client *cl, char *key, size_t n) {
+    snprintf(key, n, "%s:%u", cl->host, cl->port);
+}
+
+/* Attaches a fresh connection to cl. Failures after allocation arrive later. */
+static int connect_new(irn_client *cl) {
+    char key[280];
+    make_key(cl, key, sizeof key);
+    cconn *c = conn_alloc(cl->pool, key);
+    if (!c) return IRN_ENOMEM;
+    c->cl = cl;
+    cl->conn = c;
+    ctimer_set(c, CT_CONNECT, cl->connect_ms);
+    struct sockaddr_storage ss;
+    if (cl->host[0] && irn_addr_numeric(cl->host, cl->port, &ss) == 0) {
+        do_connect(c, (struct sockaddr *)&ss);
+        return 0;
+    }
+    char port[8];
+    snprintf(port, sizeof port, "%u", cl->port);
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    c->st = CS_RESOLVING;
+    c->gai_pending = true;
+    if (uv_getaddrinfo(cl->pool->loop, &c->gai, on_gai, cl->host, port, &hints) != 0) {
+        c->gai_pending = false;
+        conn_fail(c, IRN_ERESOLVE);
+    }
+    return 0;
+}
+
+/* ---- public API ----------------------------------------------------------------------- */
+
+void irn_pool_cfg_init(irn_pool_cfg *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+}
+
+irn_pool *irn_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg) {
+    if (!loop) return NULL;
+    irn_pool *pool = calloc(1, sizeof *pool);
+    if (!pool) return NULL;
+    pool->loop = loop;
+    if (cfg) pool->cfg = *cfg;
+    if (!pool->cfg.max_idle_per_host) pool->cfg.max_idle_per_host = 16;
+    if (!pool->cfg.idle_timeout_ns) pool->cfg.idle_timeout_ns = 30ull * 1000000000;
+    if (!pool->cfg.max_header_bytes) pool->cfg.max_header_bytes = 64 * 1024;
+    if (!pool->cfg.max_headers) pool->cfg.max_headers = 100;
+    pool->idle_ms = irn_ns_to_ms(pool->cfg.idle_timeout_ns);
+    uv_timer_init(loop, &pool->anchor);
+    pool->anchor.data = pool;
+    return pool;
+}
+
+void irn_pool_stats_get(const irn_pool *pool, irn_pool_stats *st) {
+    *st = pool->st;
+}
+
+static void on_anchor_closed(uv_handle_t *h) {
+    irn_pool *pool = h->data;
+    pool->anchor_closed = true;
+    pool_maybe_done(pool);
+}
+
+void irn_pool_close(irn_pool *pool, irn_close_cb cb, void *ud) {
+    if (pool->closing) return;
+    pool->closing = true;
+    pool->close_cb = cb;
+    pool->close_ud = ud;
+    for (cconn *c = pool->all; c; c = c->next) {
+        if (c->cl) {
+            c->cl->canceled = true;
+            c->cl->err = IRN_ECANCELED;
+        }
+        conn_close(c);
+    }
+    uv_close((uv_handle_t *)&pool->anchor, on_anchor_closed);
+}
+
+static bool bad_text(const char *s, size_t n, bool allow_space) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '\r' || ch == '\n' || ch == '\0' || (!allow_space && ch <= ' ')) return true;
+    }
+    return false;
+}
+
+int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_client_cbs *cbs,
+                       void *ud, irn_client **out) {
+    if (out) *out = NULL;
+    if (!pool || !req || !cbs || !cbs->on_done || !req->host || !req->port) return IRN_EINVAL;
+    if (pool->closing) return IRN_ESHUTDOWN;
+    const char *method = req->method ? req->method : (req->body ? "POST" : "GET");
+    const char *path = req->path ? req->path : "/";
+    size_t hl = strlen(req->host);
+    if (!hl || hl >= sizeof((irn_client *)0)->host || bad_text(req->host, hl, false) || !*method ||
+        bad_text(method, strlen(method), false) || bad_text(path, strlen(path), false))
+        return IRN_EINVAL;
+    irn_client *cl = calloc(1, sizeof *cl);
+    if (!cl) return IRN_ENOMEM;
+    cl->pool = pool;
+    cl->cbs = *cbs;
+    cl->ud = ud;
+    cl->body = req->body;
+    cl->body_len = req->body ? req->body_len : 0;
+    memcpy(cl->host, req->host, hl + 1);
+    cl->port = req->port;
+    cl->head_method = strcasecmp(method, "HEAD") == 0;
+    cl->connect_ms = irn_ns_to_ms(req->connect_timeout_ns);
+    cl->head_ms = irn_ns_to_ms(req->head_timeout_ns);
+    cl->idle_ms = irn_ns_to_ms(req->idle_timeout_ns);
+    ir_buf_init(&cl->head, pool->cfg.max_header_bytes);
+    int rc = ir_buf_appendf(&cl->head, "%s %s HTTP/1.1\r\n", method, path);
+    if (!irn_headers_find(req->headers, req->nheaders, "host"))
+        rc |= strchr(cl->host, ':')
+                  ? ir_buf_appendf(&cl->head, "Host: [%s]:%u\r\n", cl->host, cl->port)
+                  : ir_buf_appendf(&cl->head, "Host: %s:%u\r\n", cl->host, cl->port);
+    for (size_t i = 0; rc == 0 && i < req->nheaders; i++) {
+        const irn_header *h = &req->headers[i];
+        size_t nl = h->name_len ? h->name_len : strlen(h->name);
+        size_t vl = h->value_len ? h->value_len : strlen(h->value);
+        if (!nl || bad_text(h->name, nl, false) || bad_text(h->value, vl, true)) rc = -1;
+        if (rc || irn_streq_ci(h->name, nl, "content-length") ||
+            irn_streq_ci(h->name, nl, "transfer-encoding"))
+            continue;
+        rc |= ir_buf_append(&cl->head, h->name, nl) | ir_buf_append(&cl->head, ": ", 2) |
+              ir_buf_append(&cl->head, h->value, vl) | ir_buf_append(&cl->head, "\r\n", 2);
+    }
+    bool wants_length = req->body || strcasecmp(method, "POST") == 0 ||
+                        strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
+    if (wants_length) rc |= ir_buf_appendf(&cl->head, "Content-Length: %zu\r\n", cl->body_len);
+    rc |= ir_buf_append(&cl->head, "\r\n", 2);
+    if (rc != 0) {
+        ir_buf_free(&cl->head);
+        free(cl);
+        return IRN_EINVAL;
+    }
+    pool->st.requests++;
+    char key[280];
+    make_key(cl, key, sizeof key);
+    cconn *c = pool->idle;
+    while (c && strcmp(c->key, key) != 0) c = c->inext;
+    if (c) {
+        idle_unlink(c);
+        pool->st.conns_reused++;
+        c->reused = true;
+        c->cl = cl;
+        cl->conn = c;
+        ctimer_set(c, CT_NONE, 0);
+        send_request(c);
+    } else if ((rc = connect_new(cl)) != 0) {
+        ir_buf_free(&cl->head);
+        free(cl);
+        return rc;
+    }
+    if (out) *out = cl;
+    return 0;
+}
+
+void irn_client_cancel(irn_client *cl) {
+    if (!cl || cl->canceled) return;
+    cl->canceled = true;
+    cl->err = IRN_ECANCELED;
+    if (cl->conn) conn_close(cl->conn);
+}
+
+void irn_client_pause(irn_client *cl) {
+    if (!cl || cl->paused) return;
+    cl->paused = true;
+    cconn *c = cl->conn;
+    if (!c || c->closing || c->st != CS_ACTIVE) return;
+    cread_stop(c);
+    if (c->tk == CT_READ) ctimer_set(c, CT_NONE, 0);
+}
+
+void irn_client_resume(irn_client *cl) {
+    if (!cl || !cl->paused) return;
+    cl->paused = false;
+    cconn *c = cl->conn;
+    if (!c || c->closing || c->st != CS_ACTIVE) return;
+    cread_start(c);
+    if (cl->got_bytes && cl->idle_ms) ctimer_set(c, CT_READ, cl->idle_ms);
+}
+
+bool irn_client_got_bytes(const irn_client *cl) {
+    return cl->got_bytes;
+}

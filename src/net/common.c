@@ -1,0 +1,267 @@
+/* common.c: error names, header helpers, error bodies, the header collector. */
+#include "net/net_internal.h"
+
+#include <string.h>
+#include <strings.h>
+
+const char *irn_strerror(int err) {
+    switch (err) {
+    case 0:
+        return "ok";
+    case IRN_EINVAL:
+        return "invalid argument";
+    case IRN_ENOMEM:
+        return "out of memory or over a cap";
+    case IRN_ENOBUFS:
+        return "write queue full";
+    case IRN_ECLOSED:
+        return "connection closed";
+    case IRN_ESHUTDOWN:
+        return "shutting down";
+    case IRN_ERESOLVE:
+        return "host did not resolve";
+    case IRN_ECONNECT:
+        return "connect failed";
+    case IRN_ECONNECT_TIMEOUT:
+        return "connect timed out";
+    case IRN_ECLOSED_EARLY:
+        return "connection closed before any response byte";
+    case IRN_EHEAD_TIMEOUT:
+        return "timed out waiting for the response";
+    case IRN_EIDLE_TIMEOUT:
+        return "timed out mid-response";
+    case IRN_ECLOSED_MID:
+        return "connection closed mid-response";
+    case IRN_EPARSE:
+        return "malformed response";
+    case IRN_ECANCELED:
+        return "cancelled";
+    default:
+        break;
+    }
+    if (err < 0 && err > -20000) return uv_strerror(err);
+    return "unknown error";
+}
+
+bool irn_streq_ci(const char *a, size_t alen, const char *b) {
+    size_t blen = strlen(b);
+    return alen == blen && strncasecmp(a, b, alen) == 0;
+}
+
+bool irn_has_token(const char *v, size_t len, const char *token) {
+    size_t tl = strlen(token);
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
+        size_t s = i;
+        while (i < len && v[i] != ',') i++;
+        size_t e = i;
+        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t')) e--;
+        if (e - s == tl && strncasecmp(v + s, token, tl) == 0) return true;
+    }
+    return false;
+}
+
+uint64_t irn_ns_to_ms(uint64_t ns) {
+    return ns ? (ns + 999999) / 1000000 : 0;
+}
+
+const irn_header *irn_headers_find(const irn_header *h, size_t n, const char *name) {
+    if (!h || !name) return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (irn_streq_ci(h[i].name, h[i].name_len, name)) return &h[i];
+    return NULL;
+}
+
+const char *irn_request_header(const irn_request *req, const char *name) {
+    const irn_header *h = irn_headers_find(req->headers, req->nheaders, name);
+    return h ? h->value : NULL;
+}
+
+const char *irn_status_reason(int status) {
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 417:
+        return "Expectation Failed";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 499:
+        return "Client Closed Request";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
+    }
+}
+
+int irn_error_body(ir_buf *out, int status, const char *type, const char *message) {
+    if (!type) {
+        switch (status) {
+        case 400:
+            type = "BadRequestError";
+            break;
+        case 404:
+            type = "NotFoundError";
+            break;
+        case 500:
+            type = "InternalServerError";
+            break;
+        default:
+            type = irn_status_reason(status);
+            break;
+        }
+    }
+    if (!message) message = irn_status_reason(status);
+    if (ir_buf_append_str(out, "{\"error\":{\"message\":") != 0) return -1;
+    if (ir_json_append_string(out, message, strlen(message)) != 0) return -1;
+    if (ir_buf_append_str(out, ",\"type\":") != 0) return -1;
+    if (ir_json_append_string(out, type, strlen(type)) != 0) return -1;
+    return ir_buf_appendf(out, ",\"param\":null,\"code\":%d}}", status);
+}
+
+int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out) {
+    memset(out, 0, sizeof *out);
+    if (!host || !*host) host = "0.0.0.0";
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)out) == 0) return 0;
+    char tmp[64];
+    size_t hl = strlen(host);
+    if (hl >= 2 && hl < sizeof tmp && host[0] == '[' && host[hl - 1] == ']') {
+        memcpy(tmp, host + 1, hl - 2);
+        tmp[hl - 2] = '\0';
+        host = tmp;
+    }
+    if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)out) == 0) return 0;
+    return UV_EINVAL;
+}
+
+/* ---- header collector ---------------------------------------------------- */
+
+void irn_hdrs_init(irn_hdrs *h, size_t max_bytes, size_t max_n) {
+    memset(h, 0, sizeof *h);
+    ir_buf_init(&h->raw, max_bytes);
+    ir_buf_init(&h->ents, (max_n + 1) * 4 * sizeof(size_t));
+    h->max_n = max_n;
+}
+
+void irn_hdrs_reset(irn_hdrs *h) {
+    ir_buf_reset(&h->raw);
+    ir_buf_reset(&h->ents);
+    h->n = 0;
+    h->in_part = false;
+}
+
+void irn_hdrs_free(irn_hdrs *h) {
+    ir_buf_free(&h->raw);
+    ir_buf_free(&h->ents);
+}
+
+static int part(irn_hdrs *h, const char *at, size_t len) {
+    if (!h->in_part) {
+        h->cur_off = h->raw.len;
+        h->in_part = true;
+    }
+    return ir_buf_append(&h->raw, at, len) == 0 ? 0 : IRN_HDRS_TOO_BIG;
+}
+
+int irn_hdrs_name(irn_hdrs *h, const char *at, size_t len) {
+    return part(h, at, len);
+}
+int irn_hdrs_value(irn_hdrs *h, const char *at, size_t len) {
+    return part(h, at, len);
+}
+
+int irn_hdrs_name_done(irn_hdrs *h) {
+    if (h->n >= h->max_n) return IRN_HDRS_TOO_MANY;
+    if (!h->in_part) h->cur_off = h->raw.len;
+    h->name_off = h->cur_off;
+    h->name_len = h->raw.len - h->cur_off;
+    h->in_part = false;
+    return ir_buf_append(&h->raw, "", 1) == 0 ? 0 : IRN_HDRS_TOO_BIG;
+}
+
+int irn_hdrs_value_done(irn_hdrs *h) {
+    if (!h->in_part) h->cur_off = h->raw.len;
+    h->in_part = false;
+    size_t len = h->raw.len - h->cur_off;
+    while (len > 0 &&
+           (h->raw.data[h->cur_off + len - 1] == ' ' || h->raw.data[h->cur_off + len - 1] == '\t'))
+        len--;
+    h->raw.len = h->cur_off + len;
+    size_t e[4] = {h->name_off, h->name_len, h->cur_off, len};
+    if (ir_buf_append(&h->raw, "", 1) != 0) return IRN_HDRS_TOO_BIG;
+    if (ir_buf_append(&h->ents, e, sizeof e) != 0) return IRN_HDRS_TOO_MANY;
+    h->n++;
+    return 0;
+}
+
+void irn_hdrs_fill(const irn_hdrs *h, irn_header *out) {
+    for (size_t i = 0; i < h->n; i++) {
+        size_t e[4];
+        memcpy(e, h->ents.data + i * sizeof e, sizeof e);
+        out[i].name = h->raw.data + e[0];
+        out[i].name_len = e[1];
+        out[i].value = h->raw.data + e[2];
+        out[i].value_len = e[3];
+    }
+}

@@ -1,0 +1,284 @@
+/* h1_parser.c: HTTP/1.1 request parsing on llhttp, with limits, no sockets.
+ *
+ * llhttp pauses (HPE_PAUSED) at the end of the headers and at the end of each
+ * message, so the caller can act before any body byte or any byte of the next
+ * pipelined request is parsed. */
+#include "net/net_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct irn_h1_parser {
+    llhttp_t ll;
+    llhttp_settings_t settings; /* llhttp keeps a pointer: must live as long */
+    irn_h1_limits lim;
+    irn_hdrs hdrs;
+    ir_buf url;
+    irn_request *req; /* built at the end of the headers */
+    size_t head_bytes;
+    bool msg_started;
+    bool headers_done;
+    bool complete; /* the last feed returned IRN_H1_REQUEST */
+    bool paused;
+    bool upgraded;
+    int cb_status; /* a limit hit inside a callback */
+    const char *cb_msg;
+    int err_status;
+    const char *err_msg;
+    char err_buf[160];
+};
+
+static irn_h1_parser *P(llhttp_t *ll) {
+    return ll->data;
+}
+
+static int fail(irn_h1_parser *p, int status, const char *msg) {
+    p->cb_status = status;
+    p->cb_msg = msg;
+    return -1;
+}
+
+static int hdrs_err(irn_h1_parser *p, int r) {
+    if (r == IRN_HDRS_TOO_MANY) return fail(p, 431, "Too many request headers");
+    return fail(p, 431, "Request header fields too large");
+}
+
+static int on_message_begin(llhttp_t *ll) {
+    P(ll)->msg_started = true;
+    return 0;
+}
+
+static int on_url(llhttp_t *ll, const char *at, size_t len) {
+    irn_h1_parser *p = P(ll);
+    if (ir_buf_append(&p->url, at, len) != 0) return fail(p, 431, "Request line too long");
+    return 0;
+}
+
+static int on_header_field(llhttp_t *ll, const char *at, size_t len) {
+    irn_h1_parser *p = P(ll);
+    if (p->headers_done) return 0; /* trailers are ignored */
+    int r = irn_hdrs_name(&p->hdrs, at, len);
+    return r ? hdrs_err(p, r) : 0;
+}
+
+static int on_header_field_complete(llhttp_t *ll) {
+    irn_h1_parser *p = P(ll);
+    if (p->headers_done) return 0;
+    int r = irn_hdrs_name_done(&p->hdrs);
+    return r ? hdrs_err(p, r) : 0;
+}
+
+static int on_header_value(llhttp_t *ll, const char *at, size_t len) {
+    irn_h1_parser *p = P(ll);
+    if (p->headers_done) return 0;
+    int r = irn_hdrs_value(&p->hdrs, at, len);
+    return r ? hdrs_err(p, r) : 0;
+}
+
+static int on_header_value_complete(llhttp_t *ll) {
+    irn_h1_parser *p = P(ll);
+    if (p->headers_done) return 0;
+    int r = irn_hdrs_value_done(&p->hdrs);
+    return r ? hdrs_err(p, r) : 0;
+}
+
+static int build_request(irn_h1_parser *p) {
+    irn_request *req = calloc(1, sizeof *req);
+    if (!req) return -1;
+    p->req = req;
+    ir_buf_init(&req->body, p->lim.max_body_bytes);
+    req->arena = ir_arena_new(4096, p->lim.max_arena_bytes);
+    if (!req->arena) return -1;
+    ir_arena *a = req->arena;
+    llhttp_t *ll = &p->ll;
+    req->method = ir_arena_strdup(a, llhttp_method_name((llhttp_method_t)ll->method));
+    req->target = ir_arena_strndup(a, p->url.data ? p->url.data : "", p->url.len);
+    if (!req->method || !req->target) return -1;
+    const char *q = memchr(req->target, '?', p->url.len);
+    if (q) {
+        req->path = ir_arena_strndup(a, req->target, (size_t)(q - req->target));
+        req->query = q + 1;
+    } else {
+        req->path = req->target;
+        req->query = "";
+    }
+    if (!req->path) return -1;
+    /* One copy of the header bytes into the arena, then the array over it. */
+    size_t n = p->hdrs.n;
+    if (n) {
+        char *raw = ir_arena_alloc(a, p->hdrs.raw.len);
+        irn_header *h = ir_arena_alloc(a, n * sizeof *h);
+        if (!raw || !h) return -1;
+        memcpy(raw, p->hdrs.raw.data, p->hdrs.raw.len);
+        irn_hdrs_fill(&p->hdrs, h);
+        for (size_t i = 0; i < n; i++) {
+            h[i].name = raw + (h[i].name - p->hdrs.raw.data);
+            h[i].value = raw + (h[i].value - p->hdrs.raw.data);
+        }
+        req->headers = h;
+        req->nheaders = n;
+    }
+    req->content_length = (ll->flags & F_CONTENT_LENGTH) ? (int64_t)ll->content_length : -1;
+    req->chunked = (ll->flags & F_CHUNKED) != 0;
+    req->http_major = ll->http_major;
+    req->http_minor = ll->http_minor;
+    req->keep_alive = llhttp_should_keep_alive(ll) != 0;
+    if (ll->upgrade || ll->method == HTTP_CONNECT) {
+        /* No upgrades here: answer the request, then close. */
+        req->keep_alive = false;
+        p->upgraded = true;
+    }
+    const irn_header *ex = irn_headers_find(req->headers, req->nheaders, "expect");
+    bool has_body = req->chunked || req->content_length > 0;
+    req->expect_continue = ex && has_body &&
+                           irn_streq_ci(ex->value, ex->value_len, "100-continue") &&
+                           (req->http_major > 1 || req->http_minor >= 1);
+    req->peer = "";
+    return 0;
+}
+
+static int on_headers_complete(llhttp_t *ll) {
+    irn_h1_parser *p = P(ll);
+    p->headers_done = true;
+    if (build_request(p) != 0) return fail(p, 500, "Out of memory");
+    if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length > p->lim.max_body_bytes)
+        return fail(p, 413, "Request body too large");
+    return HPE_PAUSED;
+}
+
+static int on_body(llhttp_t *ll, const char *at, size_t len) {
+    irn_h1_parser *p = P(ll);
+    if (!p->req || ir_buf_append(&p->req->body, at, len) != 0)
+        return fail(p, 413, "Request body too large");
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *ll) {
+    irn_h1_parser *p = P(ll);
+    if (!p->req) return fail(p, 400, "Incomplete request");
+    p->complete = true;
+    return HPE_PAUSED;
+}
+
+irn_h1_parser *irn_h1_parser_new(const irn_h1_limits *lim) {
+    irn_h1_parser *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    if (lim) p->lim = *lim;
+    if (!p->lim.max_header_bytes) p->lim.max_header_bytes = 64 * 1024;
+    if (!p->lim.max_headers) p->lim.max_headers = 100;
+    if (!p->lim.max_body_bytes) p->lim.max_body_bytes = 16u * 1024 * 1024;
+    if (!p->lim.max_arena_bytes) p->lim.max_arena_bytes = 64u * 1024 * 1024;
+    llhttp_settings_init(&p->settings);
+    p->settings.on_message_begin = on_message_begin;
+    p->settings.on_url = on_url;
+    p->settings.on_header_field = on_header_field;
+    p->settings.on_header_field_complete = on_header_field_complete;
+    p->settings.on_header_value = on_header_value;
+    p->settings.on_header_value_complete = on_header_value_complete;
+    p->settings.on_headers_complete = on_headers_complete;
+    p->settings.on_body = on_body;
+    p->settings.on_message_complete = on_message_complete;
+    llhttp_init(&p->ll, HTTP_REQUEST, &p->settings);
+    p->ll.data = p;
+    irn_hdrs_init(&p->hdrs, p->lim.max_header_bytes + 1, p->lim.max_headers);
+    ir_buf_init(&p->url, p->lim.max_header_bytes);
+    return p;
+}
+
+void irn_request_free(irn_request *req) {
+    if (!req) return;
+    ir_buf_free(&req->body);
+    ir_arena_free(req->arena);
+    free(req);
+}
+
+void irn_h1_parser_free(irn_h1_parser *p) {
+    if (!p) return;
+    irn_request_free(p->req);
+    irn_hdrs_free(&p->hdrs);
+    ir_buf_free(&p->url);
+    free(p);
+}
+
+static void next_message(irn_h1_parser *p) {
+    irn_request_free(p->req);
+    p->req = NULL;
+    irn_hdrs_reset(&p->hdrs);
+    ir_buf_reset(&p->url);
+    p->head_bytes = 0;
+    p->msg_started = false;
+    p->headers_done = false;
+    p->complete = false;
+}
+
+static irn_h1_event set_error(irn_h1_parser *p, int status, const char *msg) {
+    p->err_status = status;
+    p->err_msg = msg;
+    return IRN_H1_ERROR;
+}
+
+irn_h1_event irn_h1_parser_feed(irn_h1_parser *p, const char *data, size_t len, size_t *consumed) {
+    *consumed = 0;
+    if (p->err_status) return IRN_H1_ERROR;
+    if (p->complete) {
+        next_message(p);
+        if (p->upgraded) return set_error(p, 400, "Protocol upgrades are not supported");
+    }
+    if (p->paused) {
+        llhttp_resume(&p->ll);
+        p->paused = false;
+    }
+    if (!data) data = "";
+    bool in_head = !p->headers_done;
+    llhttp_errno_t e = llhttp_execute(&p->ll, data, len);
+    size_t used = len;
+    if (e != HPE_OK) {
+        const char *pos = llhttp_get_error_pos(&p->ll);
+        if (pos && pos >= data && pos <= data + len) used = (size_t)(pos - data);
+    }
+    *consumed = used;
+    if (in_head && (e == HPE_OK || e == HPE_PAUSED)) {
+        p->head_bytes += used;
+        if (p->head_bytes > p->lim.max_header_bytes)
+            return set_error(p, 431, "Request header fields too large");
+    }
+    switch (e) {
+    case HPE_OK:
+        return IRN_H1_MORE;
+    case HPE_PAUSED:
+        p->paused = true;
+        return p->complete ? IRN_H1_REQUEST : IRN_H1_HEADERS;
+    default:
+        break;
+    }
+    /* An error found past the header limit reports the limit, whatever the
+     * chunking (a split input would have hit the limit first). */
+    if (in_head && p->head_bytes + used > p->lim.max_header_bytes)
+        return set_error(p, 431, "Request header fields too large");
+    if (p->cb_status) return set_error(p, p->cb_status, p->cb_msg);
+    const char *reason = llhttp_get_error_reason(&p->ll);
+    snprintf(p->err_buf, sizeof p->err_buf, "Invalid HTTP request: %s (%s)",
+             reason ? reason : "parse error", llhttp_errno_name(e));
+    return set_error(p, 400, p->err_buf);
+}
+
+irn_request *irn_h1_parser_request(irn_h1_parser *p) {
+    return p->headers_done ? p->req : NULL;
+}
+
+irn_request *irn_h1_parser_take(irn_h1_parser *p) {
+    if (!p->complete) return NULL;
+    irn_request *r = p->req;
+    p->req = NULL;
+    return r;
+}
+
+int irn_h1_parser_error(const irn_h1_parser *p, const char **message) {
+    if (message) *message = p->err_status ? p->err_msg : NULL;
+    return p->err_status;
+}
+
+bool irn_h1_parser_idle(const irn_h1_parser *p) {
+    return p->complete || !p->msg_started;
+}

@@ -1,0 +1,756 @@
+/* server.c: the HTTP/1.1 server on libuv.
+ *
+ * One connection parses at most one request ahead: once a request is
+ * dispatched, parsing stops until its response ends (pipelined bytes wait in
+ * the connection's input buffer), so responses go out in order. Reading goes
+ * on meanwhile, to notice a client that leaves, until the buffered input
+ * reaches a cap. */
+#include "net/net_internal.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define READ_BUF_SIZE (64 * 1024)
+#define LINGER_MS     2000
+
+typedef struct conn conn;
+
+struct irn_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    irn_server_cfg cfg;
+    irn_h1_limits lim;
+    uint64_t header_ms, body_ms;
+    conn *conns;
+    irn_server_stats st;
+    bool closing;
+    bool listener_closed;
+    irn_close_cb close_cb;
+    void *close_ud;
+    int port;
+    char readbuf[READ_BUF_SIZE];
+};
+
+typedef enum { T_NONE, T_HEADER, T_BODY, T_RESUME, T_LINGER } timer_kind;
+
+struct conn {
+    irn_server *srv;
+    conn *prev, *next;
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_shutdown_t shut;
+    irn_h1_parser *parser;
+    ir_buf in; /* bytes read but not parsed yet */
+    irn_resp *resp;
+    size_t queued;
+    int nclosed;
+    timer_kind tk;
+    bool closing; /* uv_close was called */
+    bool reading;
+    bool dead_input; /* no more requests on this connection */
+    bool lingering;  /* shut down our side, draining theirs */
+    bool peer_eof;
+    bool processing;
+    bool kick; /* the parser has to be fed again, even with no bytes */
+    char peer[64];
+};
+
+struct irn_resp {
+    conn *c; /* NULL once detached */
+    irn_request *req;
+    int state; /* 0 new, 1 started */
+    bool chunked;
+    bool eof_framed;
+    bool no_body; /* HEAD, 204, 304: writes are swallowed */
+    bool close_after;
+    bool aborted;
+    bool above_high;
+    int64_t content_length;
+    uint64_t written;
+    size_t high, low, maxq;
+    irn_resp_cb on_abort, on_drain;
+    void *abort_ud, *drain_ud;
+};
+
+typedef struct wreq {
+    uv_write_t w;
+    conn *c;
+    size_t n;
+    char data[];
+} wreq;
+
+static void conn_process(conn *c);
+static void conn_close(conn *c);
+static void conn_finish(conn *c);
+
+/* ---- timers, reading ------------------------------------------------------ */
+
+static void on_timer(uv_timer_t *t);
+
+static void timer_set(conn *c, timer_kind k, uint64_t ms) {
+    c->tk = k;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static void timer_stop(conn *c) {
+    c->tk = T_NONE;
+    uv_timer_stop(&c->timer);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+    conn *c = h->data;
+    *buf = uv_buf_init(c->srv->readbuf, sizeof c->srv->readbuf);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+static void read_start(conn *c) {
+    if (c->reading || c->closing || c->peer_eof) return;
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = true;
+}
+
+static void read_stop(conn *c) {
+    if (!c->reading) return;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+}
+
+static size_t in_cap(const conn *c) {
+    return c->srv->lim.max_header_bytes + READ_BUF_SIZE;
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+static void on_write(uv_write_t *w, int status) {
+    wreq *r = (wreq *)w;
+    conn *c = r->c;
+    c->queued -= r->n;
+    free(r);
+    if (c->closing) return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    irn_resp *resp = c->resp;
+    if (resp && resp->above_high && c->queued <= resp->low) {
+        resp->above_high = false;
+        if (resp->on_drain) resp->on_drain(resp, resp->drain_ud);
+    } else if (!resp && c->queued == 0 && c->srv->closing && !c->dead_input && c->in.len == 0 &&
+               irn_h1_parser_idle(c->parser)) {
+        conn_finish(c); /* shutting down: this one just became idle */
+    }
+}
+
+static int conn_write(conn *c, const uv_buf_t *parts, int nparts) {
+    if (c->closing) return IRN_ECLOSED;
+    size_t total = 0;
+    for (int i = 0; i < nparts; i++) total += parts[i].len;
+    if (!total) return 0;
+    wreq *r = malloc(sizeof *r + total);
+    if (!r) return IRN_ENOMEM;
+    size_t off = 0;
+    for (int i = 0; i < nparts; i++) {
+        memcpy(r->data + off, parts[i].base, parts[i].len);
+        off += parts[i].len;
+    }
+    r->c = c;
+    r->n = total;
+    uv_buf_t b = uv_buf_init(r->data, (unsigned)total);
+    if (uv_write(&r->w, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+        free(r);
+        conn_close(c);
+        return IRN_ECLOSED;
+    }
+    c->queued += total;
+    return 0;
+}
+
+/* ---- closing ------------------------------------------------------------------ */
+
+static void server_maybe_done(irn_server *srv) {
+    if (!srv->closing || !srv->listener_closed || srv->conns) return;
+    irn_close_cb cb = srv->close_cb;
+    void *ud = srv->close_ud;
+    srv->close_cb = NULL;
+    if (cb) cb(ud);
+    free(srv);
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+    conn *c = h->data;
+    if (++c->nclosed < 2) return;
+    irn_server *srv = c->srv;
+    irn_resp *resp = c->resp;
+    c->resp = NULL;
+    if (resp) {
+        resp->c = NULL;
+        resp->aborted = true;
+        if (resp->on_abort) resp->on_abort(resp, resp->abort_ud);
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    irn_h1_parser_free(c->parser);
+    ir_buf_free(&c->in);
+    free(c);
+    srv->st.conns_active--;
+    server_maybe_done(srv);
+}
+
+static void conn_close(conn *c) {
+    if (c->closing) return;
+    c->closing = true;
+    if (c->resp) c->resp->aborted = true;
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+    conn *c = req->data;
+    if (c->closing) return;
+    if (status < 0 || c->peer_eof) {
+        conn_close(c);
+        return;
+    }
+    /* Drain what the client still sends for a moment, so that unread input
+     * does not turn our close into a reset that destroys the response. */
+    timer_set(c, T_LINGER, LINGER_MS);
+    read_start(c);
+}
+
+/* Stops taking requests; closes once the queued output is out. */
+static void conn_finish(conn *c) {
+    if (c->closing || c->lingering) return;
+    c->dead_input = true;
+    c->lingering = true;
+    timer_stop(c);
+    c->shut.data = c;
+    if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown) != 0) conn_close(c);
+}
+
+static void send_error(conn *c, int status, const char *msg) {
+    irn_server *srv = c->srv;
+    srv->st.errors_sent++;
+    ir_buf body, head;
+    ir_buf_init(&body, 4096);
+    ir_buf_init(&head, 1024);
+    if (irn_error_body(&body, status, NULL, msg) != 0 ||
+        ir_buf_appendf(&head,
+                       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                       status, irn_status_reason(status), body.len) != 0) {
+        ir_buf_free(&body);
+        ir_buf_free(&head);
+        conn_close(c);
+        return;
+    }
+    uv_buf_t parts[2] = {uv_buf_init(head.data, (unsigned)head.len),
+                         uv_buf_init(body.data, (unsigned)body.len)};
+    IR_DEBUG("net", "%s: %d %s", c->peer, status, msg ? msg : "");
+    int r = conn_write(c, parts, 2);
+    ir_buf_free(&body);
+    ir_buf_free(&head);
+    if (r == 0) conn_finish(c);
+}
+
+/* ---- timer and reads ------------------------------------------------------ */
+
+static void on_timer(uv_timer_t *t) {
+    conn *c = t->data;
+    timer_kind k = c->tk;
+    c->tk = T_NONE;
+    switch (k) {
+    case T_HEADER:
+        if (irn_h1_parser_idle(c->parser) && c->queued > 0 && !c->resp)
+            timer_set(c, T_HEADER, c->srv->header_ms); /* still sending: not idle yet */
+        else if (irn_h1_parser_idle(c->parser))
+            conn_close(c); /* an idle keep-alive connection: close quietly */
+        else
+            send_error(c, 408, "Timed out waiting for the request headers");
+        break;
+    case T_BODY:
+        send_error(c, 408, "Timed out waiting for the request body");
+        break;
+    case T_RESUME:
+        conn_process(c);
+        break;
+    case T_LINGER:
+        conn_close(c);
+        break;
+    case T_NONE:
+        break;
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    conn *c = s->data;
+    if (nread == 0 || c->closing) return;
+    if (nread < 0) {
+        read_stop(c);
+        c->peer_eof = true;
+        /* A request in flight is aborted (nginx-style: a half-close counts as
+         * leaving). Otherwise flush what is queued, then close. */
+        if (c->resp || c->lingering || c->queued == 0 || nread != UV_EOF)
+            conn_close(c);
+        else
+            conn_finish(c);
+        return;
+    }
+    if (c->dead_input) return; /* draining after the last response */
+    if (ir_buf_append(&c->in, buf->base, (size_t)nread) != 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->resp) {
+        if (c->in.len >= in_cap(c)) read_stop(c);
+        return;
+    }
+    conn_process(c);
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+static void dispatch(conn *c, irn_request *req) {
+    irn_server *srv = c->srv;
+    irn_resp *resp = calloc(1, sizeof *resp);
+    if (!resp) {
+        irn_request_free(req);
+        send_error(c, 500, "Out of memory");
+        return;
+    }
+    req->peer = ir_arena_strdup(req->arena, c->peer);
+    if (!req->peer) req->peer = "";
+    resp->c = c;
+    resp->req = req;
+    resp->content_length = -1;
+    resp->high = srv->cfg.write_high_water;
+    resp->low = srv->cfg.write_low_water;
+    resp->maxq = srv->cfg.max_write_queue;
+    c->resp = resp;
+    timer_stop(c);
+    srv->st.requests++;
+    srv->cfg.on_request(srv->cfg.ud, req, resp);
+}
+
+static void conn_process(conn *c) {
+    if (c->processing) return;
+    c->processing = true;
+    irn_server *srv = c->srv;
+    size_t pos = 0;
+    while (!c->closing && !c->dead_input && !c->resp && (pos < c->in.len || c->kick)) {
+        size_t used = 0;
+        irn_h1_event ev = irn_h1_parser_feed(c->parser, c->in.data + pos, c->in.len - pos, &used);
+        pos += used;
+        c->kick = false;
+        if (ev == IRN_H1_MORE) break;
+        if (ev == IRN_H1_HEADERS) {
+            irn_request *req = irn_h1_parser_request(c->parser);
+            c->kick = true;
+            if (req->chunked || req->content_length > 0)
+                timer_set(c, T_BODY, srv->body_ms);
+            else
+                timer_stop(c);
+            if (srv->cfg.on_headers) {
+                int st = srv->cfg.on_headers(srv->cfg.ud, req);
+                if (st) {
+                    send_error(c, st >= 400 && st <= 599 ? st : 400, NULL);
+                    break;
+                }
+            }
+            if (req->expect_continue) {
+                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                uv_buf_t b = uv_buf_init((char *)cont, sizeof cont - 1);
+                conn_write(c, &b, 1);
+            }
+        } else if (ev == IRN_H1_REQUEST) {
+            dispatch(c, irn_h1_parser_take(c->parser));
+        } else {
+            const char *msg = NULL;
+            int st = irn_h1_parser_error(c->parser, &msg);
+            send_error(c, st, msg);
+            break;
+        }
+    }
+    ir_buf_consume(&c->in, pos);
+    c->processing = false;
+    if (c->closing || c->dead_input) return;
+    if (!c->resp) {
+        if (srv->closing && irn_h1_parser_idle(c->parser) && c->in.len == 0) {
+            conn_finish(c);
+            return;
+        }
+        if (c->tk != T_HEADER && c->tk != T_BODY) timer_set(c, T_HEADER, srv->header_ms);
+    }
+    if (c->in.len < in_cap(c)) read_start(c);
+}
+
+/* ---- responses ----------------------------------------------------------------- */
+
+static bool bad_header_text(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0') return true;
+    return false;
+}
+
+int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                   int64_t content_length) {
+    if (!resp || resp->state != 0 || status < 100 || status > 999) return IRN_EINVAL;
+    conn *c = resp->c;
+    if (!c || c->closing) {
+        resp->state = 1;
+        return IRN_ECLOSED;
+    }
+    irn_request *req = resp->req;
+    bool close = !req->keep_alive || c->srv->closing;
+    bool http10 = req->http_major == 1 && req->http_minor == 0;
+    ir_buf head;
+    ir_buf_init(&head, c->srv->lim.max_header_bytes + 4096);
+    int rc = ir_buf_appendf(&head, "HTTP/1.1 %d %s\r\n", status, irn_status_reason(status));
+    for (size_t i = 0; rc == 0 && i < nheaders; i++) {
+        const irn_header *h = &headers[i];
+        size_t nl = h->name_len ? h->name_len : strlen(h->name);
+        size_t vl = h->value_len ? h->value_len : strlen(h->value);
+        if (!nl || bad_header_text(h->name, nl) || bad_header_text(h->value, vl)) {
+            ir_buf_free(&head);
+            return IRN_EINVAL;
+        }
+        if (irn_streq_ci(h->name, nl, "content-length") ||
+            irn_streq_ci(h->name, nl, "transfer-encoding"))
+            continue;
+        if (irn_streq_ci(h->name, nl, "connection")) {
+            if (irn_has_token(h->value, vl, "close")) close = true;
+            continue;
+        }
+        rc = ir_buf_append(&head, h->name, nl) | ir_buf_append(&head, ": ", 2) |
+             ir_buf_append(&head, h->value, vl) | ir_buf_append(&head, "\r\n", 2);
+    }
+    bool is_head = strcmp(req->method, "HEAD") == 0;
+    bool bodyless_status = status < 200 || status == 204 || status == 304;
+    resp->no_body = is_head || bodyless_status;
+    if (bodyless_status) {
+        /* no framing headers at all */
+    } else if (content_length >= 0) {
+        rc |= ir_buf_appendf(&head, "Content-Length: %lld\r\n", (long long)content_length);
+    } else if (!is_head) {
+        if (http10) {
+            resp->eof_framed = true;
+            close = true;
+        } else {
+            resp->chunked = true;
+            rc |= ir_buf_append_str(&head, "Transfer-Encoding: chunked\r\n");
+        }
+    }
+    if (close)
+        rc |= ir_buf_append_str(&head, "Connection: close\r\n");
+    else if (http10)
+        rc |= ir_buf_append_str(&head, "Connection: keep-alive\r\n");
+    rc |= ir_buf_append(&head, "\r\n", 2);
+    if (rc != 0) {
+        ir_buf_free(&head);
+        return IRN_ENOMEM;
+    }
+    resp->content_length = bodyless_status ? -1 : content_length;
+    resp->close_after = close;
+    resp->state = 1;
+    uv_buf_t b = uv_buf_init(head.data, (unsigned)head.len);
+    rc = conn_write(c, &b, 1);
+    ir_buf_free(&head);
+    return rc;
+}
+
+int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
+    if (!resp || resp->state != 1) return IRN_EINVAL;
+    conn *c = resp->c;
+    if (!c || c->closing || resp->aborted) return IRN_ECLOSED;
+    if (resp->no_body || len == 0) return (int64_t)c->queued;
+    if (resp->content_length >= 0 && resp->written + len > (uint64_t)resp->content_length)
+        return IRN_EINVAL;
+    if (c->queued >= resp->maxq) return IRN_ENOBUFS;
+    int rc;
+    if (resp->chunked) {
+        char hdr[24];
+        int hn = snprintf(hdr, sizeof hdr, "%zx\r\n", len);
+        uv_buf_t parts[3] = {uv_buf_init(hdr, (unsigned)hn),
+                             uv_buf_init((char *)data, (unsigned)len), uv_buf_init("\r\n", 2)};
+        rc = conn_write(c, parts, 3);
+    } else {
+        uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+        rc = conn_write(c, &b, 1);
+    }
+    if (rc != 0) return rc;
+    resp->written += len;
+    if (c->queued >= resp->high) resp->above_high = true;
+    return (int64_t)c->queued;
+}
+
+int irn_resp_end(irn_resp *resp) {
+    if (!resp) return IRN_EINVAL;
+    conn *c = resp->c;
+    int rc = 0;
+    if (c && !c->closing && resp->state == 0) {
+        IR_WARN("net", "handler ended %s %s without a response", resp->req->method,
+                resp->req->path);
+        ir_buf body;
+        ir_buf_init(&body, 4096);
+        irn_error_body(&body, 500, NULL, "The handler produced no response");
+        irn_header ct = {"Content-Type", 12, "application/json", 16};
+        rc = irn_resp_start(resp, 500, &ct, 1, (int64_t)body.len);
+        if (rc == 0) irn_resp_write(resp, body.data, body.len);
+        ir_buf_free(&body);
+        c = resp->c;
+    }
+    if (c) {
+        c->resp = NULL;
+        if (!c->closing) {
+            if (resp->chunked) {
+                uv_buf_t b = uv_buf_init("0\r\n\r\n", 5);
+                rc = conn_write(c, &b, 1);
+            }
+            bool short_body = !resp->no_body && resp->content_length >= 0 &&
+                              resp->written < (uint64_t)resp->content_length;
+            if (short_body) IR_WARN("net", "response shorter than its Content-Length; closing");
+            if (c->closing) {
+                /* the write failed */
+            } else if (resp->close_after || resp->eof_framed || short_body || c->srv->closing) {
+                conn_finish(c);
+            } else if (!c->processing) {
+                timer_set(c, T_RESUME, 0); /* next request, from the loop */
+            }
+        }
+    }
+    irn_request_free(resp->req);
+    free(resp);
+    return rc;
+}
+
+int irn_resp_send(irn_resp *resp, int status, const char *content_type, const void *body,
+                  size_t len, const irn_header *extra, size_t nextra) {
+    if (!resp || resp->state != 0 || nextra > 64) return IRN_EINVAL;
+    irn_header hs[65];
+    size_t n = 0;
+    if (content_type)
+        hs[n++] = (irn_header){"Content-Type", 12, content_type, strlen(content_type)};
+    for (size_t i = 0; i < nextra; i++) hs[n++] = extra[i];
+    int rc = irn_resp_start(resp, status, hs, n, (int64_t)len);
+    if (rc == 0 && len) {
+        int64_t w = irn_resp_write(resp, body, len);
+        if (w < 0) rc = (int)w;
+    }
+    int rc2 = irn_resp_end(resp);
+    return rc ? rc : rc2;
+}
+
+int irn_resp_send_error(irn_resp *resp, int status, const char *type, const char *message) {
+    ir_buf body;
+    ir_buf_init(&body, 1024 * 1024);
+    if (irn_error_body(&body, status, type, message) != 0) {
+        ir_buf_free(&body);
+        return irn_resp_send(resp, status, "application/json", "{}", 2, NULL, 0);
+    }
+    int rc = irn_resp_send(resp, status, "application/json", body.data, body.len, NULL, 0);
+    ir_buf_free(&body);
+    return rc;
+}
+
+void irn_resp_on_abort(irn_resp *resp, irn_resp_cb cb, void *ud) {
+    resp->on_abort = cb;
+    resp->abort_ud = ud;
+}
+
+void irn_resp_on_drain(irn_resp *resp, irn_resp_cb cb, void *ud) {
+    resp->on_drain = cb;
+    resp->drain_ud = ud;
+}
+
+size_t irn_resp_queued(const irn_resp *resp) {
+    return resp->c ? resp->c->queued : 0;
+}
+bool irn_resp_aborted(const irn_resp *resp) {
+    return resp->aborted;
+}
+
+int irn_resp_close(irn_resp *resp) {
+    if (!resp) return IRN_EINVAL;
+    conn *c = resp->c;
+    if (c) {
+        c->resp = NULL; /* no on_abort: the handler chose this */
+        if (!c->closing) conn_close(c);
+    }
+    irn_request_free(resp->req);
+    free(resp);
+    return 0;
+}
+
+/* ---- accepting ------------------------------------------------------------------- */
+
+static void on_connection(uv_stream_t *ls, int status) {
+    irn_server *srv = ls->data;
+    if (status < 0) {
+        IR_WARN("net", "accept: %s", uv_strerror(status));
+        return;
+    }
+    conn *c = calloc(1, sizeof *c);
+    if (!c) return;
+    c->srv = srv;
+    uv_tcp_init(srv->loop, &c->tcp);
+    uv_timer_init(srv->loop, &c->timer);
+    c->tcp.data = c;
+    c->timer.data = c;
+    ir_buf_init(&c->in, 0);
+    c->next = srv->conns;
+    if (srv->conns) srv->conns->prev = c;
+    srv->conns = c;
+    srv->st.conns_active++;
+    if (uv_accept(ls, (uv_stream_t *)&c->tcp) != 0) {
+        conn_close(c);
+        return;
+    }
+    srv->st.conns_accepted++;
+    c->parser = irn_h1_parser_new(&srv->lim);
+    if (!c->parser ||
+        (srv->cfg.max_connections && srv->st.conns_active > srv->cfg.max_connections)) {
+        conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0) {
+        char ip[INET6_ADDRSTRLEN] = "";
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            uv_ip6_name(a, ip, sizeof ip);
+            snprintf(c->peer, sizeof c->peer, "[%s]:%u", ip, ntohs(a->sin6_port));
+        } else {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            uv_ip4_name(a, ip, sizeof ip);
+            snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(a->sin_port));
+        }
+    }
+    timer_set(c, T_HEADER, srv->header_ms);
+    read_start(c);
+}
+
+void irn_server_cfg_init(irn_server_cfg *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+}
+
+static int bind_socket(const irn_server_cfg *cfg, int backlog, int *out_fd) {
+    struct sockaddr_storage ss;
+    if (irn_addr_numeric(cfg->host, cfg->port, &ss) != 0) {
+        struct addrinfo hints, *res = NULL;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE;
+        if (getaddrinfo(cfg->host, NULL, &hints, &res) != 0 || !res) return UV_EAI_NONAME;
+        memset(&ss, 0, sizeof ss);
+        memcpy(&ss, res->ai_addr, res->ai_addrlen);
+        freeaddrinfo(res);
+        if (ss.ss_family == AF_INET6)
+            ((struct sockaddr_in6 *)&ss)->sin6_port = htons(cfg->port);
+        else
+            ((struct sockaddr_in *)&ss)->sin_port = htons(cfg->port);
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    socklen_t sl =
+        ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        (cfg->reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
+        bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, backlog) != 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    *out_fd = fd;
+    return 0;
+}
+
+static void free_on_close(uv_handle_t *h) {
+    free(h->data);
+}
+
+int irn_server_new(uv_loop_t *loop, const irn_server_cfg *cfg, irn_server **out) {
+    *out = NULL;
+    if (!loop || !cfg || !cfg->on_request) return IRN_EINVAL;
+    irn_server *srv = calloc(1, sizeof *srv);
+    if (!srv) return IRN_ENOMEM;
+    srv->loop = loop;
+    srv->cfg = *cfg;
+    srv->cfg.host = NULL;
+    irn_server_cfg *c = &srv->cfg;
+    if (!c->backlog) c->backlog = 511;
+    if (!c->header_timeout_ns) c->header_timeout_ns = 30ull * 1000000000;
+    if (!c->body_timeout_ns) c->body_timeout_ns = 60ull * 1000000000;
+    if (!c->write_high_water) c->write_high_water = 256 * 1024;
+    if (!c->write_low_water) c->write_low_water = 64 * 1024;
+    if (c->write_low_water > c->write_high_water) c->write_low_water = c->write_high_water;
+    if (!c->max_write_queue) c->max_write_queue = 8u * 1024 * 1024;
+    srv->lim =
+        (irn_h1_limits){c->max_header_bytes, c->max_headers, c->max_body_bytes, c->max_arena_bytes};
+    if (!srv->lim.max_header_bytes) srv->lim.max_header_bytes = 64 * 1024;
+    srv->header_ms = irn_ns_to_ms(c->header_timeout_ns);
+    srv->body_ms = irn_ns_to_ms(c->body_timeout_ns);
+    int fd = -1;
+    int rc = bind_socket(cfg, c->backlog, &fd);
+    if (rc != 0) {
+        free(srv);
+        return rc;
+    }
+    uv_tcp_init(loop, &srv->listener);
+    srv->listener.data = srv;
+    if ((rc = uv_tcp_open(&srv->listener, fd)) != 0) close(fd);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, c->backlog, on_connection);
+    if (rc != 0) {
+        /* The handle is initialised: its memory goes back through the loop. */
+        uv_close((uv_handle_t *)&srv->listener, free_on_close);
+        return rc;
+    }
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    if (uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&ss, &sl) == 0)
+        srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    *out = srv;
+    return 0;
+}
+
+int irn_server_port(const irn_server *srv) {
+    return srv->port;
+}
+
+void irn_server_stats_get(const irn_server *srv, irn_server_stats *st) {
+    *st = srv->st;
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+    irn_server *srv = h->data;
+    srv->listener_closed = true;
+    server_maybe_done(srv);
+}
+
+void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
+    if (srv->closing) return;
+    srv->closing = true;
+    srv->close_cb = cb;
+    srv->close_ud = ud;
+    uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+    for (conn *c = srv->conns; c; c = c->next) {
+        if (!c->closing && !c->resp && !c->lingering && c->queued == 0 && c->in.len == 0 &&
+            irn_h1_parser_idle(c->parser))
+            conn_close(c);
+    }
+}
+
+void irn_server_close_all(irn_server *srv) {
+    for (conn *c = srv->conns; c; c = c->next) conn_close(c);
+}
