@@ -208,7 +208,8 @@ void irn_server_close_all(irn_server *srv);
  * except that `Connection: close` is honoured. */
 
 /* content_length >= 0 sends Content-Length; -1 streams chunked (HTTP/1.1) or
- * until close (HTTP/1.0). */
+ * until close (HTTP/1.0). The head is held back and leaves with the first
+ * body bytes, or at the end: one write to the socket instead of two. */
 int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
                    int64_t content_length);
 /* Queues body bytes (copied). Returns the bytes now queued on the connection
@@ -218,6 +219,8 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
 int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len);
 /* Ends the response and releases resp and its request. */
 int irn_resp_end(irn_resp *resp);
+/* irn_resp_write of the last bytes then irn_resp_end, in one write to the socket. */
+int irn_resp_finish(irn_resp *resp, const void *data, size_t len);
 /* start + write + end. `content_type` may be NULL. */
 int irn_resp_send(irn_resp *resp, int status, const char *content_type, const void *body,
                   size_t len, const irn_header *extra, size_t nextra);

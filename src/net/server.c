@@ -70,6 +70,8 @@ struct irn_resp {
     bool close_after;
     bool aborted;
     bool above_high;
+    bool term_written; /* the chunked terminator went out with the last write */
+    ir_buf head;       /* the response head, held back to go out with the first body bytes */
     int64_t content_length;
     uint64_t written;
     size_t high, low, maxq;
@@ -459,13 +461,26 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     resp->content_length = bodyless_status ? -1 : content_length;
     resp->close_after = close;
     resp->state = 1;
-    uv_buf_t b = uv_buf_init(head.data, (unsigned)head.len);
-    rc = conn_write(c, &b, 1);
-    ir_buf_free(&head);
+    /* Held back: the head leaves with the first body bytes (or at the end),
+     * one write instead of two. */
+    ir_buf_free(&resp->head);
+    resp->head = head;
+    return 0;
+}
+
+/* Writes parts, preceded by the held-back head when there is one. */
+static int resp_write_parts(irn_resp *resp, uv_buf_t *parts, int nparts) {
+    conn *c = resp->c;
+    if (resp->head.len == 0) return conn_write(c, parts, nparts);
+    uv_buf_t all[8];
+    all[0] = uv_buf_init(resp->head.data, (unsigned)resp->head.len);
+    for (int i = 0; i < nparts && i < 7; i++) all[i + 1] = parts[i];
+    int rc = conn_write(c, all, nparts + 1);
+    ir_buf_free(&resp->head);
     return rc;
 }
 
-int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
+static int64_t resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
     if (!resp || resp->state != 1) return IRN_EINVAL;
     conn *c = resp->c;
     if (!c || c->closing || resp->aborted) return IRN_ECLOSED;
@@ -477,17 +492,29 @@ int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
     if (resp->chunked) {
         char hdr[24];
         int hn = snprintf(hdr, sizeof hdr, "%zx\r\n", len);
-        uv_buf_t parts[3] = {uv_buf_init(hdr, (unsigned)hn),
-                             uv_buf_init((char *)data, (unsigned)len), uv_buf_init("\r\n", 2)};
-        rc = conn_write(c, parts, 3);
+        uv_buf_t parts[4] = {uv_buf_init(hdr, (unsigned)hn),
+                             uv_buf_init((char *)data, (unsigned)len), uv_buf_init("\r\n", 2),
+                             uv_buf_init("0\r\n\r\n", 5)};
+        rc = resp_write_parts(resp, parts, last ? 4 : 3);
+        if (rc == 0 && last) resp->term_written = true;
     } else {
         uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-        rc = conn_write(c, &b, 1);
+        rc = resp_write_parts(resp, &b, 1);
     }
     if (rc != 0) return rc;
     resp->written += len;
     if (c->queued >= resp->high) resp->above_high = true;
     return (int64_t)c->queued;
+}
+
+int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
+    return resp_write(resp, data, len, false);
+}
+
+int irn_resp_finish(irn_resp *resp, const void *data, size_t len) {
+    int64_t w = len ? resp_write(resp, data, len, true) : 0;
+    int rc = irn_resp_end(resp);
+    return w < 0 ? (int)w : rc;
 }
 
 int irn_resp_end(irn_resp *resp) {
@@ -509,9 +536,11 @@ int irn_resp_end(irn_resp *resp) {
     if (c) {
         c->resp = NULL;
         if (!c->closing) {
-            if (resp->chunked) {
+            if (resp->chunked && !resp->term_written) {
                 uv_buf_t b = uv_buf_init("0\r\n\r\n", 5);
-                rc = conn_write(c, &b, 1);
+                rc = resp_write_parts(resp, &b, 1);
+            } else if (resp->head.len) {
+                rc = resp_write_parts(resp, NULL, 0);
             }
             bool short_body = !resp->no_body && resp->content_length >= 0 &&
                               resp->written < (uint64_t)resp->content_length;
@@ -525,6 +554,7 @@ int irn_resp_end(irn_resp *resp) {
             }
         }
     }
+    ir_buf_free(&resp->head);
     irn_request_free(resp->req);
     free(resp);
     return rc;
@@ -583,6 +613,7 @@ int irn_resp_close(irn_resp *resp) {
         c->resp = NULL; /* no on_abort: the handler chose this */
         if (!c->closing) conn_close(c);
     }
+    ir_buf_free(&resp->head);
     irn_request_free(resp->req);
     free(resp);
     return 0;

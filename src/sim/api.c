@@ -241,7 +241,9 @@ static void on_tokens(void *ud, sim_seq *s, size_t from, size_t to) {
         stream_token_chunk(f, piece, (size_t)n, NULL);
         emit(f);
     }
-    if (!flush(f)) {
+    /* When this step ends the sequence, on_finish follows at once and sends
+     * everything in one write. */
+    if (to < f->target && !flush(f)) {
         /* The client cannot keep up or is gone: the engine finishes the abort
          * once this callback returns, and never calls back for it again. */
         sim_engine_abort(f->api->eng, s);
@@ -273,8 +275,8 @@ static void on_finish(void *ud, sim_seq *s, sim_finish why) {
             emit(f);
         }
         ir_buf_append_str(&f->pending, "data: [DONE]\n\n");
-        flush(f);
-        irn_resp_end(f->resp);
+        irn_resp_finish(f->resp, f->pending.data, f->pending.len);
+        ir_buf_reset(&f->pending);
     } else {
         irt_sim_decode(f->out, f->nout, &f->text);
         ir_buf body;
