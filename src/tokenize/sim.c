@@ -4,19 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* irt_ids_init and irt_ids_free live in hf_encode.c. */
-int irt_ids_push(irt_ids *v, uint32_t id) {
-    if (v->len == v->cap) {
-        size_t nc = v->cap ? v->cap * 2 : 64;
-        uint32_t *p = realloc(v->ids, nc * sizeof *p);
-        if (!p) return -1;
-        v->ids = p;
-        v->cap = nc;
-    }
-    v->ids[v->len++] = id;
-    return 0;
-}
-
 static inline bool is_punct(unsigned char c) {
     return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
            (c >= '{' && c <= '~');
@@ -30,9 +17,9 @@ static inline bool starts_piece(unsigned char prev, unsigned char c, size_t cur_
     if (c == 0 || prev == 0) return true;
     if (c <= ' ' || c == 0x7f) return true; /* whitespace and controls */
     if (is_punct(c) || is_punct(prev)) return true;
-    if (prev < ' ' || prev == 0x7f) return true; /* a newline or tab stands alone */
-    if (c >= 0xC0) return true;                  /* each code point starts fresh */
-    if (c < 0x80 && prev >= 0x80) return true;   /* back to ASCII */
+    if (prev < ' ' || prev == 0x7f) return true;           /* a newline or tab stands alone */
+    if (c >= 0xC0) return true;                            /* each code point starts fresh */
+    if (c < 0x80 && prev >= 0x80) return true;             /* back to ASCII */
     if (c >= 0x80 && c < 0xC0 && prev < 0x80) return true; /* stray continuation byte */
     return false;
 }
@@ -46,7 +33,7 @@ static inline bool starts_piece(unsigned char prev, unsigned char c, size_t cur_
         for (size_t i_ = 0; i_ < (len); i_++) {                                                    \
             unsigned char c_ = s_[i_];                                                             \
             if (starts_piece(prev_, c_, cur_) && cur_) {                                           \
-                EMIT(id_);                                                                \
+                EMIT(id_);                                                                         \
                 id_ = 0;                                                                           \
                 cur_ = 0;                                                                          \
             }                                                                                      \
@@ -54,7 +41,7 @@ static inline bool starts_piece(unsigned char prev, unsigned char c, size_t cur_
             cur_++;                                                                                \
             prev_ = c_;                                                                            \
         }                                                                                          \
-        if (cur_) EMIT(id_);                                                              \
+        if (cur_) EMIT(id_);                                                                       \
     } while (0)
 
 int irt_sim_encode(const char *text, size_t len, irt_ids *out) {
