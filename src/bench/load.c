@@ -197,8 +197,7 @@ static int parse_opts(int argc, char **argv, load_opts *o, const char *cmd) {
         {"duration", required_argument, 0, 'd'}, {"max-tokens", required_argument, 0, 't'},
         {"no-stream", no_argument, 0, 'S'},      {"pid", required_argument, 0, 'P'},
         {"warmup", required_argument, 0, 'w'},   {"help", no_argument, 0, 'h'},
-        {"distinct", no_argument, 0, 'D'},
-        {0, 0, 0, 0},
+        {"distinct", no_argument, 0, 'D'},       {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->path = "/v1/chat/completions";
@@ -209,24 +208,47 @@ static int parse_opts(int argc, char **argv, load_opts *o, const char *cmd) {
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'u': url = optarg; break;
-        case 'p': o->path = optarg; break;
-        case 'm': o->model = optarg; break;
-        case 'n': o->n = atoi(optarg); break;
-        case 'c': o->concurrency = atoi(optarg); break;
-        case 'd': o->duration = atof(optarg); break;
-        case 't': o->max_tokens = atoi(optarg); break;
-        case 'S': o->stream = false; break;
-        case 'P': o->pid = atoi(optarg); break;
-        case 'w': o->warmup = atoi(optarg); break;
-        case 'D': o->distinct = true; break;
+        case 'u':
+            url = optarg;
+            break;
+        case 'p':
+            o->path = optarg;
+            break;
+        case 'm':
+            o->model = optarg;
+            break;
+        case 'n':
+            o->n = atoi(optarg);
+            break;
+        case 'c':
+            o->concurrency = atoi(optarg);
+            break;
+        case 'd':
+            o->duration = atof(optarg);
+            break;
+        case 't':
+            o->max_tokens = atoi(optarg);
+            break;
+        case 'S':
+            o->stream = false;
+            break;
+        case 'P':
+            o->pid = atoi(optarg);
+            break;
+        case 'w':
+            o->warmup = atoi(optarg);
+            break;
+        case 'D':
+            o->distinct = true;
+            break;
         case 'h':
             printf("Usage: inferrail-bench %s --url URL [--path P] [--model M] [--n N]\n"
                    "       [--concurrency C] [--duration S] [--max-tokens T] [--no-stream]\n"
                    "       [--pid PID] [--warmup W] [--distinct]\n",
                    cmd);
             return 1;
-        default: return -1;
+        default:
+            return -1;
         }
     }
     if (ir_url_parse(url, &o->url)) {
@@ -248,7 +270,8 @@ static void make_body(load_run *r) {
     else
         ir_buf_append_str(&b, "\"prompt\":\"Say something about caches and routers.\"");
     ir_buf_appendf(&b, ",\"max_tokens\":%d", r->o.max_tokens);
-    if (r->o.stream) ir_buf_append_str(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+    if (r->o.stream)
+        ir_buf_append_str(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
     ir_buf_append_str(&b, "}");
     r->body = ir_buf_steal(&b, &r->body_len);
     r->hdrs[0] = (irn_header){"content-type", 12, "application/json", 16};

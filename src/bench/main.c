@@ -5,15 +5,16 @@
 #include "bench/bench.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "Usage: inferrail-bench COMMAND [options]\n"
-               "\n"
-               "Commands:\n"
-               "  streams       N concurrent SSE streams against one server; total time, errors\n"
-               "  soak          many requests at fixed concurrency; resident memory growth of a pid\n"
-               "  rps           closed-loop requests per second at fixed concurrency\n"
-               "  tokenize-sim  builtin:sim tokenizer throughput next to memcpy\n"
-               "\n"
-               "Run 'inferrail-bench COMMAND --help' for a command's options.\n");
+    fprintf(f,
+            "Usage: inferrail-bench COMMAND [options]\n"
+            "\n"
+            "Commands:\n"
+            "  streams       N concurrent SSE streams against one server; total time, errors\n"
+            "  soak          many requests at fixed concurrency; resident memory growth of a pid\n"
+            "  rps           closed-loop requests per second at fixed concurrency\n"
+            "  tokenize-sim  builtin:sim tokenizer throughput next to memcpy\n"
+            "\n"
+            "Run 'inferrail-bench COMMAND --help' for a command's options.\n");
 }
 
 int main(int argc, char **argv) {

@@ -8,9 +8,9 @@
 #include <string.h>
 
 static void make_text(ir_buf *b, size_t bytes) {
-    static const char *words[] = {"the ", "router ", "sends ", "every ", "request ", "to ",
-                                  "a ", "replica, ", "which ", "holds ", "its ", "prefix.\n",
-                                  "{\"k\": 12345} ", "naïve ", "日本語 "};
+    static const char *words[] = {"the ", "router ",   "sends ",          "every ", "request ",
+                                  "to ",  "a ",        "replica, ",       "which ", "holds ",
+                                  "its ", "prefix.\n", "{\"k\": 12345} ", "naïve ", "日本語 "};
     ir_rng r;
     ir_rng_seed(&r, 1);
     while (b->len < bytes) ir_buf_append_str(b, words[ir_rng_below(&r, IR_ARRAY_LEN(words))]);

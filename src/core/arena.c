@@ -91,6 +91,10 @@ char *ir_arena_strndup(ir_arena *a, const char *s, size_t n) {
     return p;
 }
 
-char *ir_arena_strdup(ir_arena *a, const char *s) { return ir_arena_strndup(a, s, strlen(s)); }
+char *ir_arena_strdup(ir_arena *a, const char *s) {
+    return ir_arena_strndup(a, s, strlen(s));
+}
 
-size_t ir_arena_used(const ir_arena *a) { return a->total; }
+size_t ir_arena_used(const ir_arena *a) {
+    return a->total;
+}

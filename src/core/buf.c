@@ -46,7 +46,9 @@ int ir_buf_append(ir_buf *b, const void *p, size_t n) {
     return 0;
 }
 
-int ir_buf_append_str(ir_buf *b, const char *s) { return ir_buf_append(b, s, strlen(s)); }
+int ir_buf_append_str(ir_buf *b, const char *s) {
+    return ir_buf_append(b, s, strlen(s));
+}
 
 int ir_buf_vappendf(ir_buf *b, const char *fmt, va_list ap) {
     va_list ap2;

@@ -10,9 +10,15 @@
 static ir_log_level g_level = IR_LOG_INFO;
 static bool g_json = false;
 
-void ir_log_set_level(ir_log_level lvl) { g_level = lvl; }
-ir_log_level ir_log_get_level(void) { return g_level; }
-void ir_log_set_json(bool on) { g_json = on; }
+void ir_log_set_level(ir_log_level lvl) {
+    g_level = lvl;
+}
+ir_log_level ir_log_get_level(void) {
+    return g_level;
+}
+void ir_log_set_json(bool on) {
+    g_json = on;
+}
 
 int ir_log_parse_level(const char *s, ir_log_level *out) {
     static const char *names[] = {"debug", "info", "warn", "error", "off"};

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
-void ir_rng_seed(ir_rng *r, uint64_t seed) { r->s = seed; }
+void ir_rng_seed(ir_rng *r, uint64_t seed) {
+    r->s = seed;
+}
 
 uint64_t ir_rng_next(ir_rng *r) {
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
@@ -14,7 +16,9 @@ uint64_t ir_rng_next(ir_rng *r) {
     return z ^ (z >> 31);
 }
 
-double ir_rng_double(ir_rng *r) { return (double)(ir_rng_next(r) >> 11) * 0x1.0p-53; }
+double ir_rng_double(ir_rng *r) {
+    return (double)(ir_rng_next(r) >> 11) * 0x1.0p-53;
+}
 
 uint64_t ir_rng_below(ir_rng *r, uint64_t n) {
     if (n == 0) return 0;

@@ -10,7 +10,6 @@
 
 #define SIM_VLLM_VERSION "0.10.1.1"
 
-
 /* One inference request in flight. Owned by the API; freed once both the
  * response ended and the engine let go of the sequence. */
 typedef struct inflight {
@@ -23,10 +22,10 @@ typedef struct inflight {
     char model[256];
     long long created;
     size_t prompt_len, cached, target;
-    ir_buf text;  /* non-streamed output */
+    ir_buf text;    /* non-streamed output */
     ir_buf chunk;   /* scratch for one SSE event's JSON */
     ir_buf pending; /* SSE events not yet written: one write per engine step */
-    uint32_t *out; /* output ids, kept for the final response */
+    uint32_t *out;  /* output ids, kept for the final response */
     size_t nout;
     struct inflight *next, *prev;
 } inflight;
@@ -46,11 +45,13 @@ struct sim_api {
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
-static void jstr(ir_buf *b, const char *s) { ir_json_append_string(b, s, strlen(s)); }
+static void jstr(ir_buf *b, const char *s) {
+    ir_json_append_string(b, s, strlen(s));
+}
 
 static int send_json(irn_resp *resp, int status, ir_buf *body) {
-    return irn_resp_send(resp, status, "application/json", body->data ? body->data : "",
-                         body->len, NULL, 0);
+    return irn_resp_send(resp, status, "application/json", body->data ? body->data : "", body->len,
+                         NULL, 0);
 }
 
 /* {"error":{"message":...,"type":...,"param":...,"code":status}} */
@@ -78,7 +79,6 @@ static void send_error(irn_resp *resp, int status, const char *type, const char 
     send_json(resp, status, &b);
     ir_buf_free(&b);
 }
-
 
 static bool served(const sim_cfg *c, const char *model) {
     for (size_t i = 0; i < c->nmodel_names; i++)
@@ -113,7 +113,7 @@ static void chunk_prefix(ir_buf *b, const inflight *f) {
     ir_buf_append_str(b, "{\"id\":");
     jstr(b, f->id);
     ir_buf_append_str(b, f->kind == SIM_KIND_CHAT ? ",\"object\":\"chat.completion.chunk\""
-                                              : ",\"object\":\"text_completion\"");
+                                                  : ",\"object\":\"text_completion\"");
     ir_buf_appendf(b, ",\"created\":%lld,\"model\":", f->created);
     jstr(b, f->model);
 }
@@ -171,8 +171,8 @@ static void full_response(inflight *f, sim_finish why, ir_buf *b) {
     ir_buf_append_str(b, "{\"id\":");
     jstr(b, f->id);
     if (f->kind == SIM_KIND_CHAT) {
-        ir_buf_appendf(b, ",\"object\":\"chat.completion\",\"created\":%lld,\"model\":",
-                       f->created);
+        ir_buf_appendf(b,
+                       ",\"object\":\"chat.completion\",\"created\":%lld,\"model\":", f->created);
         jstr(b, f->model);
         ir_buf_append_str(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
                              "\"content\":");
@@ -186,8 +186,8 @@ static void full_response(inflight *f, sim_finish why, ir_buf *b) {
         usage_json(b, f, false);
         ir_buf_append_str(b, ",\"prompt_logprobs\":null,\"kv_transfer_params\":null}");
     } else {
-        ir_buf_appendf(b, ",\"object\":\"text_completion\",\"created\":%lld,\"model\":",
-                       f->created);
+        ir_buf_appendf(b,
+                       ",\"object\":\"text_completion\",\"created\":%lld,\"model\":", f->created);
         jstr(b, f->model);
         ir_buf_append_str(b, ",\"choices\":[{\"index\":0,\"text\":");
         ir_json_append_string(b, f->text.data ? f->text.data : "", f->text.len);
@@ -294,8 +294,7 @@ static const sim_seq_cbs seq_cbs = {on_tokens, on_finish};
 
 static int fail(sim_err *e, int status, const char *type, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static int fail(sim_err *e, int status, const char *type, const char *param, const char *fmt,
-                ...) {
+static int fail(sim_err *e, int status, const char *type, const char *param, const char *fmt, ...) {
     e->status = status;
     e->type = type;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
@@ -485,7 +484,9 @@ out:
     return rc;
 }
 
-void sim_req_free(sim_req *r) { irt_ids_free(&r->ids); }
+void sim_req_free(sim_req *r) {
+    irt_ids_free(&r->ids);
+}
 
 static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim_kind kind) {
     sim_req pr;
@@ -591,14 +592,15 @@ static void handle_models(sim_api *api, irn_resp *resp) {
         ir_buf_appendf(&b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"vllm\",\"root\":",
                        api->started);
         jstr(&b, c->model_names[0]);
-        ir_buf_appendf(&b,
-                       ",\"parent\":null,\"max_model_len\":%u,\"permission\":[{\"id\":\"modelperm-%s"
-                       "\",\"object\":\"model_permission\",\"created\":%lld,"
-                       "\"allow_create_engine\":false,\"allow_sampling\":true,"
-                       "\"allow_logprobs\":true,\"allow_search_indices\":false,"
-                       "\"allow_view\":true,\"allow_fine_tuning\":false,\"organization\":\"*\","
-                       "\"group\":null,\"is_blocking\":false}]}",
-                       c->max_model_len, perm, api->started);
+        ir_buf_appendf(
+            &b,
+            ",\"parent\":null,\"max_model_len\":%u,\"permission\":[{\"id\":\"modelperm-%s"
+            "\",\"object\":\"model_permission\",\"created\":%lld,"
+            "\"allow_create_engine\":false,\"allow_sampling\":true,"
+            "\"allow_logprobs\":true,\"allow_search_indices\":false,"
+            "\"allow_view\":true,\"allow_fine_tuning\":false,\"organization\":\"*\","
+            "\"group\":null,\"is_blocking\":false}]}",
+            c->max_model_len, perm, api->started);
     }
     ir_buf_append_str(&b, "]}");
     send_json(resp, 200, &b);
@@ -664,7 +666,9 @@ typedef struct delayed {
 
 static void route(sim_api *api, irn_request *req, irn_resp *resp);
 
-static void on_delayed_closed(uv_handle_t *h) { free(h->data); }
+static void on_delayed_closed(uv_handle_t *h) {
+    free(h->data);
+}
 
 static void on_delay_done(uv_timer_t *t) {
     delayed *d = t->data;
@@ -677,20 +681,29 @@ static void on_delay_done(uv_timer_t *t) {
     uv_close((uv_handle_t *)&d->timer, on_delayed_closed);
 }
 
-static void on_delayed_gone(irn_resp *resp, void *ud) { ((delayed *)ud)->gone = true; }
+static void on_delayed_gone(irn_resp *resp, void *ud) {
+    ((delayed *)ud)->gone = true;
+}
 
-static void on_hung_gone(irn_resp *resp, void *ud) { irn_resp_end(resp); }
+static void on_hung_gone(irn_resp *resp, void *ud) {
+    irn_resp_end(resp);
+}
 
 /* Applies a fault to one request. Returns true when the request was taken care of. */
 static bool apply_fault(sim_api *api, const sim_fault *f, irn_request *req, irn_resp *resp) {
     switch (f->mode) {
-    case SIM_FAULT_NONE: return false;
+    case SIM_FAULT_NONE:
+        return false;
     case SIM_FAULT_REFUSE:
         if (api->hooks.on_refuse) api->hooks.on_refuse(api->hooks.ud, f->delay_ms, true);
         irn_resp_close(resp);
         return true;
-    case SIM_FAULT_CLOSE: irn_resp_close(resp); return true;
-    case SIM_FAULT_HANG: irn_resp_on_abort(resp, on_hung_gone, NULL); return true;
+    case SIM_FAULT_CLOSE:
+        irn_resp_close(resp);
+        return true;
+    case SIM_FAULT_HANG:
+        irn_resp_on_abort(resp, on_hung_gone, NULL);
+        return true;
     case SIM_FAULT_STATUS:
         send_error(resp, f->status, irn_status_reason(f->status), NULL,
                    "Injected fault: status %d.", f->status);
@@ -752,8 +765,12 @@ typedef struct route_def {
 } route_def;
 
 static const route_def routes[] = {
-    {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/models", "GET"},
-    {"/health", "GET"},               {"/metrics", "GET"},         {"/version", "GET"},
+    {"/v1/chat/completions", "POST"},
+    {"/v1/completions", "POST"},
+    {"/v1/models", "GET"},
+    {"/health", "GET"},
+    {"/metrics", "GET"},
+    {"/version", "GET"},
     {"/reset_prefix_cache", "POST"},
 };
 

@@ -55,18 +55,19 @@ struct sim_engine {
     irt_ids words[64][2];
 };
 
-static const double ttft_b[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+static const double ttft_b[] = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                 20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
 static const double itl_b[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
                                0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-static const double req_b[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,  15.0, 20.0,
-                               30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
-static const double tok_b[] = {1,    2,    5,    10,   20,    50,    100,   200,   500,   1000,
-                               2000, 5000, 10000, 20000, 50000, 100000, 200000};
+static const double req_b[] = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                               5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                               60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+static const double tok_b[] = {1,    2,    5,    10,    20,    50,    100,    200,   500,
+                               1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000};
 
 /* SGLang's default buckets. */
-static const double sg_ttft_b[] = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,  4,   6,
+static const double sg_ttft_b[] = {0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,   4,   6,
                                    8,   10,  20,  40,  60,  80, 100, 200, 400};
 static const double sg_itl_b[] = {0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025,
                                   0.030, 0.035, 0.040, 0.060, 0.080, 0.100, 0.200, 0.400,
@@ -75,14 +76,14 @@ static const double sg_e2e_b[] = {0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    
                                   20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400};
 
 static const char *const words[64] = {
-    "the",     "model",   "returns", "tokens",  "quickly", "when",   "cache",   "holds",
-    "prefix",  "blocks",  "router",  "sends",   "every",   "request", "to",      "replica",
-    "that",    "already", "has",     "most",    "of",      "its",    "prompt",  "in",
-    "memory",  "so",      "first",   "token",   "latency", "drops",  "and",     "fewer",
-    "gpus",    "serve",   "same",    "traffic", "a",       "long",   "system",  "context",
-    "is",      "shared",  "by",      "users",   "who",     "ask",    "short",   "questions",
-    "decode",  "runs",    "one",     "step",    "at",      "time",   "while",   "prefill",
-    "reads",   "whole",   "input",   "before",  "any",     "output", "appears", "here"};
+    "the",    "model",   "returns", "tokens",  "quickly", "when",    "cache",   "holds",
+    "prefix", "blocks",  "router",  "sends",   "every",   "request", "to",      "replica",
+    "that",   "already", "has",     "most",    "of",      "its",     "prompt",  "in",
+    "memory", "so",      "first",   "token",   "latency", "drops",   "and",     "fewer",
+    "gpus",   "serve",   "same",    "traffic", "a",       "long",    "system",  "context",
+    "is",     "shared",  "by",      "users",   "who",     "ask",     "short",   "questions",
+    "decode", "runs",    "one",     "step",    "at",      "time",    "while",   "prefill",
+    "reads",  "whole",   "input",   "before",  "any",     "output",  "appears", "here"};
 
 /* ---- configuration and cost model ---------------------------------------------------- */
 
@@ -543,7 +544,9 @@ sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg) {
     return e;
 }
 
-static void on_timer_closed(uv_handle_t *h) { free(h->data); }
+static void on_timer_closed(uv_handle_t *h) {
+    free(h->data);
+}
 
 void sim_engine_free(sim_engine *e) {
     if (!e) return;
@@ -612,20 +615,44 @@ void sim_engine_abort(sim_engine *e, sim_seq *s) {
     if (!e->in_tick) schedule(e);
 }
 
-uint32_t sim_engine_reset_prefix_cache(sim_engine *e) { return sim_kv_reset(&e->kv); }
+uint32_t sim_engine_reset_prefix_cache(sim_engine *e) {
+    return sim_kv_reset(&e->kv);
+}
 
-const sim_stats *sim_engine_stats(const sim_engine *e) { return &e->stats; }
-uint32_t sim_engine_running(const sim_engine *e) { return e->running.n; }
-uint32_t sim_engine_waiting(const sim_engine *e) { return e->waiting.n; }
+const sim_stats *sim_engine_stats(const sim_engine *e) {
+    return &e->stats;
+}
+uint32_t sim_engine_running(const sim_engine *e) {
+    return e->running.n;
+}
+uint32_t sim_engine_waiting(const sim_engine *e) {
+    return e->waiting.n;
+}
 double sim_engine_kv_usage(const sim_engine *e) {
     return 1.0 - (double)e->kv.nfree / (double)e->kv.n;
 }
-const sim_kv *sim_engine_kv(const sim_engine *e) { return &e->kv; }
-const sim_cfg *sim_engine_cfg(const sim_engine *e) { return &e->cfg; }
+const sim_kv *sim_engine_kv(const sim_engine *e) {
+    return &e->kv;
+}
+const sim_cfg *sim_engine_cfg(const sim_engine *e) {
+    return &e->cfg;
+}
 
-size_t sim_seq_prompt_len(const sim_seq *s) { return s->prompt_len; }
-size_t sim_seq_cached_tokens(const sim_seq *s) { return s->cached_tokens; }
-size_t sim_seq_generated(const sim_seq *s) { return s->generated; }
-size_t sim_seq_target(const sim_seq *s) { return s->plan_len; }
-const uint32_t *sim_seq_output(const sim_seq *s) { return s->tokens + s->prompt_len; }
-uint64_t sim_seq_arrival_ns(const sim_seq *s) { return s->t_arrive; }
+size_t sim_seq_prompt_len(const sim_seq *s) {
+    return s->prompt_len;
+}
+size_t sim_seq_cached_tokens(const sim_seq *s) {
+    return s->cached_tokens;
+}
+size_t sim_seq_generated(const sim_seq *s) {
+    return s->generated;
+}
+size_t sim_seq_target(const sim_seq *s) {
+    return s->plan_len;
+}
+const uint32_t *sim_seq_output(const sim_seq *s) {
+    return s->tokens + s->prompt_len;
+}
+uint64_t sim_seq_arrival_ns(const sim_seq *s) {
+    return s->t_arrive;
+}

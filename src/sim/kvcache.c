@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t bucket_of(const sim_kv *kv, irt_hash h) { return (uint32_t)(h.lo ^ h.hi) & kv->mask; }
+static uint32_t bucket_of(const sim_kv *kv, irt_hash h) {
+    return (uint32_t)(h.lo ^ h.hi) & kv->mask;
+}
 
 int sim_kv_init(sim_kv *kv, uint32_t n) {
     memset(kv, 0, sizeof *kv);

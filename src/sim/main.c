@@ -20,49 +20,54 @@ typedef struct app {
 } app;
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "Usage: inferrail-sim [options]\n"
-            "\n"
-            "A CPU simulator of a vLLM OpenAI-compatible server: same routes, wire format and\n"
-            "Prometheus metrics, a calibrated latency model and a real prefix cache.\n"
-            "\n"
-            "Options (names follow vLLM's):\n"
-            "  --host HOST                       address to listen on (default 127.0.0.1)\n"
-            "  --port PORT                       port (default 8000)\n"
-            "  --served-model-name NAME [NAME..] model names clients may request; repeatable\n"
-            "                                    (default inferrail/sim-8b)\n"
-            "  --block-size N                    tokens per KV block (default 16)\n"
-            "  --num-gpu-blocks-override N       KV cache capacity in blocks (default 4096)\n"
-            "  --max-num-seqs N                  running sequence cap (default 256)\n"
-            "  --max-model-len N                 context length in tokens (default 32768)\n"
-            "  --enable-prompt-tokens-details    report usage.prompt_tokens_details.cached_tokens\n"
-            "  --prefill-token-us A              prefill cost per uncached token, us (default 100)\n"
-            "  --prefill-pair-ns B               prefill cost per token pair, ns (default 3.3)\n"
-            "  --prefill-fixed-ms D              fixed cost per prefill, ms (default 5)\n"
-            "                                    prefill(u, c) = A*u + B*u*(c + u/2) + D\n"
-            "  --decode-token-ms T               time per output token at batch 1 (default 20)\n"
-            "  --decode-batch-us S               added per extra running sequence (default 100)\n"
-            "  --zero-latency                    answer as fast as possible (overhead benchmarks)\n"
-            "  --engine vllm|sglang              which engine's metric names to serve (default vllm)\n"
-            "  --max-body-bytes SIZE             request body limit, e.g. 32MiB (default 32MiB)\n"
-            "  --enable-faults                   allow fault injection (POST/DELETE /admin/fault and\n"
-            "                                    the x-inferrail-fault request header); off by default\n"
-            "  --log-level LEVEL                 debug, info, warn, error (default info)\n"
-            "  --help                            this text\n"
-            "\n"
-            "Faults (with --enable-faults): close | hang | delay=MS | status=CODE | refuse=MS | none\n"
-            "  curl -X POST localhost:8000/admin/fault -d '{\"fault\":\"status=503\",\"count\":2}'\n"
-            "  curl -H 'x-inferrail-fault: hang' localhost:8000/v1/completions ...\n");
+    fprintf(
+        f,
+        "Usage: inferrail-sim [options]\n"
+        "\n"
+        "A CPU simulator of a vLLM OpenAI-compatible server: same routes, wire format and\n"
+        "Prometheus metrics, a calibrated latency model and a real prefix cache.\n"
+        "\n"
+        "Options (names follow vLLM's):\n"
+        "  --host HOST                       address to listen on (default 127.0.0.1)\n"
+        "  --port PORT                       port (default 8000)\n"
+        "  --served-model-name NAME [NAME..] model names clients may request; repeatable\n"
+        "                                    (default inferrail/sim-8b)\n"
+        "  --block-size N                    tokens per KV block (default 16)\n"
+        "  --num-gpu-blocks-override N       KV cache capacity in blocks (default 4096)\n"
+        "  --max-num-seqs N                  running sequence cap (default 256)\n"
+        "  --max-model-len N                 context length in tokens (default 32768)\n"
+        "  --enable-prompt-tokens-details    report usage.prompt_tokens_details.cached_tokens\n"
+        "  --prefill-token-us A              prefill cost per uncached token, us (default 100)\n"
+        "  --prefill-pair-ns B               prefill cost per token pair, ns (default 3.3)\n"
+        "  --prefill-fixed-ms D              fixed cost per prefill, ms (default 5)\n"
+        "                                    prefill(u, c) = A*u + B*u*(c + u/2) + D\n"
+        "  --decode-token-ms T               time per output token at batch 1 (default 20)\n"
+        "  --decode-batch-us S               added per extra running sequence (default 100)\n"
+        "  --zero-latency                    answer as fast as possible (overhead benchmarks)\n"
+        "  --engine vllm|sglang              which engine's metric names to serve (default vllm)\n"
+        "  --max-body-bytes SIZE             request body limit, e.g. 32MiB (default 32MiB)\n"
+        "  --enable-faults                   allow fault injection (POST/DELETE /admin/fault and\n"
+        "                                    the x-inferrail-fault request header); off by "
+        "default\n"
+        "  --log-level LEVEL                 debug, info, warn, error (default info)\n"
+        "  --help                            this text\n"
+        "\n"
+        "Faults (with --enable-faults): close | hang | delay=MS | status=CODE | refuse=MS | none\n"
+        "  curl -X POST localhost:8000/admin/fault -d '{\"fault\":\"status=503\",\"count\":2}'\n"
+        "  curl -H 'x-inferrail-fault: hang' localhost:8000/v1/completions ...\n");
 }
 
 static int start_server(app *a);
 
-static void on_server_closed(void *ud) { (void)ud; }
+static void on_server_closed(void *ud) {
+    (void)ud;
+}
 
 static void on_refuse_over(uv_timer_t *t) {
     app *a = t->data;
     if (!a->srv && !a->stopping) {
-        if (start_server(a) == 0) IR_INFO("sim", "listening again on %s:%u", a->cfg.host, a->cfg.port);
+        if (start_server(a) == 0)
+            IR_INFO("sim", "listening again on %s:%u", a->cfg.host, a->cfg.port);
     }
 }
 
@@ -105,7 +110,9 @@ static int start_server(app *a) {
     return rc;
 }
 
-static void on_closed_handle(uv_handle_t *h) { (void)h; }
+static void on_closed_handle(uv_handle_t *h) {
+    (void)h;
+}
 
 static void on_signal(uv_signal_t *s, int signum) {
     app *a = s->data;
@@ -230,7 +237,9 @@ int main(int argc, char **argv) {
             if (parse_num("--max-model-len", optarg, 2, 1e8, &d)) return 2;
             a.cfg.max_model_len = (uint32_t)d;
             break;
-        case OPT_DETAILS: a.cfg.prompt_tokens_details = true; break;
+        case OPT_DETAILS:
+            a.cfg.prompt_tokens_details = true;
+            break;
         case OPT_PTU:
             if (parse_num("--prefill-token-us", optarg, 0, 1e6, &a.cfg.prefill_token_us)) return 2;
             break;
@@ -246,7 +255,9 @@ int main(int argc, char **argv) {
         case OPT_DBU:
             if (parse_num("--decode-batch-us", optarg, 0, 1e9, &a.cfg.decode_batch_us)) return 2;
             break;
-        case OPT_ZERO: a.cfg.zero_latency = true; break;
+        case OPT_ZERO:
+            a.cfg.zero_latency = true;
+            break;
         case OPT_ENGINE:
             if (strcmp(optarg, "vllm") == 0)
                 a.cfg.engine = SIM_ENGINE_VLLM;
@@ -257,7 +268,9 @@ int main(int argc, char **argv) {
                 return 2;
             }
             break;
-        case OPT_FAULTS: a.cfg.enable_faults = true; break;
+        case OPT_FAULTS:
+            a.cfg.enable_faults = true;
+            break;
         case OPT_BODY: {
             uint64_t v;
             if (ir_parse_size(optarg, &v) || v == 0) {
@@ -277,8 +290,12 @@ int main(int argc, char **argv) {
             break;
         }
         case OPT_HELP:
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {

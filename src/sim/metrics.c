@@ -174,12 +174,12 @@ static void render_vllm(const sim_engine *e, ir_buf *o, const char *model) {
              c->block_size, c->num_gpu_blocks);
     metric(o, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig", info,
            1.0);
-    histogram(o, "vllm:time_to_first_token_seconds",
-              "Histogram of time to first token in seconds.", l, &st->ttft);
-    histogram(o, "vllm:inter_token_latency_seconds",
-              "Histogram of inter-token latency in seconds.", l, &st->itl);
-    histogram(o, "vllm:e2e_request_latency_seconds",
-              "Histogram of e2e request latency in seconds.", l, &st->e2e);
+    histogram(o, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+              l, &st->ttft);
+    histogram(o, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              l, &st->itl);
+    histogram(o, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+              l, &st->e2e);
     histogram(o, "vllm:request_queue_time_seconds",
               "Histogram of time spent in WAITING phase for request.", l, &st->queue);
     histogram(o, "vllm:request_inference_time_seconds",
@@ -245,4 +245,6 @@ int sim_metrics_render(const sim_engine *e, ir_buf *out) {
 }
 
 /* Exposed for tests of the number format. */
-void sim_metrics_format_value(double d, char *out, size_t n) { fmt_value(d, out, n); }
+void sim_metrics_format_value(double d, char *out, size_t n) {
+    fmt_value(d, out, n);
+}

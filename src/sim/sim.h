@@ -30,11 +30,11 @@ typedef struct sim_cfg {
     uint32_t max_num_seqs;
     uint32_t max_model_len;
     bool prompt_tokens_details;
-    double prefill_token_us;  /* a: per uncached token */
-    double prefill_pair_ns;   /* b: per (uncached token x attended token) */
-    double prefill_fixed_ms;  /* d: per prefill */
-    double decode_token_ms;   /* time per output token at batch size 1 */
-    double decode_batch_us;   /* added per extra running sequence */
+    double prefill_token_us; /* a: per uncached token */
+    double prefill_pair_ns;  /* b: per (uncached token x attended token) */
+    double prefill_fixed_ms; /* d: per prefill */
+    double decode_token_ms;  /* time per output token at batch size 1 */
+    double decode_batch_us;  /* added per extra running sequence */
     bool zero_latency;
     sim_engine_kind engine;
     size_t max_body_bytes;
@@ -105,12 +105,7 @@ typedef struct sim_hist {
 void sim_hist_init(sim_hist *h, const double *bounds, size_t nb);
 void sim_hist_observe(sim_hist *h, double v);
 
-typedef enum {
-    SIM_FINISH_STOP,
-    SIM_FINISH_LENGTH,
-    SIM_FINISH_ABORT,
-    SIM_FINISH_COUNT
-} sim_finish;
+typedef enum { SIM_FINISH_STOP, SIM_FINISH_LENGTH, SIM_FINISH_ABORT, SIM_FINISH_COUNT } sim_finish;
 
 typedef struct sim_stats {
     uint64_t prompt_tokens, generation_tokens;

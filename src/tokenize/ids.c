@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void irt_ids_init(irt_ids *v) { memset(v, 0, sizeof *v); }
+void irt_ids_init(irt_ids *v) {
+    memset(v, 0, sizeof *v);
+}
 
 void irt_ids_free(irt_ids *v) {
     free(v->ids);

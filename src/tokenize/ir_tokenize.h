@@ -73,7 +73,9 @@ irt_hash irt_hash_block(irt_hash parent, const uint32_t *ids, size_t block_size)
 /* Hashes the full blocks of ids; returns how many were written (<= max_out). */
 size_t irt_hash_blocks(irt_hash root, const uint32_t *ids, size_t n, size_t block_size,
                        irt_hash *out, size_t max_out);
-static inline bool irt_hash_eq(irt_hash a, irt_hash b) { return a.lo == b.lo && a.hi == b.hi; }
+static inline bool irt_hash_eq(irt_hash a, irt_hash b) {
+    return a.lo == b.lo && a.hi == b.hi;
+}
 
 /* ---- Hugging Face tokenizer.json ----------------------------------------
  * Token-exact with the Rust `tokenizers` library (0.22) for BPE models:
@@ -81,7 +83,6 @@ static inline bool irt_hash_eq(irt_hash a, irt_hash b) { return a.lo == b.lo && 
  * that library defines them. Offsets are not computed. */
 
 typedef struct irt_tokenizer irt_tokenizer;
-
 
 enum {
     IRT_OK = 0,
@@ -114,8 +115,8 @@ int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_sp
 
 /* Decodes ids to text through the tokenizer's decoder. *out is malloc'd and
  * NUL-terminated; free() it. Unknown ids are skipped. Thread-safe. */
-int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_special,
-               char **out, size_t *outlen);
+int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_special, char **out,
+               size_t *outlen);
 
 /* Bytes of heap memory the loaded tokenizer holds. */
 size_t irt_memory_bytes(const irt_tokenizer *t);

@@ -18,8 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (rc == 0) {
             /* An accepted request always fits the context. */
             if (r.ids.len >= cfg.max_model_len) __builtin_trap();
-            if (r.has_max_tokens && (r.max_tokens < 1 ||
-                                     (size_t)r.max_tokens > cfg.max_model_len - r.ids.len))
+            if (r.has_max_tokens &&
+                (r.max_tokens < 1 || (size_t)r.max_tokens > cfg.max_model_len - r.ids.len))
                 __builtin_trap();
             sim_req_free(&r);
         } else if (e.status < 400 || e.status > 599 || !e.type || !e.message[0]) {

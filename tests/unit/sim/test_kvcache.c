@@ -19,7 +19,9 @@ typedef struct {
     uint64_t key[NB];
 } ref_model;
 
-static irt_hash H(uint64_t k) { return (irt_hash){k, k * 31 + 7}; }
+static irt_hash H(uint64_t k) {
+    return (irt_hash){k, k * 31 + 7};
+}
 
 static void ref_init(ref_model *m) {
     memset(m, 0, sizeof *m);

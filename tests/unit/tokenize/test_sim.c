@@ -8,8 +8,9 @@
 
 #include "tokenize/ir_tokenize.h"
 
-static const char *atoms[] = {"Hello", " world", "\n", "\t", "  ", ",", ".", "{\"k\":", "1234567",
-                              "é",     "日本語", "🙂", "👍🏽", "\r\n", "<|user|>", "a", "\0"};
+static const char *atoms[] = {"Hello",    " world",  "\n",       "\t", "  ",     ",",
+                              ".",        "{\"k\":", "1234567",  "é",  "日本語", "🙂",
+                              "👍🏽", "\r\n",    "<|user|>", "a",  "\0"};
 
 static void random_text(ir_rng *r, ir_buf *out) {
     ir_buf_reset(out);
@@ -131,9 +132,10 @@ static void ids_append_and_bad_ids(void **state) {
 
 static void chat_template(void **state) {
     json_error_t e;
-    json_t *msgs = json_loads("[{\"role\":\"system\",\"content\":\"S\"},"
-                              "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}]",
-                              0, &e);
+    json_t *msgs =
+        json_loads("[{\"role\":\"system\",\"content\":\"S\"},"
+                   "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}]",
+                   0, &e);
     ir_buf out;
     ir_buf_init(&out, 0);
     const char *err = NULL;
