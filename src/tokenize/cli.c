@@ -1,0 +1,138 @@
+/* cli.c: `inferrail-gateway tokenize --tokenizer SPEC [--jsonl] < INPUT`.
+ *
+ * INPUT is an OpenAI request body (with --jsonl, one per line). A
+ * completions body's string prompt is encoded with special tokens added,
+ * as vLLM does. Each body gives one line: {"prompt_tokens": N,
+ * "token_ids": [...]} or {"error": "..."}. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenize/ir_tokenize.h"
+
+static void print_error(const char *msg) {
+    json_t *o = json_pack("{s:s}", "error", msg);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (s)
+        printf("%s\n", s);
+    else
+        printf("{\"error\":\"internal error\"}\n");
+    free(s);
+    json_decref(o);
+}
+
+/* Returns 0 when the body was tokenized, -1 when it got an error line. */
+static int handle_body(const irt_tokenizer *t, const char *body, size_t len, irt_ids *ids) {
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
+    char msg[512];
+    if (!root) {
+        snprintf(msg, sizeof(msg), "invalid JSON: %s (line %d, column %d)", je.text, je.line,
+                 je.column);
+        print_error(msg);
+        return -1;
+    }
+    int rc = -1;
+    json_t *prompt = json_object_get(root, "prompt");
+    if (!json_is_object(root)) {
+        print_error("the body must be a JSON object");
+    } else if (json_object_get(root, "messages")) {
+        print_error("chat bodies need the model's chat template, which is not supported here; "
+                    "send a completions body ({\"prompt\": \"...\"})");
+    } else if (!prompt) {
+        print_error("the body has no \"prompt\"");
+    } else if (!json_is_string(prompt)) {
+        print_error("\"prompt\" must be a string");
+    } else {
+        int e = irt_encode(t, json_string_value(prompt), json_string_length(prompt), true, ids);
+        if (e) {
+            snprintf(msg, sizeof(msg), "cannot tokenize the prompt: %s", irt_strerror(e));
+            print_error(msg);
+        } else {
+            printf("{\"prompt_tokens\": %zu, \"token_ids\": [", ids->len);
+            for (size_t i = 0; i < ids->len; i++) printf(i ? ", %u" : "%u", ids->ids[i]);
+            printf("]}\n");
+            rc = 0;
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: inferrail-gateway tokenize --tokenizer SPEC [--jsonl] < INPUT\n"
+               "  SPEC: a model directory, a tokenizer.json path, or org/name[@revision] in\n"
+               "        the local Hugging Face cache ($HF_HOME/hub); nothing is downloaded\n"
+               "  INPUT: an OpenAI completions body; with --jsonl, one body per line\n");
+}
+
+int irt_cli_main(int argc, char **argv) {
+    const char *spec = NULL;
+    bool jsonl = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc)
+            spec = argv[++i];
+        else if (!strncmp(argv[i], "--tokenizer=", 12))
+            spec = argv[i] + 12;
+        else if (!strcmp(argv[i], "--jsonl"))
+            jsonl = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "tokenize: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!spec) {
+        usage(stderr);
+        return 2;
+    }
+    char err[1024];
+    irt_tokenizer *t = irt_load(spec, err, sizeof(err));
+    if (!t) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        return 2;
+    }
+    irt_ids ids = {0};
+    int status = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    if (jsonl) {
+        ssize_t n;
+        while ((n = getline(&line, &cap, stdin)) > 0) {
+            size_t len = (size_t)n;
+            while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+            size_t k = 0;
+            while (k < len && (line[k] == ' ' || line[k] == '\t')) k++;
+            if (k == len) continue; /* blank lines carry no body */
+            handle_body(t, line, len, &ids);
+        }
+    } else {
+        size_t len = 0;
+        cap = 1 << 16;
+        line = malloc(cap);
+        size_t r;
+        while (line && (r = fread(line + len, 1, cap - len, stdin)) > 0) {
+            len += r;
+            if (len == cap) {
+                char *p = cap < ((size_t)1 << 30) ? realloc(line, cap * 2) : NULL;
+                if (!p) {
+                    print_error("input too large");
+                    status = 1;
+                    break;
+                }
+                line = p;
+                cap *= 2;
+            }
+        }
+        if (!status && line && handle_body(t, line, len, &ids)) status = 1;
+    }
+    fflush(stdout);
+    free(line);
+    irt_ids_free(&ids);
+    irt_free(t);
+    return status;
+}

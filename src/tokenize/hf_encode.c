@@ -1,0 +1,545 @@
+/* hf_encode.c: the encode pipeline. Pieces flow depth-first: added tokens
+ * are cut out of the raw text, the rest is normalized, normalized added
+ * tokens are cut out, then each pre-tokenizer stage splits its piece and
+ * hands every sub-piece to the next stage, and the last stage feeds BPE.
+ * Each stage owns its scratch buffers, so a parent's piece never moves
+ * while its children run. All scratch belongs to one call. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenize/hf_internal.h"
+
+typedef struct piece {
+    size_t start, end;
+} piece;
+
+typedef struct event {
+    size_t start, end;
+    bool match;
+} event;
+
+typedef struct stage_scratch {
+    hf_buf buf, map;
+    hf_match *m;
+    size_t nm, mcap;
+    event *ev;
+    size_t nev, evcap;
+    piece *pc;
+    size_t npc, pccap;
+} stage_scratch;
+
+struct hf_ctx {
+    const irt_tokenizer *t;
+    irt_ids *out;
+    hf_buf nbuf;
+    stage_scratch st[HF_MAX_STAGES];
+    pcre2_match_data *md;
+    hf_bpe_scratch bpe;
+};
+
+static const uint16_t *bytes_char_table(void) {
+    /* GPT-2's byte-to-char map: printable bytes map to themselves, the rest
+     * to U+0100 onwards in byte order. Computed as a constant expression. */
+    static const uint16_t tab[256] = {
+#define R(b)   ((b) >= 0x21 && (b) <= 0x7E) || ((b) >= 0xA1 && (b) <= 0xAC) || ((b) >= 0xAE) ? (b) : 0
+#define R4(b)  R(b), R(b + 1), R(b + 2), R(b + 3)
+#define R16(b) R4(b), R4(b + 4), R4(b + 8), R4(b + 12)
+        R16(0x00), R16(0x10), R16(0x20), R16(0x30), R16(0x40), R16(0x50), R16(0x60), R16(0x70),
+        R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
+#undef R
+#undef R4
+#undef R16
+    };
+    return tab;
+}
+
+uint32_t hf_byte_char(unsigned b);
+uint32_t hf_byte_char(unsigned b) {
+    const uint16_t *t = bytes_char_table();
+    if (t[b]) return t[b];
+    /* Unprintable bytes: U+0100 + their rank among unprintable bytes. */
+    uint32_t n = 0;
+    for (unsigned i = 0; i < b; i++) n += t[i] == 0;
+    return 0x100 + n;
+}
+
+static int ev_push(stage_scratch *st, size_t s, size_t e, bool match) {
+    if (st->nev == st->evcap) {
+        size_t cap = st->evcap ? st->evcap * 2 : 64;
+        event *p = realloc(st->ev, cap * sizeof(*p));
+        if (!p) return -1;
+        st->ev = p;
+        st->evcap = cap;
+    }
+    st->ev[st->nev++] = (event){s, e, match};
+    return 0;
+}
+
+static int pc_push(stage_scratch *st, size_t s, size_t e) {
+    if (st->npc == st->pccap) {
+        size_t cap = st->pccap ? st->pccap * 2 : 64;
+        piece *p = realloc(st->pc, cap * sizeof(*p));
+        if (!p) return -1;
+        st->pc = p;
+        st->pccap = cap;
+    }
+    st->pc[st->npc++] = (piece){s, e};
+    return 0;
+}
+
+/* Events from regex/literal matches: gaps and matches covering the text. */
+static int events_from_matches(stage_scratch *st, size_t len, bool invert) {
+    st->nev = 0;
+    if (len == 0) return ev_push(st, 0, 0, invert);
+    size_t prev = 0;
+    for (size_t i = 0; i < st->nm; i++) {
+        if (prev != st->m[i].start && ev_push(st, prev, st->m[i].start, invert)) return -1;
+        if (ev_push(st, st->m[i].start, st->m[i].end, !invert)) return -1;
+        prev = st->m[i].end;
+    }
+    if (prev != len && ev_push(st, prev, len, invert)) return -1;
+    return 0;
+}
+
+/* Events from a per-character predicate: each matching char is one match. */
+static int events_from_pred(stage_scratch *st, const char *s, size_t len,
+                            bool (*pred)(uint32_t, const void *), const void *ud) {
+    st->nev = 0;
+    if (len == 0) return ev_push(st, 0, 0, false);
+    const unsigned char *u = (const unsigned char *)s;
+    size_t last = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t k = (size_t)hf_utf8_dec(u + i, &cp);
+        if (pred(cp, ud)) {
+            if (last < i && ev_push(st, last, i, false)) return -1;
+            if (ev_push(st, i, i + k, true)) return -1;
+            last = i + k;
+        }
+        i += k;
+    }
+    if (len > last && ev_push(st, last, len, false)) return -1;
+    return 0;
+}
+
+/* Turns events into pieces for a split behaviour, as NormalizedString::split. */
+static int apply_behavior(stage_scratch *st, int behavior) {
+    st->npc = 0;
+    bool prev_match = false;
+    switch (behavior) {
+    case SPLIT_ISOLATED:
+        for (size_t i = 0; i < st->nev; i++)
+            if (pc_push(st, st->ev[i].start, st->ev[i].end)) return -1;
+        break;
+    case SPLIT_REMOVED:
+        for (size_t i = 0; i < st->nev; i++)
+            if (!st->ev[i].match && pc_push(st, st->ev[i].start, st->ev[i].end)) return -1;
+        break;
+    case SPLIT_CONTIGUOUS:
+        for (size_t i = 0; i < st->nev; i++) {
+            event *e = &st->ev[i];
+            if (e->match == prev_match && st->npc)
+                st->pc[st->npc - 1].end = e->end;
+            else if (pc_push(st, e->start, e->end))
+                return -1;
+            prev_match = e->match;
+        }
+        break;
+    case SPLIT_MERGED_PREV:
+        for (size_t i = 0; i < st->nev; i++) {
+            event *e = &st->ev[i];
+            if (e->match && !prev_match && st->npc)
+                st->pc[st->npc - 1].end = e->end;
+            else if (pc_push(st, e->start, e->end))
+                return -1;
+            prev_match = e->match;
+        }
+        break;
+    case SPLIT_MERGED_NEXT:
+        for (size_t i = st->nev; i-- > 0;) {
+            event *e = &st->ev[i];
+            if (e->match && !prev_match && st->npc)
+                st->pc[st->npc - 1].start = e->start;
+            else if (pc_push(st, e->start, e->end))
+                return -1;
+            prev_match = e->match;
+        }
+        for (size_t i = 0, j = st->npc; i < j / 2; i++) {
+            piece tmp = st->pc[i];
+            st->pc[i] = st->pc[j - 1 - i];
+            st->pc[j - 1 - i] = tmp;
+        }
+        break;
+    }
+    return 0;
+}
+
+static bool pred_numeric(uint32_t c, const void *ud) {
+    (void)ud;
+    return hf_is_numeric(c);
+}
+static bool pred_punct(uint32_t c, const void *ud) {
+    (void)ud;
+    return hf_is_punct(c);
+}
+static bool pred_ws(uint32_t c, const void *ud) {
+    (void)ud;
+    return hf_is_whitespace(c);
+}
+static bool pred_char(uint32_t c, const void *ud) {
+    return c == *(const uint32_t *)ud;
+}
+
+/* Whitespace pre-tokenizer: maximal runs of \w, or of neither \w nor \s. */
+static int word_runs(stage_scratch *st, const char *s, size_t len) {
+    st->npc = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    int cur = 0; /* 0 none, 1 word, 2 other */
+    size_t start = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t k = (size_t)hf_utf8_dec(u + i, &cp);
+        int cls = hf_is_word(cp) ? 1 : hf_is_whitespace(cp) ? 0 : 2;
+        if (cls != cur) {
+            if (cur && pc_push(st, start, i)) return -1;
+            start = i;
+            cur = cls;
+        }
+        i += k;
+    }
+    if (cur && pc_push(st, start, len)) return -1;
+    return 0;
+}
+
+static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first);
+
+static int run_pieces(hf_ctx *c, size_t i, const char *base, bool first) {
+    stage_scratch *st = &c->st[i];
+    /* Children never touch this stage's scratch, so st->pc stays valid. */
+    for (size_t k = 0; k < st->npc; k++) {
+        piece p = st->pc[k];
+        if (p.end <= p.start) continue; /* empty pieces are dropped */
+        int rc = run_stage(c, i + 1, base + p.start, p.end - p.start, first && p.start == 0);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int bytelevel_map(hf_ctx *c, size_t i, const char *s, size_t len, bool first) {
+    stage_scratch *st = &c->st[i];
+    st->map.len = 0;
+    if (hf_buf_reserve(&st->map, len * 2)) return IRT_ENOMEM;
+    for (size_t k = 0; k < len; k++) {
+        char tmp[4];
+        int n = hf_utf8_enc(hf_byte_char((unsigned char)s[k]), tmp);
+        memcpy(st->map.p + st->map.len, tmp, (size_t)n);
+        st->map.len += (size_t)n;
+    }
+    return run_stage(c, i + 1, st->map.p, st->map.len, first);
+}
+
+static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first) {
+    const irt_tokenizer *t = c->t;
+    if (i == t->nstages) return hf_bpe_encode(&t->bpe, s, len, &c->bpe, c->out);
+    const hf_pretok *p = &t->stages[i];
+    stage_scratch *st = &c->st[i];
+    switch (p->type) {
+    case PT_BYTELEVEL: {
+        if (p->add_prefix_space && !(len && s[0] == ' ')) {
+            st->buf.len = 0;
+            if (hf_buf_addc(&st->buf, ' ') || hf_buf_add(&st->buf, s, len)) return IRT_ENOMEM;
+            s = st->buf.p;
+            len = st->buf.len;
+        }
+        if (!p->use_regex) {
+            if (p->byte_map) return bytelevel_map(c, i, s, len, first);
+            return run_stage(c, i + 1, s, len, first);
+        }
+        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->md) ||
+            events_from_matches(st, len, false) || apply_behavior(st, SPLIT_ISOLATED))
+            return IRT_ENOMEM;
+        if (!p->byte_map) return run_pieces(c, i, s, first);
+        for (size_t k = 0; k < st->npc; k++) {
+            piece pc = st->pc[k];
+            if (pc.end <= pc.start) continue;
+            int rc = bytelevel_map(c, i, s + pc.start, pc.end - pc.start, first && !pc.start);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    case PT_SPLIT:
+        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->md) ||
+            events_from_matches(st, len, p->invert) || apply_behavior(st, p->behavior))
+            return IRT_ENOMEM;
+        return run_pieces(c, i, s, first);
+    case PT_METASPACE: {
+        st->buf.len = 0;
+        const char *q = s, *e = s + len;
+        /* Replace every ' ' with the replacement. */
+        if (hf_buf_reserve(&st->buf, len * 3 + 4)) return IRT_ENOMEM;
+        bool starts = false;
+        for (; q < e; q++) {
+            if (*q == ' ')
+                hf_buf_add(&st->buf, p->rep, (size_t)p->replen);
+            else
+                hf_buf_addc(&st->buf, *q);
+        }
+        starts = st->buf.len >= (size_t)p->replen && memcmp(st->buf.p, p->rep, p->replen) == 0;
+        bool prepend =
+            !starts && (p->prepend == PREPEND_ALWAYS || (p->prepend == PREPEND_FIRST && first));
+        if (prepend) {
+            memmove(st->buf.p + p->replen, st->buf.p, st->buf.len);
+            memcpy(st->buf.p, p->rep, (size_t)p->replen);
+            st->buf.len += (size_t)p->replen;
+        }
+        if (!p->split) return run_stage(c, i + 1, st->buf.p, st->buf.len, first);
+        if (events_from_pred(st, st->buf.p, st->buf.len, pred_char, &p->repcp) ||
+            apply_behavior(st, SPLIT_MERGED_NEXT))
+            return IRT_ENOMEM;
+        return run_pieces(c, i, st->buf.p, first);
+    }
+    case PT_DIGITS:
+        if (events_from_pred(st, s, len, pred_numeric, NULL) ||
+            apply_behavior(st, p->individual_digits ? SPLIT_ISOLATED : SPLIT_CONTIGUOUS))
+            return IRT_ENOMEM;
+        return run_pieces(c, i, s, first);
+    case PT_PUNCT:
+        if (events_from_pred(st, s, len, pred_punct, NULL) || apply_behavior(st, p->behavior))
+            return IRT_ENOMEM;
+        return run_pieces(c, i, s, first);
+    case PT_WHITESPACE:
+        if (word_runs(st, s, len)) return IRT_ENOMEM;
+        return run_pieces(c, i, s, first);
+    case PT_WSSPLIT:
+        if (events_from_pred(st, s, len, pred_ws, NULL) || apply_behavior(st, SPLIT_REMOVED))
+            return IRT_ENOMEM;
+        return run_pieces(c, i, s, first);
+    case PT_BERT: {
+        if (events_from_pred(st, s, len, pred_ws, NULL) || apply_behavior(st, SPLIT_REMOVED))
+            return IRT_ENOMEM;
+        /* Then every punctuation char on its own: done with a second pass
+         * over the kept pieces, collected into the map buffer's piece list. */
+        size_t n = st->npc;
+        piece *keep = malloc((n ? n : 1) * sizeof(*keep));
+        if (!keep) return IRT_ENOMEM;
+        memcpy(keep, st->pc, n * sizeof(*keep));
+        int rc = 0;
+        for (size_t k = 0; k < n && !rc; k++) {
+            const char *ps = s + keep[k].start;
+            size_t pl = keep[k].end - keep[k].start;
+            if (events_from_pred(st, ps, pl, pred_punct, NULL) ||
+                apply_behavior(st, SPLIT_ISOLATED)) {
+                rc = IRT_ENOMEM;
+                break;
+            }
+            rc = run_pieces(c, i, ps, first && keep[k].start == 0);
+        }
+        free(keep);
+        return rc;
+    }
+    }
+    return IRT_EINVAL;
+}
+
+/* ---- added tokens ------------------------------------------------------------------ */
+int32_t hf_trie_longest(const hf_trie *tr, const unsigned char *s, size_t len, size_t *mlen) {
+    uint32_t node = 0, child, dummy;
+    int32_t best = -1;
+    for (size_t i = 0; i < len; i++) {
+        if (!hf_pairmap_get(&tr->edges, node, s[i], &child, &dummy)) break;
+        node = child;
+        if (tr->term[node] >= 0) {
+            best = tr->term[node];
+            *mlen = i + 1;
+        }
+    }
+    return best;
+}
+
+static bool ends_with_word(const char *s, size_t len) {
+    if (!len) return false;
+    size_t st = len - 1;
+    while (st > 0 && ((unsigned char)s[st] & 0xC0) == 0x80) st--;
+    uint32_t cp;
+    hf_utf8_dec((const unsigned char *)s + st, &cp);
+    return hf_is_word(cp);
+}
+
+static bool starts_with_word(const char *s, size_t len) {
+    if (!len) return false;
+    uint32_t cp;
+    hf_utf8_dec((const unsigned char *)s, &cp);
+    return hf_is_word(cp);
+}
+
+typedef int (*piece_fn)(hf_ctx *c, const char *s, size_t len, bool first);
+
+/* AddedVocabulary::find_matches, then the callback for each plain piece. */
+static int split_added(hf_ctx *c, const hf_trie *tr, const char *s, size_t len, bool first,
+                       piece_fn fn) {
+    const irt_tokenizer *t = c->t;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t start_offset = 0, pos = 0;
+    int rc;
+    while (tr->ntokens && pos < len) {
+        size_t i = pos, mlen = 0;
+        int32_t k = -1;
+        for (; i < len; i++) {
+            if (!(tr->first[u[i] >> 3] & (1u << (u[i] & 7)))) continue;
+            k = hf_trie_longest(tr, u + i, len - i, &mlen);
+            if (k >= 0) break;
+        }
+        if (k < 0) break;
+        size_t start = i, stop = i + mlen;
+        pos = stop;
+        const hf_added *a = &t->added[k];
+        if (a->single_word) {
+            bool sp = start == 0 || !ends_with_word(s, start);
+            bool ep = stop == len || !starts_with_word(s + stop, len - stop);
+            if (!sp || !ep) continue;
+        }
+        if (a->lstrip) {
+            size_t ns = start;
+            while (ns > 0) {
+                size_t b = ns - 1;
+                while (b > 0 && (u[b] & 0xC0) == 0x80) b--;
+                uint32_t cp;
+                hf_utf8_dec(u + b, &cp);
+                if (!hf_is_whitespace(cp)) break;
+                ns = b;
+            }
+            start = ns > start_offset ? ns : start_offset;
+        }
+        if (a->rstrip) {
+            while (stop < len) {
+                uint32_t cp;
+                int n = hf_utf8_dec(u + stop, &cp);
+                if (!hf_is_whitespace(cp)) break;
+                stop += (size_t)n;
+            }
+        }
+        if (start_offset < start &&
+            (rc = fn(c, s + start_offset, start - start_offset, first && start_offset == 0)))
+            return rc;
+        if (hf_ids_push(c->out, a->id)) return IRT_ENOMEM;
+        start_offset = stop;
+    }
+    if (start_offset < len)
+        return fn(c, s + start_offset, len - start_offset, first && start_offset == 0);
+    return 0;
+}
+
+static int normalized_piece(hf_ctx *c, const char *s, size_t len, bool first) {
+    return run_stage(c, 0, s, len, first);
+}
+
+static int raw_piece(hf_ctx *c, const char *s, size_t len, bool first) {
+    const irt_tokenizer *t = c->t;
+    if (t->norm) {
+        c->nbuf.len = 0;
+        if (hf_normalize(t->norm, s, len, &c->nbuf, NULL)) return IRT_ENOMEM;
+        if (!c->nbuf.len) return 0;
+        s = c->nbuf.p;
+        len = c->nbuf.len;
+    }
+    return split_added(c, &t->trie_norm, s, len, first, normalized_piece);
+}
+
+/* ---- post-processing ------------------------------------------------------------------ */
+static int post_process(const irt_tokenizer *t, irt_ids *out) {
+    for (size_t k = 0; k < t->npost; k++) {
+        const hf_post *p = &t->post[k];
+        size_t pre = 0, post = 0;
+        if (p->type == PP_TEMPLATE) {
+            bool seen = false;
+            for (size_t j = 0; j < p->nitems; j++) {
+                if (p->items[j].is_seq)
+                    seen = true;
+                else if (seen)
+                    post += p->items[j].nids;
+                else
+                    pre += p->items[j].nids;
+            }
+        } else if (p->type == PP_ROBERTA || p->type == PP_BERT) {
+            pre = post = 1;
+        } else {
+            continue;
+        }
+        while (out->cap < out->len + pre + post + 1) {
+            size_t cap = out->cap ? out->cap * 2 : 64;
+            uint32_t *x = realloc(out->ids, cap * sizeof(*x));
+            if (!x) return IRT_ENOMEM;
+            out->ids = x;
+            out->cap = cap;
+        }
+        memmove(out->ids + pre, out->ids, out->len * sizeof(uint32_t));
+        size_t seqlen = out->len;
+        if (p->type == PP_TEMPLATE) {
+            bool seen = false;
+            size_t a = 0, b = pre + seqlen;
+            for (size_t j = 0; j < p->nitems; j++) {
+                const hf_tpl_item *it = &p->items[j];
+                if (it->is_seq) {
+                    seen = true;
+                    continue;
+                }
+                for (size_t q = 0; q < it->nids; q++) {
+                    if (seen)
+                        out->ids[b++] = it->ids[q];
+                    else
+                        out->ids[a++] = it->ids[q];
+                }
+            }
+        } else {
+            out->ids[0] = p->cls;
+            out->ids[pre + seqlen] = p->sep;
+        }
+        out->len = pre + seqlen + post;
+    }
+    return 0;
+}
+
+int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_special,
+               irt_ids *out) {
+    if (!t || !out || (!text && len)) return IRT_EINVAL;
+    out->len = 0;
+    if (len > IRT_MAX_INPUT) return IRT_ETOOLONG;
+    if (hf_utf8_valid_prefix(text, len) != len) return IRT_EINVAL;
+    hf_ctx c = {.t = t, .out = out};
+    c.md = pcre2_match_data_create(4, NULL);
+    if (!c.md) return IRT_ENOMEM;
+    int rc = len ? split_added(&c, &t->trie_raw, text, len, true, raw_piece) : 0;
+    if (!rc && add_special) rc = post_process(t, out);
+    pcre2_match_data_free(c.md);
+    hf_buf_free(&c.nbuf);
+    for (size_t i = 0; i < HF_MAX_STAGES; i++) {
+        stage_scratch *st = &c.st[i];
+        hf_buf_free(&st->buf);
+        hf_buf_free(&st->map);
+        free(st->m);
+        free(st->ev);
+        free(st->pc);
+    }
+    hf_bpe_scratch_free(&c.bpe);
+    if (rc) out->len = 0;
+    return rc;
+}
+
+/* irt_ids_init and irt_ids_free live in ids.c. */
+
+const char *irt_strerror(int code) {
+    switch (code) {
+    case IRT_OK:
+        return "ok";
+    case IRT_ENOMEM:
+        return "out of memory";
+    case IRT_EINVAL:
+        return "text is not valid UTF-8";
+    case IRT_ETOOLONG:
+        return "text too long";
+    case IRT_EMODEL:
+        return "the model cannot encode this text (unk_token missing from vocab)";
+    default:
+        return "unknown error";
+    }
+}

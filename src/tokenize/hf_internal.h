@@ -1,0 +1,343 @@
+/* hf_internal.h: shared internals of the tokenizer.json implementation. */
+#ifndef IR_HF_INTERNAL_H
+#define IR_HF_INTERNAL_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenize/ir_tokenize.h"
+
+/* ---- memory --------------------------------------------------------------- */
+/* A chunked bump allocator; nothing moves once allocated. */
+typedef struct hf_chunk hf_chunk;
+typedef struct hf_arena {
+    hf_chunk *head;
+    size_t total; /* bytes held, for irt_memory_bytes */
+} hf_arena;
+
+void *hf_arena_alloc(hf_arena *a, size_t n);
+char *hf_arena_memdup(hf_arena *a, const char *s, size_t n); /* NUL-terminated copy */
+void hf_arena_free(hf_arena *a);
+
+/* A growable byte buffer (no cap; callers bound input size). */
+typedef struct hf_buf {
+    char *p;
+    size_t len, cap;
+} hf_buf;
+
+int hf_buf_reserve(hf_buf *b, size_t extra);
+int hf_buf_add(hf_buf *b, const void *p, size_t n);
+static inline int hf_buf_addc(hf_buf *b, char c) {
+    return hf_buf_add(b, &c, 1);
+}
+int hf_buf_add_cp(hf_buf *b, uint32_t cp); /* UTF-8 encodes cp */
+void hf_buf_free(hf_buf *b);
+
+/* ---- UTF-8 and Unicode ------------------------------------------------------ */
+/* Decodes one code point of valid UTF-8 at s; returns its byte length. */
+static inline int hf_utf8_dec(const unsigned char *s, uint32_t *cp) {
+    unsigned c = s[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c < 0xE0) {
+        *cp = ((c & 0x1F) << 6) | (s[1] & 0x3F);
+        return 2;
+    }
+    if (c < 0xF0) {
+        *cp = ((c & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        return 3;
+    }
+    *cp = ((c & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+    return 4;
+}
+static inline int hf_utf8_len(unsigned char c) {
+    return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+int hf_utf8_enc(uint32_t cp, char *out); /* returns 1..4 */
+/* Length of the longest valid UTF-8 prefix of s (== n when all valid). */
+size_t hf_utf8_valid_prefix(const char *s, size_t n);
+
+bool hf_is_whitespace(uint32_t cp); /* Rust char::is_whitespace (White_Space) */
+bool hf_is_word(uint32_t cp);       /* regex crate \w */
+bool hf_is_numeric(uint32_t cp);    /* Rust char::is_numeric: Nd, Nl, No */
+bool hf_is_punct(uint32_t cp);      /* ASCII punctuation or a P* category */
+
+/* ---- hashing and maps ---------------------------------------------------------- */
+uint64_t hf_hash(const void *p, size_t n);
+
+/* String -> uint32 map; keys live in the map's own arena. Later puts overwrite. */
+typedef struct hf_strmap_ent {
+    const char *key;
+    uint32_t len;
+    uint32_t val;
+    uint64_t hash;
+} hf_strmap_ent;
+typedef struct hf_strmap {
+    hf_strmap_ent *ents; /* insertion order */
+    size_t n, cap;
+    uint64_t *slots; /* hash high bits | index+1; 0 is empty */
+    size_t mask;
+} hf_strmap;
+
+int hf_strmap_init(hf_strmap *m, size_t expect);
+/* key must outlive the map (it is not copied). */
+int hf_strmap_put(hf_strmap *m, const char *key, size_t len, uint32_t val);
+bool hf_strmap_get(const hf_strmap *m, const char *key, size_t len, uint32_t *val);
+void hf_strmap_free(hf_strmap *m);
+size_t hf_strmap_bytes(const hf_strmap *m);
+
+/* (uint32, uint32) -> (rank, id) map for BPE merges; one cache line per probe. */
+typedef struct hf_pairent {
+    uint64_t key; /* UINT64_MAX is empty */
+    uint32_t rank;
+    uint32_t id;
+} hf_pairent;
+typedef struct hf_pairmap {
+    hf_pairent *e;
+    size_t mask;
+    size_t n;
+} hf_pairmap;
+int hf_pairmap_init(hf_pairmap *m, size_t expect);
+void hf_pairmap_put(hf_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32_t id);
+static inline bool hf_pairmap_get(const hf_pairmap *m, uint32_t a, uint32_t b, uint32_t *rank,
+                                  uint32_t *id) {
+    uint64_t k = ((uint64_t)a << 32) | b;
+    uint64_t h = k * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 32) & m->mask;
+    for (;;) {
+        const hf_pairent *e = &m->e[i];
+        if (e->key == k) {
+            *rank = e->rank;
+            *id = e->id;
+            return true;
+        }
+        if (e->key == UINT64_MAX) return false;
+        i = (i + 1) & m->mask;
+    }
+}
+void hf_pairmap_free(hf_pairmap *m);
+
+/* ---- JSON (a fast DOM for multi-megabyte tokenizer.json files) ------------------ */
+typedef enum { HJ_NULL, HJ_FALSE, HJ_TRUE, HJ_NUM, HJ_STR, HJ_ARR, HJ_OBJ } hj_type;
+typedef struct hj_val hj_val;
+struct hj_val {
+    uint8_t type;
+    bool is_int;
+    uint32_t n; /* string bytes, array items, object members */
+    union {
+        const char *s; /* NUL-terminated; may hold NULs within n */
+        double num;
+        hj_val *items; /* array: n values; object: 2n (key, value) */
+    } u;
+    int64_t i; /* HJ_NUM when is_int */
+};
+/* Parses text (modified in place; must outlive the DOM) into a DOM in arena a. */
+hj_val *hj_parse(hf_arena *a, char *text, size_t len, char *err, size_t errlen);
+const hj_val *hj_get(const hj_val *obj, const char *key); /* NULL when absent or not an object */
+
+/* ---- patterns (Split, Replace) -------------------------------------------------- */
+typedef struct hf_pattern {
+    char *lit; /* literal pattern, when not a regex */
+    size_t litlen;
+    pcre2_code *re;
+    int fast; /* a hand-written matcher for a known regex; 0 when none */
+} hf_pattern;
+
+typedef struct hf_match {
+    size_t start, end;
+} hf_match;
+
+/* ---- components ---------------------------------------------------------------------- */
+enum {
+    NORM_NFC = 1,
+    NORM_NFD,
+    NORM_NFKC,
+    NORM_NFKD,
+    NORM_LOWER,
+    NORM_STRIP,
+    NORM_REPLACE,
+    NORM_PREPEND,
+    NORM_STRIP_ACCENTS,
+    NORM_SEQ,
+};
+typedef struct hf_norm hf_norm;
+struct hf_norm {
+    int type;
+    hf_norm *kids; /* NORM_SEQ */
+    size_t nkids;
+    bool left, right; /* Strip */
+    hf_pattern pat;   /* Replace */
+    char *content;    /* Replace content / Prepend text */
+    size_t clen;
+};
+
+enum {
+    PT_BYTELEVEL = 1,
+    PT_SPLIT,
+    PT_METASPACE,
+    PT_DIGITS,
+    PT_PUNCT,
+    PT_WHITESPACE,
+    PT_WSSPLIT,
+    PT_BERT,
+};
+enum { SPLIT_REMOVED, SPLIT_ISOLATED, SPLIT_MERGED_PREV, SPLIT_MERGED_NEXT, SPLIT_CONTIGUOUS };
+enum { PREPEND_ALWAYS, PREPEND_NEVER, PREPEND_FIRST };
+typedef struct hf_pretok {
+    int type;
+    hf_pattern pat;
+    int behavior;
+    bool invert;
+    bool add_prefix_space, use_regex;
+    bool byte_map; /* ByteLevel: map bytes to chars (false when the model works on raw bytes) */
+    char rep[4];   /* Metaspace replacement, UTF-8 */
+    int replen;
+    uint32_t repcp;
+    int prepend;
+    bool split;
+    bool individual_digits;
+} hf_pretok;
+
+enum { PP_NONE, PP_TEMPLATE, PP_ROBERTA, PP_BERT, PP_BYTELEVEL };
+typedef struct hf_tpl_item {
+    bool is_seq;   /* the sequence (A) itself */
+    uint32_t *ids; /* special token ids */
+    size_t nids;
+} hf_tpl_item;
+typedef struct hf_post {
+    int type;
+    hf_tpl_item *items; /* template "single" */
+    size_t nitems;
+    uint32_t cls, sep; /* Roberta / Bert */
+} hf_post;
+
+enum {
+    DEC_BYTELEVEL = 1,
+    DEC_REPLACE,
+    DEC_BYTEFALLBACK,
+    DEC_FUSE,
+    DEC_STRIP,
+    DEC_METASPACE,
+    DEC_BPE,
+    DEC_WORDPIECE,
+    DEC_CTC,
+};
+typedef struct hf_dec {
+    int type;
+    char *a, *b; /* Replace pattern/content; BPE suffix; WordPiece prefix */
+    size_t alen, blen;
+    uint32_t cp; /* Strip content; Metaspace replacement */
+    size_t start, stop;
+    int prepend;  /* Metaspace */
+    bool cleanup; /* WordPiece */
+} hf_dec;
+
+/* ---- added tokens ---------------------------------------------------------------------- */
+typedef struct hf_added {
+    const char *content;
+    size_t len;
+    uint32_t id;
+    bool special, lstrip, rstrip, single_word, normalized;
+} hf_added;
+
+/* A byte trie for leftmost-longest matching. */
+typedef struct hf_trie {
+    hf_pairmap edges; /* (node, byte) -> (child, 0) */
+    int32_t *term;    /* per node: index into the added array, -1 if none */
+    size_t nnodes;
+    uint8_t first[32]; /* bitset of first bytes */
+    size_t ntokens;
+} hf_trie;
+
+/* ---- the BPE model ------------------------------------------------------------------------ */
+typedef struct hf_bpe {
+    hf_strmap vocab;     /* token -> id */
+    hf_strmap vocab_raw; /* raw bytes -> id, when raw (byte-level) mode is on */
+    const char **id_tok; /* id -> token, for decoding */
+    uint32_t *id_len;
+    size_t nids; /* max id + 1 */
+    hf_pairmap merges;
+    const char *unk;
+    size_t unklen;
+    const char *prefix, *suffix; /* NULL when absent */
+    size_t prefixlen, suffixlen;
+    bool fuse_unk, byte_fallback, ignore_merges;
+    bool raw;              /* pieces reach the model as raw bytes */
+    int32_t byte_id[256];  /* raw mode: id of each byte's mapped char */
+    int32_t byte_fb[256];  /* <0xXX> ids, -1 when absent */
+    int32_t ascii_id[128]; /* char mode: id of each ASCII char, -1 when absent */
+} hf_bpe;
+
+#define HF_MAX_STAGES 16
+
+struct irt_tokenizer {
+    hf_arena arena;
+    hf_norm *norm; /* NULL when none */
+    hf_pretok stages[HF_MAX_STAGES];
+    size_t nstages;
+    hf_bpe bpe;
+    hf_added *added;
+    size_t nadded;
+    hf_strmap added_map;  /* content -> id */
+    hf_pairmap added_ids; /* (id, 0) -> (index into added, 0) */
+    hf_trie trie_raw, trie_norm;
+    uint8_t *special_ids; /* bitset over ids: special added tokens */
+    hf_post post[HF_MAX_STAGES];
+    size_t npost;
+    hf_dec dec[HF_MAX_STAGES];
+    size_t ndec;
+    bool has_decoder;
+    size_t vocab_size;
+    size_t mem_extra;
+};
+
+/* ---- internals shared across files ------------------------------------------------------------
+ */
+typedef struct hf_ctx hf_ctx;
+
+/* Normalizes s into out (appending). */
+int hf_normalize(const hf_norm *n, const char *s, size_t len, hf_buf *out, hf_buf *tmp);
+/* Collects matches of p in s (non-overlapping, left to right) into *m. */
+int hf_pattern_find(const hf_pattern *p, const char *s, size_t len, hf_match **m, size_t *n,
+                    size_t *cap, pcre2_match_data *md);
+int hf_pattern_compile(hf_pattern *p, const char *re, size_t len, bool literal, char *err,
+                       size_t errlen);
+void hf_pattern_free(hf_pattern *p);
+
+/* BPE scratch, reused across words within one call. */
+typedef struct hf_sym {
+    uint32_t id;
+    int32_t prev, next;
+    uint32_t len;
+} hf_sym;
+typedef struct hf_heapent {
+    uint32_t rank, pos, id;
+} hf_heapent;
+typedef struct hf_bpe_scratch {
+    hf_sym *syms;
+    size_t nsyms, symcap;
+    hf_heapent *heap;
+    size_t nheap, heapcap;
+    hf_buf tmp;
+} hf_bpe_scratch;
+/* Appends the ids of one pre-tokenized piece. */
+int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out);
+void hf_bpe_scratch_free(hf_bpe_scratch *sc);
+
+int hf_ids_push(irt_ids *v, uint32_t id);
+
+/* Trie matching: the longest token starting at s[0..len), or -1. */
+int32_t hf_trie_longest(const hf_trie *t, const unsigned char *s, size_t len, size_t *mlen);
+
+/* Fast hand-written pre-tokenizer regexes (hf_fastre.c). */
+enum { FAST_NONE = 0, FAST_QWEN, FAST_LLAMA3, FAST_GPT2 };
+int hf_fast_detect(const char *re, size_t len);
+/* Next match at or after pos; false when none. */
+bool hf_fast_next(int kind, const unsigned char *s, size_t len, size_t pos, size_t *ms, size_t *me);
+
+#endif
