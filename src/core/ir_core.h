@@ -142,6 +142,27 @@ const char *ir_json_str(const json_t *obj, const char *key);
 /* Appends s as a JSON string literal, quotes included. */
 int ir_json_append_string(ir_buf *out, const char *s, size_t n);
 
+/* ---- targeted JSON scanning --------------------------------------------------------
+ * Finds one top-level key of a JSON object without building a tree. The whole
+ * document is checked against JSON's grammar (RFC 8259) on the way: strings with
+ * their escapes, numbers, literals and nested values, which are skipped. As
+ * Python's json.loads does, the last of duplicate keys wins. */
+typedef struct ir_json_span {
+    size_t start, end; /* the value's bytes in the document, quotes included */
+    bool is_string;
+    size_t obj_open;  /* offset of the top-level '{' */
+    bool obj_empty;   /* the object has no members */
+} ir_json_span;
+
+#define IR_JSON_FOUND   0
+#define IR_JSON_ABSENT  1  /* a valid object without the key */
+#define IR_JSON_INVALID -1 /* not JSON, or not an object at the top level */
+
+int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span *out,
+                     size_t max_depth);
+/* Decodes a JSON string token (quotes included) into out, as UTF-8. */
+int ir_json_unescape(const char *tok, size_t len, ir_buf *out);
+
 /* ---- misc ------------------------------------------------------------------------- */
 /* splitmix64: a tiny seeded generator for deterministic choices. Not thread-shared. */
 typedef struct ir_rng {

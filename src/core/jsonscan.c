@@ -1,0 +1,332 @@
+/* jsonscan.c: a validating single-pass scanner that locates one top-level key. */
+#include "core/ir_core.h"
+
+#include <string.h>
+
+typedef struct scan {
+    const char *p;
+    size_t n, i;
+    size_t depth, max_depth;
+} scan;
+
+static void ws(scan *s) {
+    while (s->i < s->n) {
+        char c = s->p[s->i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+        s->i++;
+    }
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 when invalid:
+ * no overlongs, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    uint32_t cp, min;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n < len) return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return 0;
+    return len;
+}
+
+/* A string token starting at s->i (the opening quote). */
+static int str(scan *s) {
+    if (s->i >= s->n || s->p[s->i] != '"') return -1;
+    s->i++;
+    while (s->i < s->n) {
+        unsigned char c = (unsigned char)s->p[s->i];
+        if (c == '"') {
+            s->i++;
+            return 0;
+        }
+        if (c < 0x20) return -1;
+        if (c >= 0x80) {
+            size_t l = utf8_len((const unsigned char *)s->p + s->i, s->n - s->i);
+            if (!l) return -1;
+            s->i += l;
+            continue;
+        }
+        if (c == '\\') {
+            if (++s->i >= s->n) return -1;
+            char e = s->p[s->i];
+            if (e == 'u') {
+                if (s->i + 4 >= s->n) return -1;
+                for (int k = 1; k <= 4; k++)
+                    if (hexval(s->p[s->i + k]) < 0) return -1;
+                s->i += 5;
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", e) || e == 0) return -1;
+        }
+        s->i++;
+    }
+    return -1;
+}
+
+static int number(scan *s) {
+    size_t st = s->i;
+    if (s->i < s->n && s->p[s->i] == '-') s->i++;
+    if (s->i >= s->n) return -1;
+    if (s->p[s->i] == '0') {
+        s->i++;
+    } else if (s->p[s->i] >= '1' && s->p[s->i] <= '9') {
+        while (s->i < s->n && s->p[s->i] >= '0' && s->p[s->i] <= '9') s->i++;
+    } else {
+        return -1;
+    }
+    if (s->i < s->n && s->p[s->i] == '.') {
+        s->i++;
+        size_t d = s->i;
+        while (s->i < s->n && s->p[s->i] >= '0' && s->p[s->i] <= '9') s->i++;
+        if (s->i == d) return -1;
+    }
+    if (s->i < s->n && (s->p[s->i] == 'e' || s->p[s->i] == 'E')) {
+        s->i++;
+        if (s->i < s->n && (s->p[s->i] == '+' || s->p[s->i] == '-')) s->i++;
+        size_t d = s->i;
+        while (s->i < s->n && s->p[s->i] >= '0' && s->p[s->i] <= '9') s->i++;
+        if (s->i == d) return -1;
+    }
+    return s->i > st ? 0 : -1;
+}
+
+static int literal(scan *s, const char *w) {
+    size_t l = strlen(w);
+    if (s->n - s->i < l || memcmp(s->p + s->i, w, l) != 0) return -1;
+    s->i += l;
+    return 0;
+}
+
+static int value(scan *s);
+
+static int container(scan *s, char open, char close) {
+    if (++s->depth > s->max_depth) return -1;
+    s->i++; /* the opening bracket */
+    ws(s);
+    if (s->i < s->n && s->p[s->i] == close) {
+        s->i++;
+        s->depth--;
+        return 0;
+    }
+    for (;;) {
+        ws(s);
+        if (open == '{') {
+            if (str(s)) return -1;
+            ws(s);
+            if (s->i >= s->n || s->p[s->i] != ':') return -1;
+            s->i++;
+            ws(s);
+        }
+        if (value(s)) return -1;
+        ws(s);
+        if (s->i >= s->n) return -1;
+        if (s->p[s->i] == ',') {
+            s->i++;
+            continue;
+        }
+        if (s->p[s->i] == close) {
+            s->i++;
+            s->depth--;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static int value(scan *s) {
+    if (s->i >= s->n) return -1;
+    switch (s->p[s->i]) {
+    case '"':
+        return str(s);
+    case '{':
+        return container(s, '{', '}');
+    case '[':
+        return container(s, '[', ']');
+    case 't':
+        return literal(s, "true");
+    case 'f':
+        return literal(s, "false");
+    case 'n':
+        return literal(s, "null");
+    default:
+        return number(s);
+    }
+}
+
+/* Compares a raw string token with key, decoding escapes in the token. */
+static bool key_equals(const char *tok, size_t len, const char *key) {
+    size_t kl = strlen(key);
+    if (len - 2 == kl && memcmp(tok + 1, key, kl) == 0) return true;
+    if (!memchr(tok, '\\', len)) return false;
+    ir_buf b;
+    ir_buf_init(&b, len + 8);
+    bool eq = ir_json_unescape(tok, len, &b) == 0 && b.len == kl && memcmp(b.data, key, kl) == 0;
+    ir_buf_free(&b);
+    return eq;
+}
+
+int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span *out,
+                     size_t max_depth) {
+    scan s = {.p = doc, .n = len, .max_depth = max_depth ? max_depth : 256};
+    memset(out, 0, sizeof *out);
+    bool found = false;
+    ws(&s);
+    if (s.i >= s.n || s.p[s.i] != '{') return IR_JSON_INVALID;
+    out->obj_open = s.i;
+    s.i++;
+    s.depth = 1;
+    ws(&s);
+    if (s.i < s.n && s.p[s.i] == '}') {
+        s.i++;
+        out->obj_empty = true;
+    } else {
+        for (;;) {
+            ws(&s);
+            size_t ks = s.i;
+            if (str(&s)) return IR_JSON_INVALID;
+            bool match = key_equals(doc + ks, s.i - ks, key);
+            ws(&s);
+            if (s.i >= s.n || s.p[s.i] != ':') return IR_JSON_INVALID;
+            s.i++;
+            ws(&s);
+            size_t vs = s.i;
+            if (value(&s)) return IR_JSON_INVALID;
+            if (match) { /* the last duplicate wins */
+                found = true;
+                out->start = vs;
+                out->end = s.i;
+                out->is_string = doc[vs] == '"';
+            }
+            ws(&s);
+            if (s.i >= s.n) return IR_JSON_INVALID;
+            if (s.p[s.i] == ',') {
+                s.i++;
+                continue;
+            }
+            if (s.p[s.i] == '}') {
+                s.i++;
+                break;
+            }
+            return IR_JSON_INVALID;
+        }
+    }
+    ws(&s);
+    if (s.i != s.n) return IR_JSON_INVALID; /* trailing data */
+    return found ? IR_JSON_FOUND : IR_JSON_ABSENT;
+}
+
+static int put_utf8(ir_buf *o, uint32_t cp) {
+    char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (char)(0xC0 | (cp >> 6));
+        b[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (char)(0xE0 | (cp >> 12));
+        b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        b[0] = (char)(0xF0 | (cp >> 18));
+        b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    return ir_buf_append(o, b, n);
+}
+
+int ir_json_unescape(const char *tok, size_t len, ir_buf *out) {
+    if (len < 2 || tok[0] != '"' || tok[len - 1] != '"') return -1;
+    size_t i = 1, end = len - 1;
+    while (i < end) {
+        size_t j = i;
+        while (j < end && tok[j] != '\\') j++;
+        if (j > i && ir_buf_append(out, tok + i, j - i)) return -1;
+        if (j >= end) break;
+        if (j + 1 >= end) return -1;
+        char e = tok[j + 1];
+        i = j + 2;
+        char c;
+        switch (e) {
+        case '"':
+            c = '"';
+            break;
+        case '\\':
+            c = '\\';
+            break;
+        case '/':
+            c = '/';
+            break;
+        case 'b':
+            c = '\b';
+            break;
+        case 'f':
+            c = '\f';
+            break;
+        case 'n':
+            c = '\n';
+            break;
+        case 'r':
+            c = '\r';
+            break;
+        case 't':
+            c = '\t';
+            break;
+        case 'u': {
+            if (i + 4 > end) return -1;
+            uint32_t cp = 0;
+            for (int k = 0; k < 4; k++) {
+                int h = hexval(tok[i + (size_t)k]);
+                if (h < 0) return -1;
+                cp = cp << 4 | (uint32_t)h;
+            }
+            i += 4;
+            if (cp >= 0xD800 && cp < 0xDC00 && i + 6 <= end && tok[i] == '\\' &&
+                tok[i + 1] == 'u') {
+                uint32_t lo = 0;
+                bool ok = true;
+                for (int k = 0; k < 4; k++) {
+                    int h = hexval(tok[i + 2 + (size_t)k]);
+                    if (h < 0) ok = false;
+                    lo = lo << 4 | (uint32_t)(h < 0 ? 0 : h);
+                }
+                if (ok && lo >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    i += 6;
+                }
+            }
+            /* A lone surrogate is kept as Python keeps it (encoded as is). */
+            if (put_utf8(out, cp)) return -1;
+            continue;
+        }
+        default:
+            return -1;
+        }
+        if (ir_buf_append(out, &c, 1)) return -1;
+    }
+    return 0;
+}
