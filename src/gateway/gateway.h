@@ -1,7 +1,224 @@
-/* gateway.h: inferrail-gateway internals. */
+/* gateway.h: inferrail-gateway internals.
+ *
+ * Threads: N workers, each with its own libuv loop, an SO_REUSEPORT listener
+ * and an upstream connection pool; plus the control thread (the process's
+ * main thread) that runs the admin port, the health checker and the model-card
+ * refresher. Shared between them, without a lock on the hot path: the config
+ * (immutable after start), the fleet's per-replica atomic counters and health,
+ * the policies (atomic state), and the model cards (behind a mutex, read only
+ * by GET /v1/models).
+ */
 #ifndef IR_GATEWAY_H
 #define IR_GATEWAY_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/ir_core.h"
+#include "net/ir_net.h"
+#include "policy/ir_policy.h"
+
+/* ---- configuration ---------------------------------------------------------------- */
+typedef struct gw_server_cfg {
+    char *listen;
+    char *admin_listen;
+    int64_t workers;
+    uint64_t request_timeout;
+    uint64_t header_read_timeout;
+    uint64_t shutdown_timeout;
+    uint64_t max_header_bytes;
+    int64_t max_headers;
+    uint64_t max_body_bytes;
+    int64_t max_connections;
+    uint64_t max_write_queue;
+} gw_server_cfg;
+
+typedef struct gw_upstream_cfg {
+    bool http2;
+    uint64_t connect_timeout;
+    uint64_t response_timeout;
+    uint64_t idle_timeout;
+    int64_t max_idle_per_replica;
+    uint64_t keepalive_timeout;
+} gw_upstream_cfg;
+
+typedef struct gw_routing_cfg {
+    char *default_policy;
+    int64_t seed;
+} gw_routing_cfg;
+
+typedef struct gw_retry_cfg {
+    int64_t max_attempts;
+    uint64_t backoff;
+    uint64_t max_backoff;
+} gw_retry_cfg;
+
+typedef struct gw_health_cfg {
+    uint64_t interval;
+    uint64_t timeout;
+    int64_t unhealthy_threshold;
+    int64_t healthy_threshold;
+    uint64_t ejection_backoff;
+    uint64_t max_ejection_backoff;
+} gw_health_cfg;
+
+typedef struct gw_logging_cfg {
+    char *level;
+    char *format;
+    bool log_prompts;
+    bool access_log;
+} gw_logging_cfg;
+
+typedef struct gw_model_cfg {
+    char *name;
+    ir_cfg_strlist aliases;
+    char *policy; /* NULL: routing.default_policy */
+} gw_model_cfg;
+
+typedef struct gw_replica_cfg {
+    char *id;
+    char *url;
+    ir_cfg_strlist models; /* empty: every model */
+    int64_t max_concurrency;
+    int64_t max_pending;
+    int64_t kv_capacity_blocks;
+} gw_replica_cfg;
+
+typedef struct gw_config {
+    gw_server_cfg server;
+    gw_upstream_cfg upstream;
+    gw_routing_cfg routing;
+    gw_retry_cfg retry;
+    gw_health_cfg health;
+    gw_logging_cfg logging;
+    ir_cfg_list models;   /* gw_model_cfg */
+    ir_cfg_list replicas; /* gw_replica_cfg */
+} gw_config;
+
+extern const ir_cfg_schema gw_config_schema;
+
+/* Loads and cross-checks (replica models exist, ids and aliases unique, policy
+ * names known). Every problem goes to errs with its path. */
+ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs);
+void gw_config_check(const gw_config *c, ir_cfg_errors *errs);
+
+/* ---- fleet -------------------------------------------------------------------------- */
+#define GW_MAX_REPLICAS 256
+
+typedef struct gw_replica {
+    const gw_replica_cfg *cfg;
+    ir_url url;
+    uint32_t index;
+    uint64_t model_mask[4]; /* bit m: serves model m */
+    _Atomic uint32_t in_flight;
+    _Atomic uint32_t pending;
+    _Atomic uint64_t prompt_tokens;
+    _Atomic int healthy;            /* 1 when the health checker says so */
+    _Atomic uint64_t ejected_until; /* monotonic ns; passive ejection */
+    _Atomic uint32_t consecutive_failures;
+    _Atomic uint32_t ejections;
+    /* counters for /metrics */
+    _Atomic uint64_t requests, failures;
+} gw_replica;
+
+typedef struct gw_model {
+    const gw_model_cfg *cfg;
+    uint32_t index;
+    irp_policy *policy;
+} gw_model;
+
+typedef struct gw_fleet {
+    const gw_config *cfg;
+    gw_replica *replicas;
+    size_t nreplicas;
+    gw_model *models;
+    size_t nmodels;
+} gw_fleet;
+
+int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
+void gw_fleet_free(gw_fleet *f);
+/* A model by name or alias; NULL when unknown. */
+const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len);
+bool gw_replica_serves(const gw_replica *r, uint32_t model);
+bool gw_replica_available(const gw_replica *r, uint64_t now);
+
+/* The replicas a request of `model` may be offered: they serve it, are healthy
+ * (probes pass, not ejected) and have room under both caps. Replicas whose bit
+ * is set in `exclude` (may be NULL) are left out. *healthy counts the healthy
+ * ones that serve the model, with or without room. */
+size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
+                           irp_candidate *out, size_t *healthy);
+
+/* Writes body with its top-level `model` value replaced by the JSON string
+ * `name` (found) or inserted as the first member (absent); every other byte is
+ * kept. sp comes from ir_json_scan_key. */
+int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
+                    const char *name, ir_buf *out);
+
+/* A lease: one request's claim on a replica's concurrency and pending slots.
+ * Taking one never overshoots the caps, whatever the races. */
+bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens);
+void gw_lease_head(gw_replica *r); /* the response head arrived: no longer pending */
+void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens);
+/* Passive health: a failed or a good attempt. */
+void gw_replica_failed(gw_replica *r, const gw_health_cfg *h, uint64_t now);
+void gw_replica_succeeded(gw_replica *r);
+
+/* ---- model cards ---------------------------------------------------------------------- */
+typedef struct gw_cards gw_cards;
+gw_cards *gw_cards_new(const gw_fleet *f);
+void gw_cards_free(gw_cards *c);
+/* Replaces what replica r said of its models (a /v1/models body). */
+void gw_cards_update(gw_cards *c, uint32_t replica, const char *body, size_t len);
+/* Renders GET /v1/models: configured models then aliases, in config order. */
+int gw_cards_render(gw_cards *c, ir_buf *out);
+
+/* ---- the whole gateway ------------------------------------------------------------------ */
+typedef struct gw_stats {
+    _Atomic uint64_t requests, responses_2xx, responses_4xx, responses_5xx;
+    _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
+} gw_stats;
+
+typedef struct gw_worker gw_worker;
+
+typedef struct gw_app {
+    gw_config cfg;
+    ir_cfg *cfg_owner;
+    gw_fleet fleet;
+    gw_cards *cards;
+    gw_stats stats;
+    size_t nworkers;
+    gw_worker **workers;
+    char listen_host[256];
+    uint16_t listen_port;
+    char admin_host[256];
+    uint16_t admin_port;
+    _Atomic int stopping;
+} gw_app;
+
+/* Workers (proxy.c). */
+gw_worker *gw_worker_new(gw_app *app, uint32_t id);
+int gw_worker_start(gw_worker *w);                    /* binds and starts the thread */
+void gw_worker_stop(gw_worker *w, uint64_t grace_ns); /* asynchronous */
+void gw_worker_join(gw_worker *w);
+void gw_worker_free(gw_worker *w);
+int gw_worker_port(const gw_worker *w);
+
+/* The control loop (control.c): admin port, health checks, model cards. */
+typedef struct gw_control gw_control;
+gw_control *gw_control_new(gw_app *app, uv_loop_t *loop);
+int gw_control_start(gw_control *c);
+void gw_control_stop(gw_control *c);
+void gw_control_free(gw_control *c);
+int gw_metrics_render(gw_app *app, ir_buf *out);
+
 int gw_main(int argc, char **argv);
+
+/* Helpers shared by proxy and control. */
+bool gw_request_id_ok(const char *s);
+void gw_request_id_new(ir_rng *r, char out[33]);
 
 #endif

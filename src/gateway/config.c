@@ -1,0 +1,280 @@
+/* config.c: the gateway's configuration schema and cross-checks. */
+#include "gateway/gateway.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F(struct_, key_, type_, field_, def_, doc_)                                                \
+    { .key = key_, .type = type_, .offset = offsetof(struct_, field_), .def = def_, .doc = doc_ }
+#define FI(struct_, key_, field_, def_, lo, hi, doc_)                                              \
+    {                                                                                              \
+        .key = key_, .type = IR_CFG_INT, .offset = offsetof(struct_, field_), .def = def_,         \
+        .min = lo, .max = hi, .doc = doc_                                                          \
+    }
+
+static const ir_cfg_field server_fields[] = {
+    F(gw_server_cfg, "listen", IR_CFG_HOSTPORT, listen, "0.0.0.0:8080",
+      "client address (OpenAI-compatible API)"),
+    F(gw_server_cfg, "admin_listen", IR_CFG_HOSTPORT, admin_listen, "127.0.0.1:9090",
+      "admin address (/metrics, /health)"),
+    FI(gw_server_cfg, "workers", workers, "0", 0, 256, "event-loop threads; 0 means one per core"),
+    F(gw_server_cfg, "request_timeout", IR_CFG_DURATION, request_timeout, "60s",
+      "deadline to read the body (408 past it) and to get a response head, retries included"),
+    F(gw_server_cfg, "header_read_timeout", IR_CFG_DURATION, header_read_timeout, "10s",
+      "time to read a request's headers; also how long an idle connection is kept"),
+    F(gw_server_cfg, "shutdown_timeout", IR_CFG_DURATION, shutdown_timeout, "30s",
+      "on SIGTERM, how long running requests may finish"),
+    F(gw_server_cfg, "max_header_bytes", IR_CFG_SIZE, max_header_bytes, "64KiB",
+      "request line plus headers (431 past it)"),
+    FI(gw_server_cfg, "max_headers", max_headers, "100", 1, 10000, "header count (431 past it)"),
+    F(gw_server_cfg, "max_body_bytes", IR_CFG_SIZE, max_body_bytes, "32MiB",
+      "request body (413 past it)"),
+    FI(gw_server_cfg, "max_connections", max_connections, "0", 0, 10000000,
+       "client connections per worker; 0 means no limit"),
+    F(gw_server_cfg, "max_write_queue", IR_CFG_SIZE, max_write_queue, "1MiB",
+      "bytes queued to one slow client before the upstream is paused"),
+};
+static const ir_cfg_schema server_schema = {"server", server_fields, IR_ARRAY_LEN(server_fields),
+                                            sizeof(gw_server_cfg)};
+
+static const ir_cfg_field upstream_fields[] = {
+    F(gw_upstream_cfg, "http2", IR_CFG_BOOL, http2, "false",
+      "talk to engines over h2c (prior knowledge) instead of HTTP/1.1"),
+    F(gw_upstream_cfg, "connect_timeout", IR_CFG_DURATION, connect_timeout, "2s",
+      "connecting to an engine"),
+    F(gw_upstream_cfg, "response_timeout", IR_CFG_DURATION, response_timeout, "60s",
+      "from sending a request to the first response byte"),
+    F(gw_upstream_cfg, "idle_timeout", IR_CFG_DURATION, idle_timeout, "300s",
+      "between two response bytes of a running response"),
+    FI(gw_upstream_cfg, "max_idle_per_replica", max_idle_per_replica, "256", 0, 100000,
+       "idle keep-alive connections kept per replica and worker"),
+    F(gw_upstream_cfg, "keepalive_timeout", IR_CFG_DURATION, keepalive_timeout, "30s",
+      "how long an idle upstream connection is kept"),
+};
+static const ir_cfg_schema upstream_schema = {
+    "upstream", upstream_fields, IR_ARRAY_LEN(upstream_fields), sizeof(gw_upstream_cfg)};
+
+static const char *const policy_names[] = {"round_robin", "random", "least_request", "p2c", NULL};
+
+static const ir_cfg_field routing_fields[] = {
+    {.key = "default_policy",
+     .type = IR_CFG_ENUM,
+     .offset = offsetof(gw_routing_cfg, default_policy),
+     .def = "round_robin",
+     .choices = policy_names,
+     .doc = "policy of models that name none"},
+    FI(gw_routing_cfg, "seed", seed, "0", 0, INT64_MAX,
+       "seed of randomized policies; 0 picks one at start"),
+};
+static const ir_cfg_schema routing_schema = {"routing", routing_fields,
+                                             IR_ARRAY_LEN(routing_fields), sizeof(gw_routing_cfg)};
+
+static const ir_cfg_field retry_fields[] = {
+    FI(gw_retry_cfg, "max_attempts", max_attempts, "3", 1, 100,
+       "attempts per request, the first included"),
+    F(gw_retry_cfg, "backoff", IR_CFG_DURATION, backoff, "25ms",
+      "wait before the second attempt; doubles each time"),
+    F(gw_retry_cfg, "max_backoff", IR_CFG_DURATION, max_backoff, "1s", "cap of the backoff"),
+};
+static const ir_cfg_schema retry_schema = {"retry", retry_fields, IR_ARRAY_LEN(retry_fields),
+                                           sizeof(gw_retry_cfg)};
+
+static const ir_cfg_field health_fields[] = {
+    F(gw_health_cfg, "interval", IR_CFG_DURATION, interval, "1s", "GET /health of every replica"),
+    F(gw_health_cfg, "timeout", IR_CFG_DURATION, timeout, "500ms", "one probe"),
+    FI(gw_health_cfg, "unhealthy_threshold", unhealthy_threshold, "3", 1, 1000,
+       "failed probes, or consecutive failed requests, that take a replica out"),
+    FI(gw_health_cfg, "healthy_threshold", healthy_threshold, "1", 1, 1000,
+       "passed probes that bring it back"),
+    F(gw_health_cfg, "ejection_backoff", IR_CFG_DURATION, ejection_backoff, "5s",
+      "how long failed requests keep a replica out; doubles on every repeat"),
+    F(gw_health_cfg, "max_ejection_backoff", IR_CFG_DURATION, max_ejection_backoff, "60s",
+      "cap of the ejection backoff"),
+};
+static const ir_cfg_schema health_schema = {"health", health_fields, IR_ARRAY_LEN(health_fields),
+                                            sizeof(gw_health_cfg)};
+
+static const char *const levels[] = {"debug", "info", "warn", "error", NULL};
+static const char *const formats[] = {"text", "json", NULL};
+
+static const ir_cfg_field logging_fields[] = {
+    {.key = "level",
+     .type = IR_CFG_ENUM,
+     .offset = offsetof(gw_logging_cfg, level),
+     .def = "info",
+     .choices = levels,
+     .doc = "least severe level logged"},
+    {.key = "format",
+     .type = IR_CFG_ENUM,
+     .offset = offsetof(gw_logging_cfg, format),
+     .def = "text",
+     .choices = formats,
+     .doc = "one line per event, as text or JSON"},
+    F(gw_logging_cfg, "log_prompts", IR_CFG_BOOL, log_prompts, "false",
+      "log request bodies at debug level (off: bodies are never logged)"),
+    F(gw_logging_cfg, "access_log", IR_CFG_BOOL, access_log, "false",
+      "one info line per proxied request"),
+};
+static const ir_cfg_schema logging_schema = {"logging", logging_fields,
+                                             IR_ARRAY_LEN(logging_fields), sizeof(gw_logging_cfg)};
+
+static const ir_cfg_field model_fields[] = {
+    {.key = "name",
+     .type = IR_CFG_STRING,
+     .offset = offsetof(gw_model_cfg, name),
+     .required = true,
+     .doc = "the name engines serve"},
+    F(gw_model_cfg, "aliases", IR_CFG_STRLIST, aliases, NULL,
+      "other names clients may use; rewritten to name"),
+    {.key = "policy",
+     .type = IR_CFG_ENUM,
+     .offset = offsetof(gw_model_cfg, policy),
+     .choices = policy_names,
+     .doc = "routing policy; default routing.default_policy"},
+};
+static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(model_fields),
+                                           sizeof(gw_model_cfg)};
+
+static const ir_cfg_field replica_fields[] = {
+    {.key = "id",
+     .type = IR_CFG_STRING,
+     .offset = offsetof(gw_replica_cfg, id),
+     .required = true,
+     .doc = "unique name, shown in x-inferrail-replica"},
+    {.key = "url",
+     .type = IR_CFG_URL,
+     .offset = offsetof(gw_replica_cfg, url),
+     .required = true,
+     .doc = "the engine's base URL, http://host:port"},
+    F(gw_replica_cfg, "models", IR_CFG_STRLIST, models, NULL,
+      "models it serves; default every configured model"),
+    FI(gw_replica_cfg, "max_concurrency", max_concurrency, "256", 1, 1000000,
+       "requests in flight to it"),
+    FI(gw_replica_cfg, "max_pending", max_pending, "64", 1, 1000000,
+       "requests waiting for its response head"),
+    FI(gw_replica_cfg, "kv_capacity_blocks", kv_capacity_blocks, "0", 0, INT64_MAX,
+       "its KV cache in blocks, for the KV index; 0 means learn it from the engine"),
+};
+static const ir_cfg_schema replica_schema = {"replica", replica_fields,
+                                             IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
+
+static const ir_cfg_field top_fields[] = {
+    {.key = "models",
+     .type = IR_CFG_LIST,
+     .offset = offsetof(gw_config, models),
+     .sub = &model_schema,
+     .required = true,
+     .doc = "served models"},
+    {.key = "replicas",
+     .type = IR_CFG_LIST,
+     .offset = offsetof(gw_config, replicas),
+     .sub = &replica_schema,
+     .required = true,
+     .doc = "the engines"},
+    {.key = "server",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, server),
+     .sub = &server_schema},
+    {.key = "upstream",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, upstream),
+     .sub = &upstream_schema},
+    {.key = "routing",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, routing),
+     .sub = &routing_schema},
+    {.key = "retry",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, retry),
+     .sub = &retry_schema},
+    {.key = "health",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, health),
+     .sub = &health_schema},
+    {.key = "logging",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, logging),
+     .sub = &logging_schema},
+};
+
+const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),
+                                        sizeof(gw_config)};
+
+void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
+    const gw_model_cfg *models = c->models.items;
+    const gw_replica_cfg *reps = c->replicas.items;
+    if (c->models.n == 0) ir_cfg_errors_add(errs, "models: at least one model is required");
+    if (c->replicas.n == 0) ir_cfg_errors_add(errs, "replicas: at least one replica is required");
+    if (c->models.n > 256) ir_cfg_errors_add(errs, "models: at most 256 models");
+    if (c->replicas.n > GW_MAX_REPLICAS)
+        ir_cfg_errors_add(errs, "replicas: at most %d replicas", GW_MAX_REPLICAS);
+    /* Names and aliases share one namespace: list them all, then compare pairs. */
+    size_t total = 0;
+    for (size_t i = 0; i < c->models.n; i++) total += 1 + models[i].aliases.n;
+    const char **names = calloc(total ? total : 1, sizeof *names);
+    char(*paths)[48] = calloc(total ? total : 1, sizeof *paths);
+    size_t nn = 0;
+    for (size_t i = 0; names && paths && i < c->models.n; i++) {
+        names[nn] = models[i].name;
+        snprintf(paths[nn++], 80, "models[%zu].name", i);
+        for (size_t a = 0; a < models[i].aliases.n; a++) {
+            names[nn] = models[i].aliases.items[a];
+            snprintf(paths[nn++], 80, "models[%zu].aliases[%zu]", i, a);
+        }
+    }
+    for (size_t k = 0; k < nn; k++) {
+        if (!names[k] || !*names[k]) {
+            ir_cfg_errors_add(errs, "%s: must not be empty", paths[k]);
+            continue;
+        }
+        for (size_t j = 0; j < k; j++) {
+            if (names[j] && strcmp(names[j], names[k]) == 0) {
+                ir_cfg_errors_add(errs, "%s: '%s' is already used by %s", paths[k], names[k],
+                                  paths[j]);
+                break;
+            }
+        }
+    }
+    free(names);
+    free(paths);
+    for (size_t i = 0; i < c->replicas.n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(reps[i].id, reps[j].id) == 0) {
+                ir_cfg_errors_add(errs, "replicas[%zu].id: '%s' is used by replicas[%zu]", i,
+                                  reps[i].id, j);
+                break;
+            }
+        for (size_t m = 0; m < reps[i].models.n; m++) {
+            bool known = false;
+            for (size_t k = 0; k < c->models.n && !known; k++)
+                known = strcmp(models[k].name, reps[i].models.items[m]) == 0;
+            if (!known)
+                ir_cfg_errors_add(errs,
+                                  "replicas[%zu].models[%zu]: '%s' is not a configured model name",
+                                  i, m, reps[i].models.items[m]);
+        }
+    }
+    for (size_t k = 0; k < c->models.n; k++) {
+        bool served = false;
+        for (size_t i = 0; i < c->replicas.n && !served; i++) {
+            served = reps[i].models.n == 0;
+            for (size_t m = 0; m < reps[i].models.n && !served; m++)
+                served = strcmp(reps[i].models.items[m], models[k].name) == 0;
+        }
+        if (!served && c->replicas.n)
+            ir_cfg_errors_add(errs, "models[%zu].name: no replica serves '%s'", k, models[k].name);
+    }
+}
+
+ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs) {
+    ir_cfg *owner = ir_cfg_load_file(path, &gw_config_schema, out, errs);
+    if (!owner) return NULL;
+    gw_config_check(out, errs);
+    if (errs->n) {
+        ir_cfg_free(owner);
+        return NULL;
+    }
+    return owner;
+}

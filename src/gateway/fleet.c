@@ -1,0 +1,171 @@
+/* fleet.c: replicas, their atomic counters, leases and passive health. */
+#include "gateway/gateway.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    f->cfg = cfg;
+    f->nmodels = cfg->models.n;
+    f->nreplicas = cfg->replicas.n;
+    f->models = calloc(f->nmodels, sizeof *f->models);
+    f->replicas = calloc(f->nreplicas, sizeof *f->replicas);
+    if (!f->models || !f->replicas) {
+        snprintf(err, errlen, "out of memory");
+        gw_fleet_free(f);
+        return -1;
+    }
+    const gw_model_cfg *mc = cfg->models.items;
+    for (size_t i = 0; i < f->nmodels; i++) {
+        const char *pname = mc[i].policy ? mc[i].policy : cfg->routing.default_policy;
+        f->models[i].cfg = &mc[i];
+        f->models[i].index = (uint32_t)i;
+        f->models[i].policy = irp_policy_new(pname);
+        if (!f->models[i].policy) {
+            snprintf(err, errlen, "models[%zu].policy: unknown policy '%s' (known: %s)", i, pname,
+                     irp_names());
+            gw_fleet_free(f);
+            return -1;
+        }
+    }
+    const gw_replica_cfg *rc = cfg->replicas.items;
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        gw_replica *r = &f->replicas[i];
+        r->cfg = &rc[i];
+        r->index = (uint32_t)i;
+        if (ir_url_parse(rc[i].url, &r->url)) {
+            snprintf(err, errlen, "replicas[%zu].url: not an http URL", i);
+            gw_fleet_free(f);
+            return -1;
+        }
+        for (size_t m = 0; m < f->nmodels; m++) {
+            bool serves = rc[i].models.n == 0;
+            for (size_t k = 0; k < rc[i].models.n && !serves; k++)
+                serves = strcmp(rc[i].models.items[k], mc[m].name) == 0;
+            if (serves) r->model_mask[m / 64] |= 1ull << (m % 64);
+        }
+        /* Optimistic until the first probe says otherwise. */
+        atomic_store(&r->healthy, 1);
+    }
+    return 0;
+}
+
+void gw_fleet_free(gw_fleet *f) {
+    for (size_t i = 0; f->models && i < f->nmodels; i++) irp_policy_free(f->models[i].policy);
+    free(f->models);
+    free(f->replicas);
+    f->models = NULL;
+    f->replicas = NULL;
+}
+
+const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len) {
+    for (size_t i = 0; i < f->nmodels; i++) {
+        const gw_model_cfg *c = f->models[i].cfg;
+        if (strlen(c->name) == len && memcmp(c->name, name, len) == 0) return &f->models[i];
+        for (size_t a = 0; a < c->aliases.n; a++)
+            if (strlen(c->aliases.items[a]) == len && memcmp(c->aliases.items[a], name, len) == 0)
+                return &f->models[i];
+    }
+    return NULL;
+}
+
+bool gw_replica_serves(const gw_replica *r, uint32_t model) {
+    return model < 256 && (r->model_mask[model / 64] >> (model % 64)) & 1;
+}
+
+bool gw_replica_available(const gw_replica *r, uint64_t now) {
+    return atomic_load_explicit(&r->healthy, memory_order_relaxed) &&
+           atomic_load_explicit(&r->ejected_until, memory_order_relaxed) <= now;
+}
+
+/* Increments *v unless it already reached cap. */
+static bool inc_below(_Atomic uint32_t *v, uint32_t cap) {
+    uint32_t cur = atomic_load_explicit(v, memory_order_relaxed);
+    do {
+        if (cur >= cap) return false;
+    } while (!atomic_compare_exchange_weak_explicit(v, &cur, cur + 1, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens) {
+    if (!inc_below(&r->in_flight, (uint32_t)r->cfg->max_concurrency)) return false;
+    if (!inc_below(&r->pending, (uint32_t)r->cfg->max_pending)) {
+        atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
+        return false;
+    }
+    atomic_fetch_add_explicit(&r->prompt_tokens, prompt_tokens, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->requests, 1, memory_order_relaxed);
+    return true;
+}
+
+void gw_lease_head(gw_replica *r) {
+    atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+}
+
+void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens) {
+    if (pending_still) atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+    atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
+    atomic_fetch_sub_explicit(&r->prompt_tokens, prompt_tokens, memory_order_relaxed);
+}
+
+void gw_replica_failed(gw_replica *r, const gw_health_cfg *h, uint64_t now) {
+    atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
+    uint32_t n = atomic_fetch_add_explicit(&r->consecutive_failures, 1, memory_order_acq_rel) + 1;
+    if (n < (uint32_t)h->unhealthy_threshold) return;
+    /* Ejected for a backoff that doubles on every repeat, up to the cap. */
+    uint32_t times = atomic_fetch_add_explicit(&r->ejections, 1, memory_order_acq_rel);
+    uint64_t backoff = h->ejection_backoff;
+    for (uint32_t i = 0; i < times && backoff < h->max_ejection_backoff; i++) backoff *= 2;
+    if (backoff > h->max_ejection_backoff) backoff = h->max_ejection_backoff;
+    atomic_store_explicit(&r->ejected_until, now + backoff, memory_order_release);
+    atomic_store_explicit(&r->consecutive_failures, 0, memory_order_release);
+    IR_WARN("fleet", "replica %s ejected for %llu ms after %u consecutive failures", r->cfg->id,
+            (unsigned long long)(backoff / 1000000), n);
+}
+
+void gw_replica_succeeded(gw_replica *r) {
+    if (atomic_load_explicit(&r->consecutive_failures, memory_order_relaxed))
+        atomic_store_explicit(&r->consecutive_failures, 0, memory_order_relaxed);
+}
+
+size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
+                           irp_candidate *out, size_t *healthy) {
+    size_t n = 0;
+    *healthy = 0;
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        gw_replica *rep = &f->replicas[i];
+        if (!gw_replica_serves(rep, model) || !gw_replica_available(rep, now)) continue;
+        (*healthy)++;
+        if (exclude && (exclude[i / 64] >> (i % 64)) & 1) continue;
+        uint32_t inf = atomic_load_explicit(&rep->in_flight, memory_order_relaxed);
+        uint32_t pen = atomic_load_explicit(&rep->pending, memory_order_relaxed);
+        if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
+            continue;
+        out[n++] = (irp_candidate){.replica = (uint32_t)i,
+                                   .in_flight = inf,
+                                   .pending = pen,
+                                   .prompt_tokens_in_flight = atomic_load_explicit(
+                                       &rep->prompt_tokens, memory_order_relaxed)};
+    }
+    return n;
+}
+
+int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
+                    const char *name, ir_buf *out) {
+    if (found) {
+        return ir_buf_append(out, body, sp->start) ||
+                       ir_json_append_string(out, name, strlen(name)) ||
+                       ir_buf_append(out, body + sp->end, len - sp->end)
+                   ? -1
+                   : 0;
+    }
+    size_t at = sp->obj_open + 1;
+    if (ir_buf_append(out, body, at) || ir_buf_append_str(out, "\"model\":") ||
+        ir_json_append_string(out, name, strlen(name)) ||
+        (!sp->obj_empty && ir_buf_append(out, ",", 1)) || ir_buf_append(out, body + at, len - at))
+        return -1;
+    return 0;
+}
