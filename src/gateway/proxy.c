@@ -448,6 +448,9 @@ static route_kind route_of(const irn_request *req, const char **allow) {
 /* Rejections decided by the headers alone are answered before any body is read
  * (and before 100 Continue is sent). */
 static int on_headers(void *ud, irn_request *req) {
+    /* Without Expect: 100-continue the body is on its way anyway, and the full
+     * answer (with Allow, say) comes from on_request. */
+    if (!req->expect_continue) return 0;
     const char *allow;
     route_kind k = route_of(req, &allow);
     if (k == ROUTE_NONE) return 404;

@@ -129,3 +129,52 @@ export function shape(v, keep = new Set()) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Starts build/inferrail-gateway with a config object (written as JSON, which
+// is YAML too). Resolves to {port, url, admin, child, stop()}.
+export async function startGateway(config, opts = {}) {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const port = await freePort();
+  const adminPort = await freePort();
+  const cfg = structuredClone(config);
+  cfg.server = { listen: `127.0.0.1:${port}`, admin_listen: `127.0.0.1:${adminPort}`, workers: 2, ...(cfg.server || {}) };
+  const file = path.join(os.tmpdir(), `ir-gw-${process.pid}-${port}.yaml`);
+  fs.writeFileSync(file, JSON.stringify(cfg, null, 1));
+  const child = spawn(path.join(BUILD, 'inferrail-gateway'), ['--config', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
+  const log = { text: '' };
+  child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
+  child.on('exit', () => { children.delete(child); try { fs.unlinkSync(file); } catch { /* gone */ } });
+  await waitReady(port, child, log, 'inferrail-gateway');
+  if (opts.waitHealthy !== false) await sleep(50);
+  return {
+    port, url: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, child, log, file,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
+      child.kill(signal);
+      const t = setTimeout(() => child.kill('SIGKILL'), 10000);
+      const rc = await done;
+      clearTimeout(t);
+      return rc;
+    },
+  };
+}
+
+// Three simulators and a gateway in front of them.
+export async function startFleet({ n = 3, simArgs = [], gateway = {}, replica = {} } = {}) {
+  const sims = [];
+  for (let i = 0; i < n; i++) sims.push(await startSim(['--enable-prompt-tokens-details', '--enable-faults', ...simArgs]));
+  const cfg = {
+    models: [{ name: 'inferrail/sim-8b', aliases: ['sim'] }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i + 1}`, url: s.url, ...replica })),
+    health: { interval: '100ms', timeout: '200ms' },
+    ...gateway,
+  };
+  const gw = await startGateway(cfg);
+  return {
+    sims, gw,
+    async stop() { await gw.stop(); for (const s of sims) await s.stop(); },
+  };
+}

@@ -1,0 +1,355 @@
+// inferrail-gateway in front of real simulator processes (and, for byte-level
+// checks, a scripted upstream): routing, retries, breakers, cancellation,
+// timeouts, routes, Expect: 100-continue, alias splicing, request ids.
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startFleet, startGateway, startSim, rawRequest, sseData, metrics, metricValue, sleep, freePort, BUILD } from './lib.mjs';
+
+let fleet;
+before(async () => {
+  fleet = await startFleet({ simArgs: ['--decode-token-ms', '2', '--prefill-token-us', '1', '--prefill-fixed-ms', '1'] });
+});
+after(async () => { await fleet.stop(); });
+
+const post = (url, p, body, headers = {}) =>
+  fetch(url + p, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const chat = (extra = {}) => ({ model: 'sim', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 3, ...extra });
+
+async function clearFaults() {
+  for (const s of fleet.sims) await fetch(s.url + '/admin/fault', { method: 'DELETE' });
+}
+
+test('proxies chat and completions, names the replica, passes the engine response through', async () => {
+  const r = await post(fleet.gw.url, '/v1/chat/completions', chat());
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('x-inferrail-replica'), /^sim-[123]$/);
+  const rid = r.headers.get('x-request-id');
+  assert.match(rid, /^[0-9a-f]{32}$/);
+  const body = await r.json();
+  assert.equal(body.id, `chatcmpl-${rid}`); // the engine saw the same id
+  assert.equal(body.model, 'inferrail/sim-8b');
+  const c = await post(fleet.gw.url, '/v1/completions', { model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 2 });
+  assert.equal(c.status, 200);
+  assert.equal((await c.json()).usage.completion_tokens, 2);
+});
+
+test('streams pass through chunk for chunk', async () => {
+  const r = await post(fleet.gw.url, '/v1/chat/completions', chat({ stream: true, stream_options: { include_usage: true }, max_tokens: 5 }));
+  assert.equal(r.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+  const data = sseData(await r.text());
+  assert.equal(data.length, 1 + 5 + 1 + 1);
+  assert.equal(data.at(-1), '[DONE]');
+});
+
+test('a well-formed client request id is kept and forwarded; a bad one is replaced', async () => {
+  const r = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 }, { 'x-request-id': 'my-req.42' });
+  assert.equal(r.headers.get('x-request-id'), 'my-req.42');
+  assert.equal((await r.json()).id, 'cmpl-my-req.42');
+  const bad = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 }, { 'x-request-id': 'has spaces and "quotes"' });
+  assert.match(bad.headers.get('x-request-id'), /^[0-9a-f]{32}$/);
+  await bad.arrayBuffer();
+});
+
+test('round robin spreads evenly; every policy spreads over the fleet', async () => {
+  const counts = {};
+  for (let i = 0; i < 30; i++) {
+    const r = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+    await r.arrayBuffer();
+    const id = r.headers.get('x-inferrail-replica');
+    counts[id] = (counts[id] || 0) + 1;
+  }
+  assert.deepEqual(Object.values(counts).sort(), [10, 10, 10]);
+  for (const policy of ['random', 'least_request', 'p2c']) {
+    const gw = await startGateway({
+      models: [{ name: 'inferrail/sim-8b', policy }],
+      replicas: fleet.sims.map((s, i) => ({ id: `s${i}`, url: s.url })),
+      routing: { seed: 7 },
+    });
+    try {
+      const seen = {};
+      const jobs = [];
+      for (let i = 0; i < 60; i++) {
+        jobs.push(post(gw.url, '/v1/completions', { prompt: 'x', max_tokens: 3 }).then(async (r) => {
+          await r.arrayBuffer();
+          seen[r.headers.get('x-inferrail-replica')] = (seen[r.headers.get('x-inferrail-replica')] || 0) + 1;
+        }));
+      }
+      await Promise.all(jobs);
+      assert.deepEqual(Object.keys(seen).sort(), ['s0', 's1', 's2'], `${policy}: ${JSON.stringify(seen)}`);
+      for (const v of Object.values(seen)) assert.ok(v >= 5, `${policy}: ${JSON.stringify(seen)}`);
+    } finally {
+      await gw.stop();
+    }
+  }
+});
+
+test('alias and missing model are rewritten; nothing else changes', async () => {
+  // The simulator answers 404 to names it does not serve: success proves the rewrite.
+  const a = await post(fleet.gw.url, '/v1/completions', '{"prompt": "x", "model": "sim", "max_tokens": 1}');
+  assert.equal(a.status, 200);
+  const b = await post(fleet.gw.url, '/v1/completions', '{"prompt": "x", "max_tokens": 1}');
+  assert.equal(b.status, 200);
+  const c = await post(fleet.gw.url, '/v1/completions', '{"model": "nope", "prompt": "x"}');
+  assert.equal(c.status, 404);
+  const e = await c.json();
+  assert.equal(e.error.message, 'The model `nope` does not exist.');
+  assert.equal(e.error.code, 404);
+  const bad = await post(fleet.gw.url, '/v1/completions', '{"model": "sim", "prompt": ');
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).error.code, 400);
+});
+
+test('404 and 405 in the vLLM error shape; /health and /v1/models answer locally', async () => {
+  const nf = await fetch(fleet.gw.url + '/v1/embeddings', { method: 'POST', body: '{}' });
+  assert.equal(nf.status, 404);
+  assert.deepEqual(Object.keys((await nf.json()).error), ['message', 'type', 'param', 'code']);
+  const na = await fetch(fleet.gw.url + '/v1/chat/completions');
+  assert.equal(na.status, 405);
+  assert.equal(na.headers.get('allow'), 'POST');
+  await na.arrayBuffer();
+  const na2 = await fetch(fleet.gw.url + '/v1/models', { method: 'DELETE' });
+  assert.equal(na2.status, 405);
+  assert.equal(na2.headers.get('allow'), 'GET, HEAD');
+  await na2.arrayBuffer();
+  assert.equal((await fetch(fleet.gw.url + '/health')).status, 200);
+  // Cards are fetched in the background: wait for the engine's metadata.
+  let models;
+  for (let i = 0; i < 50; i++) {
+    models = await (await fetch(fleet.gw.url + '/v1/models')).json();
+    if (models.data[0].owned_by === 'vllm') break;
+    await sleep(100);
+  }
+  assert.deepEqual(models.data.map((m) => m.id), ['inferrail/sim-8b', 'sim']);
+  assert.equal(models.data[0].max_model_len, 32768);
+  assert.equal(models.data[1].root, 'inferrail/sim-8b');
+  assert.ok(models.data[0].permission[0].id.startsWith('modelperm-'));
+  const head = await fetch(fleet.gw.url + '/v1/models', { method: 'HEAD' });
+  assert.equal(head.status, 200);
+});
+
+test('retries: 503s and closed connections move to another replica; attempts stop at the limit', async () => {
+  await clearFaults();
+  // Two replicas answer 503 for a while: every request still succeeds on the third.
+  for (const s of fleet.sims.slice(0, 2)) await post(s.url, '/admin/fault', { fault: 'status=503' });
+  for (let i = 0; i < 6; i++) {
+    const r = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('x-inferrail-replica'), 'sim-3');
+    await r.arrayBuffer();
+  }
+  await clearFaults();
+  for (const s of fleet.sims.slice(0, 2)) await post(s.url, '/admin/fault', { fault: 'close' });
+  const r = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+  assert.equal(r.status, 200);
+  await r.arrayBuffer();
+  await clearFaults();
+  // Everyone fails: the client gets the last answer after max_attempts (3).
+  for (const s of fleet.sims) await post(s.url, '/admin/fault', { fault: 'status=502' });
+  const page0 = await metrics(fleet.gw.admin);
+  const fail = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+  assert.equal(fail.status, 502);
+  assert.equal((await fail.json()).error.code, 502);
+  const page1 = await metrics(fleet.gw.admin);
+  assert.equal(metricValue(page1, 'inferrail_upstream_retries_total') - metricValue(page0, 'inferrail_upstream_retries_total'), 2);
+  await clearFaults();
+  await sleep(50);
+});
+
+test('a dead replica (connection refused) is skipped by retries', async () => {
+  const dead = await freePort();
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 'dead', url: `http://127.0.0.1:${dead}` }, { id: 'live', url: fleet.sims[0].url }],
+    health: { interval: '10s' },
+  });
+  try {
+    for (let i = 0; i < 4; i++) {
+      const r = await post(gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('x-inferrail-replica'), 'live');
+      await r.arrayBuffer();
+    }
+  } finally {
+    await gw.stop();
+  }
+});
+
+test('breakers: a full fleet gets an immediate 503 with Retry-After', async () => {
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: fleet.sims.map((s, i) => ({ id: `s${i}`, url: s.url, max_concurrency: 1, max_pending: 1 })),
+  });
+  try {
+    const hung = [];
+    const ctrls = [];
+    for (let i = 0; i < 3; i++) {
+      const c = new AbortController();
+      ctrls.push(c);
+      hung.push(fetch(gw.url + '/v1/completions', { method: 'POST', headers: { 'x-inferrail-fault': 'hang' }, body: '{"prompt":"x"}', signal: c.signal }).catch(() => null));
+    }
+    await sleep(200);
+    const t0 = Date.now();
+    const r = await post(gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+    assert.equal(r.status, 503);
+    assert.equal(r.headers.get('retry-after'), '1');
+    assert.ok(Date.now() - t0 < 500);
+    assert.equal((await r.json()).error.code, 503);
+    const page = await metrics(gw.admin);
+    for (let i = 0; i < 3; i++) assert.equal(metricValue(page, 'inferrail_replica_in_flight', `replica="s${i}"`), 1);
+    for (const c of ctrls) c.abort();
+    await Promise.all(hung);
+    // The slots come back once the clients left.
+    for (let i = 0; i < 50; i++) {
+      const p = await metrics(gw.admin);
+      if ([0, 1, 2].every((k) => metricValue(p, 'inferrail_replica_in_flight', `replica="s${k}"`) === 0)) break;
+      await sleep(20);
+    }
+    const ok = await post(gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
+    assert.equal(ok.status, 200);
+  } finally {
+    await gw.stop();
+  }
+});
+
+test('a client that disconnects mid-stream is aborted in the engine within 100 ms', async () => {
+  const sim = fleet.sims;
+  const before = await Promise.all(sim.map((s) => metrics(s.url)));
+  const aborts = (pages) => pages.reduce((a, p) => a + metricValue(p, 'vllm:request_success_total', 'finished_reason="abort"'), 0);
+  const a0 = aborts(before);
+  const r = await post(fleet.gw.url, '/v1/chat/completions', chat({ stream: true, max_tokens: 5000 }));
+  const reader = r.body.getReader();
+  await reader.read();
+  const t0 = Date.now();
+  await reader.cancel();
+  let pages;
+  for (;;) {
+    pages = await Promise.all(sim.map((s) => metrics(s.url)));
+    if (aborts(pages) > a0 || Date.now() - t0 > 2000) break;
+    await sleep(5);
+  }
+  assert.equal(aborts(pages), a0 + 1);
+  assert.ok(Date.now() - t0 < 300, `took ${Date.now() - t0} ms`);
+  // and one still waiting for its head (queued behind a hang)
+  const c = new AbortController();
+  const p = fetch(fleet.gw.url + '/v1/completions', { method: 'POST', headers: { 'x-inferrail-fault': 'delay=300' }, body: '{"prompt":"x"}', signal: c.signal }).catch(() => null);
+  await sleep(50);
+  c.abort();
+  await p;
+  const page = await metrics(fleet.gw.admin);
+  assert.ok(metricValue(page, 'inferrail_client_disconnects_total') >= 2);
+});
+
+test('timeouts: a stalled body gets 408; a hung engine gets 504 after upstream.response_timeout', async () => {
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 's0', url: fleet.sims[0].url }],
+    server: { request_timeout: '500ms', header_read_timeout: '300ms' },
+    upstream: { response_timeout: '300ms' },
+    retry: { max_attempts: 1 },
+  });
+  try {
+    const stalled = await rawRequest(gw.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"prompt":', { timeoutMs: 3000 });
+    assert.equal(stalled.status, 408);
+    assert.match(stalled.raw, /"code":408/);
+    const idle = await rawRequest(gw.port, '', { timeoutMs: 3000 });
+    assert.ok(idle.closed && !idle.timeout);
+    const t0 = Date.now();
+    const hung = await post(gw.url, '/v1/completions', { prompt: 'x' }, { 'x-inferrail-fault': 'hang' });
+    assert.equal(hung.status, 504);
+    assert.ok(Date.now() - t0 < 2000);
+    await hung.arrayBuffer();
+  } finally {
+    await gw.stop();
+  }
+});
+
+test('Expect: 100-continue: a rejected request is answered at once, an accepted one gets 100', async () => {
+  const rej = await rawRequest(fleet.gw.port, 'POST /v1/nothing HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n', { timeoutMs: 2000 });
+  assert.equal(rej.status, 404);
+  assert.ok(!rej.raw.includes('100 Continue'));
+  const body = '{"prompt":"x","max_tokens":1}';
+  const ok = await new Promise((resolve) => {
+    const req = http.request({ port: fleet.gw.port, method: 'POST', path: '/v1/completions', headers: { expect: '100-continue', 'content-length': body.length, connection: 'close' } });
+    let saw100 = false;
+    req.on('continue', () => { saw100 = true; req.end(body); });
+    req.on('response', (res) => { res.resume(); res.on('end', () => resolve({ saw100, status: res.statusCode })); });
+  });
+  assert.deepEqual(ok, { saw100: true, status: 200 });
+});
+
+test('request bytes reach the engine unchanged and response bytes reach the client unchanged', async () => {
+  // A scripted upstream: records what it receives, answers in random chunks.
+  let received = null;
+  const payload = Buffer.from(Array.from({ length: 5000 }, (_, i) => `data: {"n":${i},"t":"\u00e9\u65e5"}\n\n`).join(''));
+  const srv = http.createServer((req, res) => {
+    if (req.url === '/health' || req.url === '/v1/models') { res.end(req.url === '/health' ? '' : '{"object":"list","data":[]}'); return; }
+    const parts = [];
+    req.on('data', (d) => parts.push(d));
+    req.on('end', async () => {
+      received = { body: Buffer.concat(parts), headers: req.headers };
+      res.writeHead(200, { 'content-type': 'text/event-stream', connection: 'keep-alive', 'x-engine': 'yes' });
+      let at = 0;
+      let seed = 1;
+      while (at < payload.length) {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        const n = 1 + (seed % 700);
+        res.write(payload.subarray(at, at + n));
+        at += n;
+        if (seed % 5 === 0) await sleep(1);
+      }
+      res.end();
+    });
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const gw = await startGateway({ models: [{ name: 'm' }], replicas: [{ id: 'script', url: `http://127.0.0.1:${srv.address().port}` }] });
+  try {
+    const body = `{"model" : "m", "prompt": "caf\u00e9 \\u00e9 ${'x'.repeat(70000)}", "weird": [1, 2.50, {"model": "inner"}]}`;
+    const r = await fetch(gw.url + '/v1/completions', { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-custom': 'kept', connection: 'keep-alive' } });
+    const got = Buffer.from(await r.arrayBuffer());
+    assert.equal(r.headers.get('x-engine'), 'yes');
+    assert.equal(got.length, payload.length);
+    assert.ok(got.equals(payload));
+    assert.ok(received.body.equals(Buffer.from(body)));
+    assert.equal(received.headers['x-custom'], 'kept');
+    assert.ok(received.headers['x-request-id']);
+    // Hop-by-hop headers stop at the gateway.
+    const raw = await rawRequest(gw.port, `POST /v1/completions HTTP/1.1\r\nHost: x\r\nTE: trailers\r\nProxy-Connection: x\r\nKeep-Alive: timeout=5\r\nConnection: close\r\nContent-Length: 14\r\n\r\n{"model": "m"}`);
+    assert.equal(raw.status, 200);
+    for (const h of ['te', 'proxy-connection', 'keep-alive']) assert.equal(received.headers[h], undefined, h);
+    assert.ok(!/\r\ntransfer-encoding: chunked\r\n[\s\S]*\r\ntransfer-encoding/i.test(raw.raw));
+  } finally {
+    await gw.stop();
+    srv.close();
+  }
+});
+
+test('--check reports every problem with its path; --help works', () => {
+  const file = path.join(os.tmpdir(), `ir-bad-${process.pid}.yaml`);
+  fs.writeFileSync(file, 'models:\n  - name: m\n    policy: kv_aware\nreplicas:\n  - id: a\n    url: "nope"\n  - {id: b, url: "http://h:1", max_pending: zero}\nserver: {listn: 1}\n');
+  const r = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--check', '--config', file], { encoding: 'utf8' });
+  fs.unlinkSync(file);
+  assert.equal(r.status, 2);
+  for (const p of ['models[0].policy', 'replicas[0].url', 'replicas[1].max_pending', 'server.listn']) assert.ok(r.stderr.includes(p), r.stderr);
+  const ok = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--check', '--config', path.join(process.env.IR_ROOT || '.', 'deploy/local.yaml')], { encoding: 'utf8' });
+  assert.equal(ok.status, 0, ok.stderr);
+  const help = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--help'], { encoding: 'utf8' });
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /--config/);
+});
+
+test('SIGTERM lets a running stream finish, then exits 0', async () => {
+  const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: fleet.sims[0].url }] });
+  const r = await post(gw.url, '/v1/chat/completions', chat({ model: 'inferrail/sim-8b', stream: true, max_tokens: 100 }));
+  assert.equal(r.status, 200);
+  const text = r.text();
+  await sleep(20);
+  const rc = gw.stop('SIGTERM');
+  const data = sseData(await text);
+  assert.equal(data.at(-1), '[DONE]');
+  assert.equal(await rc, 0);
+});
