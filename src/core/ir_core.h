@@ -150,8 +150,8 @@ int ir_json_append_string(ir_buf *out, const char *s, size_t n);
 typedef struct ir_json_span {
     size_t start, end; /* the value's bytes in the document, quotes included */
     bool is_string;
-    size_t obj_open;  /* offset of the top-level '{' */
-    bool obj_empty;   /* the object has no members */
+    size_t obj_open; /* offset of the top-level '{' */
+    bool obj_empty;  /* the object has no members */
 } ir_json_span;
 
 #define IR_JSON_FOUND   0
