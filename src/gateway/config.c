@@ -92,6 +92,8 @@ static const ir_cfg_field health_fields[] = {
       "how long failed requests keep a replica out; doubles on every repeat"),
     F(gw_health_cfg, "max_ejection_backoff", IR_CFG_DURATION, max_ejection_backoff, "60s",
       "cap of the ejection backoff"),
+    FI(gw_health_cfg, "max_ejection_percent", max_ejection_percent, "50", 0, 100,
+       "most of the healthy replicas failed requests may eject at once"),
 };
 static const ir_cfg_schema health_schema = {"health", health_fields, IR_ARRAY_LEN(health_fields),
                                             sizeof(gw_health_cfg)};

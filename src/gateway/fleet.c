@@ -111,10 +111,22 @@ void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens)
     atomic_fetch_sub_explicit(&r->prompt_tokens, prompt_tokens, memory_order_relaxed);
 }
 
-void gw_replica_failed(gw_replica *r, const gw_health_cfg *h, uint64_t now) {
+void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now) {
+    const gw_health_cfg *h = &f->cfg->health;
     atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
     uint32_t n = atomic_fetch_add_explicit(&r->consecutive_failures, 1, memory_order_acq_rel) + 1;
     if (n < (uint32_t)h->unhealthy_threshold) return;
+    size_t healthy = 0, ejected = 0;
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        if (!atomic_load_explicit(&f->replicas[i].healthy, memory_order_relaxed)) continue;
+        healthy++;
+        if (atomic_load_explicit(&f->replicas[i].ejected_until, memory_order_relaxed) > now)
+            ejected++;
+    }
+    if ((ejected + 1) * 100 > (size_t)h->max_ejection_percent * healthy) {
+        atomic_store_explicit(&r->consecutive_failures, 0, memory_order_release);
+        return; /* ejecting it would leave too few */
+    }
     /* Ejected for a backoff that doubles on every repeat, up to the cap. */
     uint32_t times = atomic_fetch_add_explicit(&r->ejections, 1, memory_order_acq_rel);
     uint64_t backoff = h->ejection_backoff;

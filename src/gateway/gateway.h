@@ -63,6 +63,7 @@ typedef struct gw_health_cfg {
     int64_t healthy_threshold;
     uint64_t ejection_backoff;
     uint64_t max_ejection_backoff;
+    int64_t max_ejection_percent;
 } gw_health_cfg;
 
 typedef struct gw_logging_cfg {
@@ -164,7 +165,9 @@ bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens);
 void gw_lease_head(gw_replica *r); /* the response head arrived: no longer pending */
 void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens);
 /* Passive health: a failed or a good attempt. */
-void gw_replica_failed(gw_replica *r, const gw_health_cfg *h, uint64_t now);
+/* Ejection never takes out more than health.max_ejection_percent of the fleet's
+ * healthy replicas, so requests that make every engine fail cannot empty it. */
+void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now);
 void gw_replica_succeeded(gw_replica *r);
 
 /* ---- model cards ---------------------------------------------------------------------- */

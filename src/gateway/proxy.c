@@ -179,7 +179,7 @@ static void on_up_head(void *ud, int status, const irn_header *h, size_t n) {
         /* Nothing reached the client yet: try another replica. */
         r->last_status = status;
         r->retry_on_done = true;
-        if (status != 503) gw_replica_failed(r->rep, &cfg->health, ir_now_ns());
+        if (status != 503) gw_replica_failed(&r->w->app->fleet, r->rep, ir_now_ns());
         irn_client_cancel(r->up);
         return;
     }
@@ -313,7 +313,7 @@ static void on_up_done(void *ud, int err) {
     } else if (!r->head_sent) {
         r->last_err = err;
         bool again = retryable(err);
-        if (again || err == IRN_EHEAD_TIMEOUT) gw_replica_failed(r->rep, &app->cfg.health, now);
+        if (again || err == IRN_EHEAD_TIMEOUT) gw_replica_failed(&app->fleet, r->rep, now);
         atomic_fetch_add_explicit(&app->stats.upstream_errors, 1, memory_order_relaxed);
         IR_DEBUG("proxy", "request %s: replica %s failed: %s", r->rid, r->rep->cfg->id,
                  irn_strerror(err));

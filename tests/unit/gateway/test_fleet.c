@@ -207,6 +207,33 @@ static void candidates_are_eligible(void **state) {
     ir_cfg_errors_free(&e);
 }
 
+/* Failures that hit every replica never eject more than half of them, and
+ * each ejection backs off longer than the last. */
+static void ejection_is_capped(void **state) {
+    gw_config c;
+    ir_cfg_errors e;
+    ir_cfg *owner = load(conf_text, &c, &e);
+    gw_fleet f;
+    char err[256];
+    assert_int_equal(gw_fleet_init(&f, &c, err, sizeof err), 0);
+    uint64_t now = 1000000000000ull;
+    for (int round = 0; round < 10; round++)
+        for (size_t i = 0; i < f.nreplicas; i++) gw_replica_failed(&f, &f.replicas[i], now);
+    size_t ejected = 0;
+    for (size_t i = 0; i < f.nreplicas; i++)
+        ejected += atomic_load(&f.replicas[i].ejected_until) > now;
+    assert_int_equal(ejected, 2); /* 50% of 4 */
+    /* A replica ejected again later stays out twice as long. */
+    gw_replica *r = &f.replicas[0];
+    uint64_t first = atomic_load(&r->ejected_until) - now;
+    uint64_t later = now + first + 1;
+    for (int k = 0; k < 3; k++) gw_replica_failed(&f, r, later);
+    assert_int_equal(atomic_load(&r->ejected_until) - later, 2 * first);
+    gw_fleet_free(&f);
+    ir_cfg_free(owner);
+    ir_cfg_errors_free(&e);
+}
+
 /* ---- the splice ---- */
 
 static void splice_changes_only_model(void **state) {
@@ -254,7 +281,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_and_fleet), cmocka_unit_test(config_errors_name_paths),
         cmocka_unit_test(caps_never_overshoot),      cmocka_unit_test(candidates_are_eligible),
-        cmocka_unit_test(splice_changes_only_model),
+        cmocka_unit_test(splice_changes_only_model), cmocka_unit_test(ejection_is_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
