@@ -40,6 +40,7 @@ typedef struct gw_req {
     int attempt;
     uint64_t tried[GW_MAX_REPLICAS / 64];
     gw_replica *rep; /* the replica of the current lease */
+    const char *last_replica;
     bool lease_pending;
     irn_client *up;
     irn_header *fwd; /* headers for the engine, in the request's arena */
@@ -48,6 +49,7 @@ typedef struct gw_req {
     uv_timer_t *timer; /* backoff between attempts */
     bool head_sent, client_gone, retry_on_done, paused;
     int last_status; /* the last retryable engine answer, for the final error */
+    int status;      /* what the client got, for the access log */
     int last_err;
 } gw_req;
 
@@ -106,6 +108,7 @@ static void send_error(gw_req *r, int status, const char *type, const char *msg,
     irn_resp_send(r->resp, status, "application/json", b.data, b.len, hs, n);
     ir_buf_free(&b);
     r->resp = NULL;
+    r->status = status;
     gw_stats *st = &r->w->app->stats;
     atomic_fetch_add_explicit(status >= 500 ? &st->responses_5xx : &st->responses_4xx, 1,
                               memory_order_relaxed);
@@ -113,6 +116,11 @@ static void send_error(gw_req *r, int status, const char *type, const char *msg,
 
 static void req_maybe_free(gw_req *r) {
     if (r->resp || r->up || r->timer) return;
+    if (r->w->app->cfg.logging.access_log)
+        IR_INFO("access", "id=%s model=%s replica=%s status=%d attempts=%d ms=%.3f%s", r->rid,
+                r->model ? r->model->cfg->name : "-", r->last_replica ? r->last_replica : "-",
+                r->status, r->attempt, (double)(ir_now_ns() - r->arrival) / 1e6,
+                r->client_gone ? " client_gone=1" : "");
     ir_buf_free(&r->spliced);
     r->w->live--;
     free(r);
@@ -204,6 +212,7 @@ static void on_up_head(void *ud, int status, const irn_header *h, size_t n) {
     out[k++] = (irn_header){"x-request-id", 12, r->rid, strlen(r->rid)};
     out[k++] = (irn_header){"x-inferrail-replica", 19, r->rep->cfg->id, strlen(r->rep->cfg->id)};
     r->head_sent = true;
+    r->status = status;
     int rc = irn_resp_start(r->resp, status, out, k, cl);
     gw_stats *st = &r->w->app->stats;
     atomic_fetch_add_explicit(status >= 500   ? &st->responses_5xx
@@ -385,6 +394,7 @@ static void attempt(gw_req *r) {
     }
     r->attempt++;
     r->rep = rep;
+    r->last_replica = rep->cfg->id;
     r->lease_pending = true;
     r->tried[rep->index / 64] |= 1ull << (rep->index % 64);
     snprintf(r->path, sizeof r->path, "%s%s", rep->url.path, r->req->target);

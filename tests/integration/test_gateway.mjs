@@ -348,6 +348,36 @@ test('--check reports every problem with its path; --help works', () => {
   assert.match(help.stdout, /--config/);
 });
 
+test('deploy/inferrail.example.yaml lists every option with its default (--print-defaults)', () => {
+  const root = process.env.IR_ROOT || '.';
+  const file = fs.readFileSync(path.join(root, 'deploy/inferrail.example.yaml'), 'utf8');
+  const out = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--print-defaults'], { encoding: 'utf8' });
+  assert.equal(out.status, 0);
+  assert.ok(file.endsWith(out.stdout), 'regenerate the example: see its header');
+  // and its defaults load as a config once the required lists are filled in
+  const tmp = path.join(os.tmpdir(), `ir-ex-${process.pid}.yaml`);
+  fs.writeFileSync(tmp, out.stdout + '\nmodels: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n');
+  const chk = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--check', '--config', tmp], { encoding: 'utf8' });
+  fs.unlinkSync(tmp);
+  assert.equal(chk.status, 0, chk.stderr);
+});
+
+test('the access log writes one line per request, and never the body', async () => {
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: fleet.sims[0].url }],
+    logging: { access_log: true },
+  });
+  try {
+    const r = await post(gw.url, '/v1/completions', { prompt: 'a secret prompt', max_tokens: 1 }, { 'x-request-id': 'logme' });
+    await r.arrayBuffer();
+    await sleep(50);
+    assert.match(gw.log.text, /access: id=logme model=inferrail\/sim-8b replica=s0 status=200 attempts=1/);
+    assert.ok(!gw.log.text.includes('a secret prompt'));
+  } finally {
+    await gw.stop();
+  }
+});
+
 test('SIGTERM lets a running stream finish, then exits 0', async () => {
   const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: fleet.sims[0].url }] });
   const r = await post(gw.url, '/v1/chat/completions', chat({ model: 'inferrail/sim-8b', stream: true, max_tokens: 100 }));
