@@ -26,6 +26,7 @@ struct irn_pool {
     bool anchor_closed;
     irn_close_cb close_cb;
     void *close_ud;
+    irn_h2c_pool *h2; /* cfg.http2: requests go there */
     char readbuf[READ_BUF_SIZE];
 };
 
@@ -59,25 +60,6 @@ struct cconn {
     char key[280];
 };
 
-struct irn_client {
-    irn_pool *pool;
-    cconn *conn;
-    irn_client_cbs cbs;
-    void *ud;
-    ir_buf head;
-    const void *body;
-    size_t body_len;
-    char host[256];
-    uint16_t port;
-    bool head_method;
-    uint64_t connect_ms, head_ms, idle_ms;
-    int err;
-    bool got_bytes;
-    bool canceled;
-    bool paused;
-    bool retried;
-};
-
 static void conn_close(cconn *c);
 static int connect_new(irn_client *cl);
 
@@ -85,9 +67,11 @@ static int connect_new(irn_client *cl);
 
 static void pool_maybe_done(irn_pool *pool) {
     if (!pool->closing || pool->all || !pool->anchor_closed) return;
+    if (pool->h2 && !irn_h2c_pool_empty(pool->h2)) return;
     irn_close_cb cb = pool->close_cb;
     void *ud = pool->close_ud;
     if (cb) cb(ud);
+    irn_h2c_pool_free(pool->h2);
     free(pool);
 }
 
@@ -500,6 +484,10 @@ void irn_pool_cfg_init(irn_pool_cfg *cfg) {
     memset(cfg, 0, sizeof *cfg);
 }
 
+static void h2_empty(void *ud) {
+    pool_maybe_done(ud);
+}
+
 irn_pool *irn_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg) {
     if (!loop) return NULL;
     irn_pool *pool = calloc(1, sizeof *pool);
@@ -511,6 +499,13 @@ irn_pool *irn_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg) {
     if (!pool->cfg.max_header_bytes) pool->cfg.max_header_bytes = 64 * 1024;
     if (!pool->cfg.max_headers) pool->cfg.max_headers = 100;
     pool->idle_ms = irn_ns_to_ms(pool->cfg.idle_timeout_ns);
+    if (pool->cfg.http2) {
+        pool->h2 = irn_h2c_pool_new(loop, &pool->cfg, &pool->st, h2_empty, pool);
+        if (!pool->h2) {
+            free(pool);
+            return NULL;
+        }
+    }
     uv_timer_init(loop, &pool->anchor);
     pool->anchor.data = pool;
     return pool;
@@ -538,6 +533,7 @@ void irn_pool_close(irn_pool *pool, irn_close_cb cb, void *ud) {
         }
         conn_close(c);
     }
+    if (pool->h2) irn_h2c_pool_close(pool->h2);
     uv_close((uv_handle_t *)&pool->anchor, on_anchor_closed);
 }
 
@@ -560,6 +556,12 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     if (!hl || hl >= sizeof((irn_client *)0)->host || bad_text(req->host, hl, false) || !*method ||
         bad_text(method, strlen(method), false) || bad_text(path, strlen(path), false))
         return IRN_EINVAL;
+    for (size_t i = 0; pool->h2 && i < req->nheaders; i++) {
+        const irn_header *h = &req->headers[i];
+        size_t nl = h->name_len ? h->name_len : strlen(h->name);
+        size_t vl = h->value_len ? h->value_len : strlen(h->value);
+        if (!nl || bad_text(h->name, nl, false) || bad_text(h->value, vl, true)) return IRN_EINVAL;
+    }
     irn_client *cl = calloc(1, sizeof *cl);
     if (!cl) return IRN_ENOMEM;
     cl->pool = pool;
@@ -574,6 +576,16 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     cl->head_ms = irn_ns_to_ms(req->head_timeout_ns);
     cl->idle_ms = irn_ns_to_ms(req->idle_timeout_ns);
     ir_buf_init(&cl->head, pool->cfg.max_header_bytes);
+    if (pool->h2) {
+        int rc = irn_h2c_request(pool->h2, cl, method, path, req->headers, req->nheaders);
+        if (rc != 0) {
+            free(cl);
+            return rc;
+        }
+        pool->st.requests++;
+        if (out) *out = cl;
+        return 0;
+    }
     int rc = ir_buf_appendf(&cl->head, "%s %s HTTP/1.1\r\n", method, path);
     if (!irn_headers_find(req->headers, req->nheaders, "host"))
         rc |= strchr(cl->host, ':')
@@ -623,6 +635,10 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
 
 void irn_client_cancel(irn_client *cl) {
     if (!cl || cl->canceled) return;
+    if (cl->pool->h2) {
+        irn_h2c_cancel(cl);
+        return;
+    }
     cl->canceled = true;
     cl->err = IRN_ECANCELED;
     if (cl->conn) conn_close(cl->conn);
@@ -630,6 +646,10 @@ void irn_client_cancel(irn_client *cl) {
 
 void irn_client_pause(irn_client *cl) {
     if (!cl || cl->paused) return;
+    if (cl->pool->h2) {
+        irn_h2c_pause(cl);
+        return;
+    }
     cl->paused = true;
     cconn *c = cl->conn;
     if (!c || c->closing || c->st != CS_ACTIVE) return;
@@ -639,6 +659,10 @@ void irn_client_pause(irn_client *cl) {
 
 void irn_client_resume(irn_client *cl) {
     if (!cl || !cl->paused) return;
+    if (cl->pool->h2) {
+        irn_h2c_resume(cl);
+        return;
+    }
     cl->paused = false;
     cconn *c = cl->conn;
     if (!c || c->closing || c->st != CS_ACTIVE) return;

@@ -265,3 +265,35 @@ void irn_hdrs_fill(const irn_hdrs *h, irn_header *out) {
         out[i].value_len = e[3];
     }
 }
+
+/* ---- base64url (HTTP2-Settings) ------------------------------------------- */
+
+static int b64_val(unsigned char ch) {
+    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+    if (ch == '-' || ch == '+') return 62;
+    if (ch == '_' || ch == '/') return 63;
+    return -1;
+}
+
+int irn_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *outlen) {
+    while (len > 0 && (in[len - 1] == '=' || in[len - 1] == ' ')) len--;
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64_val((unsigned char)in[i]);
+        if (v < 0) return -1;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n >= cap) return -1;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    if (bits >= 6) return -1; /* a lone trailing character */
+    *outlen = n;
+    return 0;
+}

@@ -178,6 +178,14 @@ typedef struct irn_server_cfg {
     irn_on_headers_cb on_headers; /* optional */
     irn_on_request_cb on_request; /* required */
     void *ud;                     /* passed to both */
+    /* h2c (HTTP/2 over cleartext TCP): a connection that starts with the
+     * HTTP/2 preface, or an HTTP/1.1 request with `Upgrade: h2c` and
+     * HTTP2-Settings, is served as HTTP/2; each stream is an irn_request
+     * answered through the irn_resp API. Off: HTTP/1.1 only. */
+    bool h2c;
+    uint32_t h2_max_streams;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0: 256 */
+    size_t h2_max_conn_buffer; /* request bodies + response bytes buffered per
+                                  h2 connection; 0: 64 MiB */
 } irn_server_cfg;
 
 typedef struct irn_server_stats {
@@ -185,6 +193,7 @@ typedef struct irn_server_stats {
     uint64_t conns_active;
     uint64_t requests;
     uint64_t errors_sent; /* 400/408/413/431 answered by the server itself */
+    uint64_t h2_conns;    /* connections served as h2c (prior knowledge or upgrade) */
 } irn_server_stats;
 
 void irn_server_cfg_init(irn_server_cfg *cfg); /* zeroes; zero fields mean the defaults */
@@ -248,6 +257,11 @@ typedef struct irn_pool_cfg {
     uint64_t idle_timeout_ns; /* pooled connection lifetime when unused; 0: 30 s */
     size_t max_header_bytes;  /* response head cap; 0: 64 KiB */
     size_t max_headers;       /* 0: 100 */
+    /* Requests go over h2c prior-knowledge connections, multiplexed: one
+     * connection per host:port (another when its streams run out). */
+    bool http2;
+    uint32_t h2_stream_window; /* per-stream receive window (what a paused
+                                  request may buffer); 0: 256 KiB */
 } irn_pool_cfg;
 
 typedef struct irn_pool_stats {

@@ -38,4 +38,116 @@ uint64_t irn_ns_to_ms(uint64_t ns);
 /* Resolves host:port for listening/connecting, synchronously, numeric first. */
 int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out);
 
+/* ---- the server's response object (server.c for HTTP/1.1, h2_server.c for h2) */
+struct conn;
+struct irn_h2s_stream;
+
+struct irn_resp {
+    struct conn *c;             /* h1: NULL once detached */
+    struct irn_h2s_stream *h2s; /* h2: the stream; NULL once detached */
+    bool is_h2;
+    irn_request *req;
+    int state; /* 0 new, 1 started */
+    bool chunked;
+    bool eof_framed;
+    bool no_body; /* HEAD, 204, 304: writes are swallowed */
+    bool close_after;
+    bool aborted;
+    bool above_high;
+    bool term_written; /* the chunked terminator went out with the last write */
+    ir_buf head;       /* the response head, held back to go out with the first body bytes */
+    int64_t content_length;
+    uint64_t written;
+    size_t high, low, maxq;
+    irn_resp_cb on_abort, on_drain;
+    void *abort_ud, *drain_ud;
+};
+
+/* ---- h2c server sessions (h2_server.c) ---------------------------------------
+ * One per connection, socket-free: bytes in through irn_h2s_feed, bytes out
+ * through io->write. server.c owns the socket and the timers. */
+typedef struct irn_h2s irn_h2s;
+
+typedef struct irn_h2s_io {
+    void *ctx;
+    /* Queues bytes on the socket (copied); < 0 when the connection is dead. */
+    int (*write)(void *ctx, const uv_buf_t *parts, int nparts);
+    size_t (*queued)(void *ctx);           /* bytes written but not yet on the wire */
+    void (*schedule)(void *ctx);           /* call irn_h2s_flush soon, from the loop */
+    void (*timer)(void *ctx, uint64_t ms); /* call irn_h2s_on_timer after ms; 0: never */
+    /* The session is over: graceful = after the queued bytes, else at once. */
+    void (*done)(void *ctx, bool graceful);
+} irn_h2s_io;
+
+/* cfg: the server's (defaults filled in); lim: its request limits; st: its
+ * stats (may be NULL). Nothing is sent before irn_h2s_start. */
+irn_h2s *irn_h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_server_stats *st,
+                     const char *peer, const irn_h2s_io *io);
+/* Prior knowledge: sends SETTINGS; the client preface is expected in the input.
+ * Upgrade: settings is the decoded HTTP2-Settings payload and req (taken over,
+ * even on error) becomes stream 1. */
+int irn_h2s_start(irn_h2s *h, const uint8_t *settings, size_t settings_len, irn_request *req);
+/* Processes input; < 0: fatal (the session already called io->done). */
+int irn_h2s_feed(irn_h2s *h, const char *data, size_t len);
+void irn_h2s_flush(irn_h2s *h);
+void irn_h2s_on_written(irn_h2s *h); /* a socket write completed */
+void irn_h2s_on_timer(irn_h2s *h);
+void irn_h2s_shutdown(irn_h2s *h);   /* GOAWAY; done once the open streams end */
+bool irn_h2s_idle(const irn_h2s *h); /* no open stream */
+/* The connection is gone: open responses get on_abort; frees the session. */
+void irn_h2s_free(irn_h2s *h);
+
+int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                      int64_t content_length);
+int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len);
+int irn_h2_resp_end(irn_resp *resp);
+int irn_h2_resp_close(irn_resp *resp);
+size_t irn_h2_resp_queued(const irn_resp *resp);
+
+/* Decodes base64url (no padding needed); -1 on bad input or past cap. */
+int irn_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *outlen);
+
+/* ---- the client request handle (client.c; h2_client.c when the pool is h2) */
+struct cconn;
+struct irn_h2c_stream;
+struct irn_h2c_pool;
+
+struct irn_client {
+    irn_pool *pool;
+    struct cconn *conn;
+    struct irn_h2c_stream *h2; /* h2 pools only */
+    irn_client_cbs cbs;
+    void *ud;
+    ir_buf head;
+    const void *body;
+    size_t body_len;
+    char host[256];
+    uint16_t port;
+    bool head_method;
+    uint64_t connect_ms, head_ms, idle_ms;
+    int err;
+    bool got_bytes;
+    bool canceled;
+    bool paused;
+    bool retried;
+};
+
+/* ---- h2c client connections (h2_client.c) ------------------------------------- */
+typedef struct irn_h2c_pool irn_h2c_pool;
+
+irn_h2c_pool *irn_h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_pool_stats *st,
+                               irn_close_cb on_empty, void *ud);
+/* Takes cl (allocated by irn_client_request, its common fields set) and
+ * starts it; on error cl is left to the caller. */
+int irn_h2c_request(irn_h2c_pool *hp, irn_client *cl, const char *method, const char *path,
+                    const irn_header *headers, size_t nheaders);
+/* Cancels everything and closes every connection; on_empty fires (from the
+ * loop) once all are gone. */
+void irn_h2c_pool_close(irn_h2c_pool *hp);
+bool irn_h2c_pool_empty(const irn_h2c_pool *hp);
+void irn_h2c_pool_free(irn_h2c_pool *hp);
+void irn_h2c_cancel(irn_client *cl);
+void irn_h2c_pause(irn_client *cl);
+void irn_h2c_resume(irn_client *cl);
+
 #endif

@@ -4,7 +4,12 @@
  * dispatched, parsing stops until its response ends (pipelined bytes wait in
  * the connection's input buffer), so responses go out in order. Reading goes
  * on meanwhile, to notice a client that leaves, until the buffered input
- * reaches a cap. */
+ * reaches a cap.
+ *
+ * With cfg.h2c a connection that starts with the HTTP/2 preface, or whose
+ * first request asks for `Upgrade: h2c`, is handed to an h2 session
+ * (h2_server.c) that owns the protocol from then on; this file keeps the
+ * socket, the timers and the write queue. */
 #include "net/net_internal.h"
 
 #include <errno.h>
@@ -36,15 +41,20 @@ struct irn_server {
     char readbuf[READ_BUF_SIZE];
 };
 
-typedef enum { T_NONE, T_HEADER, T_BODY, T_RESUME, T_LINGER } timer_kind;
+typedef enum { T_NONE, T_HEADER, T_BODY, T_RESUME, T_LINGER, T_H2 } timer_kind;
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN (sizeof h2_preface - 1)
 
 struct conn {
     irn_server *srv;
     conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;
+    uv_timer_t ftimer; /* h2: deferred flushes */
     uv_shutdown_t shut;
-    irn_h1_parser *parser;
+    irn_h1_parser *parser; /* NULL once the connection speaks h2 */
+    irn_h2s *h2;
     ir_buf in; /* bytes read but not parsed yet */
     irn_resp *resp;
     size_t queued;
@@ -56,27 +66,9 @@ struct conn {
     bool lingering;  /* shut down our side, draining theirs */
     bool peer_eof;
     bool processing;
-    bool kick; /* the parser has to be fed again, even with no bytes */
+    bool kick;    /* the parser has to be fed again, even with no bytes */
+    bool sniffed; /* h2c: the start of the connection was checked for the preface */
     char peer[64];
-};
-
-struct irn_resp {
-    conn *c; /* NULL once detached */
-    irn_request *req;
-    int state; /* 0 new, 1 started */
-    bool chunked;
-    bool eof_framed;
-    bool no_body; /* HEAD, 204, 304: writes are swallowed */
-    bool close_after;
-    bool aborted;
-    bool above_high;
-    bool term_written; /* the chunked terminator went out with the last write */
-    ir_buf head;       /* the response head, held back to go out with the first body bytes */
-    int64_t content_length;
-    uint64_t written;
-    size_t high, low, maxq;
-    irn_resp_cb on_abort, on_drain;
-    void *abort_ud, *drain_ud;
 };
 
 typedef struct wreq {
@@ -138,12 +130,16 @@ static void on_write(uv_write_t *w, int status) {
         conn_close(c);
         return;
     }
+    if (c->h2) {
+        irn_h2s_on_written(c->h2);
+        return;
+    }
     irn_resp *resp = c->resp;
     if (resp && resp->above_high && c->queued <= resp->low) {
         resp->above_high = false;
         if (resp->on_drain) resp->on_drain(resp, resp->drain_ud);
     } else if (!resp && c->queued == 0 && c->srv->closing && !c->dead_input && c->in.len == 0 &&
-               irn_h1_parser_idle(c->parser)) {
+               c->parser && irn_h1_parser_idle(c->parser)) {
         conn_finish(c); /* shutting down: this one just became idle */
     }
 }
@@ -185,8 +181,13 @@ static void server_maybe_done(irn_server *srv) {
 
 static void on_conn_closed(uv_handle_t *h) {
     conn *c = h->data;
-    if (++c->nclosed < 2) return;
+    if (++c->nclosed < 3) return;
     irn_server *srv = c->srv;
+    if (c->h2) {
+        irn_h2s *h2 = c->h2;
+        c->h2 = NULL;
+        irn_h2s_free(h2); /* on_abort for the open streams */
+    }
     irn_resp *resp = c->resp;
     c->resp = NULL;
     if (resp) {
@@ -212,6 +213,7 @@ static void conn_close(conn *c) {
     if (c->resp) c->resp->aborted = true;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+    uv_close((uv_handle_t *)&c->ftimer, on_conn_closed);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -269,8 +271,13 @@ static void on_timer(uv_timer_t *t) {
     timer_kind k = c->tk;
     c->tk = T_NONE;
     switch (k) {
+    case T_H2:
+        if (c->h2) irn_h2s_on_timer(c->h2);
+        break;
     case T_HEADER:
-        if (irn_h1_parser_idle(c->parser) && c->queued > 0 && !c->resp)
+        if (!c->parser)
+            conn_close(c);
+        else if (irn_h1_parser_idle(c->parser) && c->queued > 0 && !c->resp)
             timer_set(c, T_HEADER, c->srv->header_ms); /* still sending: not idle yet */
         else if (irn_h1_parser_idle(c->parser))
             conn_close(c); /* an idle keep-alive connection: close quietly */
@@ -299,13 +306,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         c->peer_eof = true;
         /* A request in flight is aborted (nginx-style: a half-close counts as
          * leaving). Otherwise flush what is queued, then close. */
-        if (c->resp || c->lingering || c->queued == 0 || nread != UV_EOF)
+        if (c->h2 || c->resp || c->lingering || c->queued == 0 || nread != UV_EOF)
             conn_close(c);
         else
             conn_finish(c);
         return;
     }
     if (c->dead_input) return; /* draining after the last response */
+    if (c->h2) {
+        irn_h2s_feed(c->h2, buf->base, (size_t)nread);
+        return;
+    }
     if (ir_buf_append(&c->in, buf->base, (size_t)nread) != 0) {
         conn_close(c);
         return;
@@ -315,6 +326,103 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         return;
     }
     conn_process(c);
+}
+
+/* ---- h2c ------------------------------------------------------------------------ */
+
+static int h2io_write(void *ctx, const uv_buf_t *parts, int nparts) {
+    return conn_write(ctx, parts, nparts);
+}
+
+static size_t h2io_queued(void *ctx) {
+    return ((conn *)ctx)->queued;
+}
+
+static void on_ftimer(uv_timer_t *t) {
+    conn *c = t->data;
+    if (c->h2 && !c->closing) irn_h2s_flush(c->h2);
+}
+
+static void h2io_schedule(void *ctx) {
+    conn *c = ctx;
+    if (c->closing || uv_is_active((uv_handle_t *)&c->ftimer)) return;
+    uv_timer_start(&c->ftimer, on_ftimer, 0, 0);
+}
+
+static void h2io_timer(void *ctx, uint64_t ms) {
+    conn *c = ctx;
+    if (c->closing || c->lingering) return;
+    if (ms)
+        timer_set(c, T_H2, ms);
+    else
+        timer_stop(c);
+}
+
+static void h2io_done(void *ctx, bool graceful) {
+    conn *c = ctx;
+    if (graceful)
+        conn_finish(c);
+    else
+        conn_close(c);
+}
+
+/* Hands the connection to an h2 session. req: the Upgrade request (taken). */
+static void conn_to_h2(conn *c, const uint8_t *settings, size_t slen, irn_request *req) {
+    irn_server *srv = c->srv;
+    irn_h2s_io io = {c, h2io_write, h2io_queued, h2io_schedule, h2io_timer, h2io_done};
+    timer_stop(c);
+    irn_h1_parser_free(c->parser);
+    c->parser = NULL;
+    c->h2 = irn_h2s_new(&srv->cfg, &srv->lim, &srv->st, c->peer, &io);
+    if (!c->h2) {
+        irn_request_free(req);
+        conn_close(c);
+        return;
+    }
+    srv->st.h2_conns++;
+    if (irn_h2s_start(c->h2, settings, slen, req) != 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->closing || c->lingering || !c->in.len) return;
+    ir_buf in = c->in; /* the bytes after the preface / the upgrade request */
+    ir_buf_init(&c->in, 0);
+    irn_h2s_feed(c->h2, in.data, in.len);
+    ir_buf_free(&in);
+}
+
+/* Whether req asks for h2c (RFC 7540 3.2) with valid HTTP2-Settings, decoded
+ * into settings (512 bytes). Otherwise it is served as HTTP/1.1. */
+static bool wants_upgrade(const conn *c, const irn_request *req, uint8_t *settings, size_t *slen) {
+    const char *up = irn_request_header(req, "upgrade");
+    const char *hs = irn_request_header(req, "http2-settings");
+    if (!up || !hs || !irn_has_token(up, strlen(up), "h2c") || req->http_major != 1 ||
+        req->http_minor != 1 || c->srv->closing)
+        return false;
+    return irn_base64url_decode(hs, strlen(hs), settings, 512, slen) == 0 && *slen % 6 == 0;
+}
+
+/* Answers 101 and switches; req becomes stream 1. */
+static void do_upgrade(conn *c, irn_request *req, const uint8_t *settings, size_t slen) {
+    static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                             "Upgrade: h2c\r\n\r\n";
+    uv_buf_t b = uv_buf_init((char *)sw, sizeof sw - 1);
+    if (conn_write(c, &b, 1) != 0) {
+        irn_request_free(req);
+        return;
+    }
+    req->peer = ir_arena_strdup(req->arena, c->peer);
+    if (!req->peer) req->peer = "";
+    conn_to_h2(c, settings, slen, req);
+}
+
+/* h2c prior knowledge: 1 switched, 0 not h2, -1 not known yet. */
+static int sniff_preface(conn *c) {
+    size_t n = c->in.len < H2_PREFACE_LEN ? c->in.len : H2_PREFACE_LEN;
+    if (memcmp(c->in.data, h2_preface, n) != 0) return 0;
+    if (n < H2_PREFACE_LEN) return -1;
+    conn_to_h2(c, NULL, 0, NULL);
+    return 1;
 }
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -342,9 +450,18 @@ static void dispatch(conn *c, irn_request *req) {
 }
 
 static void conn_process(conn *c) {
-    if (c->processing) return;
-    c->processing = true;
+    if (c->processing || c->h2 || !c->parser) return;
     irn_server *srv = c->srv;
+    if (srv->cfg.h2c && !c->sniffed && c->in.len) {
+        int r = sniff_preface(c);
+        if (r < 0) {
+            read_start(c);
+            return;
+        }
+        c->sniffed = true;
+        if (r > 0) return;
+    }
+    c->processing = true;
     size_t pos = 0;
     while (!c->closing && !c->dead_input && !c->resp && (pos < c->in.len || c->kick)) {
         size_t used = 0;
@@ -372,7 +489,16 @@ static void conn_process(conn *c) {
                 conn_write(c, &b, 1);
             }
         } else if (ev == IRN_H1_REQUEST) {
-            dispatch(c, irn_h1_parser_take(c->parser));
+            irn_request *req = irn_h1_parser_take(c->parser);
+            uint8_t settings[512];
+            size_t slen = 0;
+            if (srv->cfg.h2c && wants_upgrade(c, req, settings, &slen)) {
+                ir_buf_consume(&c->in, pos);
+                c->processing = false;
+                do_upgrade(c, req, settings, slen);
+                return;
+            }
+            dispatch(c, req);
         } else {
             const char *msg = NULL;
             int st = irn_h1_parser_error(c->parser, &msg);
@@ -404,6 +530,7 @@ static bool bad_header_text(const char *s, size_t n) {
 int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
                    int64_t content_length) {
     if (!resp || resp->state != 0 || status < 100 || status > 999) return IRN_EINVAL;
+    if (resp->is_h2) return irn_h2_resp_start(resp, status, headers, nheaders, content_length);
     conn *c = resp->c;
     if (!c || c->closing) {
         resp->state = 1;
@@ -508,17 +635,23 @@ static int64_t resp_write(irn_resp *resp, const void *data, size_t len, bool las
 }
 
 int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
+    if (resp && resp->is_h2) return irn_h2_resp_write(resp, data, len);
     return resp_write(resp, data, len, false);
 }
 
 int irn_resp_finish(irn_resp *resp, const void *data, size_t len) {
-    int64_t w = len ? resp_write(resp, data, len, true) : 0;
+    int64_t w = 0;
+    if (resp && resp->is_h2)
+        w = len ? irn_h2_resp_write(resp, data, len) : 0;
+    else
+        w = len ? resp_write(resp, data, len, true) : 0;
     int rc = irn_resp_end(resp);
     return w < 0 ? (int)w : rc;
 }
 
 int irn_resp_end(irn_resp *resp) {
     if (!resp) return IRN_EINVAL;
+    if (resp->is_h2) return irn_h2_resp_end(resp);
     conn *c = resp->c;
     int rc = 0;
     if (c && !c->closing && resp->state == 0) {
@@ -600,6 +733,7 @@ void irn_resp_on_drain(irn_resp *resp, irn_resp_cb cb, void *ud) {
 }
 
 size_t irn_resp_queued(const irn_resp *resp) {
+    if (resp->is_h2) return irn_h2_resp_queued(resp);
     return resp->c ? resp->c->queued : 0;
 }
 bool irn_resp_aborted(const irn_resp *resp) {
@@ -608,6 +742,7 @@ bool irn_resp_aborted(const irn_resp *resp) {
 
 int irn_resp_close(irn_resp *resp) {
     if (!resp) return IRN_EINVAL;
+    if (resp->is_h2) return irn_h2_resp_close(resp);
     conn *c = resp->c;
     if (c) {
         c->resp = NULL; /* no on_abort: the handler chose this */
@@ -632,8 +767,10 @@ static void on_connection(uv_stream_t *ls, int status) {
     c->srv = srv;
     uv_tcp_init(srv->loop, &c->tcp);
     uv_timer_init(srv->loop, &c->timer);
+    uv_timer_init(srv->loop, &c->ftimer);
     c->tcp.data = c;
     c->timer.data = c;
+    c->ftimer.data = c;
     ir_buf_init(&c->in, 0);
     c->next = srv->conns;
     if (srv->conns) srv->conns->prev = c;
@@ -776,8 +913,11 @@ void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
     srv->close_ud = ud;
     uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
     for (conn *c = srv->conns; c; c = c->next) {
-        if (!c->closing && !c->resp && !c->lingering && c->queued == 0 && c->in.len == 0 &&
-            irn_h1_parser_idle(c->parser))
+        if (c->closing || c->lingering) continue;
+        if (c->h2)
+            irn_h2s_shutdown(c->h2); /* GOAWAY; ends once its streams are done */
+        else if (!c->resp && c->queued == 0 && c->in.len == 0 && c->parser &&
+                 irn_h1_parser_idle(c->parser))
             conn_close(c);
     }
 }

@@ -1,0 +1,864 @@
+/* h2_server.c: h2c server sessions on nghttp2, socket-free.
+ *
+ * server.c hands a connection over (prior-knowledge preface or a 101 upgrade)
+ * and from then on feeds the bytes it reads into irn_h2s_feed; frames go out
+ * through io->write. Each stream collects its request (pseudo-headers,
+ * headers, body within the server's limits) and is dispatched to on_request
+ * once the client ended it, outside nghttp2's callbacks. Responses are
+ * buffered per stream and framed by nghttp2 as flow control allows.
+ *
+ * Re-entrancy: nghttp2_session_mem_recv/mem_send only run from the loop
+ * (reads, write completions, timers); the irn_resp calls only submit frames
+ * and schedule a flush, so no user callback ever fires inside an irn_resp
+ * call. Our stream object lives exactly as long as nghttp2's stream: it is
+ * freed in on_stream_close (or with the session). */
+#include "net/net_internal.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PUMP_LIMIT       (256 * 1024) /* stop framing while the socket queue holds this */
+#define SEND_BATCH       (64 * 1024)  /* frames coalesced into one socket write */
+#define STREAM_WINDOW    (1 << 20)    /* receive window we advertise per stream */
+#define CONN_WINDOW      (4 << 20)
+#define DEFAULT_STREAMS  256
+#define DEFAULT_CONN_BUF (64u * 1024 * 1024)
+
+typedef struct irn_h2s_stream h2st;
+
+struct irn_h2s_stream {
+    irn_h2s *h;
+    h2st *prev, *next;
+    int32_t id;
+    irn_request *req; /* until dispatched */
+    irn_resp *resp;   /* dispatched and not yet ended by the handler */
+    irn_hdrs hdrs;
+    size_t pseudo_bytes;
+    const char *method, *path; /* in req->arena */
+    bool have_authority;
+    bool too_big; /* a header limit was hit: 431 once the head is in */
+    size_t held;  /* request body bytes counted in h->buffered */
+    ir_buf out;   /* response bytes not yet framed, from out_off */
+    size_t out_off;
+    uint64_t deadline; /* body timeout (ms, ir_now); 0: none */
+    int err_status;    /* the stream was answered by the server itself */
+    bool headers_done;
+    bool ready; /* the request is complete: dispatch it */
+    bool dispatched;
+    bool submitted; /* the response HEADERS were submitted */
+    bool ended;     /* no more response body */
+    bool rst_after; /* RST_STREAM(NO_ERROR) once our END_STREAM left */
+};
+
+struct irn_h2s {
+    nghttp2_session *s;
+    irn_server_cfg cfg;
+    irn_h1_limits lim;
+    irn_server_stats *st;
+    irn_server_stats own_st;
+    char peer[64];
+    irn_h2s_io io;
+    h2st *streams;
+    size_t nstreams;
+    size_t buffered; /* request bodies held + response bytes not yet framed */
+    size_t max_buffered;
+    uint64_t body_ms, idle_ms;
+    uint64_t idle_since;
+    int busy;
+    bool want_flush;
+    bool dead; /* the connection is gone (or the session failed) */
+    bool goaway;
+    bool done_called;
+};
+
+static uint64_t now_ms(void) {
+    return ir_now_ns() / 1000000;
+}
+
+/* ---- streams ----------------------------------------------------------------- */
+
+static size_t out_pending(const h2st *st) {
+    return st->out.len - st->out_off;
+}
+
+static void stream_release_bytes(h2st *st) {
+    irn_h2s *h = st->h;
+    size_t n = st->held + out_pending(st);
+    h->buffered = h->buffered > n ? h->buffered - n : 0;
+    st->held = 0;
+    ir_buf_free(&st->out);
+    st->out_off = 0;
+}
+
+static h2st *stream_new(irn_h2s *h, int32_t id) {
+    h2st *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    irn_request *req = calloc(1, sizeof *req);
+    if (!req) {
+        free(st);
+        return NULL;
+    }
+    ir_buf_init(&req->body, h->lim.max_body_bytes);
+    req->arena = ir_arena_new(4096, h->lim.max_arena_bytes);
+    if (!req->arena) {
+        irn_request_free(req);
+        free(st);
+        return NULL;
+    }
+    req->content_length = -1;
+    req->query = "";
+    req->peer = "";
+    st->req = req;
+    st->h = h;
+    st->id = id;
+    st->deadline = now_ms() + h->idle_ms; /* the header block must complete */
+    irn_hdrs_init(&st->hdrs, h->lim.max_header_bytes + 1, h->lim.max_headers);
+    ir_buf_init(&st->out, 0);
+    st->next = h->streams;
+    if (h->streams) h->streams->prev = st;
+    h->streams = st;
+    h->nstreams++;
+    return st;
+}
+
+static void stream_free(h2st *st) {
+    irn_h2s *h = st->h;
+    stream_release_bytes(st);
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        h->streams = st->next;
+    if (st->next) st->next->prev = st->prev;
+    h->nstreams--;
+    if (!h->nstreams) h->idle_since = now_ms();
+    irn_request_free(st->req);
+    irn_hdrs_free(&st->hdrs);
+    free(st);
+}
+
+/* Takes the response away from the stream (the handler still owns it). */
+static irn_resp *stream_detach(h2st *st) {
+    irn_resp *resp = st->resp;
+    st->resp = NULL;
+    if (resp) {
+        resp->h2s = NULL;
+        resp->aborted = true;
+    }
+    return resp;
+}
+
+static void schedule(irn_h2s *h) {
+    if (!h->dead && h->io.schedule) h->io.schedule(h->io.ctx);
+}
+
+/* ---- the response body source ----------------------------------------------------- */
+
+static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
+                        uint32_t *flags, nghttp2_data_source *src, void *ud) {
+    h2st *st = src->ptr;
+    irn_h2s *h = st->h;
+    size_t avail = out_pending(st);
+    size_t n = avail < length ? avail : length;
+    if (n) {
+        memcpy(buf, st->out.data + st->out_off, n);
+        st->out_off += n;
+        h->buffered = h->buffered > n ? h->buffered - n : 0;
+        if (st->out_off == st->out.len) {
+            if (st->out.cap > 256 * 1024)
+                ir_buf_free(&st->out); /* a big burst went out: give the memory back */
+            else
+                ir_buf_reset(&st->out);
+            st->out_off = 0;
+        } else if (st->out_off >= st->out.len - st->out_off) {
+            ir_buf_consume(&st->out, st->out_off); /* amortised: at least half moved out */
+            st->out_off = 0;
+        }
+    }
+    if (!st->ended && n == avail) {
+        if (n == 0) return NGHTTP2_ERR_DEFERRED;
+    } else if (st->ended && n == avail) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    }
+    return (ssize_t)n;
+}
+
+static int submit_response(h2st *st, const nghttp2_nv *nv, size_t n) {
+    nghttp2_data_provider prd;
+    prd.source.ptr = st;
+    prd.read_callback = read_out;
+    int rv = nghttp2_submit_response(st->h->s, st->id, nv, n, &prd);
+    if (rv == 0) st->submitted = true;
+    return rv;
+}
+
+#define NV(n, v, vl)                                                                               \
+    { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vl), NGHTTP2_NV_FLAG_NONE }
+
+/* The server answers the stream itself (400, 408, 413, 431, ...). */
+static void answer_error(h2st *st, int status, const char *msg) {
+    irn_h2s *h = st->h;
+    if (st->submitted || st->dispatched) return;
+    st->err_status = status;
+    st->ready = false;
+    st->deadline = 0;
+    h->buffered = h->buffered > st->held ? h->buffered - st->held : 0;
+    st->held = 0;
+    irn_request_free(st->req);
+    st->req = NULL;
+    if (h->st) h->st->errors_sent++;
+    ir_buf_reset(&st->out);
+    st->out_off = 0;
+    if (irn_error_body(&st->out, status, NULL, msg) != 0) ir_buf_reset(&st->out);
+    h->buffered += st->out.len;
+    char sb[8], lb[24];
+    int sl = snprintf(sb, sizeof sb, "%d", status);
+    int ll = snprintf(lb, sizeof lb, "%zu", st->out.len);
+    nghttp2_nv nv[3] = {NV(":status", sb, (size_t)sl), NV("content-type", "application/json", 16),
+                        NV("content-length", lb, (size_t)ll)};
+    st->ended = true;
+    st->rst_after = true;
+    IR_DEBUG("net", "%s: h2 stream %d: %d %s", h->peer, st->id, status, msg ? msg : "");
+    if (submit_response(st, nv, 3) != 0)
+        nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+}
+
+/* ---- nghttp2 callbacks -------------------------------------------------------------- */
+
+static h2st *stream_of(irn_h2s *h, int32_t id) {
+    return nghttp2_session_get_stream_user_data(h->s, id);
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
+    irn_h2s *h = ud;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    h2st *st = stream_new(h, frame->hd.stream_id);
+    if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    nghttp2_session_set_stream_user_data(s, frame->hd.stream_id, st);
+    return 0;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud) {
+    irn_h2s *h = ud;
+    h2st *st = stream_of(h, frame->hd.stream_id);
+    if (!st || st->err_status || st->too_big || st->headers_done || !st->req)
+        return 0; /* trailers: ignored */
+    const char *n = (const char *)name, *v = (const char *)value;
+    if (namelen && n[0] == ':') {
+        st->pseudo_bytes += namelen + valuelen + 2;
+        if (st->pseudo_bytes > h->lim.max_header_bytes) {
+            st->too_big = true;
+            return 0;
+        }
+        ir_arena *a = st->req->arena;
+        if (irn_streq_ci(n, namelen, ":method")) {
+            st->method = ir_arena_strndup(a, v, valuelen);
+        } else if (irn_streq_ci(n, namelen, ":path")) {
+            st->path = ir_arena_strndup(a, v, valuelen);
+        } else if (irn_streq_ci(n, namelen, ":authority")) {
+            st->have_authority = true;
+            n = "host";
+            namelen = 4;
+            goto regular;
+        }
+        return 0;
+    }
+    if (st->have_authority && irn_streq_ci(n, namelen, "host")) return 0;
+regular:;
+    int r = irn_hdrs_name(&st->hdrs, n, namelen);
+    if (!r) r = irn_hdrs_name_done(&st->hdrs);
+    if (!r) r = irn_hdrs_value(&st->hdrs, v, valuelen);
+    if (!r) r = irn_hdrs_value_done(&st->hdrs);
+    if (r) st->too_big = true;
+    return 0;
+}
+
+/* The request head is in: build the irn_request, check the limits, ask
+ * on_headers. */
+static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
+    st->headers_done = true;
+    st->deadline = 0;
+    if (st->too_big) {
+        answer_error(st, 431, "Request header fields too large");
+        return;
+    }
+    irn_request *req = st->req;
+    ir_arena *a = req->arena;
+    if (!st->method || !st->path || !st->path[0]) {
+        answer_error(st, 400, "Invalid HTTP/2 request: no :method or :path");
+        return;
+    }
+    req->method = st->method;
+    req->target = st->path;
+    const char *q = strchr(st->path, '?');
+    if (q) {
+        req->path = ir_arena_strndup(a, st->path, (size_t)(q - st->path));
+        req->query = q + 1;
+    } else {
+        req->path = st->path;
+    }
+    size_t n = st->hdrs.n;
+    char *raw = n ? ir_arena_alloc(a, st->hdrs.raw.len) : NULL;
+    irn_header *hv = n ? ir_arena_alloc(a, n * sizeof *hv) : NULL;
+    if (!req->path || (n && (!raw || !hv))) {
+        answer_error(st, 500, "Out of memory");
+        return;
+    }
+    if (n) {
+        memcpy(raw, st->hdrs.raw.data, st->hdrs.raw.len);
+        irn_hdrs_fill(&st->hdrs, hv);
+        for (size_t i = 0; i < n; i++) {
+            hv[i].name = raw + (hv[i].name - st->hdrs.raw.data);
+            hv[i].value = raw + (hv[i].value - st->hdrs.raw.data);
+        }
+        req->headers = hv;
+        req->nheaders = n;
+    }
+    irn_hdrs_free(&st->hdrs);
+    const char *cl = irn_request_header(req, "content-length");
+    if (cl) {
+        char *end = NULL;
+        long long v = strtoll(cl, &end, 10);
+        if (end != cl && v >= 0) req->content_length = v;
+    }
+    req->keep_alive = true;
+    req->http_major = 2;
+    req->http_minor = 0;
+    req->peer = ir_arena_strdup(a, h->peer);
+    if (!req->peer) req->peer = "";
+    if (req->content_length > 0 && (uint64_t)req->content_length > h->lim.max_body_bytes) {
+        answer_error(st, 413, "Request body too large");
+        return;
+    }
+    if (h->cfg.on_headers) {
+        int status = h->cfg.on_headers(h->cfg.ud, req);
+        if (status) {
+            answer_error(st, status >= 400 && status <= 599 ? status : 400, NULL);
+            return;
+        }
+    }
+    if (end_stream)
+        st->ready = true;
+    else
+        st->deadline = now_ms() + h->body_ms;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
+    irn_h2s *h = ud;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    h2st *st = stream_of(h, frame->hd.stream_id);
+    if (!st || st->err_status) return 0;
+    bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && !st->headers_done) {
+        headers_complete(h, st, end_stream);
+    } else if (end_stream && st->headers_done && st->req) {
+        st->ready = true;
+        st->deadline = 0;
+    }
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *ud) {
+    irn_h2s *h = ud;
+    h2st *st = stream_of(h, id);
+    if (!st || st->err_status || !st->req || st->dispatched) return 0;
+    if (h->buffered + len > h->max_buffered) {
+        /* The connection holds too much: refuse this (unprocessed) request. */
+        st->err_status = 503;
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
+    if (ir_buf_append(&st->req->body, data, len) != 0) {
+        answer_error(st, 413, "Request body too large");
+        return 0;
+    }
+    st->held += len;
+    h->buffered += len;
+    return 0;
+}
+
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
+    irn_h2s *h = ud;
+    if ((frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS) ||
+        !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    h2st *st = stream_of(h, frame->hd.stream_id);
+    if (st && st->rst_after && nghttp2_session_get_stream_remote_close(s, st->id) == 0)
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, void *ud) {
+    irn_h2s *h = ud;
+    h2st *st = stream_of(h, id);
+    if (!st) return 0;
+    nghttp2_session_set_stream_user_data(s, id, NULL);
+    irn_resp *resp = stream_detach(st);
+    stream_free(st);
+    if (resp && resp->on_abort) resp->on_abort(resp, resp->abort_ud);
+    return 0;
+}
+
+/* ---- pumping ------------------------------------------------------------------------- */
+
+static void session_done(irn_h2s *h, bool graceful) {
+    if (h->done_called) return;
+    h->done_called = true;
+    if (h->io.timer) h->io.timer(h->io.ctx, 0);
+    if (h->io.done) h->io.done(h->io.ctx, graceful);
+}
+
+static size_t io_queued(const irn_h2s *h) {
+    return h->io.queued ? h->io.queued(h->io.ctx) : 0;
+}
+
+static int io_write(irn_h2s *h, ir_buf *b) {
+    if (!b->len) return 0;
+    uv_buf_t part = uv_buf_init(b->data, (unsigned)b->len);
+    int rc = h->io.write ? h->io.write(h->io.ctx, &part, 1) : 0;
+    ir_buf_reset(b);
+    if (rc != 0) h->dead = true;
+    return rc;
+}
+
+/* Frames what nghttp2 has to send, while the socket queue is short. */
+static void pump(irn_h2s *h) {
+    if (h->busy) {
+        h->want_flush = true;
+        return;
+    }
+    if (h->dead || h->done_called) return;
+    h->busy++;
+    ir_buf batch;
+    ir_buf_init(&batch, 0);
+    do {
+        h->want_flush = false;
+        while (!h->dead && io_queued(h) + batch.len < PUMP_LIMIT) {
+            const uint8_t *data = NULL;
+            ssize_t n = nghttp2_session_mem_send(h->s, &data);
+            if (n < 0) {
+                h->dead = true;
+                break;
+            }
+            if (n == 0) break;
+            if (ir_buf_append(&batch, data, (size_t)n) != 0) {
+                h->dead = true;
+                break;
+            }
+            if (batch.len >= SEND_BATCH) io_write(h, &batch);
+        }
+        if (!h->dead) io_write(h, &batch);
+    } while (h->want_flush && !h->dead);
+    ir_buf_free(&batch);
+    h->busy--;
+    if (h->dead) {
+        session_done(h, false);
+        return;
+    }
+    bool idle_after_goaway = h->goaway && !h->nstreams;
+    if ((!nghttp2_session_want_read(h->s) || idle_after_goaway) &&
+        !nghttp2_session_want_write(h->s))
+        session_done(h, true);
+}
+
+static void dispatch_ready(irn_h2s *h) {
+    h->busy++;
+    for (h2st *st = h->streams; st; st = st->next) {
+        if (!st->ready || st->dispatched || st->err_status || !st->req || h->dead) continue;
+        irn_resp *resp = calloc(1, sizeof *resp);
+        if (!resp) {
+            answer_error(st, 500, "Out of memory");
+            continue;
+        }
+        st->dispatched = true;
+        st->ready = false;
+        st->deadline = 0;
+        irn_request *req = st->req;
+        st->req = NULL;
+        resp->is_h2 = true;
+        resp->h2s = st;
+        resp->req = req;
+        resp->content_length = -1;
+        resp->high = h->cfg.write_high_water;
+        resp->low = h->cfg.write_low_water;
+        resp->maxq = h->cfg.max_write_queue;
+        st->resp = resp;
+        if (h->st) h->st->requests++;
+        h->cfg.on_request(h->cfg.ud, req, resp);
+    }
+    h->busy--;
+}
+
+static void check_drains(irn_h2s *h) {
+    if (h->dead) return;
+    size_t q = io_queued(h);
+    h->busy++;
+    for (h2st *st = h->streams; st && !h->dead; st = st->next) {
+        irn_resp *resp = st->resp;
+        if (resp && resp->above_high && out_pending(st) + q <= resp->low) {
+            resp->above_high = false;
+            if (resp->on_drain) resp->on_drain(resp, resp->drain_ud);
+        }
+    }
+    h->busy--;
+}
+
+static void rearm(irn_h2s *h) {
+    if (h->dead || h->done_called || !h->io.timer) return;
+    uint64_t next = 0;
+    for (h2st *st = h->streams; st; st = st->next)
+        if (st->deadline && (!next || st->deadline < next)) next = st->deadline;
+    if (!h->nstreams && h->idle_ms) {
+        uint64_t idle = h->idle_since + h->idle_ms;
+        if (!next || idle < next) next = idle;
+    }
+    if (!next) {
+        h->io.timer(h->io.ctx, 0);
+        return;
+    }
+    uint64_t now = now_ms();
+    h->io.timer(h->io.ctx, next > now ? next - now : 1);
+}
+
+/* After anything happened: send, let producers resume, re-arm the timer. */
+static void settle(irn_h2s *h) {
+    pump(h);
+    check_drains(h);
+    if (h->want_flush) pump(h);
+    rearm(h);
+}
+
+/* ---- session API ----------------------------------------------------------------------- */
+
+irn_h2s *irn_h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_server_stats *st,
+                     const char *peer, const irn_h2s_io *io) {
+    irn_h2s *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->cfg = *cfg;
+    h->cfg.host = NULL;
+    h->lim = *lim;
+    if (!h->lim.max_header_bytes) h->lim.max_header_bytes = 64 * 1024;
+    if (!h->lim.max_headers) h->lim.max_headers = 100;
+    if (!h->lim.max_body_bytes) h->lim.max_body_bytes = 16u * 1024 * 1024;
+    if (!h->lim.max_arena_bytes) h->lim.max_arena_bytes = 64u * 1024 * 1024;
+    if (!h->cfg.write_high_water) h->cfg.write_high_water = 256 * 1024;
+    if (!h->cfg.write_low_water) h->cfg.write_low_water = 64 * 1024;
+    if (!h->cfg.max_write_queue) h->cfg.max_write_queue = 8u * 1024 * 1024;
+    if (!h->cfg.h2_max_streams) h->cfg.h2_max_streams = DEFAULT_STREAMS;
+    h->max_buffered = h->cfg.h2_max_conn_buffer ? h->cfg.h2_max_conn_buffer : DEFAULT_CONN_BUF;
+    h->body_ms = irn_ns_to_ms(cfg->body_timeout_ns ? cfg->body_timeout_ns : 60ull * 1000000000);
+    h->idle_ms = irn_ns_to_ms(cfg->header_timeout_ns ? cfg->header_timeout_ns : 30ull * 1000000000);
+    h->st = st ? st : &h->own_st;
+    snprintf(h->peer, sizeof h->peer, "%s", peer ? peer : "");
+    h->io = *io;
+    h->idle_since = now_ms();
+    nghttp2_session_callbacks *cbs = NULL;
+    nghttp2_option *opt = NULL;
+    if (nghttp2_session_callbacks_new(&cbs) != 0 || nghttp2_option_new(&opt) != 0) {
+        nghttp2_session_callbacks_del(cbs);
+        free(h);
+        return NULL;
+    }
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    /* Our response header blocks may be this big (handler headers are capped too). */
+    nghttp2_option_set_max_send_header_block_length(opt, 256 * 1024);
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+    int rv = nghttp2_session_server_new2(&h->s, cbs, h, opt);
+    nghttp2_session_callbacks_del(cbs);
+    nghttp2_option_del(opt);
+    if (rv != 0) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int irn_h2s_start(irn_h2s *h, const uint8_t *settings, size_t settings_len, irn_request *req) {
+    nghttp2_settings_entry iv[3] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, h->cfg.h2_max_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+         (uint32_t)(h->lim.max_header_bytes + 32 * h->lim.max_headers + 1024)},
+    };
+    int rv = nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 3);
+    if (rv == 0)
+        rv = nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW);
+    if (rv == 0 && req) {
+        h2st *st = stream_new(h, 1);
+        if (!st) {
+            irn_request_free(req);
+            rv = -1;
+        } else {
+            irn_request_free(st->req);
+            st->req = req;
+            req->http_major = 2;
+            req->http_minor = 0;
+            req->keep_alive = true;
+            st->headers_done = true;
+            st->ready = true;
+            st->deadline = 0;
+            int head = strcmp(req->method, "HEAD") == 0;
+            rv = nghttp2_session_upgrade2(h->s, settings, settings_len, head, st);
+            if (rv != 0) stream_free(st);
+        }
+    } else if (req) {
+        irn_request_free(req);
+    }
+    if (rv != 0) {
+        h->dead = true;
+        session_done(h, false);
+        return IRN_EINVAL;
+    }
+    dispatch_ready(h);
+    settle(h);
+    return 0;
+}
+
+int irn_h2s_feed(irn_h2s *h, const char *data, size_t len) {
+    if (h->dead || h->done_called) return IRN_ECLOSED;
+    h->busy++;
+    ssize_t r = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
+    h->busy--;
+    if (r < 0) {
+        IR_DEBUG("net", "%s: h2: %s", h->peer, nghttp2_strerror((int)r));
+        pump(h); /* a GOAWAY nghttp2 may have queued */
+        session_done(h, true);
+        return IRN_EINVAL;
+    }
+    dispatch_ready(h);
+    settle(h);
+    return 0;
+}
+
+void irn_h2s_flush(irn_h2s *h) {
+    settle(h);
+}
+
+void irn_h2s_on_written(irn_h2s *h) {
+    settle(h);
+}
+
+void irn_h2s_on_timer(irn_h2s *h) {
+    if (h->dead || h->done_called) return;
+    uint64_t now = now_ms();
+    for (h2st *st = h->streams; st; st = st->next) {
+        if (!st->deadline || st->deadline > now || st->dispatched) continue;
+        if (!st->headers_done) {
+            /* A header block left open blocks the whole connection. */
+            IR_DEBUG("net", "%s: h2: timed out in a header block", h->peer);
+            h->dead = true;
+            session_done(h, false);
+            return;
+        }
+        answer_error(st, 408, "Timed out waiting for the request body");
+    }
+    if (!h->nstreams && h->idle_ms && now >= h->idle_since + h->idle_ms) {
+        irn_h2s_shutdown(h); /* an idle connection: GOAWAY, then close */
+        return;
+    }
+    settle(h);
+}
+
+void irn_h2s_shutdown(irn_h2s *h) {
+    if (h->goaway || h->dead || h->done_called) return;
+    h->goaway = true;
+    nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
+                          NGHTTP2_NO_ERROR, NULL, 0);
+    if (!h->busy)
+        settle(h);
+    else
+        h->want_flush = true;
+}
+
+bool irn_h2s_idle(const irn_h2s *h) {
+    return h->nstreams == 0;
+}
+
+void irn_h2s_free(irn_h2s *h) {
+    if (!h) return;
+    h->dead = true;
+    /* One at a time: an on_abort may end other responses of this session. */
+    for (;;) {
+        h2st *st = h->streams;
+        while (st && !st->resp) st = st->next;
+        if (!st) break;
+        irn_resp *resp = stream_detach(st);
+        if (resp->on_abort) resp->on_abort(resp, resp->abort_ud);
+    }
+    nghttp2_session_del(h->s);
+    while (h->streams) stream_free(h->streams);
+    free(h);
+}
+
+/* ---- responses -------------------------------------------------------------------------- */
+
+static bool bad_text(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0') return true;
+    return false;
+}
+
+/* Connection-specific fields have no place in HTTP/2 (RFC 9113 8.2.2). */
+static bool h1_only(const char *n, size_t nl) {
+    return irn_streq_ci(n, nl, "connection") || irn_streq_ci(n, nl, "keep-alive") ||
+           irn_streq_ci(n, nl, "proxy-connection") || irn_streq_ci(n, nl, "transfer-encoding") ||
+           irn_streq_ci(n, nl, "upgrade") || irn_streq_ci(n, nl, "te") ||
+           irn_streq_ci(n, nl, "content-length");
+}
+
+int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                      int64_t content_length) {
+    h2st *st = resp->h2s;
+    if (status < 200) return IRN_EINVAL; /* no interim responses through this API */
+    if (!st || st->h->dead || resp->aborted) {
+        resp->state = 1;
+        return IRN_ECLOSED;
+    }
+    irn_h2s *h = st->h;
+    if (nheaders > h->lim.max_headers + 64) return IRN_EINVAL;
+    nghttp2_nv *nv = calloc(nheaders + 3, sizeof *nv);
+    ir_buf names; /* lower-cased names, NUL-separated; offsets until filled in */
+    ir_buf_init(&names, h->lim.max_header_bytes + 4096);
+    if (!nv) return IRN_ENOMEM;
+    char sb[8], lb[24];
+    int sl = snprintf(sb, sizeof sb, "%d", status);
+    size_t n = 0;
+    nv[n++] = (nghttp2_nv)NV(":status", sb, (size_t)sl);
+    size_t *offs = calloc(nheaders + 1, sizeof *offs);
+    int rc = offs ? 0 : IRN_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < nheaders; i++) {
+        const irn_header *hd = &headers[i];
+        size_t nl = hd->name_len ? hd->name_len : strlen(hd->name);
+        size_t vl = hd->value_len ? hd->value_len : strlen(hd->value);
+        if (!nl || bad_text(hd->name, nl) || bad_text(hd->value, vl)) {
+            rc = IRN_EINVAL;
+            break;
+        }
+        if (h1_only(hd->name, nl)) continue;
+        offs[n] = names.len;
+        for (size_t k = 0; rc == 0 && k < nl; k++) {
+            char ch = hd->name[k];
+            if (ch >= 'A' && ch <= 'Z') ch = (char)(ch - 'A' + 'a');
+            rc = ir_buf_append(&names, &ch, 1);
+        }
+        if (rc == 0) rc = ir_buf_append(&names, "", 1);
+        if (rc != 0) {
+            rc = IRN_ENOMEM;
+            break;
+        }
+        nv[n].namelen = nl;
+        nv[n].value = (uint8_t *)hd->value;
+        nv[n].valuelen = vl;
+        n++;
+    }
+    for (size_t i = 1; rc == 0 && i < n; i++) nv[i].name = (uint8_t *)names.data + offs[i];
+    bool is_head = strcmp(resp->req->method, "HEAD") == 0;
+    bool bodyless_status = status == 204 || status == 304;
+    if (rc == 0 && !bodyless_status && content_length >= 0) {
+        int ll = snprintf(lb, sizeof lb, "%lld", (long long)content_length);
+        nv[n++] = (nghttp2_nv)NV("content-length", lb, (size_t)ll);
+    }
+    if (rc == 0 && submit_response(st, nv, n) != 0) rc = IRN_ECLOSED;
+    free(offs);
+    free(nv);
+    ir_buf_free(&names);
+    if (rc != 0) return rc;
+    resp->no_body = is_head || bodyless_status;
+    resp->content_length = bodyless_status ? -1 : content_length;
+    resp->state = 1;
+    schedule(h);
+    return 0;
+}
+
+size_t irn_h2_resp_queued(const irn_resp *resp) {
+    h2st *st = resp->h2s;
+    if (!st || st->h->dead) return 0;
+    return out_pending(st) + io_queued(st->h);
+}
+
+int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
+    if (!resp || resp->state != 1) return IRN_EINVAL;
+    h2st *st = resp->h2s;
+    if (!st || resp->aborted || st->h->dead) return IRN_ECLOSED;
+    irn_h2s *h = st->h;
+    if (resp->no_body || len == 0) return (int64_t)irn_h2_resp_queued(resp);
+    if (resp->content_length >= 0 && resp->written + len > (uint64_t)resp->content_length)
+        return IRN_EINVAL;
+    if (out_pending(st) >= resp->maxq || h->buffered >= h->max_buffered) return IRN_ENOBUFS;
+    if (ir_buf_append(&st->out, data, len) != 0) return IRN_ENOMEM;
+    h->buffered += len;
+    resp->written += len;
+    nghttp2_session_resume_data(h->s, st->id);
+    schedule(h);
+    size_t q = irn_h2_resp_queued(resp);
+    if (q >= resp->high) resp->above_high = true;
+    return (int64_t)q;
+}
+
+static void resp_free(irn_resp *resp) {
+    ir_buf_free(&resp->head);
+    irn_request_free(resp->req);
+    free(resp);
+}
+
+int irn_h2_resp_end(irn_resp *resp) {
+    h2st *st = resp->h2s;
+    int rc = 0;
+    if (st && !st->h->dead && !resp->aborted && resp->state == 0) {
+        IR_WARN("net", "handler ended %s %s without a response", resp->req->method,
+                resp->req->path);
+        ir_buf body;
+        ir_buf_init(&body, 4096);
+        irn_error_body(&body, 500, NULL, "The handler produced no response");
+        irn_header ct = {"Content-Type", 12, "application/json", 16};
+        rc = irn_h2_resp_start(resp, 500, &ct, 1, (int64_t)body.len);
+        if (rc == 0) irn_h2_resp_write(resp, body.data, body.len);
+        ir_buf_free(&body);
+    }
+    if (st) {
+        irn_h2s *h = st->h;
+        st->resp = NULL;
+        st->ended = true;
+        h->buffered = h->buffered > st->held ? h->buffered - st->held : 0;
+        st->held = 0;
+        bool short_body = !resp->no_body && resp->content_length >= 0 &&
+                          resp->written < (uint64_t)resp->content_length;
+        if (!h->dead) {
+            if (!st->submitted || short_body) {
+                if (short_body) IR_WARN("net", "h2 response shorter than its content-length");
+                nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+            } else {
+                nghttp2_session_resume_data(h->s, st->id);
+            }
+            schedule(h);
+        }
+    }
+    resp_free(resp);
+    return rc;
+}
+
+int irn_h2_resp_close(irn_resp *resp) {
+    h2st *st = resp->h2s;
+    if (st) {
+        irn_h2s *h = st->h;
+        st->resp = NULL; /* no on_abort: the handler chose this */
+        st->ended = true;
+        if (!h->dead) {
+            nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+            schedule(h);
+        }
+    }
+    resp_free(resp);
+    return 0;
+}
