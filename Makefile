@@ -75,3 +75,12 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+
+# Benchmarks: the committed baselines (about 40 minutes) and their report.
+.PHONY: baselines report
+baselines: build
+	BUILD=$(BUILD) ./bench/baselines/run.sh
+
+report: build
+	$(BUILD)/inferrail-bench report bench/results/baselines --out bench/report/baselines \
+	  --title "Inferrail baselines: 3 simulators, four policies"

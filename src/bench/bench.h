@@ -1,9 +1,13 @@
-/* bench.h: inferrail-bench internals: one function per subcommand. */
+/* bench.h: inferrail-bench internals: one function per subcommand, plus the
+ * open-loop harness (workloads, runner, fleet, summaries) they share. */
 #ifndef IR_BENCH_H
 #define IR_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "core/ir_core.h"
 
@@ -11,11 +15,194 @@ int bench_tokenize_sim(int argc, char **argv);
 int bench_streams(int argc, char **argv);
 int bench_soak(int argc, char **argv);
 int bench_rps(int argc, char **argv);
+int bench_run_main(int argc, char **argv);
+int bench_compare_main(int argc, char **argv);
+int bench_capacity_main(int argc, char **argv);
+int bench_report_main(int argc, char **argv);
+int bench_workload_main(int argc, char **argv);
 
 /* Sorted-sample percentiles. */
 double bench_percentile(double *sorted, size_t n, double p);
 int bench_cmp_double(const void *a, const void *b);
 /* Resident set size of a process in KiB (from /proc), -1 when unknown. */
 long bench_rss_kib(int pid);
+
+/* ---- workloads ------------------------------------------------------------
+ * A workload is a list of requests, each with its scheduled time, built from
+ * a seed alone: the same options give byte-identical bodies and times. */
+#define BENCH_MAX_REQUESTS 200000
+
+typedef struct bench_req {
+    uint64_t at_ns; /* scheduled send time, from the start of the run */
+    char *body;     /* the JSON request body (malloc'd) */
+    size_t body_len;
+    uint32_t prompt_tokens; /* builtin:sim tokens of the rendered chat */
+    uint32_t max_tokens;    /* the completion length asked for */
+    uint32_t reused_tokens; /* whole-block prefix seen in an earlier request */
+    uint32_t session;       /* conversation / agent / prompt group */
+    uint32_t turn;          /* 0 for the first request of a session */
+} bench_req;
+
+typedef struct bench_wl_opts {
+    const char *name;  /* w1..w6 */
+    const char *model; /* "model" field of every body */
+    double rate;       /* mean requests per second (Poisson) */
+    size_t n;          /* total requests, warmup included */
+    size_t warmup;     /* the first `warmup` are discarded from results */
+    uint64_t seed;
+    size_t block_size;    /* for the reuse ceiling; 0: 16 */
+    const char *sharegpt; /* w2: replay conversations from this file */
+    json_t *params;       /* overrides, {"key": number}; may be NULL */
+} bench_wl_opts;
+
+typedef struct bench_workload {
+    char name[8];
+    bench_req *reqs;
+    size_t n;
+    size_t warmup;
+    double reuse_ceiling; /* over the measured requests */
+    json_t *params;       /* every parameter actually used (owned) */
+} bench_workload;
+
+/* Builds the workload. Returns 0, or -1 with a message in err. */
+int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, size_t errlen);
+void bench_workload_free(bench_workload *w);
+/* Parses "k=v" into params (numbers only). -1 on bad input. */
+int bench_param_parse(json_t *params, const char *kv);
+/* Parses "2s", "100ms", or a bare number of milliseconds. */
+int bench_parse_ms(const char *s, double *ms);
+
+/* ---- the open-loop runner ----------------------------------------------- */
+typedef enum {
+    BENCH_OK = 0,
+    BENCH_E_HTTP4,      /* 4xx */
+    BENCH_E_HTTP5,      /* 5xx */
+    BENCH_E_HTTP,       /* other non-200 */
+    BENCH_E_CONNECT,    /* resolve/connect failure or timeout */
+    BENCH_E_TIMEOUT,    /* head or idle timeout */
+    BENCH_E_CLOSED,     /* connection closed before or mid response */
+    BENCH_E_PARSE,      /* malformed HTTP, SSE or JSON */
+    BENCH_E_INCOMPLETE, /* stream ended without usage or [DONE] */
+    BENCH_E_SEND,       /* the request could not be started */
+    BENCH_E_COUNT
+} bench_err_kind;
+
+const char *bench_err_name(bench_err_kind k);
+
+typedef struct bench_rec {
+    uint64_t sched_ns;  /* scheduled, from the start of the phase */
+    uint64_t send_ns;   /* handed to the client */
+    uint64_t first_ns;  /* first content token; 0 when none */
+    uint64_t end_ns;    /* done (success or failure) */
+    double itl_max_ms;  /* largest gap between content chunks */
+    long prompt_tokens; /* usage; -1 when absent */
+    long completion_tokens;
+    long cached_tokens;     /* usage.prompt_tokens_details.cached_tokens; 0 when absent */
+    long hdr_prompt_tokens; /* x-inferrail-prompt-tokens; -1 when absent */
+    long hdr_cached_tokens; /* x-inferrail-cached-tokens; -1 when absent */
+    uint32_t chunks;        /* content chunks */
+    int status;
+    bench_err_kind err;
+    char replica[48]; /* x-inferrail-replica; "" when absent */
+} bench_rec;
+
+typedef struct bench_run_cfg {
+    const char *base_url; /* http://host:port[/prefix] */
+    const bench_workload *wl;
+    double rate; /* recorded only; the schedule is in wl */
+    uint64_t seed;
+    double slo_ttft_ms, slo_tpot_ms;
+    double timeout_s;               /* per request head/idle timeout; 0: 300 */
+    const char *const *engine_urls; /* /metrics base URLs; may be NULL */
+    size_t n_engine;
+    double stall_at_s, stall_ms; /* test hook: block the loop once */
+    bool progress;               /* a line per second on stderr */
+} bench_run_cfg;
+
+/* Runs the workload open loop and returns the results document (owned). */
+json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen);
+/* Writes JSON to path (pretty, sorted as built). -1 on failure. */
+int bench_write_json(const json_t *doc, const char *path);
+
+/* The summary of records (measured ones only); exported for tests. */
+typedef struct bench_sum_in {
+    const bench_rec *recs;
+    size_t n;
+    double slo_ttft_ms, slo_tpot_ms;
+    const double *itl_ms; /* every inter-token gap, ms */
+    size_t n_itl;
+} bench_sum_in;
+json_t *bench_summarize(const bench_sum_in *in);
+/* Prediction accuracy of header values against usage: {n, exact, over, under,
+ * mean_error, mean_abs_error}; NULL when no request carried the header. */
+json_t *bench_prediction(const long *pred, const long *actual, size_t n);
+
+/* ---- HTTP helpers and the fleet ------------------------------------------ */
+/* GET url into out (capped at 8 MiB), on its own short-lived loop. Returns
+ * the status, or a negative IRN_E* code. */
+int bench_http_get(const char *url, ir_buf *out, double timeout_s);
+/* Sums every sample of a counter family in a Prometheus text page; -1 when absent. */
+double bench_prom_sum(const char *page, const char *family);
+/* A free loopback TCP port, or 0. */
+uint16_t bench_free_port(void);
+
+/* ---- the options run, compare and capacity share ------------------------------- */
+typedef struct bench_common {
+    const char *base_url, *model, *workload, *out, *sharegpt;
+    double rate;
+    size_t requests, warmup, block_size;
+    uint64_t seed;
+    double slo_ttft_ms, slo_tpot_ms, timeout_s;
+    json_t *params;
+    char *engine_buf;
+    char *engine[64];
+    size_t n_engine;
+    bool progress;
+    double stall_at_s, stall_ms;
+} bench_common;
+
+struct option;
+void bench_common_init(bench_common *c);
+void bench_common_free(bench_common *c);
+/* Handles one getopt_long result; 0 done, 1 not a common option, -1 bad value. */
+int bench_common_opt(bench_common *c, int ch, const char *arg);
+const struct option *bench_common_options(size_t *n);
+int bench_common_workload(const bench_common *c, double rate, uint64_t seed, bench_workload *w);
+json_t *bench_common_run(const bench_common *c, const char *base_url, double rate, uint64_t seed,
+                         const char *const *engines, size_t n_engine);
+void bench_raise_fd_limit(void);
+
+/* Simulators (and, given a policy, a gateway in front) on free loopback
+ * ports, each run fresh; logs go to log_dir. */
+#define BENCH_MAX_REPLICAS 16
+typedef struct bench_fleet_opts {
+    const char *sim_bin, *gw_bin;
+    int replicas;
+    const char *sim_args; /* extra simulator flags, split on spaces */
+    const char *policy;   /* NULL: no gateway; base_url is the first simulator */
+    const char *model;
+    uint64_t seed;
+    const char *log_dir; /* NULL: /dev/null */
+    const char *tag;     /* names the log files */
+} bench_fleet_opts;
+
+typedef struct bench_fleet {
+    int n;
+    int sim_pid[BENCH_MAX_REPLICAS];
+    uint16_t sim_port[BENCH_MAX_REPLICAS];
+    int gw_pid;
+    uint16_t gw_port, admin_port;
+    char base_url[64];
+    char engine_url[BENCH_MAX_REPLICAS][64];
+    const char *engine_ptr[BENCH_MAX_REPLICAS];
+} bench_fleet;
+
+int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen);
+void bench_fleet_stop(bench_fleet *f);
+/* The directory of this executable, for finding inferrail-sim and -gateway. */
+void bench_exe_dir(char *out, size_t len);
+/* Writes the gateway's YAML config; exported for tests. */
+int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
+                       uint64_t seed, const char *model, const uint16_t *ports, int n);
 
 #endif

@@ -9,6 +9,11 @@ static void usage(FILE *f) {
             "Usage: inferrail-bench COMMAND [options]\n"
             "\n"
             "Commands:\n"
+            "  run           one open-loop run of a workload against a base URL\n"
+            "  compare       policies side by side on fresh gateways and simulators\n"
+            "  capacity      the highest rate at which the SLO holds\n"
+            "  report        a Markdown report with gnuplot charts from result folders\n"
+            "  workload      print a workload's requests (determinism checks)\n"
             "  streams       N concurrent SSE streams against one server; total time, errors\n"
             "  soak          many requests at fixed concurrency; resident memory growth of a pid\n"
             "  rps           closed-loop requests per second at fixed concurrency\n"
@@ -23,6 +28,11 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0) return bench_run_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0) return bench_compare_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "capacity") == 0) return bench_capacity_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0) return bench_report_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "workload") == 0) return bench_workload_main(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize-sim") == 0) return bench_tokenize_sim(argc - 1, argv + 1);
     if (strcmp(cmd, "streams") == 0) return bench_streams(argc - 1, argv + 1);
     if (strcmp(cmd, "soak") == 0) return bench_soak(argc - 1, argv + 1);

@@ -1,0 +1,458 @@
+/* compare.c: `inferrail-bench compare` (policies side by side, each run on a
+ * fresh gateway and fresh simulators, every policy given the same requests
+ * at the same times) and `inferrail-bench capacity` (the highest rate at
+ * which the SLO holds). */
+#include "bench/bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_POLICIES 16
+#define MAX_REPS     64
+
+typedef struct fleet_args {
+    char sim_bin[4096], gw_bin[4096];
+    int replicas;
+    const char *sim_args;
+    bool no_gateway;
+} fleet_args;
+
+static const struct option fleet_opts[] = {
+    {"replicas", required_argument, 0, 1000},   {"sim-args", required_argument, 0, 1001},
+    {"sim-bin", required_argument, 0, 1002},    {"gateway-bin", required_argument, 0, 1003},
+    {"no-gateway", no_argument, 0, 1004},       {"policies", required_argument, 0, 1005},
+    {"policy", required_argument, 0, 1005},     {"repetitions", required_argument, 0, 1006},
+    {"start-rate", required_argument, 0, 1007}, {"max-rate", required_argument, 0, 1008},
+    {"steps", required_argument, 0, 1009},      {"probe-seconds", required_argument, 0, 1010},
+};
+
+typedef struct cmp_opts {
+    bench_common c;
+    fleet_args f;
+    char *policies_buf;
+    const char *policies[MAX_POLICIES];
+    size_t npol;
+    int reps;
+    double start_rate, max_rate;
+    int steps;
+    double probe_s; /* capacity: each probe lasts about this long (more requests at high rates) */
+} cmp_opts;
+
+static int mkdir_p(const char *path) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
+    memset(o, 0, sizeof *o);
+    bench_common_init(&o->c);
+    o->f.replicas = 3;
+    o->reps = 1;
+    o->start_rate = 1;
+    o->max_rate = 1000;
+    o->steps = 4;
+    char dir[3000];
+    bench_exe_dir(dir, sizeof dir);
+    snprintf(o->f.sim_bin, sizeof o->f.sim_bin, "%s/inferrail-sim", dir);
+    snprintf(o->f.gw_bin, sizeof o->f.gw_bin, "%s/inferrail-gateway", dir);
+    size_t nc;
+    const struct option *co = bench_common_options(&nc);
+    struct option all[64];
+    memcpy(all, co, nc * sizeof *co);
+    memcpy(all + nc, fleet_opts, sizeof fleet_opts);
+    memset(&all[nc + IR_ARRAY_LEN(fleet_opts)], 0, sizeof all[0]);
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", all, NULL)) != -1) {
+        switch (ch) {
+        case 'h':
+            usage(stdout);
+            return 1;
+        case 1000:
+            o->f.replicas = atoi(optarg);
+            break;
+        case 1001:
+            o->f.sim_args = optarg;
+            break;
+        case 1002:
+            snprintf(o->f.sim_bin, sizeof o->f.sim_bin, "%s", optarg);
+            break;
+        case 1003:
+            snprintf(o->f.gw_bin, sizeof o->f.gw_bin, "%s", optarg);
+            break;
+        case 1004:
+            o->f.no_gateway = true;
+            break;
+        case 1005:
+            free(o->policies_buf);
+            o->policies_buf = strdup(optarg);
+            o->npol = 0;
+            for (char *sp, *t = strtok_r(o->policies_buf, ",", &sp); t && o->npol < MAX_POLICIES;
+                 t = strtok_r(NULL, ",", &sp))
+                o->policies[o->npol++] = t;
+            break;
+        case 1006:
+            o->reps = atoi(optarg);
+            break;
+        case 1007:
+            o->start_rate = atof(optarg);
+            break;
+        case 1008:
+            o->max_rate = atof(optarg);
+            break;
+        case 1009:
+            o->steps = atoi(optarg);
+            break;
+        case 1010:
+            o->probe_s = atof(optarg);
+            break;
+        default: {
+            int rc = bench_common_opt(&o->c, ch, optarg);
+            if (rc) {
+                if (rc < 0) fprintf(stderr, "inferrail-bench: bad value '%s'\n", optarg);
+                usage(stderr);
+                return -1;
+            }
+        }
+        }
+    }
+    if (o->reps < 1 || o->reps > MAX_REPS) o->reps = 1;
+    return 0;
+}
+
+static void free_opts(cmp_opts *o) {
+    free(o->policies_buf);
+    bench_common_free(&o->c);
+}
+
+/* One run on a fresh fleet; the results document or NULL. */
+static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uint64_t seed,
+                         const char *log_dir, const char *tag) {
+    bench_fleet_opts fo = {.sim_bin = o->f.sim_bin,
+                           .gw_bin = o->f.gw_bin,
+                           .replicas = o->f.no_gateway ? 1 : o->f.replicas,
+                           .sim_args = o->f.sim_args,
+                           .policy = o->f.no_gateway ? NULL : policy,
+                           .model = o->c.model,
+                           .seed = seed,
+                           .log_dir = log_dir,
+                           .tag = tag};
+    bench_fleet f;
+    char err[512] = "";
+    if (bench_fleet_start(&fo, &f, err, sizeof err)) {
+        fprintf(stderr, "inferrail-bench: %s\n", err);
+        return NULL;
+    }
+    json_t *doc = bench_common_run(&o->c, f.base_url, rate, seed, f.engine_ptr, (size_t)f.n);
+    bench_fleet_stop(&f);
+    if (doc) {
+        json_t *c = json_object_get(doc, "config");
+        json_object_set_new(c, "policy", json_string(o->f.no_gateway ? "direct" : policy));
+        json_object_set_new(c, "replicas", json_integer(fo.replicas));
+        json_object_set_new(c, "sim_args", json_string(o->f.sim_args ? o->f.sim_args : ""));
+    }
+    return doc;
+}
+
+/* ---- medians over repetitions ---------------------------------------------------------- */
+
+static double median(double *v, size_t n) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(v[i])) v[m++] = v[i];
+    if (m == 0) return NAN;
+    qsort(v, m, sizeof *v, bench_cmp_double);
+    return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
+static double getnum(json_t *sum, const char *a, const char *b) {
+    json_t *v = json_object_get(sum, a);
+    if (b) v = json_object_get(v, b);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static json_t *jnum(double v) {
+    return isfinite(v) ? json_real(round(v * 1000) / 1000) : json_null();
+}
+
+/* The median of one figure across the summaries. */
+static json_t *med_of(json_t **sums, size_t n, const char *a, const char *b) {
+    double v[MAX_REPS];
+    for (size_t i = 0; i < n; i++) v[i] = getnum(sums[i], a, b);
+    return jnum(median(v, n));
+}
+
+static json_t *policy_summary(json_t **sums, size_t n, json_t *files) {
+    json_t *p = json_object();
+    static const char *lat[] = {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "send_lag_ms"};
+    static const char *pct[] = {"p50", "p90", "p99", "p99_9"};
+    for (size_t k = 0; k < IR_ARRAY_LEN(lat); k++) {
+        json_t *d = json_object();
+        for (size_t j = 0; j < IR_ARRAY_LEN(pct); j++)
+            json_object_set_new(d, pct[j], med_of(sums, n, lat[k], pct[j]));
+        json_object_set_new(p, lat[k], d);
+    }
+    static const char *flat[] = {"hit_rate",       "engine_hit_rate", "goodput",  "goodput_rps",
+                                 "throughput_rps", "errors",          "requests", "reuse_ceiling"};
+    for (size_t k = 0; k < IR_ARRAY_LEN(flat); k++)
+        json_object_set_new(p, flat[k], med_of(sums, n, flat[k], NULL));
+    json_t *per = json_object();
+    for (size_t i = 0; i < n; i++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(sums[i], "per_replica"), k, v)
+            json_object_set_new(per, k, json_null());
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(per, k, v) {
+        double x[MAX_REPS];
+        for (size_t i = 0; i < n; i++) {
+            json_t *c = json_object_get(json_object_get(sums[i], "per_replica"), k);
+            x[i] = c ? json_number_value(c) : 0;
+        }
+        json_object_set_new(per, k, jnum(median(x, n)));
+    }
+    json_object_set_new(p, "per_replica", per);
+    json_t *pc = json_object_get(json_object_get(sums[0], "prediction"), "cached_tokens");
+    if (pc) {
+        json_t *d = json_object();
+        static const char *pk[] = {"exact", "over", "under", "mean_error"};
+        for (size_t j = 0; j < 4; j++) {
+            double x[MAX_REPS];
+            for (size_t i = 0; i < n; i++)
+                x[i] = getnum(json_object_get(sums[i], "prediction"), "cached_tokens", pk[j]);
+            json_object_set_new(d, pk[j], jnum(median(x, n)));
+        }
+        json_object_set_new(p, "prediction_cached_tokens", d);
+    }
+    json_object_set_new(p, "repetitions", json_integer((json_int_t)n));
+    json_object_set_new(p, "runs", files);
+    return p;
+}
+
+static void compare_usage(FILE *f) {
+    fprintf(f, "Usage: inferrail-bench compare --workload w1..w6 --policies P1,P2,.. --rate R\n"
+               "         --requests N --out DIR [--replicas 3] [--repetitions K] [--warmup W]\n"
+               "         [--seed S] [--sim-args \"...\"] [--slo-ttft 2s --slo-tpot 100ms]\n"
+               "         [--param K=V] [--sharegpt FILE] [--sim-bin B] [--gateway-bin B]\n"
+               "         [--no-gateway]   (straight to one simulator, for checking the harness)\n"
+               "Each run gets a fresh gateway and fresh simulators on free loopback ports;\n"
+               "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
+               "and DIR/summary.json (medians over repetitions).\n");
+}
+
+int bench_compare_main(int argc, char **argv) {
+    cmp_opts o;
+    int rc = parse(argc, argv, &o, compare_usage);
+    if (rc) {
+        free_opts(&o);
+        return rc > 0 ? 0 : 2;
+    }
+    if (!o.c.workload || !(o.c.rate > 0) || !o.c.requests || !o.c.out || !o.npol) {
+        fprintf(stderr, "inferrail-bench compare: --workload, --policies, --rate, --requests "
+                        "and --out are required\n");
+        free_opts(&o);
+        return 2;
+    }
+    if (!o.f.no_gateway && access(o.f.gw_bin, X_OK) != 0) {
+        fprintf(stderr, "inferrail-bench compare: no gateway at %s (--gateway-bin)\n", o.f.gw_bin);
+        free_opts(&o);
+        return 2;
+    }
+    char logs[4200];
+    snprintf(logs, sizeof logs, "%s/logs", o.c.out);
+    if (mkdir_p(logs)) {
+        fprintf(stderr, "inferrail-bench compare: cannot create %s\n", logs);
+        free_opts(&o);
+        return 2;
+    }
+    bench_raise_fd_limit();
+    json_t *sums[MAX_POLICIES][MAX_REPS] = {{0}};
+    json_t *files[MAX_POLICIES];
+    double ceil[MAX_REPS];
+    int failed = 0;
+    for (size_t p = 0; p < o.npol; p++) files[p] = json_array();
+    /* Repetition-major, so slow drift of a shared machine spreads over every policy. */
+    for (int k = 0; k < o.reps; k++) {
+        uint64_t seed = o.c.seed + (uint64_t)k;
+        for (size_t p = 0; p < o.npol; p++) {
+            char tag[128], path[4400];
+            snprintf(tag, sizeof tag, "%s-%s-rep%d", o.c.workload, o.policies[p], k);
+            snprintf(path, sizeof path, "%s/%s.json", o.c.out, tag);
+            fprintf(stderr, "compare: %s (seed %llu, rate %g, %zu requests)\n", tag,
+                    (unsigned long long)seed, o.c.rate, o.c.requests);
+            json_t *doc = fleet_run(&o, o.policies[p], o.c.rate, seed, logs, tag);
+            if (!doc) {
+                failed++;
+                continue;
+            }
+            json_object_set_new(json_object_get(doc, "config"), "repetition", json_integer(k));
+            if (bench_write_json(doc, path)) failed++;
+            json_t *s = json_object_get(doc, "summary");
+            sums[p][k] = json_incref(s);
+            ceil[k] = getnum(s, "reuse_ceiling", NULL);
+            fprintf(stderr,
+                    "compare: %s: ttft p99 %.1f ms, tpot p99 %.2f ms, hit %.3f, errors %g\n", tag,
+                    getnum(s, "ttft_ms", "p99"), getnum(s, "tpot_ms", "p99"),
+                    getnum(s, "hit_rate", NULL), getnum(s, "errors", NULL));
+            char *slash = strrchr(path, '/');
+            json_array_append_new(files[p], json_string(slash ? slash + 1 : path));
+            json_decref(doc);
+        }
+    }
+    json_t *out = json_object();
+    json_object_set_new(out, "schema", json_string("inferrail-bench/compare/1"));
+    json_object_set_new(out, "workload", json_string(o.c.workload));
+    json_object_set_new(out, "rate", json_real(o.c.rate));
+    json_object_set_new(out, "replicas", json_integer(o.f.no_gateway ? 1 : o.f.replicas));
+    json_object_set_new(out, "requests", json_integer((json_int_t)o.c.requests));
+    json_object_set_new(out, "warmup", json_integer((json_int_t)o.c.warmup));
+    json_object_set_new(out, "repetitions", json_integer(o.reps));
+    json_object_set_new(out, "seed", json_integer((json_int_t)o.c.seed));
+    json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
+    json_object_set_new(out, "params", json_deep_copy(o.c.params));
+    json_object_set_new(
+        out, "slo",
+        json_pack("{s:f, s:f}", "ttft_ms", o.c.slo_ttft_ms, "tpot_ms", o.c.slo_tpot_ms));
+    json_object_set_new(out, "reuse_ceiling", jnum(median(ceil, (size_t)o.reps)));
+    json_t *pol = json_object();
+    for (size_t p = 0; p < o.npol; p++) {
+        json_t *have[MAX_REPS];
+        size_t n = 0;
+        for (int k = 0; k < o.reps; k++)
+            if (sums[p][k]) have[n++] = sums[p][k];
+        if (n)
+            json_object_set_new(pol, o.policies[p], policy_summary(have, n, files[p]));
+        else
+            json_decref(files[p]);
+        for (size_t i = 0; i < n; i++) json_decref(have[i]);
+    }
+    json_object_set_new(out, "policies", pol);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/summary.json", o.c.out);
+    if (bench_write_json(out, path)) failed++;
+    json_decref(out);
+    fprintf(stderr, "compare: wrote %s%s\n", path, failed ? " (some runs failed)" : "");
+    free_opts(&o);
+    return failed ? 1 : 0;
+}
+
+/* ---- capacity ---------------------------------------------------------------------------- */
+
+static void capacity_usage(FILE *f) {
+    fprintf(f, "Usage: inferrail-bench capacity --workload w1..w6 --policy P --requests N\n"
+               "         --out FILE.json [--replicas 3] [--start-rate 1] [--max-rate 1000]\n"
+               "         [--steps 4] [--probe-seconds S] [--warmup W] [--seed S] [--sim-args "
+               "\"...\"] [--no-gateway]\n"
+               "         [--slo-ttft 2s --slo-tpot 100ms] [--param K=V]\n"
+               "Doubles the rate from --start-rate until the SLO (p99 TTFT and p99 TPOT) breaks\n"
+               "or a request fails, then bisects --steps times. Every probe gets a fresh fleet.\n");
+}
+
+static void progress(bool tty, int done, int total, const char *line) {
+    if (!tty) {
+        fprintf(stderr, "capacity: %s\n", line);
+        return;
+    }
+    int w = 30, fill = total ? done * w / total : 0;
+    if (fill > w) fill = w;
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\r\033[K[%s] %d/%d %s", bar, done, total, line);
+    fflush(stderr);
+}
+
+int bench_capacity_main(int argc, char **argv) {
+    cmp_opts o;
+    int rc = parse(argc, argv, &o, capacity_usage);
+    if (rc) {
+        free_opts(&o);
+        return rc > 0 ? 0 : 2;
+    }
+    if (!o.c.workload || !o.c.requests || !o.c.out || (!o.npol && !o.f.no_gateway)) {
+        fprintf(stderr, "inferrail-bench capacity: --workload, --policy, --requests and --out "
+                        "are required\n");
+        free_opts(&o);
+        return 2;
+    }
+    const char *policy = o.npol ? o.policies[0] : "direct";
+    char logs[4200];
+    snprintf(logs, sizeof logs, "%s.logs", o.c.out);
+    mkdir_p(logs);
+    bench_raise_fd_limit();
+    bool tty = isatty(2);
+    double lo = 0, hi = 0, rate = o.start_rate;
+    int probe = 0, bisect = 0, total = 4 + o.steps;
+    json_t *probes = json_array();
+    size_t min_requests = o.c.requests;
+    while (rate > 0 && rate <= o.max_rate) {
+        o.c.requests = min_requests;
+        if (o.probe_s > 0 && rate * o.probe_s > (double)min_requests)
+            o.c.requests = (size_t)ceil(rate * o.probe_s);
+        char tag[128], line[256];
+        snprintf(tag, sizeof tag, "%s-%s-probe%d", o.c.workload, policy, probe);
+        snprintf(line, sizeof line, "probe %d: rate %.3g req/s ...", probe + 1, rate);
+        progress(tty, probe, total, line);
+        json_t *doc = fleet_run(&o, policy, rate, o.c.seed, logs, tag);
+        json_t *s = doc ? json_object_get(doc, "summary") : NULL;
+        double tt = s ? getnum(s, "ttft_ms", "p99") : NAN,
+               tp = s ? getnum(s, "tpot_ms", "p99") : NAN;
+        double errs = s ? getnum(s, "errors", NULL) : NAN;
+        bool ok =
+            s && errs == 0 && tt <= o.c.slo_ttft_ms && (!isfinite(tp) || tp <= o.c.slo_tpot_ms);
+        json_array_append_new(probes, json_pack("{s:f, s:I, s:b, s:o, s:o, s:o, s:o}", "rate", rate,
+                                                "requests", (json_int_t)o.c.requests, "ok", ok,
+                                                "ttft_p99_ms", jnum(tt), "tpot_p99_ms", jnum(tp),
+                                                "errors", jnum(errs), "goodput",
+                                                jnum(s ? getnum(s, "goodput", NULL) : NAN)));
+        json_decref(doc);
+        probe++;
+        snprintf(line, sizeof line,
+                 "probe %d: rate %.3g req/s: %s (ttft p99 %.0f ms, tpot p99 %.1f ms)", probe, rate,
+                 ok ? "holds" : "breaks", tt, tp);
+        progress(tty, probe, total, line);
+        if (tty) fputc('\n', stderr);
+        if (ok)
+            lo = rate;
+        else
+            hi = rate;
+        if (hi == 0) { /* still doubling */
+            rate *= 2;
+            if (total < probe + 1 + o.steps) total = probe + 1 + o.steps;
+            continue;
+        }
+        if (bisect++ >= o.steps) break;
+        total = probe + (o.steps - bisect + 1);
+        rate = (lo + hi) / 2;
+    }
+    o.c.requests = min_requests;
+    json_t *out =
+        json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:o, s:o, s:o}", "schema",
+                  "inferrail-bench/capacity/1", "workload", o.c.workload, "policy", policy,
+                  "replicas", o.f.no_gateway ? 1 : o.f.replicas, "requests",
+                  (json_int_t)o.c.requests, "seed", (json_int_t)o.c.seed, "slo_ttft_ms",
+                  o.c.slo_ttft_ms, "slo_tpot_ms", o.c.slo_tpot_ms, "capacity_rps", jnum(lo),
+                  "first_failing_rps", hi > 0 ? jnum(hi) : json_null(), "probes", probes);
+    json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
+    json_object_set_new(out, "params", json_deep_copy(o.c.params));
+    rc = bench_write_json(out, o.c.out) ? 1 : 0;
+    printf("capacity %s %s: %.3g req/s\n", o.c.workload, policy, lo);
+    json_decref(out);
+    free_opts(&o);
+    return rc;
+}

@@ -1,0 +1,271 @@
+/* fleet.c: HTTP helpers and the fleet of fresh processes a comparison runs
+ * against: simulators on free loopback ports and, given a policy, a gateway
+ * configured to route across them. */
+#include "bench/bench.h"
+#include "net/ir_net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- GET on a private loop ------------------------------------------------------- */
+
+typedef struct get_ctx {
+    ir_buf *out;
+    int status, err;
+    irn_pool *pool;
+} get_ctx;
+
+static void g_head(void *ud, int status, const irn_header *h, size_t n) {
+    ((get_ctx *)ud)->status = status;
+}
+static void g_body(void *ud, const char *d, size_t n) {
+    ir_buf_append(((get_ctx *)ud)->out, d, n);
+}
+static void g_done(void *ud, int err) {
+    get_ctx *g = ud;
+    g->err = err;
+    irn_pool_close(g->pool, NULL, NULL);
+}
+
+int bench_http_get(const char *url, ir_buf *out, double timeout_s) {
+    ir_url u;
+    if (ir_url_parse(url, &u)) return IRN_EINVAL;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    get_ctx g = {out, 0, 0, irn_pool_new(&loop, NULL)};
+    uint64_t to = (uint64_t)(timeout_s * 1e9);
+    irn_client_req q = {.host = u.host,
+                        .port = u.port,
+                        .method = "GET",
+                        .path = u.path[0] ? u.path : "/",
+                        .connect_timeout_ns = to,
+                        .head_timeout_ns = to,
+                        .idle_timeout_ns = to};
+    static const irn_client_cbs cbs = {g_head, g_body, g_done};
+    irn_client *c;
+    int rc = irn_client_request(g.pool, &q, &cbs, &g, &c);
+    if (rc) {
+        g.err = rc;
+        irn_pool_close(g.pool, NULL, NULL);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return g.err ? g.err : g.status;
+}
+
+double bench_prom_sum(const char *page, const char *family) {
+    size_t fl = strlen(family);
+    double sum = 0;
+    bool found = false;
+    for (const char *p = page; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        if (strncmp(p, family, fl) == 0 && (p[fl] == '{' || p[fl] == ' ')) {
+            const char *v = p + fl;
+            if (*v == '{') v = strchr(v, '}');
+            if (v && (!eol || v < eol)) {
+                sum += strtod(v + 1, NULL);
+                found = true;
+            }
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    return found ? sum : -1;
+}
+
+uint16_t bench_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    uint16_t port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+void bench_exe_dir(char *out, size_t len) {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) {
+        snprintf(out, len, ".");
+        return;
+    }
+    buf[n] = 0;
+    snprintf(out, len, "%s", dirname(buf));
+}
+
+/* ---- processes --------------------------------------------------------------------- */
+
+static int spawn(char *const *argv, const char *log) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;         /* -1 on failure */
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive the bench */
+    int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+    }
+    execv(argv[0], argv);
+    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static void stop_pid(int pid) {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static bool alive(int pid) {
+    return waitpid(pid, NULL, WNOHANG) == 0;
+}
+
+/* Polls url until it answers (200, or any status once `any` is set) or the process dies. */
+static int wait_up(const char *url, int pid, double secs, bool any) {
+    double t0 = (double)ir_now_ns() / 1e9;
+    while ((double)ir_now_ns() / 1e9 - t0 < secs) {
+        if (!alive(pid)) return -1;
+        ir_buf b;
+        ir_buf_init(&b, 1 << 20);
+        int st = bench_http_get(url, &b, 1);
+        ir_buf_free(&b);
+        if (st == 200 || (any && st > 0)) return 0;
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
+                       uint64_t seed, const char *model, const uint16_t *ports, int n) {
+    ir_buf_appendf(out, "# written by inferrail-bench for one run\n");
+    ir_buf_appendf(out, "server: {listen: \"%s\", admin_listen: \"%s\", workers: 1}\n", listen,
+                   admin);
+    ir_buf_appendf(out, "routing: {default_policy: %s, seed: %llu}\n", policy,
+                   (unsigned long long)seed);
+    ir_buf_appendf(out, "models:\n  - name: %s\n    aliases: [sim]\n", model);
+    ir_buf_appendf(out, "replicas:\n");
+    for (int i = 0; i < n; i++)
+        ir_buf_appendf(out, "  - {id: sim-%d, url: \"http://127.0.0.1:%u\", models: [%s]}\n", i + 1,
+                       ports[i], model);
+    return out->data ? 0 : -1;
+}
+
+static void log_path(char *out, size_t len, const bench_fleet_opts *o, const char *what) {
+    if (o->log_dir)
+        snprintf(out, len, "%s/%s%s%s.log", o->log_dir, o->tag ? o->tag : "", o->tag ? "-" : "",
+                 what);
+    else
+        snprintf(out, len, "/dev/null");
+}
+
+int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (o->replicas < 1 || o->replicas > BENCH_MAX_REPLICAS) {
+        snprintf(err, errlen, "--replicas must be 1..%d", BENCH_MAX_REPLICAS);
+        return -1;
+    }
+    const char *model = o->model ? o->model : "inferrail/sim-8b";
+    char extra[1024];
+    snprintf(extra, sizeof extra, "%s", o->sim_args ? o->sim_args : "");
+    for (int i = 0; i < o->replicas; i++) {
+        char port[16], log[4200];
+        f->sim_port[i] = bench_free_port();
+        snprintf(port, sizeof port, "%u", f->sim_port[i]);
+        char *argv[96] = {
+            (char *)o->sim_bin,    "--port",     port, "--enable-prompt-tokens-details",
+            "--served-model-name", (char *)model};
+        int a = 6;
+        char copy[1024];
+        snprintf(copy, sizeof copy, "%s", extra);
+        for (char *sp, *t = strtok_r(copy, " ", &sp); t && a < 94; t = strtok_r(NULL, " ", &sp))
+            argv[a++] = t;
+        argv[a] = NULL;
+        char what[32];
+        snprintf(what, sizeof what, "sim-%d", i + 1);
+        log_path(log, sizeof log, o, what);
+        f->sim_pid[i] = spawn(argv, log);
+        f->n = i + 1;
+        snprintf(f->engine_url[i], sizeof f->engine_url[i], "http://127.0.0.1:%u", f->sim_port[i]);
+        f->engine_ptr[i] = f->engine_url[i];
+    }
+    for (int i = 0; i < f->n; i++) {
+        char url[128];
+        snprintf(url, sizeof url, "%s/health", f->engine_url[i]);
+        if (f->sim_pid[i] < 0 || wait_up(url, f->sim_pid[i], 10, false)) {
+            snprintf(err, errlen, "simulator %d did not come up (see its log)", i + 1);
+            bench_fleet_stop(f);
+            return -1;
+        }
+    }
+    if (!o->policy) {
+        snprintf(f->base_url, sizeof f->base_url, "%s", f->engine_url[0]);
+        return 0;
+    }
+    f->gw_port = bench_free_port();
+    f->admin_port = bench_free_port();
+    char listen[32], admin[32], cfgpath[4200], log[4200];
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", f->gw_port);
+    snprintf(admin, sizeof admin, "127.0.0.1:%u", f->admin_port);
+    ir_buf y;
+    ir_buf_init(&y, 1 << 20);
+    bench_gateway_yaml(&y, listen, admin, o->policy, o->seed, model, f->sim_port, f->n);
+    if (o->log_dir)
+        snprintf(cfgpath, sizeof cfgpath, "%s/%s%sgateway.yaml", o->log_dir, o->tag ? o->tag : "",
+                 o->tag ? "-" : "");
+    else
+        snprintf(cfgpath, sizeof cfgpath, "/tmp/inferrail-bench-%d-gateway.yaml", (int)getpid());
+    FILE *fp = fopen(cfgpath, "w");
+    if (!fp || fwrite(y.data, 1, y.len, fp) != y.len) {
+        if (fp) fclose(fp);
+        ir_buf_free(&y);
+        snprintf(err, errlen, "cannot write %s", cfgpath);
+        bench_fleet_stop(f);
+        return -1;
+    }
+    fclose(fp);
+    ir_buf_free(&y);
+    log_path(log, sizeof log, o, "gateway");
+    char *argv[] = {(char *)o->gw_bin, "--config", cfgpath, NULL};
+    f->gw_pid = spawn(argv, log);
+    snprintf(f->base_url, sizeof f->base_url, "http://%s", listen);
+    char url[128];
+    snprintf(url, sizeof url, "%s/health", f->base_url);
+    /* Any answer means it listens; give it a moment to see its replicas healthy. */
+    if (f->gw_pid < 0 || wait_up(url, f->gw_pid, 15, true)) {
+        snprintf(err, errlen, "the gateway did not come up (see %s)", log);
+        bench_fleet_stop(f);
+        return -1;
+    }
+    snprintf(url, sizeof url, "%s/health", f->base_url);
+    wait_up(url, f->gw_pid, 3, false);
+    return 0;
+}
+
+void bench_fleet_stop(bench_fleet *f) {
+    stop_pid(f->gw_pid);
+    f->gw_pid = 0;
+    for (int i = 0; i < f->n; i++) stop_pid(f->sim_pid[i]);
+    f->n = 0;
+}

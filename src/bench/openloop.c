@@ -1,0 +1,629 @@
+/* openloop.c: the open-loop runner behind `inferrail-bench run`.
+ *
+ * Each request goes out at its scheduled time whatever earlier ones are
+ * doing: a timerfd (ns resolution, unlike libuv's ms timers) polled by the
+ * loop fires at the next due time and everything due is sent at once. TTFT
+ * and e2e count from the scheduled time, so a server that falls behind (or a
+ * client loop that stalls) shows up in the latencies; the gap between the
+ * scheduled time and the hand-off to the client is recorded as send lag. */
+#include "bench/bench.h"
+#include "net/ir_net.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ITL_SAMPLES (16u << 20) /* cap on stored inter-token gaps */
+#define MAX_SSE_EVENT   (1u << 20)
+
+static const char *err_names[BENCH_E_COUNT] = {"ok",         "http_4xx", "http_5xx", "http_other",
+                                               "connect",    "timeout",  "closed",   "parse",
+                                               "incomplete", "send"};
+
+const char *bench_err_name(bench_err_kind k) {
+    return k < BENCH_E_COUNT ? err_names[k] : "unknown";
+}
+
+typedef struct ol_run ol_run;
+
+typedef struct ol_call {
+    ol_run *run;
+    size_t i; /* index into the phase's records */
+    irn_client *h;
+    ir_sse_decoder sse;
+    uint64_t last_ns; /* last content chunk, absolute */
+    bool saw_done, saw_usage, bad;
+} ol_call;
+
+struct ol_run {
+    uv_loop_t *loop;
+    irn_pool *pool;
+    uv_poll_t poll;
+    uv_timer_t tick, stall;
+    int tfd;
+    const bench_run_cfg *cfg;
+    ir_url url;
+    char path[600];
+    char rid_prefix[48];
+    /* the phase being run */
+    const bench_req *reqs;
+    size_t n, first; /* reqs[first .. first+n) */
+    bench_rec *recs;
+    uint64_t t0, base; /* absolute start; schedule offset subtracted */
+    size_t next, done, inflight;
+    double stall_at_s, stall_ms;
+    /* every inter-token gap of the phase, ms */
+    double *itl;
+    size_t n_itl, cap_itl;
+};
+
+static uint64_t due_abs(const ol_run *r, size_t k) {
+    return r->t0 + (r->reqs[r->first + k].at_ns - r->base);
+}
+
+static void arm(ol_run *r, uint64_t abs_ns) {
+    struct itimerspec its = {0};
+    if (abs_ns == 0) abs_ns = 1;
+    its.it_value.tv_sec = (time_t)(abs_ns / 1000000000ull);
+    its.it_value.tv_nsec = (long)(abs_ns % 1000000000ull);
+    timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void phase_maybe_done(ol_run *r) {
+    if (r->next == r->n && r->done == r->n) uv_stop(r->loop);
+}
+
+/* ---- the response ------------------------------------------------------------ */
+
+static long json_long(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? (long)json_integer_value(v) : -1;
+}
+
+/* A content delta or completion text that is not empty. */
+static bool has_content(const char *d, size_t n) {
+    static const char *keys[] = {"\"content\":\"", "\"text\":\"", "\"content\": \"",
+                                 "\"text\": \""};
+    for (size_t k = 0; k < IR_ARRAY_LEN(keys); k++) {
+        const char *p = memmem(d, n, keys[k], strlen(keys[k]));
+        if (p && p + strlen(keys[k]) < d + n && p[strlen(keys[k])] != '"') return true;
+    }
+    return false;
+}
+
+static int on_sse(void *ud, const ir_sse_event *ev) {
+    ol_call *c = ud;
+    ol_run *r = c->run;
+    bench_rec *rec = &r->recs[c->i];
+    if (ev->data_len == 6 && memcmp(ev->data, "[DONE]", 6) == 0) {
+        c->saw_done = true;
+        return 0;
+    }
+    uint64_t now = ir_now_ns();
+    if (has_content(ev->data, ev->data_len)) {
+        if (!rec->first_ns) {
+            rec->first_ns = now - r->t0;
+        } else {
+            double gap = (double)(now - c->last_ns) / 1e6;
+            if (gap > rec->itl_max_ms) rec->itl_max_ms = gap;
+            if (r->n_itl == r->cap_itl && r->cap_itl < MAX_ITL_SAMPLES) {
+                size_t cap = r->cap_itl ? r->cap_itl * 2 : 65536;
+                double *p = realloc(r->itl, cap * sizeof *p);
+                if (p) r->itl = p, r->cap_itl = cap;
+            }
+            if (r->n_itl < r->cap_itl) r->itl[r->n_itl++] = gap;
+        }
+        c->last_ns = now;
+        rec->chunks++;
+    }
+    if (memmem(ev->data, ev->data_len, "\"usage\":{", 9) ||
+        memmem(ev->data, ev->data_len, "\"usage\": {", 10)) {
+        json_t *j = json_loadb(ev->data, ev->data_len, 0, NULL);
+        json_t *u = json_object_get(j, "usage");
+        if (json_is_object(u)) {
+            c->saw_usage = true;
+            rec->prompt_tokens = json_long(u, "prompt_tokens");
+            rec->completion_tokens = json_long(u, "completion_tokens");
+            long ct = json_long(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+            rec->cached_tokens = ct > 0 ? ct : 0;
+        } else if (!j) {
+            c->bad = true;
+        }
+        json_decref(j);
+    }
+    return 0;
+}
+
+static long header_long(const irn_header *h, size_t n, const char *name) {
+    const irn_header *x = irn_headers_find(h, n, name);
+    if (!x) return -1;
+    char *end;
+    long v = strtol(x->value, &end, 10);
+    return end == x->value ? -1 : v;
+}
+
+static void on_head(void *ud, int status, const irn_header *h, size_t n) {
+    ol_call *c = ud;
+    bench_rec *rec = &c->run->recs[c->i];
+    rec->status = status;
+    const irn_header *rep = irn_headers_find(h, n, "x-inferrail-replica");
+    if (rep)
+        snprintf(rec->replica, sizeof rec->replica, "%.*s", (int)IR_MIN(rep->value_len, 47),
+                 rep->value);
+    rec->hdr_prompt_tokens = header_long(h, n, "x-inferrail-prompt-tokens");
+    rec->hdr_cached_tokens = header_long(h, n, "x-inferrail-cached-tokens");
+}
+
+static void on_body(void *ud, const char *data, size_t len) {
+    ol_call *c = ud;
+    if (c->run->recs[c->i].status != 200 || c->bad) return;
+    if (ir_sse_feed(&c->sse, data, len) < 0) {
+        c->bad = true;
+        irn_client_cancel(c->h);
+    }
+}
+
+static bench_err_kind classify(int err) {
+    switch (err) {
+    case IRN_ERESOLVE:
+    case IRN_ECONNECT:
+    case IRN_ECONNECT_TIMEOUT:
+        return BENCH_E_CONNECT;
+    case IRN_EHEAD_TIMEOUT:
+    case IRN_EIDLE_TIMEOUT:
+        return BENCH_E_TIMEOUT;
+    case IRN_ECLOSED_EARLY:
+    case IRN_ECLOSED_MID:
+        return BENCH_E_CLOSED;
+    case IRN_EPARSE:
+        return BENCH_E_PARSE;
+    default:
+        return BENCH_E_CLOSED;
+    }
+}
+
+static void on_done(void *ud, int err) {
+    ol_call *c = ud;
+    ol_run *r = c->run;
+    bench_rec *rec = &r->recs[c->i];
+    rec->end_ns = ir_now_ns() - r->t0;
+    if (c->bad)
+        rec->err = BENCH_E_PARSE;
+    else if (err)
+        rec->err = classify(err);
+    else if (rec->status / 100 == 4)
+        rec->err = BENCH_E_HTTP4;
+    else if (rec->status / 100 == 5)
+        rec->err = BENCH_E_HTTP5;
+    else if (rec->status != 200)
+        rec->err = BENCH_E_HTTP;
+    else if (!c->saw_usage || !c->saw_done)
+        rec->err = BENCH_E_INCOMPLETE;
+    ir_sse_free(&c->sse);
+    free(c);
+    r->done++;
+    r->inflight--;
+    phase_maybe_done(r);
+}
+
+static const irn_client_cbs call_cbs = {on_head, on_body, on_done};
+
+/* ---- sending ------------------------------------------------------------------- */
+
+static void send_one(ol_run *r, size_t k, uint64_t now) {
+    const bench_req *q = &r->reqs[r->first + k];
+    bench_rec *rec = &r->recs[k];
+    rec->sched_ns = q->at_ns - r->base;
+    rec->send_ns = now - r->t0;
+    rec->prompt_tokens = rec->completion_tokens = -1;
+    rec->hdr_prompt_tokens = rec->hdr_cached_tokens = -1;
+    ol_call *c = calloc(1, sizeof *c);
+    if (!c) {
+        rec->err = BENCH_E_SEND;
+        rec->end_ns = rec->send_ns;
+        r->done++;
+        return;
+    }
+    c->run = r;
+    c->i = k;
+    ir_sse_init(&c->sse, MAX_SSE_EVENT, on_sse, c);
+    char rid[96];
+    int rl = snprintf(rid, sizeof rid, "%s-%zu", r->rid_prefix, r->first + k);
+    irn_header h[2] = {{"content-type", 12, "application/json", 16},
+                       {"x-request-id", 12, rid, (size_t)rl}};
+    uint64_t to = (uint64_t)((r->cfg->timeout_s > 0 ? r->cfg->timeout_s : 300) * 1e9);
+    irn_client_req req = {.host = r->url.host,
+                          .port = r->url.port,
+                          .method = "POST",
+                          .path = r->path,
+                          .headers = h,
+                          .nheaders = 2,
+                          .body = q->body,
+                          .body_len = q->body_len,
+                          .connect_timeout_ns = 10000000000ull,
+                          .head_timeout_ns = to,
+                          .idle_timeout_ns = to};
+    r->inflight++;
+    if (irn_client_request(r->pool, &req, &call_cbs, c, &c->h) != 0) {
+        ir_sse_free(&c->sse);
+        free(c);
+        rec->err = BENCH_E_SEND;
+        rec->end_ns = rec->send_ns;
+        r->inflight--;
+        r->done++;
+    }
+}
+
+/* Sends everything due, then arms the timer for the next one. */
+static void send_due(ol_run *r) {
+    uint64_t now = ir_now_ns();
+    while (r->next < r->n && due_abs(r, r->next) <= now) {
+        send_one(r, r->next++, now);
+        now = ir_now_ns();
+    }
+    if (r->next < r->n) arm(r, due_abs(r, r->next));
+    phase_maybe_done(r);
+}
+
+static void on_timer_fd(uv_poll_t *p, int status, int events) {
+    ol_run *r = p->data;
+    uint64_t expirations;
+    while (read(r->tfd, &expirations, sizeof expirations) > 0) {}
+    send_due(r);
+}
+
+static void on_tick(uv_timer_t *t) {
+    ol_run *r = t->data;
+    fprintf(stderr, "run: sent %zu/%zu, done %zu, in flight %zu\n", r->next, r->n, r->done,
+            r->inflight);
+}
+
+/* The test hook: the loop blocks once, as a slow callback would. */
+static void on_stall(uv_timer_t *t) {
+    ol_run *r = t->data;
+    struct timespec ts = {(time_t)(r->stall_ms / 1000), (long)(fmod(r->stall_ms, 1000) * 1e6)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+}
+
+static void run_phase(ol_run *r, size_t first, size_t n, bench_rec *recs, bool measured) {
+    r->first = first;
+    r->n = n;
+    r->recs = recs;
+    r->next = r->done = r->inflight = 0;
+    r->n_itl = 0;
+    if (n == 0) return;
+    r->base = r->reqs[first].at_ns;
+    r->t0 = ir_now_ns();
+    if (measured && r->stall_ms > 0)
+        uv_timer_start(&r->stall, on_stall, (uint64_t)(r->stall_at_s * 1000), 0);
+    if (r->cfg->progress) uv_timer_start(&r->tick, on_tick, 1000, 1000);
+    send_due(r);
+    uv_run(r->loop, UV_RUN_DEFAULT);
+    uv_timer_stop(&r->tick);
+    uv_timer_stop(&r->stall);
+}
+
+/* ---- engine counters ---------------------------------------------------------------- */
+
+typedef struct engine_counts {
+    double queries, hits; /* -1 when unavailable */
+} engine_counts;
+
+static void scrape(const bench_run_cfg *cfg, engine_counts *out) {
+    for (size_t i = 0; i < cfg->n_engine; i++) {
+        char url[600];
+        const char *u = cfg->engine_urls[i];
+        size_t l = strlen(u);
+        while (l && u[l - 1] == '/') l--;
+        if (l >= 8 && memcmp(u + l - 8, "/metrics", 8) == 0)
+            snprintf(url, sizeof url, "%.*s", (int)l, u);
+        else
+            snprintf(url, sizeof url, "%.*s/metrics", (int)l, u);
+        ir_buf page;
+        ir_buf_init(&page, 8u << 20);
+        int st = bench_http_get(url, &page, 5);
+        out[i].queries = out[i].hits = -1;
+        if (st == 200 && page.data) {
+            out[i].queries = bench_prom_sum(page.data, "vllm:prefix_cache_queries_total");
+            out[i].hits = bench_prom_sum(page.data, "vllm:prefix_cache_hits_total");
+        } else {
+            fprintf(stderr, "run: scraping %s failed (%d)\n", url, st);
+        }
+        ir_buf_free(&page);
+    }
+}
+
+/* ---- results --------------------------------------------------------------------------- */
+
+static json_t *num_or_null(double v) {
+    return isfinite(v) ? json_real(round(v * 1000) / 1000) : json_null();
+}
+
+static json_t *long_or_null(long v) {
+    return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *rec_json(const bench_rec *x, const bench_req *q, size_t i) {
+    double ttft = x->first_ns ? (double)(x->first_ns - x->sched_ns) / 1e6 : NAN;
+    double tpot = NAN;
+    if (x->err == BENCH_OK && x->first_ns && x->completion_tokens > 1)
+        tpot = (double)(x->end_ns - x->first_ns) / 1e6 / (double)(x->completion_tokens - 1);
+    json_t *o = json_object();
+    json_object_set_new(o, "i", json_integer((json_int_t)i));
+    json_object_set_new(o, "session", json_integer(q->session));
+    json_object_set_new(o, "turn", json_integer(q->turn));
+    json_object_set_new(o, "sched_ms", num_or_null((double)x->sched_ns / 1e6));
+    json_object_set_new(o, "send_lag_ms",
+                        num_or_null((double)((int64_t)x->send_ns - (int64_t)x->sched_ns) / 1e6));
+    json_object_set_new(o, "ttft_ms", num_or_null(ttft));
+    json_object_set_new(o, "tpot_ms", num_or_null(tpot));
+    json_object_set_new(o, "itl_max_ms", x->chunks > 1 ? num_or_null(x->itl_max_ms) : json_null());
+    json_object_set_new(o, "e2e_ms", num_or_null((double)(x->end_ns - x->sched_ns) / 1e6));
+    json_object_set_new(o, "end_ms", num_or_null((double)x->end_ns / 1e6));
+    json_object_set_new(o, "status", json_integer(x->status));
+    json_object_set_new(o, "error", x->err ? json_string(bench_err_name(x->err)) : json_null());
+    json_object_set_new(o, "expected_prompt_tokens", json_integer(q->prompt_tokens));
+    json_object_set_new(o, "reusable_tokens", json_integer(q->reused_tokens));
+    json_object_set_new(o, "max_tokens", json_integer(q->max_tokens));
+    json_object_set_new(o, "prompt_tokens", long_or_null(x->prompt_tokens));
+    json_object_set_new(o, "completion_tokens", long_or_null(x->completion_tokens));
+    json_object_set_new(o, "cached_tokens", json_integer(x->cached_tokens));
+    json_object_set_new(o, "chunks", json_integer(x->chunks));
+    json_object_set_new(o, "replica", x->replica[0] ? json_string(x->replica) : json_null());
+    json_object_set_new(o, "hdr_prompt_tokens", long_or_null(x->hdr_prompt_tokens));
+    json_object_set_new(o, "hdr_cached_tokens", long_or_null(x->hdr_cached_tokens));
+    return o;
+}
+
+static json_t *dist(double *v, size_t n) {
+    json_t *o = json_object();
+    qsort(v, n, sizeof *v, bench_cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += v[i];
+    json_object_set_new(o, "n", json_integer((json_int_t)n));
+    json_object_set_new(o, "mean", num_or_null(n ? sum / (double)n : NAN));
+    json_object_set_new(o, "p50", num_or_null(bench_percentile(v, n, 50)));
+    json_object_set_new(o, "p90", num_or_null(bench_percentile(v, n, 90)));
+    json_object_set_new(o, "p99", num_or_null(bench_percentile(v, n, 99)));
+    json_object_set_new(o, "p99_9", num_or_null(bench_percentile(v, n, 99.9)));
+    json_object_set_new(o, "max", num_or_null(n ? v[n - 1] : NAN));
+    return o;
+}
+
+json_t *bench_prediction(const long *pred, const long *actual, size_t n) {
+    size_t m = 0, exact = 0, over = 0, under = 0;
+    double err = 0, aerr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pred[i] < 0 || actual[i] < 0) continue;
+        m++;
+        long d = pred[i] - actual[i];
+        exact += d == 0;
+        over += d > 0;
+        under += d < 0;
+        err += (double)d;
+        aerr += (double)labs(d);
+    }
+    if (m == 0) return NULL;
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}", "n", (json_int_t)m, "exact",
+                     (double)exact / (double)m, "over", (double)over / (double)m, "under",
+                     (double)under / (double)m, "mean_error", err / (double)m, "mean_abs_error",
+                     aerr / (double)m);
+}
+
+json_t *bench_summarize(const bench_sum_in *in) {
+    size_t n = in->n;
+    double *ttft = calloc(n + 1, sizeof(double)), *tpot = calloc(n + 1, sizeof(double));
+    double *e2e = calloc(n + 1, sizeof(double)), *lag = calloc(n + 1, sizeof(double));
+    long *pp = calloc(n + 1, sizeof(long)), *pa = calloc(n + 1, sizeof(long));
+    long *cp = calloc(n + 1, sizeof(long)), *ca = calloc(n + 1, sizeof(long));
+    size_t nt = 0, np = 0, ne = 0, ok = 0, good = 0;
+    size_t by_kind[BENCH_E_COUNT] = {0};
+    double prompt = 0, cached = 0, out_tok = 0;
+    uint64_t t_first = UINT64_MAX, t_last = 0;
+    json_t *per_rep = json_object();
+    for (size_t i = 0; i < n; i++) {
+        const bench_rec *x = &in->recs[i];
+        lag[i] = (double)((int64_t)x->send_ns - (int64_t)x->sched_ns) / 1e6;
+        if (x->sched_ns < t_first) t_first = x->sched_ns;
+        if (x->end_ns > t_last) t_last = x->end_ns;
+        if (x->replica[0]) {
+            json_t *c = json_object_get(per_rep, x->replica);
+            json_object_set_new(per_rep, x->replica,
+                                json_integer(c ? json_integer_value(c) + 1 : 1));
+        }
+        pp[i] = cp[i] = pa[i] = ca[i] = -1;
+        by_kind[x->err]++;
+        if (x->err != BENCH_OK) continue;
+        ok++;
+        double tt = x->first_ns ? (double)(x->first_ns - x->sched_ns) / 1e6 : NAN;
+        double tp = 0;
+        if (isfinite(tt)) ttft[nt++] = tt;
+        if (x->first_ns && x->completion_tokens > 1) {
+            tp = (double)(x->end_ns - x->first_ns) / 1e6 / (double)(x->completion_tokens - 1);
+            tpot[np++] = tp;
+        }
+        e2e[ne++] = (double)(x->end_ns - x->sched_ns) / 1e6;
+        if (isfinite(tt) && tt <= in->slo_ttft_ms && tp <= in->slo_tpot_ms) good++;
+        if (x->prompt_tokens > 0) {
+            prompt += (double)x->prompt_tokens;
+            cached += (double)x->cached_tokens;
+        }
+        if (x->completion_tokens > 0) out_tok += (double)x->completion_tokens;
+        pp[i] = x->hdr_prompt_tokens;
+        pa[i] = x->prompt_tokens;
+        cp[i] = x->hdr_cached_tokens;
+        ca[i] = x->hdr_cached_tokens >= 0 ? x->cached_tokens : -1;
+    }
+    double span = n && t_last > t_first ? (double)(t_last - t_first) / 1e9 : NAN;
+    json_t *s = json_object();
+    json_object_set_new(s, "requests", json_integer((json_int_t)n));
+    json_object_set_new(s, "ok", json_integer((json_int_t)ok));
+    json_object_set_new(s, "errors", json_integer((json_int_t)(n - ok)));
+    json_t *ek = json_object();
+    for (int k = 1; k < BENCH_E_COUNT; k++)
+        if (by_kind[k])
+            json_object_set_new(ek, bench_err_name(k), json_integer((json_int_t)by_kind[k]));
+    json_object_set_new(s, "errors_by_kind", ek);
+    json_object_set_new(s, "duration_s", num_or_null(span));
+    json_object_set_new(s, "throughput_rps", num_or_null((double)ok / span));
+    json_object_set_new(s, "output_tokens_per_s", num_or_null(out_tok / span));
+    json_object_set_new(s, "goodput_rps", num_or_null((double)good / span));
+    json_object_set_new(s, "goodput", num_or_null(n ? (double)good / (double)n : NAN));
+    json_object_set_new(s, "ttft_ms", dist(ttft, nt));
+    json_object_set_new(s, "tpot_ms", dist(tpot, np));
+    double *itl = malloc((in->n_itl + 1) * sizeof(double));
+    if (in->n_itl) memcpy(itl, in->itl_ms, in->n_itl * sizeof(double));
+    json_object_set_new(s, "itl_ms", dist(itl, in->n_itl));
+    free(itl);
+    json_object_set_new(s, "e2e_ms", dist(e2e, ne));
+    json_object_set_new(s, "send_lag_ms", dist(lag, n));
+    json_object_set_new(s, "prompt_tokens", json_integer((json_int_t)prompt));
+    json_object_set_new(s, "cached_tokens", json_integer((json_int_t)cached));
+    json_object_set_new(s, "hit_rate", num_or_null(prompt > 0 ? cached / prompt : NAN));
+    json_object_set_new(s, "per_replica", per_rep);
+    json_t *pred = json_object();
+    json_t *a = bench_prediction(pp, pa, n), *b = bench_prediction(cp, ca, n);
+    if (a) json_object_set_new(pred, "prompt_tokens", a);
+    if (b) json_object_set_new(pred, "cached_tokens", b);
+    json_object_set_new(s, "prediction", json_object_size(pred) ? pred : json_null());
+    if (!json_object_size(pred)) json_decref(pred);
+    free(ttft);
+    free(tpot);
+    free(e2e);
+    free(lag);
+    free(pp);
+    free(pa);
+    free(cp);
+    free(ca);
+    return s;
+}
+
+/* ---- entry ------------------------------------------------------------------------------ */
+
+static void close_cb(uv_handle_t *h) {}
+
+json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
+    const bench_workload *wl = cfg->wl;
+    ol_run r = {0};
+    r.cfg = cfg;
+    r.reqs = wl->reqs;
+    r.stall_at_s = cfg->stall_at_s;
+    r.stall_ms = cfg->stall_ms;
+    if (ir_url_parse(cfg->base_url, &r.url)) {
+        snprintf(err, errlen, "--base-url: not an http URL: %s", cfg->base_url);
+        return NULL;
+    }
+    size_t pl = strlen(r.url.path);
+    while (pl && r.url.path[pl - 1] == '/') pl--;
+    if (pl >= 3 && memcmp(r.url.path + pl - 3, "/v1", 3) == 0)
+        snprintf(r.path, sizeof r.path, "%.*s/chat/completions", (int)pl, r.url.path);
+    else
+        snprintf(r.path, sizeof r.path, "%.*s/v1/chat/completions", (int)pl, r.url.path);
+    snprintf(r.rid_prefix, sizeof r.rid_prefix, "bench-%s-%llu", wl->name,
+             (unsigned long long)cfg->seed);
+    r.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (r.tfd < 0) {
+        snprintf(err, errlen, "timerfd_create: %s", strerror(errno));
+        return NULL;
+    }
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    r.loop = &loop;
+    irn_pool_cfg pc;
+    irn_pool_cfg_init(&pc);
+    pc.max_idle_per_host = 4096;
+    r.pool = irn_pool_new(&loop, &pc);
+    uv_poll_init(&loop, &r.poll, r.tfd);
+    r.poll.data = &r;
+    uv_poll_start(&r.poll, UV_READABLE, on_timer_fd);
+    uv_timer_init(&loop, &r.tick);
+    uv_timer_init(&loop, &r.stall);
+    r.tick.data = r.stall.data = &r;
+
+    bench_rec *recs = calloc(wl->n, sizeof *recs);
+    engine_counts *before = calloc(cfg->n_engine + 1, sizeof *before);
+    engine_counts *after = calloc(cfg->n_engine + 1, sizeof *after);
+    double wall0 = ir_wall_time();
+    /* Warmup: the first requests of the schedule, then a clean cut. */
+    run_phase(&r, 0, wl->warmup, recs, false);
+    size_t warm_err = 0;
+    for (size_t i = 0; i < wl->warmup; i++) warm_err += recs[i].err != BENCH_OK;
+    scrape(cfg, before);
+    size_t nm = wl->n - wl->warmup;
+    run_phase(&r, wl->warmup, nm, recs + wl->warmup, true);
+    scrape(cfg, after);
+
+    /* Tear down the loop. */
+    uv_poll_stop(&r.poll);
+    uv_close((uv_handle_t *)&r.poll, close_cb);
+    uv_close((uv_handle_t *)&r.tick, close_cb);
+    uv_close((uv_handle_t *)&r.stall, close_cb);
+    irn_pool_close(r.pool, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    close(r.tfd);
+
+    bench_sum_in si = {recs + wl->warmup, nm, cfg->slo_ttft_ms, cfg->slo_tpot_ms, r.itl, r.n_itl};
+    json_t *sum = bench_summarize(&si);
+    json_object_set_new(sum, "reuse_ceiling", num_or_null(wl->reuse_ceiling));
+    json_object_set_new(sum, "warmup",
+                        json_pack("{s:I, s:I}", "requests", (json_int_t)wl->warmup, "errors",
+                                  (json_int_t)warm_err));
+    /* The engines' own prefix-cache counters, measured phase only. */
+    json_t *eng = json_array();
+    double dq = 0, dh = 0;
+    bool all = cfg->n_engine > 0;
+    for (size_t i = 0; i < cfg->n_engine; i++) {
+        bool ok = before[i].queries >= 0 && after[i].queries >= 0 && before[i].hits >= 0 &&
+                  after[i].hits >= 0;
+        all &= ok;
+        double q = ok ? after[i].queries - before[i].queries : NAN;
+        double h = ok ? after[i].hits - before[i].hits : NAN;
+        if (ok) dq += q, dh += h;
+        json_array_append_new(eng, json_pack("{s:s, s:o, s:o, s:o}", "url", cfg->engine_urls[i],
+                                             "queries", num_or_null(q), "hits", num_or_null(h),
+                                             "hit_rate", num_or_null(q > 0 ? h / q : NAN)));
+    }
+    json_object_set_new(sum, "engine_hit_rate", num_or_null(all && dq > 0 ? dh / dq : NAN));
+    json_object_set_new(sum, "engines", eng);
+
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema", json_string("inferrail-bench/run/1"));
+    json_t *c = json_object();
+    json_object_set_new(c, "base_url", json_string(cfg->base_url));
+    json_object_set_new(c, "workload", json_string(wl->name));
+    json_object_set_new(c, "rate", json_real(cfg->rate));
+    json_object_set_new(c, "requests", json_integer((json_int_t)nm));
+    json_object_set_new(c, "warmup", json_integer((json_int_t)wl->warmup));
+    json_object_set_new(c, "seed", json_integer((json_int_t)cfg->seed));
+    json_object_set_new(c, "slo_ttft_ms", json_real(cfg->slo_ttft_ms));
+    json_object_set_new(c, "slo_tpot_ms", json_real(cfg->slo_tpot_ms));
+    json_object_set_new(c, "started_at", json_real(wall0));
+    json_object_set_new(doc, "config", c);
+    json_object_set_new(doc, "workload",
+                        json_pack("{s:s, s:O, s:o}", "name", wl->name, "params", wl->params,
+                                  "reuse_ceiling", num_or_null(wl->reuse_ceiling)));
+    json_object_set_new(doc, "summary", sum);
+    json_t *rs = json_array();
+    for (size_t i = wl->warmup; i < wl->n; i++)
+        json_array_append_new(rs, rec_json(&recs[i], &wl->reqs[i], i));
+    json_object_set_new(doc, "requests", rs);
+    free(recs);
+    free(before);
+    free(after);
+    free(r.itl);
+    return doc;
+}
+
+int bench_write_json(const json_t *doc, const char *path) {
+    if (strcmp(path, "-") == 0) return json_dumpf(doc, stdout, JSON_INDENT(1)) || puts("") < 0;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (json_dump_file(doc, tmp, JSON_INDENT(1))) return -1;
+    return rename(tmp, path);
+}

@@ -1,0 +1,309 @@
+/* run_cmd.c: `inferrail-bench run` (one open-loop run against a base URL)
+ * and `inferrail-bench workload` (print a workload, for determinism checks). */
+#include "bench/bench.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+static void run_usage(FILE *f) {
+    fprintf(f, "Usage: inferrail-bench run --base-url URL --workload w1..w6 --rate R --requests N\n"
+               "         --out FILE.json [options]\n"
+               "  --model M             model field of every request (inferrail/sim-8b)\n"
+               "  --seed S              workload and arrival seed (1)\n"
+               "  --warmup K            first K requests are sent, then discarded (0)\n"
+               "  --slo-ttft D          goodput SLO on TTFT (2s)\n"
+               "  --slo-tpot D          goodput SLO on TPOT (100ms)\n"
+               "  --engine-metrics U,.. engine base URLs whose /metrics are scraped before/after\n"
+               "  --sharegpt FILE       w2: replay ShareGPT-format conversations\n"
+               "  --param K=V           override a workload parameter (docs/bench-workloads.md)\n"
+               "  --block-size B        block size for the reuse ceiling (16)\n"
+               "  --timeout D           per request head/idle timeout (300s)\n"
+               "  --progress            a status line per second on stderr\n"
+               "  --stall-at S --stall-ms MS   test hook: block the client loop once\n");
+}
+
+static const struct option common_opts[] = {
+    {"base-url", required_argument, 0, 'u'},
+    {"model", required_argument, 0, 'm'},
+    {"workload", required_argument, 0, 'w'},
+    {"rate", required_argument, 0, 'r'},
+    {"requests", required_argument, 0, 'n'},
+    {"seed", required_argument, 0, 's'},
+    {"warmup", required_argument, 0, 'W'},
+    {"slo-ttft", required_argument, 0, 'T'},
+    {"slo-tpot", required_argument, 0, 'P'},
+    {"out", required_argument, 0, 'o'},
+    {"engine-metrics", required_argument, 0, 'e'},
+    {"sharegpt", required_argument, 0, 'g'},
+    {"param", required_argument, 0, 'k'},
+    {"block-size", required_argument, 0, 'b'},
+    {"timeout", required_argument, 0, 't'},
+    {"progress", no_argument, 0, 'p'},
+    {"stall-at", required_argument, 0, 'A'},
+    {"stall-ms", required_argument, 0, 'M'},
+    {"help", no_argument, 0, 'h'},
+};
+
+void bench_common_init(bench_common *c) {
+    memset(c, 0, sizeof *c);
+    c->model = "inferrail/sim-8b";
+    c->seed = 1;
+    c->slo_ttft_ms = 2000;
+    c->slo_tpot_ms = 100;
+    c->block_size = 16;
+    c->params = json_object();
+}
+
+void bench_common_free(bench_common *c) {
+    json_decref(c->params);
+    free(c->engine_buf);
+}
+
+/* Handles one common option; 1 when it was not one, -1 on a bad value. */
+int bench_common_opt(bench_common *c, int ch, const char *arg) {
+    double ms;
+    switch (ch) {
+    case 'u':
+        c->base_url = arg;
+        return 0;
+    case 'm':
+        c->model = arg;
+        return 0;
+    case 'w':
+        c->workload = arg;
+        return 0;
+    case 'r':
+        c->rate = atof(arg);
+        return c->rate > 0 ? 0 : -1;
+    case 'n':
+        c->requests = (size_t)atol(arg);
+        return c->requests > 0 ? 0 : -1;
+    case 's':
+        c->seed = strtoull(arg, NULL, 10);
+        return 0;
+    case 'W':
+        c->warmup = (size_t)atol(arg);
+        return 0;
+    case 'T':
+        return bench_parse_ms(arg, &c->slo_ttft_ms);
+    case 'P':
+        return bench_parse_ms(arg, &c->slo_tpot_ms);
+    case 'o':
+        c->out = arg;
+        return 0;
+    case 'g':
+        c->sharegpt = arg;
+        return 0;
+    case 'k':
+        return bench_param_parse(c->params, arg);
+    case 'b':
+        c->block_size = (size_t)atol(arg);
+        return c->block_size > 0 ? 0 : -1;
+    case 't':
+        if (bench_parse_ms(arg, &ms)) return -1;
+        c->timeout_s = ms / 1000;
+        return 0;
+    case 'p':
+        c->progress = true;
+        return 0;
+    case 'A':
+        c->stall_at_s = atof(arg);
+        return 0;
+    case 'M':
+        c->stall_ms = atof(arg);
+        return 0;
+    case 'e': {
+        free(c->engine_buf);
+        c->engine_buf = strdup(arg);
+        c->n_engine = 0;
+        for (char *sp, *t = strtok_r(c->engine_buf, ",", &sp); t && c->n_engine < 64;
+             t = strtok_r(NULL, ",", &sp))
+            c->engine[c->n_engine++] = t;
+        return 0;
+    }
+    default:
+        return 1;
+    }
+}
+
+const struct option *bench_common_options(size_t *n) {
+    *n = IR_ARRAY_LEN(common_opts);
+    return common_opts;
+}
+
+int bench_common_workload(const bench_common *c, double rate, uint64_t seed, bench_workload *w) {
+    bench_wl_opts o = {.name = c->workload,
+                       .model = c->model,
+                       .rate = rate,
+                       .n = c->requests + c->warmup,
+                       .warmup = c->warmup,
+                       .seed = seed,
+                       .block_size = c->block_size,
+                       .sharegpt = c->sharegpt,
+                       .params = c->params};
+    char err[512] = "";
+    if (bench_workload_build(&o, w, err, sizeof err)) {
+        fprintf(stderr, "inferrail-bench: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+void bench_raise_fd_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* One run of the common options against base_url; the results document. */
+json_t *bench_common_run(const bench_common *c, const char *base_url, double rate, uint64_t seed,
+                         const char *const *engines, size_t n_engine) {
+    bench_workload w;
+    if (bench_common_workload(c, rate, seed, &w)) return NULL;
+    bench_run_cfg rc = {.base_url = base_url,
+                        .wl = &w,
+                        .rate = rate,
+                        .seed = seed,
+                        .slo_ttft_ms = c->slo_ttft_ms,
+                        .slo_tpot_ms = c->slo_tpot_ms,
+                        .timeout_s = c->timeout_s,
+                        .engine_urls = engines,
+                        .n_engine = n_engine,
+                        .stall_at_s = c->stall_at_s,
+                        .stall_ms = c->stall_ms,
+                        .progress = c->progress};
+    char err[512] = "";
+    json_t *doc = bench_run(&rc, err, sizeof err);
+    if (!doc) fprintf(stderr, "inferrail-bench: %s\n", err);
+    bench_workload_free(&w);
+    return doc;
+}
+
+static int getopt_all(int argc, char **argv, bench_common *c, void (*usage)(FILE *)) {
+    size_t n;
+    const struct option *opts = bench_common_options(&n);
+    struct option all[64];
+    memcpy(all, opts, n * sizeof *opts);
+    memset(&all[n], 0, sizeof all[n]);
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", all, NULL)) != -1) {
+        if (ch == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        int rc = bench_common_opt(c, ch, optarg);
+        if (rc) {
+            if (rc < 0) fprintf(stderr, "inferrail-bench: bad value '%s'\n", optarg);
+            usage(stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void print_line(const json_t *doc) {
+    json_t *s = json_object_get(doc, "summary");
+    json_t *t = json_object_get(s, "ttft_ms"), *p = json_object_get(s, "tpot_ms");
+    json_t *l = json_object_get(s, "send_lag_ms");
+    printf(
+        "requests %lld errors %lld  ttft p50 %.1f p99 %.1f ms  tpot p50 %.2f p99 %.2f ms  "
+        "hit %.3f (engines %.3f, ceiling %.3f)  lag p99 %.3f ms\n",
+        json_integer_value(json_object_get(s, "requests")),
+        json_integer_value(json_object_get(s, "errors")),
+        json_number_value(json_object_get(t, "p50")), json_number_value(json_object_get(t, "p99")),
+        json_number_value(json_object_get(p, "p50")), json_number_value(json_object_get(p, "p99")),
+        json_number_value(json_object_get(s, "hit_rate")),
+        json_number_value(json_object_get(s, "engine_hit_rate")),
+        json_number_value(json_object_get(s, "reuse_ceiling")),
+        json_number_value(json_object_get(l, "p99")));
+}
+
+int bench_run_main(int argc, char **argv) {
+    bench_common c;
+    bench_common_init(&c);
+    int rc = getopt_all(argc, argv, &c, run_usage);
+    if (rc) {
+        bench_common_free(&c);
+        return rc > 0 ? 0 : 2;
+    }
+    if (!c.base_url || !c.workload || !(c.rate > 0) || !c.requests || !c.out) {
+        fprintf(stderr, "inferrail-bench run: --base-url, --workload, --rate, --requests and "
+                        "--out are required\n");
+        bench_common_free(&c);
+        return 2;
+    }
+    bench_raise_fd_limit();
+    json_t *doc =
+        bench_common_run(&c, c.base_url, c.rate, c.seed, (const char *const *)c.engine, c.n_engine);
+    rc = 1;
+    if (doc) {
+        rc = bench_write_json(doc, c.out) ? 1 : 0;
+        if (rc)
+            fprintf(stderr, "inferrail-bench: cannot write %s\n", c.out);
+        else if (strcmp(c.out, "-") != 0)
+            print_line(doc);
+        json_decref(doc);
+    }
+    bench_common_free(&c);
+    return rc;
+}
+
+static void wl_usage(FILE *f) {
+    fprintf(f,
+            "Usage: inferrail-bench workload --workload w1..w6 --rate R --requests N [--seed S]\n"
+            "         [--warmup K] [--param K=V] [--sharegpt FILE] [--bodies]\n"
+            "Prints one JSON line per request (time, tokens, body hash; the body with\n"
+            "--bodies) and a last line with the reuse ceiling.\n");
+}
+
+int bench_workload_main(int argc, char **argv) {
+    bool bodies = false;
+    /* --bodies is ours alone; drop it before the common parser sees it. */
+    char **av = calloc((size_t)argc + 1, sizeof *av);
+    int ac = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--bodies") == 0)
+            bodies = true;
+        else
+            av[ac++] = argv[i];
+    }
+    bench_common c;
+    bench_common_init(&c);
+    int rc = getopt_all(ac, av, &c, wl_usage);
+    free(av);
+    if (rc || !c.workload || !(c.rate > 0) || !c.requests) {
+        if (rc <= 0) wl_usage(stderr);
+        bench_common_free(&c);
+        return rc > 0 ? 0 : 2;
+    }
+    bench_workload w;
+    if (bench_common_workload(&c, c.rate, c.seed, &w)) {
+        bench_common_free(&c);
+        return 1;
+    }
+    for (size_t i = 0; i < w.n; i++) {
+        const bench_req *q = &w.reqs[i];
+        printf("{\"i\":%zu,\"at_ms\":%.3f,\"session\":%u,\"turn\":%u,\"prompt_tokens\":%u,"
+               "\"reusable_tokens\":%u,\"max_tokens\":%u,\"body_xxh64\":\"%016llx\"",
+               i, (double)q->at_ns / 1e6, q->session, q->turn, q->prompt_tokens, q->reused_tokens,
+               q->max_tokens, (unsigned long long)XXH64(q->body, q->body_len, 0));
+        if (bodies) printf(",\"body\":%s", q->body);
+        printf("}\n");
+    }
+    char *params = json_dumps(w.params, JSON_COMPACT);
+    printf("{\"workload\":\"%s\",\"requests\":%zu,\"warmup\":%zu,\"reuse_ceiling\":%.6f,"
+           "\"params\":%s}\n",
+           w.name, w.n, w.warmup, w.reuse_ceiling, params);
+    free(params);
+    bench_workload_free(&w);
+    bench_common_free(&c);
+    return 0;
+}

@@ -1,0 +1,716 @@
+/* workload.c: the seeded workloads w1..w6 of the open-loop harness.
+ *
+ * Every workload is a pure function of its options: text comes from a
+ * splitmix64 stream seeded with --seed, arrival times from a second stream,
+ * so the same seed gives the same bodies at any rate. Token lengths are
+ * measured with builtin:sim over the rendered chat template, exactly what
+ * the simulator counts. docs/bench-workloads.md documents the parameters. */
+#include "bench/bench.h"
+#include "tokenize/ir_tokenize.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- parameters ------------------------------------------------------------ */
+
+typedef struct wl_param {
+    const char *key;
+    double def;
+    const char *doc;
+} wl_param;
+
+static const wl_param w1_params[] = {
+    {"prompts", 32, "system prompts shared by every user"},
+    {"sys_min", 2000, "system prompt length, tokens (uniform min)"},
+    {"sys_max", 8000, "system prompt length, tokens (uniform max)"},
+    {"q_min", 50, "question length, tokens"},
+    {"q_max", 500, "question length, tokens"},
+    {"out_min", 16, "max_tokens (uniform min)"},
+    {"out_max", 128, "max_tokens (uniform max)"},
+};
+static const wl_param w2_params[] = {
+    {"sys_tokens", 200, "one system prompt shared by all chats"},
+    {"turns_min", 2, "user turns per chat"},
+    {"turns_max", 8, "user turns per chat"},
+    {"user_min", 30, "user message length, tokens"},
+    {"user_max", 300, "user message length, tokens"},
+    {"out_min", 32, "reply length (max_tokens; the same text is resent as history)"},
+    {"out_max", 256, "reply length"},
+    {"think_min_s", 10, "think time between a turn and the next, seconds"},
+    {"think_max_s", 20, "think time, seconds"},
+    {"max_out", 1024, "ShareGPT replay: cap on a reply's max_tokens"},
+};
+static const wl_param w3_params[] = {
+    {"agents", 4, "distinct agent system prompts (tool definitions)"},
+    {"sys_min", 1000, "agent system prompt length, tokens"},
+    {"sys_max", 2000, "agent system prompt length, tokens"},
+    {"task_min", 100, "task length, tokens"},
+    {"task_max", 300, "task length, tokens"},
+    {"steps_min", 3, "steps per agent loop"},
+    {"steps_max", 10, "steps per agent loop"},
+    {"tool_min", 200, "tool output appended per step, tokens"},
+    {"tool_max", 1500, "tool output appended per step, tokens"},
+    {"out_min", 20, "tool call length (max_tokens)"},
+    {"out_max", 80, "tool call length (max_tokens)"},
+    {"think_min_s", 0.5, "tool run time between steps, seconds"},
+    {"think_max_s", 2, "tool run time between steps, seconds"},
+};
+static const wl_param w4_params[] = {
+    {"docs", 200, "corpus size"},
+    {"doc_min", 1000, "document length, tokens"},
+    {"doc_max", 4000, "document length, tokens"},
+    {"k_min", 2, "documents per query"},
+    {"k_max", 5, "documents per query"},
+    {"zipf_s", 1.1, "Zipf exponent of document popularity"},
+    {"sys_tokens", 100, "shared system prompt"},
+    {"q_min", 20, "question length, tokens"},
+    {"q_max", 100, "question length, tokens"},
+    {"out_min", 32, "max_tokens"},
+    {"out_max", 128, "max_tokens"},
+};
+static const wl_param w5_params[] = {
+    {"hot_share", 0.5, "share of requests on the hot system prompt"},
+    {"hot_tokens", 4000, "hot system prompt length, tokens"},
+    {"prompts", 64, "other system prompts (the cold 50%)"},
+    {"sys_min", 1000, "cold system prompt length, tokens"},
+    {"sys_max", 4000, "cold system prompt length, tokens"},
+    {"q_min", 50, "question length, tokens"},
+    {"q_max", 500, "question length, tokens"},
+    {"out_min", 16, "max_tokens"},
+    {"out_max", 128, "max_tokens"},
+};
+static const wl_param w6_params[] = {
+    {"p_min", 500, "prompt length, tokens (each prompt unique from its first block)"},
+    {"p_max", 4000, "prompt length, tokens"},
+    {"out_min", 16, "max_tokens"},
+    {"out_max", 128, "max_tokens"},
+};
+
+typedef struct wl_def {
+    const char *name;
+    const char *doc;
+    const wl_param *params;
+    size_t nparams;
+} wl_def;
+
+static const wl_def wl_defs[] = {
+    {"w1", "shared system prompts, short questions", w1_params, IR_ARRAY_LEN(w1_params)},
+    {"w2", "multi-turn chats resending their history", w2_params, IR_ARRAY_LEN(w2_params)},
+    {"w3", "agent loops with growing tool output", w3_params, IR_ARRAY_LEN(w3_params)},
+    {"w4", "RAG over a Zipf-popular corpus", w4_params, IR_ARRAY_LEN(w4_params)},
+    {"w5", "one hot prefix carries half the traffic", w5_params, IR_ARRAY_LEN(w5_params)},
+    {"w6", "prompts that share nothing (control)", w6_params, IR_ARRAY_LEN(w6_params)},
+};
+
+static const wl_def *wl_find(const char *name) {
+    for (size_t i = 0; i < IR_ARRAY_LEN(wl_defs); i++)
+        if (strcmp(wl_defs[i].name, name) == 0) return &wl_defs[i];
+    return NULL;
+}
+
+int bench_param_parse(json_t *params, const char *kv) {
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || eq - kv > 63) return -1;
+    char key[64];
+    memcpy(key, kv, (size_t)(eq - kv));
+    key[eq - kv] = 0;
+    char *end;
+    double v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || !isfinite(v)) return -1;
+    return json_object_set_new(params, key, json_real(v));
+}
+
+int bench_parse_ms(const char *s, double *ms) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !isfinite(v) || v < 0) return -1;
+    if (*end == 0 || strcmp(end, "ms") == 0)
+        *ms = v;
+    else if (strcmp(end, "s") == 0)
+        *ms = v * 1000;
+    else if (strcmp(end, "us") == 0)
+        *ms = v / 1000;
+    else
+        return -1;
+    return 0;
+}
+
+/* ---- text ------------------------------------------------------------------ */
+
+typedef struct gen {
+    ir_rng text;  /* content */
+    ir_rng shape; /* lengths and choices */
+    json_t *params;
+    char *err;
+    size_t errlen;
+} gen;
+
+static double P(const gen *g, const char *k) {
+    return json_number_value(json_object_get(g->params, k));
+}
+
+static long uni(ir_rng *r, double lo, double hi) {
+    long a = (long)lo, b = (long)hi;
+    if (b <= a) return a;
+    return a + (long)ir_rng_below(r, (uint64_t)(b - a + 1));
+}
+
+static double unif(ir_rng *r, double lo, double hi) {
+    return lo + (hi - lo) * ir_rng_double(r);
+}
+
+/* Appends random words until about `tokens` builtin:sim tokens were added.
+ * Pieces break only on local context, so the sum of the words' counts is the
+ * count of their concatenation to within a token or two. */
+static int gen_text(ir_rng *r, size_t tokens, ir_buf *out) {
+    static const char cons[] = "bcdfghjklmnprstvwz";
+    static const char vow[] = "aeiou";
+    size_t have = 0;
+    while (have < tokens) {
+        char w[16];
+        size_t n = 0;
+        if (out->len) w[n++] = ir_rng_below(r, 12) ? ' ' : '\n';
+        int syl = 1 + (int)ir_rng_below(r, 3);
+        for (int s = 0; s < syl; s++) {
+            w[n++] = cons[ir_rng_below(r, sizeof cons - 1)];
+            w[n++] = vow[ir_rng_below(r, sizeof vow - 1)];
+            if (ir_rng_below(r, 3) == 0) w[n++] = cons[ir_rng_below(r, sizeof cons - 1)];
+        }
+        if (ir_rng_below(r, 10) == 0) w[n++] = ir_rng_below(r, 2) ? ',' : '.';
+        have += irt_sim_count(w, n);
+        if (ir_buf_append(out, w, n)) return -1;
+    }
+    return 0;
+}
+
+static char *gen_str(ir_rng *r, const char *lead, size_t tokens) {
+    ir_buf b;
+    ir_buf_init(&b, 64u << 20);
+    ir_buf_append_str(&b, lead);
+    if (gen_text(r, tokens, &b)) {
+        ir_buf_free(&b);
+        return NULL;
+    }
+    return ir_buf_steal(&b, NULL);
+}
+
+static json_t *msg(const char *role, const char *content) {
+    return json_pack("{s:s, s:s}", "role", role, "content", content);
+}
+
+static json_t *msg_new(const char *role, char *content) {
+    json_t *m = json_pack("{s:s, s:s}", "role", role, "content", content ? content : "");
+    free(content);
+    return m;
+}
+
+/* ---- requests -------------------------------------------------------------- */
+
+typedef struct wl_build {
+    bench_req *reqs;
+    size_t n, cap;
+    const char *model;
+} wl_build;
+
+/* Renders messages into a body, measuring the prompt with builtin:sim. */
+static int add_req(wl_build *b, json_t *messages, long max_tokens, uint32_t session,
+                   uint32_t turn) {
+    if (b->n == b->cap) return -1;
+    bench_req *q = &b->reqs[b->n];
+    memset(q, 0, sizeof *q);
+    ir_buf text;
+    ir_buf_init(&text, 0);
+    const char *err = NULL;
+    if (irt_sim_render_chat(messages, true, &text, &err)) {
+        ir_buf_free(&text);
+        return -1;
+    }
+    q->prompt_tokens = (uint32_t)irt_sim_count(text.data ? text.data : "", text.len);
+    ir_buf_free(&text);
+    if (max_tokens < 1) max_tokens = 1;
+    q->max_tokens = (uint32_t)max_tokens;
+    q->session = session;
+    q->turn = turn;
+    json_t *body = json_pack("{s:s, s:O, s:I, s:b, s:{s:b}}", "model", b->model, "messages",
+                             messages, "max_tokens", (json_int_t)max_tokens, "stream", 1,
+                             "stream_options", "include_usage", 1);
+    if (!body) return -1;
+    q->body = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!q->body) return -1;
+    q->body_len = strlen(q->body);
+    b->n++;
+    return 0;
+}
+
+/* ---- Poisson arrivals -------------------------------------------------------- */
+
+static void poisson_times(uint64_t seed, double rate, size_t n, uint64_t *t) {
+    ir_rng r;
+    ir_rng_seed(&r, seed ^ 0x9e3779b97f4a7c15ull);
+    double now = 0;
+    for (size_t i = 0; i < n; i++) {
+        t[i] = (uint64_t)(now * 1e9);
+        double u = ir_rng_double(&r);
+        now += -log1p(-u) / rate; /* exponential gap, mean 1/rate */
+    }
+}
+
+/* ---- single-shot workloads: w1, w4, w5, w6 ------------------------------------- */
+
+static int build_w1(gen *g, wl_build *b, size_t n, bool hot) {
+    size_t np = (size_t)P(g, "prompts");
+    if (np < 1 || np > 100000) return -1;
+    char **sys = calloc(np + 1, sizeof *sys);
+    int rc = 0;
+    for (size_t i = 0; i <= np && rc == 0; i++) {
+        if (i == np && !hot) break;
+        char lead[48];
+        snprintf(lead, sizeof lead, "You are assistant %zu. ", i);
+        size_t len = i == np ? (size_t)P(g, "hot_tokens")
+                             : (size_t)uni(&g->shape, P(g, "sys_min"), P(g, "sys_max"));
+        sys[i] = gen_str(&g->text, lead, len);
+        if (!sys[i]) rc = -1;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t p;
+        if (hot && ir_rng_double(&g->shape) < P(g, "hot_share"))
+            p = np;
+        else
+            p = (size_t)ir_rng_below(&g->shape, np);
+        char *q = gen_str(&g->text, "", (size_t)uni(&g->shape, P(g, "q_min"), P(g, "q_max")));
+        json_t *m = json_pack("[o,o]", msg("system", sys[p]), msg_new("user", q));
+        rc = add_req(b, m, uni(&g->shape, P(g, "out_min"), P(g, "out_max")), (uint32_t)p, 0);
+        json_decref(m);
+    }
+    for (size_t i = 0; i <= np; i++) free(sys[i]);
+    free(sys);
+    return rc;
+}
+
+static int build_w4(gen *g, wl_build *b, size_t n) {
+    size_t nd = (size_t)P(g, "docs");
+    if (nd < 1 || nd > 100000) return -1;
+    char **docs = calloc(nd, sizeof *docs);
+    double *cdf = calloc(nd, sizeof *cdf);
+    int rc = 0;
+    double total = 0;
+    for (size_t i = 0; i < nd && rc == 0; i++) {
+        char lead[48];
+        snprintf(lead, sizeof lead, "Document %zu.\n", i);
+        docs[i] = gen_str(&g->text, lead, (size_t)uni(&g->shape, P(g, "doc_min"), P(g, "doc_max")));
+        if (!docs[i]) rc = -1;
+        total += 1.0 / pow((double)(i + 1), P(g, "zipf_s"));
+        cdf[i] = total;
+    }
+    char *sys = gen_str(&g->text, "Answer from the documents. ", (size_t)P(g, "sys_tokens"));
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t k = (size_t)uni(&g->shape, P(g, "k_min"), P(g, "k_max"));
+        if (k > nd) k = nd;
+        size_t pick[64];
+        if (k > 64) k = 64;
+        ir_buf ctx;
+        ir_buf_init(&ctx, 64u << 20);
+        for (size_t j = 0; j < k; j++) {
+            size_t d;
+            for (int tries = 0;; tries++) { /* Zipf draw, without replacement */
+                double u = ir_rng_double(&g->shape) * total;
+                size_t lo = 0, hi = nd - 1;
+                while (lo < hi) {
+                    size_t mid = (lo + hi) / 2;
+                    if (cdf[mid] < u)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                d = lo;
+                bool dup = false;
+                for (size_t x = 0; x < j; x++) dup |= pick[x] == d;
+                if (!dup || tries > 100) break;
+            }
+            pick[j] = d;
+            ir_buf_append_str(&ctx, docs[d]);
+            ir_buf_append_str(&ctx, "\n\n");
+        }
+        char *q =
+            gen_str(&g->text, "Question: ", (size_t)uni(&g->shape, P(g, "q_min"), P(g, "q_max")));
+        ir_buf_append_str(&ctx, q ? q : "");
+        free(q);
+        json_t *m = json_pack("[o,o]", msg("system", sys ? sys : ""),
+                              msg("user", ctx.data ? ctx.data : ""));
+        ir_buf_free(&ctx);
+        rc = add_req(b, m, uni(&g->shape, P(g, "out_min"), P(g, "out_max")), (uint32_t)pick[0], 0);
+        json_decref(m);
+    }
+    for (size_t i = 0; i < nd; i++) free(docs[i]);
+    free(docs);
+    free(cdf);
+    free(sys);
+    return rc;
+}
+
+static int build_w6(gen *g, wl_build *b, size_t n, uint64_t seed) {
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        /* A unique lead fills the first block, so no two prompts share one. */
+        char lead[96];
+        snprintf(lead, sizeof lead, "Request %zu of run %016llx, unique: %016llx. ", i,
+                 (unsigned long long)seed, (unsigned long long)ir_rng_next(&g->text));
+        char *p = gen_str(&g->text, lead, (size_t)uni(&g->shape, P(g, "p_min"), P(g, "p_max")));
+        json_t *m = json_pack("[o]", msg_new("user", p));
+        rc = add_req(b, m, uni(&g->shape, P(g, "out_min"), P(g, "out_max")), (uint32_t)i, 0);
+        json_decref(m);
+    }
+    return rc;
+}
+
+/* ---- sessions: w2, w3, ShareGPT ---------------------------------------------------
+ * Arrival slots stay Poisson: each slot goes to the session that has been
+ * ready (its think time over) the longest, else a new session starts. So
+ * turns never come sooner than the think time after the previous turn's
+ * scheduled time, and the overall rate is the one asked for. */
+
+typedef struct session {
+    json_t *msgs; /* the history resent every turn */
+    uint32_t id;
+    uint32_t turn, turns;
+    double ready_s; /* earliest next turn */
+    size_t convo;   /* ShareGPT conversation index */
+    size_t pos;     /* ShareGPT: next message */
+} session;
+
+typedef struct sharegpt {
+    json_t *root; /* the array of conversations with a human turn */
+} sharegpt;
+
+static const char *sg_from(json_t *m) {
+    const char *f = ir_json_str(m, "from");
+    return f ? f : ir_json_str(m, "role");
+}
+static const char *sg_value(json_t *m) {
+    const char *v = ir_json_str(m, "value");
+    return v ? v : ir_json_str(m, "content");
+}
+
+static int sharegpt_load(const char *path, sharegpt *s, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *all = json_load_file(path, 0, &je);
+    if (!all || !json_is_array(all)) {
+        snprintf(err, errlen, "--sharegpt %s: %s", path, all ? "not a JSON array" : je.text);
+        json_decref(all);
+        return -1;
+    }
+    s->root = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(all, i, c) {
+        json_t *conv = json_object_get(c, "conversations");
+        if (!json_is_array(conv)) conv = json_object_get(c, "messages");
+        if (!json_is_array(conv)) continue;
+        size_t j;
+        json_t *m;
+        bool human = false;
+        json_array_foreach(conv, j, m) {
+            const char *f = sg_from(m);
+            human |= f && (strcmp(f, "human") == 0 || strcmp(f, "user") == 0) && sg_value(m);
+        }
+        if (human) json_array_append(s->root, conv);
+    }
+    json_decref(all);
+    if (json_array_size(s->root) == 0) {
+        snprintf(err, errlen, "--sharegpt %s: no conversation with a human turn", path);
+        json_decref(s->root);
+        return -1;
+    }
+    return 0;
+}
+
+static bool sg_is(json_t *m, const char *a, const char *b) {
+    const char *f = sg_from(m);
+    return f && (strcmp(f, a) == 0 || strcmp(f, b) == 0);
+}
+
+/* Emits the session's next request and appends its reply to the history. */
+static int session_turn(gen *g, wl_build *b, session *s, const char *kind, sharegpt *sg,
+                        const char *const *agents) {
+    long out;
+    if (sg && sg->root) {
+        json_t *conv = json_array_get(sg->root, s->convo);
+        if (s->turn == 0) s->pos = 0;
+        /* Copy messages up to and including the next human one. */
+        while (s->pos < json_array_size(conv)) {
+            json_t *m = json_array_get(conv, s->pos++);
+            if (!sg_value(m)) continue;
+            bool human = sg_is(m, "human", "user");
+            const char *role = human                          ? "user"
+                               : sg_is(m, "system", "system") ? "system"
+                                                              : "assistant";
+            json_array_append_new(s->msgs, msg(role, sg_value(m)));
+            if (human) break;
+        }
+        json_t *reply = NULL;
+        if (s->pos < json_array_size(conv) &&
+            sg_is(json_array_get(conv, s->pos), "gpt", "assistant"))
+            reply = json_array_get(conv, s->pos);
+        out = reply ? (long)irt_sim_count(sg_value(reply), strlen(sg_value(reply))) : 128;
+        if (out > (long)P(g, "max_out")) out = (long)P(g, "max_out");
+        int rc = add_req(b, s->msgs, out, s->id, s->turn);
+        if (reply) {
+            json_array_append_new(s->msgs, msg("assistant", sg_value(reply)));
+            s->pos++;
+        }
+        /* Ends when no human turn is left. */
+        bool more = false;
+        for (size_t j = s->pos; j < json_array_size(conv); j++)
+            more |= sg_is(json_array_get(conv, j), "human", "user");
+        s->turns = more ? s->turn + 2 : s->turn + 1;
+        return rc;
+    }
+    if (strcmp(kind, "w2") == 0) {
+        char *u = gen_str(&g->text, "", (size_t)uni(&g->shape, P(g, "user_min"), P(g, "user_max")));
+        json_array_append_new(s->msgs, msg_new("user", u));
+        out = uni(&g->shape, P(g, "out_min"), P(g, "out_max"));
+    } else { /* w3 */
+        if (s->turn == 0) {
+            size_t a = s->id % (size_t)P(g, "agents");
+            json_array_append_new(s->msgs, msg("system", agents[a]));
+            char *t = gen_str(&g->text,
+                              "Task: ", (size_t)uni(&g->shape, P(g, "task_min"), P(g, "task_max")));
+            json_array_append_new(s->msgs, msg_new("user", t));
+        } else {
+            char *t = gen_str(&g->text, "Tool output:\n",
+                              (size_t)uni(&g->shape, P(g, "tool_min"), P(g, "tool_max")));
+            json_array_append_new(s->msgs, msg_new("tool", t));
+        }
+        out = uni(&g->shape, P(g, "out_min"), P(g, "out_max"));
+    }
+    int rc = add_req(b, s->msgs, out, s->id, s->turn);
+    /* The reply this turn is assumed to produce, resent as history next turn. */
+    char *r = gen_str(&g->text, strcmp(kind, "w3") == 0 ? "Call tool: " : "", (size_t)out);
+    json_array_append_new(s->msgs, msg_new("assistant", r));
+    return rc;
+}
+
+static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, const char *kind,
+                          sharegpt *sg) {
+    const char *agents[64] = {0};
+    char *shared_sys = NULL;
+    size_t nag = 0;
+    if (!sg->root && strcmp(kind, "w3") == 0) {
+        nag = (size_t)P(g, "agents");
+        if (nag < 1 || nag > 64) return -1;
+        for (size_t i = 0; i < nag; i++) {
+            char lead[64];
+            snprintf(lead, sizeof lead, "You are agent %zu. Tools:\n", i);
+            agents[i] =
+                gen_str(&g->text, lead, (size_t)uni(&g->shape, P(g, "sys_min"), P(g, "sys_max")));
+        }
+    } else if (!sg->root) {
+        shared_sys = gen_str(&g->text, "You are a helpful assistant. ", (size_t)P(g, "sys_tokens"));
+    }
+    size_t cap = 1024, nact = 0;
+    session *act = calloc(cap, sizeof *act);
+    uint32_t next_id = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        double now = (double)t[i] / 1e9;
+        size_t best = SIZE_MAX;
+        for (size_t j = 0; j < nact; j++)
+            if (act[j].ready_s <= now && (best == SIZE_MAX || act[j].ready_s < act[best].ready_s))
+                best = j;
+        if (best == SIZE_MAX) {
+            if (nact == cap) {
+                cap *= 2;
+                act = realloc(act, cap * sizeof *act);
+            }
+            session *s = &act[nact];
+            memset(s, 0, sizeof *s);
+            s->id = next_id++;
+            s->msgs = json_array();
+            if (sg->root) {
+                s->convo = (size_t)ir_rng_below(&g->shape, json_array_size(sg->root));
+                s->turns = 1;
+            } else if (strcmp(kind, "w2") == 0) {
+                json_array_append_new(s->msgs, msg("system", shared_sys ? shared_sys : ""));
+                s->turns = (uint32_t)uni(&g->shape, P(g, "turns_min"), P(g, "turns_max"));
+            } else {
+                s->turns = (uint32_t)uni(&g->shape, P(g, "steps_min"), P(g, "steps_max"));
+            }
+            best = nact++;
+        }
+        session *s = &act[best];
+        rc = session_turn(g, b, s, kind, sg, agents);
+        s->turn++;
+        s->ready_s = now + unif(&g->shape, P(g, "think_min_s"), P(g, "think_max_s"));
+        if (s->turn >= s->turns) { /* done: drop it */
+            json_decref(s->msgs);
+            act[best] = act[--nact];
+        }
+    }
+    for (size_t j = 0; j < nact; j++) json_decref(act[j].msgs);
+    free(act);
+    for (size_t i = 0; i < nag; i++) free((char *)agents[i]);
+    free(shared_sys);
+    return rc;
+}
+
+/* ---- the reuse ceiling ------------------------------------------------------------
+ * What one replica with an infinite cache would hit: for each request, the
+ * leading whole blocks whose chained hash some earlier request produced. */
+
+typedef struct hset {
+    irt_hash *slots;
+    size_t cap, n;
+} hset;
+
+static bool hset_has(const hset *h, irt_hash x) {
+    for (size_t i = x.lo & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+        if (!h->slots[i].lo && !h->slots[i].hi) return false;
+        if (irt_hash_eq(h->slots[i], x)) return true;
+    }
+}
+
+static int hset_add(hset *h, irt_hash x) {
+    if ((h->n + 1) * 2 > h->cap) {
+        hset g = {calloc(h->cap * 2, sizeof(irt_hash)), h->cap * 2, 0};
+        if (!g.slots) return -1;
+        for (size_t i = 0; i < h->cap; i++)
+            if (h->slots[i].lo || h->slots[i].hi) hset_add(&g, h->slots[i]);
+        free(h->slots);
+        *h = g;
+    }
+    for (size_t i = x.lo & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+        if (irt_hash_eq(h->slots[i], x)) return 0;
+        if (!h->slots[i].lo && !h->slots[i].hi) {
+            h->slots[i] = x;
+            h->n++;
+            return 0;
+        }
+    }
+}
+
+static int reuse_ceiling(bench_workload *w, size_t bs) {
+    hset h = {calloc(1024, sizeof(irt_hash)), 1024, 0};
+    irt_hash root = irt_hash_root(NULL, 0);
+    irt_ids ids;
+    irt_ids_init(&ids);
+    irt_hash *hs = NULL;
+    size_t hcap = 0;
+    double hit = 0, all = 0;
+    int rc = 0;
+    for (size_t i = 0; i < w->n && rc == 0; i++) {
+        bench_req *q = &w->reqs[i];
+        json_t *body = json_loadb(q->body, q->body_len, 0, NULL);
+        ir_buf text;
+        ir_buf_init(&text, 0);
+        const char *e;
+        ids.len = 0;
+        if (!body || irt_sim_render_chat(json_object_get(body, "messages"), true, &text, &e) ||
+            irt_sim_encode(text.data ? text.data : "", text.len, &ids))
+            rc = -1;
+        json_decref(body);
+        ir_buf_free(&text);
+        if (rc) break;
+        size_t nb = ids.len / bs;
+        if (nb > hcap) {
+            hcap = nb * 2;
+            hs = realloc(hs, hcap * sizeof *hs);
+        }
+        nb = irt_hash_blocks(root, ids.ids, ids.len, bs, hs, nb);
+        size_t m = 0;
+        while (m < nb && hset_has(&h, hs[m])) m++;
+        q->reused_tokens = (uint32_t)(m * bs);
+        for (size_t j = 0; j < nb && rc == 0; j++) rc = hset_add(&h, hs[j]);
+        if (i >= w->warmup) {
+            hit += (double)q->reused_tokens;
+            all += (double)q->prompt_tokens;
+        }
+    }
+    w->reuse_ceiling = all > 0 ? hit / all : 0;
+    irt_ids_free(&ids);
+    free(hs);
+    free(h.slots);
+    return rc;
+}
+
+/* ---- entry ---------------------------------------------------------------------- */
+
+int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, size_t errlen) {
+    memset(w, 0, sizeof *w);
+    const wl_def *d = wl_find(o->name ? o->name : "");
+    if (!d) {
+        snprintf(err, errlen, "unknown workload '%s' (w1..w6)", o->name ? o->name : "");
+        return -1;
+    }
+    if (o->n < 1 || o->n > BENCH_MAX_REQUESTS || !(o->rate > 0) || o->warmup >= o->n) {
+        snprintf(err, errlen, "need 0 <= warmup < requests <= %d and rate > 0", BENCH_MAX_REQUESTS);
+        return -1;
+    }
+    snprintf(w->name, sizeof w->name, "%s", d->name);
+    w->warmup = o->warmup;
+    w->params = json_object();
+    for (size_t i = 0; i < d->nparams; i++) {
+        json_t *v = o->params ? json_object_get(o->params, d->params[i].key) : NULL;
+        json_object_set_new(w->params, d->params[i].key,
+                            json_real(v ? json_number_value(v) : d->params[i].def));
+    }
+    if (o->params) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(o->params, k, v) {
+            if (!json_object_get(w->params, k)) {
+                snprintf(err, errlen, "workload %s has no parameter '%s'", d->name, k);
+                bench_workload_free(w);
+                return -1;
+            }
+        }
+    }
+    gen g = {.params = w->params};
+    ir_rng_seed(&g.text, o->seed * 2 + 1);
+    ir_rng_seed(&g.shape, o->seed ^ 0x5bd1e995ull);
+    uint64_t *t = calloc(o->n, sizeof *t);
+    poisson_times(o->seed, o->rate, o->n, t);
+    wl_build b = {calloc(o->n, sizeof(bench_req)), 0, o->n,
+                  o->model ? o->model : "inferrail/sim-8b"};
+    sharegpt sg = {0};
+    int rc = 0;
+    if (o->sharegpt && strcmp(d->name, "w2") != 0) {
+        snprintf(err, errlen, "--sharegpt goes with w2 only");
+        rc = -1;
+    } else if (o->sharegpt) {
+        rc = sharegpt_load(o->sharegpt, &sg, err, errlen);
+        if (rc == 0) json_object_set_new(w->params, "sharegpt", json_string(o->sharegpt));
+        if (rc == 0) rc = build_sessions(&g, &b, t, o->n, "w2", &sg);
+        json_decref(sg.root);
+    } else if (strcmp(d->name, "w1") == 0)
+        rc = build_w1(&g, &b, o->n, false);
+    else if (strcmp(d->name, "w5") == 0)
+        rc = build_w1(&g, &b, o->n, true);
+    else if (strcmp(d->name, "w4") == 0)
+        rc = build_w4(&g, &b, o->n);
+    else if (strcmp(d->name, "w6") == 0)
+        rc = build_w6(&g, &b, o->n, o->seed);
+    else
+        rc = build_sessions(&g, &b, t, o->n, d->name, &sg);
+    w->reqs = b.reqs;
+    w->n = b.n;
+    if (rc == 0 && b.n != o->n) rc = -1;
+    for (size_t i = 0; i < w->n; i++) w->reqs[i].at_ns = t[i];
+    free(t);
+    if (rc == 0) rc = reuse_ceiling(w, o->block_size ? o->block_size : 16);
+    if (rc) {
+        if (!err[0]) snprintf(err, errlen, "workload %s: generation failed", d->name);
+        bench_workload_free(w);
+        return -1;
+    }
+    return 0;
+}
+
+void bench_workload_free(bench_workload *w) {
+    for (size_t i = 0; i < w->n; i++) free(w->reqs[i].body);
+    free(w->reqs);
+    json_decref(w->params);
+    memset(w, 0, sizeof *w);
+}
