@@ -15,4 +15,4 @@ models=(qwen3="$nm/tokenizer-qwen3/models/tokenizer.json" llama3_1="$nm/tokenize
 node "$root/bench/tokenizer/gen_corpus.mjs" "$corpus" "$size" >/dev/null
 echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 RAYON_NUM_THREADS=1 UV_THREADPOOL_SIZE=1 node "$root/bench/tokenizer/ref_bench.mjs" "$corpus" "${models[@]}"
-"$bin" "$corpus" "${models[@]}" --threads "${THREADS:-4}"
+"$bin" "$corpus" "${models[@]}" --threads "${THREADS:-$(nproc)}"

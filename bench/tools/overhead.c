@@ -39,7 +39,9 @@ typedef struct call {
     int status;
 } call;
 
-static void on_head(void *ud, int status, const irn_header *h, size_t n) { ((call *)ud)->status = status; }
+static void on_head(void *ud, int status, const irn_header *h, size_t n) {
+    ((call *)ud)->status = status;
+}
 static void on_body(void *ud, const char *d, size_t n) {}
 
 static void on_done(void *ud, int err) {
@@ -119,10 +121,10 @@ static void dist(const char *name, double *v, size_t n) {
 
 int main(int argc, char **argv) {
     static const struct option opts[] = {
-        {"url", required_argument, 0, 'u'},  {"rate", required_argument, 0, 'r'},
+        {"url", required_argument, 0, 'u'},      {"rate", required_argument, 0, 'r'},
         {"requests", required_argument, 0, 'n'}, {"warmup", required_argument, 0, 'w'},
-        {"path", required_argument, 0, 'p'}, {"body", required_argument, 0, 'b'},
-        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0},
+        {"path", required_argument, 0, 'p'},     {"body", required_argument, 0, 'b'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     ol o;
     memset(&o, 0, sizeof o);
@@ -135,12 +137,24 @@ int main(int argc, char **argv) {
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'u': url = optarg; break;
-        case 'r': o.rate = atof(optarg); break;
-        case 'n': o.total = atoi(optarg); break;
-        case 'w': o.warmup = atoi(optarg); break;
-        case 'p': o.path = optarg; break;
-        case 'b': o.body = optarg; break;
+        case 'u':
+            url = optarg;
+            break;
+        case 'r':
+            o.rate = atof(optarg);
+            break;
+        case 'n':
+            o.total = atoi(optarg);
+            break;
+        case 'w':
+            o.warmup = atoi(optarg);
+            break;
+        case 'p':
+            o.path = optarg;
+            break;
+        case 'b':
+            o.body = optarg;
+            break;
         default:
             fprintf(ch == 'h' ? stdout : stderr,
                     "usage: ir-overhead --url URL --rate R --requests N [--warmup W] [--path P] "

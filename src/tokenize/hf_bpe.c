@@ -158,8 +158,63 @@ static bool char_id(const hf_bpe *m, hf_bpe_scratch *sc, const char *c, size_t k
     return hf_strmap_get(&m->vocab, sc->tmp.p, sc->tmp.len, id);
 }
 
+static int bpe_word(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out);
+
+/* A quick hash for short words (the cache is per call, so it need not
+ * resist crafted input: a collision only costs a recomputation). */
+static inline uint64_t wc_hash(const char *s, size_t len) {
+    uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ull;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+        s += 8;
+        len -= 8;
+    }
+    if (len) {
+        uint64_t w = 0;
+        memcpy(&w, s, len);
+        h = (h ^ w) * 0x94D049BB133111EBull;
+    }
+    return h ^ (h >> 31);
+}
+
+/* BPE of a word depends on the word alone, so repeated words (most of them
+ * in prose and code) are served from the call's cache. */
 int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out) {
     if (!len) return 0;
+    if (len > HF_WC_LEN) return bpe_word(m, s, len, sc, out);
+    if (!sc->wc) {
+        if (++sc->nwords < HF_WC_AFTER) return bpe_word(m, s, len, sc, out);
+        sc->wc = calloc(HF_WC_SLOTS, sizeof(*sc->wc));
+        if (!sc->wc) return IRT_ENOMEM;
+    }
+    uint64_t h = wc_hash(s, len);
+    uint32_t tag = (uint32_t)h | 1;
+    hf_wc_ent *e = &sc->wc[(h >> 40) & (HF_WC_SLOTS - 1)];
+    if (e->tag == tag && e->len == len && memcmp(e->word, s, len) == 0) {
+        if (out->cap - out->len < e->nids) {
+            for (size_t i = 0; i < e->nids; i++)
+                if (hf_ids_push(out, e->ids[i])) return IRT_ENOMEM;
+            return 0;
+        }
+        memcpy(out->ids + out->len, e->ids, e->nids * sizeof(uint32_t));
+        out->len += e->nids;
+        return 0;
+    }
+    size_t start = out->len;
+    int rc = bpe_word(m, s, len, sc, out);
+    if (rc || out->len - start > HF_WC_IDS) return rc;
+    e->tag = tag;
+    e->len = (uint8_t)len;
+    e->nids = (uint8_t)(out->len - start);
+    memcpy(e->word, s, len);
+    memcpy(e->ids, out->ids + start, e->nids * sizeof(uint32_t));
+    return 0;
+}
+
+static int bpe_word(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out) {
     uint32_t id;
     if (m->ignore_merges && hf_strmap_get(m->raw ? &m->vocab_raw : &m->vocab, s, len, &id))
         return hf_ids_push(out, id) ? IRT_ENOMEM : 0;
@@ -221,6 +276,7 @@ int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc
 void hf_bpe_scratch_free(hf_bpe_scratch *sc) {
     free(sc->syms);
     free(sc->heap);
+    free(sc->wc);
     hf_buf_free(&sc->tmp);
     memset(sc, 0, sizeof(*sc));
 }

@@ -18,6 +18,14 @@ typedef struct hf_arena {
     size_t total; /* bytes held, for irt_memory_bytes */
 } hf_arena;
 
+/* Zeroed blocks for the big tables of a load. From 1 MiB up they are their
+ * own 2 MiB-aligned mappings with transparent huge pages requested: a load
+ * touches tens of megabytes, and 4 KiB page faults (costly on VMs) would
+ * otherwise dominate it. hf_big_free(NULL) is a no-op. */
+void *hf_big_calloc(size_t n);
+void *hf_big_grow(void *p, size_t oldn, size_t newn); /* copies; frees p on success */
+void hf_big_free(void *p);
+
 void *hf_arena_alloc(hf_arena *a, size_t n);
 char *hf_arena_memdup(hf_arena *a, const char *s, size_t n); /* NUL-terminated copy */
 void hf_arena_free(hf_arena *a);
@@ -70,30 +78,47 @@ bool hf_is_punct(uint32_t cp);      /* ASCII punctuation or a P* category */
 /* ---- hashing and maps ---------------------------------------------------------- */
 uint64_t hf_hash(const void *p, size_t n);
 
-/* String -> uint32 map; keys live in the map's own arena. Later puts overwrite. */
-typedef struct hf_strmap_ent {
-    const char *key;
-    uint32_t len;
+/* String -> uint32 map, open addressing with linear probing. Each slot holds
+ * the key's hash tag, length, value and first 8 bytes, so a probe reads one
+ * slot and, for keys over 8 bytes, the key in the map's own pool (keys are
+ * copied there, NUL-terminated). A zeroed table is empty. Presized from the expected count; no
+ * per-entry allocation. Later puts overwrite. */
+typedef struct hf_strslot {
+    uint64_t head; /* first 8 key bytes, zero-padded */
+    uint32_t tag;  /* hash high bits */
+    uint32_t len1; /* key length + 1; 0: empty */
+    uint32_t off;  /* key offset in the pool */
     uint32_t val;
-    uint64_t hash;
-} hf_strmap_ent;
+} hf_strslot;
 typedef struct hf_strmap {
-    hf_strmap_ent *ents; /* insertion order */
-    size_t n, cap;
-    uint64_t *slots; /* hash high bits | index+1; 0 is empty */
-    size_t mask;
+    hf_strslot *slots;
+    size_t mask, n;
+    char *pool;
+    size_t plen, pcap;
 } hf_strmap;
 
-int hf_strmap_init(hf_strmap *m, size_t expect);
-/* key must outlive the map (it is not copied). */
+/* expect: entries, key_bytes: their total length (both hints; 0 is fine). */
+int hf_strmap_init(hf_strmap *m, size_t expect, size_t key_bytes);
 int hf_strmap_put(hf_strmap *m, const char *key, size_t len, uint32_t val);
-bool hf_strmap_get(const hf_strmap *m, const char *key, size_t len, uint32_t *val);
 void hf_strmap_free(hf_strmap *m);
 size_t hf_strmap_bytes(const hf_strmap *m);
+/* The stored key of an occupied slot (valid until the next put). */
+static inline const char *hf_strmap_key(const hf_strmap *m, const hf_strslot *s) {
+    return m->pool + s->off;
+}
+bool hf_strmap_get(const hf_strmap *m, const char *key, size_t len, uint32_t *val);
+/* The same with the key's hf_hash given, for loops that prefetch slots ahead
+ * (a bulk load is bound by cache misses, one per probe). */
+bool hf_strmap_get_h(const hf_strmap *m, const char *key, size_t len, uint64_t h, uint32_t *val);
+int hf_strmap_put_h(hf_strmap *m, const char *key, size_t len, uint64_t h, uint32_t val);
+static inline void hf_strmap_prefetch(const hf_strmap *m, uint64_t h) {
+    __builtin_prefetch(&m->slots[(size_t)h & m->mask]);
+}
 
-/* (uint32, uint32) -> (rank, id) map for BPE merges; one cache line per probe. */
+/* (uint32, uint32) -> (rank, id) map for BPE merges; one cache line per probe.
+ * Keys are stored plus one so that a zeroed table is empty. */
 typedef struct hf_pairent {
-    uint64_t key; /* UINT64_MAX is empty */
+    uint64_t key; /* ((a << 32) | b) + 1; 0 is empty */
     uint32_t rank;
     uint32_t id;
 } hf_pairent;
@@ -102,13 +127,21 @@ typedef struct hf_pairmap {
     size_t mask;
     size_t n;
 } hf_pairmap;
+/* Sized up front: at most 3/4 full with expect entries. */
 int hf_pairmap_init(hf_pairmap *m, size_t expect);
+static inline size_t hf_pairmap_slot(const hf_pairmap *m, uint32_t a, uint32_t b) {
+    uint64_t h = (((uint64_t)a << 32) | b) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & m->mask;
+}
+static inline void hf_pairmap_prefetch(const hf_pairmap *m, uint32_t a, uint32_t b) {
+    __builtin_prefetch(&m->e[hf_pairmap_slot(m, a, b)], 1);
+}
+/* Callers never put more than the expect given to init. */
 void hf_pairmap_put(hf_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32_t id);
 static inline bool hf_pairmap_get(const hf_pairmap *m, uint32_t a, uint32_t b, uint32_t *rank,
                                   uint32_t *id) {
-    uint64_t k = ((uint64_t)a << 32) | b;
-    uint64_t h = k * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 32) & m->mask;
+    uint64_t k = (((uint64_t)a << 32) | b) + 1;
+    size_t i = hf_pairmap_slot(m, a, b);
     for (;;) {
         const hf_pairent *e = &m->e[i];
         if (e->key == k) {
@@ -116,7 +149,7 @@ static inline bool hf_pairmap_get(const hf_pairmap *m, uint32_t a, uint32_t b, u
             *id = e->id;
             return true;
         }
-        if (e->key == UINT64_MAX) return false;
+        if (!e->key) return false;
         i = (i + 1) & m->mask;
     }
 }
@@ -131,10 +164,10 @@ struct hj_val {
     uint32_t n; /* string bytes, array items, object members */
     union {
         const char *s; /* NUL-terminated; may hold NULs within n */
-        double num;
+        double num;    /* HJ_NUM when !is_int */
+        int64_t i;     /* HJ_NUM when is_int */
         hj_val *items; /* array: n values; object: 2n (key, value) */
     } u;
-    int64_t i; /* HJ_NUM when is_int */
 };
 /* Parses text (modified in place; must outlive the DOM) into a DOM in arena a. */
 hj_val *hj_parse(hf_arena *a, char *text, size_t len, char *err, size_t errlen);
@@ -318,12 +351,26 @@ typedef struct hf_sym {
 typedef struct hf_heapent {
     uint32_t rank, pos, id;
 } hf_heapent;
+/* A per-call cache of word -> ids: direct-mapped, one cache line an entry,
+ * allocated only once a call has encoded HF_WC_AFTER words. */
+#define HF_WC_LEN   26
+#define HF_WC_IDS   8
+#define HF_WC_SLOTS 1024
+#define HF_WC_AFTER 32
+typedef struct hf_wc_ent {
+    uint32_t tag; /* hash | 1; 0 is empty */
+    uint8_t len, nids;
+    char word[HF_WC_LEN];
+    uint32_t ids[HF_WC_IDS];
+} hf_wc_ent;
 typedef struct hf_bpe_scratch {
     hf_sym *syms;
     size_t nsyms, symcap;
     hf_heapent *heap;
     size_t nheap, heapcap;
     hf_buf tmp;
+    hf_wc_ent *wc;
+    size_t nwords;
 } hf_bpe_scratch;
 /* Appends the ids of one pre-tokenized piece. */
 int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out);
@@ -337,7 +384,12 @@ int32_t hf_trie_longest(const hf_trie *t, const unsigned char *s, size_t len, si
 /* Fast hand-written pre-tokenizer regexes (hf_fastre.c). */
 enum { FAST_NONE = 0, FAST_QWEN, FAST_LLAMA3, FAST_GPT2 };
 int hf_fast_detect(const char *re, size_t len);
-/* Next match at or after pos; false when none. */
-bool hf_fast_next(int kind, const unsigned char *s, size_t len, size_t pos, size_t *ms, size_t *me);
+/* The match PCRE2 finds searching from pos: 1 with it in [*ms, *me), 0 when
+ * none, -1 when unsure (a character whose class PCRE2 may see otherwise):
+ * then this one search goes to PCRE2. */
+int hf_fast_next(int kind, const unsigned char *s, size_t len, size_t pos, size_t *ms, size_t *me);
+/* The class the matchers give a code point: 0 other, 1 \p{L}, 2 \p{N},
+ * 3 \s (with U+0085), 4 unsure (exposed for the tests). */
+int hf_fast_class(uint32_t cp);
 
 #endif

@@ -34,7 +34,7 @@ static void hj_fail(hj_parser *ps, const char *what) {
 static int hj_push(hj_parser *ps, const hj_val *v) {
     if (ps->n == ps->cap) {
         size_t cap = ps->cap ? ps->cap * 2 : 1024;
-        hj_val *s = realloc(ps->stack, cap * sizeof(*s));
+        hj_val *s = hf_big_grow(ps->stack, ps->cap * sizeof(*s), cap * sizeof(*s));
         if (!s) {
             hj_fail(ps, "out of memory");
             return -1;
@@ -208,8 +208,7 @@ static int hj_number(hj_parser *ps, hj_val *v) {
     if (digits > 18) is_int = false;
     *v = (hj_val){.type = HJ_NUM, .is_int = is_int};
     if (is_int) {
-        v->i = neg ? -(int64_t)iv : (int64_t)iv;
-        v->u.num = (double)v->i;
+        v->u.i = neg ? -(int64_t)iv : (int64_t)iv;
     } else {
         char tmp[64];
         size_t n = (size_t)(p - s);
@@ -334,7 +333,7 @@ hj_val *hj_parse(hf_arena *a, char *text, size_t len, char *err, size_t errlen) 
             rc = -1;
         }
     }
-    free(ps.stack);
+    hf_big_free(ps.stack);
     return rc ? NULL : root;
 }
 

@@ -56,9 +56,9 @@ static int jbool(loader *L, const hj_val *o, const char *key, const char *path, 
 }
 
 static int juint(loader *L, const hj_val *v, const char *path, uint32_t *out) {
-    if (!v || v->type != HJ_NUM || !v->is_int || v->i < 0 || v->i > INT32_MAX)
+    if (!v || v->type != HJ_NUM || !v->is_int || v->u.i < 0 || v->u.i > INT32_MAX)
         return lfail(L, path, "expected a non-negative integer id");
-    *out = (uint32_t)v->i;
+    *out = (uint32_t)v->u.i;
     return 0;
 }
 
@@ -308,6 +308,63 @@ static int opt_str(loader *L, const hj_val *o, const char *key, const char *path
     return 0;
 }
 
+/* Bulk loads are bound by cache misses on the hash tables, so the loops
+ * below hash PF entries ahead and prefetch their slots. */
+#define PF 16
+
+enum { MP_OK, MP_SKIP, MP_BAD_STR, MP_BAD_PAIR };
+typedef struct merge_pre {
+    int state;
+    const char *a, *b;
+    size_t al, bl, clen;
+    uint64_t ha, hb, hc;
+    char cat[112]; /* the merged token, when it fits */
+} merge_pre;
+
+typedef struct pend_put {
+    uint32_t a, b, rank, id;
+} pend_put;
+
+static void merge_prepare(const hf_bpe *m, const hj_val *mv, size_t prefix_len, merge_pre *q) {
+    q->state = MP_OK;
+    if (mv->type == HJ_STR) {
+        if (!strncmp(mv->u.s, "#version", 8)) {
+            q->state = MP_SKIP;
+            return;
+        }
+        const char *sp = memchr(mv->u.s, ' ', mv->n);
+        if (!sp || memchr(sp + 1, ' ', mv->n - (size_t)(sp + 1 - mv->u.s))) {
+            q->state = MP_BAD_STR;
+            return;
+        }
+        q->a = mv->u.s;
+        q->al = (size_t)(sp - q->a);
+        q->b = sp + 1;
+        q->bl = mv->n - q->al - 1;
+    } else if (mv->type == HJ_ARR && mv->n == 2 && mv->u.items[0].type == HJ_STR &&
+               mv->u.items[1].type == HJ_STR) {
+        q->a = mv->u.items[0].u.s;
+        q->al = mv->u.items[0].n;
+        q->b = mv->u.items[1].u.s;
+        q->bl = mv->u.items[1].n;
+    } else {
+        q->state = MP_BAD_PAIR;
+        return;
+    }
+    q->ha = hf_hash(q->a, q->al);
+    q->hb = hf_hash(q->b, q->bl);
+    hf_strmap_prefetch(&m->vocab, q->ha);
+    hf_strmap_prefetch(&m->vocab, q->hb);
+    size_t skip = prefix_len <= q->bl ? prefix_len : q->bl;
+    q->clen = q->al + q->bl - skip;
+    if (q->clen <= sizeof(q->cat)) {
+        memcpy(q->cat, q->a, q->al);
+        memcpy(q->cat + q->al, q->b + skip, q->bl - skip);
+        q->hc = hf_hash(q->cat, q->clen);
+        hf_strmap_prefetch(&m->vocab, q->hc);
+    }
+}
+
 static int load_bpe(loader *L, const hj_val *o) {
     irt_tokenizer *t = L->t;
     hf_bpe *m = &t->bpe;
@@ -315,7 +372,8 @@ static int load_bpe(loader *L, const hj_val *o) {
     if (!ty) return -1;
     if (strcmp(ty, "BPE")) return lfail(L, "model.type", "unsupported model '%s' (only BPE)", ty);
     const hj_val *dropout = hj_get(o, "dropout");
-    if (dropout && dropout->type == HJ_NUM && dropout->u.num != 0.0)
+    if (dropout && dropout->type == HJ_NUM &&
+        (dropout->is_int ? dropout->u.i != 0 : dropout->u.num != 0.0))
         return lfail(L, "model.dropout", "BPE dropout is not supported (not deterministic)");
     bool b;
     if (jbool(L, o, "fuse_unk", "model", false, &m->fuse_unk) ||
@@ -334,30 +392,44 @@ static int load_bpe(loader *L, const hj_val *o) {
 
     const hj_val *vocab = hj_get(o, "vocab");
     if (!vocab || vocab->type != HJ_OBJ) return lfail(L, "model.vocab", "expected an object");
-    if (hf_strmap_init(&m->vocab, vocab->n)) return lfail(L, "model.vocab", "out of memory");
+    size_t key_bytes = 0;
+    for (uint32_t i = 0; i < vocab->n; i++) key_bytes += vocab->u.items[2 * i].n;
+    if (hf_strmap_init(&m->vocab, vocab->n, key_bytes))
+        return lfail(L, "model.vocab", "out of memory");
     uint32_t maxid = 0;
+    uint64_t vh[PF];
+    for (uint32_t i = 0; i < PF && i < vocab->n; i++) {
+        vh[i] = hf_hash(vocab->u.items[2 * i].u.s, vocab->u.items[2 * i].n);
+        hf_strmap_prefetch(&m->vocab, vh[i]);
+    }
     for (uint32_t i = 0; i < vocab->n; i++) {
         const hj_val *k = &vocab->u.items[2 * i], *v = &vocab->u.items[2 * i + 1];
         uint32_t id;
-        if (!v || v->type != HJ_NUM || !v->is_int || v->i < 0 || v->i > INT32_MAX) {
+        uint64_t h = vh[i % PF];
+        if (i + PF < vocab->n) {
+            const hj_val *nk = &vocab->u.items[2 * (i + PF)];
+            vh[i % PF] = hf_hash(nk->u.s, nk->n);
+            hf_strmap_prefetch(&m->vocab, vh[i % PF]);
+        }
+        if (!v || v->type != HJ_NUM || !v->is_int || v->u.i < 0 || v->u.i > INT32_MAX) {
             char p[256];
             snprintf(p, sizeof(p), "model.vocab[\"%.60s\"]", k->u.s);
             return lfail(L, p, "expected a non-negative integer id");
         }
-        id = (uint32_t)v->i;
-        char *key = tdup(L, k->u.s, k->n);
-        if (!key || hf_strmap_put(&m->vocab, key, k->n, id))
+        id = (uint32_t)v->u.i;
+        if (hf_strmap_put_h(&m->vocab, k->u.s, k->n, h, id))
             return lfail(L, "model.vocab", "out of memory");
         if (id > maxid) maxid = id;
     }
     m->nids = vocab->n ? (size_t)maxid + 1 : 0;
-    m->id_tok = calloc(m->nids ? m->nids : 1, sizeof(*m->id_tok));
-    m->id_len = calloc(m->nids ? m->nids : 1, sizeof(*m->id_len));
+    m->id_tok = hf_big_calloc((m->nids ? m->nids : 1) * sizeof(*m->id_tok));
+    m->id_len = hf_big_calloc((m->nids ? m->nids : 1) * sizeof(*m->id_len));
     if (!m->id_tok || !m->id_len) return lfail(L, "model.vocab", "out of memory");
-    for (size_t i = 0; i < m->vocab.n; i++) {
-        const hf_strmap_ent *e = &m->vocab.ents[i];
-        m->id_tok[e->val] = e->key;
-        m->id_len[e->val] = e->len;
+    for (size_t i = 0; i <= m->vocab.mask; i++) {
+        const hf_strslot *e = &m->vocab.slots[i];
+        if (!e->len1) continue;
+        m->id_tok[e->val] = hf_strmap_key(&m->vocab, e);
+        m->id_len[e->val] = e->len1 - 1;
     }
 
     const hj_val *merges = hj_get(o, "merges");
@@ -365,56 +437,65 @@ static int load_bpe(loader *L, const hj_val *o) {
     if (hf_pairmap_init(&m->merges, merges->n)) return lfail(L, "model.merges", "out of memory");
     hf_buf cat = {0};
     uint32_t rank = 0;
-    for (uint32_t i = 0; i < merges->n; i++) {
-        const hj_val *mv = &merges->u.items[i];
-        const char *a, *bb;
-        size_t al, bl;
-        char p[256] = "model.merges";
-        if (mv->type == HJ_STR) {
-            if (!strncmp(mv->u.s, "#version", 8)) continue;
-            const char *sp = memchr(mv->u.s, ' ', mv->n);
-            if (!sp || memchr(sp + 1, ' ', mv->n - (size_t)(sp + 1 - mv->u.s))) {
+    merge_pre ring[PF];
+    pend_put pend[PF];
+    size_t nm = merges->n, npend = 0, pend_head = 0;
+    for (size_t i = 0; i < PF && i < nm; i++)
+        merge_prepare(m, &merges->u.items[i], prefix_len, &ring[i]);
+    for (size_t i = 0; i < nm; i++) {
+        merge_pre *q = &ring[i % PF];
+        char p[256];
+        if (q->state == MP_BAD_STR || q->state == MP_BAD_PAIR) {
+            hf_buf_free(&cat);
+            idxpath(p, sizeof(p), "model.merges", i);
+            return lfail(L, p,
+                         q->state == MP_BAD_STR ? "expected \"left right\" with exactly one space"
+                                                : "expected a [left, right] pair");
+        }
+        if (q->state == MP_OK) {
+            uint32_t ida, idb, idn;
+            bool fa = hf_strmap_get_h(&m->vocab, q->a, q->al, q->ha, &ida);
+            if (!fa || !hf_strmap_get_h(&m->vocab, q->b, q->bl, q->hb, &idb)) {
                 hf_buf_free(&cat);
                 idxpath(p, sizeof(p), "model.merges", i);
-                return lfail(L, p, "expected \"left right\" with exactly one space");
+                return lfail(L, p, "merge token '%.*s' not in vocab", (int)(fa ? q->bl : q->al),
+                             fa ? q->b : q->a);
             }
-            a = mv->u.s;
-            al = (size_t)(sp - a);
-            bb = sp + 1;
-            bl = mv->n - al - 1;
-        } else if (mv->type == HJ_ARR && mv->n == 2 && mv->u.items[0].type == HJ_STR &&
-                   mv->u.items[1].type == HJ_STR) {
-            a = mv->u.items[0].u.s;
-            al = mv->u.items[0].n;
-            bb = mv->u.items[1].u.s;
-            bl = mv->u.items[1].n;
-        } else {
-            hf_buf_free(&cat);
-            idxpath(p, sizeof(p), "model.merges", i);
-            return lfail(L, p, "expected a [left, right] pair");
+            const char *cs = q->cat;
+            uint64_t hc = q->hc;
+            if (q->clen > sizeof(q->cat)) {
+                size_t skip = prefix_len <= q->bl ? prefix_len : q->bl;
+                cat.len = 0;
+                if (hf_buf_add(&cat, q->a, q->al) || hf_buf_add(&cat, q->b + skip, q->bl - skip)) {
+                    hf_buf_free(&cat);
+                    return lfail(L, "model.merges", "out of memory");
+                }
+                cs = cat.p;
+                hc = hf_hash(cat.p, cat.len);
+            }
+            if (!hf_strmap_get_h(&m->vocab, cs, q->clen, hc, &idn)) {
+                idxpath(p, sizeof(p), "model.merges", i);
+                lfail(L, p, "merged token '%.*s' not in vocab", (int)q->clen, cs);
+                hf_buf_free(&cat);
+                return -1;
+            }
+            /* Puts go through a FIFO too, so their slots are prefetched
+             * and a later duplicate pair still overwrites an earlier one. */
+            if (npend == PF) {
+                const pend_put *po = &pend[pend_head];
+                hf_pairmap_put(&m->merges, po->a, po->b, po->rank, po->id);
+                pend_head = (pend_head + 1) % PF;
+                npend--;
+            }
+            pend[(pend_head + npend) % PF] = (pend_put){ida, idb, rank++, idn};
+            npend++;
+            hf_pairmap_prefetch(&m->merges, ida, idb);
         }
-        uint32_t ida, idb, idn;
-        if (!hf_strmap_get(&m->vocab, a, al, &ida) || !hf_strmap_get(&m->vocab, bb, bl, &idb)) {
-            hf_buf_free(&cat);
-            idxpath(p, sizeof(p), "model.merges", i);
-            return lfail(L, p, "merge token '%.*s' not in vocab",
-                         (int)(hf_strmap_get(&m->vocab, a, al, &ida) ? bl : al),
-                         hf_strmap_get(&m->vocab, a, al, &ida) ? bb : a);
-        }
-        size_t skip = prefix_len <= bl ? prefix_len : bl;
-        cat.len = 0;
-        if (hf_buf_add(&cat, a, al) || hf_buf_add(&cat, bb + skip, bl - skip)) {
-            hf_buf_free(&cat);
-            return lfail(L, p, "out of memory");
-        }
-        if (!hf_strmap_get(&m->vocab, cat.p, cat.len, &idn)) {
-            idxpath(p, sizeof(p), "model.merges", i);
-            lfail(L, p, "merged token '%.*s' not in vocab", (int)cat.len, cat.p);
-            hf_buf_free(&cat);
-            return -1;
-        }
-        hf_pairmap_put(&m->merges, ida, idb, rank++, idn);
+        if (i + PF < nm) merge_prepare(m, &merges->u.items[i + PF], prefix_len, q);
     }
+    for (; npend; npend--, pend_head = (pend_head + 1) % PF)
+        hf_pairmap_put(&m->merges, pend[pend_head].a, pend[pend_head].b, pend[pend_head].rank,
+                       pend[pend_head].id);
     hf_buf_free(&cat);
 
     for (int c = 0; c < 256; c++) {
@@ -442,24 +523,64 @@ static int setup_raw_mode(loader *L) {
     int32_t inv[0x144];
     memset(inv, 0xFF, sizeof(inv));
     for (unsigned b = 0; b < 256; b++) inv[hf_byte_char(b)] = (int32_t)b;
-    if (hf_strmap_init(&m->vocab_raw, m->vocab.n)) return lfail(L, "model.vocab", "out of memory");
-    for (size_t i = 0; i < m->vocab.n; i++) {
-        const hf_strmap_ent *e = &m->vocab.ents[i];
-        char *raw = hf_arena_alloc(&t->arena, e->len + 1);
-        if (!raw) return lfail(L, "model.vocab", "out of memory");
+    if (hf_strmap_init(&m->vocab_raw, m->vocab.n, m->vocab.plen))
+        return lfail(L, "model.vocab", "out of memory");
+    /* Keys are distinct, so the order of puts does not matter: a ring of
+     * PF prepared keys, each put once its slot has been prefetched. */
+    struct {
+        uint64_t h;
+        uint32_t n, val;
+        char key[56];
+    } ring[PF];
+    size_t head = 0, count = 0;
+    char big[256];
+    hf_buf rb = {0};
+    for (size_t i = 0; i <= m->vocab.mask + PF; i++) {
+        if (count == PF || (i > m->vocab.mask && count)) {
+            size_t k = (head + PF - count) % PF;
+            if (hf_strmap_put_h(&m->vocab_raw, ring[k].key, ring[k].n, ring[k].h, ring[k].val)) {
+                hf_buf_free(&rb);
+                return lfail(L, "model.vocab", "out of memory");
+            }
+            count--;
+        }
+        if (i > m->vocab.mask) continue;
+        const hf_strslot *e = &m->vocab.slots[i];
+        if (!e->len1) continue;
+        size_t elen = e->len1 - 1;
+        char *raw = elen <= sizeof(ring[0].key) ? ring[head].key : big;
+        if (elen > sizeof(big)) {
+            rb.len = 0;
+            if (hf_buf_reserve(&rb, elen)) return lfail(L, "model.vocab", "out of memory");
+            raw = rb.p;
+        }
+        const char *key = hf_strmap_key(&m->vocab, e);
         size_t n = 0;
         bool ok = true;
-        for (size_t k = 0; k < e->len && ok;) {
+        for (size_t k = 0; k < elen && ok;) {
             uint32_t cp;
-            k += (size_t)hf_utf8_dec((const unsigned char *)e->key + k, &cp);
+            k += (size_t)hf_utf8_dec((const unsigned char *)key + k, &cp);
             if (cp >= 0x144 || inv[cp] < 0)
                 ok = false;
             else
                 raw[n++] = (char)inv[cp];
         }
-        if (ok && hf_strmap_put(&m->vocab_raw, raw, n, e->val))
-            return lfail(L, "model.vocab", "out of memory");
+        if (!ok) continue;
+        if (raw != ring[head].key) {
+            if (hf_strmap_put(&m->vocab_raw, raw, n, e->val)) {
+                hf_buf_free(&rb);
+                return lfail(L, "model.vocab", "out of memory");
+            }
+            continue;
+        }
+        ring[head].n = (uint32_t)n;
+        ring[head].val = e->val;
+        ring[head].h = hf_hash(raw, n);
+        hf_strmap_prefetch(&m->vocab_raw, ring[head].h);
+        head = (head + 1) % PF;
+        count++;
     }
+    hf_buf_free(&rb);
     for (unsigned b = 0; b < 256; b++) {
         char ch[4];
         uint32_t id;
@@ -486,7 +607,7 @@ static int trie_add(hf_trie *tr, const char *s, size_t len, int32_t idx, size_t 
             }
             child = (uint32_t)tr->nnodes++;
             tr->term[child] = -1;
-            if (tr->edges.n * 2 + 2 > tr->edges.mask + 1) return -1; /* sized up front */
+            if (tr->edges.n + 1 > (tr->edges.mask + 1) / 4 * 3) return -1; /* sized up front */
             hf_pairmap_put(&tr->edges, node, c, child, 0);
         }
         node = child;
@@ -521,7 +642,7 @@ static int load_added(loader *L, const hj_val *arr) {
     size_t n = arr ? arr->n : 0;
     hf_added *all = calloc(n ? n : 1, sizeof(*all));
     t->added = calloc(n ? n : 1, sizeof(*t->added));
-    if (!all || !t->added || hf_strmap_init(&t->added_map, n))
+    if (!all || !t->added || hf_strmap_init(&t->added_map, n, 0))
         return free(all), lfail(L, "added_tokens", "out of memory");
     /* Parse. */
     for (size_t i = 0; i < n; i++) {
@@ -550,7 +671,7 @@ static int load_added(loader *L, const hj_val *arr) {
     /* Assign ids the way AddedVocabulary::add_tokens does; the JSON ids are
      * only hints there. First the special tokens, deduplicated by content. */
     hf_strmap special = {0};
-    if (hf_strmap_init(&special, n)) return free(all), lfail(L, "added_tokens", "out of memory");
+    if (hf_strmap_init(&special, n, 0)) return free(all), lfail(L, "added_tokens", "out of memory");
     size_t *order = calloc(n ? n : 1, sizeof(*order)); /* special first, then the rest */
     bool *keep = calloc(n ? n : 1, sizeof(*keep));
     size_t norder = 0;
@@ -599,7 +720,7 @@ static int load_added(loader *L, const hj_val *arr) {
     size_t total_raw = 0, total_norm = 0;
     for (size_t k = 0; !rc && k < norder; k++) {
         hf_added *src = &all[order[k]];
-        uint32_t id;
+        uint32_t id = 0;
         hf_strmap_get(&t->added_map, src->content, src->len, &id);
         hf_added *a = &t->added[t->nadded++];
         *a = all[last[id]];
@@ -893,7 +1014,7 @@ irt_tokenizer *irt_load_json(const char *json, size_t len, char *err, size_t err
         snprintf(err, errlen, "no JSON given");
         return NULL;
     }
-    char *copy = malloc(len + 1);
+    char *copy = len < SIZE_MAX ? hf_big_calloc(len + 1) : NULL;
     if (!copy) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -901,7 +1022,7 @@ irt_tokenizer *irt_load_json(const char *json, size_t len, char *err, size_t err
     memcpy(copy, json, len);
     copy[len] = 0;
     irt_tokenizer *t = load_owned(copy, len, err, errlen);
-    free(copy);
+    hf_big_free(copy);
     return t;
 }
 
@@ -911,8 +1032,8 @@ void irt_free(irt_tokenizer *t) {
     for (size_t i = 0; i < t->nstages; i++) hf_pattern_free(&t->stages[i].pat);
     hf_strmap_free(&t->bpe.vocab);
     hf_strmap_free(&t->bpe.vocab_raw);
-    free(t->bpe.id_tok);
-    free(t->bpe.id_len);
+    hf_big_free(t->bpe.id_tok);
+    hf_big_free(t->bpe.id_len);
     hf_pairmap_free(&t->bpe.merges);
     free(t->added);
     hf_strmap_free(&t->added_map);
@@ -963,7 +1084,7 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
         fclose(f);
         return NULL;
     }
-    char *buf = malloc((size_t)st.st_size + 1);
+    char *buf = hf_big_calloc((size_t)st.st_size + 1);
     if (!buf) {
         snprintf(err, errlen, "%s: out of memory", path);
         fclose(f);
@@ -973,7 +1094,7 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
     fclose(f);
     if (n != (size_t)st.st_size) {
         snprintf(err, errlen, "%s: short read", path);
-        free(buf);
+        hf_big_free(buf);
         return NULL;
     }
     buf[n] = 0;
@@ -1010,7 +1131,7 @@ static int check_companion(const char *dir, const char *name, char *err, size_t 
         rc = -1;
     }
     hf_arena_free(&a);
-    free(txt);
+    hf_big_free(txt);
     return rc;
 }
 
@@ -1122,6 +1243,6 @@ irt_tokenizer *irt_load(const char *spec, char *err, size_t errlen) {
     char *txt = read_file(file, &len, err, errlen);
     if (!txt) return NULL;
     irt_tokenizer *t = load_owned(txt, len, err, errlen);
-    free(txt);
+    hf_big_free(txt);
     return t;
 }

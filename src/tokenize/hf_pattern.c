@@ -141,10 +141,8 @@ int hf_pattern_find(const hf_pattern *p, const char *s, size_t len, hf_match **m
     while (pos <= len) {
         size_t ms, me;
         int rc;
-        if (p->fast)
-            rc = hf_fast_next(p->fast, (const unsigned char *)s, len, pos, &ms, &me);
-        else
-            rc = re_match(p, s, len, pos, md, &ms, &me);
+        rc = p->fast ? hf_fast_next(p->fast, (const unsigned char *)s, len, pos, &ms, &me) : -1;
+        if (rc < 0) rc = re_match(p, s, len, pos, md, &ms, &me);
         if (rc < 0) return -1;
         if (!rc) break;
         if (ms == me) {

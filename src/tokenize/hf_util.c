@@ -2,9 +2,64 @@
  * tokenizer.json implementation. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <utf8proc.h>
 
 #include "tokenize/hf_internal.h"
+
+/* ---- big blocks ----------------------------------------------------------------- */
+#define HF_HUGE    ((size_t)2 << 20)
+#define BIG_HEADER 64
+typedef struct big_hdr {
+    void *base;
+    size_t maplen; /* 0: from calloc */
+} big_hdr;
+
+void *hf_big_calloc(size_t n) {
+    if (n > SIZE_MAX / 2) return NULL;
+    size_t total = n + BIG_HEADER;
+    char *a;
+    big_hdr h;
+    if (total < ((size_t)1 << 20)) {
+        a = calloc(1, total);
+        if (!a) return NULL;
+        h = (big_hdr){a, 0};
+    } else {
+        size_t len = (total + HF_HUGE - 1) & ~(HF_HUGE - 1);
+        char *m =
+            mmap(NULL, len + HF_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return NULL;
+        a = (char *)(((uintptr_t)m + HF_HUGE - 1) & ~(uintptr_t)(HF_HUGE - 1));
+        if (a > m) munmap(m, (size_t)(a - m));
+        if (m + len + HF_HUGE > a + len) munmap(a + len, (size_t)(m + len + HF_HUGE - (a + len)));
+#ifdef MADV_HUGEPAGE
+        madvise(a, len, MADV_HUGEPAGE); /* a hint: failure only costs speed */
+#endif
+        h = (big_hdr){a, len};
+    }
+    memcpy(a, &h, sizeof(h));
+    return a + BIG_HEADER;
+}
+
+void *hf_big_grow(void *p, size_t oldn, size_t newn) {
+    char *q = hf_big_calloc(newn);
+    if (!q) return NULL;
+    if (p) {
+        memcpy(q, p, oldn < newn ? oldn : newn);
+        hf_big_free(p);
+    }
+    return q;
+}
+
+void hf_big_free(void *p) {
+    if (!p) return;
+    big_hdr h;
+    memcpy(&h, (char *)p - BIG_HEADER, sizeof(h));
+    if (h.maplen)
+        munmap(h.base, h.maplen);
+    else
+        free(h.base);
+}
 
 /* ---- arena ------------------------------------------------------------------ */
 struct hf_chunk {
@@ -17,8 +72,11 @@ void *hf_arena_alloc(hf_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     hf_chunk *c = a->head;
     if (!c || c->cap - c->used < n) {
-        size_t cap = n > (1u << 20) ? n : (1u << 20);
-        c = malloc(sizeof(hf_chunk) + cap);
+        /* Chunks double up to 16 MiB: a DOM of tens of megabytes takes a
+         * few huge-page blocks, a small tokenizer one small chunk. */
+        size_t grow = a->total >= ((size_t)8 << 20) ? ((size_t)16 << 20) : a->total + (64u << 10);
+        size_t cap = n > grow ? n : grow;
+        c = hf_big_calloc(sizeof(hf_chunk) + cap);
         if (!c) return NULL;
         c->used = 0;
         c->cap = cap;
@@ -49,7 +107,7 @@ void hf_arena_free(hf_arena *a) {
     hf_chunk *c = a->head;
     while (c) {
         hf_chunk *n = c->next;
-        free(c);
+        hf_big_free(c);
         c = n;
     }
     a->head = NULL;
@@ -253,117 +311,136 @@ uint64_t hf_hash(const void *p, size_t n) {
     return mix64(h);
 }
 
-/* ---- string map ----------------------------------------------------------------------
- * Slots hold (hash high bits << 32 | entry index + 1), so a probe rarely
- * touches an entry that does not match. */
-static inline uint64_t slot_of(uint64_t h, size_t e) {
-    return (h & 0xFFFFFFFF00000000ull) | (e + 1);
-}
-
-static int strmap_grow(hf_strmap *m, size_t nslots) {
-    uint64_t *slots = calloc(nslots, sizeof(*slots));
+/* ---- string map ------------------------------------------------------------------------ */
+static int strmap_slots(hf_strmap *m, size_t nslots) {
+    hf_strslot *slots = hf_big_calloc(nslots * sizeof(*slots));
     if (!slots) return -1;
     size_t mask = nslots - 1;
-    for (size_t e = 0; e < m->n; e++) {
-        size_t i = (size_t)m->ents[e].hash & mask;
-        while (slots[i]) i = (i + 1) & mask;
-        slots[i] = slot_of(m->ents[e].hash, e);
+    for (size_t k = 0; m->slots && k <= m->mask; k++) {
+        const hf_strslot *o = &m->slots[k];
+        if (!o->len1) continue;
+        size_t i = (size_t)hf_hash(m->pool + o->off, o->len1 - 1) & mask;
+        while (slots[i].len1) i = (i + 1) & mask;
+        slots[i] = *o;
     }
-    free(m->slots);
+    hf_big_free(m->slots);
     m->slots = slots;
     m->mask = mask;
     return 0;
 }
 
-int hf_strmap_init(hf_strmap *m, size_t expect) {
-    memset(m, 0, sizeof(*m));
-    size_t nslots = 16;
-    while (nslots < expect * 2) nslots *= 2;
-    m->cap = expect ? expect : 8;
-    m->ents = malloc(m->cap * sizeof(*m->ents));
-    if (!m->ents) return -1;
-    return strmap_grow(m, nslots);
-}
-
-int hf_strmap_put(hf_strmap *m, const char *key, size_t len, uint32_t val) {
-    uint64_t h = hf_hash(key, len);
-    size_t i = (size_t)h & m->mask;
-    while (m->slots[i]) {
-        if ((m->slots[i] >> 32) == (h >> 32)) {
-            hf_strmap_ent *e = &m->ents[(uint32_t)m->slots[i] - 1];
-            if (e->len == len && memcmp(e->key, key, len) == 0) {
-                e->val = val;
-                return 0;
-            }
-        }
-        i = (i + 1) & m->mask;
-    }
-    if (len > UINT32_MAX || m->n >= UINT32_MAX - 1) return -1;
-    if (m->n == m->cap) {
-        size_t cap = m->cap * 2;
-        hf_strmap_ent *ents = realloc(m->ents, cap * sizeof(*ents));
-        if (!ents) return -1;
-        m->ents = ents;
-        m->cap = cap;
-    }
-    m->ents[m->n] = (hf_strmap_ent){key, (uint32_t)len, val, h};
-    m->n++;
-    if (m->n * 2 > m->mask + 1) return strmap_grow(m, (m->mask + 1) * 2);
-    m->slots[i] = slot_of(h, m->n - 1);
-    return 0;
+static inline uint64_t head8(const char *key, size_t len) {
+    uint64_t h = 0;
+    memcpy(&h, key, len < 8 ? len : 8);
+    return h;
 }
 
 bool hf_strmap_get(const hf_strmap *m, const char *key, size_t len, uint32_t *val) {
-    if (!m->slots) return false;
-    uint64_t h = hf_hash(key, len);
+    return hf_strmap_get_h(m, key, len, hf_hash(key, len), val);
+}
+
+bool hf_strmap_get_h(const hf_strmap *m, const char *key, size_t len, uint64_t h, uint32_t *val) {
+    if (!m->slots || len >= UINT32_MAX) return false;
+    uint64_t head = head8(key, len);
+    uint32_t tag = (uint32_t)(h >> 32);
     size_t i = (size_t)h & m->mask;
-    uint64_t s;
-    while ((s = m->slots[i])) {
-        if ((s >> 32) == (h >> 32)) {
-            const hf_strmap_ent *e = &m->ents[(uint32_t)s - 1];
-            if (e->len == len && memcmp(e->key, key, len) == 0) {
-                *val = e->val;
-                return true;
-            }
+    for (;;) {
+        const hf_strslot *s = &m->slots[i];
+        if (!s->len1) return false;
+        if (s->tag == tag && s->len1 == len + 1 && s->head == head &&
+            (len <= 8 || memcmp(m->pool + s->off + 8, key + 8, len - 8) == 0)) {
+            *val = s->val;
+            return true;
         }
         i = (i + 1) & m->mask;
     }
-    return false;
+}
+
+/* At most 3/4 full. */
+static size_t strmap_nslots(size_t expect) {
+    size_t nslots = 16;
+    while (nslots / 4 * 3 < expect) nslots *= 2;
+    return nslots;
+}
+
+int hf_strmap_init(hf_strmap *m, size_t expect, size_t key_bytes) {
+    memset(m, 0, sizeof(*m));
+    m->pcap = key_bytes + expect + 16;
+    m->pool = hf_big_calloc(m->pcap);
+    if (!m->pool || strmap_slots(m, strmap_nslots(expect))) {
+        hf_strmap_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+int hf_strmap_put(hf_strmap *m, const char *key, size_t len, uint32_t val) {
+    return hf_strmap_put_h(m, key, len, hf_hash(key, len), val);
+}
+
+int hf_strmap_put_h(hf_strmap *m, const char *key, size_t len, uint64_t h, uint32_t val) {
+    if (len >= UINT32_MAX) return -1;
+    uint64_t head = head8(key, len);
+    uint32_t tag = (uint32_t)(h >> 32);
+    size_t i = (size_t)h & m->mask;
+    for (;;) {
+        hf_strslot *s = &m->slots[i];
+        if (!s->len1) break;
+        if (s->tag == tag && s->len1 == len + 1 && s->head == head &&
+            (len <= 8 || memcmp(m->pool + s->off + 8, key + 8, len - 8) == 0)) {
+            s->val = val;
+            return 0;
+        }
+        i = (i + 1) & m->mask;
+    }
+    if (m->plen + len + 1 > m->pcap) {
+        size_t cap = m->pcap * 2 + len + 1;
+        if (cap > UINT32_MAX) return -1;
+        char *p = hf_big_grow(m->pool, m->plen, cap);
+        if (!p) return -1;
+        m->pool = p;
+        m->pcap = cap;
+    }
+    uint32_t off = (uint32_t)m->plen;
+    if (len) memcpy(m->pool + off, key, len);
+    m->pool[off + len] = 0;
+    m->plen += len + 1;
+    m->slots[i] = (hf_strslot){head, tag, (uint32_t)len + 1, off, val};
+    m->n++;
+    if (m->n > (m->mask + 1) / 4 * 3) return strmap_slots(m, (m->mask + 1) * 2);
+    return 0;
 }
 
 void hf_strmap_free(hf_strmap *m) {
-    free(m->ents);
-    free(m->slots);
+    hf_big_free(m->slots);
+    hf_big_free(m->pool);
     memset(m, 0, sizeof(*m));
 }
 
 size_t hf_strmap_bytes(const hf_strmap *m) {
-    return m->cap * sizeof(*m->ents) + (m->slots ? (m->mask + 1) * sizeof(uint64_t) : 0);
+    return (m->slots ? (m->mask + 1) * sizeof(hf_strslot) : 0) + m->pcap;
 }
 
 /* ---- pair map --------------------------------------------------------------------------- */
 int hf_pairmap_init(hf_pairmap *m, size_t expect) {
     memset(m, 0, sizeof(*m));
     size_t nslots = 16;
-    while (nslots < expect * 2) nslots *= 2;
-    m->e = malloc(nslots * sizeof(*m->e));
+    while (nslots / 4 * 3 < expect) nslots *= 2;
+    m->e = hf_big_calloc(nslots * sizeof(*m->e));
     if (!m->e) return -1;
-    memset(m->e, 0xFF, nslots * sizeof(*m->e));
     m->mask = nslots - 1;
     return 0;
 }
 
-/* The table is sized up front (expect); callers never exceed half full. */
 void hf_pairmap_put(hf_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32_t id) {
-    uint64_t k = ((uint64_t)a << 32) | b;
-    uint64_t h = k * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 32) & m->mask;
-    while (m->e[i].key != UINT64_MAX && m->e[i].key != k) i = (i + 1) & m->mask;
-    if (m->e[i].key == UINT64_MAX) m->n++;
+    uint64_t k = (((uint64_t)a << 32) | b) + 1;
+    size_t i = hf_pairmap_slot(m, a, b);
+    while (m->e[i].key && m->e[i].key != k) i = (i + 1) & m->mask;
+    if (!m->e[i].key) m->n++;
     m->e[i] = (hf_pairent){k, rank, id};
 }
 
 void hf_pairmap_free(hf_pairmap *m) {
-    free(m->e);
+    hf_big_free(m->e);
     memset(m, 0, sizeof(*m));
 }

@@ -1,11 +1,52 @@
 /* fuzz_tokenizer: arbitrary bytes into encode and decode of a small
  * tokenizer that exercises added tokens, a normalizer, regex splits and a
- * byte-level BPE. Encode must never crash or read out of bounds. */
+ * byte-level BPE. Encode must never crash or read out of bounds. The valid
+ * UTF-8 prefix of the input also goes through the hand-written Qwen, Llama 3
+ * and GPT-2 pre-tokenizer matchers, which must find exactly PCRE2's matches. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenize/hf_internal.h"
 #include "tokenize/ir_tokenize.h"
+
+static const char *const fast_res[] = {
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+};
+
+static void check_fast(const char *s, size_t len) {
+    static hf_pattern pats[3];
+    static pcre2_match_data *md;
+    if (!md) {
+        char err[256];
+        for (int i = 0; i < 3; i++)
+            if (hf_pattern_compile(&pats[i], fast_res[i], strlen(fast_res[i]), false, err,
+                                   sizeof(err)) ||
+                !pats[i].fast)
+                abort();
+        md = pcre2_match_data_create(4, NULL);
+        if (!md) abort();
+    }
+    len = hf_utf8_valid_prefix(s, len);
+    for (int i = 0; i < 3; i++) {
+        hf_pattern slow = pats[i];
+        slow.fast = FAST_NONE;
+        hf_match *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0, ca = 0, cb = 0;
+        if (hf_pattern_find(&pats[i], s, len, &a, &na, &ca, md) ||
+            hf_pattern_find(&slow, s, len, &b, &nb, &cb, md))
+            abort();
+        if (na != nb) abort();
+        for (size_t k = 0; k < na; k++)
+            if (a[k].start != b[k].start || a[k].end != b[k].end) abort();
+        free(a);
+        free(b);
+    }
+}
 
 static const char model[] =
     "{\"version\":\"1.0\",\"added_tokens\":["
@@ -44,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(out);
     }
     irt_ids_free(&ids);
+    check_fast((const char *)data, size);
     /* Random ids decode safely too. */
     uint32_t rid[16];
     size_t n = size / 4 < 16 ? size / 4 : 16;
