@@ -745,8 +745,9 @@ static void handle_admin_fault(sim_api *api, irn_request *req, irn_resp *resp) {
     json_t *cnt = json_object_get(body, "count");
     if (f.mode == SIM_FAULT_REFUSE) {
         json_decref(body);
-        irn_resp_send(resp, 200, "application/json", "{\"fault\":\"set\"}", 15, NULL, 0);
+        /* Stop listening first: once the client reads the answer, connects fail. */
         if (api->hooks.on_refuse) api->hooks.on_refuse(api->hooks.ud, f.delay_ms, true);
+        irn_resp_send(resp, 200, "application/json", "{\"fault\":\"set\"}", 15, NULL, 0);
         return;
     }
     api->fault = f;
