@@ -656,6 +656,7 @@ int gw_worker_start(gw_worker *w) {
     sc.write_high_water = c->server.max_write_queue / 2;
     sc.write_low_water = c->server.max_write_queue / 8;
     sc.max_connections = (size_t)c->server.max_connections;
+    sc.h2c = true; /* clients may speak h2c: prior knowledge or Upgrade */
     sc.on_headers = on_headers;
     sc.on_request = on_request;
     sc.ud = w;
@@ -666,6 +667,7 @@ int gw_worker_start(gw_worker *w) {
     irn_pool_cfg_init(&pc);
     pc.max_idle_per_host = (size_t)c->upstream.max_idle_per_replica;
     pc.idle_timeout_ns = c->upstream.keepalive_timeout;
+    pc.http2 = c->upstream.http2;
     w->pool = irn_pool_new(&w->loop, &pc);
     uv_async_init(&w->loop, &w->wake, on_wake);
     w->wake.data = w;

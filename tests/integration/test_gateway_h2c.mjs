@@ -1,0 +1,63 @@
+// h2c: clients speak HTTP/2 to the gateway (prior knowledge and Upgrade), and
+// the gateway speaks h2c to the engines with upstream.http2.
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import http2 from 'node:http2';
+import { spawnSync } from 'node:child_process';
+import { startSim, startGateway, sseData } from './lib.mjs';
+
+let sims, gw;
+before(async () => {
+  sims = [await startSim(['--enable-faults', '--zero-latency']), await startSim(['--enable-faults', '--zero-latency'])];
+  gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b', aliases: ['sim'] }],
+    replicas: sims.map((s, i) => ({ id: `h2-${i}`, url: s.url })),
+    upstream: { http2: true },
+  });
+});
+after(async () => { await gw.stop(); for (const s of sims) await s.stop(); });
+
+function h2request(session, path, body, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/json', ...headers });
+    let head;
+    const parts = [];
+    req.on('response', (h) => { head = h; });
+    req.on('data', (d) => parts.push(d));
+    req.on('end', () => resolve({ head, body: Buffer.concat(parts).toString() }));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('prior-knowledge h2c: many streams on one connection, through h2c upstreams', async () => {
+  const session = http2.connect(gw.url);
+  try {
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) =>
+      h2request(session, '/v1/completions', JSON.stringify({ model: 'sim', prompt: `p${i}`, max_tokens: 2 }))));
+    const seen = new Set();
+    for (const r of results) {
+      assert.equal(r.head[':status'], 200);
+      seen.add(r.head['x-inferrail-replica']);
+      assert.equal(JSON.parse(r.body).usage.completion_tokens, 2);
+    }
+    assert.deepEqual([...seen].sort(), ['h2-0', 'h2-1']);
+    const s = await h2request(session, '/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 3, stream: true }));
+    assert.equal(s.head['content-type'], 'text/event-stream; charset=utf-8');
+    assert.equal(sseData(s.body).at(-1), '[DONE]');
+    const nf = await h2request(session, '/v1/nope', '{}');
+    assert.equal(nf.head[':status'], 404);
+    // a retry over h2c upstreams: one replica answers 503
+    await fetch(sims[0].url + '/admin/fault', { method: 'POST', body: '{"fault":"status=503","count":1}' });
+    const retried = await Promise.all([0, 1].map(() => h2request(session, '/v1/completions', '{"prompt":"x","max_tokens":1}')));
+    for (const r of retried) assert.equal(r.head[':status'], 200);
+  } finally {
+    session.close();
+  }
+});
+
+test('Upgrade: h2c from an HTTP/1.1 client (curl --http2)', () => {
+  const r = spawnSync('curl', ['-s', '--http2', '-o', '-', '-w', '\\n%{http_version} %{http_code}', `${gw.url}/v1/completions`, '-d', '{"prompt":"x","max_tokens":1}'], { encoding: 'utf8' });
+  assert.equal(r.status, 0);
+  assert.match(r.stdout, /\n2 200$/);
+});
