@@ -333,12 +333,30 @@ static void send_request(cconn *c) {
     c->in_1xx = c->head_seen = c->msg_done = false;
     uv_buf_t bufs[2] = {uv_buf_init(cl->head.data, (unsigned)cl->head.len),
                         uv_buf_init((char *)cl->body, (unsigned)cl->body_len)};
-    c->write_pending = true;
-    int r = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, cl->body_len ? 2 : 1, on_cwrite);
-    if (r != 0) {
-        c->write_pending = false;
+    unsigned nb = cl->body_len ? 2 : 1;
+    /* Most requests fit the socket buffer: write them now, without a queued
+     * write (whose completion costs libuv an epoll_ctl per request). */
+    int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
+    if (w < 0 && w != UV_EAGAIN) {
         conn_broken(c);
         return;
+    }
+    size_t done = w > 0 ? (size_t)w : 0;
+    for (unsigned i = 0; i < nb && done; i++) {
+        size_t k = done < bufs[i].len ? done : bufs[i].len;
+        bufs[i].base += k;
+        bufs[i].len -= k;
+        done -= k;
+    }
+    unsigned first = bufs[0].len ? 0 : 1;
+    if (first < nb && bufs[nb - 1].len) {
+        c->write_pending = true;
+        int r = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs + first, nb - first, on_cwrite);
+        if (r != 0) {
+            c->write_pending = false;
+            conn_broken(c);
+            return;
+        }
     }
     ctimer_set(c, CT_HEAD, cl->head_ms);
     if (!cl->paused) cread_start(c);

@@ -149,12 +149,30 @@ static int conn_write(conn *c, const uv_buf_t *parts, int nparts) {
     size_t total = 0;
     for (int i = 0; i < nparts; i++) total += parts[i].len;
     if (!total) return 0;
+    /* Nothing queued: write at once, and copy only what the socket did not
+     * take. A queued write would cost libuv an epoll_ctl when it completes. */
+    size_t skip = 0;
+    if (c->queued == 0) {
+        int w = uv_try_write((uv_stream_t *)&c->tcp, parts, (unsigned)nparts);
+        if (w < 0 && w != UV_EAGAIN) {
+            conn_close(c);
+            return IRN_ECLOSED;
+        }
+        if (w > 0) skip = (size_t)w;
+        if (skip == total) return 0;
+    }
+    total -= skip;
     wreq *r = malloc(sizeof *r + total);
     if (!r) return IRN_ENOMEM;
     size_t off = 0;
     for (int i = 0; i < nparts; i++) {
-        memcpy(r->data + off, parts[i].base, parts[i].len);
-        off += parts[i].len;
+        size_t n = parts[i].len, from = 0;
+        if (skip) {
+            from = skip < n ? skip : n;
+            skip -= from;
+        }
+        memcpy(r->data + off, parts[i].base + from, n - from);
+        off += n - from;
     }
     r->c = c;
     r->n = total;

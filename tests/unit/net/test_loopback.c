@@ -64,7 +64,9 @@ static void big_drain(irn_resp *resp, void *ud);
 static void big_fill(fx *f, irn_resp *resp) {
     static char chunk[16384];
     memset(chunk, 'z', sizeof chunk);
-    while (f->stream_step < 200) { /* 200 * 16 KiB = 3.2 MiB */
+    /* 1000 * 16 KiB = 16 MiB: more than the kernel's socket buffers hold, so
+     * the server's own queue must fill while the client is paused. */
+    while (f->stream_step < 1000) {
         int64_t q = irn_resp_write(resp, chunk, sizeof chunk);
         assert_true(q >= 0);
         f->stream_step++;
@@ -105,7 +107,7 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
         f->stream_timer.data = f;
         uv_timer_start(&f->stream_timer, stream_tick, 5, 0);
     } else if (strcmp(req->path, "/big") == 0) {
-        irn_resp_start(resp, 200, NULL, 0, 200 * 16384);
+        irn_resp_start(resp, 200, NULL, 0, 1000 * 16384);
         f->stream_step = 0;
         big_fill(f, resp);
     } else if (strncmp(req->path, "/p", 2) == 0) {
@@ -310,7 +312,7 @@ static void c_body_pausing(void *ud, const char *d, size_t n) {
     if (c->pause_once && c->body.len > 512 * 1024) {
         c->pause_once = false;
         irn_client_pause(c->h);
-        uv_timer_start(c->resume_timer, resume_cb, 50, 0);
+        uv_timer_start(c->resume_timer, resume_cb, 200, 0);
     }
 }
 
@@ -331,7 +333,7 @@ static void test_backpressure(void **st) {
     assert_int_equal(irn_client_request(f.pool, &r, &cbs, &c, &c.h), 0);
     run_until(&f, &c.done);
     assert_int_equal(c.err, 0);
-    assert_int_equal(c.body.len, 200 * 16384);
+    assert_int_equal(c.body.len, 1000 * 16384);
     assert_true(f.drains >= 1);
     ir_buf_free(&c.body);
     uv_close((uv_handle_t *)&rt, NULL);
