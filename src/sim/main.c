@@ -304,6 +304,16 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (a.cfg.nmodel_names == 0) a.cfg.model_names[a.cfg.nmodel_names++] = "inferrail/sim-8b";
+    /* As vLLM refuses at start-up: one sequence of max_model_len tokens must fit. */
+    if ((uint64_t)a.cfg.max_model_len > (uint64_t)a.cfg.num_gpu_blocks * a.cfg.block_size) {
+        fprintf(stderr,
+                "inferrail-sim: --max-model-len %u is larger than the KV cache holds (%u blocks of "
+                "%u tokens = %llu tokens); raise --num-gpu-blocks-override or lower "
+                "--max-model-len\n",
+                a.cfg.max_model_len, a.cfg.num_gpu_blocks, a.cfg.block_size,
+                (unsigned long long)a.cfg.num_gpu_blocks * a.cfg.block_size);
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
     /* Thousands of concurrent streams need as many descriptors. */
     struct rlimit rl;
