@@ -116,7 +116,12 @@ done
 
 python3 - "$res" <<'PY' | tee "$(dirname "$res")/summary.md"
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+def first_wins(pairs):
+    d = {}
+    for k, v in pairs:
+        d.setdefault(k, v)
+    return d
+rows = [json.loads(l, object_pairs_hook=first_wins) for l in open(sys.argv[1]) if l.strip()]
 lat = [r for r in rows if r["bench"] == "latency"]
 print("| rate | proxy | added p50 (us) | added p99 (us) | errors |")
 print("|---|---|---|---|---|")
