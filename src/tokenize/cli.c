@@ -35,7 +35,33 @@ static int handle_body(const irt_tokenizer *t, const char *body, size_t len, irt
     }
     int rc = -1;
     json_t *prompt = json_object_get(root, "prompt");
-    if (!json_is_object(root)) {
+    if (!t && json_is_object(root)) {
+        /* builtin:sim: its chat template is known, so chat bodies work too. */
+        ir_buf text;
+        ir_buf_init(&text, 0);
+        const char *why = NULL;
+        json_t *msgs = json_object_get(root, "messages");
+        int e = -1;
+        ids->len = 0;
+        if (msgs) {
+            if (irt_sim_render_chat(msgs, true, &text, &why) == 0)
+                e = irt_sim_encode(text.data ? text.data : "", text.len, ids);
+        } else if (json_is_string(prompt)) {
+            e = irt_sim_encode(json_string_value(prompt), json_string_length(prompt), ids);
+        } else {
+            why = prompt ? "\"prompt\" must be a string"
+                         : "the body has no \"prompt\" or \"messages\"";
+        }
+        ir_buf_free(&text);
+        if (e == 0) {
+            printf("{\"prompt_tokens\": %zu, \"token_ids\": [", ids->len);
+            for (size_t i = 0; i < ids->len; i++) printf(i ? ", %u" : "%u", ids->ids[i]);
+            printf("]}\n");
+            rc = 0;
+        } else {
+            print_error(why ? why : "cannot tokenize the body");
+        }
+    } else if (!json_is_object(root)) {
         print_error("the body must be a JSON object");
     } else if (json_object_get(root, "messages")) {
         print_error("chat bodies need the model's chat template, which is not supported here; "
@@ -62,8 +88,9 @@ static int handle_body(const irt_tokenizer *t, const char *body, size_t len, irt
 
 static void usage(FILE *f) {
     fprintf(f, "usage: inferrail-gateway tokenize --tokenizer SPEC [--jsonl] < INPUT\n"
-               "  SPEC: a model directory, a tokenizer.json path, or org/name[@revision] in\n"
-               "        the local Hugging Face cache ($HF_HOME/hub); nothing is downloaded\n"
+               "  SPEC: a model directory, a tokenizer.json path, org/name[@revision] in\n"
+               "        the local Hugging Face cache ($HF_HOME/hub; nothing is downloaded),\n"
+               "        or builtin:sim (the simulator's tokenizer, chat bodies included)\n"
                "  INPUT: an OpenAI completions body; with --jsonl, one body per line\n");
 }
 
@@ -91,8 +118,9 @@ int irt_cli_main(int argc, char **argv) {
         return 2;
     }
     char err[1024];
-    irt_tokenizer *t = irt_load(spec, err, sizeof(err));
-    if (!t) {
+    bool sim = strcmp(spec, IRT_SIM_SPEC) == 0;
+    irt_tokenizer *t = sim ? NULL : irt_load(spec, err, sizeof(err));
+    if (!t && !sim) {
         fprintf(stderr, "tokenize: %s\n", err);
         return 2;
     }

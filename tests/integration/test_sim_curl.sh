@@ -23,5 +23,10 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$port/v1/chat/completio
 [ "$code" = 404 ] || fail "unknown model gave $code"
 curl -s "localhost:$port/metrics" | grep -q '^vllm:num_requests_running{engine="0",model_name="inferrail/sim-8b"} 0.0$' || fail metrics
 "$BUILD/inferrail-sim" --help | grep -q -- '--served-model-name' || fail help
+# The gateway's builtin:sim tokenizer counts exactly what the simulator bills.
+body='{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi \u00e9 there!"}],"max_tokens":1}'
+billed=$(curl -s "localhost:$port/v1/chat/completions" -d "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["usage"]["prompt_tokens"])')
+counted=$(echo "$body" | "$BUILD/inferrail-gateway" tokenize --tokenizer builtin:sim | python3 -c 'import json,sys; print(json.load(sys.stdin)["prompt_tokens"])')
+[ "$billed" = "$counted" ] || fail "builtin:sim counted $counted, the simulator billed $billed"
 "$BUILD/inferrail-sim" --bogus 2>/dev/null && fail "bad flag accepted"
 echo "1 passed, 0 failed"
