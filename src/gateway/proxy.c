@@ -424,15 +424,15 @@ static void attempt(gw_req *r) {
 /* ---- the request handler ----------------------------------------------------------------------
  */
 
-static void answer_local(gw_worker *w, irn_request *req, irn_resp *resp) {
+static void answer_local(gw_worker *w, irn_request *req, irn_resp *resp, const irn_header *rid) {
     if (strcmp(req->path, "/health") == 0) {
-        irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
+        irn_resp_send(resp, 200, NULL, "", 0, rid, 1);
         return;
     }
     ir_buf b;
     ir_buf_init(&b, 0);
     gw_cards_render(w->app->cards, &b);
-    irn_resp_send(resp, 200, "application/json", b.data, b.len, NULL, 0);
+    irn_resp_send(resp, 200, "application/json", b.data, b.len, rid, 1);
     ir_buf_free(&b);
 }
 
@@ -484,21 +484,31 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     atomic_fetch_add_explicit(&app->stats.requests, 1, memory_order_relaxed);
     const char *allow = NULL;
     route_kind k = route_of(req, &allow);
-    if (k == ROUTE_NONE) {
-        irn_resp_send_error(resp, 404, "Not Found", "Not Found");
-        return;
-    }
-    if (k == ROUTE_BAD_METHOD) {
+    if (k != ROUTE_PROXY) {
+        /* Every response carries a request id, local ones too. */
+        char rid[160];
+        const char *crid = irn_request_header(req, "x-request-id");
+        if (crid && gw_request_id_ok(crid))
+            snprintf(rid, sizeof rid, "%s", crid);
+        else
+            gw_request_id_new(&w->rng, rid);
+        irn_header h[2] = {{"x-request-id", 12, rid, strlen(rid)}, {"allow", 5, "", 0}};
+        if (k == ROUTE_LOCAL) {
+            answer_local(w, req, resp, h);
+            return;
+        }
         ir_buf b;
         ir_buf_init(&b, 0);
-        irn_error_body(&b, 405, "Method Not Allowed", "Method Not Allowed");
-        irn_header h = {"allow", 5, allow, strlen(allow)};
-        irn_resp_send(resp, 405, "application/json", b.data, b.len, &h, 1);
+        if (k == ROUTE_NONE) {
+            irn_error_body(&b, 404, "Not Found", "Not Found");
+            irn_resp_send(resp, 404, "application/json", b.data, b.len, h, 1);
+        } else {
+            irn_error_body(&b, 405, "Method Not Allowed", "Method Not Allowed");
+            h[1].value = allow;
+            h[1].value_len = strlen(allow);
+            irn_resp_send(resp, 405, "application/json", b.data, b.len, h, 2);
+        }
         ir_buf_free(&b);
-        return;
-    }
-    if (k == ROUTE_LOCAL) {
-        answer_local(w, req, resp);
         return;
     }
     gw_req *r = calloc(1, sizeof *r);

@@ -107,6 +107,8 @@ test('alias and missing model are rewritten; nothing else changes', async () => 
 test('404 and 405 in the vLLM error shape; /health and /v1/models answer locally', async () => {
   const nf = await fetch(fleet.gw.url + '/v1/embeddings', { method: 'POST', body: '{}' });
   assert.equal(nf.status, 404);
+  assert.match(nf.headers.get('x-request-id'), /^[0-9a-f]{32}$/);
+  assert.equal((await fetch(fleet.gw.url + '/health', { headers: { 'x-request-id': 'h-1' } })).headers.get('x-request-id'), 'h-1');
   assert.deepEqual(Object.keys((await nf.json()).error), ['message', 'type', 'param', 'code']);
   const na = await fetch(fleet.gw.url + '/v1/chat/completions');
   assert.equal(na.status, 405);
