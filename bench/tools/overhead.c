@@ -30,6 +30,7 @@ typedef struct ol {
     double *lat_send, *lat_sched, *lag;
     size_t nrec;
     irn_header hdr;
+    irn_pool_stats ps;
 } ol;
 
 typedef struct call {
@@ -59,6 +60,7 @@ static void on_done(void *ud, int err) {
     o->inflight--;
     free(c);
     if (o->done == o->total) {
+        irn_pool_stats_get(o->pool, &o->ps);
         uv_timer_stop(&o->tick);
         uv_close((uv_handle_t *)&o->tick, NULL);
         irn_pool_close(o->pool, NULL, NULL);
@@ -190,8 +192,8 @@ int main(int argc, char **argv) {
     uv_loop_close(&o.loop);
     double secs = (double)(ir_now_ns() - o.t0) / 1e9;
     printf("{\"url\":\"%s\",\"rate\":%.0f,\"requests\":%d,\"measured\":%zu,\"errors\":%d,"
-           "\"seconds\":%.2f,\"units\":\"us\",",
-           url, o.rate, o.total, o.nrec, o.errors, secs);
+           "\"seconds\":%.2f,\"connections\":%llu,\"units\":\"us\",",
+           url, o.rate, o.total, o.nrec, o.errors, secs, (unsigned long long)o.ps.conns_created);
     dist("latency", o.lat_send, o.nrec);
     printf(",");
     dist("latency_from_schedule", o.lat_sched, o.nrec);
