@@ -7,7 +7,12 @@ import { startFleet } from './lib.mjs';
 
 let fleet, client;
 before(async () => {
-  fleet = await startFleet({ simArgs: ['--decode-token-ms', '1', '--prefill-token-us', '1', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'] });
+  // Caps high enough for the 1,000-stream test even in slow sanitizer builds
+  // (the breakers have their own test).
+  fleet = await startFleet({
+    simArgs: ['--decode-token-ms', '1', '--prefill-token-us', '1', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'],
+    replica: { max_concurrency: 2048, max_pending: 2048 },
+  });
   client = new OpenAI({ baseURL: `${fleet.gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
 });
 after(async () => { await fleet.stop(); });
