@@ -97,7 +97,7 @@ static int start_server(app *a) {
     sc.host = a->cfg.host;
     sc.port = a->cfg.port;
     sc.reuseport = true;
-    sc.h2c = true; /* lets the gateway's upstream.http2 be tested against it */
+    sc.h2c = true;     /* lets the gateway's upstream.http2 be tested against it */
     sc.backlog = 4096; /* bursts of thousands of connects; the kernel caps it at somaxconn */
     sc.max_body_bytes = a->cfg.max_body_bytes;
     sc.max_write_queue = 64u << 20;
