@@ -62,13 +62,11 @@ assert [r["sched_ms"] for r in a]!=[r["sched_ms"] for r in b], "repetitions shar
 ' "$tmp/cmp" || fail "compare summary"
 
 # 3. the report (charts need gnuplot).
-if command -v gnuplot >/dev/null; then
-  "$B" report "$tmp/cmp" --out "$tmp/report" 2>/dev/null || fail report
-  for f in README.md ttft-cdf-w1.svg p99-ttft.svg hit-rate.svg replicas-w1-round_robin.svg; do
-    [ -s "$tmp/report/$f" ] || fail "report: no $f"
-  done
-  grep -q '<svg' "$tmp/report/ttft-cdf-w1.svg" || fail "report: not an SVG"
-else
-  echo "skip: report (no gnuplot)"
-fi
+# gnuplot comes from scripts/install-deps, which make test runs first.
+command -v gnuplot >/dev/null || fail "report: gnuplot is not installed (run scripts/install-deps)"
+"$B" report "$tmp/cmp" --out "$tmp/report" 2>/dev/null || fail report
+for f in README.md ttft-cdf-w1.svg p99-ttft.svg hit-rate.svg replicas-w1-round_robin.svg; do
+  [ -s "$tmp/report/$f" ] || fail "report: no $f"
+done
+grep -q '<svg' "$tmp/report/ttft-cdf-w1.svg" || fail "report: not an SVG"
 echo "3 passed, 0 failed"
