@@ -239,27 +239,33 @@ test('a client that disconnects, streaming or waiting, is aborted in the engine'
   // How fast is a benchmark's business (bench/gateway); here only that it is prompt.
   assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0} ms`);
   // and one still waiting for its head (queued behind a hang)
-  const received0 = metricValue(await metrics(fleet.gw.admin), 'inferrail_requests_received_total');
-  const body = '{"prompt":"x"}';
-  const sock = net.connect(fleet.gw.port, '127.0.0.1');
-  await new Promise((r) => sock.on('connect', r));
-  sock.on('error', () => {});
-  sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-inferrail-fault: delay=3000\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-  // Leave once the gateway has read the request (on a loaded machine that takes a moment).
-  for (let i = 0; i < 300; i++) {
-    const pg = await metrics(fleet.gw.admin);
-    if (metricValue(pg, 'inferrail_requests_received_total') > received0) break;
-    await sleep(10);
+  // and one still waiting for its response head, on a gateway of its own
+  const sim1 = await startSim(['--enable-faults']);
+  const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: sim1.url }] });
+  try {
+    const body = '{"prompt":"x"}';
+    const sock = net.connect(gw.port, '127.0.0.1');
+    await new Promise((r) => sock.on('connect', r));
+    sock.on('error', () => {});
+    sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-inferrail-fault: delay=5000\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    // Leave once the request is in flight (on a loaded machine that takes a moment).
+    for (let i = 0; i < 300; i++) {
+      if (metricValue(await metrics(gw.admin), 'inferrail_replica_in_flight', 'replica="s0"') === 1) break;
+      await sleep(10);
+    }
+    sock.destroy();
+    let page;
+    for (let i = 0; i < 200; i++) {
+      page = await metrics(gw.admin);
+      if (metricValue(page, 'inferrail_client_disconnects_total') >= 1) break;
+      await sleep(10);
+    }
+    assert.equal(metricValue(page, 'inferrail_client_disconnects_total'), 1, page);
+    assert.equal(metricValue(page, 'inferrail_replica_in_flight', 'replica="s0"'), 0, page);
+  } finally {
+    await gw.stop();
+    await sim1.stop();
   }
-  await sleep(20);
-  sock.destroy();
-  let page;
-  for (let i = 0; i < 200; i++) {
-    page = await metrics(fleet.gw.admin);
-    if (metricValue(page, 'inferrail_client_disconnects_total') >= 2) break;
-    await sleep(10);
-  }
-  assert.ok(metricValue(page, 'inferrail_client_disconnects_total') >= 2, page);
 });
 
 test('timeouts: a stalled body gets 408; a hung engine gets 504 after upstream.response_timeout', async () => {
