@@ -180,6 +180,17 @@ int irn_error_body(ir_buf *out, int status, const char *type, const char *messag
     return ir_buf_appendf(out, ",\"param\":null,\"code\":%d}}", status);
 }
 
+void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out) {
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *a = res; a; a = a->ai_next)
+        if (a->ai_family == AF_INET) {
+            pick = a;
+            break;
+        }
+    memset(out, 0, sizeof *out);
+    memcpy(out, pick->ai_addr, pick->ai_addrlen);
+}
+
 int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out) {
     memset(out, 0, sizeof *out);
     if (!host || !*host) host = "0.0.0.0";

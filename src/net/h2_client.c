@@ -618,15 +618,8 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
         conn_close(c, IRN_ERESOLVE);
         return;
     }
-    const struct addrinfo *pick = res;
-    for (const struct addrinfo *a = res; a; a = a->ai_next)
-        if (a->ai_family == AF_INET) {
-            pick = a;
-            break;
-        }
     struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    memcpy(&ss, pick->ai_addr, pick->ai_addrlen);
+    irn_addrinfo_pick(res, &ss);
     uv_freeaddrinfo(res);
     do_connect(c, (struct sockaddr *)&ss);
 }

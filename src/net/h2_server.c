@@ -816,15 +816,7 @@ int irn_h2_resp_end(irn_resp *resp) {
     h2st *st = resp->h2s;
     int rc = 0;
     if (st && !st->h->dead && !resp->aborted && resp->state == 0) {
-        IR_WARN("net", "handler ended %s %s without a response", resp->req->method,
-                resp->req->path);
-        ir_buf body;
-        ir_buf_init(&body, 4096);
-        irn_error_body(&body, 500, NULL, "The handler produced no response");
-        irn_header ct = {"Content-Type", 12, "application/json", 16};
-        rc = irn_h2_resp_start(resp, 500, &ct, 1, (int64_t)body.len);
-        if (rc == 0) irn_h2_resp_write(resp, body.data, body.len);
-        ir_buf_free(&body);
+        rc = irn_resp_default_500(resp);
     }
     if (st) {
         irn_h2s *h = st->h;

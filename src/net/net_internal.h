@@ -37,6 +37,10 @@ bool irn_has_token(const char *value, size_t len, const char *token);
 uint64_t irn_ns_to_ms(uint64_t ns);
 /* Resolves host:port for listening/connecting, synchronously, numeric first. */
 int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out);
+/* Copies the address to connect to from a resolver answer: IPv4 first. */
+void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out);
+/* Answers 500 in the error shape for a handler that ended without a response. */
+int irn_resp_default_500(irn_resp *resp);
 
 /* ---- the server's response object (server.c for HTTP/1.1, h2_server.c for h2) */
 struct conn;

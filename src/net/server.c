@@ -667,21 +667,26 @@ int irn_resp_finish(irn_resp *resp, const void *data, size_t len) {
     return w < 0 ? (int)w : rc;
 }
 
+int irn_resp_default_500(irn_resp *resp) {
+    IR_WARN("net", "handler ended %s %s without a response", resp->req->method, resp->req->path);
+    ir_buf body;
+    ir_buf_init(&body, 4096);
+    irn_error_body(&body, 500, NULL, "The handler produced no response");
+    irn_header ct = {"Content-Type", 12, "application/json", 16};
+    /* irn_resp_start and irn_resp_write serve h1 and h2 alike. */
+    int rc = irn_resp_start(resp, 500, &ct, 1, (int64_t)body.len);
+    if (rc == 0) irn_resp_write(resp, body.data, body.len);
+    ir_buf_free(&body);
+    return rc;
+}
+
 int irn_resp_end(irn_resp *resp) {
     if (!resp) return IRN_EINVAL;
     if (resp->is_h2) return irn_h2_resp_end(resp);
     conn *c = resp->c;
     int rc = 0;
     if (c && !c->closing && resp->state == 0) {
-        IR_WARN("net", "handler ended %s %s without a response", resp->req->method,
-                resp->req->path);
-        ir_buf body;
-        ir_buf_init(&body, 4096);
-        irn_error_body(&body, 500, NULL, "The handler produced no response");
-        irn_header ct = {"Content-Type", 12, "application/json", 16};
-        rc = irn_resp_start(resp, 500, &ct, 1, (int64_t)body.len);
-        if (rc == 0) irn_resp_write(resp, body.data, body.len);
-        ir_buf_free(&body);
+        rc = irn_resp_default_500(resp);
         c = resp->c;
     }
     if (c) {
