@@ -35,6 +35,8 @@ static const ir_cfg_field server_fields[] = {
        "client connections per worker; 0 means no limit"),
     F(gw_server_cfg, "max_write_queue", IR_CFG_SIZE, max_write_queue, "1MiB",
       "bytes queued to one slow client before the upstream is paused"),
+    F(gw_server_cfg, "busy_poll", IR_CFG_BOOL, busy_poll, "false",
+      "workers poll without sleeping: lower latency on dedicated cores or VMs, one core each"),
 };
 static const ir_cfg_schema server_schema = {"server", server_fields, IR_ARRAY_LEN(server_fields),
                                             sizeof(gw_server_cfg)};

@@ -34,6 +34,7 @@ typedef struct gw_server_cfg {
     uint64_t max_body_bytes;
     int64_t max_connections;
     uint64_t max_write_queue;
+    bool busy_poll;
 } gw_server_cfg;
 
 typedef struct gw_upstream_cfg {

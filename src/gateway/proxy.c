@@ -631,6 +631,12 @@ static void on_wake(uv_async_t *a) {
 
 static void worker_main(void *arg) {
     gw_worker *w = arg;
+    if (w->app->cfg.server.busy_poll) {
+        /* Never block in epoll: a sleeping thread costs a wakeup per event, which a VM makes
+         * expensive. Returns once the loop has nothing left, as UV_RUN_DEFAULT would. */
+        while (uv_run(&w->loop, UV_RUN_NOWAIT)) continue;
+        return;
+    }
     uv_run(&w->loop, UV_RUN_DEFAULT);
 }
 
