@@ -9,38 +9,19 @@
 #     resident memory while it arrives.
 # Loopback only; about a minute.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-B=${IR_BUILD:-$root/build}
+. "$(dirname "$0")/../lib.sh"
 out=${1:-$root/bench/results/gateway}
 mkdir -p "$out"
 res="$out/memory.jsonl"
 : > "$res"
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-waitup() { for _ in $(seq 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; exit 1; }
 
 # Simulators that stream fast and hold long sequences: decode 1 us per token,
 # no batch slope, no prefill cost, a KV cache large enough for 176k-token outputs.
-sims=()
-for i in 1 2 3; do
-  p=$(freeport); sims+=("$p")
-  "$B/inferrail-sim" --port "$p" --max-model-len 4000000 --num-gpu-blocks-override 300000 \
-    --max-num-seqs 4096 --decode-token-ms 0.001 --decode-batch-us 0 --prefill-token-us 0 \
-    --prefill-pair-ns 0 --prefill-fixed-ms 0 2>/dev/null & pids+=($!)
-done
-for p in "${sims[@]}"; do waitup "http://127.0.0.1:$p/health"; done
+start_sims 3 -- --max-model-len 4000000 --num-gpu-blocks-override 300000 \
+  --max-num-seqs 4096 --decode-token-ms 0.001 --decode-batch-us 0 --prefill-token-us 0 \
+  --prefill-pair-ns 0 --prefill-fixed-ms 0
 gw=$(freeport); gwa=$(freeport)
-cat > "$tmp/gw.yaml" <<YAML
-server: {listen: "127.0.0.1:$gw", admin_listen: "127.0.0.1:$gwa"}
-models: [{name: inferrail/sim-8b}]
-replicas:
-  - {id: s1, url: "http://127.0.0.1:${sims[0]}", max_concurrency: 4096, max_pending: 4096}
-  - {id: s2, url: "http://127.0.0.1:${sims[1]}", max_concurrency: 4096, max_pending: 4096}
-  - {id: s3, url: "http://127.0.0.1:${sims[2]}", max_concurrency: 4096, max_pending: 4096}
-YAML
+gw_yaml "$tmp/gw.yaml" "$gw" "$gwa" 4096
 # Each measurement gets a fresh gateway, so none inherits another's buffers.
 start_gw() {
   "$B/inferrail-gateway" --config "$tmp/gw.yaml" 2>>"$tmp/gw.log" & gwpid=$!; pids+=($gwpid)
@@ -50,7 +31,7 @@ start_gw() {
 }
 stop_gw() { kill "$gwpid"; wait "$gwpid" 2>/dev/null || true; }
 start_gw
-echo "{\"bench\":\"env\",\"cores\":$(nproc),\"date\":\"$(date -u +%FT%TZ)\",\"commit\":\"$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\",\"gateway_rss_idle_kib\":$idle}" >> "$res"
+env_json ",\"gateway_rss_idle_kib\":$idle" >> "$res"
 for i in 1 2 3; do
   "$B/inferrail-bench" streams --url "http://127.0.0.1:$gw" --n 2000 --max-tokens 16 | tee -a "$res"
 done

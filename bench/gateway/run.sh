@@ -1,49 +1,40 @@
 #!/usr/bin/env bash
 # Gateway overhead and peers benchmark. Reproduce with:
 #   make build && scripts/install-deps --bench && bench/gateway/run.sh [OUT_DIR]
-# Three --zero-latency simulators; the gateway, nginx and HAProxy each proxy
-# them round robin with one worker, pinned to their own core (core 1) while the
-# simulators and the load generator share core 0. Loopback only.
-#  1. added latency: open loop at 2,000 and 5,000 req/s, 10,000 requests
-#     (1,000 warmup), through each proxy minus straight to a simulator,
-#     three rounds in turn; the summary takes the median of the rounds;
-#  2. throughput: closed loop, 64 in flight, 5 s, per proxy.
+# Three --zero-latency simulators and the load generator share core 0; each
+# proxy runs alone, with one worker, on core 1, started fresh for each
+# measurement. Loopback only; about 8 minutes. The proxies:
+#   relay       ir-relay, a byte relay that parses nothing: the floor any
+#               event-loop proxy pays on this machine for the extra hops
+#   inferrail   the gateway, round robin
+#   nginx       nginx, round robin, upstream keepalive
+#   haproxy     HAProxy, round robin, http-reuse always
+# and, with "-busy", the same polling without sleeping (server.busy_poll,
+# ir-relay --busy-poll, HAProxy's busy-polling): one whole core each.
+# Measurements, each a proxy's numbers minus going straight to a simulator in
+# the same round:
+#  1. open loop at 2,000 and 5,000 req/s, 10,000 requests (1,000 warmup);
+#  2. one connection, one request at a time, 3 s: the latency added at rest;
+#  3. closed loop, 64 connections, 5 s: req/s, and req/s per CPU second the
+#     proxy used (the throughput per core; core 0 may saturate first).
+# ROUNDS (default 3) repeats 1 and 2; the summary takes the median round.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-B=${IR_BUILD:-$root/build}
+. "$(dirname "$0")/../lib.sh"
 out=${1:-$root/bench/results/gateway}
 rounds=${ROUNDS:-3}
-mkdir -p "$out"
+targets=${TARGETS:-"direct relay relay-busy inferrail inferrail-busy nginx haproxy haproxy-busy"}
+mkdir -p "$out" "$tmp/ngx"
 res="$out/overhead.jsonl"
 : > "$res"
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-waitup() { for _ in $(seq 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; exit 1; }
 core0=(); core1=()
 if [ "$(nproc)" -ge 2 ]; then core0=(taskset -c 0); core1=(taskset -c 1); fi
 
-sims=()
-for i in 1 2 3; do
-  p=$(freeport); sims+=("$p")
-  "${core0[@]}" "$B/inferrail-sim" --port "$p" --zero-latency 2>/dev/null & pids+=($!)
-done
-for p in "${sims[@]}"; do waitup "http://127.0.0.1:$p/health"; done
+start_sims 3 "${core0[@]}" -- --zero-latency
+port=$(freeport); admin=$(freeport)
+gw_yaml "$tmp/gw.yaml" "$port" "$admin" 100000 "workers: 1"
+gw_yaml "$tmp/gw-busy.yaml" "$port" "$admin" 100000 "workers: 1, busy_poll: true"
+ups=(); for p in "${sims[@]}"; do ups+=(--upstream "127.0.0.1:$p"); done
 
-gw=$(freeport); gwa=$(freeport); ngx=$(freeport); hap=$(freeport)
-cat > "$tmp/gw.yaml" <<YAML
-server: {listen: "127.0.0.1:$gw", admin_listen: "127.0.0.1:$gwa", workers: 1}
-models: [{name: inferrail/sim-8b}]
-replicas:
-  - {id: s1, url: "http://127.0.0.1:${sims[0]}", max_concurrency: 100000, max_pending: 100000}
-  - {id: s2, url: "http://127.0.0.1:${sims[1]}", max_concurrency: 100000, max_pending: 100000}
-  - {id: s3, url: "http://127.0.0.1:${sims[2]}", max_concurrency: 100000, max_pending: 100000}
-YAML
-"${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw.yaml" 2>"$tmp/gw.log" & pids+=($!)
-
-mkdir -p "$tmp/ngx"
 cat > "$tmp/nginx.conf" <<NGX
 worker_processes 1;
 daemon off;
@@ -55,11 +46,11 @@ http {
   client_body_temp_path $tmp/ngx; proxy_temp_path $tmp/ngx; fastcgi_temp_path $tmp/ngx;
   uwsgi_temp_path $tmp/ngx; scgi_temp_path $tmp/ngx;
   upstream sims {
-    server 127.0.0.1:${sims[0]}; server 127.0.0.1:${sims[1]}; server 127.0.0.1:${sims[2]};
+$(for p in "${sims[@]}"; do echo "    server 127.0.0.1:$p;"; done)
     keepalive 256;
   }
   server {
-    listen 127.0.0.1:$ngx backlog=4096;
+    listen 127.0.0.1:$port backlog=4096;
     keepalive_requests 1000000;
     location / {
       proxy_pass http://sims;
@@ -71,12 +62,12 @@ http {
   }
 }
 NGX
-"${core1[@]}" nginx -c "$tmp/nginx.conf" -p "$tmp" & pids+=($!)
-
-cat > "$tmp/haproxy.cfg" <<HAP
+haproxy_cfg() {
+  cat <<HAP
 global
   nbthread 1
   maxconn 8000
+$1
 defaults
   mode http
   timeout connect 5s
@@ -85,62 +76,70 @@ defaults
   option http-keep-alive
   http-reuse always
 frontend fe
-  bind 127.0.0.1:$hap
+  bind 127.0.0.1:$port
   default_backend sims
 backend sims
   balance roundrobin
-  server s1 127.0.0.1:${sims[0]}
-  server s2 127.0.0.1:${sims[1]}
-  server s3 127.0.0.1:${sims[2]}
+$(i=0; for p in "${sims[@]}"; do i=$((i + 1)); echo "  server s$i 127.0.0.1:$p"; done)
 HAP
-"${core1[@]}" haproxy -f "$tmp/haproxy.cfg" -db 2>"$tmp/haproxy.log" & pids+=($!)
+}
+haproxy_cfg "" > "$tmp/haproxy.cfg"
+haproxy_cfg "  busy-polling" > "$tmp/haproxy-busy.cfg"
 
-waitup "http://127.0.0.1:$gw/health"
-waitup "http://127.0.0.1:$ngx/health"
-waitup "http://127.0.0.1:$hap/health"
+# start TARGET: starts the proxy on core 1; sets url and cpid (the process
+# whose CPU time counts: nginx's worker). stop: ends it.
+start() {
+  ppid=""; cpid=""
+  case $1 in
+  direct) url="http://127.0.0.1:${sims[0]}"; return ;;
+  relay) "${core1[@]}" "$B/ir-relay" --port "$port" "${ups[@]}" & ppid=$! ;;
+  relay-busy) "${core1[@]}" "$B/ir-relay" --port "$port" "${ups[@]}" --busy-poll & ppid=$! ;;
+  inferrail) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
+  inferrail-busy) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw-busy.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
+  nginx) "${core1[@]}" nginx -c "$tmp/nginx.conf" -p "$tmp" & ppid=$! ;;
+  haproxy) "${core1[@]}" haproxy -f "$tmp/haproxy.cfg" -db 2>>"$tmp/haproxy.log" & ppid=$! ;;
+  haproxy-busy) "${core1[@]}" haproxy -f "$tmp/haproxy-busy.cfg" -db 2>>"$tmp/haproxy.log" & ppid=$! ;;
+  esac
+  pids+=($ppid)
+  url="http://127.0.0.1:$port"
+  waitup "$url/health"
+  cpid=$ppid
+  if [ "$1" = nginx ]; then cpid=$(pgrep -P "$ppid" -f 'nginx: worker'); fi
+}
+stop() {
+  [ -z "$ppid" ] && return
+  kill "$ppid" 2>/dev/null || true
+  wait "$ppid" 2>/dev/null || true
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" || return 0; sleep 0.05; done
+}
+rps() {
+  local c=$1; shift
+  "${core0[@]}" "$B/inferrail-bench" rps --url "$url" --path /v1/completions --concurrency "$c" --no-stream --max-tokens 1 "$@"
+}
+row() { echo "{\"bench\":\"$1\",${2#\{}" | tee -a "$res"; }
 
-declare -A url=([direct]="http://127.0.0.1:${sims[0]}" [inferrail]="http://127.0.0.1:$gw" [nginx]="http://127.0.0.1:$ngx" [haproxy]="http://127.0.0.1:$hap")
-echo "{\"bench\":\"env\",\"cores\":$(nproc),\"date\":\"$(date -u +%FT%TZ)\",\"commit\":\"$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\",\"nginx\":\"$(nginx -v 2>&1 | cut -d/ -f2)\",\"haproxy\":\"$(haproxy -v | head -1 | awk '{print $3}')\"}" >> "$res"
+env_json ",\"nginx\":\"$(nginx -v 2>&1 | cut -d/ -f2)\",\"haproxy\":\"$(haproxy -v | head -1 | awk '{print $3}')\"" >> "$res"
 for round in $(seq "$rounds"); do
-  for rate in 2000 5000; do
-    for target in direct inferrail nginx haproxy; do
-      line=$("${core0[@]}" "$B/ir-overhead" --url "${url[$target]}" --rate "$rate" --requests 10000 --warmup 1000 || true)
-      echo "{\"bench\":\"latency\",\"round\":$round,\"target\":\"$target\",${line#\{}" | tee -a "$res"
+  for t in $targets; do
+    start "$t"
+    for rate in 2000 5000; do
+      line=$("${core0[@]}" "$B/ir-overhead" --url "$url" --rate "$rate" --requests 10000 --warmup 1000 || true)
+      row latency "{\"round\":$round,\"target\":\"$t\",${line#\{}"
     done
+    rps 1 --n 500 >/dev/null || true # warm-up
+    line=$(rps 1 --duration 3 || true)
+    row serial "{\"round\":$round,\"target\":\"$t\",${line#\{}"
+    stop
   done
 done
-for target in direct inferrail nginx haproxy; do
-  line=$("${core0[@]}" "$B/inferrail-bench" rps --url "${url[$target]}" --path /v1/completions --concurrency 64 --duration 5 --no-stream --max-tokens 1 || true)
-  echo "{\"bench\":\"throughput\",\"target\":\"$target\",${line#\{}" | tee -a "$res"
+for t in $targets; do
+  start "$t"
+  rps 64 --n 2000 >/dev/null || true # warm-up
+  c0=0; [ -n "$cpid" ] && c0=$(cpu_s "$cpid")
+  line=$(rps 64 --duration 5 || true)
+  cpu=null; [ -n "$cpid" ] && cpu=$(python3 -c "print(round($(cpu_s "$cpid") - $c0, 3))")
+  row throughput "{\"target\":\"$t\",\"proxy_cpu_s\":$cpu,${line#\{}"
+  stop
 done
 
-python3 - "$res" <<'PY' | tee "$(dirname "$res")/summary.md"
-import json, statistics, sys
-def first_wins(pairs):
-    d = {}
-    for k, v in pairs:
-        d.setdefault(k, v)
-    return d
-rows = [json.loads(l, object_pairs_hook=first_wins) for l in open(sys.argv[1]) if l.strip()]
-lat = [r for r in rows if r["bench"] == "latency"]
-print("| rate | proxy | added p50 (us) | added p99 (us) | errors |")
-print("|---|---|---|---|---|")
-for rate in (2000, 5000):
-    for t in ("inferrail", "nginx", "haproxy"):
-        adds50, adds99, errs = [], [], 0
-        for rnd in sorted({r["round"] for r in lat}):
-            d = [r for r in lat if r["round"] == rnd and r["rate"] == rate and r["target"] == "direct"]
-            p = [r for r in lat if r["round"] == rnd and r["rate"] == rate and r["target"] == t]
-            if not d or not p: continue
-            adds50.append(p[0]["latency"]["p50"] - d[0]["latency"]["p50"])
-            adds99.append(p[0]["latency"]["p99"] - d[0]["latency"]["p99"])
-            errs += p[0]["errors"]
-        if adds50:
-            print(f"| {rate} | {t} | {statistics.median(adds50):.0f} | {statistics.median(adds99):.0f} | {errs} |")
-print()
-print("| proxy | req/s, one worker, 64 in flight | errors |")
-print("|---|---|---|")
-for r in rows:
-    if r["bench"] == "throughput":
-        print(f"| {r['target']} | {r['rps']:.0f} | {r['errors']} |")
-PY
+python3 "$root/bench/gateway/summary.py" "$res" | tee "$out/summary.md"

@@ -3,7 +3,9 @@
  *   ir-overhead --url URL --rate R --requests N [--warmup W] [--path P] [--body JSON]
  *
  * Requests are due at a fixed rate (evenly spaced) whatever earlier ones are
- * doing; the loop wakes every millisecond and sends what is due. Latency is
+ * doing. A timerfd armed at each due time (microsecond resolution) wakes the
+ * loop, so requests leave one by one rather than in millisecond bursts that
+ * would queue behind each other. Latency is
  * measured from the actual send to the end of the response (the server's
  * time) and, separately, from the scheduled time (what a client would see).
  * Prints one JSON line. */
@@ -13,12 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "net/ir_net.h"
 
 typedef struct ol {
     uv_loop_t loop;
-    uv_timer_t tick;
+    uv_poll_t tick; /* watches tfd */
+    int tfd;
     irn_pool *pool;
     ir_url url;
     const char *path;
@@ -40,6 +45,15 @@ typedef struct call {
     int status;
 } call;
 
+static void finish_if_done(ol *o) {
+    if (o->done != o->total || !o->pool) return;
+    irn_pool_stats_get(o->pool, &o->ps);
+    uv_poll_stop(&o->tick);
+    uv_close((uv_handle_t *)&o->tick, NULL);
+    irn_pool_close(o->pool, NULL, NULL);
+    o->pool = NULL;
+}
+
 static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     ((call *)ud)->status = status;
 }
@@ -59,21 +73,33 @@ static void on_done(void *ud, int err) {
     o->done++;
     o->inflight--;
     free(c);
-    if (o->done == o->total) {
-        irn_pool_stats_get(o->pool, &o->ps);
-        uv_timer_stop(&o->tick);
-        uv_close((uv_handle_t *)&o->tick, NULL);
-        irn_pool_close(o->pool, NULL, NULL);
-    }
+    finish_if_done(o);
 }
 
 static const irn_client_cbs cbs = {on_head, on_body, on_done};
 
-static void on_tick(uv_timer_t *t) {
+static uint64_t due_at(const ol *o, int i) {
+    return o->t0 + (uint64_t)((double)i * 1e9 / o->rate);
+}
+
+/* Arms the timerfd for the next request's due time (CLOCK_MONOTONIC, as ir_now_ns). */
+static void arm(ol *o) {
+    if (o->sent >= o->total) return;
+    uint64_t due = due_at(o, o->sent);
+    struct itimerspec its = {.it_value = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)}};
+    timerfd_settime(o->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void on_tick(uv_poll_t *t, int status, int events) {
+    (void)status;
+    (void)events;
     ol *o = t->data;
+    uint64_t expirations;
+    if (read(o->tfd, &expirations, sizeof expirations) < 0) { /* EAGAIN: nothing yet */
+    }
     uint64_t now = ir_now_ns();
     while (o->sent < o->total) {
-        uint64_t due = o->t0 + (uint64_t)((double)o->sent * 1e9 / o->rate);
+        uint64_t due = due_at(o, o->sent);
         if (due > now) break;
         call *c = calloc(1, sizeof *c);
         c->o = o;
@@ -101,6 +127,8 @@ static void on_tick(uv_timer_t *t) {
             o->done++;
         }
     }
+    arm(o);
+    finish_if_done(o);
 }
 
 static int cmpd(const void *a, const void *b) {
@@ -184,12 +212,18 @@ int main(int argc, char **argv) {
     irn_pool_cfg_init(&pc);
     pc.max_idle_per_host = 1024;
     o.pool = irn_pool_new(&o.loop, &pc);
-    uv_timer_init(&o.loop, &o.tick);
+    o.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (o.tfd < 0 || uv_poll_init(&o.loop, &o.tick, o.tfd)) {
+        fprintf(stderr, "ir-overhead: timerfd\n");
+        return 1;
+    }
     o.tick.data = &o;
-    o.t0 = ir_now_ns();
-    uv_timer_start(&o.tick, on_tick, 0, 1);
+    o.t0 = ir_now_ns() + 1000000; /* first request 1 ms from now */
+    arm(&o);
+    uv_poll_start(&o.tick, UV_READABLE, on_tick);
     uv_run(&o.loop, UV_RUN_DEFAULT);
     uv_loop_close(&o.loop);
+    close(o.tfd);
     double secs = (double)(ir_now_ns() - o.t0) / 1e9;
     printf("{\"url\":\"%s\",\"rate\":%.0f,\"requests\":%d,\"measured\":%zu,\"errors\":%d,"
            "\"seconds\":%.2f,\"connections\":%llu,\"units\":\"us\",",
