@@ -13,6 +13,21 @@
 #define READ_BUF_SIZE (64 * 1024)
 
 typedef struct cconn cconn;
+typedef struct phost phost;
+
+/* One host:port the pool has connections to, with its idle ones. An entry
+ * lives while any connection (busy or idle) points at it, so requests to a
+ * busy upstream neither allocate nor free one. */
+struct phost {
+    phost *hnext; /* hash bucket chain */
+    cconn *idle;  /* idle connections, most recently used first */
+    size_t nidle;
+    size_t nconns; /* connections pointing here */
+    uint32_t hash;
+    uint16_t port;
+    size_t hlen;
+    char host[]; /* NUL-terminated */
+};
 
 struct irn_pool {
     uv_loop_t *loop;
@@ -20,7 +35,8 @@ struct irn_pool {
     uint64_t idle_ms;
     uv_timer_t anchor; /* makes the close callback asynchronous */
     cconn *all;        /* every connection not yet freed */
-    cconn *idle;       /* idle ones, most recently used first */
+    phost **hosts;     /* hash table of host entries, nbuckets a power of two */
+    size_t nbuckets, nhosts;
     irn_pool_stats st;
     bool closing;
     bool anchor_closed;
@@ -36,7 +52,7 @@ typedef enum { CT_NONE, CT_CONNECT, CT_HEAD, CT_READ, CT_POOL } ctimer;
 struct cconn {
     irn_pool *pool;
     cconn *prev, *next;   /* pool->all */
-    cconn *iprev, *inext; /* pool->idle */
+    cconn *iprev, *inext; /* host->idle */
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_connect_t creq;
@@ -57,7 +73,7 @@ struct cconn {
     llhttp_t ll;
     irn_hdrs hdrs;
     irn_header *harr;
-    char key[280];
+    phost *host;
 };
 
 static void conn_close(cconn *c);
@@ -72,17 +88,87 @@ static void pool_maybe_done(irn_pool *pool) {
     void *ud = pool->close_ud;
     if (cb) cb(ud);
     irn_h2c_pool_free(pool->h2);
+    free(pool->hosts); /* the entries went with the last connections */
     free(pool);
+}
+
+/* ---- host entries ------------------------------------------------------------- */
+
+static uint32_t host_hash(const char *host, size_t hl, uint16_t port) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < hl; i++) h = (h ^ (unsigned char)host[i]) * 16777619u;
+    h = (h ^ (port & 0xffu)) * 16777619u;
+    return (h ^ (uint32_t)(port >> 8)) * 16777619u;
+}
+
+static phost *host_find(const irn_pool *pool, const char *host, size_t hl, uint16_t port,
+                        uint32_t hash) {
+    if (!pool->nbuckets) return NULL;
+    for (phost *h = pool->hosts[hash & (pool->nbuckets - 1)]; h; h = h->hnext)
+        if (h->hash == hash && h->port == port && h->hlen == hl && memcmp(h->host, host, hl) == 0)
+            return h;
+    return NULL;
+}
+
+static int hosts_grow(irn_pool *pool) {
+    size_t n = pool->nbuckets ? pool->nbuckets * 2 : 8;
+    phost **b = calloc(n, sizeof *b);
+    if (!b) return -1;
+    for (size_t i = 0; i < pool->nbuckets; i++) {
+        for (phost *h = pool->hosts[i], *next; h; h = next) {
+            next = h->hnext;
+            h->hnext = b[h->hash & (n - 1)];
+            b[h->hash & (n - 1)] = h;
+        }
+    }
+    free(pool->hosts);
+    pool->hosts = b;
+    pool->nbuckets = n;
+    return 0;
+}
+
+/* Finds or adds the entry for host:port and counts one more connection on it. */
+static phost *host_ref(irn_pool *pool, const char *host, uint16_t port) {
+    size_t hl = strlen(host);
+    uint32_t hash = host_hash(host, hl, port);
+    phost *h = host_find(pool, host, hl, port, hash);
+    if (!h) {
+        if (pool->nhosts >= pool->nbuckets && hosts_grow(pool) != 0) return NULL;
+        h = calloc(1, sizeof *h + hl + 1);
+        if (!h) return NULL;
+        h->hash = hash;
+        h->port = port;
+        h->hlen = hl;
+        memcpy(h->host, host, hl + 1);
+        phost **slot = &pool->hosts[hash & (pool->nbuckets - 1)];
+        h->hnext = *slot;
+        *slot = h;
+        pool->nhosts++;
+    }
+    h->nconns++;
+    return h;
+}
+
+/* A connection to h is gone; the last one takes the entry with it. */
+static void host_unref(irn_pool *pool, phost *h) {
+    if (--h->nconns) return;
+    phost **p = &pool->hosts[h->hash & (pool->nbuckets - 1)];
+    while (*p != h) p = &(*p)->hnext;
+    *p = h->hnext;
+    pool->nhosts--;
+    free(h);
 }
 
 static void idle_unlink(cconn *c) {
     if (c->st != CS_IDLE) return;
+    phost *h = c->host;
     if (c->iprev)
         c->iprev->inext = c->inext;
     else
-        c->pool->idle = c->inext;
+        h->idle = c->inext;
     if (c->inext) c->inext->iprev = c->iprev;
     c->iprev = c->inext = NULL;
+    h->nidle--;
     c->pool->st.idle--;
     c->st = CS_ACTIVE;
 }
@@ -251,17 +337,17 @@ static const llhttp_settings_t resp_settings = {
 
 static void pool_put(cconn *c) {
     irn_pool *pool = c->pool;
-    size_t same = 0;
-    for (cconn *i = pool->idle; i; i = i->inext)
-        if (strcmp(i->key, c->key) == 0) same++;
-    if (pool->closing || same >= pool->cfg.max_idle_per_host) {
+    phost *h = c->host;
+    if (pool->closing || h->nidle >= pool->cfg.max_idle_per_host) {
         conn_close(c);
         return;
     }
     c->st = CS_IDLE;
-    c->inext = pool->idle;
-    if (pool->idle) pool->idle->iprev = c;
-    pool->idle = c;
+    c->iprev = NULL;
+    c->inext = h->idle;
+    if (h->idle) h->idle->iprev = c;
+    h->idle = c;
+    h->nidle++;
     pool->st.idle++;
     ctimer_set(c, CT_POOL, pool->idle_ms);
     cread_start(c); /* notices the server closing it */
@@ -366,7 +452,7 @@ static void on_connect(uv_connect_t *req, int status) {
     cconn *c = req->handle->data;
     if (c->closing) return;
     if (status < 0) {
-        IR_DEBUG("net", "connect %s: %s", c->key, uv_strerror(status));
+        IR_DEBUG("net", "connect %s:%u: %s", c->host->host, c->host->port, uv_strerror(status));
         conn_fail(c, IRN_ECONNECT);
         return;
     }
@@ -410,6 +496,7 @@ static void on_cconn_closed(uv_handle_t *h) {
     else
         pool->all = c->next;
     if (c->next) c->next->prev = c->prev;
+    host_unref(pool, c->host);
     irn_hdrs_free(&c->hdrs);
     free(c->harr);
     free(c);
@@ -433,16 +520,17 @@ static void conn_close(cconn *c) {
     really_close(c);
 }
 
-static cconn *conn_alloc(irn_pool *pool, const char *key) {
+static cconn *conn_alloc(irn_pool *pool, const char *host, uint16_t port) {
     cconn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->harr = calloc(pool->cfg.max_headers, sizeof *c->harr);
-    if (!c->harr) {
+    c->host = c->harr ? host_ref(pool, host, port) : NULL;
+    if (!c->host) {
+        free(c->harr);
         free(c);
         return NULL;
     }
     c->pool = pool;
-    snprintf(c->key, sizeof c->key, "%s", key);
     irn_hdrs_init(&c->hdrs, pool->cfg.max_header_bytes, pool->cfg.max_headers);
     uv_tcp_init(pool->loop, &c->tcp);
     uv_timer_init(pool->loop, &c->timer);
@@ -456,15 +544,9 @@ static cconn *conn_alloc(irn_pool *pool, const char *key) {
     return c;
 }
 
-static void make_key(const irn_client *cl, char *key, size_t n) {
-    snprintf(key, n, "%s:%u", cl->host, cl->port);
-}
-
 /* Attaches a fresh connection to cl. Failures after allocation arrive later. */
 static int connect_new(irn_client *cl) {
-    char key[280];
-    make_key(cl, key, sizeof key);
-    cconn *c = conn_alloc(cl->pool, key);
+    cconn *c = conn_alloc(cl->pool, cl->host, cl->port);
     if (!c) return IRN_ENOMEM;
     c->cl = cl;
     cl->conn = c;
@@ -623,10 +705,8 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         return IRN_EINVAL;
     }
     pool->st.requests++;
-    char key[280];
-    make_key(cl, key, sizeof key);
-    cconn *c = pool->idle;
-    while (c && strcmp(c->key, key) != 0) c = c->inext;
+    phost *h = host_find(pool, cl->host, hl, cl->port, host_hash(cl->host, hl, cl->port));
+    cconn *c = h ? h->idle : NULL;
     if (c) {
         idle_unlink(c);
         pool->st.conns_reused++;
