@@ -314,6 +314,30 @@ static void cap_conn(uv_stream_t *l, int status) {
     uv_read_start((uv_stream_t *)&k->conn, cap_alloc, cap_read);
 }
 
+/* Listens on ip, port 0; returns the port, 0 when ip cannot be bound. */
+static uint16_t cap_listen(px *p, cap *k, const char *ip) {
+    memset(k, 0, sizeof *k);
+    ir_buf_init(&k->in, 0);
+    uv_tcp_init(&p->loop, &k->listener);
+    k->listener.data = k;
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (strchr(ip, ':'))
+        assert_int_equal(uv_ip6_addr(ip, 0, (struct sockaddr_in6 *)&ss), 0);
+    else
+        assert_int_equal(uv_ip4_addr(ip, 0, (struct sockaddr_in *)&ss), 0);
+    if (uv_tcp_bind(&k->listener, (struct sockaddr *)&ss, 0) != 0 ||
+        uv_listen((uv_stream_t *)&k->listener, 8, cap_conn) != 0)
+        return 0;
+    uv_tcp_getsockname(&k->listener, (struct sockaddr *)&ss, &len);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port); /* same offset for IPv6 */
+}
+
+static void cap_free(cap *k) {
+    ir_buf_free(&k->in);
+    uv_close((uv_handle_t *)&k->listener, NULL);
+}
+
 /* Sends r to the capturing server and checks the bytes it got. */
 static void cap_check(px *p, cap *k, irn_client_req *r, const char *expect) {
     ir_buf_reset(&k->in);
@@ -331,17 +355,8 @@ static void test_request_bytes(void **st) {
     px p;
     px_setup(&p, NULL);
     cap k;
-    memset(&k, 0, sizeof k);
-    ir_buf_init(&k.in, 0);
-    uv_tcp_init(&p.loop, &k.listener);
-    k.listener.data = &k;
-    struct sockaddr_in a;
-    uv_ip4_addr("127.0.0.1", 0, &a);
-    assert_int_equal(uv_tcp_bind(&k.listener, (struct sockaddr *)&a, 0), 0);
-    assert_int_equal(uv_listen((uv_stream_t *)&k.listener, 8, cap_conn), 0);
-    int len = sizeof a;
-    uv_tcp_getsockname(&k.listener, (struct sockaddr *)&a, &len);
-    uint16_t port = ntohs(a.sin_port);
+    uint16_t port = cap_listen(&p, &k, "127.0.0.1");
+    assert_true(port > 0);
     char expect[512];
 
     irn_client_req r;
@@ -399,8 +414,22 @@ static void test_request_bytes(void **st) {
     assert_memory_equal(k.in.data, expect, strlen(expect));
 
     assert_int_equal(pstats(&p).conns_created, 1);
-    ir_buf_free(&k.in);
-    uv_close((uv_handle_t *)&k.listener, NULL);
+    cap_free(&k);
+
+    /* an IPv6 literal goes in brackets (where the machine has ::1) */
+    cap k6;
+    uint16_t port6 = cap_listen(&p, &k6, "::1");
+    if (port6) {
+        memset(&r, 0, sizeof r);
+        r.host = "::1";
+        r.port = port6;
+        r.path = "/v6";
+        snprintf(expect, sizeof expect, "GET /v6 HTTP/1.1\r\nHost: [::1]:%u\r\n\r\n", port6);
+        cap_check(&p, &k6, &r, expect);
+    } else {
+        print_message("no IPv6 loopback: the bracketed Host is not checked\n");
+    }
+    cap_free(&k6);
     px_teardown(&p);
 }
 
