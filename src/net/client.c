@@ -638,6 +638,19 @@ static bool bad_text(const char *s, size_t n, bool allow_space) {
     return false;
 }
 
+#define APPEND_LIT(b, lit) ir_buf_append((b), (lit), sizeof(lit) - 1)
+
+/* Appends v in decimal, as "%u" / "%zu" would. */
+static int append_uint(ir_buf *b, uint64_t v) {
+    char d[20];
+    size_t i = sizeof d;
+    do {
+        d[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return ir_buf_append(b, d + i, sizeof d - i);
+}
+
 int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_client_cbs *cbs,
                        void *ud, irn_client **out) {
     if (out) *out = NULL;
@@ -645,9 +658,9 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     if (pool->closing) return IRN_ESHUTDOWN;
     const char *method = req->method ? req->method : (req->body ? "POST" : "GET");
     const char *path = req->path ? req->path : "/";
-    size_t hl = strlen(req->host);
-    if (!hl || hl >= sizeof((irn_client *)0)->host || bad_text(req->host, hl, false) || !*method ||
-        bad_text(method, strlen(method), false) || bad_text(path, strlen(path), false))
+    size_t hl = strlen(req->host), ml = strlen(method), pl = strlen(path);
+    if (!hl || hl >= sizeof((irn_client *)0)->host || bad_text(req->host, hl, false) || !ml ||
+        bad_text(method, ml, false) || bad_text(path, pl, false))
         return IRN_EINVAL;
     for (size_t i = 0; pool->h2 && i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
@@ -679,11 +692,18 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         if (out) *out = cl;
         return 0;
     }
-    int rc = ir_buf_appendf(&cl->head, "%s %s HTTP/1.1\r\n", method, path);
-    if (!irn_headers_find(req->headers, req->nheaders, "host"))
-        rc |= strchr(cl->host, ':')
-                  ? ir_buf_appendf(&cl->head, "Host: [%s]:%u\r\n", cl->host, cl->port)
-                  : ir_buf_appendf(&cl->head, "Host: %s:%u\r\n", cl->host, cl->port);
+    /* Plain appends, no printf: this runs for every upstream request. */
+    ir_buf *hd = &cl->head;
+    int rc = ir_buf_append(hd, method, ml) | APPEND_LIT(hd, " ") | ir_buf_append(hd, path, pl) |
+             APPEND_LIT(hd, " HTTP/1.1\r\n");
+    if (!irn_headers_find(req->headers, req->nheaders, "host")) {
+        bool v6 = memchr(cl->host, ':', hl) != NULL; /* an IPv6 literal goes in brackets */
+        rc |= APPEND_LIT(hd, "Host: ");
+        if (v6) rc |= APPEND_LIT(hd, "[");
+        rc |= ir_buf_append(hd, cl->host, hl);
+        if (v6) rc |= APPEND_LIT(hd, "]");
+        rc |= APPEND_LIT(hd, ":") | append_uint(hd, cl->port) | APPEND_LIT(hd, "\r\n");
+    }
     for (size_t i = 0; rc == 0 && i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
@@ -692,13 +712,15 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         if (rc || irn_streq_ci(h->name, nl, "content-length") ||
             irn_streq_ci(h->name, nl, "transfer-encoding"))
             continue;
-        rc |= ir_buf_append(&cl->head, h->name, nl) | ir_buf_append(&cl->head, ": ", 2) |
-              ir_buf_append(&cl->head, h->value, vl) | ir_buf_append(&cl->head, "\r\n", 2);
+        rc |= ir_buf_append(hd, h->name, nl) | APPEND_LIT(hd, ": ") |
+              ir_buf_append(hd, h->value, vl) | APPEND_LIT(hd, "\r\n");
     }
     bool wants_length = req->body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
-    if (wants_length) rc |= ir_buf_appendf(&cl->head, "Content-Length: %zu\r\n", cl->body_len);
-    rc |= ir_buf_append(&cl->head, "\r\n", 2);
+    if (wants_length)
+        rc |= APPEND_LIT(hd, "Content-Length: ") | append_uint(hd, cl->body_len) |
+              APPEND_LIT(hd, "\r\n");
+    rc |= APPEND_LIT(hd, "\r\n");
     if (rc != 0) {
         ir_buf_free(&cl->head);
         free(cl);
