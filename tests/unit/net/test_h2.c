@@ -1,232 +1,27 @@
 /* test_h2.c: h2c server and client over 127.0.0.1 in one uv loop. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "net/loopback_fixture.h"
 
 #include <nghttp2/nghttp2.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "net/ir_net.h"
-
-#define MS 1000000ull
-
-#define BIG_CHUNK 16384
-#define BIG_N     200 /* 3.2 MiB */
-
-typedef struct fx {
-    uv_loop_t loop;
-    irn_server *srv;
-    irn_pool *pool;
-    int port;
-    int aborts;
-    int drains;
-    int srv_closed, pool_closed;
-    irn_resp *held[64];
-    int nheld;
-    int big_step;
-    int64_t big_max_q;
-} fx;
-
-static void on_abort(irn_resp *resp, void *ud) {
-    fx *f = ud;
-    f->aborts++;
-    for (int i = 0; i < f->nheld; i++)
-        if (f->held[i] == resp) f->held[i] = NULL;
-    irn_resp_end(resp);
-}
-
-static void big_drain(irn_resp *resp, void *ud);
-
-static void big_fill(fx *f, irn_resp *resp) {
-    static char chunk[BIG_CHUNK];
-    memset(chunk, 'z', sizeof chunk);
-    while (f->big_step < BIG_N) {
-        int64_t q = irn_resp_write(resp, chunk, sizeof chunk);
-        assert_true(q >= 0);
-        if (q > f->big_max_q) f->big_max_q = q;
-        f->big_step++;
-        if ((size_t)q >= 256 * 1024) {
-            irn_resp_on_drain(resp, big_drain, f);
-            return;
-        }
-    }
-    irn_resp_end(resp);
-}
-
-static void big_drain(irn_resp *resp, void *ud) {
-    fx *f = ud;
-    f->drains++;
-    big_fill(f, resp);
-}
-
-static int on_headers(void *ud, irn_request *req) {
-    if (strcmp(req->path, "/reject") == 0) return 413;
-    return 0;
-}
-
-static void on_request(void *ud, irn_request *req, irn_resp *resp) {
-    fx *f = ud;
-    irn_resp_on_abort(resp, on_abort, f);
-    if (strcmp(req->path, "/hello") == 0) {
-        char info[256];
-        const char *host = irn_request_header(req, "host");
-        const char *xt = irn_request_header(req, "x-test");
-        int n = snprintf(info, sizeof info, "hello %s %s %s %d.%d", req->method, host ? host : "-",
-                         xt ? xt : "-", req->http_major, req->http_minor);
-        irn_header xh = {"X-Peer", 6, req->peer, strlen(req->peer)};
-        irn_resp_send(resp, 200, "text/plain", info, (size_t)n, &xh, 1);
-    } else if (strcmp(req->path, "/echo") == 0) {
-        irn_resp_send(resp, 200, "application/octet-stream", req->body.data, req->body.len, NULL,
-                      0);
-    } else if (strcmp(req->path, "/big") == 0) {
-        irn_resp_start(resp, 200, NULL, 0, (int64_t)BIG_N * BIG_CHUNK);
-        f->big_step = 0;
-        big_fill(f, resp);
-    } else if (strcmp(req->path, "/slow") == 0) {
-        assert_true(f->nheld < 64);
-        f->held[f->nheld++] = resp; /* only an abort ends it */
-    } else if (strcmp(req->path, "/rst") == 0) {
-        irn_resp_close(resp); /* before any response byte */
-    } else if (strcmp(req->path, "/rstmid") == 0) {
-        irn_resp_start(resp, 200, NULL, 0, -1);
-        irn_resp_write(resp, "partial", 7);
-        f->held[f->nheld++] = resp;
-    } else {
-        irn_resp_send_error(resp, 404, NULL, "Not Found");
-    }
-}
-
-static void fx_setup(fx *f, const irn_server_cfg *extra, bool http2) {
-    memset(f, 0, sizeof *f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
+/* The fixture with h2c on at the server; http2: the pool speaks h2c too. */
+static void h2_setup(fx *f, const irn_server_cfg *extra, bool http2) {
     irn_server_cfg cfg;
     if (extra)
         cfg = *extra;
     else
         irn_server_cfg_init(&cfg);
-    cfg.host = "127.0.0.1";
-    cfg.port = 0;
     cfg.h2c = true;
-    cfg.on_request = on_request;
-    cfg.on_headers = on_headers;
-    cfg.ud = f;
-    assert_int_equal(irn_server_new(&f->loop, &cfg, &f->srv), 0);
-    f->port = irn_server_port(f->srv);
     irn_pool_cfg pc;
     irn_pool_cfg_init(&pc);
     pc.http2 = http2;
-    f->pool = irn_pool_new(&f->loop, &pc);
-    assert_non_null(f->pool);
-}
-
-static void run_until(fx *f, const int *flag) {
-    uint64_t start = uv_hrtime();
-    while (!*flag) {
-        uv_run(&f->loop, UV_RUN_ONCE);
-        if (uv_hrtime() - start > 5000 * MS) fail_msg("timed out");
-    }
-}
-
-static void run_for(fx *f, uint64_t ms) {
-    uint64_t start = uv_hrtime();
-    while (uv_hrtime() - start < ms * MS) uv_run(&f->loop, UV_RUN_NOWAIT);
-}
-
-static void set_flag(void *ud) {
-    *(int *)ud = 1;
-}
-
-static void close_walk(uv_handle_t *h, void *arg) {
-    if (!uv_is_closing(h)) uv_close(h, NULL);
-}
-
-static void fx_teardown(fx *f) {
-    irn_server_close(f->srv, set_flag, &f->srv_closed);
-    irn_server_close_all(f->srv);
-    irn_pool_close(f->pool, set_flag, &f->pool_closed);
-    run_until(f, &f->srv_closed);
-    run_until(f, &f->pool_closed);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    uv_walk(&f->loop, close_walk, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
-}
-
-/* ---- a client call recorder ------------------------------------------------------- */
-
-typedef struct call {
-    int status;
-    int done;
-    int err;
-    int nheads;
-    ir_buf body;
-    char peer_hdr[64];
-    irn_client *h;
-    bool pause_at_first;
-    bool paused;
-} call;
-
-static void c_head(void *ud, int status, const irn_header *h, size_t n) {
-    call *c = ud;
-    c->status = status;
-    c->nheads++;
-    const irn_header *p = irn_headers_find(h, n, "x-peer");
-    if (p) snprintf(c->peer_hdr, sizeof c->peer_hdr, "%s", p->value);
-}
-
-static void c_body(void *ud, const char *d, size_t n) {
-    call *c = ud;
-    assert_false(c->paused && c->done);
-    assert_int_equal(ir_buf_append(&c->body, d, n), 0);
-    if (c->pause_at_first && !c->paused) {
-        c->pause_at_first = false;
-        c->paused = true;
-        irn_client_pause(c->h);
-    }
-}
-
-static void c_done(void *ud, int err) {
-    call *c = ud;
-    assert_int_equal(c->done, 0);
-    c->err = err;
-    c->done = 1;
-}
-
-static const irn_client_cbs CBS = {c_head, c_body, c_done};
-
-static void call_init(call *c) {
-    memset(c, 0, sizeof *c);
-    ir_buf_init(&c->body, 0);
-}
-
-static irn_client_req mkreq(fx *f, const char *method, const char *path) {
-    irn_client_req r;
-    memset(&r, 0, sizeof r);
-    r.host = "127.0.0.1";
-    r.port = (uint16_t)f->port;
-    r.method = method;
-    r.path = path;
-    r.connect_timeout_ns = 2000 * MS;
-    r.head_timeout_ns = 3000 * MS;
-    r.idle_timeout_ns = 3000 * MS;
-    return r;
-}
-
-static void do_call(fx *f, irn_client_req *r, call *c) {
-    assert_int_equal(irn_client_request(f->pool, r, &CBS, c, &c->h), 0);
-    assert_false(c->done); /* never synchronous */
-    run_until(f, &c->done);
+    fx_setup(f, &cfg, &pc);
 }
 
 /* ---- tests ---------------------------------------------------------------------------- */
 
 static void test_h2_get_post(void **st) {
     fx f;
-    fx_setup(&f, NULL, true);
+    h2_setup(&f, NULL, true);
     for (int i = 0; i < 3; i++) {
         call c;
         call_init(&c);
@@ -279,7 +74,7 @@ static void test_h2_get_post(void **st) {
 
 static void test_h2_concurrent(void **st) {
     fx f;
-    fx_setup(&f, NULL, true);
+    h2_setup(&f, NULL, true);
     enum { N = 50 };
     call cs[N];
     char bodies[N][32];
@@ -324,10 +119,10 @@ static void test_h2_concurrent(void **st) {
  * writes then report the queue; after resume on_drain restarts the producer. */
 static void test_h2_flow_control(void **st) {
     fx f;
-    fx_setup(&f, NULL, true);
+    h2_setup(&f, NULL, true);
     call c;
     call_init(&c);
-    c.pause_at_first = true;
+    c.pause_after = 1; /* at the first body bytes */
     irn_client_req r = mkreq(&f, "GET", "/big");
     assert_int_equal(irn_client_request(f.pool, &r, &CBS, &c, &c.h), 0);
     run_for(&f, 300);
@@ -337,27 +132,21 @@ static void test_h2_flow_control(void **st) {
     size_t got = c.body.len;
     assert_true(got < 1024 * 1024);
     /* The server stopped producing at the high-water mark. */
-    assert_true(f.big_step < BIG_N);
+    assert_true(f.big_step < f.big_n);
     assert_true(f.big_max_q < 1024 * 1024);
     assert_int_equal(c.body.len, got); /* nothing delivered while paused */
     irn_client_resume(c.h);
     run_until(&f, &c.done);
     assert_int_equal(c.err, 0);
-    assert_int_equal(c.body.len, (size_t)BIG_N * BIG_CHUNK);
+    assert_int_equal(c.body.len, (size_t)f.big_n * FX_CHUNK);
     assert_true(f.drains >= 1);
     ir_buf_free(&c.body);
     fx_teardown(&f);
 }
 
-static void cancel_cb(uv_timer_t *t) {
-    call *c = t->data;
-    irn_client_cancel(c->h);
-    irn_client_cancel(c->h); /* harmless twice */
-}
-
 static void test_h2_cancel_aborts(void **st) {
     fx f;
-    fx_setup(&f, NULL, true);
+    h2_setup(&f, NULL, true);
     uv_timer_t t;
     uv_timer_init(&f.loop, &t);
     call c;
@@ -390,7 +179,7 @@ static void test_h2_server_errors(void **st) {
     cfg.max_body_bytes = 1024;
     cfg.max_header_bytes = 2048;
     fx f;
-    fx_setup(&f, &cfg, true);
+    h2_setup(&f, &cfg, true);
     char big[4096];
     memset(big, 'b', sizeof big);
     call c;
@@ -436,7 +225,7 @@ static void test_h2_server_errors(void **st) {
 
 static void test_h2_client_errors(void **st) {
     fx f;
-    fx_setup(&f, NULL, true);
+    h2_setup(&f, NULL, true);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/rst");
@@ -477,7 +266,7 @@ static void test_h2_client_errors(void **st) {
 /* An h1 pool against the h2c-enabled server: plain HTTP/1.1 as before. */
 static void test_h1_on_h2c_server(void **st) {
     fx f;
-    fx_setup(&f, NULL, false);
+    h2_setup(&f, NULL, false);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/hello");
@@ -603,7 +392,7 @@ static void up_connected(uv_connect_t *cr, int status) {
 
 static void test_h2_upgrade(void **st) {
     fx f;
-    fx_setup(&f, NULL, true);
+    h2_setup(&f, NULL, true);
     up *u = calloc(1, sizeof *u);
     ir_buf_init(&u->in, 0);
     ir_buf_init(&u->body, 0);
@@ -632,7 +421,7 @@ static void test_h2_upgrade(void **st) {
 /* irn_server_close: GOAWAY; the stream in flight still completes. */
 static void test_h2_graceful_close(void **st) {
     fx f;
-    fx_setup(&f, NULL, true);
+    h2_setup(&f, NULL, true);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/slow");
@@ -647,12 +436,7 @@ static void test_h2_graceful_close(void **st) {
     assert_string_equal(c.body.data, "late");
     ir_buf_free(&c.body);
     run_until(&f, &f.srv_closed);
-    irn_pool_close(f.pool, set_flag, &f.pool_closed);
-    run_until(&f, &f.pool_closed);
-    uv_run(&f.loop, UV_RUN_DEFAULT);
-    uv_walk(&f.loop, close_walk, NULL);
-    uv_run(&f.loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f.loop), 0);
+    fx_teardown(&f); /* the server is gone already */
 }
 
 int main(void) {

@@ -1,245 +1,11 @@
 /* test_loopback.c: server and client talking over 127.0.0.1 in one uv loop. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "net/ir_net.h"
-
-#define MS 1000000ull
-
-/* ---- fixture: a loop, a server, a pool ------------------------------------------ */
-
-typedef struct fx {
-    uv_loop_t loop;
-    irn_server *srv;
-    irn_pool *pool;
-    int port;
-    int aborts;
-    int drains;
-    int srv_closed, pool_closed;
-    irn_resp *held; /* /slow: the response kept open */
-    uv_timer_t stream_timer;
-    irn_resp *stream_resp;
-    int stream_step;
-    int pipe_pending; /* /p: responses answered from timers */
-    uv_timer_t pipe_timers[3];
-    irn_resp *pipe_resps[3];
-    int expect_seen;
-} fx;
-
-static void on_abort(irn_resp *resp, void *ud) {
-    fx *f = ud;
-    f->aborts++;
-    if (f->held == resp) f->held = NULL;
-    irn_resp_end(resp);
-}
-
-static void stream_tick(uv_timer_t *t) {
-    fx *f = t->data;
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "part%d;", f->stream_step);
-    if (f->stream_step++ < 3) {
-        irn_resp_write(f->stream_resp, buf, (size_t)n);
-        uv_timer_start(t, stream_tick, 5, 0);
-    } else {
-        irn_resp_end(f->stream_resp);
-        f->stream_resp = NULL;
-    }
-}
-
-static void pipe_tick(uv_timer_t *t) {
-    irn_resp *resp = t->data;
-    const char *body = "done";
-    irn_resp_send(resp, 200, "text/plain", body, strlen(body), NULL, 0);
-}
-
-static void big_drain(irn_resp *resp, void *ud);
-
-static void big_fill(fx *f, irn_resp *resp) {
-    static char chunk[16384];
-    memset(chunk, 'z', sizeof chunk);
-    /* 1000 * 16 KiB = 16 MiB: more than the kernel's socket buffers hold, so
-     * the server's own queue must fill while the client is paused. */
-    while (f->stream_step < 1000) {
-        int64_t q = irn_resp_write(resp, chunk, sizeof chunk);
-        assert_true(q >= 0);
-        f->stream_step++;
-        if ((size_t)q >= 256 * 1024) {
-            irn_resp_on_drain(resp, big_drain, f);
-            return;
-        }
-    }
-    irn_resp_end(resp);
-}
-
-static void big_drain(irn_resp *resp, void *ud) {
-    fx *f = ud;
-    f->drains++;
-    big_fill(f, resp);
-}
-
-static int on_headers(void *ud, irn_request *req) {
-    fx *f = ud;
-    if (req->expect_continue) f->expect_seen++;
-    if (strcmp(req->path, "/reject") == 0) return 413;
-    return 0;
-}
-
-static void on_request(void *ud, irn_request *req, irn_resp *resp) {
-    fx *f = ud;
-    irn_resp_on_abort(resp, on_abort, f);
-    if (strcmp(req->path, "/hello") == 0) {
-        irn_header xh = {"X-Peer", 6, req->peer, strlen(req->peer)};
-        irn_resp_send(resp, 200, "text/plain", "hello", 5, &xh, 1);
-    } else if (strcmp(req->path, "/echo") == 0) {
-        irn_resp_send(resp, 200, "application/octet-stream", req->body.data, req->body.len, NULL,
-                      0);
-    } else if (strcmp(req->path, "/stream") == 0) {
-        irn_resp_start(resp, 200, NULL, 0, -1);
-        f->stream_resp = resp;
-        f->stream_step = 0;
-        f->stream_timer.data = f;
-        uv_timer_start(&f->stream_timer, stream_tick, 5, 0);
-    } else if (strcmp(req->path, "/big") == 0) {
-        irn_resp_start(resp, 200, NULL, 0, 1000 * 16384);
-        f->stream_step = 0;
-        big_fill(f, resp);
-    } else if (strncmp(req->path, "/p", 2) == 0) {
-        /* answered later, the first one last */
-        int i = req->path[2] - '0';
-        assert_true(i >= 0 && i < 3);
-        f->pipe_timers[i].data = resp;
-        uv_timer_start(&f->pipe_timers[i], pipe_tick, (uint64_t)(30 - 10 * i), 0);
-    } else if (strcmp(req->path, "/slow") == 0) {
-        f->held = resp; /* only an abort ends it */
-    } else {
-        irn_resp_send_error(resp, 404, NULL, "Not Found");
-    }
-}
-
-static void fx_setup(fx *f, const irn_server_cfg *extra) {
-    memset(f, 0, sizeof *f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    irn_server_cfg cfg;
-    if (extra)
-        cfg = *extra;
-    else
-        irn_server_cfg_init(&cfg);
-    cfg.host = "127.0.0.1";
-    cfg.port = 0;
-    cfg.on_request = on_request;
-    cfg.on_headers = on_headers;
-    cfg.ud = f;
-    assert_int_equal(irn_server_new(&f->loop, &cfg, &f->srv), 0);
-    f->port = irn_server_port(f->srv);
-    assert_true(f->port > 0);
-    f->pool = irn_pool_new(&f->loop, NULL);
-    assert_non_null(f->pool);
-    uv_timer_init(&f->loop, &f->stream_timer);
-    for (int i = 0; i < 3; i++) uv_timer_init(&f->loop, &f->pipe_timers[i]);
-}
-
-/* Runs the loop until *flag becomes true, failing after 5 s. */
-static void run_until(fx *f, const int *flag) {
-    uint64_t start = uv_hrtime();
-    while (!*flag) {
-        uv_run(&f->loop, UV_RUN_ONCE);
-        if (uv_hrtime() - start > 5000 * MS) fail_msg("timed out");
-    }
-}
-
-static void set_flag(void *ud) {
-    *(int *)ud = 1;
-}
-
-static void close_walk(uv_handle_t *h, void *arg) {
-    if (!uv_is_closing(h)) uv_close(h, NULL);
-}
-
-static void fx_teardown(fx *f) {
-    irn_server_close(f->srv, set_flag, &f->srv_closed);
-    irn_server_close_all(f->srv);
-    irn_pool_close(f->pool, set_flag, &f->pool_closed);
-    uv_close((uv_handle_t *)&f->stream_timer, NULL);
-    for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&f->pipe_timers[i], NULL);
-    run_until(f, &f->srv_closed);
-    run_until(f, &f->pool_closed);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    uv_walk(&f->loop, close_walk, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
-}
-
-/* ---- a client call recorder ----------------------------------------------------------- */
-
-typedef struct call {
-    int status;
-    int done;
-    int err;
-    int nheads;
-    ir_buf body;
-    char peer_hdr[64];
-    irn_client *h;
-    bool pause_once;
-    uv_timer_t *resume_timer;
-} call;
-
-static void c_head(void *ud, int status, const irn_header *h, size_t n) {
-    call *c = ud;
-    c->status = status;
-    c->nheads++;
-    const irn_header *p = irn_headers_find(h, n, "x-peer");
-    if (p) snprintf(c->peer_hdr, sizeof c->peer_hdr, "%s", p->value);
-}
-
-static void c_body(void *ud, const char *d, size_t n) {
-    call *c = ud;
-    assert_int_equal(ir_buf_append(&c->body, d, n), 0);
-}
-
-static void c_done(void *ud, int err) {
-    call *c = ud;
-    c->err = err;
-    c->done = 1;
-}
-
-static const irn_client_cbs CBS = {c_head, c_body, c_done};
-
-static void call_init(call *c) {
-    memset(c, 0, sizeof *c);
-    ir_buf_init(&c->body, 0);
-}
-
-static irn_client_req mkreq(fx *f, const char *method, const char *path) {
-    irn_client_req r;
-    memset(&r, 0, sizeof r);
-    r.host = "127.0.0.1";
-    r.port = (uint16_t)f->port;
-    r.method = method;
-    r.path = path;
-    r.connect_timeout_ns = 2000 * MS;
-    r.head_timeout_ns = 3000 * MS;
-    r.idle_timeout_ns = 3000 * MS;
-    return r;
-}
-
-static void do_call(fx *f, irn_client_req *r, call *c) {
-    assert_int_equal(irn_client_request(f->pool, r, &CBS, c, &c->h), 0);
-    assert_false(c->done); /* never synchronous */
-    run_until(f, &c->done);
-}
+#include "net/loopback_fixture.h"
 
 /* ---- tests ------------------------------------------------------------------------------- */
 
 static void test_get_post_keepalive(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     for (int i = 0; i < 3; i++) {
         call c;
         call_init(&c);
@@ -247,8 +13,9 @@ static void test_get_post_keepalive(void **st) {
         do_call(&f, &r, &c);
         assert_int_equal(c.err, 0);
         assert_int_equal(c.status, 200);
-        assert_int_equal(c.body.len, 5);
-        assert_memory_equal(c.body.data, "hello", 5);
+        char want[64];
+        snprintf(want, sizeof want, "hello GET 127.0.0.1:%d - 1.1", f.port);
+        assert_string_equal(c.body.data, want);
         assert_non_null(strstr(c.peer_hdr, "127.0.0.1:"));
         ir_buf_free(&c.body);
     }
@@ -289,7 +56,7 @@ static void test_get_post_keepalive(void **st) {
 
 static void test_streaming_chunked(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/stream");
@@ -301,39 +68,27 @@ static void test_streaming_chunked(void **st) {
     fx_teardown(&f);
 }
 
-static void resume_cb(uv_timer_t *t) {
-    call *c = t->data;
-    irn_client_resume(c->h);
-}
-
-static void c_body_pausing(void *ud, const char *d, size_t n) {
-    call *c = ud;
-    assert_int_equal(ir_buf_append(&c->body, d, n), 0);
-    if (c->pause_once && c->body.len > 512 * 1024) {
-        c->pause_once = false;
-        irn_client_pause(c->h);
-        uv_timer_start(c->resume_timer, resume_cb, 200, 0);
-    }
-}
-
 /* A big response with a paused client: the server's writes back up, then
  * on_drain resumes the producer. */
 static void test_backpressure(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
+    /* 1000 * 16 KiB = 16 MiB: more than the kernel's socket buffers hold, so
+     * the server's own queue must fill while the client is paused. */
+    f.big_n = 1000;
     uv_timer_t rt;
     uv_timer_init(&f.loop, &rt);
     call c;
     call_init(&c);
-    c.pause_once = true;
+    c.pause_after = 512 * 1024 + 1;
     c.resume_timer = &rt;
     rt.data = &c;
-    irn_client_cbs cbs = {c_head, c_body_pausing, c_done};
     irn_client_req r = mkreq(&f, "GET", "/big");
-    assert_int_equal(irn_client_request(f.pool, &r, &cbs, &c, &c.h), 0);
+    assert_int_equal(irn_client_request(f.pool, &r, &CBS, &c, &c.h), 0);
     run_until(&f, &c.done);
     assert_int_equal(c.err, 0);
-    assert_int_equal(c.body.len, 1000 * 16384);
+    assert_true(c.paused);
+    assert_int_equal(c.body.len, 1000 * FX_CHUNK);
     assert_true(f.drains >= 1);
     ir_buf_free(&c.body);
     uv_close((uv_handle_t *)&rt, NULL);
@@ -396,7 +151,7 @@ static void raw_exchange(fx *f, const char *out, size_t len, ir_buf *in) {
 
 static void test_pipelined_in_order(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     const char *req = "GET /p0 HTTP/1.1\r\nHost: x\r\n\r\n"
                       "GET /p1 HTTP/1.1\r\nHost: x\r\n\r\n"
                       "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -430,7 +185,7 @@ static void test_server_errors(void **st) {
     cfg.body_timeout_ns = 100 * MS;
     cfg.header_timeout_ns = 150 * MS;
     fx f;
-    fx_setup(&f, &cfg);
+    fx_setup(&f, &cfg, NULL);
     ir_buf in, big;
     /* bad syntax */
     const char *bad = "GET / HTTP/1.1\r\nHost: x\r\nBad\x01: y\r\n\r\n";
@@ -484,8 +239,8 @@ static void test_server_errors(void **st) {
     /* HTTP/1.0 without keep-alive closes after the response */
     const char *h10 = "GET /hello HTTP/1.0\r\n\r\n";
     raw_exchange(&f, h10, strlen(h10), &in);
-    assert_non_null(strstr(in.data, "Content-Length: 5\r\n"));
-    assert_non_null(strstr(in.data, "hello"));
+    assert_non_null(strstr(in.data, "Content-Length: 17\r\n"));
+    assert_non_null(strstr(in.data, "\r\n\r\nhello GET - - 1.0"));
     ir_buf_free(&in);
     irn_server_stats ss;
     irn_server_stats_get(f.srv, &ss);
@@ -493,34 +248,31 @@ static void test_server_errors(void **st) {
     fx_teardown(&f);
 }
 
-static void cancel_cb(uv_timer_t *t) {
-    irn_client_cancel(t->data);
-}
-
 static void test_client_abort_fires_on_abort(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/slow");
     assert_int_equal(irn_client_request(f.pool, &r, &CBS, &c, &c.h), 0);
     uv_timer_t t;
     uv_timer_init(&f.loop, &t);
-    t.data = c.h;
+    t.data = &c;
     uv_timer_start(&t, cancel_cb, 50, 0);
     run_until(&f, &c.done);
     assert_int_equal(c.err, IRN_ECANCELED);
     uint64_t start = uv_hrtime();
     while (f.aborts == 0 && uv_hrtime() - start < 5000 * MS) uv_run(&f.loop, UV_RUN_ONCE);
     assert_int_equal(f.aborts, 1);
-    assert_null(f.held);
+    assert_int_equal(f.nheld, 1);
+    assert_null(f.held[0]);
     uv_close((uv_handle_t *)&t, NULL);
     fx_teardown(&f);
 }
 
 static void test_head_timeout(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/slow");
@@ -537,12 +289,13 @@ static void test_head_timeout(void **st) {
 
 static void test_connect_refused(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     /* a port nobody listens on: open a server, note its port, close it */
     irn_server_cfg cfg;
     irn_server_cfg_init(&cfg);
     cfg.host = "127.0.0.1";
-    cfg.on_request = on_request;
+    cfg.on_request = fx_on_request;
+    cfg.ud = &f;
     irn_server *tmp;
     assert_int_equal(irn_server_new(&f.loop, &cfg, &tmp), 0);
     int port = irn_server_port(tmp);
@@ -595,21 +348,15 @@ static void drop_conn(uv_stream_t *l, int status) {
 
 static void test_closed_before_response(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     dropper d;
     memset(&d, 0, sizeof d);
-    uv_tcp_init(&f.loop, &d.listener);
-    d.listener.data = &d;
-    struct sockaddr_in a;
-    uv_ip4_addr("127.0.0.1", 0, &a);
-    assert_int_equal(uv_tcp_bind(&d.listener, (struct sockaddr *)&a, 0), 0);
-    assert_int_equal(uv_listen((uv_stream_t *)&d.listener, 8, drop_conn), 0);
-    int len = sizeof a;
-    uv_tcp_getsockname(&d.listener, (struct sockaddr *)&a, &len);
+    uint16_t port = raw_listen(&f, &d.listener, "127.0.0.1", &d, drop_conn);
+    assert_true(port > 0);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/x");
-    r.port = ntohs(a.sin_port);
+    r.port = port;
     do_call(&f, &r, &c);
     assert_int_equal(c.err, IRN_ECLOSED_EARLY);
     assert_int_equal(c.nheads, 0);
@@ -623,7 +370,7 @@ static void test_stale_pooled_connection(void **st) {
     irn_server_cfg_init(&cfg);
     cfg.header_timeout_ns = 50 * MS; /* the server drops idle keep-alive conns fast */
     fx f;
-    fx_setup(&f, &cfg);
+    fx_setup(&f, &cfg, NULL);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/hello");
@@ -680,22 +427,16 @@ static void flaky_conn(uv_stream_t *l, int status) {
 
 static void test_retry_reused_connection(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     flaky d;
     memset(&d, 0, sizeof d);
-    uv_tcp_init(&f.loop, &d.listener);
-    d.listener.data = &d;
-    struct sockaddr_in a;
-    uv_ip4_addr("127.0.0.1", 0, &a);
-    assert_int_equal(uv_tcp_bind(&d.listener, (struct sockaddr *)&a, 0), 0);
-    assert_int_equal(uv_listen((uv_stream_t *)&d.listener, 8, flaky_conn), 0);
-    int len = sizeof a;
-    uv_tcp_getsockname(&d.listener, (struct sockaddr *)&a, &len);
+    uint16_t port = raw_listen(&f, &d.listener, "127.0.0.1", &d, flaky_conn);
+    assert_true(port > 0);
     for (int i = 0; i < 2; i++) {
         call c;
         call_init(&c);
         irn_client_req r = mkreq(&f, "GET", "/x");
-        r.port = ntohs(a.sin_port);
+        r.port = port;
         do_call(&f, &r, &c);
         assert_int_equal(c.err, 0);
         assert_int_equal(c.status, 200);
@@ -713,7 +454,7 @@ static void test_retry_reused_connection(void **st) {
 
 static void test_graceful_close(void **st) {
     fx f;
-    fx_setup(&f, NULL);
+    fx_setup(&f, NULL, NULL);
     call c;
     call_init(&c);
     irn_client_req r = mkreq(&f, "GET", "/stream");
@@ -728,13 +469,7 @@ static void test_graceful_close(void **st) {
     assert_string_equal(c.body.data, "part0;part1;part2;");
     run_until(&f, &f.srv_closed);
     ir_buf_free(&c.body);
-    /* teardown without the server */
-    irn_pool_close(f.pool, set_flag, &f.pool_closed);
-    uv_close((uv_handle_t *)&f.stream_timer, NULL);
-    for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&f.pipe_timers[i], NULL);
-    run_until(&f, &f.pool_closed);
-    uv_run(&f.loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f.loop), 0);
+    fx_teardown(&f); /* the server is gone already */
 }
 
 int main(void) {
