@@ -126,6 +126,23 @@ static void req_maybe_free(gw_req *r) {
     free(r);
 }
 
+/* Counts the client's leaving, once. */
+static void mark_gone(gw_req *r) {
+    if (r->client_gone) return;
+    r->client_gone = true;
+    atomic_fetch_add_explicit(&r->w->app->stats.client_disconnects, 1, memory_order_relaxed);
+}
+
+/* Whether the client left. on_abort is not the only news of it: once the net layer has
+ * marked the response aborted (its connection closes in this loop iteration, a write got
+ * IRN_ECLOSED), on_abort comes only later, from the close callback, and never if the
+ * response is ended first. An upstream event in the same iteration would end it first
+ * (libuv runs close callbacks last, newest first), so the gateway asks here. */
+static bool client_left(gw_req *r) {
+    if (!r->client_gone && r->resp && irn_resp_aborted(r->resp)) mark_gone(r);
+    return r->client_gone;
+}
+
 static void end_client(gw_req *r) {
     if (!r->resp) return;
     irn_resp_end(r->resp);
@@ -182,8 +199,12 @@ static void on_drain(irn_resp *resp, void *ud) {
 static void on_up_head(void *ud, int status, const irn_header *h, size_t n) {
     gw_req *r = ud;
     const gw_config *cfg = &r->w->app->cfg;
+    if (client_left(r)) {
+        irn_client_cancel(r->up); /* on_up_done ends the response */
+        return;
+    }
     if ((status == 502 || status == 503 || status == 504) && r->attempt < cfg->retry.max_attempts &&
-        ir_now_ns() < r->deadline && !r->client_gone) {
+        ir_now_ns() < r->deadline) {
         /* Nothing reached the client yet: try another replica. */
         r->last_status = status;
         r->retry_on_done = true;
@@ -227,6 +248,7 @@ static void on_up_body(void *ud, const char *data, size_t len) {
     if (!r->resp || r->client_gone) return;
     int64_t q = irn_resp_write(r->resp, data, len);
     if (q < 0) {
+        client_left(r); /* IRN_ECLOSED: gone, even if on_abort has not fired yet */
         irn_client_cancel(r->up);
         return;
     }
@@ -262,7 +284,7 @@ static void close_timer(gw_req *r) {
 static void retry_or_fail(gw_req *r, int status, const char *msg) {
     const gw_config *cfg = &r->w->app->cfg;
     uint64_t now = ir_now_ns();
-    if (r->client_gone) {
+    if (client_left(r)) {
         end_client(r);
         return;
     }
@@ -289,7 +311,7 @@ static void retry_or_fail(gw_req *r, int status, const char *msg) {
 
 static void on_backoff(uv_timer_t *t) {
     gw_req *r = t->data;
-    if (r->client_gone) {
+    if (client_left(r)) {
         close_timer(r);
         end_client(r);
         return;
@@ -302,6 +324,7 @@ static void on_up_done(void *ud, int err) {
     r->up = NULL;
     gw_app *app = r->w->app;
     uint64_t now = ir_now_ns();
+    client_left(r); /* before deciding: a failure caused by the client leaving is no engine's */
     if (r->retry_on_done) {
         r->retry_on_done = false;
         release(r);
@@ -355,8 +378,7 @@ static const irn_client_cbs up_cbs = {on_up_head, on_up_body, on_up_done};
 
 static void on_client_gone(irn_resp *resp, void *ud) {
     gw_req *r = ud;
-    r->client_gone = true;
-    atomic_fetch_add_explicit(&r->w->app->stats.client_disconnects, 1, memory_order_relaxed);
+    mark_gone(r);
     if (r->up) {
         irn_client_cancel(r->up); /* the engine sees the close and frees the slot */
         return;                   /* on_up_done ends the response */

@@ -236,7 +236,9 @@ int irn_resp_send(irn_resp *resp, int status, const char *content_type, const vo
 /* irn_resp_send of irn_error_body (type NULL = default) with application/json. */
 int irn_resp_send_error(irn_resp *resp, int status, const char *type, const char *message);
 /* Fires (once, from the loop) when the client disconnects, the connection
- * fails or the server closes it before the response ended. */
+ * fails or the server closes it before the response ended. It comes from the
+ * close callback: irn_resp_aborted() may say true (and writes IRN_ECLOSED)
+ * earlier, and ending the response in between means it never fires. */
 void irn_resp_on_abort(irn_resp *resp, irn_resp_cb cb, void *ud);
 /* Fires when the queued bytes fall to write_low_water after a write returned
  * >= write_high_water. */

@@ -224,6 +224,7 @@ test('a client that disconnects, streaming or waiting, is aborted in the engine'
   const before = await Promise.all(sim.map((s) => metrics(s.url)));
   const aborts = (pages) => pages.reduce((a, p) => a + metricValue(p, 'vllm:request_success_total', 'finished_reason="abort"'), 0);
   const a0 = aborts(before);
+  const d0 = metricValue(await metrics(fleet.gw.admin), 'inferrail_client_disconnects_total');
   const r = await post(fleet.gw.url, '/v1/chat/completions', chat({ stream: true, max_tokens: 5000 }));
   const reader = r.body.getReader();
   await reader.read();
@@ -238,7 +239,14 @@ test('a client that disconnects, streaming or waiting, is aborted in the engine'
   assert.equal(aborts(pages), a0 + 1, `aborts before ${a0}, after ${aborts(pages)}, after ${Date.now() - t0} ms`);
   // How fast is a benchmark's business (bench/gateway); here only that it is prompt.
   assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0} ms`);
-  // and one still waiting for its head (queued behind a hang)
+  // The gateway counts it, though it often learns of the close from a refused write.
+  let gpage;
+  for (let i = 0; i < 200; i++) {
+    gpage = await metrics(fleet.gw.admin);
+    if (metricValue(gpage, 'inferrail_client_disconnects_total') > d0) break;
+    await sleep(10);
+  }
+  assert.equal(metricValue(gpage, 'inferrail_client_disconnects_total'), d0 + 1, gpage);
   // and one still waiting for its response head, on a gateway of its own
   const sim1 = await startSim(['--enable-faults']);
   const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: sim1.url }] });
@@ -265,6 +273,95 @@ test('a client that disconnects, streaming or waiting, is aborted in the engine'
   } finally {
     await gw.stop();
     await sim1.stop();
+  }
+});
+
+// Sends a request over a raw socket and keeps the socket, so that the test
+// decides when the client leaves.
+async function openRequest(port, body, headers = '') {
+  const sock = net.connect(port, '127.0.0.1');
+  await new Promise((r) => sock.on('connect', r));
+  sock.on('error', () => {});
+  sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${body.length}\r\n\r\n${body}`);
+  return sock;
+}
+
+async function waitMetric(url, name, label, ok) {
+  let page;
+  for (let i = 0; i < 300; i++) {
+    page = await metrics(url);
+    if (ok(metricValue(page, name, label))) return page;
+    await sleep(10);
+  }
+  assert.fail(`${name}{${label}} never got there:\n${page}`);
+}
+
+test('a client that leaves in backoff, waiting for a head or mid-stream is counted once and frees its replica', async () => {
+  const dead = await freePort();
+  const sim = await startSim(['--enable-faults', '--zero-latency']);
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }, { name: 'nowhere' }],
+    replicas: [
+      { id: 's0', url: sim.url, models: ['inferrail/sim-8b'] },
+      { id: 'dead', url: `http://127.0.0.1:${dead}`, models: ['nowhere'] },
+    ],
+    health: { interval: '60s' },
+    retry: { max_attempts: 3, backoff: '5s', max_backoff: '5s' },
+    logging: { access_log: true },
+  });
+  const gone = (n) => (v) => v === n;
+  const idle = async () => {
+    const page = await metrics(gw.admin);
+    for (const rep of ['s0', 'dead']) {
+      assert.equal(metricValue(page, 'inferrail_replica_in_flight', `replica="${rep}"`), 0, page);
+      assert.equal(metricValue(page, 'inferrail_replica_pending', `replica="${rep}"`), 0, page);
+    }
+    return page;
+  };
+  try {
+    // In backoff after a 503: no upstream request is open, only the timer.
+    let sock = await openRequest(gw.port, '{"model":"inferrail/sim-8b","prompt":"x"}', 'x-inferrail-fault: status=503\r\n');
+    await waitMetric(gw.admin, 'inferrail_upstream_retries_total', '', gone(1));
+    sock.destroy();
+    await waitMetric(gw.admin, 'inferrail_client_disconnects_total', '', gone(1));
+    await idle();
+    // In backoff after a refused connection.
+    sock = await openRequest(gw.port, '{"model":"nowhere","prompt":"x"}');
+    await waitMetric(gw.admin, 'inferrail_upstream_retries_total', '', gone(2));
+    sock.destroy();
+    await waitMetric(gw.admin, 'inferrail_client_disconnects_total', '', gone(2));
+    await idle();
+    // Waiting for the head of a hung engine.
+    sock = await openRequest(gw.port, '{"model":"inferrail/sim-8b","prompt":"x"}', 'x-inferrail-fault: hang\r\n');
+    await waitMetric(gw.admin, 'inferrail_replica_pending', 'replica="s0"', gone(1));
+    sock.destroy();
+    await waitMetric(gw.admin, 'inferrail_client_disconnects_total', '', gone(3));
+    await idle();
+    // Mid-stream, while the engine keeps sending: an engine chunk read in the
+    // same loop iteration as the close meets a refused write and ends the
+    // response before on_abort can fire (this used to go uncounted, and
+    // counted as an engine error instead).
+    const streams = 8;
+    for (let i = 0; i < streams; i++) {
+      sock = await openRequest(gw.port, JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 30000, stream: true }));
+      await new Promise((resolve) => {
+        let got = 0;
+        sock.on('data', (d) => { got += d.length; if (got > 16384) resolve(); });
+      });
+      sock.resetAndDestroy();
+    }
+    const page = await waitMetric(gw.admin, 'inferrail_replica_in_flight', 'replica="s0"', gone(0));
+    assert.equal(metricValue(page, 'inferrail_client_disconnects_total'), 3 + streams, page);
+    // Cancelling the engine for a client that left is not an engine failure.
+    assert.equal(metricValue(page, 'inferrail_upstream_errors_total'), 1, page); // the refused connect
+    await idle();
+    await sleep(50);
+    const lines = gw.log.text.split('\n').filter((l) => l.includes('access: '));
+    assert.equal(lines.length, 3 + streams, gw.log.text);
+    for (const l of lines) assert.match(l, /client_gone=1/);
+  } finally {
+    await gw.stop();
+    await sim.stop();
   }
 });
 
