@@ -180,6 +180,40 @@ int irn_error_body(ir_buf *out, int status, const char *type, const char *messag
     return ir_buf_appendf(out, ",\"param\":null,\"code\":%d}}", status);
 }
 
+static bool header_text_ok(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0') return false;
+    return true;
+}
+
+int irn_error_answer_make(const irn_server_cfg *cfg, const irn_request *req, int status,
+                          const char *msg, irn_error_answer *e, ir_buf *body) {
+    memset(e, 0, sizeof *e);
+    e->status = status;
+    e->message = msg;
+    /* A request whose head could not be built whole is no request to show. */
+    if (req && (!req->method || !req->path)) req = NULL;
+    if (cfg->on_error) cfg->on_error(cfg->ud, req, e);
+    e->status = status;
+    static const char *const framing[] = {
+        "content-length", "transfer-encoding", "connection", "content-type",
+        "keep-alive",     "proxy-connection",  "upgrade",    "te"};
+    size_t k = 0;
+    for (size_t i = 0; i < e->nheaders && i < IRN_ERROR_MAX_HEADERS; i++) {
+        irn_header h = e->headers[i];
+        if (!h.name || !h.value) continue;
+        if (!h.name_len) h.name_len = strlen(h.name);
+        if (!h.value_len) h.value_len = strlen(h.value);
+        bool drop = !h.name_len || !header_text_ok(h.name, h.name_len) ||
+                    !header_text_ok(h.value, h.value_len) || memchr(h.name, ':', h.name_len);
+        for (size_t f = 0; !drop && f < IR_ARRAY_LEN(framing); f++)
+            drop = irn_streq_ci(h.name, h.name_len, framing[f]);
+        if (!drop) e->headers[k++] = h;
+    }
+    e->nheaders = k;
+    return irn_error_body(body, status, e->type, e->message);
+}
+
 void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out) {
     const struct addrinfo *pick = res;
     for (const struct addrinfo *a = res; a; a = a->ai_next)

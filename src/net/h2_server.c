@@ -207,23 +207,39 @@ static void answer_error(h2st *st, int status, const char *msg) {
     st->deadline = 0;
     h->buffered = h->buffered > st->held ? h->buffered - st->held : 0;
     st->held = 0;
-    irn_request_free(st->req);
-    st->req = NULL;
     if (h->st) h->st->errors_sent++;
     ir_buf_reset(&st->out);
     st->out_off = 0;
-    if (irn_error_body(&st->out, status, NULL, msg) != 0) ir_buf_reset(&st->out);
+    irn_error_answer e;
+    if (irn_error_answer_make(&h->cfg, st->req, status, msg, &e, &st->out) != 0)
+        ir_buf_reset(&st->out);
     h->buffered += st->out.len;
     char sb[8], lb[24];
     int sl = snprintf(sb, sizeof sb, "%d", status);
     int ll = snprintf(lb, sizeof lb, "%zu", st->out.len);
-    nghttp2_nv nv[3] = {NV(":status", sb, (size_t)sl), NV("content-type", "application/json", 16),
-                        NV("content-length", lb, (size_t)ll)};
+    nghttp2_nv nv[3 + IRN_ERROR_MAX_HEADERS] = {NV(":status", sb, (size_t)sl),
+                                                NV("content-type", "application/json", 16),
+                                                NV("content-length", lb, (size_t)ll)};
+    size_t n = 3;
+    char names[IRN_ERROR_MAX_HEADERS][64]; /* h2 wants them lower case */
+    for (size_t i = 0; i < e.nheaders; i++) {
+        const irn_header *hd = &e.headers[i];
+        if (hd->name_len >= sizeof names[i]) continue;
+        for (size_t k = 0; k < hd->name_len; k++) {
+            char ch = hd->name[k];
+            names[i][k] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+        }
+        nv[n++] = (nghttp2_nv){(uint8_t *)names[i], (uint8_t *)hd->value, hd->name_len,
+                               hd->value_len, NGHTTP2_NV_FLAG_NONE};
+    }
     st->ended = true;
     st->rst_after = true;
     IR_DEBUG("net", "%s: h2 stream %d: %d %s", h->peer, st->id, status, msg ? msg : "");
-    if (submit_response(st, nv, 3) != 0)
+    if (submit_response(st, nv, n) != 0)
         nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+    /* Only now: the headers may point into the request's arena (nghttp2 copied them). */
+    irn_request_free(st->req);
+    st->req = NULL;
 }
 
 /* ---- nghttp2 callbacks -------------------------------------------------------------- */

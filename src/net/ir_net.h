@@ -160,6 +160,24 @@ typedef void (*irn_on_request_cb)(void *ud, irn_request *req, irn_resp *resp);
 typedef void (*irn_resp_cb)(irn_resp *resp, void *ud);
 typedef void (*irn_close_cb)(void *ud);
 
+/* An answer the server gives by itself: an on_headers rejection, or a request it
+ * cannot take (400 bad syntax, 408 timeouts, 413 too large, 431 header limits). */
+#define IRN_ERROR_MAX_HEADERS 8
+typedef struct irn_error_answer {
+    int status;          /* what is answered; read only */
+    const char *type;    /* the error body's "type"; NULL: irn_error_body's default */
+    const char *message; /* the error body's "message"; the server's text (or NULL) */
+    irn_header headers[IRN_ERROR_MAX_HEADERS]; /* added to the response */
+    size_t nheaders;
+    char buf[256]; /* room for the callback's own strings, e.g. a generated id */
+} irn_error_answer;
+/* Lets the application dress such answers like its own (a request id, Allow):
+ * it may add headers and pick the body's type and message. req: the request
+ * when its head was read, else NULL. Strings must outlive the call: e->buf,
+ * req's arena, or static. Framing headers (Content-Length, Transfer-Encoding,
+ * Connection, Content-Type) are the server's and are dropped. */
+typedef void (*irn_on_error_cb)(void *ud, const irn_request *req, irn_error_answer *e);
+
 typedef struct irn_server_cfg {
     const char *host;             /* numeric or a name; NULL/"" = all IPv4 addresses */
     uint16_t port;                /* 0 picks a free port, see irn_server_port */
@@ -177,7 +195,8 @@ typedef struct irn_server_cfg {
     size_t max_connections;       /* accepted then closed past this; 0: unlimited */
     irn_on_headers_cb on_headers; /* optional */
     irn_on_request_cb on_request; /* required */
-    void *ud;                     /* passed to both */
+    irn_on_error_cb on_error;     /* optional */
+    void *ud;                     /* passed to all three */
     /* h2c (HTTP/2 over cleartext TCP): a connection that starts with the
      * HTTP/2 preface, or an HTTP/1.1 request with `Upgrade: h2c` and
      * HTTP2-Settings, is served as HTTP/2; each stream is an irn_request

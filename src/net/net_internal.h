@@ -41,6 +41,11 @@ int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *o
 void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out);
 /* Answers 500 in the error shape for a handler that ended without a response. */
 int irn_resp_default_500(irn_resp *resp);
+/* An answer the server gives by itself (h1 and h2 alike): fills e with status and
+ * msg, lets cfg->on_error dress it, drops the headers it may not set, and writes
+ * the error body. req: the request if its head was read (else NULL). */
+int irn_error_answer_make(const irn_server_cfg *cfg, const irn_request *req, int status,
+                          const char *msg, irn_error_answer *e, ir_buf *body);
 
 /* ---- the server's response object (server.c for HTTP/1.1, h2_server.c for h2) */
 struct conn;

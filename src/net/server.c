@@ -257,17 +257,26 @@ static void conn_finish(conn *c) {
     if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown) != 0) conn_close(c);
 }
 
-static void send_error(conn *c, int status, const char *msg) {
+/* The server's own answer; req: the request whose head was read, or NULL. */
+static void send_error(conn *c, int status, const char *msg, const irn_request *req) {
     irn_server *srv = c->srv;
     srv->st.errors_sent++;
+    irn_error_answer e;
     ir_buf body, head;
     ir_buf_init(&body, 4096);
-    ir_buf_init(&head, 1024);
-    if (irn_error_body(&body, status, NULL, msg) != 0 ||
-        ir_buf_appendf(&head,
-                       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-                       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                       status, irn_status_reason(status), body.len) != 0) {
+    ir_buf_init(&head, srv->lim.max_header_bytes + 4096);
+    int rc = irn_error_answer_make(&srv->cfg, req, status, msg, &e, &body);
+    rc |= ir_buf_appendf(&head,
+                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %zu\r\n",
+                         status, irn_status_reason(status), body.len);
+    for (size_t i = 0; rc == 0 && i < e.nheaders; i++) {
+        const irn_header *h = &e.headers[i];
+        rc = ir_buf_append(&head, h->name, h->name_len) | ir_buf_append(&head, ": ", 2) |
+             ir_buf_append(&head, h->value, h->value_len) | ir_buf_append(&head, "\r\n", 2);
+    }
+    rc |= ir_buf_append_str(&head, "Connection: close\r\n\r\n");
+    if (rc != 0) {
         ir_buf_free(&body);
         ir_buf_free(&head);
         conn_close(c);
@@ -300,10 +309,11 @@ static void on_timer(uv_timer_t *t) {
         else if (irn_h1_parser_idle(c->parser))
             conn_close(c); /* an idle keep-alive connection: close quietly */
         else
-            send_error(c, 408, "Timed out waiting for the request headers");
+            send_error(c, 408, "Timed out waiting for the request headers", NULL);
         break;
     case T_BODY:
-        send_error(c, 408, "Timed out waiting for the request body");
+        send_error(c, 408, "Timed out waiting for the request body",
+                   c->parser ? irn_h1_parser_request(c->parser) : NULL);
         break;
     case T_RESUME:
         conn_process(c);
@@ -449,8 +459,8 @@ static void dispatch(conn *c, irn_request *req) {
     irn_server *srv = c->srv;
     irn_resp *resp = calloc(1, sizeof *resp);
     if (!resp) {
+        send_error(c, 500, "Out of memory", req);
         irn_request_free(req);
-        send_error(c, 500, "Out of memory");
         return;
     }
     req->peer = ir_arena_strdup(req->arena, c->peer);
@@ -497,7 +507,7 @@ static void conn_process(conn *c) {
             if (srv->cfg.on_headers) {
                 int st = srv->cfg.on_headers(srv->cfg.ud, req);
                 if (st) {
-                    send_error(c, st >= 400 && st <= 599 ? st : 400, NULL);
+                    send_error(c, st >= 400 && st <= 599 ? st : 400, NULL, req);
                     break;
                 }
             }
@@ -520,7 +530,7 @@ static void conn_process(conn *c) {
         } else {
             const char *msg = NULL;
             int st = irn_h1_parser_error(c->parser, &msg);
-            send_error(c, st, msg);
+            send_error(c, st, msg, irn_h1_parser_request(c->parser));
             break;
         }
     }

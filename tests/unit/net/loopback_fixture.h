@@ -255,6 +255,7 @@ typedef struct call {
     int nheads;
     ir_buf body;
     char peer_hdr[64]; /* the response's X-Peer */
+    char req_hdr[64];  /* the response's X-Req, set by the tests' on_error hooks */
     irn_client *h;
     size_t pause_after;       /* > 0: pause once the body holds this many bytes */
     bool paused;              /* it did */
@@ -267,6 +268,8 @@ static inline void c_head(void *ud, int status, const irn_header *h, size_t n) {
     c->nheads++;
     const irn_header *p = irn_headers_find(h, n, "x-peer");
     if (p) snprintf(c->peer_hdr, sizeof c->peer_hdr, "%s", p->value);
+    p = irn_headers_find(h, n, "x-req");
+    if (p) snprintf(c->req_hdr, sizeof c->req_hdr, "%s", p->value);
 }
 
 static inline void c_resume_cb(uv_timer_t *t) {

@@ -173,9 +173,18 @@ static void test_h2_cancel_aborts(void **st) {
     fx_teardown(&f);
 }
 
+/* The server's own answers carry the request's path, or "none" (the name goes out in
+ * lower case, as h2 requires). */
+static void on_error_hook(void *ud, const irn_request *req, irn_error_answer *e) {
+    (void)ud;
+    snprintf(e->buf, sizeof e->buf, "%s", req ? req->path : "none");
+    e->headers[e->nheaders++] = (irn_header){"X-Req", 5, e->buf, strlen(e->buf)};
+}
+
 static void test_h2_server_errors(void **st) {
     irn_server_cfg cfg;
     irn_server_cfg_init(&cfg);
+    cfg.on_error = on_error_hook;
     cfg.max_body_bytes = 1024;
     cfg.max_header_bytes = 2048;
     fx f;
@@ -191,6 +200,7 @@ static void test_h2_server_errors(void **st) {
     assert_int_equal(c.err, 0);
     assert_int_equal(c.status, 413);
     assert_non_null(strstr(c.body.data, "\"code\":413"));
+    assert_string_equal(c.req_hdr, "/echo");
     ir_buf_free(&c.body);
 
     big[3000] = '\0';
@@ -202,12 +212,14 @@ static void test_h2_server_errors(void **st) {
     do_call(&f, &r, &c);
     assert_int_equal(c.err, 0);
     assert_int_equal(c.status, 431);
+    assert_string_equal(c.req_hdr, "none");
     ir_buf_free(&c.body);
 
     call_init(&c);
     r = mkreq(&f, "GET", "/reject");
     do_call(&f, &r, &c);
     assert_int_equal(c.status, 413);
+    assert_string_equal(c.req_hdr, "/reject");
     ir_buf_free(&c.body);
 
     /* still one connection, still working */

@@ -248,6 +248,43 @@ static void test_server_errors(void **st) {
     fx_teardown(&f);
 }
 
+/* Dresses the server's own answers: the request's path (or "none"), plus two
+ * headers the server must drop. */
+static void on_error_hook(void *ud, const irn_request *req, irn_error_answer *e) {
+    (void)ud;
+    snprintf(e->buf, sizeof e->buf, "%s", req ? req->path : "none");
+    e->headers[e->nheaders++] = (irn_header){"X-Req", 5, e->buf, strlen(e->buf)};
+    e->headers[e->nheaders++] = (irn_header){"Content-Length", 14, "1", 1};
+    e->headers[e->nheaders++] = (irn_header){"X-Bad", 5, "a\r\nb", 4};
+    if (e->status == 413) e->type = "Custom";
+}
+
+static void test_server_error_hook(void **st) {
+    irn_server_cfg cfg;
+    irn_server_cfg_init(&cfg);
+    cfg.on_error = on_error_hook;
+    fx f;
+    fx_setup(&f, &cfg, NULL);
+    ir_buf in;
+    /* an on_headers rejection: the hook sees the request */
+    const char *rj = "POST /reject HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n";
+    raw_exchange(&f, rj, strlen(rj), &in);
+    assert_int_equal(strncmp(in.data, "HTTP/1.1 413 ", 13), 0);
+    assert_non_null(strstr(in.data, "\r\nX-Req: /reject\r\n"));
+    assert_non_null(strstr(in.data, "\"type\":\"Custom\""));
+    assert_null(strstr(in.data, "Content-Length: 1\r\n"));
+    assert_null(strstr(in.data, "X-Bad"));
+    assert_non_null(strstr(in.data, "Connection: close\r\n\r\n{"));
+    ir_buf_free(&in);
+    /* a request that could not be read: no request to show */
+    const char *bad = "NOT HTTP\r\n\r\n";
+    raw_exchange(&f, bad, strlen(bad), &in);
+    assert_int_equal(strncmp(in.data, "HTTP/1.1 400 ", 13), 0);
+    assert_non_null(strstr(in.data, "\r\nX-Req: none\r\n"));
+    ir_buf_free(&in);
+    fx_teardown(&f);
+}
+
 static void test_client_abort_fires_on_abort(void **st) {
     fx f;
     fx_setup(&f, NULL, NULL);
@@ -479,6 +516,7 @@ int main(void) {
         cmocka_unit_test(test_backpressure),
         cmocka_unit_test(test_pipelined_in_order),
         cmocka_unit_test(test_server_errors),
+        cmocka_unit_test(test_server_error_hook),
         cmocka_unit_test(test_client_abort_fires_on_abort),
         cmocka_unit_test(test_head_timeout),
         cmocka_unit_test(test_connect_refused),
