@@ -477,11 +477,42 @@ static route_kind route_of(const irn_request *req, const char **allow) {
     return ROUTE_NONE;
 }
 
+/* The id a response carries: the client's x-request-id when well formed, else a new
+ * one. req is NULL for a request the server could not read. */
+static void request_id(gw_worker *w, const irn_request *req, char *out, size_t n) {
+    const char *crid = req ? irn_request_header(req, "x-request-id") : NULL;
+    if (crid && gw_request_id_ok(crid))
+        snprintf(out, n, "%s", crid);
+    else
+        gw_request_id_new(&w->rng, out);
+}
+
+/* Dresses an answer the gateway gives without an engine: the request id, and for a
+ * route it does not have, vLLM's 404/405 type and message and Allow. on_request and
+ * the server's own answers (on_error: headers-stage rejections, 400, 408, 413, 431)
+ * both come here, so the two look alike. */
+static void dress_answer(gw_worker *w, const irn_request *req, irn_error_answer *e) {
+    request_id(w, req, e->buf, sizeof e->buf);
+    e->headers[e->nheaders++] = (irn_header){"x-request-id", 12, e->buf, strlen(e->buf)};
+    const char *allow = NULL;
+    route_kind k = req ? route_of(req, &allow) : ROUTE_NONE;
+    if (req && k == ROUTE_NONE && e->status == 404) {
+        e->type = e->message = "Not Found";
+    } else if (req && k == ROUTE_BAD_METHOD && e->status == 405) {
+        e->type = e->message = "Method Not Allowed";
+        e->headers[e->nheaders++] = (irn_header){"allow", 5, allow, strlen(allow)};
+    }
+}
+
+static void on_error(void *ud, const irn_request *req, irn_error_answer *e) {
+    dress_answer(ud, req, e);
+}
+
 /* Rejections decided by the headers alone are answered before any body is read
- * (and before 100 Continue is sent). */
+ * (and before 100 Continue is sent); the server's answer goes through on_error. */
 static int on_headers(void *ud, irn_request *req) {
-    /* Without Expect: 100-continue the body is on its way anyway, and the full
-     * answer (with Allow, say) comes from on_request. */
+    /* Without Expect: 100-continue the body is on its way anyway: on_request
+     * answers, the same way, and the connection stays open. */
     if (!req->expect_continue) return 0;
     const char *allow;
     route_kind k = route_of(req, &allow);
@@ -507,29 +538,17 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     const char *allow = NULL;
     route_kind k = route_of(req, &allow);
     if (k != ROUTE_PROXY) {
-        /* Every response carries a request id, local ones too. */
-        char rid[160];
-        const char *crid = irn_request_header(req, "x-request-id");
-        if (crid && gw_request_id_ok(crid))
-            snprintf(rid, sizeof rid, "%s", crid);
-        else
-            gw_request_id_new(&w->rng, rid);
-        irn_header h[2] = {{"x-request-id", 12, rid, strlen(rid)}, {"allow", 5, "", 0}};
+        /* Every response carries a request id, local ones too (headers[0]). */
+        irn_error_answer e = {.status = k == ROUTE_NONE ? 404 : k == ROUTE_BAD_METHOD ? 405 : 200};
+        dress_answer(w, req, &e);
         if (k == ROUTE_LOCAL) {
-            answer_local(w, req, resp, h);
+            answer_local(w, req, resp, e.headers);
             return;
         }
         ir_buf b;
         ir_buf_init(&b, 0);
-        if (k == ROUTE_NONE) {
-            irn_error_body(&b, 404, "Not Found", "Not Found");
-            irn_resp_send(resp, 404, "application/json", b.data, b.len, h, 1);
-        } else {
-            irn_error_body(&b, 405, "Method Not Allowed", "Method Not Allowed");
-            h[1].value = allow;
-            h[1].value_len = strlen(allow);
-            irn_resp_send(resp, 405, "application/json", b.data, b.len, h, 2);
-        }
+        irn_error_body(&b, e.status, e.type, e.message);
+        irn_resp_send(resp, e.status, "application/json", b.data, b.len, e.headers, e.nheaders);
         ir_buf_free(&b);
         return;
     }
@@ -544,11 +563,7 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     r->resp = resp;
     r->arrival = ir_now_ns();
     r->deadline = r->arrival + app->cfg.server.request_timeout;
-    const char *crid = irn_request_header(req, "x-request-id");
-    if (crid && gw_request_id_ok(crid))
-        snprintf(r->rid, sizeof r->rid, "%s", crid);
-    else
-        gw_request_id_new(&w->rng, r->rid);
+    request_id(w, req, r->rid, sizeof r->rid);
     irn_resp_on_abort(resp, on_client_gone, r);
     irn_resp_on_drain(resp, on_drain, r);
 
@@ -697,6 +712,7 @@ int gw_worker_start(gw_worker *w) {
     sc.h2c = true; /* clients may speak h2c: prior knowledge or Upgrade */
     sc.on_headers = on_headers;
     sc.on_request = on_request;
+    sc.on_error = on_error;
     sc.ud = w;
     int rc = irn_server_new(&w->loop, &sc, &w->srv);
     if (rc) return rc;

@@ -403,6 +403,67 @@ test('Expect: 100-continue: a rejected request is answered at once, an accepted 
   assert.deepEqual(ok, { saw100: true, status: 200 });
 });
 
+// A raw HTTP/1.1 answer's status line, lower-cased headers and body.
+function parseRaw(raw) {
+  const end = raw.indexOf('\r\n\r\n');
+  const lines = raw.slice(0, end).split('\r\n');
+  const headers = {};
+  for (const l of lines.slice(1)) {
+    const i = l.indexOf(':');
+    headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+  }
+  return { status: Number(lines[0].split(' ')[1]), headers, body: raw.slice(end + 4) };
+}
+
+test('answers given at the headers stage carry x-request-id, and Allow on a 405, as the normal path does', async () => {
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: fleet.sims[0].url }],
+    server: { max_body_bytes: '1KiB' },
+  });
+  const expect = (line, extra = '', length = 10) =>
+    rawRequest(gw.port, `${line} HTTP/1.1\r\nHost: x\r\n${extra}Expect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`, { timeoutMs: 3000 });
+  try {
+    // 404: the client's well-formed id comes back; the body is the normal path's.
+    let raw = await expect('POST /v1/nothing', 'x-request-id: my-req.404\r\n');
+    assert.ok(!raw.raw.includes('100 Continue'), raw.raw);
+    let a = parseRaw(raw.raw);
+    assert.equal(a.status, 404);
+    assert.equal(a.headers['x-request-id'], 'my-req.404');
+    const n404 = await fetch(gw.url + '/v1/nothing', { method: 'POST', body: '0123456789' });
+    assert.equal(a.body, await n404.text());
+    // 405: a generated id (none given, or a malformed one), and Allow.
+    raw = await expect('PUT /v1/completions');
+    a = parseRaw(raw.raw);
+    assert.equal(a.status, 405);
+    assert.match(a.headers['x-request-id'], /^[0-9a-f]{32}$/);
+    assert.equal(a.headers.allow, 'POST');
+    const n405 = await fetch(gw.url + '/v1/completions', { method: 'PUT', body: '0123456789' });
+    assert.equal(n405.headers.get('allow'), 'POST');
+    assert.equal(a.body, await n405.text());
+    raw = await expect('DELETE /v1/models', 'x-request-id: not ok\r\n');
+    a = parseRaw(raw.raw);
+    assert.equal(a.status, 405);
+    assert.match(a.headers['x-request-id'], /^[0-9a-f]{32}$/);
+    assert.equal(a.headers.allow, 'GET, HEAD');
+    // 413: a declared body over server.max_body_bytes, before 100 Continue.
+    raw = await expect('POST /v1/completions', 'x-request-id: my-req.413\r\n', 4096);
+    assert.ok(!raw.raw.includes('100 Continue'), raw.raw);
+    a = parseRaw(raw.raw);
+    assert.equal(a.status, 413);
+    assert.equal(a.headers['x-request-id'], 'my-req.413');
+    assert.equal(JSON.parse(a.body).error.type, 'Payload Too Large');
+    raw = await expect('POST /v1/completions', '', 4096);
+    assert.match(parseRaw(raw.raw).headers['x-request-id'], /^[0-9a-f]{32}$/);
+    // Even a request the server could not read gets an id of its own.
+    raw = await rawRequest(gw.port, 'NOT HTTP\r\n\r\n', { timeoutMs: 3000 });
+    a = parseRaw(raw.raw);
+    assert.equal(a.status, 400);
+    assert.match(a.headers['x-request-id'], /^[0-9a-f]{32}$/);
+  } finally {
+    await gw.stop();
+  }
+});
+
 test('request bytes reach the engine unchanged and response bytes reach the client unchanged', async () => {
   // A scripted upstream: records what it receives, answers in random chunks.
   let received = null;

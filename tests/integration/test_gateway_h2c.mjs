@@ -61,3 +61,28 @@ test('Upgrade: h2c from an HTTP/1.1 client (curl --http2)', () => {
   assert.equal(r.status, 0);
   assert.match(r.stdout, /\n2 200$/);
 });
+
+test('h2c: answers the server gives by itself carry x-request-id too', async () => {
+  const session = http2.connect(gw.url);
+  // Declares a body over server.max_body_bytes (32 MiB) and sends none: refused at the headers.
+  const tooBig = (rid) => new Promise((resolve) => {
+    const req = session.request({ ':method': 'POST', ':path': '/v1/completions', 'content-length': String(64 << 20), 'x-request-id': rid }, { endStream: false });
+    let head;
+    const parts = [];
+    req.on('response', (h) => { head = h; });
+    req.on('data', (d) => parts.push(d));
+    req.on('error', () => {});
+    req.on('close', () => resolve({ head, body: Buffer.concat(parts).toString() }));
+  });
+  try {
+    let r = await tooBig('h2-req.413');
+    assert.equal(r.head[':status'], 413);
+    assert.equal(r.head['x-request-id'], 'h2-req.413');
+    assert.equal(JSON.parse(r.body).error.code, 413);
+    r = await tooBig('not ok');
+    assert.equal(r.head[':status'], 413);
+    assert.match(r.head['x-request-id'], /^[0-9a-f]{32}$/);
+  } finally {
+    session.close();
+  }
+});
