@@ -3,7 +3,7 @@
 #   make build && scripts/install-deps --bench && bench/gateway/run.sh [OUT_DIR]
 # Three --zero-latency simulators and the load generator share core 0; each
 # proxy runs alone, with one worker, on core 1, started fresh for each
-# measurement. Loopback only; about 8 minutes. The proxies:
+# measurement. Loopback only; about 5 minutes. The proxies:
 #   relay       ir-relay, a byte relay that parses nothing: the floor any
 #               event-loop proxy pays on this machine for the extra hops
 #   inferrail   the gateway, round robin
@@ -11,9 +11,14 @@
 #   haproxy     HAProxy, round robin, http-reuse always
 # and, with "-busy", the same polling without sleeping (server.busy_poll,
 # ir-relay --busy-poll, HAProxy's busy-polling): one whole core each.
+# ir-relay keeps each client connection on one simulator, so over one
+# connection it talks to one simulator where the others rotate over three.
 # Measurements, each a proxy's numbers minus going straight to a simulator in
 # the same round:
-#  1. open loop at 2,000 and 5,000 req/s, 10,000 requests (1,000 warmup);
+#  1. open loop at 2,000 and 5,000 req/s, 10,000 requests (1,000 warmup), at
+#     most 64 connections (without a cap, a proxy that stalls makes the client
+#     open a connection per request, and ir-relay, which opens one upstream
+#     connection per client connection, then never recovers);
 #  2. one connection, one request at a time, 3 s: the latency added at rest;
 #  3. closed loop, 64 connections, 5 s: req/s, and req/s per CPU second the
 #     proxy used (the throughput per core; core 0 may saturate first).
@@ -123,7 +128,7 @@ for round in $(seq "$rounds"); do
   for t in $targets; do
     start "$t"
     for rate in 2000 5000; do
-      line=$("${core0[@]}" "$B/ir-overhead" --url "$url" --rate "$rate" --requests 10000 --warmup 1000 || true)
+      line=$("${core0[@]}" "$B/ir-overhead" --url "$url" --rate "$rate" --requests 10000 --warmup 1000 --max-connections 64 || true)
       row latency "{\"round\":$round,\"target\":\"$t\",${line#\{}"
     done
     rps 1 --n 500 >/dev/null || true # warm-up

@@ -1,6 +1,7 @@
 /* overhead.c: an open-loop load generator for the gateway overhead benchmark.
  *
  *   ir-overhead --url URL --rate R --requests N [--warmup W] [--path P] [--body JSON]
+ *               [--max-connections C]
  *
  * Requests are due at a fixed rate (evenly spaced) whatever earlier ones are
  * doing. A timerfd armed at each due time (microsecond resolution) wakes the
@@ -8,6 +9,10 @@
  * would queue behind each other. Latency is
  * measured from the actual send to the end of the response (the server's
  * time) and, separately, from the scheduled time (what a client would see).
+ * With --max-connections, at most C requests are in flight (so at most C
+ * keep-alive connections open); a due request waits for one to free up, and
+ * the wait shows in send_lag and latency_from_schedule. Without a cap, a
+ * proxy that slows down makes the client open ever more connections.
  * Prints one JSON line. */
 #include <getopt.h>
 #include <math.h>
@@ -31,6 +36,8 @@ typedef struct ol {
     size_t body_len;
     double rate;
     int total, warmup, sent, done, errors, inflight;
+    int max_inflight; /* 0: no cap; else requests wait for a free connection */
+    bool held;        /* a due request waits for one */
     uint64_t t0;
     double *lat_send, *lat_sched, *lag;
     size_t nrec;
@@ -73,6 +80,11 @@ static void on_done(void *ud, int err) {
     o->done++;
     o->inflight--;
     free(c);
+    if (o->held) { /* send the held request from the timer, outside the pool's callback */
+        o->held = false;
+        struct itimerspec its = {.it_value = {0, 1}}; /* absolute 1 ns: already past */
+        timerfd_settime(o->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    }
     finish_if_done(o);
 }
 
@@ -101,6 +113,10 @@ static void on_tick(uv_poll_t *t, int status, int events) {
     while (o->sent < o->total) {
         uint64_t due = due_at(o, o->sent);
         if (due > now) break;
+        if (o->max_inflight && o->inflight >= o->max_inflight) {
+            o->held = true;
+            return; /* on_done re-arms */
+        }
         call *c = calloc(1, sizeof *c);
         c->o = o;
         c->idx = o->sent;
@@ -151,10 +167,15 @@ static void dist(const char *name, double *v, size_t n) {
 
 int main(int argc, char **argv) {
     static const struct option opts[] = {
-        {"url", required_argument, 0, 'u'},      {"rate", required_argument, 0, 'r'},
-        {"requests", required_argument, 0, 'n'}, {"warmup", required_argument, 0, 'w'},
-        {"path", required_argument, 0, 'p'},     {"body", required_argument, 0, 'b'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"url", required_argument, 0, 'u'},
+        {"rate", required_argument, 0, 'r'},
+        {"requests", required_argument, 0, 'n'},
+        {"warmup", required_argument, 0, 'w'},
+        {"path", required_argument, 0, 'p'},
+        {"body", required_argument, 0, 'b'},
+        {"max-connections", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     ol o;
     memset(&o, 0, sizeof o);
@@ -185,10 +206,13 @@ int main(int argc, char **argv) {
         case 'b':
             o.body = optarg;
             break;
+        case 'c':
+            o.max_inflight = atoi(optarg);
+            break;
         default:
             fprintf(ch == 'h' ? stdout : stderr,
                     "usage: ir-overhead --url URL --rate R --requests N [--warmup W] [--path P] "
-                    "[--body JSON]\n");
+                    "[--body JSON] [--max-connections C]\n");
             return ch == 'h' ? 0 : 2;
         }
     }
@@ -226,8 +250,9 @@ int main(int argc, char **argv) {
     close(o.tfd);
     double secs = (double)(ir_now_ns() - o.t0) / 1e9;
     printf("{\"url\":\"%s\",\"rate\":%.0f,\"requests\":%d,\"measured\":%zu,\"errors\":%d,"
-           "\"seconds\":%.2f,\"connections\":%llu,\"units\":\"us\",",
-           url, o.rate, o.total, o.nrec, o.errors, secs, (unsigned long long)o.ps.conns_created);
+           "\"seconds\":%.2f,\"connections\":%llu,\"max_connections\":%d,\"units\":\"us\",",
+           url, o.rate, o.total, o.nrec, o.errors, secs, (unsigned long long)o.ps.conns_created,
+           o.max_inflight);
     dist("latency", o.lat_send, o.nrec);
     printf(",");
     dist("latency_from_schedule", o.lat_sched, o.nrec);
