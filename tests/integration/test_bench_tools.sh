@@ -42,6 +42,13 @@ assert d["requests"] == 300 and d["measured"] == 250 and d["errors"] == 0, d
 assert 0 < d["latency"]["p50"] <= d["latency"]["max"], d
 assert d["seconds"] >= 0.29, d  # 300 requests at 1,000/s are spread over 0.3 s, not burst
 ' || fail "ir-overhead: $line"
+# With a cap, no more connections than the cap, and every request still goes.
+line=$("$BUILD/ir-overhead" --url "http://127.0.0.1:$s1" --rate 5000 --requests 400 --warmup 0 --max-connections 2)
+echo "$line" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["measured"] == 400 and d["errors"] == 0 and 1 <= d["connections"] <= 2, d
+' || fail "ir-overhead --max-connections: $line"
 # A dead URL: every request is an error, and it exits 1.
 if "$BUILD/ir-overhead" --url "http://127.0.0.1:1" --rate 1000 --requests 20 --warmup 2 >/dev/null; then fail "dead url exit 0"; fi
 echo ok
