@@ -95,6 +95,14 @@ static bool is_hop_by_hop(const char *name, size_t n) {
     return false;
 }
 
+/* inferrail_responses_total: every answer the client port gives, by class. */
+static void count_response(gw_stats *st, int status) {
+    atomic_fetch_add_explicit(status >= 500   ? &st->responses_5xx
+                              : status >= 400 ? &st->responses_4xx
+                                              : &st->responses_2xx,
+                              1, memory_order_relaxed);
+}
+
 static void send_error(gw_req *r, int status, const char *type, const char *msg,
                        const irn_header *extra, size_t nextra) {
     if (!r->resp) return;
@@ -109,9 +117,7 @@ static void send_error(gw_req *r, int status, const char *type, const char *msg,
     ir_buf_free(&b);
     r->resp = NULL;
     r->status = status;
-    gw_stats *st = &r->w->app->stats;
-    atomic_fetch_add_explicit(status >= 500 ? &st->responses_5xx : &st->responses_4xx, 1,
-                              memory_order_relaxed);
+    count_response(&r->w->app->stats, status);
 }
 
 static void req_maybe_free(gw_req *r) {
@@ -235,11 +241,7 @@ static void on_up_head(void *ud, int status, const irn_header *h, size_t n) {
     r->head_sent = true;
     r->status = status;
     int rc = irn_resp_start(r->resp, status, out, k, cl);
-    gw_stats *st = &r->w->app->stats;
-    atomic_fetch_add_explicit(status >= 500   ? &st->responses_5xx
-                              : status >= 400 ? &st->responses_4xx
-                                              : &st->responses_2xx,
-                              1, memory_order_relaxed);
+    count_response(&r->w->app->stats, status);
     if (rc) irn_client_cancel(r->up);
 }
 
@@ -504,8 +506,13 @@ static void dress_answer(gw_worker *w, const irn_request *req, irn_error_answer 
     }
 }
 
+/* The server answers by itself (headers-stage rejections, 400, 408, 413, 431): the
+ * request never reaches on_request, so it is counted here. */
 static void on_error(void *ud, const irn_request *req, irn_error_answer *e) {
-    dress_answer(ud, req, e);
+    gw_worker *w = ud;
+    atomic_fetch_add_explicit(&w->app->stats.requests, 1, memory_order_relaxed);
+    count_response(&w->app->stats, e->status);
+    dress_answer(w, req, e);
 }
 
 /* Rejections decided by the headers alone are answered before any body is read
@@ -541,6 +548,7 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
         /* Every response carries a request id, local ones too (headers[0]). */
         irn_error_answer e = {.status = k == ROUTE_NONE ? 404 : k == ROUTE_BAD_METHOD ? 405 : 200};
         dress_answer(w, req, &e);
+        count_response(&app->stats, e.status);
         if (k == ROUTE_LOCAL) {
             answer_local(w, req, resp, e.headers);
             return;

@@ -459,6 +459,13 @@ test('answers given at the headers stage carry x-request-id, and Allow on a 405,
     a = parseRaw(raw.raw);
     assert.equal(a.status, 400);
     assert.match(a.headers['x-request-id'], /^[0-9a-f]{32}$/);
+    // Every one of those was received and answered, early or not; a local 200 too.
+    assert.equal((await fetch(gw.url + '/health')).status, 200);
+    const page = await metrics(gw.admin);
+    assert.equal(metricValue(page, 'inferrail_requests_received_total'), 9);
+    assert.equal(metricValue(page, 'inferrail_responses_total', 'class="4xx"'), 8);
+    assert.equal(metricValue(page, 'inferrail_responses_total', 'class="2xx"'), 1);
+    assert.equal(metricValue(page, 'inferrail_responses_total', 'class="5xx"'), 0);
   } finally {
     await gw.stop();
   }
