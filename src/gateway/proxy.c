@@ -45,7 +45,6 @@ typedef struct gw_req {
     irn_client *up;
     irn_header *fwd; /* headers for the engine, in the request's arena */
     size_t nfwd;
-    char path[1024];
     uv_timer_t *timer; /* backoff between attempts */
     bool head_sent, client_gone, retry_on_done, paused;
     int last_status; /* the last retryable engine answer, for the final error */
@@ -71,7 +70,8 @@ bool gw_request_id_ok(const char *s) {
 
 void gw_request_id_new(ir_rng *r, char out[33]) {
     static const char hx[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) out[i] = hx[ir_rng_below(r, 16)];
+    uint64_t bits[2] = {ir_rng_next(r), ir_rng_next(r)}; /* 128 random bits, 4 per digit */
+    for (int i = 0; i < 32; i++) out[i] = hx[(bits[i / 16] >> (4 * (i % 16))) & 15];
     out[32] = '\0';
 }
 
@@ -421,13 +421,19 @@ static void attempt(gw_req *r) {
     r->last_replica = rep->cfg->id;
     r->lease_pending = true;
     r->tried[rep->index / 64] |= 1ull << (rep->index % 64);
-    snprintf(r->path, sizeof r->path, "%s%s", rep->url.path, r->req->target);
+    /* The replica's base path, then the client's target whole (query included). */
+    size_t bl = strlen(rep->url.path), tl = strlen(r->req->target);
+    char *path = ir_arena_alloc(r->req->arena, bl + tl + 1);
+    if (path) {
+        memcpy(path, rep->url.path, bl);
+        memcpy(path + bl, r->req->target, tl + 1);
+    }
     uint64_t left = r->deadline - now;
     uint64_t head = cfg->upstream.response_timeout < left ? cfg->upstream.response_timeout : left;
     irn_client_req q = {.host = rep->url.host,
                         .port = rep->url.port,
                         .method = r->req->method,
-                        .path = r->path,
+                        .path = path,
                         .headers = r->fwd,
                         .nheaders = r->nfwd,
                         .body = r->body,
@@ -435,7 +441,7 @@ static void attempt(gw_req *r) {
                         .connect_timeout_ns = cfg->upstream.connect_timeout,
                         .head_timeout_ns = head,
                         .idle_timeout_ns = cfg->upstream.idle_timeout};
-    int rc = irn_client_request(r->w->pool, &q, &up_cbs, r, &r->up);
+    int rc = path ? irn_client_request(r->w->pool, &q, &up_cbs, r, &r->up) : IRN_ENOMEM;
     if (rc) {
         r->up = NULL;
         release(r);

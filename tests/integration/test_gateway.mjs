@@ -482,7 +482,7 @@ test('request bytes reach the engine unchanged and response bytes reach the clie
     const parts = [];
     req.on('data', (d) => parts.push(d));
     req.on('end', async () => {
-      received = { body: Buffer.concat(parts), headers: req.headers };
+      received = { body: Buffer.concat(parts), headers: req.headers, url: req.url };
       res.writeHead(200, { 'content-type': 'text/event-stream', connection: 'keep-alive', 'x-engine': 'yes' });
       let at = 0;
       let seed = 1;
@@ -513,6 +513,12 @@ test('request bytes reach the engine unchanged and response bytes reach the clie
     assert.equal(raw.status, 200);
     for (const h of ['te', 'proxy-connection', 'keep-alive']) assert.equal(received.headers[h], undefined, h);
     assert.ok(!/\r\ntransfer-encoding: chunked\r\n[\s\S]*\r\ntransfer-encoding/i.test(raw.raw));
+    // The target reaches the engine whole, a long query string included.
+    const target = `/v1/completions?api-version=${'q'.repeat(3000)}&b=%20`;
+    const long = await fetch(gw.url + target, { method: 'POST', body: '{"model":"m"}' });
+    assert.equal(long.status, 200);
+    await long.arrayBuffer();
+    assert.equal(received.url, target);
   } finally {
     await gw.stop();
     srv.close();
