@@ -38,12 +38,22 @@ int ir_buf_reserve(ir_buf *b, size_t extra) {
     return 0;
 }
 
-int ir_buf_append(ir_buf *b, const void *p, size_t n) {
+int ir_buf_append_slow(ir_buf *b, const void *p, size_t n) {
     if (ir_buf_reserve(b, n) != 0) return -1;
     if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
     return 0;
+}
+
+int ir_buf_append_uint(ir_buf *b, uint64_t v) {
+    char d[20];
+    size_t i = sizeof d;
+    do {
+        d[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return ir_buf_append(b, d + i, sizeof d - i);
 }
 
 int ir_buf_append_str(ir_buf *b, const char *s) {

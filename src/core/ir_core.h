@@ -67,8 +67,18 @@ void ir_buf_free(ir_buf *b);
 void ir_buf_reset(ir_buf *b); /* len = 0, keeps memory */
 /* Makes room for `extra` more bytes. -1 when it would exceed max or on OOM. */
 int ir_buf_reserve(ir_buf *b, size_t extra);
-int ir_buf_append(ir_buf *b, const void *p, size_t n);
+int ir_buf_append_slow(ir_buf *b, const void *p, size_t n); /* grows; use ir_buf_append */
+/* Appends n bytes (and keeps a NUL after them). Inline for the common case of
+ * room already there: cap never exceeds max + 1, so it cannot pass max. */
+static inline int ir_buf_append(ir_buf *b, const void *p, size_t n) {
+    if (b->cap - b->len <= n) return ir_buf_append_slow(b, p, n);
+    if (n) __builtin_memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
 int ir_buf_append_str(ir_buf *b, const char *s);
+int ir_buf_append_uint(ir_buf *b, uint64_t v); /* decimal, no printf */
 int ir_buf_appendf(ir_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ir_buf_vappendf(ir_buf *b, const char *fmt, va_list ap);
 /* Drops the first n bytes. */

@@ -55,6 +55,7 @@ struct cconn {
     cconn *iprev, *inext; /* host->idle */
     uv_tcp_t tcp;
     uv_timer_t timer;
+    uint64_t due, armed; /* loop ms: tk's deadline; when timer fires (0: idle) */
     uv_connect_t creq;
     uv_getaddrinfo_t gai;
     uv_write_t wreq;
@@ -184,14 +185,21 @@ static void client_finish(irn_client *cl, int err) {
 
 static void on_ctimer(uv_timer_t *t);
 
+/* Lazy: the uv timer is only re-armed when a deadline comes earlier than the
+ * armed one; a later or cleared deadline is checked when the timer fires. A busy
+ * connection moves between deadlines several times per request, and each
+ * uv_timer_start/stop is a heap operation. */
 static void ctimer_set(cconn *c, ctimer k, uint64_t ms) {
     if (!ms) {
         c->tk = CT_NONE;
-        uv_timer_stop(&c->timer);
         return;
     }
     c->tk = k;
-    uv_timer_start(&c->timer, on_ctimer, ms, 0);
+    c->due = uv_now(c->timer.loop) + ms;
+    if (!c->armed || c->due < c->armed) {
+        c->armed = c->due;
+        uv_timer_start(&c->timer, on_ctimer, ms, 0);
+    }
 }
 
 static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -247,6 +255,14 @@ static void conn_broken(cconn *c) {
 
 static void on_ctimer(uv_timer_t *t) {
     cconn *c = t->data;
+    c->armed = 0;
+    if (c->tk == CT_NONE) return;
+    uint64_t now = uv_now(t->loop);
+    if (c->due > now) { /* the deadline moved later since this was armed */
+        c->armed = c->due;
+        uv_timer_start(t, on_ctimer, c->due - now, 0);
+        return;
+    }
     ctimer k = c->tk;
     c->tk = CT_NONE;
     switch (k) {
@@ -641,16 +657,6 @@ static bool bad_text(const char *s, size_t n, bool allow_space) {
 #define APPEND_LIT(b, lit) ir_buf_append((b), (lit), sizeof(lit) - 1)
 
 /* Appends v in decimal, as "%u" / "%zu" would. */
-static int append_uint(ir_buf *b, uint64_t v) {
-    char d[20];
-    size_t i = sizeof d;
-    do {
-        d[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return ir_buf_append(b, d + i, sizeof d - i);
-}
-
 int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_client_cbs *cbs,
                        void *ud, irn_client **out) {
     if (out) *out = NULL;
@@ -694,6 +700,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     }
     /* Plain appends, no printf: this runs for every upstream request. */
     ir_buf *hd = &cl->head;
+    (void)ir_buf_reserve(hd, 512); /* a hint: one allocation for a typical head */
     int rc = ir_buf_append(hd, method, ml) | APPEND_LIT(hd, " ") | ir_buf_append(hd, path, pl) |
              APPEND_LIT(hd, " HTTP/1.1\r\n");
     if (!irn_headers_find(req->headers, req->nheaders, "host")) {
@@ -702,7 +709,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         if (v6) rc |= APPEND_LIT(hd, "[");
         rc |= ir_buf_append(hd, cl->host, hl);
         if (v6) rc |= APPEND_LIT(hd, "]");
-        rc |= APPEND_LIT(hd, ":") | append_uint(hd, cl->port) | APPEND_LIT(hd, "\r\n");
+        rc |= APPEND_LIT(hd, ":") | ir_buf_append_uint(hd, cl->port) | APPEND_LIT(hd, "\r\n");
     }
     for (size_t i = 0; rc == 0 && i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
@@ -718,7 +725,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     bool wants_length = req->body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
     if (wants_length)
-        rc |= APPEND_LIT(hd, "Content-Length: ") | append_uint(hd, cl->body_len) |
+        rc |= APPEND_LIT(hd, "Content-Length: ") | ir_buf_append_uint(hd, cl->body_len) |
               APPEND_LIT(hd, "\r\n");
     rc |= APPEND_LIT(hd, "\r\n");
     if (rc != 0) {

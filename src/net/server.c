@@ -51,7 +51,8 @@ struct conn {
     conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;
-    uv_timer_t ftimer; /* h2: deferred flushes */
+    uint64_t due, armed; /* loop ms: tk's deadline; when timer fires (0: idle) */
+    uv_timer_t ftimer;   /* h2: deferred flushes */
     uv_shutdown_t shut;
     irn_h1_parser *parser; /* NULL once the connection speaks h2 */
     irn_h2s *h2;
@@ -86,14 +87,19 @@ static void conn_finish(conn *c);
 
 static void on_timer(uv_timer_t *t);
 
+/* Lazy, as in client.c: the uv timer is re-armed only for an earlier deadline;
+ * a later or cleared one is checked when it fires. */
 static void timer_set(conn *c, timer_kind k, uint64_t ms) {
     c->tk = k;
-    uv_timer_start(&c->timer, on_timer, ms, 0);
+    c->due = uv_now(c->timer.loop) + ms;
+    if (!c->armed || c->due < c->armed) {
+        c->armed = c->due;
+        uv_timer_start(&c->timer, on_timer, ms, 0);
+    }
 }
 
 static void timer_stop(conn *c) {
     c->tk = T_NONE;
-    uv_timer_stop(&c->timer);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -295,6 +301,14 @@ static void send_error(conn *c, int status, const char *msg, const irn_request *
 
 static void on_timer(uv_timer_t *t) {
     conn *c = t->data;
+    c->armed = 0;
+    if (c->tk == T_NONE) return;
+    uint64_t now = uv_now(t->loop);
+    if (c->due > now) { /* the deadline moved later since this was armed */
+        c->armed = c->due;
+        uv_timer_start(t, on_timer, c->due - now, 0);
+        return;
+    }
     timer_kind k = c->tk;
     c->tk = T_NONE;
     switch (k) {
@@ -477,6 +491,12 @@ static void dispatch(conn *c, irn_request *req) {
     srv->cfg.on_request(srv->cfg.ud, req, resp);
 }
 
+/* No request in progress and no input left: wait for the next head. */
+static void conn_await(conn *c) {
+    if (c->tk != T_HEADER && c->tk != T_BODY) timer_set(c, T_HEADER, c->srv->header_ms);
+    if (c->in.len < in_cap(c)) read_start(c);
+}
+
 static void conn_process(conn *c) {
     if (c->processing || c->h2 || !c->parser) return;
     irn_server *srv = c->srv;
@@ -542,7 +562,8 @@ static void conn_process(conn *c) {
             conn_finish(c);
             return;
         }
-        if (c->tk != T_HEADER && c->tk != T_BODY) timer_set(c, T_HEADER, srv->header_ms);
+        conn_await(c);
+        return;
     }
     if (c->in.len < in_cap(c)) read_start(c);
 }
@@ -569,7 +590,10 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     bool http10 = req->http_major == 1 && req->http_minor == 0;
     ir_buf head;
     ir_buf_init(&head, c->srv->lim.max_header_bytes + 4096);
-    int rc = ir_buf_appendf(&head, "HTTP/1.1 %d %s\r\n", status, irn_status_reason(status));
+    (void)ir_buf_reserve(&head, 512); /* a hint: one allocation for a typical head */
+    int rc = ir_buf_append(&head, "HTTP/1.1 ", 9) | ir_buf_append_uint(&head, (uint64_t)status) |
+             ir_buf_append(&head, " ", 1) | ir_buf_append_str(&head, irn_status_reason(status)) |
+             ir_buf_append(&head, "\r\n", 2);
     for (size_t i = 0; rc == 0 && i < nheaders; i++) {
         const irn_header *h = &headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
@@ -594,7 +618,8 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     if (bodyless_status) {
         /* no framing headers at all */
     } else if (content_length >= 0) {
-        rc |= ir_buf_appendf(&head, "Content-Length: %lld\r\n", (long long)content_length);
+        rc |= ir_buf_append_str(&head, "Content-Length: ") |
+              ir_buf_append_uint(&head, (uint64_t)content_length) | ir_buf_append(&head, "\r\n", 2);
     } else if (!is_head) {
         if (http10) {
             resp->eof_framed = true;
@@ -645,8 +670,12 @@ static int64_t resp_write(irn_resp *resp, const void *data, size_t len, bool las
     if (c->queued >= resp->maxq) return IRN_ENOBUFS;
     int rc;
     if (resp->chunked) {
-        char hdr[24];
-        int hn = snprintf(hdr, sizeof hdr, "%zx\r\n", len);
+        char hdr[24]; /* the chunk size in hex, then CRLF */
+        int hn = 0;
+        for (int sh = 60; sh >= 0; sh -= 4)
+            if ((len >> sh) || hn || !sh) hdr[hn++] = "0123456789abcdef"[(len >> sh) & 15];
+        hdr[hn++] = '\r';
+        hdr[hn++] = '\n';
         uv_buf_t parts[4] = {uv_buf_init(hdr, (unsigned)hn),
                              uv_buf_init((char *)data, (unsigned)len), uv_buf_init("\r\n", 2),
                              uv_buf_init("0\r\n\r\n", 5)};
@@ -715,8 +744,10 @@ int irn_resp_end(irn_resp *resp) {
                 /* the write failed */
             } else if (resp->close_after || resp->eof_framed || short_body || c->srv->closing) {
                 conn_finish(c);
+            } else if (!c->processing && (c->in.len || c->kick)) {
+                timer_set(c, T_RESUME, 0); /* pipelined input: parse it from the loop */
             } else if (!c->processing) {
-                timer_set(c, T_RESUME, 0); /* next request, from the loop */
+                conn_await(c); /* nothing buffered: no need for a trip through the loop */
             }
         }
     }

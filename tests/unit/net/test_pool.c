@@ -162,6 +162,42 @@ static void test_idle_timeout(void **st) {
     fx_teardown(&f);
 }
 
+/* Timers are lazy (re-armed only for an earlier deadline): a pooled connection's idle
+ * deadline passing while it serves a request must not close it, and a head timeout
+ * shorter than the idle deadline armed before it must still fire on time. */
+static void test_deadlines_move(void **st) {
+    irn_pool_cfg pc;
+    irn_pool_cfg_init(&pc);
+    pc.idle_timeout_ns = 40 * MS;
+    fx f;
+    fx_setup(&f, NULL, &pc);
+    call c;
+    get(&f, 0, &c);
+    run_for(&f, 20);
+    /* /p0 answers after 30 ms: the idle deadline armed at 40 ms passes meanwhile */
+    call_init(&c);
+    irn_client_req r = mkreq(&f, "GET", "/p0");
+    do_call(&f, &r, &c);
+    assert_int_equal(c.err, 0);
+    assert_int_equal(c.status, 200);
+    ir_buf_free(&c.body);
+    assert_int_equal(pstats(&f).conns_reused, 1);
+    assert_int_equal(pstats(&f).conns_created, 1);
+    fx_teardown(&f);
+
+    pc.idle_timeout_ns = 60000 * MS; /* armed first, and far later than the head timeout */
+    fx_setup(&f, NULL, &pc);
+    get(&f, 0, &c);
+    call_init(&c);
+    r = mkreq(&f, "GET", "/slow");
+    r.head_timeout_ns = 30 * MS;
+    do_call(&f, &r, &c); /* fails the test after 5 s if the head timeout never fires */
+    assert_int_equal(c.err, IRN_EHEAD_TIMEOUT);
+    assert_int_equal(pstats(&f).conns_reused, 1);
+    ir_buf_free(&c.body);
+    fx_teardown(&f);
+}
+
 /* A host whose server went away: its idle connection leaves the pool, the
  * other host's stays. */
 static void test_stale_host(void **st) {
@@ -328,7 +364,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reuse_per_host),    cmocka_unit_test(test_cap_is_per_host),
         cmocka_unit_test(test_most_recent_first), cmocka_unit_test(test_idle_timeout),
-        cmocka_unit_test(test_stale_host),        cmocka_unit_test(test_request_bytes),
+        cmocka_unit_test(test_deadlines_move),    cmocka_unit_test(test_stale_host),
+        cmocka_unit_test(test_request_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
