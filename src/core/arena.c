@@ -12,40 +12,51 @@ typedef struct chunk {
 } chunk;
 
 struct ir_arena {
-    chunk *head; /* the chunk being filled; earlier ones follow */
+    chunk *head;  /* the chunk being filled; earlier ones follow */
+    chunk *first; /* allocated with the arena itself, freed with it */
     size_t chunk_size;
     size_t max;   /* cap on bytes handed out; 0 = none */
     size_t total; /* bytes handed out since the last reset */
 };
 
+/* One allocation for the arena and its first chunk: a request that fits in one
+ * chunk costs one malloc and one free. */
 ir_arena *ir_arena_new(size_t chunk_size, size_t max) {
-    ir_arena *a = calloc(1, sizeof *a);
+    if (!chunk_size) chunk_size = 4096;
+    size_t hdr = (sizeof(ir_arena) + 15) & ~(size_t)15;
+    ir_arena *a = malloc(hdr + sizeof(chunk) + chunk_size);
     if (!a) return NULL;
-    a->chunk_size = chunk_size ? chunk_size : 4096;
+    a->first = (chunk *)((unsigned char *)a + hdr);
+    a->first->next = NULL;
+    a->first->size = chunk_size;
+    a->first->used = 0;
+    a->head = a->first;
+    a->chunk_size = chunk_size;
     a->max = max;
+    a->total = 0;
     return a;
 }
 
-static void free_chunks(chunk *c) {
+/* Frees c and the chunks after it, all but the arena's own first chunk. */
+static void free_chunks(ir_arena *a, chunk *c) {
     while (c) {
         chunk *n = c->next;
-        free(c);
+        if (c != a->first) free(c);
         c = n;
     }
 }
 
 void ir_arena_free(ir_arena *a) {
     if (!a) return;
-    free_chunks(a->head);
+    free_chunks(a, a->head);
     free(a);
 }
 
 void ir_arena_reset(ir_arena *a) {
-    /* Keep the first chunk allocated (the most recent one) to avoid churn. */
-    if (!a->head) return;
-    free_chunks(a->head->next);
-    a->head->next = NULL;
-    a->head->used = 0;
+    free_chunks(a, a->head);
+    a->head = a->first;
+    a->first->next = NULL;
+    a->first->used = 0;
     a->total = 0;
 }
 

@@ -76,22 +76,28 @@ void gw_request_id_new(ir_rng *r, char out[33]) {
 }
 
 static bool is_hop_by_hop(const char *name, size_t n) {
-    static const char *const hop[] = {"connection",
-                                      "keep-alive",
-                                      "proxy-connection",
-                                      "te",
-                                      "trailer",
-                                      "transfer-encoding",
-                                      "upgrade",
-                                      "proxy-authenticate",
-                                      "proxy-authorization",
-                                      "host",
-                                      "content-length",
-                                      "expect",
-                                      "x-request-id",
-                                      "http2-settings"};
+#define H(s)                                                                                       \
+    { s, sizeof s - 1 }
+    static const struct {
+        const char *s;
+        size_t n;
+    } hop[] = {H("connection"),
+               H("keep-alive"),
+               H("proxy-connection"),
+               H("te"),
+               H("trailer"),
+               H("transfer-encoding"),
+               H("upgrade"),
+               H("proxy-authenticate"),
+               H("proxy-authorization"),
+               H("host"),
+               H("content-length"),
+               H("expect"),
+               H("x-request-id"),
+               H("http2-settings")};
+#undef H
     for (size_t i = 0; i < IR_ARRAY_LEN(hop); i++)
-        if (strlen(hop[i]) == n && strncasecmp(hop[i], name, n) == 0) return true;
+        if (hop[i].n == n && strncasecmp(hop[i].s, name, n) == 0) return true;
     return false;
 }
 
