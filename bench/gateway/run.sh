@@ -3,7 +3,7 @@
 #   make build && scripts/install-deps --bench && bench/gateway/run.sh [OUT_DIR]
 # Three --zero-latency simulators and the load generator share core 0; each
 # proxy runs alone, with one worker, on core 1, started fresh for each
-# measurement. Loopback only; about 5 minutes. The proxies:
+# measurement. Loopback only; about 7 minutes. The proxies:
 #   relay       ir-relay, a byte relay that parses nothing: the floor any
 #               event-loop proxy pays on this machine for the extra hops
 #   inferrail   the gateway, round robin
@@ -22,7 +22,7 @@
 #  2. one connection, one request at a time, 3 s: the latency added at rest;
 #  3. closed loop, 64 connections, 5 s: req/s, and req/s per CPU second the
 #     proxy used (the throughput per core; core 0 may saturate first).
-# ROUNDS (default 3) repeats 1 and 2; the summary takes the median round.
+# ROUNDS (default 3) repeats each; the summary takes the median round.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 out=${1:-$root/bench/results/gateway}
@@ -137,14 +137,16 @@ for round in $(seq "$rounds"); do
     stop
   done
 done
-for t in $targets; do
-  start "$t"
-  rps 64 --n 2000 >/dev/null || true # warm-up
-  c0=0; [ -n "$cpid" ] && c0=$(cpu_s "$cpid")
-  line=$(rps 64 --duration 5 || true)
-  cpu=null; [ -n "$cpid" ] && cpu=$(python3 -c "print(round($(cpu_s "$cpid") - $c0, 3))")
-  row throughput "{\"target\":\"$t\",\"proxy_cpu_s\":$cpu,${line#\{}"
-  stop
+for round in $(seq "$rounds"); do
+  for t in $targets; do
+    start "$t"
+    rps 64 --n 2000 >/dev/null || true # warm-up
+    c0=0; [ -n "$cpid" ] && c0=$(cpu_s "$cpid")
+    line=$(rps 64 --duration 5 || true)
+    cpu=null; [ -n "$cpid" ] && cpu=$(python3 -c "print(round($(cpu_s "$cpid") - $c0, 3))")
+    row throughput "{\"round\":$round,\"target\":\"$t\",\"proxy_cpu_s\":$cpu,${line#\{}"
+    stop
+  done
 done
 
 python3 "$root/bench/gateway/summary.py" "$res" | tee "$out/summary.md"

@@ -88,15 +88,23 @@ def main():
         print()
     thr = [r for r in rows if r["bench"] == "throughput"]
     if thr:
-        print("Closed loop, 64 connections, 5 s:")
+        print("Closed loop, 64 connections, 5 s (median of rounds; CPU seconds are the proxy's own):")
         print()
         print("| target | req/s | proxy CPU s | req per proxy CPU second | errors |")
         print("|---|---|---|---|---|")
-        for r in sorted(thr, key=lambda r: (["direct"] + ORDER).index(r["target"])):
-            cpu = r.get("proxy_cpu_s")
-            per = f"{r['requests'] / cpu:.0f}" if cpu else "-"
-            print(f"| {r['target']} | {r['rps']:.0f} | {cpu if cpu is not None else '-'} | {per} | {r['errors']} |")
-
+        for t in ["direct"] + targets:
+            rs = [r for r in thr if r["target"] == t]
+            if not rs:
+                continue
+            rps = statistics.median(r["rps"] for r in rs)
+            cpus = [r["proxy_cpu_s"] for r in rs if r.get("proxy_cpu_s")]
+            cpu = f"{statistics.median(cpus):.2f}" if cpus else "-"
+            per = (f"{statistics.median(r['requests'] / r['proxy_cpu_s'] for r in rs):.0f}"
+                   if cpus else "-")
+            print(f"| {t} | {rps:.0f} | {cpu} | {per} | {sum(r['errors'] for r in rs)} |")
+        print()
+        print("A busy-polling proxy spends its whole core whatever the load, so its req per CPU "
+              "second is its req/s over the run's length.")
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# User-space instructions per proxied request, counted by callgrind: a measure
+# of each proxy's own code that machine noise cannot move. Reproduce with:
+#   make build && scripts/install-deps --bench && bench/gateway/instructions.sh [OUT_DIR]
+# Three --zero-latency simulators; each proxy (one worker, round robin) runs
+# under callgrind in turn: 500 warm-up requests, counters zeroed, then N
+# requests (default 5,000) at 64 in flight, counters dumped. Kernel time is not
+# counted: on the development VM it is most of every proxy's CPU time.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+out=${1:-$root/bench/results/gateway}
+n=${N:-5000}
+mkdir -p "$out" "$tmp/ngx"
+res="$out/instructions.jsonl"
+: > "$res"
+start_sims 3 -- --zero-latency
+port=$(freeport); admin=$(freeport)
+gw_yaml "$tmp/gw.yaml" "$port" "$admin" 100000 "workers: 1"
+cat > "$tmp/nginx.conf" <<NGX
+worker_processes 1;
+master_process off;
+daemon off;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx.err warn;
+events { worker_connections 8000; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/ngx; proxy_temp_path $tmp/ngx; fastcgi_temp_path $tmp/ngx;
+  uwsgi_temp_path $tmp/ngx; scgi_temp_path $tmp/ngx;
+  upstream sims {
+$(for p in "${sims[@]}"; do echo "    server 127.0.0.1:$p;"; done)
+    keepalive 256;
+  }
+  server {
+    listen 127.0.0.1:$port backlog=4096;
+    keepalive_requests 1000000;
+    location / { proxy_pass http://sims; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+  }
+}
+NGX
+cat > "$tmp/haproxy.cfg" <<HAP
+global
+  nbthread 1
+  maxconn 8000
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  option http-keep-alive
+  http-reuse always
+frontend fe
+  bind 127.0.0.1:$port
+  default_backend sims
+backend sims
+  balance roundrobin
+$(i=0; for p in "${sims[@]}"; do i=$((i + 1)); echo "  server s$i 127.0.0.1:$p"; done)
+HAP
+env_json ",\"requests\":$n,\"valgrind\":\"$(valgrind --version)\"" >> "$res"
+url="http://127.0.0.1:$port"
+for t in inferrail nginx haproxy; do
+  case $t in
+  inferrail) cmd=("$B/inferrail-gateway" --config "$tmp/gw.yaml") ;;
+  nginx) cmd=(nginx -c "$tmp/nginx.conf" -p "$tmp") ;;
+  haproxy) cmd=(haproxy -f "$tmp/haproxy.cfg" -db) ;;
+  esac
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$t.%p" "${cmd[@]}" 2>>"$tmp/vg.log" & vp=$!
+  pids+=($vp)
+  for _ in $(seq 300); do curl -sf -o /dev/null "$url/health" && break; sleep 0.1; done
+  "$B/inferrail-bench" rps --url "$url" --path /v1/completions --concurrency 64 --n 500 --no-stream --max-tokens 1 >/dev/null
+  callgrind_control -z "$vp" >/dev/null
+  line=$("$B/inferrail-bench" rps --url "$url" --path /v1/completions --concurrency 64 --n "$n" --no-stream --max-tokens 1)
+  callgrind_control -d "$vp" >/dev/null
+  kill "$vp"; wait "$vp" 2>/dev/null || true
+  # The dump taken after the measured requests is the newest file with a part number.
+  f=$(ls -t "$tmp"/cg."$t".*.[0-9]* 2>/dev/null | head -1)
+  ir=$(awk '/^summary:/{print $2}' "$f")
+  errs=$(echo "$line" | python3 -c 'import json,sys; print(json.load(sys.stdin)["errors"])')
+  echo "{\"bench\":\"instructions\",\"target\":\"$t\",\"requests\":$n,\"errors\":$errs,\"instructions\":$ir,\"per_request\":$((ir / n))}" | tee -a "$res"
+done
+python3 - "$res" <<'PY' | tee "$out/instructions.md"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+env = rows[0]
+print(f"Commit {env['commit']}, {env['date']}, {env['valgrind']}; {env['requests']} requests at 64 in flight after 500 warm-up.")
+print()
+print("| proxy | user-space instructions per request | relative to inferrail | errors |")
+print("|---|---|---|---|")
+base = next(r for r in rows if r.get("target") == "inferrail")["per_request"]
+for r in rows[1:]:
+    print(f"| {r['target']} | {r['per_request']:,} | {r['per_request'] / base:.2f} | {r['errors']} |")
+PY
