@@ -21,7 +21,10 @@ echo "$out" | tail -2 | grep -q '^data: \[DONE\]' || fail "done: $out"
 
 code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$port/v1/chat/completions" -d '{"model":"x","messages":[]}')
 [ "$code" = 404 ] || fail "unknown model gave $code"
-curl -s "localhost:$port/metrics" | grep -q '^vllm:num_requests_running{engine="0",model_name="inferrail/sim-8b"} 0.0$' || fail metrics
+# Read the page whole first: grep -q leaving early would SIGPIPE curl, and pipefail fail it.
+m=$(curl -s "localhost:$port/metrics")
+grep -q '^vllm:num_requests_running{engine="0",model_name="inferrail/sim-8b"} 0.0$' <<<"$m" ||
+  fail "metrics: $(grep -E '^vllm:num_requests_(running|waiting)' <<<"$m")"
 "$BUILD/inferrail-sim" --help | grep -q -- '--served-model-name' || fail help
 # The gateway's builtin:sim tokenizer counts exactly what the simulator bills.
 body='{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi \u00e9 there!"}],"max_tokens":1}'
