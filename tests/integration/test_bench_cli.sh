@@ -19,6 +19,6 @@ done
 echo '[{"conversations":[{"from":"human","value":"Hi there"},{"from":"gpt","value":"Hello! How can I help?"},{"from":"human","value":"Tell me more"},{"from":"gpt","value":"Sure."}]}]' >/tmp/ir-sg.$$.json
 out=$("$B" workload --workload w2 --rate 100 --requests 4 --sharegpt /tmp/ir-sg.$$.json --param think_min_s=0 --param think_max_s=0 --bodies)
 rm -f /tmp/ir-sg.$$.json
-echo "$out" | head -2 | tail -1 | grep -q 'Tell me more' || fail "sharegpt replay: $out"
-echo "$out" | head -2 | tail -1 | grep -q 'Hello! How can I help?' || fail "sharegpt history"
+sed -n 2p <<<"$out" | grep -q 'Tell me more' || fail "sharegpt replay: $out"
+sed -n 2p <<<"$out" | grep -q 'Hello! How can I help?' || fail "sharegpt history"
 echo "1 passed, 0 failed"
