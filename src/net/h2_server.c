@@ -701,6 +701,11 @@ bool irn_h2s_idle(const irn_h2s *h) {
     return h->nstreams == 0;
 }
 
+void irn_h2s_mark_aborted(irn_h2s *h) {
+    for (h2st *st = h->streams; st; st = st->next)
+        if (st->resp) st->resp->aborted = true; /* on_abort still comes, from irn_h2s_free */
+}
+
 void irn_h2s_free(irn_h2s *h) {
     if (!h) return;
     h->dead = true;

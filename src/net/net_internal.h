@@ -104,6 +104,9 @@ void irn_h2s_on_timer(irn_h2s *h);
 void irn_h2s_shutdown(irn_h2s *h);   /* GOAWAY; done once the open streams end */
 bool irn_h2s_idle(const irn_h2s *h); /* no open stream */
 /* The connection is gone: open responses get on_abort; frees the session. */
+/* The connection is closing: its streams' responses read as aborted at once, as an h1
+ * response does, though on_abort fires only when the session is freed. */
+void irn_h2s_mark_aborted(irn_h2s *h);
 void irn_h2s_free(irn_h2s *h);
 
 int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,

@@ -235,6 +235,7 @@ static void conn_close(conn *c) {
     if (c->closing) return;
     c->closing = true;
     if (c->resp) c->resp->aborted = true;
+    if (c->h2) irn_h2s_mark_aborted(c->h2);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
     uv_close((uv_handle_t *)&c->ftimer, on_conn_closed);

@@ -4,7 +4,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { spawnSync } from 'node:child_process';
-import { startSim, startGateway, sseData } from './lib.mjs';
+import { startSim, startGateway, sseData, metrics, metricValue, sleep } from './lib.mjs';
 
 let sims, gw;
 before(async () => {
@@ -84,5 +84,37 @@ test('h2c: answers the server gives by itself carry x-request-id too', async () 
     assert.match(r.head['x-request-id'], /^[0-9a-f]{32}$/);
   } finally {
     session.close();
+  }
+});
+
+test('h2c clients that leave mid-stream are each counted once, not as engine errors', async () => {
+  const sim = await startSim(['--zero-latency']);
+  const g = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: sim.url }] });
+  try {
+    const streams = 8;
+    for (let i = 0; i < streams; i++) {
+      const session = http2.connect(g.url);
+      session.on('error', () => {});
+      const req = session.request({ ':method': 'POST', ':path': '/v1/completions', 'content-type': 'application/json' });
+      req.on('error', () => {});
+      req.end(JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 30000, stream: true }));
+      await new Promise((resolve) => {
+        let got = 0;
+        req.on('data', (d) => { got += d.length; if (got > 16384) resolve(); });
+      });
+      session.socket.resetAndDestroy(); // the TCP connection goes while the engine keeps sending
+    }
+    let page;
+    for (let i = 0; i < 300; i++) {
+      page = await metrics(g.admin);
+      if (metricValue(page, 'inferrail_replica_in_flight', 'replica="s0"') === 0) break;
+      await sleep(10);
+    }
+    assert.equal(metricValue(page, 'inferrail_replica_in_flight', 'replica="s0"'), 0, page);
+    assert.equal(metricValue(page, 'inferrail_client_disconnects_total'), streams, page);
+    assert.equal(metricValue(page, 'inferrail_upstream_errors_total'), 0, page);
+  } finally {
+    await g.stop();
+    await sim.stop();
   }
 });
