@@ -49,3 +49,64 @@ cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/p
 env_json() {
   echo "{\"bench\":\"env\",\"cores\":$(nproc),\"date\":\"$(date -u +%FT%TZ)\",\"commit\":\"$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\"$1}"
 }
+
+# nginx_conf FILE PORT [MAIN DIRECTIVES]: nginx with one worker proxying the
+# simulators in sims round robin, upstream keep-alive, no buffering; its temp
+# files under $tmp/ngx.
+nginx_conf() {
+  local f=$1 port=$2 extra=${3:-}
+  mkdir -p "$tmp/ngx"
+  cat > "$f" <<NGX
+worker_processes 1;
+daemon off;
+$extra
+pid $tmp/nginx.pid;
+error_log $tmp/nginx.err warn;
+events { worker_connections 8000; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/ngx; proxy_temp_path $tmp/ngx; fastcgi_temp_path $tmp/ngx;
+  uwsgi_temp_path $tmp/ngx; scgi_temp_path $tmp/ngx;
+  upstream sims {
+$(for p in "${sims[@]}"; do echo "    server 127.0.0.1:$p;"; done)
+    keepalive 256;
+  }
+  server {
+    listen 127.0.0.1:$port backlog=4096;
+    keepalive_requests 1000000;
+    location / {
+      proxy_pass http://sims;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering on;
+    }
+  }
+}
+NGX
+}
+
+# haproxy_cfg FILE PORT [GLOBAL DIRECTIVES]: HAProxy, one thread, round robin
+# over the simulators in sims, keep-alive both ways.
+haproxy_cfg() {
+  local f=$1 port=$2 extra=${3:-}
+  cat > "$f" <<HAP
+global
+  nbthread 1
+  maxconn 8000
+$extra
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  option http-keep-alive
+  http-reuse always
+frontend fe
+  bind 127.0.0.1:$port
+  default_backend sims
+backend sims
+  balance roundrobin
+$(i=0; for p in "${sims[@]}"; do i=$((i + 1)); echo "  server s$i 127.0.0.1:$p"; done)
+HAP
+}

@@ -10,52 +10,14 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 out=${1:-$root/bench/results/gateway}
 n=${N:-5000}
-mkdir -p "$out" "$tmp/ngx"
+mkdir -p "$out"
 res="$out/instructions.jsonl"
 : > "$res"
 start_sims 3 -- --zero-latency
 port=$(freeport); admin=$(freeport)
 gw_yaml "$tmp/gw.yaml" "$port" "$admin" 100000 "workers: 1"
-cat > "$tmp/nginx.conf" <<NGX
-worker_processes 1;
-master_process off;
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err warn;
-events { worker_connections 8000; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/ngx; proxy_temp_path $tmp/ngx; fastcgi_temp_path $tmp/ngx;
-  uwsgi_temp_path $tmp/ngx; scgi_temp_path $tmp/ngx;
-  upstream sims {
-$(for p in "${sims[@]}"; do echo "    server 127.0.0.1:$p;"; done)
-    keepalive 256;
-  }
-  server {
-    listen 127.0.0.1:$port backlog=4096;
-    keepalive_requests 1000000;
-    location / { proxy_pass http://sims; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
-  }
-}
-NGX
-cat > "$tmp/haproxy.cfg" <<HAP
-global
-  nbthread 1
-  maxconn 8000
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 60s
-  timeout server 60s
-  option http-keep-alive
-  http-reuse always
-frontend fe
-  bind 127.0.0.1:$port
-  default_backend sims
-backend sims
-  balance roundrobin
-$(i=0; for p in "${sims[@]}"; do i=$((i + 1)); echo "  server s$i 127.0.0.1:$p"; done)
-HAP
+nginx_conf "$tmp/nginx.conf" "$port" "master_process off;"
+haproxy_cfg "$tmp/haproxy.cfg" "$port"
 env_json ",\"requests\":$n,\"valgrind\":\"$(valgrind --version)\"" >> "$res"
 url="http://127.0.0.1:$port"
 for t in inferrail nginx haproxy; do

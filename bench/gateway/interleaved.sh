@@ -9,33 +9,13 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 out=${1:-$root/bench/results/gateway}
 runs=${RUNS:-6}
-mkdir -p "$out" "$tmp/ngx"
+mkdir -p "$out"
 core0=(); core1=()
 if [ "$(nproc)" -ge 2 ]; then core0=(taskset -c 0); core1=(taskset -c 1); fi
 start_sims 3 "${core0[@]}" -- --zero-latency
 gp=$(freeport); ga=$(freeport); np=$(freeport)
 gw_yaml "$tmp/gw.yaml" "$gp" "$ga" 100000 "workers: 1"
-cat > "$tmp/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err warn;
-events { worker_connections 8000; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/ngx; proxy_temp_path $tmp/ngx; fastcgi_temp_path $tmp/ngx;
-  uwsgi_temp_path $tmp/ngx; scgi_temp_path $tmp/ngx;
-  upstream sims {
-$(for p in "${sims[@]}"; do echo "    server 127.0.0.1:$p;"; done)
-    keepalive 256;
-  }
-  server {
-    listen 127.0.0.1:$np backlog=4096;
-    keepalive_requests 1000000;
-    location / { proxy_pass http://sims; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
-  }
-}
-NGX
+nginx_conf "$tmp/nginx.conf" "$np"
 "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw.yaml" 2>/dev/null & gpid=$!; pids+=($gpid)
 "${core1[@]}" nginx -c "$tmp/nginx.conf" -p "$tmp" & npid=$!; pids+=($npid)
 waitup "http://127.0.0.1:$gp/health"; waitup "http://127.0.0.1:$np/health"

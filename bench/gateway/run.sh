@@ -28,7 +28,7 @@ set -euo pipefail
 out=${1:-$root/bench/results/gateway}
 rounds=${ROUNDS:-3}
 targets=${TARGETS:-"direct relay relay-busy inferrail inferrail-busy nginx haproxy haproxy-busy"}
-mkdir -p "$out" "$tmp/ngx"
+mkdir -p "$out"
 res="$out/overhead.jsonl"
 : > "$res"
 core0=(); core1=()
@@ -40,56 +40,9 @@ gw_yaml "$tmp/gw.yaml" "$port" "$admin" 100000 "workers: 1"
 gw_yaml "$tmp/gw-busy.yaml" "$port" "$admin" 100000 "workers: 1, busy_poll: true"
 ups=(); for p in "${sims[@]}"; do ups+=(--upstream "127.0.0.1:$p"); done
 
-cat > "$tmp/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err warn;
-events { worker_connections 8000; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/ngx; proxy_temp_path $tmp/ngx; fastcgi_temp_path $tmp/ngx;
-  uwsgi_temp_path $tmp/ngx; scgi_temp_path $tmp/ngx;
-  upstream sims {
-$(for p in "${sims[@]}"; do echo "    server 127.0.0.1:$p;"; done)
-    keepalive 256;
-  }
-  server {
-    listen 127.0.0.1:$port backlog=4096;
-    keepalive_requests 1000000;
-    location / {
-      proxy_pass http://sims;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_request_buffering on;
-    }
-  }
-}
-NGX
-haproxy_cfg() {
-  cat <<HAP
-global
-  nbthread 1
-  maxconn 8000
-$1
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 60s
-  timeout server 60s
-  option http-keep-alive
-  http-reuse always
-frontend fe
-  bind 127.0.0.1:$port
-  default_backend sims
-backend sims
-  balance roundrobin
-$(i=0; for p in "${sims[@]}"; do i=$((i + 1)); echo "  server s$i 127.0.0.1:$p"; done)
-HAP
-}
-haproxy_cfg "" > "$tmp/haproxy.cfg"
-haproxy_cfg "  busy-polling" > "$tmp/haproxy-busy.cfg"
+nginx_conf "$tmp/nginx.conf" "$port"
+haproxy_cfg "$tmp/haproxy.cfg" "$port"
+haproxy_cfg "$tmp/haproxy-busy.cfg" "$port" "  busy-polling"
 
 # start TARGET: starts the proxy on core 1; sets url and cpid (the process
 # whose CPU time counts: nginx's worker). stop: ends it.

@@ -55,7 +55,7 @@ struct cconn {
     cconn *iprev, *inext; /* host->idle */
     uv_tcp_t tcp;
     uv_timer_t timer;
-    uint64_t due, armed; /* loop ms: tk's deadline; when timer fires (0: idle) */
+    irn_lazy tz; /* tk's deadline */
     uv_connect_t creq;
     uv_getaddrinfo_t gai;
     uv_write_t wreq;
@@ -185,21 +185,11 @@ static void client_finish(irn_client *cl, int err) {
 
 static void on_ctimer(uv_timer_t *t);
 
-/* Lazy: the uv timer is only re-armed when a deadline comes earlier than the
- * armed one; a later or cleared deadline is checked when the timer fires. A busy
- * connection moves between deadlines several times per request, and each
- * uv_timer_start/stop is a heap operation. */
+/* Lazy (irn_lazy): a busy connection moves between deadlines several times per
+ * request, and each uv_timer_start/stop is a heap operation. */
 static void ctimer_set(cconn *c, ctimer k, uint64_t ms) {
-    if (!ms) {
-        c->tk = CT_NONE;
-        return;
-    }
-    c->tk = k;
-    c->due = uv_now(c->timer.loop) + ms;
-    if (!c->armed || c->due < c->armed) {
-        c->armed = c->due;
-        uv_timer_start(&c->timer, on_ctimer, ms, 0);
-    }
+    c->tk = ms ? k : CT_NONE;
+    if (ms) irn_lazy_set(&c->tz, &c->timer, on_ctimer, ms);
 }
 
 static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -255,14 +245,11 @@ static void conn_broken(cconn *c) {
 
 static void on_ctimer(uv_timer_t *t) {
     cconn *c = t->data;
-    c->armed = 0;
-    if (c->tk == CT_NONE) return;
-    uint64_t now = uv_now(t->loop);
-    if (c->due > now) { /* the deadline moved later since this was armed */
-        c->armed = c->due;
-        uv_timer_start(t, on_ctimer, c->due - now, 0);
+    if (c->tk == CT_NONE) {
+        c->tz.armed = 0; /* cleared since it was armed */
         return;
     }
+    if (!irn_lazy_fired(&c->tz, t, on_ctimer)) return;
     ctimer k = c->tk;
     c->tk = CT_NONE;
     switch (k) {

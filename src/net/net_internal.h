@@ -162,4 +162,31 @@ void irn_h2c_cancel(irn_client *cl);
 void irn_h2c_pause(irn_client *cl);
 void irn_h2c_resume(irn_client *cl);
 
+/* ---- lazy deadlines (server.c and client.c connections) ----
+ * One uv timer per connection serves changing deadlines: it is re-armed only
+ * when a deadline comes earlier than the armed one; a later or cleared one is
+ * checked when the timer fires. See net.md. `armed` is 0 while idle. */
+typedef struct irn_lazy {
+    uint64_t due, armed; /* loop ms */
+} irn_lazy;
+
+static inline void irn_lazy_set(irn_lazy *z, uv_timer_t *t, uv_timer_cb cb, uint64_t ms) {
+    z->due = uv_now(t->loop) + ms;
+    if (!z->armed || z->due < z->armed) {
+        z->armed = z->due;
+        uv_timer_start(t, cb, ms, 0);
+    }
+}
+
+/* In the timer's callback: true when the deadline has come; else re-arms for
+ * what is left and returns false. */
+static inline bool irn_lazy_fired(irn_lazy *z, uv_timer_t *t, uv_timer_cb cb) {
+    z->armed = 0;
+    uint64_t now = uv_now(t->loop);
+    if (z->due <= now) return true;
+    z->armed = z->due;
+    uv_timer_start(t, cb, z->due - now, 0);
+    return false;
+}
+
 #endif

@@ -51,8 +51,8 @@ struct conn {
     conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;
-    uint64_t due, armed; /* loop ms: tk's deadline; when timer fires (0: idle) */
-    uv_timer_t ftimer;   /* h2: deferred flushes */
+    irn_lazy tz;       /* tk's deadline */
+    uv_timer_t ftimer; /* h2: deferred flushes */
     uv_shutdown_t shut;
     irn_h1_parser *parser; /* NULL once the connection speaks h2 */
     irn_h2s *h2;
@@ -87,15 +87,10 @@ static void conn_finish(conn *c);
 
 static void on_timer(uv_timer_t *t);
 
-/* Lazy, as in client.c: the uv timer is re-armed only for an earlier deadline;
- * a later or cleared one is checked when it fires. */
+/* Lazy (irn_lazy): only an earlier deadline re-arms the uv timer. */
 static void timer_set(conn *c, timer_kind k, uint64_t ms) {
     c->tk = k;
-    c->due = uv_now(c->timer.loop) + ms;
-    if (!c->armed || c->due < c->armed) {
-        c->armed = c->due;
-        uv_timer_start(&c->timer, on_timer, ms, 0);
-    }
+    irn_lazy_set(&c->tz, &c->timer, on_timer, ms);
 }
 
 static void timer_stop(conn *c) {
@@ -302,14 +297,11 @@ static void send_error(conn *c, int status, const char *msg, const irn_request *
 
 static void on_timer(uv_timer_t *t) {
     conn *c = t->data;
-    c->armed = 0;
-    if (c->tk == T_NONE) return;
-    uint64_t now = uv_now(t->loop);
-    if (c->due > now) { /* the deadline moved later since this was armed */
-        c->armed = c->due;
-        uv_timer_start(t, on_timer, c->due - now, 0);
+    if (c->tk == T_NONE) {
+        c->tz.armed = 0; /* cleared since it was armed */
         return;
     }
+    if (!irn_lazy_fired(&c->tz, t, on_timer)) return;
     timer_kind k = c->tk;
     c->tk = T_NONE;
     switch (k) {
