@@ -478,15 +478,12 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
         really_close(c);
         return;
     }
-    if (status < 0 || !res) {
-        uv_freeaddrinfo(res);
-        conn_fail(c, IRN_ERESOLVE);
-        return;
-    }
     struct sockaddr_storage ss;
-    irn_addrinfo_pick(res, &ss);
-    uv_freeaddrinfo(res);
-    do_connect(c, (struct sockaddr *)&ss);
+    int rc = irn_addrinfo_take(status, res, &ss);
+    if (rc)
+        conn_fail(c, rc);
+    else
+        do_connect(c, (struct sockaddr *)&ss);
 }
 
 static void on_cconn_closed(uv_handle_t *h) {

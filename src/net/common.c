@@ -1,6 +1,7 @@
 /* common.c: error names, header helpers, error bodies, the header collector. */
 #include "net/net_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -225,6 +226,24 @@ void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out)
     memcpy(out, pick->ai_addr, pick->ai_addrlen);
 }
 
+irn_resp *irn_resp_new(irn_request *req, const irn_server_cfg *cfg) {
+    irn_resp *resp = calloc(1, sizeof *resp);
+    if (!resp) return NULL;
+    resp->req = req;
+    resp->content_length = -1;
+    resp->high = cfg->write_high_water;
+    resp->low = cfg->write_low_water;
+    resp->maxq = cfg->max_write_queue;
+    return resp;
+}
+
+int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage *out) {
+    int rc = status < 0 || !res ? IRN_ERESOLVE : 0;
+    if (rc == 0) irn_addrinfo_pick(res, out);
+    uv_freeaddrinfo(res);
+    return rc;
+}
+
 int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out) {
     memset(out, 0, sizeof *out);
     if (!host || !*host) host = "0.0.0.0";
@@ -309,6 +328,23 @@ void irn_hdrs_fill(const irn_hdrs *h, irn_header *out) {
         out[i].value = h->raw.data + e[2];
         out[i].value_len = e[3];
     }
+}
+
+int irn_hdrs_to_request(const irn_hdrs *h, irn_request *req) {
+    size_t n = h->n;
+    if (!n) return 0;
+    char *raw = ir_arena_alloc(req->arena, h->raw.len);
+    irn_header *hv = ir_arena_alloc(req->arena, n * sizeof *hv);
+    if (!raw || !hv) return -1;
+    memcpy(raw, h->raw.data, h->raw.len);
+    irn_hdrs_fill(h, hv);
+    for (size_t i = 0; i < n; i++) {
+        hv[i].name = raw + (hv[i].name - h->raw.data);
+        hv[i].value = raw + (hv[i].value - h->raw.data);
+    }
+    req->headers = hv;
+    req->nheaders = n;
+    return 0;
 }
 
 /* ---- base64url (HTTP2-Settings) ------------------------------------------- */

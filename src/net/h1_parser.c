@@ -104,21 +104,7 @@ static int build_request(irn_h1_parser *p) {
         req->query = "";
     }
     if (!req->path) return -1;
-    /* One copy of the header bytes into the arena, then the array over it. */
-    size_t n = p->hdrs.n;
-    if (n) {
-        char *raw = ir_arena_alloc(a, p->hdrs.raw.len);
-        irn_header *h = ir_arena_alloc(a, n * sizeof *h);
-        if (!raw || !h) return -1;
-        memcpy(raw, p->hdrs.raw.data, p->hdrs.raw.len);
-        irn_hdrs_fill(&p->hdrs, h);
-        for (size_t i = 0; i < n; i++) {
-            h[i].name = raw + (h[i].name - p->hdrs.raw.data);
-            h[i].value = raw + (h[i].value - p->hdrs.raw.data);
-        }
-        req->headers = h;
-        req->nheaders = n;
-    }
+    if (irn_hdrs_to_request(&p->hdrs, req)) return -1;
     req->content_length = (ll->flags & F_CONTENT_LENGTH) ? (int64_t)ll->content_length : -1;
     req->chunked = (ll->flags & F_CHUNKED) != 0;
     req->http_major = ll->http_major;

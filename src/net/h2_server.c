@@ -318,22 +318,9 @@ static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
     } else {
         req->path = st->path;
     }
-    size_t n = st->hdrs.n;
-    char *raw = n ? ir_arena_alloc(a, st->hdrs.raw.len) : NULL;
-    irn_header *hv = n ? ir_arena_alloc(a, n * sizeof *hv) : NULL;
-    if (!req->path || (n && (!raw || !hv))) {
+    if (!req->path || irn_hdrs_to_request(&st->hdrs, req)) {
         answer_error(st, 500, "Out of memory");
         return;
-    }
-    if (n) {
-        memcpy(raw, st->hdrs.raw.data, st->hdrs.raw.len);
-        irn_hdrs_fill(&st->hdrs, hv);
-        for (size_t i = 0; i < n; i++) {
-            hv[i].name = raw + (hv[i].name - st->hdrs.raw.data);
-            hv[i].value = raw + (hv[i].value - st->hdrs.raw.data);
-        }
-        req->headers = hv;
-        req->nheaders = n;
     }
     irn_hdrs_free(&st->hdrs);
     const char *cl = irn_request_header(req, "content-length");
@@ -487,7 +474,7 @@ static void dispatch_ready(irn_h2s *h) {
     h->busy++;
     for (h2st *st = h->streams; st; st = st->next) {
         if (!st->ready || st->dispatched || st->err_status || !st->req || h->dead) continue;
-        irn_resp *resp = calloc(1, sizeof *resp);
+        irn_resp *resp = irn_resp_new(st->req, &h->cfg);
         if (!resp) {
             answer_error(st, 500, "Out of memory");
             continue;
@@ -499,11 +486,6 @@ static void dispatch_ready(irn_h2s *h) {
         st->req = NULL;
         resp->is_h2 = true;
         resp->h2s = st;
-        resp->req = req;
-        resp->content_length = -1;
-        resp->high = h->cfg.write_high_water;
-        resp->low = h->cfg.write_low_water;
-        resp->maxq = h->cfg.max_write_queue;
         st->resp = resp;
         if (h->st) h->st->requests++;
         h->cfg.on_request(h->cfg.ud, req, resp);

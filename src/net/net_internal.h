@@ -29,6 +29,9 @@ int irn_hdrs_value(irn_hdrs *h, const char *at, size_t len);
 int irn_hdrs_value_done(irn_hdrs *h);
 /* Fills out[0..n) pointing into h->raw (valid until the next change of h). */
 void irn_hdrs_fill(const irn_hdrs *h, irn_header *out);
+/* Copies the header bytes into the arena once and sets req->headers/nheaders
+ * over that copy. -1 when the arena is full. */
+int irn_hdrs_to_request(const irn_hdrs *h, irn_request *req);
 
 bool irn_streq_ci(const char *a, size_t alen, const char *b);
 /* Whether a comma-separated header value contains `token` (case-insensitive). */
@@ -39,6 +42,11 @@ uint64_t irn_ns_to_ms(uint64_t ns);
 int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out);
 /* Copies the address to connect to from a resolver answer: IPv4 first. */
 void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out);
+/* A uv_getaddrinfo answer: picks the address into out and frees res. 0, or
+ * IRN_ERESOLVE when the lookup failed. */
+int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage *out);
+/* A response for req with the server's write limits (h1 and h2 alike); NULL on OOM. */
+irn_resp *irn_resp_new(irn_request *req, const irn_server_cfg *cfg);
 /* Answers 500 in the error shape for a handler that ended without a response. */
 int irn_resp_default_500(irn_resp *resp);
 /* An answer the server gives by itself (h1 and h2 alike): fills e with status and

@@ -464,7 +464,7 @@ static int sniff_preface(conn *c) {
 
 static void dispatch(conn *c, irn_request *req) {
     irn_server *srv = c->srv;
-    irn_resp *resp = calloc(1, sizeof *resp);
+    irn_resp *resp = irn_resp_new(req, &srv->cfg);
     if (!resp) {
         send_error(c, 500, "Out of memory", req);
         irn_request_free(req);
@@ -473,11 +473,6 @@ static void dispatch(conn *c, irn_request *req) {
     req->peer = ir_arena_strdup(req->arena, c->peer);
     if (!req->peer) req->peer = "";
     resp->c = c;
-    resp->req = req;
-    resp->content_length = -1;
-    resp->high = srv->cfg.write_high_water;
-    resp->low = srv->cfg.write_low_water;
-    resp->maxq = srv->cfg.max_write_queue;
     c->resp = resp;
     timer_stop(c);
     srv->st.requests++;
