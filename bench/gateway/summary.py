@@ -23,7 +23,7 @@ def load(path):
     return [json.loads(l, object_pairs_hook=first_wins) for l in open(path) if l.strip()]
 
 
-def added(rows, kind, pick, targets):
+def added(rows, pick, targets):
     """{target: (median added p50, median added p99, errors)} over rounds."""
     out = {}
     for t in targets:
@@ -56,7 +56,7 @@ def main():
     print("| proxy | 2,000 req/s p50 | p99 | 5,000 req/s p50 | p99 | errors |")
     print("|---|---|---|---|---|---|")
     by_rate = {
-        rate: added([r for r in lat if r["rate"] == rate], "latency",
+        rate: added([r for r in lat if r["rate"] == rate],
                     lambda r: (r["latency"]["p50"], r["latency"]["p99"]), targets)
         for rate in (2000, 5000)
     }
@@ -75,7 +75,7 @@ def main():
     print()
     ser = [r for r in rows if r["bench"] == "serial"]
     if ser:
-        res = added(ser, "serial",
+        res = added(ser,
                     lambda r: (r["latency_ms"]["p50"] * 1000, r["latency_ms"]["p99"] * 1000), targets)
         d = statistics.median([r["latency_ms"]["p50"] * 1000 for r in ser if r["target"] == "direct"])
         print(f"One connection, one request at a time (direct p50 {d:.0f} us), added microseconds:")

@@ -106,9 +106,9 @@ static void on_tick(uv_poll_t *t, int status, int events) {
     (void)status;
     (void)events;
     ol *o = t->data;
-    uint64_t expirations;
-    if (read(o->tfd, &expirations, sizeof expirations) < 0) { /* EAGAIN: nothing yet */
-    }
+    uint64_t expirations; /* drained so the fd stops polling readable; EAGAIN is fine */
+    ssize_t rd = read(o->tfd, &expirations, sizeof expirations);
+    (void)rd;
     uint64_t now = ir_now_ns();
     while (o->sent < o->total) {
         uint64_t due = due_at(o, o->sent);

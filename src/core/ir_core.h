@@ -78,6 +78,8 @@ static inline int ir_buf_append(ir_buf *b, const void *p, size_t n) {
     return 0;
 }
 int ir_buf_append_str(ir_buf *b, const char *s);
+/* A string literal, its length counted by the compiler. */
+#define ir_buf_append_lit(b, lit) ir_buf_append((b), (lit), sizeof(lit) - 1)
 int ir_buf_append_uint(ir_buf *b, uint64_t v); /* decimal, no printf */
 int ir_buf_appendf(ir_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ir_buf_vappendf(ir_buf *b, const char *fmt, va_list ap);

@@ -638,8 +638,6 @@ static bool bad_text(const char *s, size_t n, bool allow_space) {
     return false;
 }
 
-#define APPEND_LIT(b, lit) ir_buf_append((b), (lit), sizeof(lit) - 1)
-
 /* Appends v in decimal, as "%u" / "%zu" would. */
 int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_client_cbs *cbs,
                        void *ud, irn_client **out) {
@@ -685,15 +683,16 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     /* Plain appends, no printf: this runs for every upstream request. */
     ir_buf *hd = &cl->head;
     (void)ir_buf_reserve(hd, 512); /* a hint: one allocation for a typical head */
-    int rc = ir_buf_append(hd, method, ml) | APPEND_LIT(hd, " ") | ir_buf_append(hd, path, pl) |
-             APPEND_LIT(hd, " HTTP/1.1\r\n");
+    int rc = ir_buf_append(hd, method, ml) | ir_buf_append_lit(hd, " ") |
+             ir_buf_append(hd, path, pl) | ir_buf_append_lit(hd, " HTTP/1.1\r\n");
     if (!irn_headers_find(req->headers, req->nheaders, "host")) {
         bool v6 = memchr(cl->host, ':', hl) != NULL; /* an IPv6 literal goes in brackets */
-        rc |= APPEND_LIT(hd, "Host: ");
-        if (v6) rc |= APPEND_LIT(hd, "[");
+        rc |= ir_buf_append_lit(hd, "Host: ");
+        if (v6) rc |= ir_buf_append_lit(hd, "[");
         rc |= ir_buf_append(hd, cl->host, hl);
-        if (v6) rc |= APPEND_LIT(hd, "]");
-        rc |= APPEND_LIT(hd, ":") | ir_buf_append_uint(hd, cl->port) | APPEND_LIT(hd, "\r\n");
+        if (v6) rc |= ir_buf_append_lit(hd, "]");
+        rc |= ir_buf_append_lit(hd, ":") | ir_buf_append_uint(hd, cl->port) |
+              ir_buf_append_lit(hd, "\r\n");
     }
     for (size_t i = 0; rc == 0 && i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
@@ -703,15 +702,15 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         if (rc || irn_streq_ci(h->name, nl, "content-length") ||
             irn_streq_ci(h->name, nl, "transfer-encoding"))
             continue;
-        rc |= ir_buf_append(hd, h->name, nl) | APPEND_LIT(hd, ": ") |
-              ir_buf_append(hd, h->value, vl) | APPEND_LIT(hd, "\r\n");
+        rc |= ir_buf_append(hd, h->name, nl) | ir_buf_append_lit(hd, ": ") |
+              ir_buf_append(hd, h->value, vl) | ir_buf_append_lit(hd, "\r\n");
     }
     bool wants_length = req->body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
     if (wants_length)
-        rc |= APPEND_LIT(hd, "Content-Length: ") | ir_buf_append_uint(hd, cl->body_len) |
-              APPEND_LIT(hd, "\r\n");
-    rc |= APPEND_LIT(hd, "\r\n");
+        rc |= ir_buf_append_lit(hd, "Content-Length: ") | ir_buf_append_uint(hd, cl->body_len) |
+              ir_buf_append_lit(hd, "\r\n");
+    rc |= ir_buf_append_lit(hd, "\r\n");
     if (rc != 0) {
         ir_buf_free(&cl->head);
         free(cl);

@@ -579,9 +579,9 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     ir_buf head;
     ir_buf_init(&head, c->srv->lim.max_header_bytes + 4096);
     (void)ir_buf_reserve(&head, 512); /* a hint: one allocation for a typical head */
-    int rc = ir_buf_append(&head, "HTTP/1.1 ", 9) | ir_buf_append_uint(&head, (uint64_t)status) |
-             ir_buf_append(&head, " ", 1) | ir_buf_append_str(&head, irn_status_reason(status)) |
-             ir_buf_append(&head, "\r\n", 2);
+    int rc = ir_buf_append_lit(&head, "HTTP/1.1 ") | ir_buf_append_uint(&head, (uint64_t)status) |
+             ir_buf_append_lit(&head, " ") | ir_buf_append_str(&head, irn_status_reason(status)) |
+             ir_buf_append_lit(&head, "\r\n");
     for (size_t i = 0; rc == 0 && i < nheaders; i++) {
         const irn_header *h = &headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
@@ -606,8 +606,9 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     if (bodyless_status) {
         /* no framing headers at all */
     } else if (content_length >= 0) {
-        rc |= ir_buf_append_str(&head, "Content-Length: ") |
-              ir_buf_append_uint(&head, (uint64_t)content_length) | ir_buf_append(&head, "\r\n", 2);
+        rc |= ir_buf_append_lit(&head, "Content-Length: ") |
+              ir_buf_append_uint(&head, (uint64_t)content_length) |
+              ir_buf_append_lit(&head, "\r\n");
     } else if (!is_head) {
         if (http10) {
             resp->eof_framed = true;
