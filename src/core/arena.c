@@ -109,3 +109,7 @@ char *ir_arena_strdup(ir_arena *a, const char *s) {
 size_t ir_arena_used(const ir_arena *a) {
     return a->total;
 }
+
+void ir_arena_set_max(ir_arena *a, size_t max) {
+    a->max = max;
+}

@@ -23,6 +23,12 @@ void ir_buf_reset(ir_buf *b) {
     if (b->data) b->data[0] = '\0';
 }
 
+void ir_buf_rearm(ir_buf *b, size_t max, size_t keep) {
+    b->max = max ? max : SIZE_MAX - 1;
+    if (b->cap > keep || b->cap > b->max + 1) ir_buf_free(b);
+    ir_buf_reset(b);
+}
+
 int ir_buf_reserve(ir_buf *b, size_t extra) {
     if (extra > b->max || b->len > b->max - extra) return -1;
     size_t need = b->len + extra + 1; /* room for the NUL */

@@ -65,6 +65,9 @@ typedef struct ir_buf {
 void ir_buf_init(ir_buf *b, size_t max);
 void ir_buf_free(ir_buf *b);
 void ir_buf_reset(ir_buf *b); /* len = 0, keeps memory */
+/* Empties b for reuse under a new cap: keeps its memory when that is at most
+ * `keep` bytes and fits the cap, frees it otherwise. */
+void ir_buf_rearm(ir_buf *b, size_t max, size_t keep);
 /* Makes room for `extra` more bytes. -1 when it would exceed max or on OOM. */
 int ir_buf_reserve(ir_buf *b, size_t extra);
 int ir_buf_append_slow(ir_buf *b, const void *p, size_t n); /* grows; use ir_buf_append */
@@ -96,11 +99,29 @@ typedef struct ir_arena ir_arena;
 ir_arena *ir_arena_new(size_t chunk_size, size_t max);
 void ir_arena_free(ir_arena *a);
 void ir_arena_reset(ir_arena *a);
-void *ir_arena_alloc(ir_arena *a, size_t n);  /* NULL past max */
-void *ir_arena_calloc(ir_arena *a, size_t n); /* zeroed */
+void ir_arena_set_max(ir_arena *a, size_t max); /* for a reused arena */
+void *ir_arena_alloc(ir_arena *a, size_t n);    /* NULL past max */
+void *ir_arena_calloc(ir_arena *a, size_t n);   /* zeroed */
 char *ir_arena_strndup(ir_arena *a, const char *s, size_t n);
 char *ir_arena_strdup(ir_arena *a, const char *s);
 size_t ir_arena_used(const ir_arena *a);
+
+/* ---- free lists ------------------------------------------------------------
+ * Recycles the fixed-size structs that every request allocates (h2o's
+ * recycler): one list per kind of struct and per event loop, used by that
+ * loop's thread only. The link lives in a block's first pointer-sized bytes.
+ * Under AddressSanitizer nothing is kept, so a use after release is still
+ * reported; the callers' paths stay the same. */
+typedef struct ir_freelist {
+    void *head;
+    size_t n, max;
+} ir_freelist;
+
+void ir_freelist_init(ir_freelist *f, size_t max); /* keeps at most max blocks */
+/* A recycled block, or NULL when none is kept (then allocate one). */
+void *ir_freelist_pop(ir_freelist *f);
+/* Keeps p; false when the list is full (then free p). */
+bool ir_freelist_push(ir_freelist *f, void *p);
 
 /* ---- units -------------------------------------------------------------------
  * Durations: "250ms", "2s", "1.5s", "100us", "5m", "1h", "0". Sizes: "4MiB",

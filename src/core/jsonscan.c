@@ -48,36 +48,41 @@ static size_t utf8_len(const unsigned char *p, size_t n) {
     return len;
 }
 
-/* A string token starting at s->i (the opening quote). */
+/* A string token starting at s->i (the opening quote). Plain bytes (printable
+ * ASCII other than '"' and '\\') are skipped in a tight loop on locals: prompts
+ * make up most of a body. */
 static int str(scan *s) {
-    if (s->i >= s->n || s->p[s->i] != '"') return -1;
-    s->i++;
-    while (s->i < s->n) {
-        unsigned char c = (unsigned char)s->p[s->i];
+    const unsigned char *p = (const unsigned char *)s->p;
+    size_t i = s->i, n = s->n;
+    if (i >= n || p[i] != '"') return -1;
+    i++;
+    for (;;) {
+        while (i < n && p[i] >= 0x20 && p[i] < 0x80 && p[i] != '"' && p[i] != '\\') i++;
+        if (i >= n) break;
+        unsigned char c = p[i];
         if (c == '"') {
-            s->i++;
+            s->i = i + 1;
             return 0;
         }
         if (c < 0x20) return -1;
         if (c >= 0x80) {
-            size_t l = utf8_len((const unsigned char *)s->p + s->i, s->n - s->i);
+            size_t l = utf8_len(p + i, n - i);
             if (!l) return -1;
-            s->i += l;
+            i += l;
             continue;
         }
-        if (c == '\\') {
-            if (++s->i >= s->n) return -1;
-            char e = s->p[s->i];
-            if (e == 'u') {
-                if (s->i + 4 >= s->n) return -1;
-                for (int k = 1; k <= 4; k++)
-                    if (hexval(s->p[s->i + k]) < 0) return -1;
-                s->i += 5;
-                continue;
-            }
-            if (!strchr("\"\\/bfnrt", e) || e == 0) return -1;
+        /* a backslash */
+        if (++i >= n) return -1;
+        char e = (char)p[i];
+        if (e == 'u') {
+            if (i + 4 >= n) return -1;
+            for (int k = 1; k <= 4; k++)
+                if (hexval((char)p[i + k]) < 0) return -1;
+            i += 5;
+            continue;
         }
-        s->i++;
+        if (!strchr("\"\\/bfnrt", e) || e == 0) return -1;
+        i++;
     }
     return -1;
 }

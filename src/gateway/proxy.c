@@ -16,6 +16,8 @@ struct gw_worker {
     uv_timer_t grace;
     irn_server *srv;
     irn_pool *pool;
+    irn_cache *cache;  /* recycled net structs, for this loop */
+    ir_freelist greqs; /* recycled gw_req */
     ir_rng rng;
     _Atomic uint64_t stop_grace_ns; /* set by gw_worker_stop, read on the loop */
     _Atomic int stop_requested;
@@ -54,6 +56,8 @@ typedef struct gw_req {
 
 static void attempt(gw_req *r);
 
+enum { GW_KEEP_BYTES = 16 * 1024 + 1 }; /* splice buffer capacity a recycled gw_req keeps */
+
 /* ---- small helpers ---------------------------------------------------------------------- */
 
 bool gw_request_id_ok(const char *s) {
@@ -70,8 +74,10 @@ bool gw_request_id_ok(const char *s) {
 
 void gw_request_id_new(ir_rng *r, char out[33]) {
     static const char hx[] = "0123456789abcdef";
-    uint64_t bits[2] = {ir_rng_next(r), ir_rng_next(r)}; /* 128 random bits, 4 per digit */
-    for (int i = 0; i < 32; i++) out[i] = hx[(bits[i / 16] >> (4 * (i % 16))) & 15];
+    for (int w = 0; w < 2; w++) { /* 128 random bits, 4 per digit, low bits first */
+        uint64_t bits = ir_rng_next(r);
+        for (int i = 0; i < 16; i++, bits >>= 4) out[w * 16 + i] = hx[bits & 15];
+    }
     out[32] = '\0';
 }
 
@@ -133,8 +139,9 @@ static void req_maybe_free(gw_req *r) {
                 r->model ? r->model->cfg->name : "-", r->last_replica ? r->last_replica : "-",
                 r->status, r->attempt, (double)(ir_now_ns() - r->arrival) / 1e6,
                 r->client_gone ? " client_gone=1" : "");
-    ir_buf_free(&r->spliced);
     r->w->live--;
+    if (r->spliced.cap <= GW_KEEP_BYTES && ir_freelist_push(&r->w->greqs, r)) return;
+    ir_buf_free(&r->spliced);
     free(r);
 }
 
@@ -541,7 +548,9 @@ static int on_headers(void *ud, irn_request *req) {
 }
 
 static int splice_model(gw_req *r, const ir_json_span *sp, bool found, const char *name) {
-    ir_buf_init(&r->spliced, r->req->body.len + strlen(name) * 6 + 32);
+    size_t most = r->req->body.len + strlen(name) * 6 + 32; /* every byte of name escaped */
+    ir_buf_rearm(&r->spliced, most, GW_KEEP_BYTES);
+    (void)ir_buf_reserve(&r->spliced, most); /* one allocation, none when recycled */
     if (gw_splice_model(r->req->body.data ? r->req->body.data : "", r->req->body.len, sp, found,
                         name, &r->spliced))
         return -1;
@@ -572,7 +581,14 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
         ir_buf_free(&b);
         return;
     }
-    gw_req *r = calloc(1, sizeof *r);
+    gw_req *r = ir_freelist_pop(&w->greqs);
+    if (r) { /* recycled: keeps the splice buffer's memory */
+        ir_buf spliced = r->spliced;
+        memset(r, 0, sizeof *r);
+        r->spliced = spliced;
+    } else {
+        r = calloc(1, sizeof *r);
+    }
     if (!r) {
         irn_resp_send_error(resp, 500, NULL, "out of memory");
         return;
@@ -704,7 +720,10 @@ gw_worker *gw_worker_new(gw_app *app, uint32_t id) {
     w->id = id;
     uint64_t seed = app->cfg.routing.seed ? (uint64_t)app->cfg.routing.seed : ir_now_ns();
     ir_rng_seed(&w->rng, seed * 0x9E3779B97F4A7C15ull + id);
-    if (uv_loop_init(&w->loop)) {
+    ir_freelist_init(&w->greqs, 256);
+    w->cache = irn_cache_new();
+    if (!w->cache || uv_loop_init(&w->loop)) {
+        irn_cache_free(w->cache);
         free(w);
         return NULL;
     }
@@ -734,6 +753,7 @@ int gw_worker_start(gw_worker *w) {
     sc.on_request = on_request;
     sc.on_error = on_error;
     sc.ud = w;
+    sc.cache = w->cache;
     int rc = irn_server_new(&w->loop, &sc, &w->srv);
     if (rc) return rc;
     w->port = irn_server_port(w->srv);
@@ -742,6 +762,7 @@ int gw_worker_start(gw_worker *w) {
     pc.max_idle_per_host = (size_t)c->upstream.max_idle_per_replica;
     pc.idle_timeout_ns = c->upstream.keepalive_timeout;
     pc.http2 = c->upstream.http2;
+    pc.cache = w->cache;
     w->pool = irn_pool_new(&w->loop, &pc);
     uv_async_init(&w->loop, &w->wake, on_wake);
     w->wake.data = w;
@@ -770,5 +791,11 @@ void gw_worker_join(gw_worker *w) {
 void gw_worker_free(gw_worker *w) {
     if (!w) return;
     uv_loop_close(&w->loop);
+    irn_cache_free(w->cache); /* the loop has ended: nothing refers to it */
+    gw_req *r;
+    while ((r = ir_freelist_pop(&w->greqs))) {
+        ir_buf_free(&r->spliced);
+        free(r);
+    }
     free(w);
 }

@@ -177,8 +177,7 @@ static void idle_unlink(cconn *c) {
 static void client_finish(irn_client *cl, int err) {
     cl->conn = NULL;
     if (cl->cbs.on_done) cl->cbs.on_done(cl->ud, err);
-    ir_buf_free(&cl->head);
-    free(cl);
+    irn_client_release(cl);
 }
 
 /* ---- timers and reads ----------------------------------------------------------- */
@@ -630,15 +629,6 @@ void irn_pool_close(irn_pool *pool, irn_close_cb cb, void *ud) {
     uv_close((uv_handle_t *)&pool->anchor, on_anchor_closed);
 }
 
-static bool bad_text(const char *s, size_t n, bool allow_space) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '\r' || ch == '\n' || ch == '\0' || (!allow_space && ch <= ' ')) return true;
-    }
-    return false;
-}
-
-/* Appends v in decimal, as "%u" / "%zu" would. */
 int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_client_cbs *cbs,
                        void *ud, irn_client **out) {
     if (out) *out = NULL;
@@ -647,16 +637,17 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     const char *method = req->method ? req->method : (req->body ? "POST" : "GET");
     const char *path = req->path ? req->path : "/";
     size_t hl = strlen(req->host), ml = strlen(method), pl = strlen(path);
-    if (!hl || hl >= sizeof((irn_client *)0)->host || bad_text(req->host, hl, false) || !ml ||
-        bad_text(method, ml, false) || bad_text(path, pl, false))
+    if (!hl || hl >= sizeof((irn_client *)0)->host || irn_bad_text(req->host, hl, false) || !ml ||
+        irn_bad_text(method, ml, false) || irn_bad_text(path, pl, false))
         return IRN_EINVAL;
     for (size_t i = 0; pool->h2 && i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
         size_t vl = h->value_len ? h->value_len : strlen(h->value);
-        if (!nl || bad_text(h->name, nl, false) || bad_text(h->value, vl, true)) return IRN_EINVAL;
+        if (!nl || irn_bad_text(h->name, nl, false) || irn_bad_text(h->value, vl, true))
+            return IRN_EINVAL;
     }
-    irn_client *cl = calloc(1, sizeof *cl);
+    irn_client *cl = irn_client_alloc(pool->cfg.cache, pool->cfg.max_header_bytes);
     if (!cl) return IRN_ENOMEM;
     cl->pool = pool;
     cl->cbs = *cbs;
@@ -669,11 +660,10 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     cl->connect_ms = irn_ns_to_ms(req->connect_timeout_ns);
     cl->head_ms = irn_ns_to_ms(req->head_timeout_ns);
     cl->idle_ms = irn_ns_to_ms(req->idle_timeout_ns);
-    ir_buf_init(&cl->head, pool->cfg.max_header_bytes);
     if (pool->h2) {
         int rc = irn_h2c_request(pool->h2, cl, method, path, req->headers, req->nheaders);
         if (rc != 0) {
-            free(cl);
+            irn_client_release(cl);
             return rc;
         }
         pool->st.requests++;
@@ -698,7 +688,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         const irn_header *h = &req->headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
         size_t vl = h->value_len ? h->value_len : strlen(h->value);
-        if (!nl || bad_text(h->name, nl, false) || bad_text(h->value, vl, true)) rc = -1;
+        if (!nl || irn_bad_text(h->name, nl, false) || irn_bad_text(h->value, vl, true)) rc = -1;
         if (rc || irn_streq_ci(h->name, nl, "content-length") ||
             irn_streq_ci(h->name, nl, "transfer-encoding"))
             continue;
@@ -712,8 +702,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
               ir_buf_append_lit(hd, "\r\n");
     rc |= ir_buf_append_lit(hd, "\r\n");
     if (rc != 0) {
-        ir_buf_free(&cl->head);
-        free(cl);
+        irn_client_release(cl);
         return IRN_EINVAL;
     }
     pool->st.requests++;
@@ -728,8 +717,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         ctimer_set(c, CT_NONE, 0);
         send_request(c);
     } else if ((rc = connect_new(cl)) != 0) {
-        ir_buf_free(&cl->head);
-        free(cl);
+        irn_client_release(cl);
         return rc;
     }
     if (out) *out = cl;

@@ -44,9 +44,27 @@ const char *irn_strerror(int err) {
     return "unknown error";
 }
 
-bool irn_streq_ci(const char *a, size_t alen, const char *b) {
-    size_t blen = strlen(b);
-    return alen == blen && strncasecmp(a, b, alen) == 0;
+/* Eight bytes at a time (SWAR): header values are most of what goes through here. */
+bool irn_bad_text(const char *s, size_t n, bool allow_space) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        uint64_t hit;
+        if (allow_space) { /* a zero byte in v, v ^ CR.. or v ^ LF.. */
+            uint64_t cr = v ^ (ones * '\r'), lf = v ^ (ones * '\n');
+            hit = ((v - ones) & ~v) | ((cr - ones) & ~cr) | ((lf - ones) & ~lf);
+        } else { /* a byte below 0x21 */
+            hit = (v - ones * 0x21) & ~v;
+        }
+        if (hit & highs) return true;
+    }
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\r' || c == '\n' || c == '\0' || (!allow_space && c <= ' ')) return true;
+    }
+    return false;
 }
 
 bool irn_has_token(const char *v, size_t len, const char *token) {
@@ -224,17 +242,6 @@ void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out)
         }
     memset(out, 0, sizeof *out);
     memcpy(out, pick->ai_addr, pick->ai_addrlen);
-}
-
-irn_resp *irn_resp_new(irn_request *req, const irn_server_cfg *cfg) {
-    irn_resp *resp = calloc(1, sizeof *resp);
-    if (!resp) return NULL;
-    resp->req = req;
-    resp->content_length = -1;
-    resp->high = cfg->write_high_water;
-    resp->low = cfg->write_low_water;
-    resp->maxq = cfg->max_write_queue;
-    return resp;
 }
 
 int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage *out) {

@@ -16,6 +16,7 @@ struct irn_h1_parser {
     irn_hdrs hdrs;
     ir_buf url;
     irn_request *req; /* built at the end of the headers */
+    irn_cache *cache; /* optional */
     size_t head_bytes;
     bool msg_started;
     bool headers_done;
@@ -84,12 +85,9 @@ static int on_header_value_complete(llhttp_t *ll) {
 }
 
 static int build_request(irn_h1_parser *p) {
-    irn_request *req = calloc(1, sizeof *req);
+    irn_request *req = irn_request_new(p->cache, p->lim.max_body_bytes, p->lim.max_arena_bytes);
     if (!req) return -1;
     p->req = req;
-    ir_buf_init(&req->body, p->lim.max_body_bytes);
-    req->arena = ir_arena_new(4096, p->lim.max_arena_bytes);
-    if (!req->arena) return -1;
     ir_arena *a = req->arena;
     llhttp_t *ll = &p->ll;
     req->method = ir_arena_strdup(a, llhttp_method_name((llhttp_method_t)ll->method));
@@ -130,6 +128,9 @@ static int on_headers_complete(llhttp_t *ll) {
     if (build_request(p) != 0) return fail(p, 500, "Out of memory");
     if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length > p->lim.max_body_bytes)
         return fail(p, 413, "Request body too large");
+    /* One allocation for a body of known length (none for a recycled buffer that fits). */
+    if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length <= 1024 * 1024)
+        (void)ir_buf_reserve(&p->req->body, (size_t)ll->content_length);
     return HPE_PAUSED;
 }
 
@@ -172,11 +173,8 @@ irn_h1_parser *irn_h1_parser_new(const irn_h1_limits *lim) {
     return p;
 }
 
-void irn_request_free(irn_request *req) {
-    if (!req) return;
-    ir_buf_free(&req->body);
-    ir_arena_free(req->arena);
-    free(req);
+void irn_h1_parser_set_cache(irn_h1_parser *p, irn_cache *cache) {
+    p->cache = cache;
 }
 
 void irn_h1_parser_free(irn_h1_parser *p) {

@@ -151,8 +151,7 @@ static void stream_finish(h2cs *st, int err) {
     cl->h2 = NULL;
     if (cl->err) err = cl->err;
     if (cl->cbs.on_done) cl->cbs.on_done(cl->ud, err);
-    ir_buf_free(&cl->head);
-    free(cl);
+    irn_client_release(cl);
 }
 
 /* The outcome of a stream that nghttp2 closed. */

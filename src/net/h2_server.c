@@ -97,15 +97,8 @@ static void stream_release_bytes(h2st *st) {
 static h2st *stream_new(irn_h2s *h, int32_t id) {
     h2st *st = calloc(1, sizeof *st);
     if (!st) return NULL;
-    irn_request *req = calloc(1, sizeof *req);
+    irn_request *req = irn_request_new(h->cfg.cache, h->lim.max_body_bytes, h->lim.max_arena_bytes);
     if (!req) {
-        free(st);
-        return NULL;
-    }
-    ir_buf_init(&req->body, h->lim.max_body_bytes);
-    req->arena = ir_arena_new(4096, h->lim.max_arena_bytes);
-    if (!req->arena) {
-        irn_request_free(req);
         free(st);
         return NULL;
     }
@@ -706,12 +699,6 @@ void irn_h2s_free(irn_h2s *h) {
 
 /* ---- responses -------------------------------------------------------------------------- */
 
-static bool bad_text(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0') return true;
-    return false;
-}
-
 /* Connection-specific fields have no place in HTTP/2 (RFC 9113 8.2.2). */
 static bool h1_only(const char *n, size_t nl) {
     return irn_streq_ci(n, nl, "connection") || irn_streq_ci(n, nl, "keep-alive") ||
@@ -744,7 +731,7 @@ int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, siz
         const irn_header *hd = &headers[i];
         size_t nl = hd->name_len ? hd->name_len : strlen(hd->name);
         size_t vl = hd->value_len ? hd->value_len : strlen(hd->value);
-        if (!nl || bad_text(hd->name, nl) || bad_text(hd->value, vl)) {
+        if (!nl || irn_bad_text(hd->name, nl, true) || irn_bad_text(hd->value, vl, true)) {
             rc = IRN_EINVAL;
             break;
         }
@@ -810,9 +797,7 @@ int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
 }
 
 static void resp_free(irn_resp *resp) {
-    ir_buf_free(&resp->head);
-    irn_request_free(resp->req);
-    free(resp);
+    irn_resp_release(resp);
 }
 
 int irn_h2_resp_end(irn_resp *resp) {

@@ -100,7 +100,8 @@ typedef struct irn_request {
     uint8_t http_major, http_minor;
     const char *peer; /* "ip:port" of the client; "" outside the server */
     ir_arena *arena;
-    void *user; /* free for the handler */
+    void *user;              /* free for the handler */
+    struct irn_cache *cache; /* where the request goes back when freed; NULL: free() */
 } irn_request;
 
 /* Case-insensitive header lookup; the value or NULL. */
@@ -128,6 +129,8 @@ typedef enum irn_h1_event {
 typedef struct irn_h1_parser irn_h1_parser;
 
 irn_h1_parser *irn_h1_parser_new(const irn_h1_limits *lim); /* NULL on OOM */
+/* Requests come from (and go back to) this per-loop cache; see irn_cache_new. */
+void irn_h1_parser_set_cache(irn_h1_parser *p, struct irn_cache *cache);
 void irn_h1_parser_free(irn_h1_parser *p);
 /* Parses from data; *consumed says how many bytes were used. Call again with
  * the rest (even an empty rest after IRN_H1_HEADERS: a request without a body
@@ -178,6 +181,17 @@ typedef struct irn_error_answer {
  * Connection, Content-Type) are the server's and are dropped. */
 typedef void (*irn_on_error_cb)(void *ud, const irn_request *req, irn_error_answer *e);
 
+/* ---- per-loop recycling --------------------------------------------------
+ * An optional cache of the structs that every request allocates (requests
+ * with their body buffers and arenas, responses, upstream clients): freed
+ * ones are kept and reused instead of going back to malloc. One per event
+ * loop, used by that loop's thread only, given to its servers and pools
+ * through their cfg. The caller owns it and frees it after everything that
+ * was given it is gone (after uv_run returns). */
+typedef struct irn_cache irn_cache;
+irn_cache *irn_cache_new(void);
+void irn_cache_free(irn_cache *c);
+
 typedef struct irn_server_cfg {
     const char *host;             /* numeric or a name; NULL/"" = all IPv4 addresses */
     uint16_t port;                /* 0 picks a free port, see irn_server_port */
@@ -205,6 +219,7 @@ typedef struct irn_server_cfg {
     uint32_t h2_max_streams;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0: 256 */
     size_t h2_max_conn_buffer; /* request bodies + response bytes buffered per
                                   h2 connection; 0: 64 MiB */
+    irn_cache *cache;          /* optional, see irn_cache_new */
 } irn_server_cfg;
 
 typedef struct irn_server_stats {
@@ -283,6 +298,7 @@ typedef struct irn_pool_cfg {
     bool http2;
     uint32_t h2_stream_window; /* per-stream receive window (what a paused
                                   request may buffer); 0: 256 KiB */
+    irn_cache *cache;          /* optional, see irn_cache_new */
 } irn_pool_cfg;
 
 typedef struct irn_pool_stats {

@@ -5,6 +5,7 @@
 #include "net/ir_net.h"
 
 #include <llhttp.h>
+#include <strings.h>
 
 /* Collects header fields and values from llhttp's split callbacks into one
  * capped buffer of "name\0value\0" pairs. */
@@ -33,7 +34,14 @@ void irn_hdrs_fill(const irn_hdrs *h, irn_header *out);
  * over that copy. -1 when the arena is full. */
 int irn_hdrs_to_request(const irn_hdrs *h, irn_request *req);
 
-bool irn_streq_ci(const char *a, size_t alen, const char *b);
+/* a[0..alen) equals the C string b, ignoring ASCII case. Inline: b is most often a
+ * literal, so its length is known and a mismatch in length costs one compare. */
+static inline bool irn_streq_ci(const char *a, size_t alen, const char *b) {
+    return alen == __builtin_strlen(b) && strncasecmp(a, b, alen) == 0;
+}
+/* Whether s[0..n) holds CR, LF or NUL (or, unless allow_space, any byte <= ' '):
+ * what may not go into a request line or a header. */
+bool irn_bad_text(const char *s, size_t n, bool allow_space);
 /* Whether a comma-separated header value contains `token` (case-insensitive). */
 bool irn_has_token(const char *value, size_t len, const char *token);
 /* Milliseconds for a uv timer, rounding up; 0 stays 0. */
@@ -45,8 +53,21 @@ void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out)
 /* A uv_getaddrinfo answer: picks the address into out and frees res. 0, or
  * IRN_ERESOLVE when the lookup failed. */
 int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage *out);
-/* A response for req with the server's write limits (h1 and h2 alike); NULL on OOM. */
+/* ---- recycling (cache.c) ---- */
+struct irn_cache {
+    ir_freelist reqs, resps, clients;
+};
+/* A request with an empty body (capped at max_body) and an arena, from cache
+ * when it holds one (cache may be NULL); NULL on OOM. */
+irn_request *irn_request_new(irn_cache *cache, size_t max_body, size_t max_arena);
+/* A response for req with the server's write limits (h1 and h2 alike), from
+ * cfg->cache when it holds one; NULL on OOM. */
 irn_resp *irn_resp_new(irn_request *req, const irn_server_cfg *cfg);
+/* Frees resp and its request, or keeps them in the cache. */
+void irn_resp_release(irn_resp *resp);
+/* A zeroed upstream client with an empty head buffer capped at max_head. */
+struct irn_client *irn_client_alloc(irn_cache *cache, size_t max_head);
+void irn_client_release(struct irn_client *cl);
 /* Answers 500 in the error shape for a handler that ended without a response. */
 int irn_resp_default_500(irn_resp *resp);
 /* An answer the server gives by itself (h1 and h2 alike): fills e with status and
@@ -72,6 +93,7 @@ struct irn_resp {
     bool aborted;
     bool above_high;
     bool term_written; /* the chunked terminator went out with the last write */
+    irn_cache *cache;  /* where it goes back; NULL: free() */
     ir_buf head;       /* the response head, held back to go out with the first body bytes */
     int64_t content_length;
     uint64_t written;
@@ -134,6 +156,7 @@ struct irn_h2c_pool;
 
 struct irn_client {
     irn_pool *pool;
+    irn_cache *cache; /* where it goes back; NULL: free() */
     struct cconn *conn;
     struct irn_h2c_stream *h2; /* h2 pools only */
     irn_client_cbs cbs;

@@ -558,12 +558,6 @@ static void conn_process(conn *c) {
 
 /* ---- responses ----------------------------------------------------------------- */
 
-static bool bad_header_text(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0') return true;
-    return false;
-}
-
 int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
                    int64_t content_length) {
     if (!resp || resp->state != 0 || status < 100 || status > 999) return IRN_EINVAL;
@@ -576,18 +570,20 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     irn_request *req = resp->req;
     bool close = !req->keep_alive || c->srv->closing;
     bool http10 = req->http_major == 1 && req->http_minor == 0;
-    ir_buf head;
-    ir_buf_init(&head, c->srv->lim.max_header_bytes + 4096);
-    (void)ir_buf_reserve(&head, 512); /* a hint: one allocation for a typical head */
-    int rc = ir_buf_append_lit(&head, "HTTP/1.1 ") | ir_buf_append_uint(&head, (uint64_t)status) |
-             ir_buf_append_lit(&head, " ") | ir_buf_append_str(&head, irn_status_reason(status)) |
-             ir_buf_append_lit(&head, "\r\n");
+    /* Held back: the head leaves with the first body bytes (or at the end), one
+     * write instead of two. Built in place: a recycled response keeps its buffer. */
+    ir_buf *head = &resp->head;
+    ir_buf_rearm(head, c->srv->lim.max_header_bytes + 4096, SIZE_MAX);
+    (void)ir_buf_reserve(head, 512); /* a hint: one allocation for a typical head */
+    int rc = ir_buf_append_lit(head, "HTTP/1.1 ") | ir_buf_append_uint(head, (uint64_t)status) |
+             ir_buf_append_lit(head, " ") | ir_buf_append_str(head, irn_status_reason(status)) |
+             ir_buf_append_lit(head, "\r\n");
     for (size_t i = 0; rc == 0 && i < nheaders; i++) {
         const irn_header *h = &headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
         size_t vl = h->value_len ? h->value_len : strlen(h->value);
-        if (!nl || bad_header_text(h->name, nl) || bad_header_text(h->value, vl)) {
-            ir_buf_free(&head);
+        if (!nl || irn_bad_text(h->name, nl, true) || irn_bad_text(h->value, vl, true)) {
+            ir_buf_reset(head);
             return IRN_EINVAL;
         }
         if (irn_streq_ci(h->name, nl, "content-length") ||
@@ -597,8 +593,8 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
             if (irn_has_token(h->value, vl, "close")) close = true;
             continue;
         }
-        rc = ir_buf_append(&head, h->name, nl) | ir_buf_append(&head, ": ", 2) |
-             ir_buf_append(&head, h->value, vl) | ir_buf_append(&head, "\r\n", 2);
+        rc = ir_buf_append(head, h->name, nl) | ir_buf_append(head, ": ", 2) |
+             ir_buf_append(head, h->value, vl) | ir_buf_append(head, "\r\n", 2);
     }
     bool is_head = strcmp(req->method, "HEAD") == 0;
     bool bodyless_status = status < 200 || status == 204 || status == 304;
@@ -606,34 +602,29 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     if (bodyless_status) {
         /* no framing headers at all */
     } else if (content_length >= 0) {
-        rc |= ir_buf_append_lit(&head, "Content-Length: ") |
-              ir_buf_append_uint(&head, (uint64_t)content_length) |
-              ir_buf_append_lit(&head, "\r\n");
+        rc |= ir_buf_append_lit(head, "Content-Length: ") |
+              ir_buf_append_uint(head, (uint64_t)content_length) | ir_buf_append_lit(head, "\r\n");
     } else if (!is_head) {
         if (http10) {
             resp->eof_framed = true;
             close = true;
         } else {
             resp->chunked = true;
-            rc |= ir_buf_append_str(&head, "Transfer-Encoding: chunked\r\n");
+            rc |= ir_buf_append_str(head, "Transfer-Encoding: chunked\r\n");
         }
     }
     if (close)
-        rc |= ir_buf_append_str(&head, "Connection: close\r\n");
+        rc |= ir_buf_append_str(head, "Connection: close\r\n");
     else if (http10)
-        rc |= ir_buf_append_str(&head, "Connection: keep-alive\r\n");
-    rc |= ir_buf_append(&head, "\r\n", 2);
+        rc |= ir_buf_append_str(head, "Connection: keep-alive\r\n");
+    rc |= ir_buf_append(head, "\r\n", 2);
     if (rc != 0) {
-        ir_buf_free(&head);
+        ir_buf_reset(head);
         return IRN_ENOMEM;
     }
     resp->content_length = bodyless_status ? -1 : content_length;
     resp->close_after = close;
     resp->state = 1;
-    /* Held back: the head leaves with the first body bytes (or at the end),
-     * one write instead of two. */
-    ir_buf_free(&resp->head);
-    resp->head = head;
     return 0;
 }
 
@@ -645,7 +636,7 @@ static int resp_write_parts(irn_resp *resp, uv_buf_t *parts, int nparts) {
     all[0] = uv_buf_init(resp->head.data, (unsigned)resp->head.len);
     for (int i = 0; i < nparts && i < 7; i++) all[i + 1] = parts[i];
     int rc = conn_write(c, all, nparts + 1);
-    ir_buf_free(&resp->head);
+    ir_buf_reset(&resp->head); /* sent (conn_write copies what the socket did not take) */
     return rc;
 }
 
@@ -740,9 +731,7 @@ int irn_resp_end(irn_resp *resp) {
             }
         }
     }
-    ir_buf_free(&resp->head);
-    irn_request_free(resp->req);
-    free(resp);
+    irn_resp_release(resp);
     return rc;
 }
 
@@ -801,9 +790,7 @@ int irn_resp_close(irn_resp *resp) {
         c->resp = NULL; /* no on_abort: the handler chose this */
         if (!c->closing) conn_close(c);
     }
-    ir_buf_free(&resp->head);
-    irn_request_free(resp->req);
-    free(resp);
+    irn_resp_release(resp);
     return 0;
 }
 
@@ -835,6 +822,7 @@ static void on_connection(uv_stream_t *ls, int status) {
     }
     srv->st.conns_accepted++;
     c->parser = irn_h1_parser_new(&srv->lim);
+    if (c->parser) irn_h1_parser_set_cache(c->parser, srv->cfg.cache);
     if (!c->parser ||
         (srv->cfg.max_connections && srv->st.conns_active > srv->cfg.max_connections)) {
         conn_close(c);

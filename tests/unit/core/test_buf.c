@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/ir_core.h"
@@ -106,11 +107,37 @@ static void json_string_escapes(void **state) {
     ir_buf_free(&b);
 }
 
+/* LIFO reuse up to the cap; under ASan (max forced to 0) nothing is kept. */
+static void freelist_recycles_up_to_cap(void **state) {
+    (void)state;
+    ir_freelist f;
+    ir_freelist_init(&f, 2);
+    void *a = malloc(32), *b = malloc(32), *c = malloc(32);
+    assert_null(ir_freelist_pop(&f));
+    if (f.max == 0) { /* AddressSanitizer build */
+        assert_false(ir_freelist_push(&f, a));
+        free(a), free(b), free(c);
+        return;
+    }
+    assert_true(ir_freelist_push(&f, a));
+    assert_true(ir_freelist_push(&f, b));
+    assert_false(ir_freelist_push(&f, c)); /* full: the caller frees it */
+    free(c);
+    assert_ptr_equal(ir_freelist_pop(&f), b);
+    assert_true(ir_freelist_push(&f, b));
+    assert_ptr_equal(ir_freelist_pop(&f), b);
+    assert_ptr_equal(ir_freelist_pop(&f), a);
+    assert_null(ir_freelist_pop(&f));
+    assert_int_equal(f.n, 0);
+    free(a), free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(buf_respects_cap),    cmocka_unit_test(buf_appendf_long),
-        cmocka_unit_test(arena_alloc_and_cap), cmocka_unit_test(rng_is_seeded_and_uniform),
-        cmocka_unit_test(url_parsing),         cmocka_unit_test(json_string_escapes),
+        cmocka_unit_test(buf_respects_cap),          cmocka_unit_test(freelist_recycles_up_to_cap),
+        cmocka_unit_test(buf_appendf_long),          cmocka_unit_test(arena_alloc_and_cap),
+        cmocka_unit_test(rng_is_seeded_and_uniform), cmocka_unit_test(url_parsing),
+        cmocka_unit_test(json_string_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 
 typedef struct fx {
     uv_loop_t loop;
+    irn_cache *cache; /* given to every server and the pool: the tests run on recycled structs */
     irn_server *srv;
     irn_pool *pool;
     int port;
@@ -176,6 +177,7 @@ static inline int fx_server_new(fx *f, const irn_server_cfg *extra, irn_server *
     cfg.on_request = fx_on_request;
     cfg.on_headers = fx_on_headers;
     cfg.ud = f;
+    cfg.cache = f->cache;
     assert_int_equal(irn_server_new(&f->loop, &cfg, out), 0);
     int port = irn_server_port(*out);
     assert_true(port > 0);
@@ -186,8 +188,16 @@ static inline int fx_server_new(fx *f, const irn_server_cfg *extra, irn_server *
 static inline void fx_setup(fx *f, const irn_server_cfg *srv_cfg, const irn_pool_cfg *pool_cfg) {
     memset(f, 0, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
+    f->cache = irn_cache_new();
+    assert_non_null(f->cache);
     f->port = fx_server_new(f, srv_cfg, &f->srv);
-    f->pool = irn_pool_new(&f->loop, pool_cfg);
+    irn_pool_cfg pc;
+    if (pool_cfg)
+        pc = *pool_cfg;
+    else
+        irn_pool_cfg_init(&pc);
+    pc.cache = f->cache;
+    f->pool = irn_pool_new(&f->loop, &pc);
     assert_non_null(f->pool);
     f->big_n = 200; /* 3.2 MiB */
     uv_timer_init(&f->loop, &f->stream_timer);
@@ -244,6 +254,7 @@ static inline void fx_teardown(fx *f) {
     uv_walk(&f->loop, close_walk, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&f->loop), 0);
+    irn_cache_free(f->cache);
 }
 
 /* ---- a client call recorder ------------------------------------------------------------ */
