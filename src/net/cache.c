@@ -8,7 +8,7 @@
 #include <string.h>
 
 enum {
-    KEEP_STRUCTS = 256,       /* of each kind, per loop */
+    KEEP_STRUCTS = 256,        /* of each kind, per loop */
     KEEP_BYTES = 16 * 1024 + 1 /* buffer capacity worth keeping */
 };
 
