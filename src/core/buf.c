@@ -12,6 +12,15 @@ void ir_buf_init(ir_buf *b, size_t max) {
     b->max = max ? max : SIZE_MAX - 1;
 }
 
+void ir_buf_fixed(ir_buf *b, char *mem, size_t size) {
+    /* cap = max + 1: ir_buf_reserve refuses before it would realloc */
+    b->data = mem;
+    b->len = 0;
+    b->cap = size;
+    b->max = size - 1;
+    mem[0] = '\0';
+}
+
 void ir_buf_free(ir_buf *b) {
     free(b->data);
     b->data = NULL;

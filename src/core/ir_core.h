@@ -63,6 +63,9 @@ typedef struct ir_buf {
 } ir_buf;
 
 void ir_buf_init(ir_buf *b, size_t max);
+/* A buffer over the caller's memory (size >= 1) that never grows: appends that
+ * would pass size - 1 bytes fail. Never ir_buf_free it. Starts as "". */
+void ir_buf_fixed(ir_buf *b, char *mem, size_t size);
 void ir_buf_free(ir_buf *b);
 void ir_buf_reset(ir_buf *b); /* len = 0, keeps memory */
 /* Empties b for reuse under a new cap: keeps its memory when that is at most

@@ -673,15 +673,15 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     /* Plain appends, no printf: this runs for every upstream request. */
     ir_buf *hd = &cl->head;
     (void)ir_buf_reserve(hd, 512); /* a hint: one allocation for a typical head */
-    int rc = ir_buf_append(hd, method, ml) | ir_buf_append_lit(hd, " ") |
-             ir_buf_append(hd, path, pl) | ir_buf_append_lit(hd, " HTTP/1.1\r\n");
+    int rc = ir_buf_append(hd, method, ml) || ir_buf_append_lit(hd, " ") ||
+             ir_buf_append(hd, path, pl) || ir_buf_append_lit(hd, " HTTP/1.1\r\n");
     if (!irn_headers_find(req->headers, req->nheaders, "host")) {
         bool v6 = memchr(cl->host, ':', hl) != NULL; /* an IPv6 literal goes in brackets */
         rc |= ir_buf_append_lit(hd, "Host: ");
         if (v6) rc |= ir_buf_append_lit(hd, "[");
         rc |= ir_buf_append(hd, cl->host, hl);
         if (v6) rc |= ir_buf_append_lit(hd, "]");
-        rc |= ir_buf_append_lit(hd, ":") | ir_buf_append_uint(hd, cl->port) |
+        rc |= ir_buf_append_lit(hd, ":") || ir_buf_append_uint(hd, cl->port) ||
               ir_buf_append_lit(hd, "\r\n");
     }
     for (size_t i = 0; rc == 0 && i < req->nheaders; i++) {
@@ -692,13 +692,13 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         if (rc || irn_streq_ci(h->name, nl, "content-length") ||
             irn_streq_ci(h->name, nl, "transfer-encoding"))
             continue;
-        rc |= ir_buf_append(hd, h->name, nl) | ir_buf_append_lit(hd, ": ") |
-              ir_buf_append(hd, h->value, vl) | ir_buf_append_lit(hd, "\r\n");
+        rc |= ir_buf_append(hd, h->name, nl) || ir_buf_append_lit(hd, ": ") ||
+              ir_buf_append(hd, h->value, vl) || ir_buf_append_lit(hd, "\r\n");
     }
     bool wants_length = req->body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
     if (wants_length)
-        rc |= ir_buf_append_lit(hd, "Content-Length: ") | ir_buf_append_uint(hd, cl->body_len) |
+        rc |= ir_buf_append_lit(hd, "Content-Length: ") || ir_buf_append_uint(hd, cl->body_len) ||
               ir_buf_append_lit(hd, "\r\n");
     rc |= ir_buf_append_lit(hd, "\r\n");
     if (rc != 0) {

@@ -66,7 +66,6 @@ struct h2conn {
     bool ready; /* connected, session up */
     bool goaway;
     bool want_flush;
-    char key[280];
     char host[256];
     uint16_t port;
 };
@@ -543,7 +542,7 @@ static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     c->busy--;
     if (c->closing) return;
     if (r < 0) {
-        IR_DEBUG("net", "h2 %s: %s", c->key, nghttp2_strerror((int)r));
+        IR_DEBUG("net", "h2 %s:%u: %s", c->host, c->port, nghttp2_strerror((int)r));
         conn_close(c, IRN_EPARSE);
         return;
     }
@@ -585,7 +584,7 @@ static void on_connect(uv_connect_t *req, int status) {
     h2conn *c = req->handle->data;
     if (c->closing) return;
     if (status < 0) {
-        IR_DEBUG("net", "connect %s: %s", c->key, uv_strerror(status));
+        IR_DEBUG("net", "connect %s:%u: %s", c->host, c->port, uv_strerror(status));
         conn_close(c, IRN_ECONNECT);
         return;
     }
@@ -620,11 +619,10 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
         do_connect(c, (struct sockaddr *)&ss);
 }
 
-static h2conn *conn_new(irn_h2c_pool *hp, const irn_client *cl, const char *key) {
+static h2conn *conn_new(irn_h2c_pool *hp, const irn_client *cl) {
     h2conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->hp = hp;
-    snprintf(c->key, sizeof c->key, "%s", key);
     snprintf(c->host, sizeof c->host, "%s", cl->host);
     c->port = cl->port;
     uv_tcp_init(hp->loop, &c->tcp);
@@ -693,17 +691,25 @@ static bool h1_only(const char *n, size_t nl) {
 /* The request's header block, copied: one allocation for the strings. */
 static int build_nv(h2cs *st, const irn_client *cl, const char *method, const char *path,
                     const irn_header *headers, size_t nheaders) {
+    /* No printf: this runs for every upstream request. */
     char authority[300], clen[24];
     const irn_header *host = irn_headers_find(headers, nheaders, "host");
-    if (host)
-        snprintf(authority, sizeof authority, "%.*s", (int)host->value_len, host->value);
-    else if (strchr(cl->host, ':'))
-        snprintf(authority, sizeof authority, "[%s]:%u", cl->host, cl->port);
-    else
-        snprintf(authority, sizeof authority, "%s:%u", cl->host, cl->port);
+    ir_buf a;
+    ir_buf_fixed(&a, authority, sizeof authority);
+    if (host) {
+        (void)ir_buf_append(&a, host->value, IR_MIN(host->value_len, sizeof authority - 1));
+    } else {
+        bool v6 = strchr(cl->host, ':') != NULL; /* an IPv6 literal goes in brackets */
+        /* Too long to fit: cut short, as the host is checked when connecting. */
+        (void)((v6 && ir_buf_append_lit(&a, "[")) || ir_buf_append_str(&a, cl->host) ||
+               (v6 && ir_buf_append_lit(&a, "]")) || ir_buf_append_lit(&a, ":") ||
+               ir_buf_append_uint(&a, cl->port));
+    }
     bool wants_length = cl->body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
-    snprintf(clen, sizeof clen, "%zu", cl->body_len);
+    ir_buf cb;
+    ir_buf_fixed(&cb, clen, sizeof clen);
+    (void)ir_buf_append_uint(&cb, cl->body_len);
     const char *fixed[5][2] = {{":method", method},
                                {":scheme", "http"},
                                {":authority", authority},
@@ -764,7 +770,7 @@ int irn_h2c_request(irn_h2c_pool *hp, irn_client *cl, const char *method, const 
     if (!st) return IRN_ENOMEM;
     st->cl = cl;
     st->c_max_head = hp->cfg.max_header_bytes;
-    st->harr = calloc(hp->cfg.max_headers, sizeof *st->harr);
+    st->harr = malloc(hp->cfg.max_headers * sizeof *st->harr); /* filled before it is read */
     irn_hdrs_init(&st->rh, hp->cfg.max_header_bytes, hp->cfg.max_headers);
     ir_buf_init(&st->pend, 0);
     int rc = st->harr ? build_nv(st, cl, method, path, headers, nheaders) : IRN_ENOMEM;
@@ -772,16 +778,15 @@ int irn_h2c_request(irn_h2c_pool *hp, irn_client *cl, const char *method, const 
         stream_free(st);
         return rc;
     }
-    char key[280];
-    snprintf(key, sizeof key, "%s:%u", cl->host, cl->port);
     h2conn *c = hp->conns;
     for (; c; c = c->next)
-        if (!c->closing && !c->goaway && strcmp(c->key, key) == 0 && c->nstreams < conn_capacity(c))
+        if (!c->closing && !c->goaway && c->port == cl->port && c->nstreams < conn_capacity(c) &&
+            strcmp(c->host, cl->host) == 0)
             break;
     if (c) {
         hp->st->conns_reused++;
     } else {
-        c = conn_new(hp, cl, key);
+        c = conn_new(hp, cl);
         if (!c) {
             stream_free(st);
             return IRN_ENOMEM;

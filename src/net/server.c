@@ -274,8 +274,8 @@ static void send_error(conn *c, int status, const char *msg, const irn_request *
                          status, irn_status_reason(status), body.len);
     for (size_t i = 0; rc == 0 && i < e.nheaders; i++) {
         const irn_header *h = &e.headers[i];
-        rc = ir_buf_append(&head, h->name, h->name_len) | ir_buf_append(&head, ": ", 2) |
-             ir_buf_append(&head, h->value, h->value_len) | ir_buf_append(&head, "\r\n", 2);
+        rc = ir_buf_append(&head, h->name, h->name_len) || ir_buf_append(&head, ": ", 2) ||
+             ir_buf_append(&head, h->value, h->value_len) || ir_buf_append(&head, "\r\n", 2);
     }
     rc |= ir_buf_append_str(&head, "Connection: close\r\n\r\n");
     if (rc != 0) {
@@ -575,8 +575,8 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     ir_buf *head = &resp->head;
     ir_buf_rearm(head, c->srv->lim.max_header_bytes + 4096, SIZE_MAX);
     (void)ir_buf_reserve(head, 512); /* a hint: one allocation for a typical head */
-    int rc = ir_buf_append_lit(head, "HTTP/1.1 ") | ir_buf_append_uint(head, (uint64_t)status) |
-             ir_buf_append_lit(head, " ") | ir_buf_append_str(head, irn_status_reason(status)) |
+    int rc = ir_buf_append_lit(head, "HTTP/1.1 ") || ir_buf_append_uint(head, (uint64_t)status) ||
+             ir_buf_append_lit(head, " ") || ir_buf_append_str(head, irn_status_reason(status)) ||
              ir_buf_append_lit(head, "\r\n");
     for (size_t i = 0; rc == 0 && i < nheaders; i++) {
         const irn_header *h = &headers[i];
@@ -593,8 +593,8 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
             if (irn_has_token(h->value, vl, "close")) close = true;
             continue;
         }
-        rc = ir_buf_append(head, h->name, nl) | ir_buf_append(head, ": ", 2) |
-             ir_buf_append(head, h->value, vl) | ir_buf_append(head, "\r\n", 2);
+        rc = ir_buf_append(head, h->name, nl) || ir_buf_append(head, ": ", 2) ||
+             ir_buf_append(head, h->value, vl) || ir_buf_append(head, "\r\n", 2);
     }
     bool is_head = strcmp(req->method, "HEAD") == 0;
     bool bodyless_status = status < 200 || status == 204 || status == 304;
@@ -602,8 +602,8 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
     if (bodyless_status) {
         /* no framing headers at all */
     } else if (content_length >= 0) {
-        rc |= ir_buf_append_lit(head, "Content-Length: ") |
-              ir_buf_append_uint(head, (uint64_t)content_length) | ir_buf_append_lit(head, "\r\n");
+        rc |= ir_buf_append_lit(head, "Content-Length: ") ||
+              ir_buf_append_uint(head, (uint64_t)content_length) || ir_buf_append_lit(head, "\r\n");
     } else if (!is_head) {
         if (http10) {
             resp->eof_framed = true;

@@ -82,8 +82,8 @@ static void families_present(void **state) {
     ir_buf_init(&out, 0);
     sim_metrics_render(e, &out);
     const char *sg[] = {
-        "sglang:num_running_reqs{engine_type=\"unified\",model_name=\"m\",pp_rank=\"0\",tp_rank="
-        "\"0\"} 0.0\n",
+        ("sglang:num_running_reqs{engine_type=\"unified\",model_name=\"m\",pp_rank=\"0\",tp_rank="
+         "\"0\"} 0.0\n"), /* one line, split for width */
         "# TYPE sglang:num_queue_reqs gauge\n",
         "# TYPE sglang:token_usage gauge\n",
         "# TYPE sglang:cache_hit_rate gauge\n",
