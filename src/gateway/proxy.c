@@ -263,6 +263,14 @@ static void on_up_body(void *ud, const char *data, size_t len) {
     if (!r->resp || r->client_gone) return;
     int64_t q = irn_resp_write(r->resp, data, len);
     if (q < 0) {
+        if (q == IRN_ENOBUFS && !client_left(r)) {
+            /* Its queue passed server.max_write_queue even though the engine is held at half
+             * of it: the client is dropped, and the engine is not blamed for it. */
+            IR_WARN("proxy", "request %s: the client reads too slowly; closing it", r->rid);
+            irn_resp_close(r->resp);
+            r->resp = NULL;
+            mark_gone(r);
+        }
         client_left(r); /* IRN_ECLOSED: gone, even if on_abort has not fired yet */
         irn_client_cancel(r->up);
         return;

@@ -47,7 +47,8 @@ struct irn_pool {
 };
 
 typedef enum { CS_RESOLVING, CS_CONNECTING, CS_ACTIVE, CS_IDLE } cstate;
-typedef enum { CT_NONE, CT_CONNECT, CT_HEAD, CT_READ, CT_POOL } ctimer;
+/* CT_KICK: deliver held bytes from the loop after a resume. */
+typedef enum { CT_NONE, CT_CONNECT, CT_HEAD, CT_READ, CT_POOL, CT_KICK } ctimer;
 
 struct cconn {
     irn_pool *pool;
@@ -75,6 +76,9 @@ struct cconn {
     irn_hdrs hdrs;
     irn_header *harr;
     phost *host;
+    /* Response bytes read but not parsed because the request paused (a pause
+     * stops on_body at once, even inside one read); at most one read's worth. */
+    ir_buf held;
 };
 
 static void conn_close(cconn *c);
@@ -183,6 +187,7 @@ static void client_finish(irn_client *cl, int err) {
 /* ---- timers and reads ----------------------------------------------------------- */
 
 static void on_ctimer(uv_timer_t *t);
+static void deliver_held(cconn *c);
 
 /* Lazy (irn_lazy): a busy connection moves between deadlines several times per
  * request, and each uv_timer_start/stop is a heap operation. */
@@ -264,6 +269,9 @@ static void on_ctimer(uv_timer_t *t) {
     case CT_POOL:
         conn_close(c);
         break;
+    case CT_KICK:
+        deliver_held(c);
+        break;
     case CT_NONE:
         break;
     }
@@ -314,7 +322,8 @@ static int r_body(llhttp_t *ll, const char *at, size_t len) {
     irn_client *cl = c->cl;
     if (!cl || cl->canceled) return -1;
     if (cl->cbs.on_body && len) cl->cbs.on_body(cl->ud, at, len);
-    return (c->closing || cl->canceled) ? -1 : 0;
+    if (c->closing || cl->canceled) return -1;
+    return cl->paused ? HPE_PAUSED : 0; /* the rest of the read waits in held */
 }
 
 static int r_message_complete(llhttp_t *ll) {
@@ -367,6 +376,43 @@ static void conn_complete(cconn *c, bool reusable) {
     client_finish(cl, 0);
 }
 
+/* Parses response bytes; what a pause leaves unparsed goes to held (data may be
+ * held's own bytes). */
+static void feed(cconn *c, const char *data, size_t n) {
+    llhttp_errno_t e = llhttp_execute(&c->ll, data, n);
+    if (c->closing) return; /* cancelled from a callback */
+    const char *stop = e == HPE_PAUSED ? llhttp_get_error_pos(&c->ll) : data + n;
+    if (c->msg_done) {
+        bool all = stop == data + n;
+        if (data == c->held.data) ir_buf_reset(&c->held); /* pooled connections hold nothing */
+        conn_complete(c, all && llhttp_should_keep_alive(&c->ll));
+        return;
+    }
+    if (e == HPE_PAUSED) { /* the request paused in on_body */
+        llhttp_resume(&c->ll);
+        size_t done = (size_t)(stop - data), left = n - done;
+        if (data == c->held.data) {
+            ir_buf_consume(&c->held, done);
+        } else if (left && ir_buf_append(&c->held, stop, left) != 0) {
+            conn_fail(c, IRN_ENOMEM); /* cannot happen: held is empty and fits a read */
+            return;
+        }
+        return;
+    }
+    if (data == c->held.data) ir_buf_reset(&c->held);
+    if (e != HPE_OK) conn_fail(c, IRN_EPARSE);
+}
+
+/* After a resume, from the loop: held bytes first, then the socket again. */
+static void deliver_held(cconn *c) {
+    irn_client *cl = c->cl;
+    if (!cl || cl->paused) return;
+    if (c->held.len) feed(c, c->held.data, c->held.len);
+    if (c->closing || c->cl != cl || cl->paused || c->held.len) return;
+    cread_start(c);
+    if (cl->idle_ms) ctimer_set(c, CT_READ, cl->idle_ms);
+}
+
 static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     cconn *c = s->data;
     if (c->closing || nread == 0) return;
@@ -391,14 +437,7 @@ static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         ctimer_set(c, CT_READ, cl->idle_ms);
     else if (c->tk == CT_HEAD)
         ctimer_set(c, CT_NONE, 0);
-    llhttp_errno_t e = llhttp_execute(&c->ll, buf->base, (size_t)nread);
-    if (c->closing) return; /* cancelled from a callback */
-    if (c->msg_done) {
-        bool all = e == HPE_PAUSED && llhttp_get_error_pos(&c->ll) == buf->base + nread;
-        conn_complete(c, all && llhttp_should_keep_alive(&c->ll));
-        return;
-    }
-    if (e != HPE_OK) conn_fail(c, IRN_EPARSE);
+    feed(c, buf->base, (size_t)nread);
 }
 
 /* ---- connecting and sending ------------------------------------------------------------ */
@@ -497,6 +536,7 @@ static void on_cconn_closed(uv_handle_t *h) {
     if (c->next) c->next->prev = c->prev;
     host_unref(pool, c->host);
     irn_hdrs_free(&c->hdrs);
+    ir_buf_free(&c->held);
     free(c->harr);
     free(c);
     if (cl) client_finish(cl, cl->err ? cl->err : IRN_ECLOSED_EARLY);
@@ -531,6 +571,7 @@ static cconn *conn_alloc(irn_pool *pool, const char *host, uint16_t port) {
     }
     c->pool = pool;
     irn_hdrs_init(&c->hdrs, pool->cfg.max_header_bytes, pool->cfg.max_headers);
+    ir_buf_init(&c->held, READ_BUF_SIZE);
     uv_tcp_init(pool->loop, &c->tcp);
     uv_timer_init(pool->loop, &c->timer);
     c->tcp.data = c;
@@ -757,6 +798,11 @@ void irn_client_resume(irn_client *cl) {
     cl->paused = false;
     cconn *c = cl->conn;
     if (!c || c->closing || c->st != CS_ACTIVE) return;
+    if (c->held.len) { /* from the loop, not from inside the caller's callback */
+        c->tk = CT_KICK;
+        irn_lazy_set(&c->tz, &c->timer, on_ctimer, 0);
+        return;
+    }
     cread_start(c);
     if (cl->got_bytes && cl->idle_ms) ctimer_set(c, CT_READ, cl->idle_ms);
 }

@@ -350,8 +350,10 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
  * pooled) and on_done(IRN_ECANCELED) fires later from the loop. Calling it
  * again before on_done is harmless; calling it after on_done is a bug. */
 void irn_client_cancel(irn_client *c);
-/* Stops / restarts reading the upstream socket (and its idle timer). Bytes
- * already read (at most one read buffer) may still be delivered. */
+/* Stops / restarts the response: no on_body between pause and resume, even
+ * for bytes already read (they are held, at most one read buffer, and
+ * delivered from the loop after the resume). Reading and the idle timer
+ * stop while paused. */
 void irn_client_pause(irn_client *c);
 void irn_client_resume(irn_client *c);
 /* Whether any response byte was received (a failure after that is not safely

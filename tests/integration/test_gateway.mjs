@@ -597,3 +597,58 @@ test('busy_poll: a polling worker proxies, times out a stalled body, and exits 0
   assert.equal(stalled.status, 408);
   assert.equal(await gw.stop('SIGTERM'), 0);
 });
+
+for (const http2 of [false, true]) test(`backpressure: a client that stops reading gets its whole stream, with a small server.max_write_queue (upstream.http2: ${http2})`, async () => {
+  // An engine that streams about 10 MB at once; the client stops reading for a second.
+  const sim = await startSim(['--max-model-len', '200000', '--num-gpu-blocks-override', '20000', '--decode-token-ms', '0.001',
+    '--decode-batch-us', '0', '--prefill-token-us', '0', '--prefill-pair-ns', '0', '--prefill-fixed-ms', '0']);
+  const gw = await startGateway({
+    server: { workers: 1, max_write_queue: '16KiB' },
+    upstream: { http2 },
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 's0', url: sim.url }],
+  });
+  try {
+    const tokens = 50000;
+    const body = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hi', max_tokens: tokens, stream: true, ignore_eos: true });
+    const raw = await new Promise((resolve, reject) => {
+      const chunks = [];
+      const s = net.connect(gw.port, '127.0.0.1', () => {
+        s.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      });
+      let paused = false;
+      s.on('data', (d) => {
+        chunks.push(d);
+        if (!paused) { // after the first bytes: stop reading while the engine runs ahead
+          paused = true;
+          s.pause();
+          setTimeout(() => s.resume(), 1000);
+        }
+      });
+      s.on('end', () => resolve(Buffer.concat(chunks).toString('latin1'))); // one char per byte: chunk sizes count bytes
+      s.on('error', reject);
+      s.setTimeout(30000, () => { s.destroy(); reject(new Error('timed out')); });
+    });
+    assert.match(raw, /^HTTP\/1\.1 200 /);
+    assert.match(raw, /\r\ntransfer-encoding: chunked\r\n/i);
+    // De-chunk: chunk boundaries need not fall between events.
+    let at = raw.indexOf('\r\n\r\n') + 4, text = '';
+    for (;;) {
+      const eol = raw.indexOf('\r\n', at);
+      const size = parseInt(raw.slice(at, eol), 16);
+      assert.ok(Number.isInteger(size), `bad chunk size at ${at}`);
+      if (size === 0) break;
+      text += raw.slice(eol + 2, eol + 2 + size);
+      at = eol + 2 + size + 2;
+    }
+    const events = sseData(text);
+    assert.ok(events.length >= tokens, `${events.length} events for ${tokens} tokens; gateway log: ${gw.log.text.slice(-1500)}`);
+    assert.equal(events.at(-1), '[DONE]');
+    const page = await metrics(gw.admin);
+    assert.equal(metricValue(page, 'inferrail_upstream_errors_total'), 0, page);
+    assert.equal(metricValue(page, 'inferrail_client_disconnects_total'), 0, page);
+  } finally {
+    await gw.stop();
+    await sim.stop();
+  }
+});

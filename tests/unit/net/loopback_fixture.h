@@ -118,7 +118,8 @@ static inline void fx_hold(fx *f, irn_resp *resp) {
 
 /* /hello: "hello <method> <host header|-> <x-test header|-> <major>.<minor>"
  * and the peer in X-Peer; /echo: the body back; /stream: three chunks 5 ms
- * apart; /big: big_n chunks with backpressure; /p0../p2: answered later;
+ * apart; /big: big_n chunks with backpressure (/bigchunked: the same, chunked);
+ * /p0../p2: answered later;
  * /slow: never answered; /rst: dropped unanswered; /rstmid: dropped after
  * part of a body (by the test, through held). */
 static inline void fx_on_request(void *ud, irn_request *req, irn_resp *resp) {
@@ -142,8 +143,9 @@ static inline void fx_on_request(void *ud, irn_request *req, irn_resp *resp) {
         f->stream_step = 0;
         f->stream_timer.data = f;
         uv_timer_start(&f->stream_timer, fx_stream_tick, 5, 0);
-    } else if (strcmp(p, "/big") == 0) {
-        irn_resp_start(resp, 200, NULL, 0, (int64_t)f->big_n * FX_CHUNK);
+    } else if (strcmp(p, "/big") == 0 || strcmp(p, "/bigchunked") == 0) {
+        bool chunked = p[4] != '\0'; /* several body spans per client read */
+        irn_resp_start(resp, 200, NULL, 0, chunked ? -1 : (int64_t)f->big_n * FX_CHUNK);
         f->big_step = 0;
         fx_big_fill(f, resp);
     } else if (p[0] == '/' && p[1] == 'p' && p[2] >= '0' && p[2] <= '2' && !p[3]) {
@@ -268,8 +270,10 @@ typedef struct call {
     char peer_hdr[64]; /* the response's X-Peer */
     char req_hdr[64];  /* the response's X-Req, set by the tests' on_error hooks */
     irn_client *h;
-    size_t pause_after;       /* > 0: pause once the body holds this many bytes */
-    bool paused;              /* it did */
+    size_t pause_after; /* > 0: pause once the body holds this many bytes */
+    bool paused;        /* it did */
+    bool resumed;
+    size_t while_paused;      /* body bytes delivered between pause and resume: must stay 0 */
     uv_timer_t *resume_timer; /* set: resume 200 ms after pausing (its data is the call) */
 } call;
 
@@ -285,12 +289,14 @@ static inline void c_head(void *ud, int status, const irn_header *h, size_t n) {
 
 static inline void c_resume_cb(uv_timer_t *t) {
     call *c = t->data;
+    c->resumed = true;
     irn_client_resume(c->h);
 }
 
 static inline void c_body(void *ud, const char *d, size_t n) {
     call *c = ud;
     assert_false(c->done); /* nothing after on_done */
+    if (c->paused && !c->resumed) c->while_paused += n;
     assert_int_equal(ir_buf_append(&c->body, d, n), 0);
     if (c->pause_after && !c->paused && c->body.len >= c->pause_after) {
         c->paused = true;

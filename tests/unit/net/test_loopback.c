@@ -69,8 +69,8 @@ static void test_streaming_chunked(void **st) {
 }
 
 /* A big response with a paused client: the server's writes back up, then
- * on_drain resumes the producer. */
-static void test_backpressure(void **st) {
+ * on_drain resumes the producer. A paused client gets no body bytes. */
+static void backpressure(const char *path) {
     fx f;
     fx_setup(&f, NULL, NULL);
     /* 1000 * 16 KiB = 16 MiB: more than the kernel's socket buffers hold, so
@@ -83,16 +83,26 @@ static void test_backpressure(void **st) {
     c.pause_after = 512 * 1024 + 1;
     c.resume_timer = &rt;
     rt.data = &c;
-    irn_client_req r = mkreq(&f, "GET", "/big");
+    irn_client_req r = mkreq(&f, "GET", path);
     assert_int_equal(irn_client_request(f.pool, &r, &CBS, &c, &c.h), 0);
     run_until(&f, &c.done);
     assert_int_equal(c.err, 0);
     assert_true(c.paused);
+    assert_int_equal(c.while_paused, 0); /* paused means no on_body until resumed */
     assert_int_equal(c.body.len, 1000 * FX_CHUNK);
     assert_true(f.drains >= 1);
     ir_buf_free(&c.body);
     uv_close((uv_handle_t *)&rt, NULL);
     fx_teardown(&f);
+}
+
+static void test_backpressure(void **st) {
+    backpressure("/big");
+}
+
+/* Chunked: one read holds several body spans, and the pause lands between two of them. */
+static void test_backpressure_chunked(void **st) {
+    backpressure("/bigchunked");
 }
 
 /* ---- a raw TCP client ------------------------------------------------------------------- */
@@ -514,6 +524,7 @@ int main(void) {
         cmocka_unit_test(test_get_post_keepalive),
         cmocka_unit_test(test_streaming_chunked),
         cmocka_unit_test(test_backpressure),
+        cmocka_unit_test(test_backpressure_chunked),
         cmocka_unit_test(test_pipelined_in_order),
         cmocka_unit_test(test_server_errors),
         cmocka_unit_test(test_server_error_hook),
