@@ -110,3 +110,25 @@ backend sims
 $(i=0; for p in "${sims[@]}"; do i=$((i + 1)); echo "  server s$i 127.0.0.1:$p"; done)
 HAP
 }
+
+# proxy_cmd NAME: the command line of one proxy (inferrail, nginx or haproxy) in
+# the array cmd, from the configs gw_yaml, nginx_conf and haproxy_cfg wrote as
+# $tmp/gw.yaml, $tmp/nginx.conf and $tmp/haproxy.cfg.
+proxy_cmd() {
+  case $1 in
+  inferrail) cmd=("$B/inferrail-gateway" --config "$tmp/gw.yaml") ;;
+  nginx) cmd=(nginx -c "$tmp/nginx.conf" -p "$tmp") ;;
+  haproxy) cmd=(haproxy -f "$tmp/haproxy.cfg" -db) ;;
+  esac
+}
+
+# rps64 URL N: N non-streamed one-token completions at 64 in flight through
+# URL, after waiting up to 30 s for URL/health (valgrind starts slowly); prints
+# the harness's JSON line.
+rps64() {
+  for _ in $(seq 300); do curl -sf -o /dev/null "$1/health" && break; sleep 0.1; done
+  "$B/inferrail-bench" rps --url "$1" --path /v1/completions --concurrency 64 --n "$2" --no-stream --max-tokens 1
+}
+
+# json_errors LINE: the "errors" field of a harness line.
+json_errors() { echo "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["errors"])'; }

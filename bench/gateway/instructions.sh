@@ -21,23 +21,18 @@ haproxy_cfg "$tmp/haproxy.cfg" "$port"
 env_json ",\"requests\":$n,\"valgrind\":\"$(valgrind --version)\"" >> "$res"
 url="http://127.0.0.1:$port"
 for t in inferrail nginx haproxy; do
-  case $t in
-  inferrail) cmd=("$B/inferrail-gateway" --config "$tmp/gw.yaml") ;;
-  nginx) cmd=(nginx -c "$tmp/nginx.conf" -p "$tmp") ;;
-  haproxy) cmd=(haproxy -f "$tmp/haproxy.cfg" -db) ;;
-  esac
+  proxy_cmd "$t"
   valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$t.%p" "${cmd[@]}" 2>>"$tmp/vg.log" & vp=$!
   pids+=($vp)
-  for _ in $(seq 300); do curl -sf -o /dev/null "$url/health" && break; sleep 0.1; done
-  "$B/inferrail-bench" rps --url "$url" --path /v1/completions --concurrency 64 --n 500 --no-stream --max-tokens 1 >/dev/null
+  rps64 "$url" 500 >/dev/null # warm-up
   callgrind_control -z "$vp" >/dev/null
-  line=$("$B/inferrail-bench" rps --url "$url" --path /v1/completions --concurrency 64 --n "$n" --no-stream --max-tokens 1)
+  line=$(rps64 "$url" "$n")
   callgrind_control -d "$vp" >/dev/null
   kill "$vp"; wait "$vp" 2>/dev/null || true
   # The dump taken after the measured requests is the newest file with a part number.
   f=$(ls -t "$tmp"/cg."$t".*.[0-9]* 2>/dev/null | head -1)
   ir=$(awk '/^summary:/{print $2}' "$f")
-  errs=$(echo "$line" | python3 -c 'import json,sys; print(json.load(sys.stdin)["errors"])')
+  errs=$(json_errors "$line")
   echo "{\"bench\":\"instructions\",\"target\":\"$t\",\"requests\":$n,\"errors\":$errs,\"instructions\":$ir,\"per_request\":$((ir / n))}" | tee -a "$res"
 done
 python3 - "$res" <<'PY' | tee "$out/instructions.md"

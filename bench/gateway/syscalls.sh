@@ -21,21 +21,16 @@ haproxy_cfg "$tmp/haproxy.cfg" "$port"
 env_json ",\"requests\":$n" > "$res"
 url="http://127.0.0.1:$port"
 for t in inferrail nginx haproxy; do
-  case $t in
-  inferrail) cmd=("$B/inferrail-gateway" --config "$tmp/gw.yaml") ;;
-  nginx) cmd=(nginx -c "$tmp/nginx.conf" -p "$tmp") ;;
-  haproxy) cmd=(haproxy -f "$tmp/haproxy.cfg" -db) ;;
-  esac
+  proxy_cmd "$t"
   "${cmd[@]}" 2>/dev/null & p=$!
   pids+=($p)
-  for _ in $(seq 300); do curl -sf -o /dev/null "$url/health" && break; sleep 0.1; done
-  "$B/inferrail-bench" rps --url "$url" --path /v1/completions --concurrency 64 --n 500 --no-stream --max-tokens 1 >/dev/null
+  rps64 "$url" 500 >/dev/null # warm-up
   strace -c -f -p "$p" -o "$tmp/sc.$t" 2>/dev/null & sp=$!
   sleep 0.5 # attached to every thread
-  line=$("$B/inferrail-bench" rps --url "$url" --path /v1/completions --concurrency 64 --n "$n" --no-stream --max-tokens 1)
+  line=$(rps64 "$url" "$n")
   kill -INT "$sp"; wait "$sp" 2>/dev/null || true
   kill "$p"; wait "$p" 2>/dev/null || true
-  errs=$(echo "$line" | python3 -c 'import json,sys; print(json.load(sys.stdin)["errors"])')
+  errs=$(json_errors "$line")
   # strace -c: "% time seconds usecs/call calls [errors] syscall", then a total line.
   python3 - "$tmp/sc.$t" "$t" "$n" "$errs" >> "$res" <<'PY'
 import json, sys
