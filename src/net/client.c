@@ -70,7 +70,8 @@ struct cconn {
     bool in_1xx;
     bool head_seen;
     bool msg_done;
-    bool reused; /* the current request came from the pool */
+    bool reused;     /* the current request came from the pool */
+    bool parse_held; /* llhttp stopped in on_body for a pause: a resume runs it on */
     irn_client *cl;
     llhttp_t ll;
     irn_hdrs hdrs;
@@ -390,6 +391,7 @@ static void feed(cconn *c, const char *data, size_t n) {
     }
     if (e == HPE_PAUSED) { /* the request paused in on_body */
         llhttp_resume(&c->ll);
+        c->parse_held = true;
         size_t done = (size_t)(stop - data), left = n - done;
         if (data == c->held.data) {
             ir_buf_consume(&c->held, done);
@@ -403,11 +405,16 @@ static void feed(cconn *c, const char *data, size_t n) {
     if (e != HPE_OK) conn_fail(c, IRN_EPARSE);
 }
 
-/* After a resume, from the loop: held bytes first, then the socket again. */
+/* After a resume, from the loop: held bytes first, then the socket again. With
+ * nothing held, llhttp still runs on from where the pause stopped it: the
+ * pause may have come in the last body span, before the message's end. */
 static void deliver_held(cconn *c) {
     irn_client *cl = c->cl;
     if (!cl || cl->paused) return;
-    if (c->held.len) feed(c, c->held.data, c->held.len);
+    if (c->parse_held) {
+        c->parse_held = false;
+        feed(c, c->held.len ? c->held.data : "", c->held.len);
+    }
     if (c->closing || c->cl != cl || cl->paused || c->held.len) return;
     cread_start(c);
     if (cl->idle_ms) ctimer_set(c, CT_READ, cl->idle_ms);
@@ -457,7 +464,8 @@ static void send_request(cconn *c) {
     llhttp_init(&c->ll, HTTP_RESPONSE, &resp_settings);
     c->ll.data = c;
     irn_hdrs_reset(&c->hdrs);
-    c->in_1xx = c->head_seen = c->msg_done = false;
+    c->in_1xx = c->head_seen = c->msg_done = c->parse_held = false;
+    ir_buf_reset(&c->held);
     uv_buf_t bufs[2] = {uv_buf_init(cl->head.data, (unsigned)cl->head.len),
                         uv_buf_init((char *)cl->body, (unsigned)cl->body_len)};
     unsigned nb = cl->body_len ? 2 : 1;
@@ -798,7 +806,7 @@ void irn_client_resume(irn_client *cl) {
     cl->paused = false;
     cconn *c = cl->conn;
     if (!c || c->closing || c->st != CS_ACTIVE) return;
-    if (c->held.len) { /* from the loop, not from inside the caller's callback */
+    if (c->parse_held) { /* from the loop, not from inside the caller's callback */
         c->tk = CT_KICK;
         irn_lazy_set(&c->tz, &c->timer, on_ctimer, 0);
         return;

@@ -70,7 +70,7 @@ static void test_streaming_chunked(void **st) {
 
 /* A big response with a paused client: the server's writes back up, then
  * on_drain resumes the producer. A paused client gets no body bytes. */
-static void backpressure(const char *path) {
+static void backpressure(const char *path, size_t pause_after) {
     fx f;
     fx_setup(&f, NULL, NULL);
     /* 1000 * 16 KiB = 16 MiB: more than the kernel's socket buffers hold, so
@@ -80,7 +80,7 @@ static void backpressure(const char *path) {
     uv_timer_init(&f.loop, &rt);
     call c;
     call_init(&c);
-    c.pause_after = 512 * 1024 + 1;
+    c.pause_after = pause_after;
     c.resume_timer = &rt;
     rt.data = &c;
     irn_client_req r = mkreq(&f, "GET", path);
@@ -97,12 +97,19 @@ static void backpressure(const char *path) {
 }
 
 static void test_backpressure(void **st) {
-    backpressure("/big");
+    backpressure("/big", 512 * 1024 + 1);
 }
 
 /* Chunked: one read holds several body spans, and the pause lands between two of them. */
 static void test_backpressure_chunked(void **st) {
-    backpressure("/bigchunked");
+    backpressure("/bigchunked", 512 * 1024 + 1);
+}
+
+/* A pause in the last body span: the response must still complete after the resume, with
+ * nothing left to read from the socket. */
+static void test_backpressure_last_span(void **st) {
+    backpressure("/big", 1000 * FX_CHUNK);
+    backpressure("/bigchunked", 1000 * FX_CHUNK);
 }
 
 /* ---- a raw TCP client ------------------------------------------------------------------- */
@@ -525,6 +532,7 @@ int main(void) {
         cmocka_unit_test(test_streaming_chunked),
         cmocka_unit_test(test_backpressure),
         cmocka_unit_test(test_backpressure_chunked),
+        cmocka_unit_test(test_backpressure_last_span),
         cmocka_unit_test(test_pipelined_in_order),
         cmocka_unit_test(test_server_errors),
         cmocka_unit_test(test_server_error_hook),
