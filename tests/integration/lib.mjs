@@ -33,7 +33,7 @@ export function freePort() {
 async function waitReady(port, child, log, what) {
   const deadline = Date.now() + 10000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${what} exited early (${child.exitCode}):\n${log.text}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited early (${child.exitCode ?? child.signalCode}):\n${log.text}`);
     try {
       const r = await fetch(`http://127.0.0.1:${port}/health`);
       await r.arrayBuffer();
@@ -54,7 +54,11 @@ export async function startSim(args = [], opts = {}) {
   children.add(child);
   const log = { text: '' };
   child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
-  child.on('exit', () => children.delete(child));
+  let stopping = false;
+  child.on('exit', (code, sig) => {
+    children.delete(child);
+    if (!stopping && (sig || code)) process.stderr.write(`inferrail-sim exited unexpectedly (${code ?? sig}):\n${log.text}\n`);
+  });
   await waitReady(port, child, log, 'inferrail-sim');
   return {
     port,
@@ -62,7 +66,9 @@ export async function startSim(args = [], opts = {}) {
     child,
     log,
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null) return child.exitCode;
+      stopping = true;
+      // Already gone (an exit code, or a signal such as ASan's abort): 'exit' will not fire again.
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
       const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
       child.kill(signal);
       const t = setTimeout(() => child.kill('SIGKILL'), 5000);
@@ -145,13 +151,21 @@ export async function startGateway(config, opts = {}) {
   children.add(child);
   const log = { text: '' };
   child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
-  child.on('exit', () => { children.delete(child); try { fs.unlinkSync(file); } catch { /* gone */ } });
+  let stopping = false;
+  child.on('exit', (code, sig) => {
+    children.delete(child);
+    try { fs.unlinkSync(file); } catch { /* gone */ }
+    // A crash (a sanitizer's report ends in SIGABRT) shows in the test's output.
+    if (!stopping && (sig || code)) process.stderr.write(`inferrail-gateway exited unexpectedly (${code ?? sig}):\n${log.text}\n`);
+  });
   await waitReady(port, child, log, 'inferrail-gateway');
   if (opts.waitHealthy !== false) await sleep(50);
   return {
     port, url: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, child, log, file,
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null) return child.exitCode;
+      // Already gone (an exit code, or a signal such as ASan's abort): 'exit' will not fire again.
+      stopping = true;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
       const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
       child.kill(signal);
       const t = setTimeout(() => child.kill('SIGKILL'), 10000);
