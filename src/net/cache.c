@@ -17,6 +17,17 @@ _Static_assert(offsetof(irn_request, body) >= sizeof(void *), "link overlaps the
 _Static_assert(offsetof(irn_resp, head) >= sizeof(void *), "link overlaps the head");
 _Static_assert(offsetof(irn_client, head) >= sizeof(void *), "link overlaps the head");
 
+/* Keeps p (with its buffer b emptied) on f when b is small enough and f has room;
+ * frees both otherwise. f NULL: no cache. */
+static void keep_or_free(ir_freelist *f, void *p, ir_buf *b) {
+    if (f && b->cap <= KEEP_BYTES) {
+        ir_buf_reset(b);
+        if (ir_freelist_push(f, p)) return;
+    }
+    ir_buf_free(b);
+    free(p);
+}
+
 irn_cache *irn_cache_new(void) {
     irn_cache *c = malloc(sizeof *c);
     if (!c) return NULL;
@@ -37,15 +48,9 @@ void irn_cache_free(irn_cache *c) {
     irn_request *req;
     while ((req = ir_freelist_pop(&c->reqs))) request_destroy(req);
     irn_resp *resp;
-    while ((resp = ir_freelist_pop(&c->resps))) {
-        ir_buf_free(&resp->head);
-        free(resp);
-    }
+    while ((resp = ir_freelist_pop(&c->resps))) keep_or_free(NULL, resp, &resp->head);
     irn_client *cl;
-    while ((cl = ir_freelist_pop(&c->clients))) {
-        ir_buf_free(&cl->head);
-        free(cl);
-    }
+    while ((cl = ir_freelist_pop(&c->clients))) keep_or_free(NULL, cl, &cl->head);
     free(c);
 }
 
@@ -105,12 +110,7 @@ irn_resp *irn_resp_new(irn_request *req, const irn_server_cfg *cfg) {
 void irn_resp_release(irn_resp *resp) {
     irn_request_free(resp->req);
     resp->req = NULL;
-    if (resp->cache && resp->head.cap <= KEEP_BYTES) {
-        ir_buf_reset(&resp->head);
-        if (ir_freelist_push(&resp->cache->resps, resp)) return;
-    }
-    ir_buf_free(&resp->head);
-    free(resp);
+    keep_or_free(resp->cache ? &resp->cache->resps : NULL, resp, &resp->head);
 }
 
 irn_client *irn_client_alloc(irn_cache *cache, size_t max_head) {
@@ -129,10 +129,5 @@ irn_client *irn_client_alloc(irn_cache *cache, size_t max_head) {
 }
 
 void irn_client_release(irn_client *cl) {
-    if (cl->cache && cl->head.cap <= KEEP_BYTES) {
-        ir_buf_reset(&cl->head);
-        if (ir_freelist_push(&cl->cache->clients, cl)) return;
-    }
-    ir_buf_free(&cl->head);
-    free(cl);
+    keep_or_free(cl->cache ? &cl->cache->clients : NULL, cl, &cl->head);
 }

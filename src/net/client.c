@@ -725,12 +725,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     int rc = ir_buf_append(hd, method, ml) || ir_buf_append_lit(hd, " ") ||
              ir_buf_append(hd, path, pl) || ir_buf_append_lit(hd, " HTTP/1.1\r\n");
     if (!irn_headers_find(req->headers, req->nheaders, "host")) {
-        bool v6 = memchr(cl->host, ':', hl) != NULL; /* an IPv6 literal goes in brackets */
-        rc |= ir_buf_append_lit(hd, "Host: ");
-        if (v6) rc |= ir_buf_append_lit(hd, "[");
-        rc |= ir_buf_append(hd, cl->host, hl);
-        if (v6) rc |= ir_buf_append_lit(hd, "]");
-        rc |= ir_buf_append_lit(hd, ":") || ir_buf_append_uint(hd, cl->port) ||
+        rc |= ir_buf_append_lit(hd, "Host: ") || irn_append_authority(hd, cl->host, hl, cl->port) ||
               ir_buf_append_lit(hd, "\r\n");
     }
     for (size_t i = 0; rc == 0 && i < req->nheaders; i++) {

@@ -67,6 +67,15 @@ bool irn_bad_text(const char *s, size_t n, bool allow_space) {
     return false;
 }
 
+int irn_append_authority(ir_buf *b, const char *host, size_t hl, uint16_t port) {
+    bool v6 = memchr(host, ':', hl) != NULL;
+    return (v6 && ir_buf_append_lit(b, "[")) || ir_buf_append(b, host, hl) ||
+                   (v6 && ir_buf_append_lit(b, "]")) || ir_buf_append_lit(b, ":") ||
+                   ir_buf_append_uint(b, port)
+               ? -1
+               : 0;
+}
+
 bool irn_has_token(const char *v, size_t len, const char *token) {
     size_t tl = strlen(token);
     size_t i = 0;

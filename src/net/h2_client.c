@@ -699,11 +699,8 @@ static int build_nv(h2cs *st, const irn_client *cl, const char *method, const ch
     if (host) {
         (void)ir_buf_append(&a, host->value, IR_MIN(host->value_len, sizeof authority - 1));
     } else {
-        bool v6 = strchr(cl->host, ':') != NULL; /* an IPv6 literal goes in brackets */
         /* Too long to fit: cut short, as the host is checked when connecting. */
-        (void)((v6 && ir_buf_append_lit(&a, "[")) || ir_buf_append_str(&a, cl->host) ||
-               (v6 && ir_buf_append_lit(&a, "]")) || ir_buf_append_lit(&a, ":") ||
-               ir_buf_append_uint(&a, cl->port));
+        (void)irn_append_authority(&a, cl->host, strlen(cl->host), cl->port);
     }
     bool wants_length = cl->body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;

@@ -796,10 +796,6 @@ int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
     return (int64_t)q;
 }
 
-static void resp_free(irn_resp *resp) {
-    irn_resp_release(resp);
-}
-
 int irn_h2_resp_end(irn_resp *resp) {
     h2st *st = resp->h2s;
     int rc = 0;
@@ -824,7 +820,7 @@ int irn_h2_resp_end(irn_resp *resp) {
             schedule(h);
         }
     }
-    resp_free(resp);
+    irn_resp_release(resp);
     return rc;
 }
 
@@ -839,6 +835,6 @@ int irn_h2_resp_close(irn_resp *resp) {
             schedule(h);
         }
     }
-    resp_free(resp);
+    irn_resp_release(resp);
     return 0;
 }

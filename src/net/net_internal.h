@@ -42,6 +42,8 @@ static inline bool irn_streq_ci(const char *a, size_t alen, const char *b) {
 /* Whether s[0..n) holds CR, LF or NUL (or, unless allow_space, any byte <= ' '):
  * what may not go into a request line or a header. */
 bool irn_bad_text(const char *s, size_t n, bool allow_space);
+/* Appends "host:port", an IPv6 literal in brackets (Host and :authority); -1 past b's cap. */
+int irn_append_authority(ir_buf *b, const char *host, size_t hl, uint16_t port);
 /* Whether a comma-separated header value contains `token` (case-insensitive). */
 bool irn_has_token(const char *value, size_t len, const char *token);
 /* Milliseconds for a uv timer, rounding up; 0 stays 0. */
