@@ -2,6 +2,7 @@
 #include "core/ir_core.h"
 
 #include <string.h>
+#include <utf8proc.h>
 
 static int dump_cb(const char *buffer, size_t size, void *data) {
     return ir_buf_append((ir_buf *)data, buffer, size);
@@ -55,6 +56,19 @@ int ir_json_append_string(ir_buf *out, const char *s, size_t n) {
                 u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4];
                 u[5] = hex[c & 15];
             }
+        }
+        if (c >= 0x80) {
+            /* Valid UTF-8 is copied; an invalid byte (a lone surrogate, an overlong or cut
+             * sequence) becomes U+FFFD, so the output is always valid JSON and UTF-8. */
+            utf8proc_int32_t cp;
+            utf8proc_ssize_t k =
+                utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+            if (k > 0) {
+                run += (size_t)k;
+                i += (size_t)k - 1;
+                continue;
+            }
+            esc = "\\ufffd";
         }
         if (!esc && c >= 0x20) {
             run++;

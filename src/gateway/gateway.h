@@ -160,6 +160,11 @@ size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, cons
 int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
                     const char *name, ir_buf *out);
 
+/* The 404 message for an unknown model. A name over GW_SHOWN_NAME bytes is cut at a
+ * character boundary and marked with an ellipsis and its full length. */
+#define GW_SHOWN_NAME 256
+void gw_unknown_model_message(const char *name, size_t len, char *out, size_t cap);
+
 /* A lease: one request's claim on a replica's concurrency and pending slots.
  * Taking one never overshoots the caps, whatever the races. */
 bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens);

@@ -47,7 +47,8 @@ typedef struct gw_req {
     irn_client *up;
     irn_header *fwd; /* headers for the engine, in the request's arena */
     size_t nfwd;
-    uv_timer_t *timer; /* backoff between attempts */
+    uv_timer_t *timer;  /* backoff between attempts; NULL once closing */
+    int timers_closing; /* closed timers whose close callback is still due */
     bool head_sent, client_gone, retry_on_done, paused;
     int last_status; /* the last retryable engine answer, for the final error */
     int status;      /* what the client got, for the access log */
@@ -55,6 +56,16 @@ typedef struct gw_req {
 } gw_req;
 
 static void attempt(gw_req *r);
+
+void gw_unknown_model_message(const char *name, size_t len, char *out, size_t cap) {
+    if (len <= GW_SHOWN_NAME) {
+        snprintf(out, cap, "The model `%.*s` does not exist.", (int)len, name);
+        return;
+    }
+    size_t cut = GW_SHOWN_NAME; /* at a character boundary */
+    while (cut > 0 && ((unsigned char)name[cut] & 0xC0) == 0x80) cut--;
+    snprintf(out, cap, "The model `%.*s\u2026` (%zu bytes) does not exist.", (int)cut, name, len);
+}
 
 enum { GW_KEEP_BYTES = 16 * 1024 + 1 }; /* splice buffer capacity a recycled gw_req keeps */
 
@@ -107,6 +118,31 @@ static bool is_hop_by_hop(const char *name, size_t n) {
     return false;
 }
 
+/* Whether a Connection header among hs[0..n) names `name` (RFC 9110 7.6.1: every
+ * header it lists is hop-by-hop). */
+static bool connection_names(const irn_header *hs, size_t n, const char *name, size_t len) {
+    for (size_t i = 0; i < n; i++) {
+        if (hs[i].name_len != 10 || strncasecmp(hs[i].name, "connection", 10) != 0) continue;
+        const char *v = hs[i].value, *end = v + hs[i].value_len;
+        while (v < end) {
+            const char *comma = memchr(v, ',', (size_t)(end - v));
+            const char *te = comma ? comma : end;
+            while (v < te && (*v == ' ' || *v == '\t')) v++;
+            const char *tb = te;
+            while (tb > v && (tb[-1] == ' ' || tb[-1] == '\t')) tb--;
+            if ((size_t)(tb - v) == len && strncasecmp(v, name, len) == 0) return true;
+            v = comma ? comma + 1 : end;
+        }
+    }
+    return false;
+}
+
+/* Whether a header stops at the gateway: hop-by-hop by RFC 9110 or named by Connection,
+ * or one the gateway sets itself (host, content-length, expect, x-request-id). */
+static bool not_forwarded(const irn_header *hs, size_t n, const irn_header *h) {
+    return is_hop_by_hop(h->name, h->name_len) || connection_names(hs, n, h->name, h->name_len);
+}
+
 /* inferrail_responses_total: every answer the client port gives, by class. */
 static void count_response(gw_stats *st, int status) {
     atomic_fetch_add_explicit(status >= 500   ? &st->responses_5xx
@@ -133,7 +169,7 @@ static void send_error(gw_req *r, int status, const char *type, const char *msg,
 }
 
 static void req_maybe_free(gw_req *r) {
-    if (r->resp || r->up || r->timer) return;
+    if (r->resp || r->up || r->timer || r->timers_closing) return;
     if (r->w->app->cfg.logging.access_log)
         IR_INFO("access", "id=%s model=%s replica=%s status=%d attempts=%d ms=%.3f%s", r->rid,
                 r->model ? r->model->cfg->name : "-", r->last_replica ? r->last_replica : "-",
@@ -238,11 +274,11 @@ static void on_up_head(void *ud, int status, const irn_header *h, size_t n) {
     size_t k = 0;
     int64_t cl = -1;
     for (size_t i = 0; out && i < n; i++) {
-        if (strncasecmp(h[i].name, "content-length", h[i].name_len) == 0 && h[i].name_len == 14) {
+        if (h[i].name_len == 14 && strncasecmp(h[i].name, "content-length", 14) == 0) {
             cl = strtoll(h[i].value, NULL, 10);
             continue;
         }
-        if (is_hop_by_hop(h[i].name, h[i].name_len)) continue;
+        if (not_forwarded(h, n, &h[i])) continue;
         out[k++] = h[i];
     }
     if (!out) {
@@ -291,16 +327,18 @@ static void on_backoff(uv_timer_t *t);
 static void on_timer_closed(uv_handle_t *h) {
     gw_req *r = h->data;
     free(h);
-    if (r) {
-        r->timer = NULL;
-        req_maybe_free(r);
-    }
+    r->timers_closing--;
+    req_maybe_free(r);
 }
 
+/* The timer is done with as soon as it fires or the request ends: closing it is what
+ * lets req_maybe_free free the request (a timer left open leaked every retried one). */
 static void close_timer(gw_req *r) {
     if (!r->timer) return;
     uv_timer_stop(r->timer);
     uv_close((uv_handle_t *)r->timer, on_timer_closed);
+    r->timer = NULL;
+    r->timers_closing++;
 }
 
 /* Waits the backoff, then tries again; or answers when nothing is left. */
@@ -334,8 +372,8 @@ static void retry_or_fail(gw_req *r, int status, const char *msg) {
 
 static void on_backoff(uv_timer_t *t) {
     gw_req *r = t->data;
+    close_timer(r);
     if (client_left(r)) {
-        close_timer(r);
         end_client(r);
         return;
     }
@@ -627,14 +665,13 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     r->body_len = req->body.len;
     const gw_model *m = NULL;
     if (found == IR_JSON_FOUND && sp.is_string) {
-        ir_buf name;
-        ir_buf_init(&name, 4096);
+        ir_buf name; /* decoded, never longer than the token */
+        ir_buf_init(&name, sp.end - sp.start + 1);
         if (ir_json_unescape(req->body.data + sp.start, sp.end - sp.start, &name) == 0)
             m = gw_fleet_model(&app->fleet, name.data ? name.data : "", name.len);
         if (!m) {
-            char msg[600];
-            snprintf(msg, sizeof msg, "The model `%.*s` does not exist.",
-                     (int)IR_MIN(name.len, 512), name.data ? name.data : "");
+            char msg[GW_SHOWN_NAME + 96];
+            gw_unknown_model_message(name.data ? name.data : "", name.len, msg, sizeof msg);
             send_error(r, 404, "NotFoundError", msg, NULL, 0);
             ir_buf_free(&name);
             req_maybe_free(r);
@@ -647,8 +684,9 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
             req_maybe_free(r);
             return;
         }
-    } else if (found == IR_JSON_ABSENT || (found == IR_JSON_FOUND && !sp.is_string &&
-                                           memcmp(req->body.data + sp.start, "null", 4) == 0)) {
+    } else if (found == IR_JSON_ABSENT ||
+               (found == IR_JSON_FOUND && !sp.is_string && sp.end - sp.start == 4 &&
+                memcmp(req->body.data + sp.start, "null", 4) == 0)) {
         if (app->fleet.nmodels != 1) {
             send_error(r, 400, NULL, "`model` is required: this gateway serves several models.",
                        NULL, 0);
@@ -677,7 +715,7 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     }
     for (size_t i = 0; i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
-        if (!is_hop_by_hop(h->name, h->name_len)) r->fwd[r->nfwd++] = *h;
+        if (!not_forwarded(req->headers, req->nheaders, h)) r->fwd[r->nfwd++] = *h;
     }
     r->fwd[r->nfwd++] = (irn_header){"x-request-id", 12, r->rid, strlen(r->rid)};
     attempt(r);

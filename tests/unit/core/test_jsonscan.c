@@ -148,11 +148,55 @@ static void agrees_with_jansson(void **state) {
     ir_buf_free(&doc);
 }
 
+/* ir_json_append_string writes valid JSON and valid UTF-8 whatever it is given: valid
+ * sequences are kept, every invalid byte becomes \ufffd, and jansson reads it back. */
+static void append_string_always_utf8(void **state) {
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80",
+         "\"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80\""},
+        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""}, /* a lone surrogate, CESU-8 */
+        {"a\xc0\xaf"
+         "b",
+         "\"a\\ufffd\\ufffdb\""},             /* overlong */
+        {"x\xe6\x97", "\"x\\ufffd\\ufffd\""}, /* cut short */
+        {"\xff\"\n", "\"\\ufffd\\\"\\n\""},
+    };
+    for (size_t i = 0; i < IR_ARRAY_LEN(cases); i++) {
+        ir_buf b;
+        ir_buf_init(&b, 0);
+        assert_int_equal(ir_json_append_string(&b, cases[i].in, strlen(cases[i].in)), 0);
+        assert_int_equal(b.len, strlen(cases[i].want));
+        assert_memory_equal(b.data, cases[i].want, b.len);
+        json_error_t e;
+        json_t *v = json_loadb(b.data, b.len, JSON_DECODE_ANY, &e);
+        assert_non_null(v);
+        json_decref(v);
+        ir_buf_free(&b);
+    }
+    ir_rng r;
+    ir_rng_seed(&r, 7);
+    for (int round = 0; round < 2000; round++) { /* random bytes: jansson always accepts */
+        char in[32];
+        for (size_t k = 0; k < sizeof in; k++) in[k] = (char)ir_rng_next(&r);
+        ir_buf b;
+        ir_buf_init(&b, 0);
+        assert_int_equal(ir_json_append_string(&b, in, sizeof in), 0);
+        json_error_t e;
+        json_t *v = json_loadb(b.data, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+        assert_non_null(v);
+        json_decref(v);
+        ir_buf_free(&b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(known_cases),
         cmocka_unit_test(unescape_utf8),
         cmocka_unit_test(agrees_with_jansson),
+        cmocka_unit_test(append_string_always_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
