@@ -208,7 +208,7 @@ typedef struct gw_app {
     _Atomic int stopping;
 } gw_app;
 
-/* Workers (proxy.c). */
+/* Workers (worker.c). */
 gw_worker *gw_worker_new(gw_app *app, uint32_t id);
 int gw_worker_start(gw_worker *w);                    /* binds and starts the thread */
 void gw_worker_stop(gw_worker *w, uint64_t grace_ns); /* asynchronous */
@@ -226,7 +226,7 @@ int gw_metrics_render(gw_app *app, ir_buf *out);
 
 int gw_main(int argc, char **argv);
 
-/* Helpers shared by proxy and control. */
+/* Request ids (request.c), shared with the control thread. */
 bool gw_request_id_ok(const char *s);
 void gw_request_id_new(ir_rng *r, char out[33]);
 

@@ -1,0 +1,219 @@
+/* request.h: the gateway's request path, for the files that make it up.
+ *
+ * A proxied request goes through these stages, each in a file of its own
+ * (docs/internals/gateway.md says what each takes and gives):
+ *
+ *    1. accept          pipeline.c, routes.c  the route; local answers
+ *    2. resolve         resolve.c             `model` and its alias
+ *    3. prepare         prepare.c             the prompt's tokens (may run off the loop)
+ *    4. hash            prepare.c             the prompt's block hashes
+ *    5. match           prepare.c             what each replica holds of them
+ *    6. offer           choose.c              the candidates
+ *    7. choose          choose.c              the policy's pick, under a lease
+ *    8. forward         forward.c             the upstream request; retries
+ *    9. stream back     stream.c              head, body and end, back to the client
+ *   10. finish          finish.c              feedback to the index, metrics, the log
+ *
+ * Layers, bottom up; a file calls only into files of its own layer or below:
+ *    request.c, finish.c, headers.c          the request object and its lifecycle
+ *    resolve.c, prepare.c, choose.c, stream.c
+ *    forward.c
+ *    pipeline.c, routes.c
+ *    worker.c                                 the thread, its loop and listener
+ * The stream stage tells the forward stage that an attempt may be retried through
+ * gw_req.again, a callback that forward.c sets, so nothing calls upward.
+ *
+ * Everything here runs on one worker's loop; nothing is shared across threads
+ * except through gw_app (see gateway.h).
+ */
+#ifndef GW_REQUEST_H
+#define GW_REQUEST_H
+
+#include "gateway/gateway.h"
+
+/* One worker thread: its loop, listener, upstream pool and recycling lists. */
+struct gw_worker {
+    gw_app *app;
+    uint32_t id;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t wake;
+    uv_timer_t grace;
+    irn_server *srv;
+    irn_pool *pool;
+    irn_cache *cache;  /* recycled net structs, for this loop */
+    ir_freelist greqs; /* recycled gw_req */
+    ir_rng rng;
+    _Atomic uint64_t stop_grace_ns; /* set by gw_worker_stop, read on the loop */
+    _Atomic int stop_requested;
+    bool stopping, started;
+    uint64_t live; /* requests in this worker */
+    int port;
+};
+
+typedef struct gw_req gw_req;
+
+/* The splice buffer capacity that a recycled gw_req keeps. */
+#define GW_KEEP_BYTES (16 * 1024 + 1)
+
+/* Another attempt may be made: the last one failed before any byte reached the
+ * client. status and msg are the answer to give when no attempt is left. */
+typedef void (*gw_again_fn)(gw_req *r, int status, const char *msg);
+
+/* The stage after an asynchronous one (prepare) resumes the request with this. */
+typedef void (*gw_step_fn)(gw_req *r);
+
+/* One client request through its attempts. It lives until the client's response
+ * has ended and no upstream request or timer refers to it; gw_req_done frees it
+ * then. Its memory: the struct (recycled per worker), the net request's arena
+ * (headers, path), and `spliced`. */
+struct gw_req {
+    gw_worker *w;
+    irn_request *req;
+    irn_resp *resp; /* NULL once ended */
+    const gw_model *model;
+    const char *body; /* what is sent: the client's body, or `spliced` */
+    size_t body_len;
+    ir_buf spliced; /* the body with `model` rewritten, when it was */
+    char rid[160];
+    uint64_t arrival, deadline;
+    uint64_t prompt_tokens;
+    int attempt;
+    uint64_t tried[GW_MAX_REPLICAS / 64];
+    gw_replica *rep; /* the replica of the current lease */
+    const char *last_replica;
+    bool lease_pending;
+    irn_client *up;
+    irn_header *fwd; /* headers for the engine, in the request's arena */
+    size_t nfwd;
+    uv_timer_t *timer;  /* backoff between attempts; NULL once closing */
+    int timers_closing; /* closed timers whose close callback is still due */
+    gw_again_fn again;  /* set by the forward stage */
+    bool head_sent, client_gone, retry_on_done, paused;
+    int last_status; /* the last retryable engine answer, for the final error */
+    int status;      /* what the client got, for the access log */
+    int last_err;
+};
+
+/* ---- request.c: the object and its lifecycle ---------------------------------------- */
+
+/* A new request (recycled when the worker has one), with its id, deadline and the
+ * response's abort and drain hooks set. NULL when out of memory: nothing was sent. */
+gw_req *gw_req_new(gw_worker *w, irn_request *req, irn_resp *resp);
+
+/* The one way to fail a request: answers the client with an error in the OpenAI
+ * shape (when it still has a response), counts it and frees the request if nothing
+ * else refers to it. r must not be used afterwards. type NULL: the status's
+ * default; extra: headers added to x-request-id (up to 6). */
+void gw_req_fail(gw_req *r, int status, const char *msg);
+void gw_req_fail_with(gw_req *r, int status, const char *type, const char *msg,
+                      const irn_header *extra, size_t nextra);
+
+/* Answers with an error and counts it, but leaves the freeing to the caller, who
+ * still refers to r (an upstream callback, before gw_req_done). */
+void gw_req_answer_error(gw_req *r, int status, const char *type, const char *msg,
+                         const irn_header *extra, size_t nextra);
+
+/* Frees r when nothing refers to it any more (the response ended, no upstream
+ * request, no timer); finish (finish.c) runs first. Safe to call at any time, but
+ * r must not be used after a call that may have freed it. */
+void gw_req_done(gw_req *r);
+
+/* Counts the client's leaving, once. */
+void gw_req_mark_gone(gw_req *r);
+/* Whether the client left, asking the net layer too (see request.c). */
+bool gw_req_client_left(gw_req *r);
+/* Ends the client's response cleanly, when it still has one. */
+void gw_req_end_client(gw_req *r);
+/* Gives the lease on r->rep back. */
+void gw_req_release(gw_req *r);
+/* Closes the backoff timer (if any); gw_req_done waits for its close callback. */
+void gw_req_close_timer(gw_req *r);
+
+/* inferrail_responses_total: every answer the client port gives, by class. */
+void gw_count_response(gw_stats *st, int status);
+/* The id a response carries: the client's x-request-id when well formed, else a
+ * new one. req is NULL for a request the server could not read. */
+void gw_request_id(gw_worker *w, const irn_request *req, char *out, size_t n);
+
+/* ---- finish.c ------------------------------------------------------------------------ */
+/* The last stage, once per request, just before it is freed: the access log (and,
+ * as they come, the index's feedback and per-request metrics). */
+void gw_finish(gw_req *r);
+
+/* ---- headers.c ------------------------------------------------------------------------ */
+/* Whether header h (one of hs[0..n)) stops at the gateway: hop-by-hop by RFC 9110
+ * (7.6.1: the fixed list, and every header a Connection header names), or one the
+ * gateway sets itself (host, content-length, expect, x-request-id). */
+bool gw_header_stops_here(const irn_header *hs, size_t n, const irn_header *h);
+/* r->fwd: the client's headers that go on to the engine, plus x-request-id, in the
+ * request's arena. -1 when the arena is out of room. */
+int gw_headers_for_engine(gw_req *r);
+/* The engine's response headers that go on to the client, plus x-request-id and
+ * x-inferrail-replica, in the arena; *cl gets the engine's Content-Length (-1: none).
+ * NULL when out of room. */
+irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size_t *nout,
+                                  int64_t *cl);
+
+/* ---- resolve.c ------------------------------------------------------------------------- */
+/* What the body's `model` resolves to. Pure: no request, no allocation kept. */
+typedef struct gw_resolution {
+    const gw_model *model; /* NULL: answer `status` with `message` */
+    int status;
+    const char *type; /* the error's type; NULL: the status's default */
+    const char *message;
+    bool rewrite; /* the body must name model->cfg->name instead */
+    bool found;   /* `model` is present (rewrite its value) or not (insert it) */
+    ir_json_span span;
+    char text[GW_SHOWN_NAME + 96]; /* holds message when it is built */
+} gw_resolution;
+void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
+/* Stage 2: resolves r's model and rewrites its body as needed. 0: go on; -1: the
+ * request was answered (and is gone). */
+int gw_stage_resolve(gw_req *r);
+
+/* ---- prepare.c ------------------------------------------------------------------------- */
+/* Stage 3: the prompt's tokens. Calls next(r) once done, on r's loop: today at once;
+ * with a tokenizer, from a worker pool for large bodies. */
+void gw_stage_prepare(gw_req *r, gw_step_fn next);
+/* Stage 4: the prompt's block hashes (nothing yet: no KV index). */
+void gw_stage_hash(gw_req *r);
+/* Stage 5: each replica's predicted cached blocks (nothing yet: no KV index). */
+void gw_stage_match(gw_req *r);
+
+/* ---- choose.c -------------------------------------------------------------------------- */
+typedef enum { GW_CHOSEN, GW_NONE_HEALTHY, GW_ALL_FULL } gw_choice;
+/* Stages 6 and 7: offers the policy the candidates (untried replicas first) and
+ * takes a lease on its pick; a pick that lost a race for its last slot is dropped
+ * and the policy asked again. On GW_CHOSEN, r->rep holds the lease. */
+gw_choice gw_choose(gw_req *r);
+
+/* ---- stream.c -------------------------------------------------------------------------- */
+/* Stage 9: the upstream request's callbacks. They stream the engine's answer back,
+ * and end each attempt: success, a failure the client sees, or r->again. */
+extern const irn_client_cbs gw_stream_cbs;
+/* The client's write queue drained: the engine may send again. */
+void gw_stream_on_drain(irn_resp *resp, void *ud);
+
+/* ---- forward.c ------------------------------------------------------------------------- */
+/* Stage 8: one attempt: choose a replica, send the request to it. On failure before
+ * the first byte, backs off and tries again (r->again) while attempts and time
+ * remain. r may be gone when it returns. */
+void gw_forward(gw_req *r);
+
+/* ---- pipeline.c, routes.c ------------------------------------------------------------- */
+/* The net server's callbacks for the client port (pipeline.c). */
+void gw_on_request(void *ud, irn_request *req, irn_resp *resp);
+int gw_on_headers(void *ud, irn_request *req);
+void gw_on_error(void *ud, const irn_request *req, irn_error_answer *e);
+
+typedef enum { GW_ROUTE_NONE, GW_ROUTE_PROXY, GW_ROUTE_LOCAL, GW_ROUTE_BAD_METHOD } gw_route;
+/* routes.c: which route a request takes; *allow gets the methods it accepts. */
+gw_route gw_route_of(const irn_request *req, const char **allow);
+/* Dresses an answer given without an engine: the request id, and for a route the
+ * gateway does not have, vLLM's 404/405 type, message and Allow. */
+void gw_dress_answer(gw_worker *w, const irn_request *req, irn_error_answer *e);
+/* Answers a request that is not proxied (a local route, 404, 405). */
+void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route k);
+
+#endif

@@ -1,0 +1,94 @@
+/* resolve.c: stage 2, the body's `model`: which configured model it names (by name
+ * or alias), or the error to answer. Only `model` is read, by a scanner that follows
+ * JSON's rules; every comparison is bounded by the bytes the body has. */
+#include "gateway/request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void gw_unknown_model_message(const char *name, size_t len, char *out, size_t cap) {
+    if (len <= GW_SHOWN_NAME) {
+        snprintf(out, cap, "The model `%.*s` does not exist.", (int)len, name);
+        return;
+    }
+    size_t cut = GW_SHOWN_NAME; /* at a character boundary */
+    while (cut > 0 && ((unsigned char)name[cut] & 0xC0) == 0x80) cut--;
+    snprintf(out, cap, "The model `%.*s\u2026` (%zu bytes) does not exist.", (int)cut, name, len);
+}
+
+static void fail(gw_resolution *o, int status, const char *msg) {
+    o->model = NULL;
+    o->status = status;
+    o->message = msg;
+}
+
+static bool is_null(const char *body, const ir_json_span *sp) {
+    return !sp->is_string && sp->end - sp->start == 4 && memcmp(body + sp->start, "null", 4) == 0;
+}
+
+/* `model` is a string: a name or an alias, or unknown. */
+static void by_name(const gw_fleet *f, const char *body, gw_resolution *o) {
+    const ir_json_span *sp = &o->span;
+    ir_buf name; /* decoded, never longer than the token */
+    ir_buf_init(&name, sp->end - sp->start + 1);
+    const gw_model *m = NULL;
+    if (ir_json_unescape(body + sp->start, sp->end - sp->start, &name) == 0)
+        m = gw_fleet_model(f, name.data ? name.data : "", name.len);
+    if (!m) {
+        gw_unknown_model_message(name.data ? name.data : "", name.len, o->text, sizeof o->text);
+        fail(o, 404, o->text);
+        o->type = "NotFoundError";
+    } else {
+        o->model = m;
+        o->rewrite = strlen(m->cfg->name) != name.len || memcmp(m->cfg->name, name.data, name.len);
+    }
+    ir_buf_free(&name);
+}
+
+void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *o) {
+    memset(o, 0, sizeof *o);
+    int found = ir_json_scan_key(body, len, "model", &o->span, 256);
+    o->found = found == IR_JSON_FOUND;
+    if (found == IR_JSON_INVALID) {
+        fail(o, 400, "The request body is not a valid JSON object.");
+    } else if (o->found && o->span.is_string) {
+        by_name(f, body, o);
+    } else if (!o->found || is_null(body, &o->span)) {
+        /* absent or null: the only model, when there is one */
+        if (f->nmodels != 1) {
+            fail(o, 400, "`model` is required: this gateway serves several models.");
+            return;
+        }
+        o->model = &f->models[0];
+        o->rewrite = true;
+    } else {
+        fail(o, 400, "`model` must be a string.");
+    }
+}
+
+/* The body sent on is the client's with `model` rewritten; the copy is made once. */
+static int splice_body(gw_req *r, const gw_resolution *o) {
+    const char *name = o->model->cfg->name;
+    size_t most = r->req->body.len + strlen(name) * 6 + 32; /* every byte of name escaped */
+    ir_buf_rearm(&r->spliced, most, GW_KEEP_BYTES);
+    (void)ir_buf_reserve(&r->spliced, most); /* one allocation, none when recycled */
+    if (gw_splice_model(r->body, r->body_len, &o->span, o->found, name, &r->spliced)) return -1;
+    r->body = r->spliced.data;
+    r->body_len = r->spliced.len;
+    return 0;
+}
+
+int gw_stage_resolve(gw_req *r) {
+    gw_resolution o;
+    gw_resolve_model(&r->w->app->fleet, r->body, r->body_len, &o);
+    if (!o.model) {
+        gw_req_fail_with(r, o.status, o.type, o.message, NULL, 0);
+        return -1;
+    }
+    r->model = o.model;
+    if (o.rewrite && splice_body(r, &o)) {
+        gw_req_fail(r, 413, "The request body is too large.");
+        return -1;
+    }
+    return 0;
+}

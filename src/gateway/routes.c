@@ -1,0 +1,65 @@
+/* routes.c: stage 1's table: which paths the client port has, and the answers it
+ * gives without an engine (/health, /v1/models, 404, 405). */
+#include "gateway/request.h"
+
+#include <string.h>
+
+gw_route gw_route_of(const irn_request *req, const char **allow) {
+    const char *p = req->path;
+    bool proxy = strcmp(p, "/v1/chat/completions") == 0 || strcmp(p, "/v1/completions") == 0;
+    bool local = strcmp(p, "/v1/models") == 0 || strcmp(p, "/health") == 0;
+    if (proxy) {
+        *allow = "POST";
+        return strcmp(req->method, "POST") == 0 ? GW_ROUTE_PROXY : GW_ROUTE_BAD_METHOD;
+    }
+    if (local) {
+        *allow = "GET, HEAD";
+        return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0
+                   ? GW_ROUTE_LOCAL
+                   : GW_ROUTE_BAD_METHOD;
+    }
+    return GW_ROUTE_NONE;
+}
+
+void gw_dress_answer(gw_worker *w, const irn_request *req, irn_error_answer *e) {
+    gw_request_id(w, req, e->buf, sizeof e->buf);
+    e->headers[e->nheaders++] = (irn_header){"x-request-id", 12, e->buf, strlen(e->buf)};
+    const char *allow = NULL;
+    gw_route k = req ? gw_route_of(req, &allow) : GW_ROUTE_NONE;
+    if (req && k == GW_ROUTE_NONE && e->status == 404) {
+        e->type = e->message = "Not Found";
+    } else if (req && k == GW_ROUTE_BAD_METHOD && e->status == 405) {
+        e->type = e->message = "Method Not Allowed";
+        e->headers[e->nheaders++] = (irn_header){"allow", 5, allow, strlen(allow)};
+    }
+}
+
+static void answer_local(gw_worker *w, irn_request *req, irn_resp *resp, const irn_header *rid) {
+    if (strcmp(req->path, "/health") == 0) {
+        irn_resp_send(resp, 200, NULL, "", 0, rid, 1);
+        return;
+    }
+    ir_buf b;
+    ir_buf_init(&b, 0);
+    gw_cards_render(w->app->cards, &b);
+    irn_resp_send(resp, 200, "application/json", b.data, b.len, rid, 1);
+    ir_buf_free(&b);
+}
+
+void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route k) {
+    /* Every response carries a request id, local ones too (headers[0]). */
+    irn_error_answer e = {.status = k == GW_ROUTE_NONE         ? 404
+                                    : k == GW_ROUTE_BAD_METHOD ? 405
+                                                               : 200};
+    gw_dress_answer(w, req, &e);
+    gw_count_response(&w->app->stats, e.status);
+    if (k == GW_ROUTE_LOCAL) {
+        answer_local(w, req, resp, e.headers);
+        return;
+    }
+    ir_buf b;
+    ir_buf_init(&b, 0);
+    irn_error_body(&b, e.status, e.type, e.message);
+    irn_resp_send(resp, e.status, "application/json", b.data, b.len, e.headers, e.nheaders);
+    ir_buf_free(&b);
+}
