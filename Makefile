@@ -17,6 +17,7 @@ help:
 	@echo "make run        start three simulators and the gateway (Ctrl-C stops them)"
 	@echo "make fmt        format the C sources with clang-format"
 	@echo "make fuzz       build the libFuzzer targets and run each briefly"
+	@echo "make stress     the long scenarios of tests/stress (minutes; loopback only)"
 
 deps:
 	@./scripts/install-deps
@@ -53,16 +54,22 @@ fmt-check:
 	@out=$$(clang-format --dry-run $$(git ls-files --cached --others --exclude-standard 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c') 2>&1); \
 	if [ -n "$$out" ]; then echo "$$out" | head -40; echo "fmt-check: run 'make fmt'"; exit 1; fi; echo "fmt-check: ok"
 
+# The stress scenarios (tests/stress): minutes each, real processes, loopback only.
+# Results are summed up in docs/stress.md.
+.PHONY: stress
+stress: deps build
+	cd $(BUILD) && ctest --output-on-failure -L stress
+
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
 # The whole suite, release build then ASan+UBSan build, then the format check.
 test: deps
 	$(MAKE) build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE stress
 	$(MAKE) asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	  ctest --output-on-failure -j $(JOBS) -LE stress
 	$(MAKE) tsan-threaded
 	$(MAKE) fmt-check
 
