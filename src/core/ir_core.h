@@ -39,6 +39,18 @@ void ir_log_set_json(bool on);
 void ir_log_write(ir_log_level lvl, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* One structured field of a log event: a string (str non-NULL) or a number. */
+typedef struct ir_log_field {
+    const char *key;
+    const char *str;
+    double num;
+} ir_log_field;
+/* An event with fields. In the json format each field is a member of the event's
+ * object; in text, `key=value` pairs follow the message. */
+void ir_log_fields(ir_log_level lvl, const char *component, const char *msg, const ir_log_field *f,
+                   size_t n);
+bool ir_log_is_json(void);
+
 #define IR_LOG(lvl, comp, ...)                                                                     \
     do {                                                                                           \
         if ((lvl) >= ir_log_get_level()) ir_log_write((lvl), (comp), __VA_ARGS__);                 \

@@ -2,10 +2,31 @@
  * The KV index's feedback and per-request metrics join here as they land. */
 #include "gateway/request.h"
 
+/* In the json format, each of the access log's values is a field of its own. */
+static void access_json(const gw_req *r, double ms) {
+    ir_log_field f[] = {
+        {"request_id", r->rid, 0},
+        {"model", r->model ? r->model->cfg->name : "-", 0},
+        {"replica", r->last_replica ? r->last_replica : "-", 0},
+        {"status", NULL, r->status},
+        {"attempts", NULL, r->attempt},
+        {"ms", NULL, ms},
+        {"prompt_tokens", NULL, (double)r->prompt_tokens},
+        {"client_gone", NULL, r->client_gone},
+    };
+    ir_log_fields(IR_LOG_INFO, "access", "request", f, IR_ARRAY_LEN(f));
+}
+
 void gw_finish(gw_req *r) {
     if (!r->w->app->cfg.logging.access_log) return;
-    IR_INFO("access", "id=%s model=%s replica=%s status=%d attempts=%d ms=%.3f%s", r->rid,
+    double ms = (double)(ir_now_ns() - r->arrival) / 1e6;
+    if (ir_log_is_json()) {
+        access_json(r, ms);
+        return;
+    }
+    IR_INFO("access",
+            "id=%s model=%s replica=%s status=%d attempts=%d ms=%.3f prompt_tokens=%llu%s", r->rid,
             r->model ? r->model->cfg->name : "-", r->last_replica ? r->last_replica : "-",
-            r->status, r->attempt, (double)(ir_now_ns() - r->arrival) / 1e6,
+            r->status, r->attempt, ms, (unsigned long long)r->prompt_tokens,
             r->client_gone ? " client_gone=1" : "");
 }

@@ -141,3 +141,29 @@ test('the gateway is still alive after all of the above', async () => {
   assert.equal(r.status, 200);
   await r.arrayBuffer();
 });
+
+test('logging.format json: the access log\'s values are fields of the event, not text in its message', async () => {
+  const g = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 's0', url: sim.url }],
+    logging: { access_log: true, format: 'json' },
+  });
+  try {
+    const r = await fetch(g.url + '/v1/completions', { method: 'POST', body: '{"prompt":"hello there","max_tokens":1}', headers: { 'x-request-id': 'json-1' } });
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    await sleep(50);
+    const events = g.log.text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+    const a = events.find((e) => e.component === 'access');
+    assert.ok(a, g.log.text);
+    assert.equal(a.request_id, 'json-1');
+    assert.equal(a.model, 'inferrail/sim-8b');
+    assert.equal(a.replica, 's0');
+    assert.equal(a.status, 200);
+    assert.equal(a.attempts, 1);
+    assert.equal(typeof a.ms, 'number');
+    assert.equal(typeof a.prompt_tokens, 'number');
+    assert.ok(!a.msg.includes('json-1'), 'the message does not repeat the fields');
+  } finally {
+    assert.equal(await g.stop(), 0, g.log.text);
+  }
+});
