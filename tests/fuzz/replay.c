@@ -65,8 +65,10 @@ static long replay_dir(const char *dir) {
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
         if (names[i]->d_name[0] != '.' && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (replay_file(path) != 0) count = -1;
-            else if (count >= 0) count++;
+            if (replay_file(path) != 0)
+                count = -1;
+            else if (count >= 0)
+                count++;
         }
         free(names[i]);
     }
