@@ -223,7 +223,7 @@ int ir_sse_encode_data(ir_buf *out, const char *payload, size_t n);
 /* Appends compact JSON, in insertion order, with ", " and ": " separators as
  * Python's json.dumps writes them when `python_style` is set. */
 int ir_json_append(ir_buf *out, const json_t *v, bool python_style);
-/* Reads an integer field; returns def when missing, -1 in *ok when the wrong type. */
+/* The string value of obj[key]; NULL when the key is missing or not a string. */
 const char *ir_json_str(const json_t *obj, const char *key);
 /* Appends s as a JSON string literal, quotes included. */
 int ir_json_append_string(ir_buf *out, const char *s, size_t n);

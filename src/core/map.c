@@ -16,7 +16,8 @@ static const uint8_t *slot_key(const ir_map *m, const ir_map_slot *s) {
     return s->len1 - 1 <= IR_MAP_INLINE_KEY ? s->key : (const uint8_t *)m->pool + s->off;
 }
 
-static bool slot_is(const ir_map *m, const ir_map_slot *s, uint64_t h, const void *key, size_t len) {
+static bool slot_is(const ir_map *m, const ir_map_slot *s, uint64_t h, const void *key,
+                    size_t len) {
     return s->hash == h && s->len1 == len + 1 && memcmp(slot_key(m, s), key, len) == 0;
 }
 

@@ -67,6 +67,8 @@ static inline int hf_utf8_len(unsigned char c) {
     return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
 }
 int hf_utf8_enc(uint32_t cp, char *out); /* returns 1..4 */
+/* The code point GPT-2's byte-level scheme shows byte b as (hf_encode.c). */
+uint32_t hf_byte_char(unsigned b);
 /* Length of the longest valid UTF-8 prefix of s (== n when all valid). */
 size_t hf_utf8_valid_prefix(const char *s, size_t n);
 
