@@ -141,8 +141,6 @@ json_t *bench_prediction(const long *pred, const long *actual, size_t n);
 /* GET url into out (capped at 8 MiB), on its own short-lived loop. Returns
  * the status, or a negative IRN_E* code. */
 int bench_http_get(const char *url, ir_buf *out, double timeout_s);
-/* Sums every sample of a counter family in a Prometheus text page; -1 when absent. */
-double bench_prom_sum(const char *page, const char *family);
 /* A free loopback TCP port, or 0. */
 uint16_t bench_free_port(void);
 

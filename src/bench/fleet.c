@@ -65,25 +65,6 @@ int bench_http_get(const char *url, ir_buf *out, double timeout_s) {
     return g.err ? g.err : g.status;
 }
 
-double bench_prom_sum(const char *page, const char *family) {
-    size_t fl = strlen(family);
-    double sum = 0;
-    bool found = false;
-    for (const char *p = page; p && *p;) {
-        const char *eol = strchr(p, '\n');
-        if (strncmp(p, family, fl) == 0 && (p[fl] == '{' || p[fl] == ' ')) {
-            const char *v = p + fl;
-            if (*v == '{') v = strchr(v, '}');
-            if (v && (!eol || v < eol)) {
-                sum += strtod(v + 1, NULL);
-                found = true;
-            }
-        }
-        p = eol ? eol + 1 : NULL;
-    }
-    return found ? sum : -1;
-}
-
 uint16_t bench_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return 0;

@@ -7,6 +7,7 @@
  * client loop that stalls) shows up in the latencies; the gap between the
  * scheduled time and the hand-off to the client is recorded as send lag. */
 #include "bench/bench.h"
+#include "load/ir_load.h"
 #include "net/ir_net.h"
 
 #include <errno.h>
@@ -329,8 +330,8 @@ static void scrape(const bench_run_cfg *cfg, engine_counts *out) {
         int st = bench_http_get(url, &page, 5);
         out[i].queries = out[i].hits = -1;
         if (st == 200 && page.data) {
-            out[i].queries = bench_prom_sum(page.data, "vllm:prefix_cache_queries_total");
-            out[i].hits = bench_prom_sum(page.data, "vllm:prefix_cache_hits_total");
+            out[i].queries = irl_prom_sum(page.data, page.len, "vllm:prefix_cache_queries_total");
+            out[i].hits = irl_prom_sum(page.data, page.len, "vllm:prefix_cache_hits_total");
         } else {
             fprintf(stderr, "run: scraping %s failed (%d)\n", url, st);
         }

@@ -147,7 +147,8 @@ typedef struct gen {
     size_t errlen;
 } gen;
 
-static double P(const gen *g, const char *k) {
+/* A number of the workload's parameters (its JSON object), by name. */
+static double param(const gen *g, const char *k) {
     return json_number_value(json_object_get(g->params, k));
 }
 
@@ -261,7 +262,7 @@ static void poisson_times(uint64_t seed, double rate, size_t n, uint64_t *t) {
 /* ---- single-shot workloads: w1, w4, w5, w6 ------------------------------------- */
 
 static int build_w1(gen *g, wl_build *b, size_t n, bool hot) {
-    size_t np = (size_t)P(g, "prompts");
+    size_t np = (size_t)param(g, "prompts");
     if (np < 1 || np > 100000) return -1;
     char **sys = calloc(np + 1, sizeof *sys);
     int rc = 0;
@@ -269,20 +270,22 @@ static int build_w1(gen *g, wl_build *b, size_t n, bool hot) {
         if (i == np && !hot) break;
         char lead[48];
         snprintf(lead, sizeof lead, "You are assistant %zu. ", i);
-        size_t len = i == np ? (size_t)P(g, "hot_tokens")
-                             : (size_t)uni(&g->shape, P(g, "sys_min"), P(g, "sys_max"));
+        size_t len = i == np ? (size_t)param(g, "hot_tokens")
+                             : (size_t)uni(&g->shape, param(g, "sys_min"), param(g, "sys_max"));
         sys[i] = gen_str(&g->text, lead, len);
         if (!sys[i]) rc = -1;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
         size_t p;
-        if (hot && ir_rng_double(&g->shape) < P(g, "hot_share"))
+        if (hot && ir_rng_double(&g->shape) < param(g, "hot_share"))
             p = np;
         else
             p = (size_t)ir_rng_below(&g->shape, np);
-        char *q = gen_str(&g->text, "", (size_t)uni(&g->shape, P(g, "q_min"), P(g, "q_max")));
+        char *q =
+            gen_str(&g->text, "", (size_t)uni(&g->shape, param(g, "q_min"), param(g, "q_max")));
         json_t *m = json_pack("[o,o]", msg("system", sys[p]), msg_new("user", q));
-        rc = add_req(b, m, uni(&g->shape, P(g, "out_min"), P(g, "out_max")), (uint32_t)p, 0);
+        rc =
+            add_req(b, m, uni(&g->shape, param(g, "out_min"), param(g, "out_max")), (uint32_t)p, 0);
         json_decref(m);
     }
     for (size_t i = 0; i <= np; i++) free(sys[i]);
@@ -291,7 +294,7 @@ static int build_w1(gen *g, wl_build *b, size_t n, bool hot) {
 }
 
 static int build_w4(gen *g, wl_build *b, size_t n) {
-    size_t nd = (size_t)P(g, "docs");
+    size_t nd = (size_t)param(g, "docs");
     if (nd < 1 || nd > 100000) return -1;
     char **docs = calloc(nd, sizeof *docs);
     double *cdf = calloc(nd, sizeof *cdf);
@@ -300,14 +303,15 @@ static int build_w4(gen *g, wl_build *b, size_t n) {
     for (size_t i = 0; i < nd && rc == 0; i++) {
         char lead[48];
         snprintf(lead, sizeof lead, "Document %zu.\n", i);
-        docs[i] = gen_str(&g->text, lead, (size_t)uni(&g->shape, P(g, "doc_min"), P(g, "doc_max")));
+        docs[i] = gen_str(&g->text, lead,
+                          (size_t)uni(&g->shape, param(g, "doc_min"), param(g, "doc_max")));
         if (!docs[i]) rc = -1;
-        total += 1.0 / pow((double)(i + 1), P(g, "zipf_s"));
+        total += 1.0 / pow((double)(i + 1), param(g, "zipf_s"));
         cdf[i] = total;
     }
-    char *sys = gen_str(&g->text, "Answer from the documents. ", (size_t)P(g, "sys_tokens"));
+    char *sys = gen_str(&g->text, "Answer from the documents. ", (size_t)param(g, "sys_tokens"));
     for (size_t i = 0; i < n && rc == 0; i++) {
-        size_t k = (size_t)uni(&g->shape, P(g, "k_min"), P(g, "k_max"));
+        size_t k = (size_t)uni(&g->shape, param(g, "k_min"), param(g, "k_max"));
         if (k > nd) k = nd;
         size_t pick[64];
         if (k > 64) k = 64;
@@ -334,14 +338,15 @@ static int build_w4(gen *g, wl_build *b, size_t n) {
             ir_buf_append_str(&ctx, docs[d]);
             ir_buf_append_str(&ctx, "\n\n");
         }
-        char *q =
-            gen_str(&g->text, "Question: ", (size_t)uni(&g->shape, P(g, "q_min"), P(g, "q_max")));
+        char *q = gen_str(
+            &g->text, "Question: ", (size_t)uni(&g->shape, param(g, "q_min"), param(g, "q_max")));
         ir_buf_append_str(&ctx, q ? q : "");
         free(q);
         json_t *m = json_pack("[o,o]", msg("system", sys ? sys : ""),
                               msg("user", ctx.data ? ctx.data : ""));
         ir_buf_free(&ctx);
-        rc = add_req(b, m, uni(&g->shape, P(g, "out_min"), P(g, "out_max")), (uint32_t)pick[0], 0);
+        rc = add_req(b, m, uni(&g->shape, param(g, "out_min"), param(g, "out_max")),
+                     (uint32_t)pick[0], 0);
         json_decref(m);
     }
     for (size_t i = 0; i < nd; i++) free(docs[i]);
@@ -358,9 +363,11 @@ static int build_w6(gen *g, wl_build *b, size_t n, uint64_t seed) {
         char lead[96];
         snprintf(lead, sizeof lead, "Request %zu of run %016llx, unique: %016llx. ", i,
                  (unsigned long long)seed, (unsigned long long)ir_rng_next(&g->text));
-        char *p = gen_str(&g->text, lead, (size_t)uni(&g->shape, P(g, "p_min"), P(g, "p_max")));
+        char *p =
+            gen_str(&g->text, lead, (size_t)uni(&g->shape, param(g, "p_min"), param(g, "p_max")));
         json_t *m = json_pack("[o]", msg_new("user", p));
-        rc = add_req(b, m, uni(&g->shape, P(g, "out_min"), P(g, "out_max")), (uint32_t)i, 0);
+        rc =
+            add_req(b, m, uni(&g->shape, param(g, "out_min"), param(g, "out_max")), (uint32_t)i, 0);
         json_decref(m);
     }
     return rc;
@@ -455,7 +462,7 @@ static int session_turn(gen *g, wl_build *b, session *s, const char *kind, share
             sg_is(json_array_get(conv, s->pos), "gpt", "assistant"))
             reply = json_array_get(conv, s->pos);
         out = reply ? (long)irt_sim_count(sg_value(reply), strlen(sg_value(reply))) : 128;
-        if (out > (long)P(g, "max_out")) out = (long)P(g, "max_out");
+        if (out > (long)param(g, "max_out")) out = (long)param(g, "max_out");
         int rc = add_req(b, s->msgs, out, s->id, s->turn);
         if (reply) {
             json_array_append_new(s->msgs, msg("assistant", sg_value(reply)));
@@ -469,22 +476,23 @@ static int session_turn(gen *g, wl_build *b, session *s, const char *kind, share
         return rc;
     }
     if (strcmp(kind, "w2") == 0) {
-        char *u = gen_str(&g->text, "", (size_t)uni(&g->shape, P(g, "user_min"), P(g, "user_max")));
+        char *u = gen_str(&g->text, "",
+                          (size_t)uni(&g->shape, param(g, "user_min"), param(g, "user_max")));
         json_array_append_new(s->msgs, msg_new("user", u));
-        out = uni(&g->shape, P(g, "out_min"), P(g, "out_max"));
+        out = uni(&g->shape, param(g, "out_min"), param(g, "out_max"));
     } else { /* w3 */
         if (s->turn == 0) {
-            size_t a = s->id % (size_t)P(g, "agents");
+            size_t a = s->id % (size_t)param(g, "agents");
             json_array_append_new(s->msgs, msg("system", agents[a]));
-            char *t = gen_str(&g->text,
-                              "Task: ", (size_t)uni(&g->shape, P(g, "task_min"), P(g, "task_max")));
+            char *t = gen_str(&g->text, "Task: ",
+                              (size_t)uni(&g->shape, param(g, "task_min"), param(g, "task_max")));
             json_array_append_new(s->msgs, msg_new("user", t));
         } else {
             char *t = gen_str(&g->text, "Tool output:\n",
-                              (size_t)uni(&g->shape, P(g, "tool_min"), P(g, "tool_max")));
+                              (size_t)uni(&g->shape, param(g, "tool_min"), param(g, "tool_max")));
             json_array_append_new(s->msgs, msg_new("tool", t));
         }
-        out = uni(&g->shape, P(g, "out_min"), P(g, "out_max"));
+        out = uni(&g->shape, param(g, "out_min"), param(g, "out_max"));
     }
     int rc = add_req(b, s->msgs, out, s->id, s->turn);
     /* The reply this turn is assumed to produce, resent as history next turn. */
@@ -499,16 +507,17 @@ static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, cons
     char *shared_sys = NULL;
     size_t nag = 0;
     if (!sg->root && strcmp(kind, "w3") == 0) {
-        nag = (size_t)P(g, "agents");
+        nag = (size_t)param(g, "agents");
         if (nag < 1 || nag > 64) return -1;
         for (size_t i = 0; i < nag; i++) {
             char lead[64];
             snprintf(lead, sizeof lead, "You are agent %zu. Tools:\n", i);
-            agents[i] =
-                gen_str(&g->text, lead, (size_t)uni(&g->shape, P(g, "sys_min"), P(g, "sys_max")));
+            agents[i] = gen_str(&g->text, lead,
+                                (size_t)uni(&g->shape, param(g, "sys_min"), param(g, "sys_max")));
         }
     } else if (!sg->root) {
-        shared_sys = gen_str(&g->text, "You are a helpful assistant. ", (size_t)P(g, "sys_tokens"));
+        shared_sys =
+            gen_str(&g->text, "You are a helpful assistant. ", (size_t)param(g, "sys_tokens"));
     }
     size_t cap = 1024, nact = 0;
     session *act = calloc(cap, sizeof *act);
@@ -534,16 +543,16 @@ static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, cons
                 s->turns = 1;
             } else if (strcmp(kind, "w2") == 0) {
                 json_array_append_new(s->msgs, msg("system", shared_sys ? shared_sys : ""));
-                s->turns = (uint32_t)uni(&g->shape, P(g, "turns_min"), P(g, "turns_max"));
+                s->turns = (uint32_t)uni(&g->shape, param(g, "turns_min"), param(g, "turns_max"));
             } else {
-                s->turns = (uint32_t)uni(&g->shape, P(g, "steps_min"), P(g, "steps_max"));
+                s->turns = (uint32_t)uni(&g->shape, param(g, "steps_min"), param(g, "steps_max"));
             }
             best = nact++;
         }
         session *s = &act[best];
         rc = session_turn(g, b, s, kind, sg, agents);
         s->turn++;
-        s->ready_s = now + unif(&g->shape, P(g, "think_min_s"), P(g, "think_max_s"));
+        s->ready_s = now + unif(&g->shape, param(g, "think_min_s"), param(g, "think_max_s"));
         if (s->turn >= s->turns) { /* done: drop it */
             json_decref(s->msgs);
             act[best] = act[--nact];
@@ -560,39 +569,16 @@ static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, cons
  * What one replica with an infinite cache would hit: for each request, the
  * leading whole blocks whose chained hash some earlier request produced. */
 
-typedef struct hset {
-    irt_hash *slots;
-    size_t cap, n;
-} hset;
-
-static bool hset_has(const hset *h, irt_hash x) {
-    for (size_t i = x.lo & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
-        if (!h->slots[i].lo && !h->slots[i].hi) return false;
-        if (irt_hash_eq(h->slots[i], x)) return true;
-    }
-}
-
-static int hset_add(hset *h, irt_hash x) {
-    if ((h->n + 1) * 2 > h->cap) {
-        hset g = {calloc(h->cap * 2, sizeof(irt_hash)), h->cap * 2, 0};
-        if (!g.slots) return -1;
-        for (size_t i = 0; i < h->cap; i++)
-            if (h->slots[i].lo || h->slots[i].hi) hset_add(&g, h->slots[i]);
-        free(h->slots);
-        *h = g;
-    }
-    for (size_t i = x.lo & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
-        if (irt_hash_eq(h->slots[i], x)) return 0;
-        if (!h->slots[i].lo && !h->slots[i].hi) {
-            h->slots[i] = x;
-            h->n++;
-            return 0;
-        }
-    }
+/* Every block hash the workload can produce: the cap of the set of seen ones. */
+static size_t max_blocks(const bench_workload *w, size_t bs) {
+    size_t n = 1;
+    for (size_t i = 0; i < w->n; i++) n += w->reqs[i].prompt_tokens / bs;
+    return n;
 }
 
 static int reuse_ceiling(bench_workload *w, size_t bs) {
-    hset h = {calloc(1024, sizeof(irt_hash)), 1024, 0};
+    ir_map seen; /* block hashes produced so far (values unused) */
+    if (ir_map_init(&seen, 1024, max_blocks(w, bs))) return -1;
     irt_hash root = irt_hash_root(NULL, 0);
     irt_ids ids;
     irt_ids_init(&ids);
@@ -620,9 +606,9 @@ static int reuse_ceiling(bench_workload *w, size_t bs) {
         }
         nb = irt_hash_blocks(root, ids.ids, ids.len, bs, hs, nb);
         size_t m = 0;
-        while (m < nb && hset_has(&h, hs[m])) m++;
+        while (m < nb && ir_map_get(&seen, &hs[m], sizeof hs[m], NULL)) m++;
         q->reused_tokens = (uint32_t)(m * bs);
-        for (size_t j = 0; j < nb && rc == 0; j++) rc = hset_add(&h, hs[j]);
+        for (size_t j = 0; j < nb && rc == 0; j++) rc = ir_map_put(&seen, &hs[j], sizeof hs[j], 0);
         if (i >= w->warmup) {
             hit += (double)q->reused_tokens;
             all += (double)q->prompt_tokens;
@@ -631,7 +617,7 @@ static int reuse_ceiling(bench_workload *w, size_t bs) {
     w->reuse_ceiling = all > 0 ? hit / all : 0;
     irt_ids_free(&ids);
     free(hs);
-    free(h.slots);
+    ir_map_free(&seen);
     return rc;
 }
 

@@ -121,6 +121,56 @@ char *ir_arena_strndup(ir_arena *a, const char *s, size_t n);
 char *ir_arena_strdup(ir_arena *a, const char *s);
 size_t ir_arena_used(const ir_arena *a);
 
+/* ---- hash map ----------------------------------------------------------------
+ * Byte-string keys to uint64_t values: open addressing, linear probing, and
+ * backward-shift deletion (no tombstones, so probes stay short after deletes).
+ * Keys of up to IR_MAP_INLINE_KEY bytes live in the slot; longer ones (up to
+ * IR_MAP_MAX_KEY) are copied into the map's own key pool, which is compacted
+ * when deleted keys fill half of it. The table doubles at 3/4 full.
+ *
+ * Caps: `max_entries` bounds the entries (a put of a new key past it fails),
+ * so memory stays under about max_entries * (2 * 40 + key bytes).
+ * Ownership: the map owns copies of its keys; the caller's key memory is never
+ * kept. Not thread-safe: one owner, or the caller's lock. A put or a delete
+ * invalidates iteration and key pointers handed out before it. */
+#define IR_MAP_INLINE_KEY 16
+#define IR_MAP_MAX_KEY    65535
+
+typedef struct ir_map_slot {
+    uint64_t hash;
+    uint32_t len1; /* key length + 1; 0: the slot is empty */
+    uint32_t off;  /* the key's offset in the pool, when longer than inline */
+    uint8_t key[IR_MAP_INLINE_KEY];
+    uint64_t val;
+} ir_map_slot;
+
+typedef struct ir_map {
+    ir_map_slot *slots;
+    size_t mask;        /* slots - 1 (a power of two) */
+    size_t n;           /* entries */
+    size_t max_entries; /* the cap */
+    char *pool;         /* long keys */
+    size_t plen, pcap, pdead;
+} ir_map;
+
+/* expect: a sizing hint (0 is fine); max_entries >= 1. -1 on OOM or bad cap. */
+int ir_map_init(ir_map *m, size_t expect, size_t max_entries);
+void ir_map_free(ir_map *m);
+void ir_map_clear(ir_map *m); /* drops every entry, keeps the table */
+/* Inserts or overwrites. 0 on success; -1 when the map is at its cap, the key
+ * is longer than IR_MAP_MAX_KEY, or memory runs out (the map is unchanged). */
+int ir_map_put(ir_map *m, const void *key, size_t len, uint64_t val);
+/* True when present (its value in *val, which may be NULL). */
+bool ir_map_get(const ir_map *m, const void *key, size_t len, uint64_t *val);
+bool ir_map_del(ir_map *m, const void *key, size_t len); /* true when it was there */
+static inline size_t ir_map_count(const ir_map *m) {
+    return m->n;
+}
+size_t ir_map_bytes(const ir_map *m); /* memory held, for reports */
+/* Iterates in table order: for (size_t it = 0; ir_map_next(m, &it, &k, &n, &v);).
+ * Any output pointer may be NULL. */
+bool ir_map_next(const ir_map *m, size_t *it, const void **key, size_t *len, uint64_t *val);
+
 /* ---- free lists ------------------------------------------------------------
  * Recycles the fixed-size structs that every request allocates (h2o's
  * recycler): one list per kind of struct and per event loop, used by that
@@ -185,7 +235,7 @@ int ir_sse_encode_data(ir_buf *out, const char *payload, size_t n);
 /* Appends compact JSON, in insertion order, with ", " and ": " separators as
  * Python's json.dumps writes them when `python_style` is set. */
 int ir_json_append(ir_buf *out, const json_t *v, bool python_style);
-/* Reads an integer field; returns def when missing, -1 in *ok when the wrong type. */
+/* The string value of obj[key]; NULL when the key is missing or not a string. */
 const char *ir_json_str(const json_t *obj, const char *key);
 /* Appends s as a JSON string literal, quotes included. */
 int ir_json_append_string(ir_buf *out, const char *s, size_t n);

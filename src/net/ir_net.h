@@ -1,8 +1,9 @@
 /* ir_net.h: the net module's public header.
  *
- * HTTP/1.1 on libuv: a server (used by the simulator and the gateway), a
- * client with a per-loop connection pool (gateway upstreams, benchmark,
- * health checks), and the socket-free request parser both build on.
+ * HTTP/1.1 and h2c (HTTP/2 over cleartext, with nghttp2) on libuv: a server
+ * (used by the simulator and the gateway), a client with a per-loop connection
+ * pool speaking either (gateway upstreams, benchmark, health checks), and the
+ * socket-free HTTP/1.1 request parser both build on.
  *
  * Threading: every object here belongs to the loop (and so the thread) that
  * created it and must only be used from that thread. The multi-threaded model

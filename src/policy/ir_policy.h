@@ -36,13 +36,30 @@ typedef struct irp_request {
     ir_rng *rng;            /* the calling worker's generator */
 } irp_request;
 
+/* One policy: a file defines one table. name, choose are required; create,
+ * destroy and every hook may be NULL. The hooks let a policy keep state about
+ * the fleet (as HAProxy's load-balancing algorithms do); they are called from
+ * any worker thread, so what they touch must be atomic or locked. */
 typedef struct irp_vtable {
     const char *name;
     /* Creates the shared state (may return NULL when stateless). */
     void *(*create)(void);
     void (*destroy)(void *state);
-    /* Returns an index into c[0..n), n >= 1. */
+    /* Returns an index into c[0..n), n >= 1. Anything else is a bug in the
+     * policy: see irp_choose. */
     size_t (*choose)(void *state, const irp_request *req, const irp_candidate *c, size_t n);
+
+    /* A request was sent to a replica (after choose), and later released from
+     * it: finished, failed or retried elsewhere. Each assigned has one released. */
+    void (*assigned)(void *state, uint32_t replica, const irp_request *req);
+    void (*released)(void *state, uint32_t replica, const irp_request *req);
+    /* A replica passed or failed its health checks. */
+    void (*replica_up)(void *state, uint32_t replica);
+    void (*replica_down)(void *state, uint32_t replica);
+    /* A replica joined or left the fleet (the index is the fleet's, as in
+     * irp_candidate.replica; a removed index may be reused by a later add). */
+    void (*replica_added)(void *state, uint32_t replica);
+    void (*replica_removed)(void *state, uint32_t replica);
 } irp_vtable;
 
 typedef struct irp_policy irp_policy;
@@ -50,13 +67,35 @@ typedef struct irp_policy irp_policy;
 /* The policies this build has, NULL-terminated. */
 const irp_vtable *const *irp_all(void);
 const irp_vtable *irp_find(const char *name);
-/* A comma-separated list of the names, for error messages. */
+/* The names of irp_all(), comma-separated, for error messages. Built from the
+ * table once; the string lives as long as the process. */
 const char *irp_names(void);
 
+/* A policy instance owns its state (create at new, destroy at free). */
 irp_policy *irp_policy_new(const char *name); /* NULL when unknown */
+/* An instance of a table that irp_all() need not list (tests, plugins). */
+irp_policy *irp_policy_new_from(const irp_vtable *vt);
 void irp_policy_free(irp_policy *p);
 const char *irp_policy_name(const irp_policy *p);
+
+/* Asks the policy to choose among c[0..n). n == 1 returns 0 without asking.
+ * An answer outside [0, n) is a bug in the policy: debug builds (NDEBUG
+ * unset) abort on an assert; release builds count it (see
+ * irp_policy_out_of_range), log it once, and return 0. */
 size_t irp_choose(irp_policy *p, const irp_request *req, const irp_candidate *c, size_t n);
+/* How many answers of this instance were out of range (release builds). */
+uint64_t irp_policy_out_of_range(const irp_policy *p);
+
+/* The hooks, for the gateway to call; each is a no-op when the policy leaves
+ * it NULL. Callers: assigned once a request is sent to `replica`, released
+ * once it is done with it (whatever the outcome); up/down on a health change;
+ * added/removed when the fleet changes. */
+void irp_policy_assigned(irp_policy *p, uint32_t replica, const irp_request *req);
+void irp_policy_released(irp_policy *p, uint32_t replica, const irp_request *req);
+void irp_policy_replica_up(irp_policy *p, uint32_t replica);
+void irp_policy_replica_down(irp_policy *p, uint32_t replica);
+void irp_policy_replica_added(irp_policy *p, uint32_t replica);
+void irp_policy_replica_removed(irp_policy *p, uint32_t replica);
 
 /* The tables, one per file. */
 extern const irp_vtable irp_round_robin;

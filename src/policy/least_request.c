@@ -18,4 +18,4 @@ static size_t lr_choose(void *state, const irp_request *req, const irp_candidate
     return pick;
 }
 
-const irp_vtable irp_least_request = {"least_request", NULL, NULL, lr_choose};
+const irp_vtable irp_least_request = {.name = "least_request", .choose = lr_choose};

@@ -3,6 +3,7 @@
 #include "policy/ir_policy.h"
 
 static size_t p2c_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
+    if (n < 2) return 0; /* two distinct candidates need two */
     size_t a = (size_t)ir_rng_below(req->rng, n);
     size_t b = (size_t)ir_rng_below(req->rng, n - 1);
     if (b >= a) b++;
@@ -11,4 +12,4 @@ static size_t p2c_choose(void *state, const irp_request *req, const irp_candidat
     return ir_rng_below(req->rng, 2) ? a : b;
 }
 
-const irp_vtable irp_p2c = {"p2c", NULL, NULL, p2c_choose};
+const irp_vtable irp_p2c = {.name = "p2c", .choose = p2c_choose};

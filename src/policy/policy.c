@@ -1,12 +1,16 @@
-/* policy.c: the registry of routing policies. */
+/* policy.c: the registry of routing policies, and the calls into them. */
 #include "policy/ir_policy.h"
 
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct irp_policy {
     const irp_vtable *vt;
     void *state;
+    _Atomic uint64_t out_of_range; /* answers of choose outside [0, n) */
 };
 
 static const irp_vtable *const all[] = {&irp_round_robin, &irp_random, &irp_least_request, &irp_p2c,
@@ -22,18 +26,41 @@ const irp_vtable *irp_find(const char *name) {
     return NULL;
 }
 
-const char *irp_names(void) {
-    return "round_robin, random, least_request, p2c";
+/* "round_robin, random, ...": policy names are short, so 256 bytes hold many;
+ * a name that would not fit is left out rather than cut. */
+static char names[256];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void build_names(void) {
+    ir_buf b;
+    ir_buf_fixed(&b, names, sizeof names);
+    for (size_t i = 0; all[i]; i++) {
+        size_t before = b.len;
+        if ((i && ir_buf_append(&b, ", ", 2)) ||
+            ir_buf_append(&b, all[i]->name, strlen(all[i]->name))) {
+            b.len = before;
+            names[before] = '\0';
+            break;
+        }
+    }
 }
 
-irp_policy *irp_policy_new(const char *name) {
-    const irp_vtable *vt = irp_find(name);
-    if (!vt) return NULL;
+const char *irp_names(void) {
+    pthread_once(&names_once, build_names);
+    return names;
+}
+
+irp_policy *irp_policy_new_from(const irp_vtable *vt) {
+    if (!vt || !vt->choose) return NULL;
     irp_policy *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->vt = vt;
     p->state = vt->create ? vt->create() : NULL;
     return p;
+}
+
+irp_policy *irp_policy_new(const char *name) {
+    return irp_policy_new_from(irp_find(name));
 }
 
 void irp_policy_free(irp_policy *p) {
@@ -49,5 +76,38 @@ const char *irp_policy_name(const irp_policy *p) {
 size_t irp_choose(irp_policy *p, const irp_request *req, const irp_candidate *c, size_t n) {
     if (n <= 1) return 0;
     size_t i = p->vt->choose(p->state, req, c, n);
-    return i < n ? i : n - 1;
+    if (i < n) return i;
+    assert(!"a policy chose outside [0, n)");
+    if (atomic_fetch_add_explicit(&p->out_of_range, 1, memory_order_relaxed) == 0)
+        IR_LOG(IR_LOG_ERROR, "policy", "%s chose %zu of %zu candidates (a bug; first seen)",
+               p->vt->name, i, n);
+    return 0;
+}
+
+uint64_t irp_policy_out_of_range(const irp_policy *p) {
+    return atomic_load_explicit(&p->out_of_range, memory_order_relaxed);
+}
+
+void irp_policy_assigned(irp_policy *p, uint32_t replica, const irp_request *req) {
+    if (p->vt->assigned) p->vt->assigned(p->state, replica, req);
+}
+
+void irp_policy_released(irp_policy *p, uint32_t replica, const irp_request *req) {
+    if (p->vt->released) p->vt->released(p->state, replica, req);
+}
+
+void irp_policy_replica_up(irp_policy *p, uint32_t replica) {
+    if (p->vt->replica_up) p->vt->replica_up(p->state, replica);
+}
+
+void irp_policy_replica_down(irp_policy *p, uint32_t replica) {
+    if (p->vt->replica_down) p->vt->replica_down(p->state, replica);
+}
+
+void irp_policy_replica_added(irp_policy *p, uint32_t replica) {
+    if (p->vt->replica_added) p->vt->replica_added(p->state, replica);
+}
+
+void irp_policy_replica_removed(irp_policy *p, uint32_t replica) {
+    if (p->vt->replica_removed) p->vt->replica_removed(p->state, replica);
 }

@@ -5,4 +5,4 @@ static size_t random_choose(void *state, const irp_request *req, const irp_candi
     return (size_t)ir_rng_below(req->rng, n);
 }
 
-const irp_vtable irp_random = {"random", NULL, NULL, random_choose};
+const irp_vtable irp_random = {.name = "random", .choose = random_choose};

@@ -22,4 +22,5 @@ static size_t rr_choose(void *state, const irp_request *req, const irp_candidate
     return (size_t)(atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed) % n);
 }
 
-const irp_vtable irp_round_robin = {"round_robin", rr_create, rr_destroy, rr_choose};
+const irp_vtable irp_round_robin = {
+    .name = "round_robin", .create = rr_create, .destroy = rr_destroy, .choose = rr_choose};

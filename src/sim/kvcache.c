@@ -1,32 +1,28 @@
-/* kvcache.c: the simulator's prefix cache, an O(1) LRU of hashed blocks. */
+/* kvcache.c: the simulator's prefix cache, an O(1) LRU of hashed blocks (the
+ * hash -> block map is core's ir_map). */
 #include "sim/sim.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t bucket_of(const sim_kv *kv, irt_hash h) {
-    return (uint32_t)(h.lo ^ h.hi) & kv->mask;
-}
+/* The map's key is the hash's 16 bytes (irt_hash has no padding). */
+_Static_assert(sizeof(irt_hash) == 16, "irt_hash is two uint64_t");
 
 int sim_kv_init(sim_kv *kv, uint32_t n) {
     memset(kv, 0, sizeof *kv);
     if (n == 0) return -1;
     kv->b = calloc(n, sizeof *kv->b);
-    uint32_t nb = 1;
-    while (nb < 2 * n) nb <<= 1;
-    kv->buckets = malloc(nb * sizeof *kv->buckets);
-    if (!kv->b || !kv->buckets) {
-        sim_kv_free(kv);
+    /* Each block registers at most one hash, so n entries is the cap. */
+    if (!kv->b || ir_map_init(&kv->hashed, n, n)) {
+        free(kv->b);
+        kv->b = NULL;
         return -1;
     }
-    kv->mask = nb - 1;
-    for (uint32_t i = 0; i < nb; i++) kv->buckets[i] = -1;
     kv->n = n;
     /* Every block starts free, in index order. */
     for (uint32_t i = 0; i < n; i++) {
         kv->b[i].prev = (int32_t)i - 1;
         kv->b[i].next = i + 1 < n ? (int32_t)i + 1 : -1;
-        kv->b[i].hnext = -1;
         kv->b[i].in_free = true;
     }
     kv->free_head = 0;
@@ -37,9 +33,8 @@ int sim_kv_init(sim_kv *kv, uint32_t n) {
 
 void sim_kv_free(sim_kv *kv) {
     free(kv->b);
-    free(kv->buckets);
     kv->b = NULL;
-    kv->buckets = NULL;
+    ir_map_free(&kv->hashed);
 }
 
 static void free_unlink(sim_kv *kv, int32_t i) {
@@ -73,18 +68,14 @@ static void free_push_tail(sim_kv *kv, int32_t i) {
 static void unhash(sim_kv *kv, int32_t i) {
     sim_block *b = &kv->b[i];
     if (!b->hashed) return;
-    int32_t *pp = &kv->buckets[bucket_of(kv, b->hash)];
-    while (*pp != i) pp = &kv->b[*pp].hnext;
-    *pp = b->hnext;
-    b->hnext = -1;
+    ir_map_del(&kv->hashed, &b->hash, sizeof b->hash);
     b->hashed = false;
     kv->nhashed--;
 }
 
 int32_t sim_kv_lookup(const sim_kv *kv, irt_hash h) {
-    for (int32_t i = kv->buckets[bucket_of(kv, h)]; i >= 0; i = kv->b[i].hnext)
-        if (irt_hash_eq(kv->b[i].hash, h)) return i;
-    return -1;
+    uint64_t i;
+    return ir_map_get(&kv->hashed, &h, sizeof h, &i) ? (int32_t)i : -1;
 }
 
 uint32_t sim_kv_match(const sim_kv *kv, const irt_hash *hs, uint32_t n) {
@@ -119,11 +110,10 @@ void sim_kv_release(sim_kv *kv, int32_t i) {
 void sim_kv_set_hash(sim_kv *kv, int32_t i, irt_hash h) {
     sim_block *b = &kv->b[i];
     if (b->hashed || sim_kv_lookup(kv, h) >= 0) return;
+    /* Cannot fail: the map holds at most one entry per block, and was sized for all. */
+    if (ir_map_put(&kv->hashed, &h, sizeof h, (uint64_t)i)) return;
     b->hash = h;
     b->hashed = true;
-    uint32_t k = bucket_of(kv, h);
-    b->hnext = kv->buckets[k];
-    kv->buckets[k] = i;
     kv->nhashed++;
 }
 

@@ -60,7 +60,6 @@ typedef struct sim_block {
     irt_hash hash;
     uint32_t ref;
     int32_t prev, next; /* free queue links, -1 at the ends */
-    int32_t hnext;      /* hash bucket chain */
     bool hashed;        /* registered in the map */
     bool in_free;
 } sim_block;
@@ -70,8 +69,7 @@ typedef struct sim_kv {
     uint32_t n;
     int32_t free_head, free_tail;
     uint32_t nfree;
-    int32_t *buckets;
-    uint32_t mask;
+    ir_map hashed; /* a registered block's hash (its 16 bytes) -> its index; at most n */
     uint32_t nhashed;
 } sim_kv;
 

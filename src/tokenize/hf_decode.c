@@ -5,8 +5,6 @@
 
 #include "tokenize/hf_internal.h"
 
-uint32_t hf_byte_char(unsigned b);
-
 typedef struct toklist {
     hf_buf *v;
     size_t n, cap;

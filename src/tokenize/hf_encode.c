@@ -53,7 +53,6 @@ static const uint16_t *bytes_char_table(void) {
     return tab;
 }
 
-uint32_t hf_byte_char(unsigned b);
 uint32_t hf_byte_char(unsigned b) {
     const uint16_t *t = bytes_char_table();
     if (t[b]) return t[b];

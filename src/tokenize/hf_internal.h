@@ -67,6 +67,8 @@ static inline int hf_utf8_len(unsigned char c) {
     return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
 }
 int hf_utf8_enc(uint32_t cp, char *out); /* returns 1..4 */
+/* The code point GPT-2's byte-level scheme shows byte b as (hf_encode.c). */
+uint32_t hf_byte_char(unsigned b);
 /* Length of the longest valid UTF-8 prefix of s (== n when all valid). */
 size_t hf_utf8_valid_prefix(const char *s, size_t n);
 
@@ -78,7 +80,26 @@ bool hf_is_punct(uint32_t cp);      /* ASCII punctuation or a P* category */
 /* ---- hashing and maps ---------------------------------------------------------- */
 uint64_t hf_hash(const void *p, size_t n);
 
-/* String -> uint32 map, open addressing with linear probing. Each slot holds
+/* Why the tokenizer keeps a map of its own instead of core's ir_map, measured
+ * with bench/tokenizer/bench_strmap.c (build/inferrail-strmapbench
+ * TOKENIZER_JSON; 2 shared cores, best of 7 rounds, ns per operation):
+ *
+ *                      Qwen3 (151,643 keys)     Llama 3.1 (128,000 keys)
+ *                      put    hit    miss       put    hit    miss
+ *   hf_strmap+prefetch 56.3   86.0   76.9       53.5   80.9   71.2
+ *   ir_map             62.2   57.9   81.7       70.5   59.2   66.7
+ *
+ * - the load puts every vocabulary key with its hash computed ahead and its
+ *   slot prefetched (hf_strmap_put_h, hf_strmap_prefetch), and is 10-25%
+ *   faster that way than ir_map, which hashes inside each call;
+ * - the decoder's id_tok table points at the stored keys, which must stay put
+ *   and be NUL-terminated: here they live in the pool for the map's life,
+ *   whereas ir_map keeps short keys inside slots that move when it grows.
+ * ir_map answers random-order hits faster (its 16 inline key bytes spare a
+ * second cache miss); whether encoding gains from that is still to be
+ * measured with bench/tokenizer/run.sh.
+ *
+ * String -> uint32 map, open addressing with linear probing. Each slot holds
  * the key's hash tag, length, value and first 8 bytes, so a probe reads one
  * slot and, for keys over 8 bytes, the key in the map's own pool (keys are
  * copied there, NUL-terminated). A zeroed table is empty. Presized from the expected count; no

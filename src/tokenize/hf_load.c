@@ -9,8 +9,6 @@
 
 #include "tokenize/hf_internal.h"
 
-uint32_t hf_byte_char(unsigned b);
-
 typedef struct loader {
     irt_tokenizer *t;
     char *err;
@@ -312,9 +310,15 @@ static int opt_str(loader *L, const hj_val *o, const char *key, const char *path
  * below hash PF entries ahead and prefetch their slots. */
 #define PF 16
 
-enum { MP_OK, MP_SKIP, MP_BAD_STR, MP_BAD_PAIR };
+/* What merge_prepare made of one entry of model.merges. */
+typedef enum merge_state {
+    MP_OK,       /* a pair, hashed and ready */
+    MP_SKIP,     /* a "#version" line: not a merge */
+    MP_BAD_STR,  /* a string that is not "left right" */
+    MP_BAD_PAIR, /* neither a string nor a pair of strings */
+} merge_state;
 typedef struct merge_pre {
-    int state;
+    merge_state state;
     const char *a, *b;
     size_t al, bl, clen;
     uint64_t ha, hb, hc;

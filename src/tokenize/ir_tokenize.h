@@ -96,7 +96,8 @@ enum {
 #define IRT_MAX_INPUT ((size_t)256 << 20)
 
 /* Loads a tokenizer from a spec: a model directory holding tokenizer.json
- * (tokenizer_config.json and special_tokens_map.json are read when present),
+ * (tokenizer_config.json and special_tokens_map.json, when present, are only
+ * checked to be JSON objects: nothing is taken from them yet),
  * a path to a tokenizer.json file, or a repository in the local Hugging Face
  * cache ($HF_HOME/hub, else ~/.cache/huggingface/hub; HF_HUB_CACHE wins)
  * written org/name or org/name@revision. Nothing is downloaded.

@@ -458,17 +458,6 @@ static void test_summary_arithmetic(void **st) {
     json_decref(s);
 }
 
-static void test_prom_sum(void **st) {
-    const char *page = "# HELP vllm:prefix_cache_hits_total x\n"
-                       "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 48.0\n"
-                       "vllm:prefix_cache_hits_total{engine=\"1\",model_name=\"m\"} 2\n"
-                       "vllm:prefix_cache_hits_totalx 7\n"
-                       "vllm:prefix_cache_queries_total 100.0\n";
-    assert_true(bench_prom_sum(page, "vllm:prefix_cache_hits_total") == 50);
-    assert_true(bench_prom_sum(page, "vllm:prefix_cache_queries_total") == 100);
-    assert_true(bench_prom_sum(page, "vllm:nope") == -1);
-}
-
 static void test_gateway_yaml(void **st) {
     ir_buf b;
     ir_buf_init(&b, 0);
@@ -490,7 +479,6 @@ int main(void) {
         cmocka_unit_test(test_blocked_loop),
         cmocka_unit_test(test_prediction_arithmetic),
         cmocka_unit_test(test_summary_arithmetic),
-        cmocka_unit_test(test_prom_sum),
         cmocka_unit_test(test_gateway_yaml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "policy/ir_policy.h"
 
@@ -113,21 +117,136 @@ static void p2c_never_picks_a_unique_maximum(void **state) {
     irp_policy_free(p);
 }
 
-/* Whatever a policy does, it returns one of the offered candidates. */
-static void choices_stay_in_range(void **state) {
+/* How many of 2000 random calls of vt->choose (called directly, not through
+ * irp_choose, which would hide a bad answer) fall outside [0, n). */
+static int out_of_range_choices(const irp_vtable *vt) {
     ir_rng r;
     ir_rng_seed(&r, 11);
     irp_request q = {.rng = &r};
-    for (const irp_vtable *const *v = irp_all(); *v; v++) {
-        irp_policy *p = irp_policy_new((*v)->name);
-        for (int iter = 0; iter < 2000; iter++) {
-            irp_candidate c[16];
-            size_t n = 1 + ir_rng_below(&r, 16);
-            make(c, n, &r);
-            assert_true(irp_choose(p, &q, c, n) < n);
-        }
-        irp_policy_free(p);
+    void *st = vt->create ? vt->create() : NULL;
+    int bad = 0;
+    for (int iter = 0; iter < 2000; iter++) {
+        irp_candidate c[16];
+        size_t n = 1 + ir_rng_below(&r, 16);
+        make(c, n, &r);
+        bad += vt->choose(st, &q, c, n) >= n;
     }
+    if (vt->destroy) vt->destroy(st);
+    return bad;
+}
+
+/* A broken policy: one past the last candidate. */
+static size_t choose_n(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
+    return n;
+}
+static const irp_vtable bad_policy = {.name = "bad", .choose = choose_n};
+
+/* Whatever a policy does, it returns one of the offered candidates; the check
+ * catches a policy that does not. */
+static void choices_stay_in_range(void **state) {
+    for (const irp_vtable *const *v = irp_all(); *v; v++)
+        assert_int_equal(out_of_range_choices(*v), 0);
+    assert_int_equal(out_of_range_choices(&bad_policy), 2000);
+}
+
+/* irp_choose does not hide a bad answer: debug builds abort, release builds
+ * count it and still return a candidate. */
+static void out_of_range_is_not_clamped_silently(void **state) {
+    ir_rng r;
+    ir_rng_seed(&r, 5);
+    irp_request q = {.rng = &r};
+    irp_candidate c[3] = {{.replica = 0}, {.replica = 1}, {.replica = 2}};
+    irp_policy *p = irp_policy_new_from(&bad_policy);
+    assert_non_null(p);
+    assert_int_equal(irp_policy_out_of_range(p), 0);
+    assert_int_equal(irp_choose(p, &q, c, 1), 0); /* one candidate: the policy is not asked */
+#ifdef NDEBUG
+    ir_log_set_level(IR_LOG_OFF);
+    assert_true(irp_choose(p, &q, c, 3) < 3);
+    assert_true(irp_choose(p, &q, c, 2) < 2);
+    assert_int_equal(irp_policy_out_of_range(p), 2);
+#else
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        (void)!freopen("/dev/null", "w", stderr);
+        irp_choose(p, &q, c, 3);
+        _exit(0); /* reached only when the assert did not fire */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+#endif
+    irp_policy_free(p);
+}
+
+static int hook_calls[6];
+static uint32_t hook_replica;
+static void on_assigned(void *st, uint32_t rep, const irp_request *req) {
+    hook_calls[0]++, hook_replica = rep;
+}
+static void on_released(void *st, uint32_t rep, const irp_request *req) {
+    hook_calls[1]++, hook_replica = rep;
+}
+static void on_up(void *st, uint32_t rep) {
+    hook_calls[2]++, hook_replica = rep;
+}
+static void on_down(void *st, uint32_t rep) {
+    hook_calls[3]++, hook_replica = rep;
+}
+static void on_added(void *st, uint32_t rep) {
+    hook_calls[4]++, hook_replica = rep;
+}
+static void on_removed(void *st, uint32_t rep) {
+    hook_calls[5]++, hook_replica = rep;
+}
+
+/* Each irp_policy_* hook reaches its own slot of the table; NULL hooks are no-ops. */
+static void hooks_reach_the_policy(void **state) {
+    static const irp_vtable hooked = {.name = "hooked",
+                                      .choose = choose_n,
+                                      .assigned = on_assigned,
+                                      .released = on_released,
+                                      .replica_up = on_up,
+                                      .replica_down = on_down,
+                                      .replica_added = on_added,
+                                      .replica_removed = on_removed};
+    irp_policy *p = irp_policy_new_from(&hooked);
+    irp_request q = {.prompt_tokens = 10};
+    irp_policy_assigned(p, 7, &q);
+    irp_policy_released(p, 8, &q);
+    irp_policy_replica_up(p, 9);
+    irp_policy_replica_down(p, 10);
+    irp_policy_replica_added(p, 11);
+    irp_policy_replica_removed(p, 12);
+    for (int i = 0; i < 6; i++) assert_int_equal(hook_calls[i], 1);
+    assert_int_equal(hook_replica, 12);
+    irp_policy_free(p);
+
+    /* The built-in policies leave hooks NULL today; calling them is harmless. */
+    for (const irp_vtable *const *v = irp_all(); *v; v++) {
+        irp_policy *b = irp_policy_new((*v)->name);
+        irp_policy_assigned(b, 0, &q);
+        irp_policy_released(b, 0, &q);
+        irp_policy_replica_up(b, 0);
+        irp_policy_replica_down(b, 0);
+        irp_policy_replica_added(b, 1);
+        irp_policy_replica_removed(b, 1);
+        irp_policy_free(b);
+    }
+    assert_null(irp_policy_new_from(NULL));
+}
+
+/* irp_names lists exactly the table, in order. */
+static void names_come_from_the_table(void **state) {
+    ir_buf want;
+    ir_buf_init(&want, 0);
+    for (const irp_vtable *const *v = irp_all(); *v; v++)
+        ir_buf_appendf(&want, "%s%s", v == irp_all() ? "" : ", ", (*v)->name);
+    assert_string_equal(irp_names(), want.data);
+    ir_buf_free(&want);
 }
 
 int main(void) {
@@ -138,6 +257,9 @@ int main(void) {
         cmocka_unit_test(least_request_picks_a_minimum),
         cmocka_unit_test(p2c_never_picks_a_unique_maximum),
         cmocka_unit_test(choices_stay_in_range),
+        cmocka_unit_test(out_of_range_is_not_clamped_silently),
+        cmocka_unit_test(hooks_reach_the_policy),
+        cmocka_unit_test(names_come_from_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
