@@ -561,20 +561,20 @@ static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, cons
  * leading whole blocks whose chained hash some earlier request produced. */
 
 typedef struct hset {
-    irt_hash *slots;
+    ir_hash128 *slots;
     size_t cap, n;
 } hset;
 
-static bool hset_has(const hset *h, irt_hash x) {
+static bool hset_has(const hset *h, ir_hash128 x) {
     for (size_t i = x.lo & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
         if (!h->slots[i].lo && !h->slots[i].hi) return false;
-        if (irt_hash_eq(h->slots[i], x)) return true;
+        if (ir_hash128_eq(h->slots[i], x)) return true;
     }
 }
 
-static int hset_add(hset *h, irt_hash x) {
+static int hset_add(hset *h, ir_hash128 x) {
     if ((h->n + 1) * 2 > h->cap) {
-        hset g = {calloc(h->cap * 2, sizeof(irt_hash)), h->cap * 2, 0};
+        hset g = {calloc(h->cap * 2, sizeof(ir_hash128)), h->cap * 2, 0};
         if (!g.slots) return -1;
         for (size_t i = 0; i < h->cap; i++)
             if (h->slots[i].lo || h->slots[i].hi) hset_add(&g, h->slots[i]);
@@ -582,7 +582,7 @@ static int hset_add(hset *h, irt_hash x) {
         *h = g;
     }
     for (size_t i = x.lo & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
-        if (irt_hash_eq(h->slots[i], x)) return 0;
+        if (ir_hash128_eq(h->slots[i], x)) return 0;
         if (!h->slots[i].lo && !h->slots[i].hi) {
             h->slots[i] = x;
             h->n++;
@@ -592,11 +592,11 @@ static int hset_add(hset *h, irt_hash x) {
 }
 
 static int reuse_ceiling(bench_workload *w, size_t bs) {
-    hset h = {calloc(1024, sizeof(irt_hash)), 1024, 0};
-    irt_hash root = irt_hash_root(NULL, 0);
+    hset h = {calloc(1024, sizeof(ir_hash128)), 1024, 0};
+    ir_hash128 root = ir_block_hash_root(NULL, NULL, NULL);
     irt_ids ids;
     irt_ids_init(&ids);
-    irt_hash *hs = NULL;
+    ir_hash128 *hs = NULL;
     size_t hcap = 0;
     double hit = 0, all = 0;
     int rc = 0;
@@ -618,7 +618,7 @@ static int reuse_ceiling(bench_workload *w, size_t bs) {
             hcap = nb * 2;
             hs = realloc(hs, hcap * sizeof *hs);
         }
-        nb = irt_hash_blocks(root, ids.ids, ids.len, bs, hs, nb);
+        nb = ir_block_hash_chain(root, ids.ids, ids.len, bs, hs, nb);
         size_t m = 0;
         while (m < nb && hset_has(&h, hs[m])) m++;
         q->reused_tokens = (uint32_t)(m * bs);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t bucket_of(const sim_kv *kv, irt_hash h) {
+static uint32_t bucket_of(const sim_kv *kv, ir_hash128 h) {
     return (uint32_t)(h.lo ^ h.hi) & kv->mask;
 }
 
@@ -81,13 +81,13 @@ static void unhash(sim_kv *kv, int32_t i) {
     kv->nhashed--;
 }
 
-int32_t sim_kv_lookup(const sim_kv *kv, irt_hash h) {
+int32_t sim_kv_lookup(const sim_kv *kv, ir_hash128 h) {
     for (int32_t i = kv->buckets[bucket_of(kv, h)]; i >= 0; i = kv->b[i].hnext)
-        if (irt_hash_eq(kv->b[i].hash, h)) return i;
+        if (ir_hash128_eq(kv->b[i].hash, h)) return i;
     return -1;
 }
 
-uint32_t sim_kv_match(const sim_kv *kv, const irt_hash *hs, uint32_t n) {
+uint32_t sim_kv_match(const sim_kv *kv, const ir_hash128 *hs, uint32_t n) {
     uint32_t k = 0;
     while (k < n && sim_kv_lookup(kv, hs[k]) >= 0) k++;
     return k;
@@ -116,7 +116,7 @@ void sim_kv_release(sim_kv *kv, int32_t i) {
     if (--b->ref == 0) free_push_tail(kv, i);
 }
 
-void sim_kv_set_hash(sim_kv *kv, int32_t i, irt_hash h) {
+void sim_kv_set_hash(sim_kv *kv, int32_t i, ir_hash128 h) {
     sim_block *b = &kv->b[i];
     if (b->hashed || sim_kv_lookup(kv, h) >= 0) return;
     b->hash = h;
