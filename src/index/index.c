@@ -37,10 +37,20 @@ void __tsan_release(void *addr);
 static int tsan_grace;
 #define GRACE_RELEASE() __tsan_release(&tsan_grace)
 #define GRACE_ACQUIRE() __tsan_acquire(&tsan_grace)
+#define PUBLISH(e)      __tsan_release(e) /* cds_lfht_add publishes, unseen */
+#define SUBSCRIBE(e)    __tsan_acquire(e)
 #else
+#define PUBLISH(e)      ((void)0)
+#define SUBSCRIBE(e)    ((void)0)
 #define GRACE_RELEASE() ((void)0)
 #define GRACE_ACQUIRE() ((void)0)
 #endif
+
+/* Leaves a read-side section (and tells TSan that this thread's reads are done). */
+static inline void read_unlock(void) {
+    GRACE_RELEASE(); /* before the unlock: the grace period may end right after it */
+    urcu_bp_read_unlock();
+}
 
 typedef struct irx_entry {
     struct cds_lfht_node node;
@@ -73,6 +83,7 @@ struct irx_index {
 static int match_entry(struct cds_lfht_node *node, const void *key) {
     const irx_entry *e = caa_container_of(node, irx_entry, node);
     const ir_hash128 *h = key;
+    SUBSCRIBE((void *)e);
     return LOAD(&e->lo) == h->lo && LOAD(&e->hi) == h->hi;
 }
 
@@ -104,12 +115,13 @@ static int map_add(irx_index *ix, ir_hash128 h, uint32_t r) {
         for (uint32_t w = 0; w < ix->nwords; w++) STORE(&e->bits[w], 0);
         STORE(&e->bits[r / 64], 1ull << (r % 64));
         cds_lfht_node_init(&e->node);
+        PUBLISH(e);
         cds_lfht_add(ix->map, (unsigned long)h.lo, &e->node);
         atomic_fetch_add(&ix->entries, 1);
     } else {
         rc = -1;
     }
-    urcu_bp_read_unlock();
+    read_unlock();
     pthread_mutex_unlock(mu);
     return rc;
 }
@@ -135,7 +147,7 @@ static void map_remove(irx_index *ix, ir_hash128 h, uint32_t r) {
             urcu_bp_call_rcu(&e->rcu, free_entry);
         }
     }
-    urcu_bp_read_unlock();
+    read_unlock();
     pthread_mutex_unlock(mu);
 }
 
@@ -228,8 +240,12 @@ static uint32_t locked_u32(irx_index *ix, uint32_t r, bool count) {
     pthread_mutex_unlock(&ix->rep[r].mu);
     return v;
 }
-uint32_t irx_capacity(irx_index *ix, uint32_t r) { return locked_u32(ix, r, false); }
-uint32_t irx_replica_blocks(irx_index *ix, uint32_t r) { return locked_u32(ix, r, true); }
+uint32_t irx_capacity(irx_index *ix, uint32_t r) {
+    return locked_u32(ix, r, false);
+}
+uint32_t irx_replica_blocks(irx_index *ix, uint32_t r) {
+    return locked_u32(ix, r, true);
+}
 
 void irx_forget_replica(irx_index *ix, uint32_t r) {
     if (r >= ix->nrep) return;
@@ -352,7 +368,8 @@ static void bits_of(const lookup_ctx *c, size_t i, uint64_t *w) {
 
 static void assign(const lookup_ctx *c, const uint64_t *set, uint32_t depth) {
     for (uint32_t k = 0; k < c->nwords; k++)
-        for (uint64_t b = set[k]; b; b &= b - 1) c->out[k * 64 + (uint32_t)__builtin_ctzll(b)] = depth;
+        for (uint64_t b = set[k]; b; b &= b - 1)
+            c->out[k * 64 + (uint32_t)__builtin_ctzll(b)] = depth;
 }
 
 /* Replicas in lo_set hold block lo; those in hi_set hold block hi (hi_set is a
@@ -396,8 +413,7 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
             bisect(&c, 0, n - 1, first, last);
         }
     }
-    urcu_bp_read_unlock();
-    GRACE_RELEASE();
+    read_unlock();
 }
 
 /* ---- stats and checks ------------------------------------------------------------ */
@@ -429,7 +445,7 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
             rc = -1;
         }
     }
-    urcu_bp_read_unlock();
+    read_unlock();
     *held += s->count;
     return rc;
 }
@@ -445,9 +461,10 @@ int irx_check(irx_index *ix, char *err, size_t errlen) {
     urcu_bp_read_lock();
     cds_lfht_for_each_entry(ix->map, &it, e, node) {
         entries++;
-        for (uint32_t k = 0; k < ix->nwords; k++) bits += (uint64_t)__builtin_popcountll(LOAD(&e->bits[k]));
+        for (uint32_t k = 0; k < ix->nwords; k++)
+            bits += (uint64_t)__builtin_popcountll(LOAD(&e->bits[k]));
     }
-    urcu_bp_read_unlock();
+    read_unlock();
     if (bits != held || entries != atomic_load(&ix->entries) || held != atomic_load(&ix->held)) {
         snprintf(err, errlen, "map has %llu bits in %llu entries; shadows hold %llu blocks",
                  (unsigned long long)bits, (unsigned long long)entries, (unsigned long long)held);

@@ -7,7 +7,7 @@
 
 #include "core/ir_core.h"
 
-#define IRX_NIL UINT32_MAX
+#define IRX_NIL   UINT32_MAX
 #define IRX_FRESH 0x80000000u /* stamp bit: the block was added by that stamp's record */
 
 /* One block in a replica's shadow: its hash, its LRU links (node numbers) and

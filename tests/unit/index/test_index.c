@@ -302,7 +302,8 @@ static void against_naive_model(void **state) {
                 pend[slot].rec.n = 0;
             }
         } else if (op < 85) {
-            uint32_t pred = (uint32_t)ir_rng_below(&rng, n + 1), eng = (uint32_t)ir_rng_below(&rng, n + 1);
+            uint32_t pred = (uint32_t)ir_rng_below(&rng, n + 1),
+                     eng = (uint32_t)ir_rng_below(&rng, n + 1);
             size_t got = irx_correct(ix, r, p[pi], n, pred, eng);
             size_t want = 0;
             if (m->cap && eng < pred) {
@@ -336,7 +337,8 @@ static void against_naive_model(void **state) {
         for (uint32_t k = 0; k < NR; k++) {
             uint32_t d = 0;
             while (d < qn && nfind(&model[k], p[q][d]) >= 0) d++;
-            if (out[k] != d) fail_msg("step %d replica %u: index says %u, model %u", step, k, out[k], d);
+            if (out[k] != d)
+                fail_msg("step %d replica %u: index says %u, model %u", step, k, out[k], d);
             assert_int_equal(irx_replica_blocks(ix, k), model[k].n);
         }
         if (step % 500 == 0) check(ix);
