@@ -74,14 +74,14 @@ test: deps
 	$(MAKE) fmt-check
 
 # The threaded parts (the gateway's workers, its fleet counters, the net layer
-# they share, the tokenizer's thread-safety) under ThreadSanitizer.
-TSAN_TESTS = 'unit/(gateway|policy|net)/|integration/test_gateway'
+# they share, the tokenizer's thread-safety, the KV index) under ThreadSanitizer.
+TSAN_TESTS = 'unit/(gateway|policy|net|index)/|integration/test_gateway'
 tsan-threaded: tsan
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  ctest --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)
 
 test-tsan: deps tsan
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" ctest --output-on-failure -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$(CURDIR)/tests/tsan.supp" ctest --output-on-failure -j $(JOBS)
 
 run: deps build
 	./scripts/run-local

@@ -579,10 +579,10 @@ static size_t max_blocks(const bench_workload *w, size_t bs) {
 static int reuse_ceiling(bench_workload *w, size_t bs) {
     ir_map seen; /* block hashes produced so far (values unused) */
     if (ir_map_init(&seen, 1024, max_blocks(w, bs))) return -1;
-    irt_hash root = irt_hash_root(NULL, 0);
+    ir_hash128 root = ir_block_hash_root(NULL, NULL, NULL);
     irt_ids ids;
     irt_ids_init(&ids);
-    irt_hash *hs = NULL;
+    ir_hash128 *hs = NULL;
     size_t hcap = 0;
     double hit = 0, all = 0;
     int rc = 0;
@@ -604,7 +604,7 @@ static int reuse_ceiling(bench_workload *w, size_t bs) {
             hcap = nb * 2;
             hs = realloc(hs, hcap * sizeof *hs);
         }
-        nb = irt_hash_blocks(root, ids.ids, ids.len, bs, hs, nb);
+        nb = ir_block_hash_chain(root, ids.ids, ids.len, bs, hs, nb);
         size_t m = 0;
         while (m < nb && ir_map_get(&seen, &hs[m], sizeof hs[m], NULL)) m++;
         q->reused_tokens = (uint32_t)(m * bs);

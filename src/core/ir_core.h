@@ -64,6 +64,29 @@ bool ir_log_is_json(void);
 uint64_t ir_now_ns(void);  /* CLOCK_MONOTONIC */
 double ir_wall_time(void); /* seconds since the epoch, CLOCK_REALTIME */
 
+/* ---- chained block hashes ------------------------------------------------
+ * Full blocks of block_size tokens are hashed with XXH3-128 in a chain: a
+ * block's hash covers its parent's hash and its own ids, so it names its whole
+ * prefix. A trailing partial block is never hashed. The chain's root is salted
+ * by the model, the LoRA adapter and the request's cache_salt, each
+ * length-prefixed; NULL (absent) differs from "" and from every string. The
+ * gateway's index and the simulator both hash with these, so the index needs no
+ * tokenizer (ADR 0001). About 4 ns a 16-token block (bench/index/). */
+typedef struct ir_hash128 {
+    uint64_t lo, hi;
+} ir_hash128;
+
+ir_hash128 ir_block_hash_root(const char *model, const char *adapter, const char *cache_salt);
+/* The hash of one full block under its parent's hash (or the root). */
+ir_hash128 ir_block_hash_next(ir_hash128 parent, const uint32_t *ids, size_t block_size);
+/* Hashes the full blocks of ids[0..n); returns how many were written (<= max_out,
+ * 0 when block_size is 0). */
+size_t ir_block_hash_chain(ir_hash128 root, const uint32_t *ids, size_t n, size_t block_size,
+                           ir_hash128 *out, size_t max_out);
+static inline bool ir_hash128_eq(ir_hash128 a, ir_hash128 b) {
+    return a.lo == b.lo && a.hi == b.hi;
+}
+
 /* ---- buffers with caps ----------------------------------------------------
  * A growable byte buffer that refuses to grow past `max`. data is always
  * NUL-terminated (the NUL is not counted in len) once anything was written. */

@@ -23,7 +23,7 @@ struct sim_seq {
     /* KV blocks held, in order; the first nhashed are registered */
     int32_t *blocks;
     size_t nblocks, blocks_cap, nhashed;
-    irt_hash chain; /* hash of the last registered block */
+    ir_hash128 chain; /* hash of the last registered block */
     size_t cached_tokens;
     bool scheduled_once;
     bool abort_pending;
@@ -42,7 +42,7 @@ struct sim_engine {
     uv_timer_t timer;
     sim_cfg cfg;
     sim_kv kv;
-    irt_hash root;
+    ir_hash128 root;
     seq_list waiting, running;
     sim_seq **heap;
     size_t heap_n, heap_cap;
@@ -271,7 +271,7 @@ static void release_blocks(sim_engine *e, sim_seq *s) {
 static void hash_full_blocks(sim_engine *e, sim_seq *s) {
     size_t bs = e->cfg.block_size;
     while (s->nhashed < s->nblocks && (s->nhashed + 1) * bs <= s->ntok) {
-        s->chain = irt_hash_block(s->chain, s->tokens + s->nhashed * bs, bs);
+        s->chain = ir_block_hash_next(s->chain, s->tokens + s->nhashed * bs, bs);
         sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], s->chain);
         s->nhashed++;
     }
@@ -334,9 +334,9 @@ static void schedule(sim_engine *e);
 static bool admit(sim_engine *e, sim_seq *s, uint64_t now) {
     size_t bs = e->cfg.block_size;
     size_t full = s->ntok / bs;
-    irt_hash *hs = full ? malloc(full * sizeof *hs) : NULL;
+    ir_hash128 *hs = full ? malloc(full * sizeof *hs) : NULL;
     if (full && !hs) return false;
-    irt_hash_blocks(e->root, s->tokens, s->ntok, bs, hs, full);
+    ir_block_hash_chain(e->root, s->tokens, s->ntok, bs, hs, full);
     uint32_t hit = sim_kv_match(&e->kv, hs, (uint32_t)full);
     /* The last token is always computed, so a fully cached prompt gives up
      * its last block. */
@@ -513,8 +513,7 @@ sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg) {
         free(e);
         return NULL;
     }
-    const char *salt[] = {cfg->nmodel_names ? cfg->model_names[0] : "sim"};
-    e->root = irt_hash_root(salt, 1);
+    e->root = ir_block_hash_root(cfg->nmodel_names ? cfg->model_names[0] : "sim", NULL, NULL);
     for (int i = 0; i < 64; i++) {
         char sp[64];
         snprintf(sp, sizeof sp, " %s", words[i]);

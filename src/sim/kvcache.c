@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The map's key is the hash's 16 bytes (irt_hash has no padding). */
-_Static_assert(sizeof(irt_hash) == 16, "irt_hash is two uint64_t");
+/* The map's key is the hash's 16 bytes (ir_hash128 has no padding). */
+_Static_assert(sizeof(ir_hash128) == 16, "ir_hash128 is two uint64_t");
 
 int sim_kv_init(sim_kv *kv, uint32_t n) {
     memset(kv, 0, sizeof *kv);
@@ -73,12 +73,12 @@ static void unhash(sim_kv *kv, int32_t i) {
     kv->nhashed--;
 }
 
-int32_t sim_kv_lookup(const sim_kv *kv, irt_hash h) {
+int32_t sim_kv_lookup(const sim_kv *kv, ir_hash128 h) {
     uint64_t i;
     return ir_map_get(&kv->hashed, &h, sizeof h, &i) ? (int32_t)i : -1;
 }
 
-uint32_t sim_kv_match(const sim_kv *kv, const irt_hash *hs, uint32_t n) {
+uint32_t sim_kv_match(const sim_kv *kv, const ir_hash128 *hs, uint32_t n) {
     uint32_t k = 0;
     while (k < n && sim_kv_lookup(kv, hs[k]) >= 0) k++;
     return k;
@@ -107,7 +107,7 @@ void sim_kv_release(sim_kv *kv, int32_t i) {
     if (--b->ref == 0) free_push_tail(kv, i);
 }
 
-void sim_kv_set_hash(sim_kv *kv, int32_t i, irt_hash h) {
+void sim_kv_set_hash(sim_kv *kv, int32_t i, ir_hash128 h) {
     sim_block *b = &kv->b[i];
     if (b->hashed || sim_kv_lookup(kv, h) >= 0) return;
     /* Cannot fail: the map holds at most one entry per block, and was sized for all. */

@@ -57,7 +57,7 @@ uint64_t sim_decode_ns(const sim_cfg *c, uint32_t running);
  * blocks (ref > 0) are never evicted. Every operation is O(1) (hash lookups
  * expected O(1)). */
 typedef struct sim_block {
-    irt_hash hash;
+    ir_hash128 hash;
     uint32_t ref;
     int32_t prev, next; /* free queue links, -1 at the ends */
     bool hashed;        /* registered in the map */
@@ -75,9 +75,9 @@ typedef struct sim_kv {
 
 int sim_kv_init(sim_kv *kv, uint32_t nblocks);
 void sim_kv_free(sim_kv *kv);
-int32_t sim_kv_lookup(const sim_kv *kv, irt_hash h);
+int32_t sim_kv_lookup(const sim_kv *kv, ir_hash128 h);
 /* The number of leading hashes that are cached. */
-uint32_t sim_kv_match(const sim_kv *kv, const irt_hash *hs, uint32_t n);
+uint32_t sim_kv_match(const sim_kv *kv, const ir_hash128 *hs, uint32_t n);
 /* Takes a reference on a cached block (leaving the free queue if it was there). */
 void sim_kv_acquire(sim_kv *kv, int32_t idx);
 /* A fresh block with ref 1, evicting the oldest free one; -1 when none is free. */
@@ -86,7 +86,7 @@ int32_t sim_kv_alloc(sim_kv *kv);
 void sim_kv_release(sim_kv *kv, int32_t idx);
 /* Registers a full block's hash. A hash that is already cached stays with its
  * first block (this one then remains unregistered). */
-void sim_kv_set_hash(sim_kv *kv, int32_t idx, irt_hash h);
+void sim_kv_set_hash(sim_kv *kv, int32_t idx, ir_hash128 h);
 /* Forgets the hashes of every free block. Returns the number forgotten. */
 uint32_t sim_kv_reset(sim_kv *kv);
 

@@ -58,24 +58,7 @@ int irt_sim_piece(uint32_t id, char out[3]);
 int irt_sim_render_chat(const json_t *messages, bool add_generation_prompt, ir_buf *out,
                         const char **err);
 
-/* ---- chained block hashes ------------------------------------------------------
- * Full blocks of block_size tokens are hashed with XXH3-128 in a chain: a block's
- * hash covers its parent's hash and its own ids, so it names its whole prefix.
- * The chain's root is salted (model, adapter, cache_salt); a trailing partial
- * block is never hashed. */
-typedef struct irt_hash {
-    uint64_t lo, hi;
-} irt_hash;
-
-/* The root of a chain, from any number of salt strings (NULL entries skipped). */
-irt_hash irt_hash_root(const char *const *salts, size_t nsalts);
-irt_hash irt_hash_block(irt_hash parent, const uint32_t *ids, size_t block_size);
-/* Hashes the full blocks of ids; returns how many were written (<= max_out). */
-size_t irt_hash_blocks(irt_hash root, const uint32_t *ids, size_t n, size_t block_size,
-                       irt_hash *out, size_t max_out);
-static inline bool irt_hash_eq(irt_hash a, irt_hash b) {
-    return a.lo == b.lo && a.hi == b.hi;
-}
+/* Chained block hashes live in core (ir_hash128, ir_block_hash_*; see ADR 0001). */
 
 /* ---- Hugging Face tokenizer.json ----------------------------------------
  * Token-exact with the Rust `tokenizers` library (0.22) for BPE models:

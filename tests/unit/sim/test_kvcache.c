@@ -19,8 +19,8 @@ typedef struct {
     uint64_t key[NB];
 } ref_model;
 
-static irt_hash H(uint64_t k) {
-    return (irt_hash){k, k * 31 + 7};
+static ir_hash128 H(uint64_t k) {
+    return (ir_hash128){k, k * 31 + 7};
 }
 
 static void ref_init(ref_model *m) {
@@ -125,7 +125,7 @@ static void lru_matches_reference(void **state) {
 static void match_counts_leading_hits(void **state) {
     sim_kv kv;
     assert_int_equal(sim_kv_init(&kv, 8), 0);
-    irt_hash hs[4] = {H(1), H(2), H(3), H(4)};
+    ir_hash128 hs[4] = {H(1), H(2), H(3), H(4)};
     for (int i = 0; i < 2; i++) {
         int32_t b = sim_kv_alloc(&kv);
         sim_kv_set_hash(&kv, b, hs[i]);

@@ -1,0 +1,474 @@
+/* index.c: the shared map from block hash to replicas, and the API that keeps
+ * it equal to the union of the replicas' shadows (see ir_index.h).
+ *
+ * The map is liburcu's lock-free hash table (cds_lfht) under the bulletproof
+ * RCU flavour: readers take no lock. Writers serialize per block on one of
+ * IRX_SHARDS mutexes chosen by the hash, so setting a replica's bit never races
+ * with dropping the entry whose last bit was cleared. A replica's shadow has
+ * its own mutex; lock order is replica, then shard. Entries are freed after a
+ * grace period (call_rcu). Every field a reader touches is accessed atomically. */
+#include "index/ir_index.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu-bp.h>
+#include <urcu/rculfhash.h>
+
+#include "index/index_internal.h"
+
+#define IRX_SHARDS 256u
+#define IRX_WORDS  (IRX_MAX_REPLICAS / 64u)
+
+/* ThreadSanitizer cannot see liburcu's grace periods (the library is not
+ * instrumented), so the read side and the deferred free are annotated. */
+#if defined(__SANITIZE_THREAD__)
+#define IRX_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define IRX_TSAN 1
+#endif
+#endif
+#ifdef IRX_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static int tsan_grace;
+#define GRACE_RELEASE() __tsan_release(&tsan_grace)
+#define GRACE_ACQUIRE() __tsan_acquire(&tsan_grace)
+#define PUBLISH(e)      __tsan_release(e) /* cds_lfht_add publishes, unseen */
+#define SUBSCRIBE(e)    __tsan_acquire(e)
+#else
+#define PUBLISH(e)      ((void)0)
+#define SUBSCRIBE(e)    ((void)0)
+#define GRACE_RELEASE() ((void)0)
+#define GRACE_ACQUIRE() ((void)0)
+#endif
+
+/* Leaves a read-side section (and tells TSan that this thread's reads are done). */
+static inline void read_unlock(void) {
+    GRACE_RELEASE(); /* before the unlock: the grace period may end right after it */
+    urcu_bp_read_unlock();
+}
+
+typedef struct irx_entry {
+    struct cds_lfht_node node;
+    uint64_t lo, hi; /* atomic */
+    struct rcu_head rcu;
+    uint64_t bits[]; /* nwords, atomic */
+} irx_entry;
+
+typedef struct irx_replica {
+    pthread_mutex_t mu;
+    irx_shadow sh;
+    uint32_t epoch, stamp;
+    _Atomic uint64_t resets;
+} irx_replica;
+
+struct irx_index {
+    struct cds_lfht *map;
+    uint32_t nrep, nwords;
+    size_t entry_size;
+    _Atomic uint64_t entries, held, shadow_bytes, resets;
+    pthread_mutex_t shard[IRX_SHARDS];
+    irx_replica rep[];
+};
+
+#define LOAD(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
+#define STORE(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_relaxed)
+
+/* ---- the shared map ------------------------------------------------------- */
+
+static int match_entry(struct cds_lfht_node *node, const void *key) {
+    const irx_entry *e = caa_container_of(node, irx_entry, node);
+    const ir_hash128 *h = key;
+    SUBSCRIBE((void *)e);
+    return LOAD(&e->lo) == h->lo && LOAD(&e->hi) == h->hi;
+}
+
+/* Inside an RCU read-side section. */
+static irx_entry *map_find(const irx_index *ix, ir_hash128 h) {
+    struct cds_lfht_iter it;
+    cds_lfht_lookup(ix->map, (unsigned long)h.lo, match_entry, &h, &it);
+    struct cds_lfht_node *n = cds_lfht_iter_get_node(&it);
+    return n ? caa_container_of(n, irx_entry, node) : NULL;
+}
+
+static pthread_mutex_t *shard_of(irx_index *ix, ir_hash128 h) {
+    return &ix->shard[(h.hi >> 32) % IRX_SHARDS];
+}
+
+/* Adds replica r to block h's set. -1 on OOM (nothing changed). */
+static int map_add(irx_index *ix, ir_hash128 h, uint32_t r) {
+    pthread_mutex_t *mu = shard_of(ix, h);
+    int rc = 0;
+    pthread_mutex_lock(mu);
+    urcu_bp_read_lock();
+    irx_entry *e = map_find(ix, h);
+    if (e) {
+        atomic_fetch_or_explicit((_Atomic uint64_t *)&e->bits[r / 64], 1ull << (r % 64),
+                                 memory_order_relaxed);
+    } else if ((e = malloc(ix->entry_size))) {
+        STORE(&e->lo, h.lo);
+        STORE(&e->hi, h.hi);
+        for (uint32_t w = 0; w < ix->nwords; w++) STORE(&e->bits[w], 0);
+        STORE(&e->bits[r / 64], 1ull << (r % 64));
+        cds_lfht_node_init(&e->node);
+        PUBLISH(e);
+        cds_lfht_add(ix->map, (unsigned long)h.lo, &e->node);
+        atomic_fetch_add(&ix->entries, 1);
+    } else {
+        rc = -1;
+    }
+    read_unlock();
+    pthread_mutex_unlock(mu);
+    return rc;
+}
+
+static void free_entry(struct rcu_head *head) {
+    GRACE_ACQUIRE();
+    free(caa_container_of(head, irx_entry, rcu));
+}
+
+/* Removes replica r from block h's set, and the entry once no replica holds it. */
+static void map_remove(irx_index *ix, ir_hash128 h, uint32_t r) {
+    pthread_mutex_t *mu = shard_of(ix, h);
+    pthread_mutex_lock(mu);
+    urcu_bp_read_lock();
+    irx_entry *e = map_find(ix, h);
+    if (e) {
+        atomic_fetch_and_explicit((_Atomic uint64_t *)&e->bits[r / 64], ~(1ull << (r % 64)),
+                                  memory_order_relaxed);
+        uint64_t any = 0;
+        for (uint32_t w = 0; w < ix->nwords; w++) any |= LOAD(&e->bits[w]);
+        if (!any && cds_lfht_del(ix->map, &e->node) == 0) {
+            atomic_fetch_sub(&ix->entries, 1);
+            urcu_bp_call_rcu(&e->rcu, free_entry);
+        }
+    }
+    read_unlock();
+    pthread_mutex_unlock(mu);
+}
+
+/* ---- lifecycle ---------------------------------------------------------------- */
+
+irx_index *irx_new(uint32_t max_replicas) {
+    if (max_replicas == 0 || max_replicas > IRX_MAX_REPLICAS) return NULL;
+    irx_index *ix = calloc(1, sizeof *ix + max_replicas * sizeof ix->rep[0]);
+    if (!ix) return NULL;
+    ix->nrep = max_replicas;
+    ix->nwords = (max_replicas + 63) / 64;
+    ix->entry_size = sizeof(irx_entry) + ix->nwords * sizeof(uint64_t);
+    ix->map = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+                                  &urcu_bp_flavor, NULL);
+    if (!ix->map) {
+        free(ix);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < IRX_SHARDS; i++) pthread_mutex_init(&ix->shard[i], NULL);
+    for (uint32_t r = 0; r < max_replicas; r++) pthread_mutex_init(&ix->rep[r].mu, NULL);
+    return ix;
+}
+
+void irx_free(irx_index *ix) {
+    if (!ix) return;
+    for (uint32_t r = 0; r < ix->nrep; r++) irx_forget_replica(ix, r);
+    urcu_bp_barrier(); /* every deferred free has run */
+    cds_lfht_destroy(ix->map, NULL);
+    for (uint32_t i = 0; i < IRX_SHARDS; i++) pthread_mutex_destroy(&ix->shard[i]);
+    for (uint32_t r = 0; r < ix->nrep; r++) pthread_mutex_destroy(&ix->rep[r].mu);
+    free(ix);
+}
+
+/* ---- one replica's shadow (its lock held) ------------------------------------ */
+
+static ir_hash128 node_hash(const irx_shadow *s, uint32_t i) {
+    return (ir_hash128){s->nodes[i].lo, s->nodes[i].hi};
+}
+
+static void evict_tail(irx_index *ix, uint32_t r) {
+    irx_shadow *s = &ix->rep[r].sh;
+    uint32_t t = s->tail;
+    map_remove(ix, node_hash(s, t), r);
+    irx_shadow_remove(s, t);
+    atomic_fetch_sub(&ix->held, 1);
+}
+
+static void drop_all(irx_index *ix, uint32_t r) {
+    irx_replica *rp = &ix->rep[r];
+    while (rp->sh.count) evict_tail(ix, r); /* oldest first: children before parents */
+    rp->epoch++;
+}
+
+static void set_shadow_bytes(irx_index *ix, size_t before, size_t after) {
+    atomic_fetch_add(&ix->shadow_bytes, after);
+    atomic_fetch_sub(&ix->shadow_bytes, before);
+}
+
+/* Moves every node of rp->sh into a shadow of cap nodes, oldest evicted first. */
+static int resize_shadow(irx_index *ix, uint32_t r, uint32_t cap) {
+    irx_replica *rp = &ix->rep[r];
+    irx_shadow ns;
+    if (irx_shadow_init(&ns, cap)) return -1;
+    while (rp->sh.count > cap) evict_tail(ix, r);
+    for (uint32_t i = rp->sh.count ? rp->sh.tail : IRX_NIL; i != IRX_NIL; i = rp->sh.nodes[i].prev)
+        irx_shadow_add(&ns, node_hash(&rp->sh, i), rp->sh.nodes[i].stamp);
+    set_shadow_bytes(ix, irx_shadow_bytes(&rp->sh), irx_shadow_bytes(&ns));
+    irx_shadow_free(&rp->sh);
+    rp->sh = ns;
+    return 0;
+}
+
+int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks) {
+    if (r >= ix->nrep || capacity_blocks > (1u << 30)) return -1;
+    if (capacity_blocks == 0) {
+        irx_forget_replica(ix, r);
+        return 0;
+    }
+    irx_replica *rp = &ix->rep[r];
+    pthread_mutex_lock(&rp->mu);
+    int rc = rp->sh.cap == capacity_blocks ? 0 : resize_shadow(ix, r, capacity_blocks);
+    pthread_mutex_unlock(&rp->mu);
+    return rc;
+}
+
+static uint32_t locked_u32(irx_index *ix, uint32_t r, bool count) {
+    if (r >= ix->nrep) return 0;
+    pthread_mutex_lock(&ix->rep[r].mu);
+    uint32_t v = count ? ix->rep[r].sh.count : ix->rep[r].sh.cap;
+    pthread_mutex_unlock(&ix->rep[r].mu);
+    return v;
+}
+uint32_t irx_capacity(irx_index *ix, uint32_t r) {
+    return locked_u32(ix, r, false);
+}
+uint32_t irx_replica_blocks(irx_index *ix, uint32_t r) {
+    return locked_u32(ix, r, true);
+}
+
+void irx_forget_replica(irx_index *ix, uint32_t r) {
+    if (r >= ix->nrep) return;
+    irx_replica *rp = &ix->rep[r];
+    pthread_mutex_lock(&rp->mu);
+    drop_all(ix, r);
+    set_shadow_bytes(ix, irx_shadow_bytes(&rp->sh), 0);
+    irx_shadow_free(&rp->sh);
+    pthread_mutex_unlock(&rp->mu);
+}
+
+void irx_reset_replica(irx_index *ix, uint32_t r) {
+    if (r >= ix->nrep) return;
+    irx_replica *rp = &ix->rep[r];
+    pthread_mutex_lock(&rp->mu);
+    drop_all(ix, r);
+    pthread_mutex_unlock(&rp->mu);
+    atomic_fetch_add(&rp->resets, 1);
+    atomic_fetch_add(&ix->resets, 1);
+}
+
+uint64_t irx_replica_resets(irx_index *ix, uint32_t r) {
+    return r < ix->nrep ? atomic_load(&ix->rep[r].resets) : 0;
+}
+
+/* ---- record, undo, correct ---------------------------------------------------- */
+
+/* Makes the present blocks of h[0..m) the most recent, block 0 first of all;
+ * returns how many were present. Parents end up more recent than children,
+ * which keeps the shadow prefix-closed under tail eviction. */
+static uint32_t touch_present(irx_shadow *s, const ir_hash128 *h, size_t m, uint32_t stamp) {
+    uint32_t present = 0;
+    for (size_t i = m; i-- > 0;) {
+        uint32_t k = irx_shadow_find(s, h[i]);
+        if (k == IRX_NIL) continue;
+        irx_shadow_touch(s, k);
+        if (stamp) s->nodes[k].stamp = stamp;
+        present++;
+    }
+    return present;
+}
+
+irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
+    irx_rec rec = {r, 0, 0, 0};
+    if (r >= ix->nrep || n == 0) return rec;
+    irx_replica *rp = &ix->rep[r];
+    pthread_mutex_lock(&rp->mu);
+    irx_shadow *s = &rp->sh;
+    if (s->cap == 0) goto out;
+    size_t m = n < s->cap ? n : s->cap;
+    rp->stamp = (rp->stamp + 1) & ~IRX_FRESH;
+    if (rp->stamp == 0) rp->stamp = 1;
+    rec = (irx_rec){r, rp->epoch, rp->stamp, (uint32_t)m};
+    /* First the blocks already held move to the front, out of eviction's way;
+     * then, deepest first, every block is touched or added in front. */
+    touch_present(s, h, m, rp->stamp);
+    for (size_t i = m; i-- > 0;) {
+        uint32_t k = irx_shadow_find(s, h[i]);
+        if (k != IRX_NIL) {
+            irx_shadow_touch(s, k);
+            continue;
+        }
+        if (s->count == s->cap) evict_tail(ix, r);
+        if (map_add(ix, h[i], r)) break; /* OOM: the deeper blocks stay recorded */
+        irx_shadow_add(s, h[i], rp->stamp | IRX_FRESH);
+        atomic_fetch_add(&ix->held, 1);
+    }
+out:
+    pthread_mutex_unlock(&rp->mu);
+    return rec;
+}
+
+void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n) {
+    if (rec.n == 0 || rec.replica >= ix->nrep) return;
+    irx_replica *rp = &ix->rep[rec.replica];
+    pthread_mutex_lock(&rp->mu);
+    if (rp->epoch == rec.epoch) {
+        size_t m = n < rec.n ? n : rec.n;
+        /* Deepest first, so that a reader never sees a child without its parent. */
+        for (size_t i = m; i-- > 0;) {
+            uint32_t k = irx_shadow_find(&rp->sh, h[i]);
+            if (k == IRX_NIL || rp->sh.nodes[k].stamp != (rec.stamp | IRX_FRESH)) continue;
+            map_remove(ix, h[i], rec.replica);
+            irx_shadow_remove(&rp->sh, k);
+            atomic_fetch_sub(&ix->held, 1);
+        }
+    }
+    pthread_mutex_unlock(&rp->mu);
+}
+
+size_t irx_correct(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n, size_t predicted,
+                   size_t engine_cached) {
+    if (r >= ix->nrep || engine_cached >= predicted) return 0;
+    irx_replica *rp = &ix->rep[r];
+    size_t evicted = 0, excess = predicted - engine_cached;
+    pthread_mutex_lock(&rp->mu);
+    irx_shadow *s = &rp->sh;
+    if (s->cap) {
+        size_t m = n < s->cap ? n : s->cap;
+        uint32_t keep = touch_present(s, h, m, 0);
+        for (; evicted < excess && s->count > keep; evicted++) evict_tail(ix, r);
+    }
+    pthread_mutex_unlock(&rp->mu);
+    return evicted;
+}
+
+/* ---- lookup --------------------------------------------------------------------- */
+
+typedef struct lookup_ctx {
+    irx_index *ix;
+    const ir_hash128 *h;
+    uint32_t *out;
+    uint32_t nwords;
+} lookup_ctx;
+
+static void bits_of(const lookup_ctx *c, size_t i, uint64_t *w) {
+    irx_entry *e = map_find(c->ix, c->h[i]);
+    for (uint32_t k = 0; k < c->nwords; k++) w[k] = e ? LOAD(&e->bits[k]) : 0;
+}
+
+static void assign(const lookup_ctx *c, const uint64_t *set, uint32_t depth) {
+    for (uint32_t k = 0; k < c->nwords; k++)
+        for (uint64_t b = set[k]; b; b &= b - 1)
+            c->out[k * 64 + (uint32_t)__builtin_ctzll(b)] = depth;
+}
+
+/* Replicas in lo_set hold block lo; those in hi_set hold block hi (hi_set is a
+ * subset of lo_set). Each replica in lo_set but not hi_set has its depth in
+ * [lo + 1, hi]: bisect. Sets are clamped to stay nested, so a reader that
+ * races a writer still gets a prefix the map held at some point. */
+static void bisect(const lookup_ctx *c, size_t lo, size_t hi, const uint64_t *lo_set,
+                   const uint64_t *hi_set) {
+    uint64_t diff = 0, mid_set[IRX_WORDS], only[IRX_WORDS];
+    for (uint32_t k = 0; k < c->nwords; k++) {
+        only[k] = lo_set[k] & ~hi_set[k];
+        diff |= only[k];
+    }
+    if (!diff) return;
+    if (hi == lo + 1) {
+        assign(c, only, (uint32_t)hi);
+        return;
+    }
+    size_t mid = lo + (hi - lo) / 2;
+    bits_of(c, mid, mid_set);
+    for (uint32_t k = 0; k < c->nwords; k++) mid_set[k] = (mid_set[k] & lo_set[k]) | hi_set[k];
+    bisect(c, lo, mid, lo_set, mid_set);
+    bisect(c, mid, hi, mid_set, hi_set);
+}
+
+void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
+    memset(out, 0, ix->nrep * sizeof *out);
+    if (n == 0) return;
+    lookup_ctx c = {ix, h, out, ix->nwords};
+    uint64_t first[IRX_WORDS], last[IRX_WORDS], any = 0;
+    urcu_bp_read_lock();
+    bits_of(&c, 0, first);
+    for (uint32_t k = 0; k < c.nwords; k++) any |= first[k];
+    if (any) {
+        if (n == 1) {
+            assign(&c, first, 1);
+        } else {
+            bits_of(&c, n - 1, last);
+            for (uint32_t k = 0; k < c.nwords; k++) last[k] &= first[k];
+            assign(&c, last, (uint32_t)n);
+            bisect(&c, 0, n - 1, first, last);
+        }
+    }
+    read_unlock();
+}
+
+/* ---- stats and checks ------------------------------------------------------------ */
+
+void irx_stats_get(irx_index *ix, irx_stats *out) {
+    uint64_t entries = atomic_load(&ix->entries);
+    /* An entry is one malloc chunk (its size plus glibc's 8-byte header, in
+     * 16-byte steps); the table keeps about one 16-byte bucket node per entry. */
+    uint64_t chunk = (ix->entry_size + 8 + 15) & ~(uint64_t)15;
+    out->entries = entries;
+    out->held = atomic_load(&ix->held);
+    out->bytes = entries * (chunk + 16) + atomic_load(&ix->shadow_bytes) + sizeof *ix +
+                 ix->nrep * sizeof ix->rep[0];
+    out->resets = atomic_load(&ix->resets);
+}
+
+static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, size_t errlen) {
+    irx_shadow *s = &ix->rep[r].sh;
+    if (irx_shadow_check(s)) {
+        snprintf(err, errlen, "replica %u: shadow table and LRU disagree", r);
+        return -1;
+    }
+    urcu_bp_read_lock();
+    int rc = 0;
+    for (uint32_t i = s->count ? s->head : IRX_NIL; i != IRX_NIL && !rc; i = s->nodes[i].next) {
+        irx_entry *e = map_find(ix, node_hash(s, i));
+        if (!e || !(LOAD(&e->bits[r / 64]) >> (r % 64) & 1)) {
+            snprintf(err, errlen, "replica %u holds a block the map lacks", r);
+            rc = -1;
+        }
+    }
+    read_unlock();
+    *held += s->count;
+    return rc;
+}
+
+int irx_check(irx_index *ix, char *err, size_t errlen) {
+    uint64_t held = 0, bits = 0, entries = 0;
+    for (uint32_t r = 0; r < ix->nrep; r++)
+        if (check_replica(ix, r, &held, err, errlen)) return -1;
+    /* Every bit in the map is one held block: equal totals and the inclusion
+     * above make the map the union of the shadows, exactly. */
+    struct cds_lfht_iter it;
+    irx_entry *e;
+    urcu_bp_read_lock();
+    cds_lfht_for_each_entry(ix->map, &it, e, node) {
+        entries++;
+        for (uint32_t k = 0; k < ix->nwords; k++)
+            bits += (uint64_t)__builtin_popcountll(LOAD(&e->bits[k]));
+    }
+    read_unlock();
+    if (bits != held || entries != atomic_load(&ix->entries) || held != atomic_load(&ix->held)) {
+        snprintf(err, errlen, "map has %llu bits in %llu entries; shadows hold %llu blocks",
+                 (unsigned long long)bits, (unsigned long long)entries, (unsigned long long)held);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,129 @@
+/* ir_index.h: the approximate KV index (module `index`, prefix irx_).
+ *
+ * The gateway cannot see inside an engine's KV cache, so it remembers where it
+ * sent each prompt. Every routed prompt's block hashes (ir_block_hash_chain)
+ * are recorded on the replica it went to, in a per-replica shadow LRU as large
+ * as that replica's KV cache. A shared map from block hash to the set of
+ * replicas holding it (a bitset) answers, in one pass over a prompt's blocks,
+ * how many leading blocks every replica holds. See docs/internals/index.md.
+ *
+ * Invariant: the shared map equals the union of the shadows, exactly: block b
+ * maps to bit r if and only if replica r's shadow holds b. Within one shadow the
+ * blocks are prefix-closed (a block is evicted before its parent), which lets
+ * irx_lookup bisect instead of probing every block.
+ *
+ * Threads: every function except irx_new and irx_free may be called from any
+ * thread at any time. irx_lookup takes no lock and never waits on a writer
+ * (RCU); writers lock one replica and one shard of the map at a time. Threads
+ * need no registration (liburcu-bp).
+ *
+ * Ownership: the index copies what it keeps; callers own every array they pass.
+ */
+#ifndef IR_INDEX_H
+#define IR_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ir_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Matches GW_MAX_REPLICAS: a replica is a slot number below this. */
+#define IRX_MAX_REPLICAS 256u
+
+typedef struct irx_index irx_index;
+
+/* An index for replica slots 0..max_replicas-1 (1..IRX_MAX_REPLICAS; the
+ * bitset per block is max_replicas bits rounded up to 64, so a fleet of 64
+ * holds less memory per block than one of 256). NULL on a bad argument or OOM. */
+irx_index *irx_new(uint32_t max_replicas);
+/* Frees everything. No other call may run on ix, or start, meanwhile. */
+void irx_free(irx_index *ix);
+
+/* Sets replica r's capacity in blocks, the size of its shadow LRU: the caller
+ * picks kv_capacity_blocks, else the engine's num_gpu_blocks, else
+ * index.default_capacity_blocks. Shrinking evicts the oldest blocks; 0 is
+ * irx_forget_replica. Returns 0, or -1 on a bad replica or OOM (the shadow is
+ * then unchanged). Capacity is capped at 1<<30 blocks. */
+int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks);
+uint32_t irx_capacity(irx_index *ix, uint32_t r);
+/* Blocks replica r's shadow holds now. */
+uint32_t irx_replica_blocks(irx_index *ix, uint32_t r);
+
+/* What one attempt recorded, so that it can be taken back. Plain data: keep it
+ * with the attempt. n == 0 means nothing was recorded. */
+typedef struct irx_rec {
+    uint32_t replica;
+    uint32_t epoch; /* the shadow's generation; a reset or forget voids the record */
+    uint32_t stamp; /* the attempt's mark on the blocks it touched */
+    uint32_t n;     /* blocks recorded (the prompt's first n) */
+} irx_rec;
+
+/* Records that replica r was sent a prompt whose full blocks hash to h[0..n):
+ * each block becomes the most recent in r's shadow, block 0 most of all (so a
+ * prompt's tail is evicted before its head, as vLLM frees blocks), evicting the
+ * oldest blocks to stay within capacity. Only the first `capacity` blocks are
+ * recorded. A replica without capacity records nothing. */
+irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n);
+/* Takes back what rec recorded, for an attempt that the engine refused, that
+ * answered with an error or that failed before answering: the blocks that this
+ * attempt added and that no later record touched leave the shadow. Blocks that
+ * were already there stay (their recency is not restored), and blocks it
+ * evicted do not come back. h and n are the ones given to irx_record. */
+void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n);
+
+/* For every replica slot r < max_replicas, out[r] = how many leading blocks of
+ * h[0..n) replica r holds. One pass for all replicas, lock-free. The index
+ * counts blocks as held; it does NOT apply the engine's last-token rule: the
+ * caller passes n = irx_usable_blocks(...) so that a fully cached prompt is
+ * predicted one block short, as the engine reports it. */
+void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out);
+
+/* How many of a prompt's nhashes full blocks an engine can report cached: it
+ * always computes the last token, so a prompt of exactly k full blocks reports
+ * at most k - 1 of them (vLLM recomputes the last token; a partial trailing
+ * block leaves every full block usable). */
+static inline size_t irx_usable_blocks(size_t nhashes, size_t prompt_tokens, size_t block_size) {
+    if (block_size == 0 || prompt_tokens == 0) return 0;
+    size_t cap = (prompt_tokens - 1) / block_size;
+    return nhashes < cap ? nhashes : cap;
+}
+
+/* Closed loop: the engine reported engine_cached blocks for a prompt h[0..n)
+ * that the index predicted predicted blocks for (both already through
+ * irx_usable_blocks). When engine_cached < predicted, r's shadow held blocks
+ * the engine had already evicted: the prompt's blocks are made the most recent
+ * (the engine has just computed them) and the difference is evicted from the
+ * oldest end of r's shadow, never this prompt's blocks. Returns the number of
+ * blocks evicted. */
+size_t irx_correct(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n, size_t predicted,
+                   size_t engine_cached);
+
+/* Replica r left the fleet: its blocks and its capacity are dropped. */
+void irx_forget_replica(irx_index *ix, uint32_t r);
+/* Replica r's engine restarted (its prefix cache counters went backwards): its
+ * blocks are dropped, its capacity kept, and resets counted. */
+void irx_reset_replica(irx_index *ix, uint32_t r);
+
+typedef struct irx_stats {
+    uint64_t entries; /* distinct blocks in the shared map */
+    uint64_t held;    /* blocks held, summed over the shadows */
+    uint64_t bytes;   /* memory the index holds (map entries, buckets, shadows) */
+    uint64_t resets;  /* irx_reset_replica calls, all replicas */
+} irx_stats;
+void irx_stats_get(irx_index *ix, irx_stats *out);
+uint64_t irx_replica_resets(irx_index *ix, uint32_t r);
+
+/* Test and benchmark hook: checks the invariant (shared map == union of the
+ * shadows, each shadow's LRU and table consistent). Returns 0 when it holds,
+ * or -1 and writes the first difference into err. Call it with no writer
+ * running. */
+int irx_check(irx_index *ix, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,134 @@
+/* shadow.c: one replica's shadow LRU (see index_internal.h). Single-threaded:
+ * the caller holds the replica's lock. */
+#include "index/index_internal.h"
+
+#include <stdlib.h>
+
+static uint32_t home(const irx_shadow *s, uint64_t lo) {
+    /* The hash is already uniform; fold the high half in for small masks. */
+    return (uint32_t)((lo ^ (lo >> 32)) & s->mask);
+}
+
+int irx_shadow_init(irx_shadow *s, uint32_t cap) {
+    *s = (irx_shadow){0};
+    if (cap == 0 || cap > (1u << 30)) return -1;
+    uint32_t nslots = 2;
+    while (nslots < 2 * (uint64_t)cap) nslots <<= 1;
+    s->nodes = malloc((size_t)cap * sizeof *s->nodes);
+    s->slots = malloc((size_t)nslots * sizeof *s->slots);
+    if (!s->nodes || !s->slots) {
+        irx_shadow_free(s);
+        return -1;
+    }
+    for (uint32_t i = 0; i < nslots; i++) s->slots[i] = IRX_NIL;
+    for (uint32_t i = 0; i < cap; i++) s->nodes[i].next = i + 1 < cap ? i + 1 : IRX_NIL;
+    s->mask = nslots - 1;
+    s->cap = cap;
+    s->head = s->tail = IRX_NIL;
+    s->free = 0;
+    return 0;
+}
+
+void irx_shadow_free(irx_shadow *s) {
+    free(s->nodes);
+    free(s->slots);
+    *s = (irx_shadow){0};
+}
+
+size_t irx_shadow_bytes(const irx_shadow *s) {
+    if (!s->nodes) return 0;
+    return (size_t)s->cap * sizeof *s->nodes + ((size_t)s->mask + 1) * sizeof *s->slots;
+}
+
+uint32_t irx_shadow_find(const irx_shadow *s, ir_hash128 h) {
+    if (!s->slots) return IRX_NIL;
+    for (uint32_t j = home(s, h.lo);; j = (j + 1) & s->mask) {
+        uint32_t i = s->slots[j];
+        if (i == IRX_NIL) return IRX_NIL;
+        if (s->nodes[i].lo == h.lo && s->nodes[i].hi == h.hi) return i;
+    }
+}
+
+static void unlink_node(irx_shadow *s, uint32_t i) {
+    irx_node *n = &s->nodes[i];
+    if (n->prev != IRX_NIL)
+        s->nodes[n->prev].next = n->next;
+    else
+        s->head = n->next;
+    if (n->next != IRX_NIL)
+        s->nodes[n->next].prev = n->prev;
+    else
+        s->tail = n->prev;
+}
+
+static void push_head(irx_shadow *s, uint32_t i) {
+    irx_node *n = &s->nodes[i];
+    n->prev = IRX_NIL;
+    n->next = s->head;
+    if (s->head != IRX_NIL)
+        s->nodes[s->head].prev = i;
+    else
+        s->tail = i;
+    s->head = i;
+}
+
+void irx_shadow_touch(irx_shadow *s, uint32_t i) {
+    if (s->head == i) return;
+    unlink_node(s, i);
+    push_head(s, i);
+}
+
+uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
+    uint32_t i = s->free;
+    s->free = s->nodes[i].next;
+    s->nodes[i].lo = h.lo;
+    s->nodes[i].hi = h.hi;
+    s->nodes[i].stamp = stamp;
+    uint32_t j = home(s, h.lo);
+    while (s->slots[j] != IRX_NIL) j = (j + 1) & s->mask;
+    s->slots[j] = i;
+    push_head(s, i);
+    s->count++;
+    return i;
+}
+
+/* Backward-shift deletion: later entries of the probe run move up into the
+ * hole when their home position allows it, so lookups never need tombstones. */
+static void table_delete(irx_shadow *s, uint32_t i) {
+    uint32_t hole = home(s, s->nodes[i].lo);
+    while (s->slots[hole] != i) hole = (hole + 1) & s->mask;
+    for (uint32_t j = (hole + 1) & s->mask;; j = (j + 1) & s->mask) {
+        uint32_t k = s->slots[j];
+        if (k == IRX_NIL) break;
+        uint32_t want = home(s, s->nodes[k].lo);
+        /* k may fill the hole when its home is not in (hole, j], cyclically. */
+        bool stays = hole <= j ? (want > hole && want <= j) : (want > hole || want <= j);
+        if (stays) continue;
+        s->slots[hole] = k;
+        hole = j;
+    }
+    s->slots[hole] = IRX_NIL;
+}
+
+void irx_shadow_remove(irx_shadow *s, uint32_t i) {
+    table_delete(s, i);
+    unlink_node(s, i);
+    s->nodes[i].next = s->free;
+    s->free = i;
+    s->count--;
+}
+
+int irx_shadow_check(const irx_shadow *s) {
+    if (!s->nodes) return s->count == 0 ? 0 : -1;
+    uint32_t seen = 0, prev = IRX_NIL;
+    for (uint32_t i = s->head; i != IRX_NIL; i = s->nodes[i].next) {
+        if (seen++ > s->cap || s->nodes[i].prev != prev) return -1;
+        ir_hash128 h = {s->nodes[i].lo, s->nodes[i].hi};
+        if (irx_shadow_find(s, h) != i) return -1;
+        prev = i;
+    }
+    if (prev != s->tail || seen != s->count) return -1;
+    uint32_t used = 0;
+    for (uint32_t j = 0; j <= s->mask; j++) used += s->slots[j] != IRX_NIL;
+    return used == s->count ? 0 : -1;
+}

@@ -1,0 +1,361 @@
+/* The approximate KV index: semantics of record, undo, lookup, correct,
+ * forget and reset, and a randomized comparison with a naive model. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/ir_index.h"
+
+/* A prompt of n blocks: prefix `shared` blocks of chain a, then chain b. */
+static void chain(ir_hash128 *out, size_t n, uint32_t tag, size_t from) {
+    ir_hash128 h = from ? out[from - 1] : ir_block_hash_root("m", NULL, NULL);
+    for (size_t i = from; i < n; i++) {
+        uint32_t ids[4] = {tag, (uint32_t)i, 7, 9};
+        h = ir_block_hash_next(h, ids, 4);
+        out[i] = h;
+    }
+}
+
+static void check(irx_index *ix) {
+    char err[200];
+    if (irx_check(ix, err, sizeof err)) fail_msg("%s", err);
+}
+
+static void record_and_lookup(void **state) {
+    irx_index *ix = irx_new(8);
+    assert_non_null(ix);
+    ir_hash128 a[10], b[10];
+    chain(a, 10, 1, 0);
+    memcpy(b, a, 4 * sizeof *a);
+    chain(b, 10, 2, 4); /* b shares a's first 4 blocks */
+    uint32_t out[8];
+    assert_int_equal(irx_set_capacity(ix, 2, 100), 0);
+    assert_int_equal(irx_set_capacity(ix, 5, 100), 0);
+    irx_rec r1 = irx_record(ix, 2, a, 10);
+    assert_int_equal(r1.n, 10);
+    irx_record(ix, 5, b, 6);
+    irx_lookup(ix, a, 10, out);
+    assert_int_equal(out[2], 10);
+    assert_int_equal(out[5], 4);
+    assert_int_equal(out[0], 0);
+    irx_lookup(ix, b, 10, out);
+    assert_int_equal(out[2], 4);
+    assert_int_equal(out[5], 6);
+    /* A replica without capacity records nothing. */
+    assert_int_equal(irx_record(ix, 3, a, 10).n, 0);
+    irx_lookup(ix, a, 3, out);
+    assert_int_equal(out[3], 0);
+    assert_int_equal(out[2], 3);
+    irx_stats st;
+    irx_stats_get(ix, &st);
+    assert_int_equal(st.entries, 12); /* 10 of a, 6 of b of which 4 shared */
+    assert_int_equal(st.held, 16);
+    assert_true(st.bytes > 0);
+    check(ix);
+    irx_free(ix);
+}
+
+/* Tail first: a prompt's last blocks leave before its first, oldest prompt first. */
+static void eviction_keeps_prefixes(void **state) {
+    irx_index *ix = irx_new(1);
+    ir_hash128 a[6], b[6];
+    chain(a, 6, 1, 0);
+    chain(b, 6, 2, 0);
+    uint32_t out[1];
+    irx_set_capacity(ix, 0, 8);
+    irx_record(ix, 0, a, 6);
+    irx_record(ix, 0, b, 4); /* 10 blocks wanted, 8 fit: a loses its last 2 */
+    irx_lookup(ix, a, 6, out);
+    assert_int_equal(out[0], 4);
+    irx_lookup(ix, b, 4, out);
+    assert_int_equal(out[0], 4);
+    /* Now, most recent first: b0 b1 b2 b3 a0 a1 a2 a3. Touching a's head puts
+     * it in front; c's 3 blocks then evict a3, a2 and b3. */
+    irx_record(ix, 0, a, 2);
+    ir_hash128 c[3];
+    chain(c, 3, 3, 0);
+    irx_record(ix, 0, c, 3);
+    irx_lookup(ix, b, 4, out);
+    assert_int_equal(out[0], 3);
+    irx_lookup(ix, a, 6, out);
+    assert_int_equal(out[0], 2);
+    /* A prompt longer than the cache records its first capacity blocks. */
+    ir_hash128 d[20];
+    chain(d, 20, 4, 0);
+    assert_int_equal(irx_record(ix, 0, d, 20).n, 8);
+    irx_lookup(ix, d, 20, out);
+    assert_int_equal(out[0], 8);
+    assert_int_equal(irx_replica_blocks(ix, 0), 8);
+    check(ix);
+    irx_free(ix);
+}
+
+static void undo_takes_back_only_its_own(void **state) {
+    irx_index *ix = irx_new(2);
+    ir_hash128 a[8], b[10];
+    chain(a, 8, 1, 0);
+    memcpy(b, a, 8 * sizeof *a);
+    chain(b, 10, 2, 8);
+    uint32_t out[2];
+    irx_set_capacity(ix, 1, 64);
+    irx_record(ix, 1, a, 3);
+    irx_rec rec = irx_record(ix, 1, a, 8); /* adds blocks 3..7 */
+    irx_undo(ix, rec, a, 8);
+    irx_lookup(ix, a, 8, out);
+    assert_int_equal(out[1], 3); /* what was there before stays */
+    /* A later record that touches the blocks keeps them. */
+    rec = irx_record(ix, 1, a, 8);
+    irx_record(ix, 1, b, 10);
+    irx_undo(ix, rec, a, 8);
+    irx_lookup(ix, b, 10, out);
+    assert_int_equal(out[1], 10);
+    /* After a reset the old record is void. */
+    rec = irx_record(ix, 1, a, 8);
+    irx_reset_replica(ix, 1);
+    irx_record(ix, 1, a, 8);
+    irx_undo(ix, rec, a, 8);
+    irx_lookup(ix, a, 8, out);
+    assert_int_equal(out[1], 8);
+    irx_stats st;
+    irx_stats_get(ix, &st);
+    assert_int_equal(st.resets, 1);
+    assert_int_equal(irx_replica_resets(ix, 1), 1);
+    check(ix);
+    irx_free(ix);
+}
+
+static void usable_blocks_one_short(void **state) {
+    assert_int_equal(irx_usable_blocks(4, 64, 16), 3); /* exactly 4 blocks: the last recomputes */
+    assert_int_equal(irx_usable_blocks(4, 65, 16), 4); /* a partial block follows */
+    assert_int_equal(irx_usable_blocks(0, 15, 16), 0);
+    assert_int_equal(irx_usable_blocks(1, 16, 16), 0);
+    assert_int_equal(irx_usable_blocks(3, 1000, 16), 3);
+    assert_int_equal(irx_usable_blocks(3, 0, 16), 0);
+    assert_int_equal(irx_usable_blocks(3, 10, 0), 0);
+}
+
+static void forget_reset_and_capacity(void **state) {
+    irx_index *ix = irx_new(70); /* two bitset words */
+    ir_hash128 a[5];
+    chain(a, 5, 1, 0);
+    uint32_t out[70];
+    irx_set_capacity(ix, 3, 10);
+    irx_set_capacity(ix, 69, 10);
+    irx_record(ix, 3, a, 5);
+    irx_record(ix, 69, a, 5);
+    irx_lookup(ix, a, 5, out);
+    assert_int_equal(out[3], 5);
+    assert_int_equal(out[69], 5);
+    irx_forget_replica(ix, 3);
+    assert_int_equal(irx_capacity(ix, 3), 0);
+    assert_int_equal(irx_record(ix, 3, a, 5).n, 0);
+    irx_lookup(ix, a, 5, out);
+    assert_int_equal(out[3], 0);
+    assert_int_equal(out[69], 5);
+    irx_set_capacity(ix, 69, 2); /* shrinking evicts the deepest blocks */
+    irx_lookup(ix, a, 5, out);
+    assert_int_equal(out[69], 2);
+    irx_set_capacity(ix, 69, 50);
+    irx_lookup(ix, a, 5, out);
+    assert_int_equal(out[69], 2);
+    irx_reset_replica(ix, 69);
+    assert_int_equal(irx_capacity(ix, 69), 50);
+    irx_lookup(ix, a, 5, out);
+    assert_int_equal(out[69], 0);
+    irx_stats st;
+    irx_stats_get(ix, &st);
+    assert_int_equal(st.entries, 0);
+    assert_int_equal(irx_set_capacity(ix, 70, 5), -1);
+    assert_null(irx_new(0));
+    assert_null(irx_new(IRX_MAX_REPLICAS + 1));
+    check(ix);
+    irx_free(ix);
+}
+
+/* The engine reported less than predicted: the oldest blocks go, the prompt stays. */
+static void correct_shrinks_the_oldest(void **state) {
+    irx_index *ix = irx_new(1);
+    ir_hash128 a[4], b[4], c[4];
+    chain(a, 4, 1, 0);
+    chain(b, 4, 2, 0);
+    chain(c, 4, 3, 0);
+    uint32_t out[1];
+    irx_set_capacity(ix, 0, 12);
+    irx_record(ix, 0, a, 4);
+    irx_record(ix, 0, b, 4);
+    irx_record(ix, 0, c, 4);
+    assert_int_equal(irx_correct(ix, 0, c, 4, 3, 3), 0);
+    /* c was predicted 3 and the engine had 1: two blocks of the oldest go (a's tail). */
+    assert_int_equal(irx_correct(ix, 0, c, 4, 3, 1), 2);
+    irx_lookup(ix, a, 4, out);
+    assert_int_equal(out[0], 2);
+    irx_lookup(ix, c, 4, out);
+    assert_int_equal(out[0], 4);
+    /* Never the prompt's own blocks, even when asked for more. */
+    assert_int_equal(irx_correct(ix, 0, c, 4, 100, 0), 6);
+    irx_lookup(ix, c, 4, out);
+    assert_int_equal(out[0], 4);
+    assert_int_equal(irx_replica_blocks(ix, 0), 4);
+    check(ix);
+    irx_free(ix);
+}
+
+/* ---- randomized comparison with a naive model ---------------------------------- */
+
+#define NR  5
+#define CAP 24
+typedef struct naive {
+    ir_hash128 key[CAP];
+    uint32_t stamp[CAP];
+    uint32_t n, cap, epoch, next_stamp;
+} naive; /* key[0] most recent */
+
+static int nfind(naive *m, ir_hash128 h) {
+    for (uint32_t i = 0; i < m->n; i++)
+        if (ir_hash128_eq(m->key[i], h)) return (int)i;
+    return -1;
+}
+static void nfront(naive *m, int i) {
+    ir_hash128 k = m->key[i];
+    uint32_t s = m->stamp[i];
+    memmove(m->key + 1, m->key, (size_t)i * sizeof *m->key);
+    memmove(m->stamp + 1, m->stamp, (size_t)i * sizeof *m->stamp);
+    m->key[0] = k;
+    m->stamp[0] = s;
+}
+static void ndel(naive *m, int i) {
+    memmove(m->key + i, m->key + i + 1, (m->n - (uint32_t)i - 1) * sizeof *m->key);
+    memmove(m->stamp + i, m->stamp + i + 1, (m->n - (uint32_t)i - 1) * sizeof *m->stamp);
+    m->n--;
+}
+static uint32_t nrecord(naive *m, const ir_hash128 *h, size_t n) {
+    if (!m->cap) return 0;
+    size_t k = n < m->cap ? n : m->cap;
+    uint32_t st = ++m->next_stamp;
+    for (size_t i = k; i-- > 0;) {
+        int j = nfind(m, h[i]);
+        if (j >= 0) m->stamp[j] = st, nfront(m, j);
+    }
+    for (size_t i = k; i-- > 0;) {
+        int j = nfind(m, h[i]);
+        if (j >= 0) {
+            nfront(m, j);
+            continue;
+        }
+        if (m->n == m->cap) m->n--;
+        memmove(m->key + 1, m->key, m->n * sizeof *m->key);
+        memmove(m->stamp + 1, m->stamp, m->n * sizeof *m->stamp);
+        m->key[0] = h[i];
+        m->stamp[0] = st | 0x80000000u;
+        m->n++;
+    }
+    return st;
+}
+
+static void against_naive_model(void **state) {
+    ir_rng rng;
+    ir_rng_seed(&rng, 4242);
+    irx_index *ix = irx_new(NR);
+    naive model[NR] = {0};
+    /* Prompts from a small tree of prefixes, so that they share and diverge. */
+    enum { NP = 12, LEN = 16 };
+    ir_hash128 p[NP][LEN];
+    for (uint32_t i = 0; i < NP; i++) {
+        size_t share = i ? ir_rng_below(&rng, LEN) : 0;
+        uint32_t from = i ? (uint32_t)ir_rng_below(&rng, i) : 0;
+        memcpy(p[i], p[from], share * sizeof(ir_hash128));
+        chain(p[i], LEN, 100 + i, share);
+    }
+    struct {
+        irx_rec rec;
+        uint32_t prompt, n, epoch, stamp;
+    } pend[8] = {0};
+    for (int step = 0; step < 20000; step++) {
+        uint32_t r = (uint32_t)ir_rng_below(&rng, NR), pi = (uint32_t)ir_rng_below(&rng, NP);
+        uint32_t n = 1 + (uint32_t)ir_rng_below(&rng, LEN);
+        naive *m = &model[r];
+        uint64_t op = ir_rng_below(&rng, 100);
+        if (op < 55) {
+            irx_rec rec = irx_record(ix, r, p[pi], n);
+            uint32_t st = nrecord(m, p[pi], n);
+            uint32_t slot = (uint32_t)ir_rng_below(&rng, 8);
+            pend[slot].rec = rec;
+            pend[slot].prompt = pi;
+            pend[slot].n = n;
+            pend[slot].epoch = m->epoch;
+            pend[slot].stamp = st;
+        } else if (op < 75) {
+            uint32_t slot = (uint32_t)ir_rng_below(&rng, 8);
+            if (pend[slot].rec.n) {
+                naive *pm = &model[pend[slot].rec.replica];
+                irx_undo(ix, pend[slot].rec, p[pend[slot].prompt], pend[slot].n);
+                if (pm->epoch == pend[slot].epoch) {
+                    for (size_t i = pend[slot].rec.n; i-- > 0;) {
+                        int j = nfind(pm, p[pend[slot].prompt][i]);
+                        if (j >= 0 && pm->stamp[j] == (pend[slot].stamp | 0x80000000u)) ndel(pm, j);
+                    }
+                }
+                pend[slot].rec.n = 0;
+            }
+        } else if (op < 85) {
+            uint32_t pred = (uint32_t)ir_rng_below(&rng, n + 1),
+                     eng = (uint32_t)ir_rng_below(&rng, n + 1);
+            size_t got = irx_correct(ix, r, p[pi], n, pred, eng);
+            size_t want = 0;
+            if (m->cap && eng < pred) {
+                size_t k = n < m->cap ? n : m->cap, keep = 0;
+                for (size_t i = k; i-- > 0;) {
+                    int j = nfind(m, p[pi][i]);
+                    if (j >= 0) nfront(m, j), keep++;
+                }
+                while (want < pred - eng && m->n > keep) m->n--, want++;
+            }
+            assert_int_equal(got, want);
+        } else if (op < 90) {
+            uint32_t cap = 1 + (uint32_t)ir_rng_below(&rng, CAP);
+            assert_int_equal(irx_set_capacity(ix, r, cap), 0);
+            if (m->n > cap) m->n = cap;
+            m->cap = cap;
+        } else if (op < 95) {
+            irx_reset_replica(ix, r);
+            m->n = 0;
+            m->epoch++;
+        } else {
+            irx_forget_replica(ix, r);
+            m->n = 0;
+            m->cap = 0;
+            m->epoch++;
+        }
+        /* Every prompt's depth on every replica equals the model's leading run. */
+        uint32_t out[NR];
+        uint32_t q = (uint32_t)ir_rng_below(&rng, NP), qn = (uint32_t)ir_rng_below(&rng, LEN + 1);
+        irx_lookup(ix, p[q], qn, out);
+        for (uint32_t k = 0; k < NR; k++) {
+            uint32_t d = 0;
+            while (d < qn && nfind(&model[k], p[q][d]) >= 0) d++;
+            if (out[k] != d)
+                fail_msg("step %d replica %u: index says %u, model %u", step, k, out[k], d);
+            assert_int_equal(irx_replica_blocks(ix, k), model[k].n);
+        }
+        if (step % 500 == 0) check(ix);
+    }
+    check(ix);
+    irx_free(ix);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(record_and_lookup),
+        cmocka_unit_test(eviction_keeps_prefixes),
+        cmocka_unit_test(undo_takes_back_only_its_own),
+        cmocka_unit_test(usable_blocks_one_short),
+        cmocka_unit_test(forget_reset_and_capacity),
+        cmocka_unit_test(correct_shrinks_the_oldest),
+        cmocka_unit_test(against_naive_model),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
