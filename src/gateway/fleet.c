@@ -22,7 +22,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         const char *pname = mc[i].policy ? mc[i].policy : cfg->routing.default_policy;
         f->models[i].cfg = &mc[i];
         f->models[i].index = (uint32_t)i;
-        f->models[i].policy = irp_policy_new(pname);
+        f->models[i].policy = irp_policy_new(pname, NULL);
         if (!f->models[i].policy) {
             snprintf(err, errlen, "models[%zu].policy: unknown policy '%s' (known: %s)", i, pname,
                      irp_names());

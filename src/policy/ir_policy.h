@@ -21,20 +21,68 @@
 extern "C" {
 #endif
 
-/* What a policy knows about one candidate replica. */
+/* What a policy knows about one candidate replica. The gateway's own counters
+ * are always current; the engine's numbers come from its metrics page and are
+ * valid only when engine_fresh (a report younger than load.max_age). */
 typedef struct irp_candidate {
     uint32_t replica;                 /* the fleet's index of the replica */
     uint32_t in_flight;               /* requests sent and not finished */
     uint32_t pending;                 /* requests still waiting for a response head */
-    uint64_t prompt_tokens_in_flight; /* estimated until a tokenizer exists */
-    uint64_t predicted_cached_tokens; /* filled by the KV index; 0 without one */
+    uint64_t prompt_tokens_in_flight; /* prompt tokens of the requests in flight */
+    uint64_t pending_prompt_tokens;   /* prompt tokens of those still waiting for a head */
+    uint64_t predicted_cached_tokens; /* what the KV index predicts it holds of this prompt */
+    uint32_t max_concurrency;         /* the replica's cap on in_flight */
+    uint64_t kv_capacity_blocks;      /* its KV cache, in blocks (0: unknown) */
+    bool engine_fresh;                /* the engine's numbers below are current */
+    uint32_t engine_running, engine_waiting;
+    double engine_kv_usage; /* 0..1 */
 } irp_candidate;
 
 /* The request being routed. */
 typedef struct irp_request {
-    uint64_t prompt_tokens; /* estimated */
+    uint64_t prompt_tokens; /* exact when tokenized, else estimated */
     ir_rng *rng;            /* the calling worker's generator */
+    bool predicted;         /* predicted_cached_tokens come from the KV index */
+    /* The prompt's full blocks, chained (ir_block_hash_chain); NULL and 0 when it
+     * was not tokenized. blocks[i] names the prompt's first (i+1)*block_size tokens. */
+    const ir_hash128 *blocks;
+    size_t nblocks;
+    uint32_t block_size;
+    /* The prompt's text as the engine will see it (for text-based policies); NULL
+     * when not known. Not owned; valid during choose only. */
+    const char *text;
+    size_t text_len;
+    /* A session-affinity key (a header or the body's `user`); NULL when none. */
+    const char *session;
+    size_t session_len;
 } irp_request;
+
+/* The knobs of every policy, with the defaults of irp_config_defaults. One
+ * struct for all, so the config file and the tests set them the same way. */
+typedef struct irp_config {
+    /* prefix_hash: consistent hashing with bounded loads. */
+    double load_factor;     /* c: no replica above c times the mean in flight (1.25) */
+    uint32_t prefix_blocks; /* leading blocks that name a prefix (4) */
+    uint32_t vnodes;        /* points per replica on the ring (64) */
+    /* kv_aware: score = hit_weight * hit fraction - load_weight * normalised load. */
+    double hit_weight;  /* 1.0 */
+    double load_weight; /* 1.0 */
+    /* cost_model: P(u, c) = a*u + b*u*(c + u/2) + d, in seconds. */
+    double prefill_a;      /* s per uncached token (100e-6) */
+    double prefill_b;      /* s per token pair (3.3e-9) */
+    double prefill_d;      /* s fixed per prefill (5e-3) */
+    double tpot;           /* s per output token (20e-3) */
+    double kv_pressure;    /* engine KV usage above which a replica is avoided (0.95) */
+    uint32_t hot_replicas; /* most replicas a hot prefix is spread over (0: all) */
+    bool session_affinity; /* prefer the replica a session used last */
+    /* sglang_cache_aware: SGLang's documented defaults. */
+    double cache_threshold;         /* 0.5 */
+    uint32_t balance_abs_threshold; /* 32 */
+    double balance_rel_threshold;   /* 1.0001 */
+    uint64_t max_tree_chars;        /* per worker tree, in characters (16M) */
+} irp_config;
+
+void irp_config_defaults(irp_config *c);
 
 /* One policy: a file defines one table. name, choose are required; create,
  * destroy and every hook may be NULL. The hooks let a policy keep state about
@@ -42,8 +90,8 @@ typedef struct irp_request {
  * any worker thread, so what they touch must be atomic or locked. */
 typedef struct irp_vtable {
     const char *name;
-    /* Creates the shared state (may return NULL when stateless). */
-    void *(*create)(void);
+    /* Creates the shared state from the knobs (may return NULL when stateless). */
+    void *(*create)(const irp_config *cfg);
     void (*destroy)(void *state);
     /* Returns an index into c[0..n), n >= 1. Anything else is a bug in the
      * policy: see irp_choose. */
@@ -72,9 +120,10 @@ const irp_vtable *irp_find(const char *name);
 const char *irp_names(void);
 
 /* A policy instance owns its state (create at new, destroy at free). */
-irp_policy *irp_policy_new(const char *name); /* NULL when unknown */
+/* cfg NULL: irp_config_defaults. The instance keeps no pointer to cfg. */
+irp_policy *irp_policy_new(const char *name, const irp_config *cfg); /* NULL when unknown */
 /* An instance of a table that irp_all() need not list (tests, plugins). */
-irp_policy *irp_policy_new_from(const irp_vtable *vt);
+irp_policy *irp_policy_new_from(const irp_vtable *vt, const irp_config *cfg);
 void irp_policy_free(irp_policy *p);
 const char *irp_policy_name(const irp_policy *p);
 

@@ -50,17 +50,41 @@ const char *irp_names(void) {
     return names;
 }
 
-irp_policy *irp_policy_new_from(const irp_vtable *vt) {
+void irp_config_defaults(irp_config *c) {
+    *c = (irp_config){.load_factor = 1.25,
+                      .prefix_blocks = 4,
+                      .vnodes = 64,
+                      .hit_weight = 1.0,
+                      .load_weight = 1.0,
+                      .prefill_a = 100e-6,
+                      .prefill_b = 3.3e-9,
+                      .prefill_d = 5e-3,
+                      .tpot = 20e-3,
+                      .kv_pressure = 0.95,
+                      .hot_replicas = 0,
+                      .session_affinity = false,
+                      .cache_threshold = 0.5,
+                      .balance_abs_threshold = 32,
+                      .balance_rel_threshold = 1.0001,
+                      .max_tree_chars = 16u << 20};
+}
+
+irp_policy *irp_policy_new_from(const irp_vtable *vt, const irp_config *cfg) {
     if (!vt || !vt->choose) return NULL;
+    irp_config defaults;
+    if (!cfg) {
+        irp_config_defaults(&defaults);
+        cfg = &defaults;
+    }
     irp_policy *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->vt = vt;
-    p->state = vt->create ? vt->create() : NULL;
+    p->state = vt->create ? vt->create(cfg) : NULL;
     return p;
 }
 
-irp_policy *irp_policy_new(const char *name) {
-    return irp_policy_new_from(irp_find(name));
+irp_policy *irp_policy_new(const char *name, const irp_config *cfg) {
+    return irp_policy_new_from(irp_find(name), cfg);
 }
 
 void irp_policy_free(irp_policy *p) {

@@ -8,7 +8,7 @@ typedef struct rr_state {
     _Atomic uint64_t next;
 } rr_state;
 
-static void *rr_create(void) {
+static void *rr_create(const irp_config *cfg) {
     return calloc(1, sizeof(rr_state));
 }
 static void rr_destroy(void *s) {

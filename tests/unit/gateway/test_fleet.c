@@ -195,7 +195,7 @@ static void candidates_are_eligible(void **state) {
             assert_true(atomic_load(&r->pending) < (uint32_t)r->cfg->max_pending);
             /* and every policy picks among them */
             for (const irp_vtable *const *v = irp_all(); *v; v++) {
-                irp_policy *p = irp_policy_new((*v)->name);
+                irp_policy *p = irp_policy_new((*v)->name, NULL);
                 irp_request q = {.rng = &rng};
                 assert_true(irp_choose(p, &q, cand, n) < n);
                 irp_policy_free(p);

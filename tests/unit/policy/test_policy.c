@@ -26,7 +26,7 @@ static void registry(void **state) {
     assert_non_null(irp_find("least_request"));
     assert_non_null(irp_find("p2c"));
     assert_null(irp_find("cost_model"));
-    assert_null(irp_policy_new("kv_aware"));
+    assert_null(irp_policy_new("kv_aware", NULL));
     size_t n = 0;
     for (const irp_vtable *const *v = irp_all(); *v; v++) {
         assert_non_null(strstr(irp_names(), (*v)->name));
@@ -36,7 +36,7 @@ static void registry(void **state) {
 }
 
 static void round_robin_rotates(void **state) {
-    irp_policy *p = irp_policy_new("round_robin");
+    irp_policy *p = irp_policy_new("round_robin", NULL);
     irp_candidate c[3];
     ir_rng r;
     ir_rng_seed(&r, 1);
@@ -57,7 +57,7 @@ static void round_robin_rotates(void **state) {
 
 /* Uniform choices under a fixed seed, and the same seed replays the same choices. */
 static void random_uniform_and_seeded(void **state) {
-    irp_policy *p = irp_policy_new("random");
+    irp_policy *p = irp_policy_new("random", NULL);
     irp_candidate c[4];
     ir_rng r, r2;
     ir_rng_seed(&r, 42);
@@ -76,7 +76,7 @@ static void random_uniform_and_seeded(void **state) {
 }
 
 static void least_request_picks_a_minimum(void **state) {
-    irp_policy *p = irp_policy_new("least_request");
+    irp_policy *p = irp_policy_new("least_request", NULL);
     ir_rng r;
     ir_rng_seed(&r, 3);
     irp_request q = {.rng = &r};
@@ -99,7 +99,7 @@ static void least_request_picks_a_minimum(void **state) {
 }
 
 static void p2c_never_picks_a_unique_maximum(void **state) {
-    irp_policy *p = irp_policy_new("p2c");
+    irp_policy *p = irp_policy_new("p2c", NULL);
     ir_rng r;
     ir_rng_seed(&r, 9);
     irp_request q = {.rng = &r};
@@ -123,7 +123,9 @@ static int out_of_range_choices(const irp_vtable *vt) {
     ir_rng r;
     ir_rng_seed(&r, 11);
     irp_request q = {.rng = &r};
-    void *st = vt->create ? vt->create() : NULL;
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    void *st = vt->create ? vt->create(&cfg) : NULL;
     int bad = 0;
     for (int iter = 0; iter < 2000; iter++) {
         irp_candidate c[16];
@@ -156,7 +158,7 @@ static void out_of_range_is_not_clamped_silently(void **state) {
     ir_rng_seed(&r, 5);
     irp_request q = {.rng = &r};
     irp_candidate c[3] = {{.replica = 0}, {.replica = 1}, {.replica = 2}};
-    irp_policy *p = irp_policy_new_from(&bad_policy);
+    irp_policy *p = irp_policy_new_from(&bad_policy, NULL);
     assert_non_null(p);
     assert_int_equal(irp_policy_out_of_range(p), 0);
     assert_int_equal(irp_choose(p, &q, c, 1), 0); /* one candidate: the policy is not asked */
@@ -213,7 +215,7 @@ static void hooks_reach_the_policy(void **state) {
                                       .replica_down = on_down,
                                       .replica_added = on_added,
                                       .replica_removed = on_removed};
-    irp_policy *p = irp_policy_new_from(&hooked);
+    irp_policy *p = irp_policy_new_from(&hooked, NULL);
     irp_request q = {.prompt_tokens = 10};
     irp_policy_assigned(p, 7, &q);
     irp_policy_released(p, 8, &q);
@@ -227,7 +229,7 @@ static void hooks_reach_the_policy(void **state) {
 
     /* The built-in policies leave hooks NULL today; calling them is harmless. */
     for (const irp_vtable *const *v = irp_all(); *v; v++) {
-        irp_policy *b = irp_policy_new((*v)->name);
+        irp_policy *b = irp_policy_new((*v)->name, NULL);
         irp_policy_assigned(b, 0, &q);
         irp_policy_released(b, 0, &q);
         irp_policy_replica_up(b, 0);
@@ -236,7 +238,7 @@ static void hooks_reach_the_policy(void **state) {
         irp_policy_replica_removed(b, 1);
         irp_policy_free(b);
     }
-    assert_null(irp_policy_new_from(NULL));
+    assert_null(irp_policy_new_from(NULL, NULL));
 }
 
 /* irp_names lists exactly the table, in order. */
