@@ -352,49 +352,15 @@ static int reject_unsupported(sim_err *e, json_t *body, sim_kind kind) {
 }
 
 /* The prompt's token ids: the chat template then builtin:sim, or the prompt
- * string, or ids given directly. */
+ * string, or ids given directly (irt_sim_prompt_ids, which the gateway shares). */
 static int prompt_ids(sim_err *e, json_t *body, sim_kind kind, irt_ids *ids) {
-    if (kind == SIM_KIND_CHAT) {
-        json_t *msgs = json_object_get(body, "messages");
-        if (!json_is_array(msgs))
-            return BAD(e, "messages", "`messages` is required and must be a list.");
-        bool agp = true;
-        json_t *g = json_object_get(body, "add_generation_prompt");
-        if (json_is_boolean(g)) agp = json_is_true(g);
-        ir_buf text;
-        ir_buf_init(&text, 0);
-        const char *err = NULL;
-        if (irt_sim_render_chat(msgs, agp, &text, &err)) {
-            ir_buf_free(&text);
-            return BAD(e, "messages", "%s", err);
-        }
-        int rc = irt_sim_encode(text.data ? text.data : "", text.len, ids);
-        ir_buf_free(&text);
-        return rc ? fail(e, 500, "InternalServerError", NULL, "out of memory") : 0;
-    }
-    json_t *p = json_object_get(body, "prompt");
-    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
-        p = json_array_get(p, 0);
-    if (json_is_string(p)) {
-        if (irt_sim_encode(json_string_value(p), json_string_length(p), ids))
-            return fail(e, 500, "InternalServerError", NULL, "out of memory");
-        return 0;
-    }
-    if (json_is_array(p) && json_array_size(p) > 0 && json_is_integer(json_array_get(p, 0))) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(p, i, v) {
-            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                json_integer_value(v) > 0xFFFFFF)
-                return BAD(e, "prompt", "`prompt` token ids must be integers in range.");
-            if (irt_ids_push(ids, (uint32_t)json_integer_value(v)))
-                return fail(e, 500, "InternalServerError", NULL, "out of memory");
-        }
-        return 0;
-    }
-    if (json_is_array(p) && json_array_size(p) > 1)
-        return BAD(e, "prompt", "Batched prompts are not supported by the simulator.");
-    return BAD(e, "prompt", "`prompt` is required: a string or a list of token ids.");
+    const char *param, *msg;
+    int rc = irt_sim_prompt_ids(body, kind == SIM_KIND_CHAT, ids, NULL, &param, &msg);
+    if (rc == IRT_OK) return 0;
+    if (rc == IRT_ENOMEM) return fail(e, 500, "InternalServerError", NULL, "out of memory");
+    if (rc == IRT_EUNSUPPORTED)
+        return BAD(e, param, "Batched prompts are not supported by the simulator.");
+    return BAD(e, param, "%s", msg);
 }
 
 int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *data, size_t len, sim_req *r,

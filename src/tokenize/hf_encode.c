@@ -538,6 +538,8 @@ const char *irt_strerror(int code) {
         return "text too long";
     case IRT_EMODEL:
         return "the model cannot encode this text (unk_token missing from vocab)";
+    case IRT_EUNSUPPORTED:
+        return "a request the tokenizer does not follow";
     default:
         return "unknown error";
     }

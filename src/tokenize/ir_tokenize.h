@@ -58,6 +58,16 @@ int irt_sim_piece(uint32_t id, char out[3]);
 int irt_sim_render_chat(const json_t *messages, bool add_generation_prompt, ir_buf *out,
                         const char **err);
 
+/* The prompt's token ids under builtin:sim, exactly as the simulator computes
+ * them: a chat's `messages` rendered by irt_sim_render_chat (add_generation_prompt
+ * defaults to true), or a completion's `prompt`: a string, a list of one string,
+ * or a list of token ids. The text it tokenized (when any) is appended to text
+ * (may be NULL). Returns IRT_OK; IRT_EINVAL with *param and *msg saying what is
+ * wrong (msg: static, or the template's message); IRT_EUNSUPPORTED for a batch
+ * of prompts; IRT_ENOMEM. */
+int irt_sim_prompt_ids(const json_t *body, bool chat, irt_ids *ids, ir_buf *text,
+                       const char **param, const char **msg);
+
 /* Chained block hashes live in core (ir_hash128, ir_block_hash_*; see ADR 0001). */
 
 /* ---- Hugging Face tokenizer.json ----------------------------------------
@@ -69,10 +79,11 @@ typedef struct irt_tokenizer irt_tokenizer;
 
 enum {
     IRT_OK = 0,
-    IRT_ENOMEM = -1,   /* out of memory */
-    IRT_EINVAL = -2,   /* text is not valid UTF-8, or a bad argument */
-    IRT_ETOOLONG = -3, /* text longer than IRT_MAX_INPUT */
-    IRT_EMODEL = -4,   /* the model cannot encode (e.g. unk_token not in vocab) */
+    IRT_ENOMEM = -1,       /* out of memory */
+    IRT_EINVAL = -2,       /* text is not valid UTF-8, or a bad argument */
+    IRT_ETOOLONG = -3,     /* text longer than IRT_MAX_INPUT */
+    IRT_EMODEL = -4,       /* the model cannot encode (e.g. unk_token not in vocab) */
+    IRT_EUNSUPPORTED = -5, /* a request the tokenizer does not follow (a batch of prompts) */
 };
 
 /* Largest text irt_encode accepts, in bytes; this bounds per-call memory. */

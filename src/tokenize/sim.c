@@ -133,3 +133,66 @@ full:
     *err = "the rendered prompt is too large";
     return -1;
 }
+
+/* A chat: the messages through the sim template, then builtin:sim. */
+static int chat_ids(const json_t *body, irt_ids *ids, ir_buf *text, const char **param,
+                    const char **msg) {
+    json_t *msgs = json_object_get(body, "messages");
+    *param = "messages";
+    if (!json_is_array(msgs)) {
+        *msg = "`messages` is required and must be a list.";
+        return IRT_EINVAL;
+    }
+    bool agp = true;
+    json_t *g = json_object_get(body, "add_generation_prompt");
+    if (json_is_boolean(g)) agp = json_is_true(g);
+    ir_buf own;
+    ir_buf_init(&own, 0);
+    ir_buf *t = text ? text : &own;
+    size_t at = t->len;
+    int rc = IRT_OK;
+    if (irt_sim_render_chat(msgs, agp, t, msg))
+        rc = IRT_EINVAL;
+    else if (irt_sim_encode(t->data ? t->data + at : "", t->len - at, ids))
+        rc = IRT_ENOMEM;
+    ir_buf_free(&own);
+    return rc;
+}
+
+/* Token ids given directly. */
+static int given_ids(const json_t *p, irt_ids *ids, const char **msg) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(p, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0xFFFFFF) {
+            *msg = "`prompt` token ids must be integers in range.";
+            return IRT_EINVAL;
+        }
+        if (irt_ids_push(ids, (uint32_t)json_integer_value(v))) return IRT_ENOMEM;
+    }
+    return IRT_OK;
+}
+
+int irt_sim_prompt_ids(const json_t *body, bool chat, irt_ids *ids, ir_buf *text,
+                       const char **param, const char **msg) {
+    *param = *msg = NULL;
+    if (chat) return chat_ids(body, ids, text, param, msg);
+    *param = "prompt";
+    json_t *p = json_object_get(body, "prompt");
+    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
+        p = json_array_get(p, 0);
+    if (json_is_string(p)) {
+        if (text && ir_buf_append(text, json_string_value(p), json_string_length(p)))
+            return IRT_ENOMEM;
+        return irt_sim_encode(json_string_value(p), json_string_length(p), ids) ? IRT_ENOMEM
+                                                                                : IRT_OK;
+    }
+    if (json_is_array(p) && json_array_size(p) > 0 && json_is_integer(json_array_get(p, 0)))
+        return given_ids(p, ids, msg);
+    if (json_is_array(p) && json_array_size(p) > 1) {
+        *msg = "Batched prompts are not supported.";
+        return IRT_EUNSUPPORTED;
+    }
+    *msg = "`prompt` is required: a string or a list of token ids.";
+    return IRT_EINVAL;
+}
