@@ -1,23 +1,52 @@
-/* choose.c: stages 6 and 7: the candidates a request is offered, and the lease on
- * the policy's pick. */
+/* choose.c: stages 6 and 7: the candidates a request is offered, with what the KV
+ * index predicts each holds of its prompt, and the lease on the policy's pick. */
 #include "gateway/request.h"
+
+/* What the policy is told of the request. */
+void gw_policy_request(gw_req *r, irp_request *q) {
+    const gw_prompt *p = &r->prompt;
+    bool ok = p->state == GW_PREDICT_OK;
+    *q = (irp_request){.prompt_tokens = r->prompt_tokens,
+                       .rng = &r->w->rng,
+                       .predicted = ok && p->cached,
+                       .blocks = ok ? p->hashes : NULL,
+                       .nblocks = ok ? p->nhashes : 0,
+                       .block_size = r->w->app->fleet.block_size,
+                       .text = p->text.len ? p->text.data : NULL,
+                       .text_len = p->text.len};
+}
+
+/* Each candidate's predicted cached tokens, from stage 5's match. */
+void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, size_t n) {
+    if (p->state != GW_PREDICT_OK || !p->cached) return;
+    for (size_t i = 0; i < n; i++)
+        cand[i].predicted_cached_tokens = (uint64_t)p->cached[cand[i].replica] * f->block_size;
+}
+
+static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q) {
+    r->rep = rep;
+    r->lease_pending = true;
+    r->predicted_cached = c->predicted_cached_tokens;
+    irp_policy_assigned(r->model->policy, rep->index, q);
+}
 
 gw_choice gw_choose(gw_req *r) {
     gw_fleet *f = &r->w->app->fleet;
     uint64_t now = ir_now_ns();
     irp_candidate cand[GW_MAX_REPLICAS];
+    irp_request q;
+    gw_policy_request(r, &q);
     for (int pass = 0; pass < 2; pass++) { /* untried replicas first, then any */
         size_t healthy = 0;
         size_t n = gw_fleet_candidates(f, r->model->index, now, pass == 0 ? r->tried : NULL, cand,
                                        &healthy);
         if (healthy == 0) return GW_NONE_HEALTHY;
-        irp_request q = {.prompt_tokens = r->prompt_tokens, .rng = &r->w->rng};
+        gw_predictions(f, &r->prompt, cand, n);
         while (n > 0) {
             size_t k = irp_choose(r->model->policy, &q, cand, n);
             gw_replica *rep = &f->replicas[cand[k].replica];
             if (gw_lease_take(rep, r->prompt_tokens)) {
-                r->rep = rep;
-                r->lease_pending = true;
+                leased(r, rep, &cand[k], &q);
                 return GW_CHOSEN;
             }
             cand[k] = cand[--n]; /* lost the race for its last slot */

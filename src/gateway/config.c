@@ -124,6 +124,15 @@ static const ir_cfg_field logging_fields[] = {
 static const ir_cfg_schema logging_schema = {"logging", logging_fields,
                                              IR_ARRAY_LEN(logging_fields), sizeof(gw_logging_cfg)};
 
+static const ir_cfg_field index_fields[] = {
+    FI(gw_index_cfg, "block_size", block_size, "16", 1, 4096,
+       "tokens per KV block, as the engines use (vLLM's --block-size)"),
+    FI(gw_index_cfg, "default_capacity_blocks", default_capacity_blocks, "16384", 1, 1 << 30,
+       "a replica's KV cache in blocks when neither kv_capacity_blocks nor the engine says"),
+};
+static const ir_cfg_schema index_schema = {"index", index_fields, IR_ARRAY_LEN(index_fields),
+                                           sizeof(gw_index_cfg)};
+
 static const ir_cfg_field model_fields[] = {
     {.key = "name",
      .type = IR_CFG_STRING,
@@ -137,6 +146,12 @@ static const ir_cfg_field model_fields[] = {
      .offset = offsetof(gw_model_cfg, policy),
      .choices = policy_names,
      .doc = "routing policy; default routing.default_policy"},
+    F(gw_model_cfg, "tokenizer", IR_CFG_STRING, tokenizer, NULL,
+      "builtin:sim, a tokenizer.json, a model directory or org/name in the local Hugging Face "
+      "cache: prompts are tokenized for KV cache predictions; none: nothing is predicted"),
+    F(gw_model_cfg, "tokenizer_optional", IR_CFG_BOOL, tokenizer_optional, "false",
+      "a tokenizer that cannot load is a warning (the model routes without predictions), not "
+      "an error"),
 };
 static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(model_fields),
                                            sizeof(gw_model_cfg)};
@@ -201,6 +216,10 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, logging),
      .sub = &logging_schema},
+    {.key = "index",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, index),
+     .sub = &index_schema},
 };
 
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),

@@ -5,6 +5,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A model's tokenizer: builtin:sim, or a tokenizer.json loaded now. One that cannot
+ * load fails start-up, unless the model says tokenizer_optional. */
+static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
+    const char *spec = m->cfg->tokenizer;
+    if (!spec) return 0;
+    if (strcmp(spec, IRT_SIM_SPEC) == 0) {
+        m->tok = GW_TOK_SIM;
+        return 0;
+    }
+    char why[512];
+    m->hf = irt_load(spec, why, sizeof why);
+    if (m->hf) {
+        m->tok = GW_TOK_HF;
+        return 0;
+    }
+    if (m->cfg->tokenizer_optional) {
+        IR_WARN("fleet",
+                "models[%zu].tokenizer: cannot load '%s' (%s); model %s routes without "
+                "cache predictions",
+                i, spec, why, m->cfg->name);
+        return 0;
+    }
+    snprintf(err, errlen, "models[%zu].tokenizer: cannot load '%s': %s", i, spec, why);
+    return -1;
+}
+
+/* The KV index, with every replica's capacity: its kv_capacity_blocks, else the
+ * default (the engine's own number replaces it once the load scraper reads it). */
+static int init_index(gw_fleet *f, char *err, size_t errlen) {
+    f->block_size = (uint32_t)f->cfg->index.block_size;
+    f->index = irx_new((uint32_t)(f->nreplicas ? f->nreplicas : 1));
+    if (!f->index) {
+        snprintf(err, errlen, "out of memory (KV index)");
+        return -1;
+    }
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        int64_t cap = f->replicas[i].cfg->kv_capacity_blocks;
+        if (cap <= 0) cap = f->cfg->index.default_capacity_blocks;
+        if (irx_set_capacity(f->index, (uint32_t)i, (uint32_t)IR_MIN(cap, 1 << 30))) {
+            snprintf(err, errlen, "out of memory (KV index)");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     f->cfg = cfg;
@@ -29,6 +75,10 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
             gw_fleet_free(f);
             return -1;
         }
+        if (load_tokenizer(&f->models[i], i, err, errlen)) {
+            gw_fleet_free(f);
+            return -1;
+        }
     }
     const gw_replica_cfg *rc = cfg->replicas.items;
     for (size_t i = 0; i < f->nreplicas; i++) {
@@ -49,11 +99,20 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         /* Optimistic until the first probe says otherwise. */
         atomic_store(&r->healthy, 1);
     }
+    if (init_index(f, err, errlen)) {
+        gw_fleet_free(f);
+        return -1;
+    }
     return 0;
 }
 
 void gw_fleet_free(gw_fleet *f) {
-    for (size_t i = 0; f->models && i < f->nmodels; i++) irp_policy_free(f->models[i].policy);
+    for (size_t i = 0; f->models && i < f->nmodels; i++) {
+        irp_policy_free(f->models[i].policy);
+        irt_free(f->models[i].hf);
+    }
+    irx_free(f->index);
+    f->index = NULL;
     free(f->models);
     free(f->replicas);
     f->models = NULL;
@@ -97,16 +156,21 @@ bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens) {
         return false;
     }
     atomic_fetch_add_explicit(&r->prompt_tokens, prompt_tokens, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->pending_tokens, prompt_tokens, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->requests, 1, memory_order_relaxed);
     return true;
 }
 
-void gw_lease_head(gw_replica *r) {
+void gw_lease_head(gw_replica *r, uint64_t prompt_tokens) {
     atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+    atomic_fetch_sub_explicit(&r->pending_tokens, prompt_tokens, memory_order_relaxed);
 }
 
 void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens) {
-    if (pending_still) atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+    if (pending_still) {
+        atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+        atomic_fetch_sub_explicit(&r->pending_tokens, prompt_tokens, memory_order_relaxed);
+    }
     atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
     atomic_fetch_sub_explicit(&r->prompt_tokens, prompt_tokens, memory_order_relaxed);
 }
@@ -156,11 +220,16 @@ size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, cons
         uint32_t pen = atomic_load_explicit(&rep->pending, memory_order_relaxed);
         if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
             continue;
-        out[n++] = (irp_candidate){.replica = (uint32_t)i,
-                                   .in_flight = inf,
-                                   .pending = pen,
-                                   .prompt_tokens_in_flight = atomic_load_explicit(
-                                       &rep->prompt_tokens, memory_order_relaxed)};
+        out[n++] = (irp_candidate){
+            .replica = (uint32_t)i,
+            .in_flight = inf,
+            .pending = pen,
+            .prompt_tokens_in_flight =
+                atomic_load_explicit(&rep->prompt_tokens, memory_order_relaxed),
+            .pending_prompt_tokens =
+                atomic_load_explicit(&rep->pending_tokens, memory_order_relaxed),
+            .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
+            .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
     }
     return n;
 }

@@ -64,8 +64,10 @@ void gw_forward(gw_req *r) {
     r->again = again;
     r->last_replica = r->rep->cfg->id;
     r->tried[r->rep->index / 64] |= 1ull << (r->rep->index % 64);
+    gw_predict_record(r);
     if (send_upstream(r, now)) {
         r->up = NULL;
+        gw_predict_undo(r);
         gw_req_release(r);
         gw_req_fail(r, 502, "cannot start the upstream request");
     }

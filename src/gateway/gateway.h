@@ -18,8 +18,10 @@
 #include <uv.h>
 
 #include "core/ir_core.h"
+#include "index/ir_index.h"
 #include "net/ir_net.h"
 #include "policy/ir_policy.h"
+#include "tokenize/ir_tokenize.h"
 
 /* ---- configuration ---------------------------------------------------------------- */
 typedef struct gw_server_cfg {
@@ -77,8 +79,15 @@ typedef struct gw_logging_cfg {
 typedef struct gw_model_cfg {
     char *name;
     ir_cfg_strlist aliases;
-    char *policy; /* NULL: routing.default_policy */
+    char *policy;            /* NULL: routing.default_policy */
+    char *tokenizer;         /* NULL: prompts are not tokenized, nothing is predicted */
+    bool tokenizer_optional; /* a tokenizer that cannot load is a warning, not an error */
 } gw_model_cfg;
+
+typedef struct gw_index_cfg {
+    int64_t block_size;              /* tokens per KV block, as the engines use */
+    int64_t default_capacity_blocks; /* a replica's KV cache when nothing else says */
+} gw_index_cfg;
 
 typedef struct gw_replica_cfg {
     char *id;
@@ -96,6 +105,7 @@ typedef struct gw_config {
     gw_retry_cfg retry;
     gw_health_cfg health;
     gw_logging_cfg logging;
+    gw_index_cfg index;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
 } gw_config;
@@ -118,22 +128,33 @@ typedef struct gw_replica {
     _Atomic uint32_t in_flight;
     _Atomic uint32_t pending;
     _Atomic uint64_t prompt_tokens;
-    _Atomic int healthy;            /* 1 when the health checker says so */
-    _Atomic uint64_t ejected_until; /* monotonic ns; passive ejection */
+    _Atomic uint64_t pending_tokens; /* prompt tokens of requests still waiting for a head */
+    _Atomic int healthy;             /* 1 when the health checker says so */
+    _Atomic uint64_t ejected_until;  /* monotonic ns; passive ejection */
     _Atomic uint32_t consecutive_failures;
     _Atomic uint32_t ejections;
     /* counters for /metrics */
     _Atomic uint64_t requests, failures;
+    /* the KV index's predictions for requests it served, and how they compared with
+     * what the engine reported (usage.prompt_tokens_details.cached_tokens) */
+    _Atomic uint64_t predicted_tokens, reported_tokens;
+    _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
 } gw_replica;
+
+typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
 
 typedef struct gw_model {
     const gw_model_cfg *cfg;
     uint32_t index;
     irp_policy *policy;
+    gw_tok_kind tok;   /* how its prompts are tokenized */
+    irt_tokenizer *hf; /* GW_TOK_HF: the loaded tokenizer.json */
 } gw_model;
 
 typedef struct gw_fleet {
     const gw_config *cfg;
+    irx_index *index; /* the approximate KV index, shared by every worker */
+    uint32_t block_size;
     gw_replica *replicas;
     size_t nreplicas;
     gw_model *models;
@@ -168,7 +189,8 @@ void gw_unknown_model_message(const char *name, size_t len, char *out, size_t ca
 /* A lease: one request's claim on a replica's concurrency and pending slots.
  * Taking one never overshoots the caps, whatever the races. */
 bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens);
-void gw_lease_head(gw_replica *r); /* the response head arrived: no longer pending */
+/* The response head arrived: no longer pending. */
+void gw_lease_head(gw_replica *r, uint64_t prompt_tokens);
 void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens);
 /* Passive health: a failed or a good attempt. */
 /* Ejection never takes out more than health.max_ejection_percent of the fleet's

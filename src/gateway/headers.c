@@ -1,6 +1,7 @@
 /* headers.c: which headers cross the gateway, each way. */
 #include "gateway/request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -61,9 +62,18 @@ int gw_headers_for_engine(gw_req *r) {
     return 0;
 }
 
+/* A header with a number, its value in the arena. Returns how many it wrote (0, 1). */
+static size_t prediction_header(gw_req *r, irn_header *h, const char *name, uint64_t v) {
+    char *s = ir_arena_alloc(r->req->arena, 24);
+    if (!s) return 0;
+    int len = snprintf(s, 24, "%llu", (unsigned long long)v);
+    *h = (irn_header){name, strlen(name), s, (size_t)len};
+    return 1;
+}
+
 irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size_t *nout,
                                   int64_t *cl) {
-    irn_header *out = ir_arena_alloc(r->req->arena, (n + 4) * sizeof *out);
+    irn_header *out = ir_arena_alloc(r->req->arena, (n + 6) * sizeof *out);
     if (!out) return NULL;
     size_t k = 0;
     *cl = -1;
@@ -77,6 +87,10 @@ irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size
     }
     out[k++] = (irn_header){"x-request-id", 12, r->rid, strlen(r->rid)};
     out[k++] = (irn_header){"x-inferrail-replica", 19, r->rep->cfg->id, strlen(r->rep->cfg->id)};
+    if (r->prompt.state == GW_PREDICT_OK) {
+        k += prediction_header(r, &out[k], "x-inferrail-prompt-tokens", r->prompt_tokens);
+        k += prediction_header(r, &out[k], "x-inferrail-cached-tokens", r->predicted_cached);
+    }
     *nout = k;
     return out;
 }

@@ -1,21 +1,113 @@
 /* prepare.c: stages 3 to 5, what the gateway knows of the prompt before it chooses:
  * its tokens, their block hashes, and what each replica holds of them.
  *
- * Until a tokenizer and the KV index are wired in, the prompt's length is estimated
- * from the body (four bytes a token) and nothing is hashed or matched. When the
- * tokenizer lands, gw_stage_prepare hands large bodies to a worker pool and calls
- * next() back on the request's loop (uv_queue_work's after-callback does that). */
+ * A model with a tokenizer (models[].tokenizer) has its prompts tokenized as its
+ * engines will tokenize them: builtin:sim for chats and completions, a tokenizer.json
+ * for completions (chats wait for the chat-template renderer). Anything else routes
+ * without a prediction, its prompt length estimated from the body (four bytes a
+ * token). Tokenizing runs on the loop today; gw_stage_prepare calls next() when it
+ * is done, so that large bodies can move to a worker pool without changing callers. */
 #include "gateway/request.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+void gw_prompt_free(gw_prompt *p) {
+    irt_ids_free(&p->ids);
+    free(p->hashes);
+    ir_buf_free(&p->text);
+    memset(p, 0, sizeof *p);
+}
+
+/* A completion's prompt through a tokenizer.json: a string (or a list of one) with
+ * the special tokens the engine adds, or token ids as given. */
+static int hf_prompt_ids(const irt_tokenizer *t, const json_t *body, gw_prompt *p) {
+    json_t *v = json_object_get(body, "prompt");
+    if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)))
+        v = json_array_get(v, 0);
+    if (json_is_string(v)) {
+        if (ir_buf_append(&p->text, json_string_value(v), json_string_length(v))) return IRT_ENOMEM;
+        return irt_encode(t, json_string_value(v), json_string_length(v), true, &p->ids);
+    }
+    if (!json_is_array(v) || json_array_size(v) == 0) return IRT_EINVAL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        if (!json_is_integer(x)) return IRT_EUNSUPPORTED; /* a batch of prompts */
+        if (json_integer_value(x) < 0 || json_integer_value(x) > UINT32_MAX) return IRT_EINVAL;
+        if (irt_ids_push(&p->ids, (uint32_t)json_integer_value(x))) return IRT_ENOMEM;
+    }
+    return IRT_OK;
+}
+
+static int prompt_ids(gw_req *r, const json_t *body, bool chat) {
+    gw_prompt *p = &r->prompt;
+    if (r->model->tok == GW_TOK_SIM) {
+        const char *param, *msg;
+        return irt_sim_prompt_ids(body, chat, &p->ids, &p->text, &param, &msg);
+    }
+    if (chat) return IRT_EUNSUPPORTED; /* no chat template renderer yet */
+    return hf_prompt_ids(r->model->hf, body, p);
+}
+
+static void keep_cache_salt(gw_req *r, const json_t *body) {
+    json_t *s = json_object_get(body, "cache_salt");
+    if (!json_is_string(s)) return;
+    size_t n = json_string_length(s);
+    char *c = ir_arena_alloc(r->req->arena, n + 1);
+    if (!c) return;
+    memcpy(c, json_string_value(s), n + 1);
+    r->prompt.cache_salt = c;
+}
+
+static void tokenize(gw_req *r) {
+    gw_prompt *p = &r->prompt;
+    json_error_t e;
+    json_t *body = json_loadb(r->body, r->body_len, JSON_ALLOW_NUL, &e);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        p->state = GW_PREDICT_INVALID;
+        return;
+    }
+    bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
+    keep_cache_salt(r, body);
+    int rc = prompt_ids(r, body, chat);
+    json_decref(body);
+    p->state = rc == IRT_OK             ? GW_PREDICT_OK
+               : rc == IRT_EUNSUPPORTED ? GW_PREDICT_UNSUPPORTED
+                                        : GW_PREDICT_INVALID;
+    if (p->state == GW_PREDICT_OK) r->prompt_tokens = p->ids.len;
+}
+
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {
-    r->prompt_tokens = r->body_len / 4;
+    r->prompt_tokens = r->body_len / 4; /* an estimate, unless tokenized below */
+    if (r->model->tok != GW_TOK_NONE) tokenize(r);
     next(r);
 }
 
 void gw_stage_hash(gw_req *r) {
-    (void)r; /* no KV index yet: no block hashes are needed */
+    gw_prompt *p = &r->prompt;
+    if (p->state != GW_PREDICT_OK) return;
+    uint32_t bs = r->w->app->fleet.block_size;
+    size_t n = p->ids.len / bs;
+    if (n > 0 && !(p->hashes = malloc(n * sizeof *p->hashes))) {
+        p->state = GW_PREDICT_NONE;
+        return;
+    }
+    ir_hash128 root = ir_block_hash_root(r->model->cfg->name, NULL, p->cache_salt);
+    p->nhashes = ir_block_hash_chain(root, p->ids.ids, p->ids.len, bs, p->hashes, n);
+    p->usable = irx_usable_blocks(p->nhashes, p->ids.len, bs);
 }
 
 void gw_stage_match(gw_req *r) {
-    (void)r; /* no KV index yet: every candidate's predicted_cached_tokens stays 0 */
+    gw_prompt *p = &r->prompt;
+    const gw_fleet *f = &r->w->app->fleet;
+    if (p->state != GW_PREDICT_OK) return;
+    p->cached =
+        ir_arena_alloc(r->req->arena, (f->nreplicas ? f->nreplicas : 1) * sizeof *p->cached);
+    if (!p->cached) {
+        p->state = GW_PREDICT_NONE;
+        return;
+    }
+    irx_lookup(f->index, p->hashes, p->usable, p->cached);
 }

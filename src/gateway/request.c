@@ -99,6 +99,7 @@ void gw_req_fail(gw_req *r, int status, const char *msg) {
 void gw_req_done(gw_req *r) {
     if (r->resp || r->up || r->timer || r->timers_closing) return;
     gw_finish(r);
+    gw_prompt_free(&r->prompt);
     r->w->live--;
     if (r->spliced.cap <= GW_KEEP_BYTES && ir_freelist_push(&r->w->greqs, r)) return;
     ir_buf_free(&r->spliced);
@@ -129,6 +130,8 @@ void gw_req_end_client(gw_req *r) {
 
 void gw_req_release(gw_req *r) {
     if (!r->rep) return;
+    irp_request q = {.prompt_tokens = r->prompt_tokens, .rng = &r->w->rng};
+    irp_policy_released(r->model->policy, r->rep->index, &q);
     gw_lease_release(r->rep, r->lease_pending, r->prompt_tokens);
     r->rep = NULL;
     r->lease_pending = false;

@@ -15,7 +15,8 @@
  *   10. finish          finish.c              feedback to the index, metrics, the log
  *
  * Layers, bottom up; a file calls only into files of its own layer or below:
- *    request.c, finish.c, headers.c          the request object and its lifecycle
+ *    request.c, finish.c, headers.c,         the request object and its lifecycle;
+ *    predict.c                                the KV index's side of an attempt
  *    resolve.c, prepare.c, choose.c, stream.c
  *    forward.c
  *    pipeline.c, routes.c
@@ -63,6 +64,32 @@ typedef void (*gw_again_fn)(gw_req *r, int status, const char *msg);
 /* The stage after an asynchronous one (prepare) resumes the request with this. */
 typedef void (*gw_step_fn)(gw_req *r);
 
+/* The prompt, as far as the gateway follows it (prepare.c). Its arrays are the
+ * request's, freed by gw_prompt_free. */
+typedef enum {
+    GW_PREDICT_NONE,        /* the model has no tokenizer */
+    GW_PREDICT_OK,          /* tokenized, hashed and matched */
+    GW_PREDICT_UNSUPPORTED, /* a request the tokenizer does not follow (a batch, a chat
+                               without a template the gateway renders) */
+    GW_PREDICT_INVALID,     /* the engine will refuse it (no prompt, bad messages) */
+} gw_predict_state;
+
+typedef struct gw_prompt {
+    gw_predict_state state;
+    irt_ids ids;        /* its tokens */
+    ir_hash128 *hashes; /* its full blocks' chained hashes */
+    size_t nhashes;     /* full blocks */
+    size_t usable;      /* blocks an engine can report cached (irx_usable_blocks) */
+    uint32_t *cached;   /* per replica slot: leading blocks the index says it holds */
+    ir_buf text;        /* the text the engine will tokenize, when known */
+    char *cache_salt;   /* the body's cache_salt, NUL-terminated, or NULL */
+} gw_prompt;
+
+void gw_prompt_free(gw_prompt *p);
+
+/* Bytes of the engine's body kept to read its usage from. */
+#define GW_TAIL_BYTES 768
+
 /* One client request through its attempts. It lives until the client's response
  * has ended and no upstream request or timer refers to it; gw_req_done frees it
  * then. Its memory: the struct (recycled per worker), the net request's arena
@@ -93,6 +120,12 @@ struct gw_req {
     int last_status; /* the last retryable engine answer, for the final error */
     int status;      /* what the client got, for the access log */
     int last_err;
+    /* What the gateway knows of the prompt (prepare.c), when the model is tokenized. */
+    gw_prompt prompt;
+    irx_rec rec;               /* what the current attempt recorded in the KV index */
+    uint64_t predicted_cached; /* the prediction for the current attempt's replica */
+    char tail[GW_TAIL_BYTES];  /* the last bytes of the engine's body (for its usage) */
+    size_t tail_len;
 };
 
 /* ---- request.c: the object and its lifecycle ---------------------------------------- */
@@ -155,6 +188,20 @@ int gw_headers_for_engine(gw_req *r);
 irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size_t *nout,
                                   int64_t *cl);
 
+/* ---- predict.c ------------------------------------------------------------------------ */
+/* Records r's prompt on r->rep in the KV index (the attempt was sent). */
+void gw_predict_record(gw_req *r);
+/* Takes back what the current attempt recorded: the engine refused it, answered
+ * with an error, or failed before answering. */
+void gw_predict_undo(gw_req *r);
+/* Keeps the last GW_TAIL_BYTES of the engine's body, where its usage is. */
+void gw_predict_keep_tail(gw_req *r, const char *data, size_t len);
+/* The engine's usage.prompt_tokens_details.cached_tokens in a body's tail; -1 if absent. */
+int64_t gw_reported_cached(const char *tail, size_t len);
+/* A successful attempt ended: counts the prediction against the engine's report,
+ * and corrects the index when the engine held less. */
+void gw_predict_feedback(gw_req *r);
+
 /* ---- resolve.c ------------------------------------------------------------------------- */
 /* What the body's `model` resolves to. Pure: no request, no allocation kept. */
 typedef struct gw_resolution {
@@ -187,6 +234,10 @@ typedef enum { GW_CHOSEN, GW_NONE_HEALTHY, GW_ALL_FULL } gw_choice;
  * takes a lease on its pick; a pick that lost a race for its last slot is dropped
  * and the policy asked again. On GW_CHOSEN, r->rep holds the lease. */
 gw_choice gw_choose(gw_req *r);
+/* What the policy is told of r (valid while r's prompt is). */
+void gw_policy_request(gw_req *r, irp_request *q);
+/* Sets each candidate's predicted_cached_tokens from r's match (stage 5). */
+void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, size_t n);
 
 /* ---- stream.c -------------------------------------------------------------------------- */
 /* Stage 9: the upstream request's callbacks. They stream the engine's answer back,

@@ -26,6 +26,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
         irn_client_cancel(r->up); /* on_done ends the response */
         return;
     }
+    if (status >= 400) gw_predict_undo(r); /* an error: the engine cached nothing */
     if (retry_status(r, status)) {
         r->last_status = status;
         r->retry_on_done = true;
@@ -33,7 +34,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
         irn_client_cancel(r->up);
         return;
     }
-    gw_lease_head(r->rep);
+    gw_lease_head(r->rep, r->prompt_tokens);
     r->lease_pending = false;
     if (!r->resp) return;
     size_t k;
@@ -53,6 +54,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
 static void on_body(void *ud, const char *data, size_t len) {
     gw_req *r = ud;
     if (!r->resp || r->client_gone) return;
+    gw_predict_keep_tail(r, data, len);
     int64_t q = irn_resp_write(r->resp, data, len);
     if (q < 0) {
         if (q == IRN_ENOBUFS && !gw_req_client_left(r)) {
@@ -94,6 +96,7 @@ static void failed_before_head(gw_req *r, int err) {
     r->last_err = err;
     bool again = retryable(err);
     if (again || err == IRN_EHEAD_TIMEOUT) gw_replica_failed(&app->fleet, r->rep, ir_now_ns());
+    gw_predict_undo(r);
     atomic_fetch_add_explicit(&app->stats.upstream_errors, 1, memory_order_relaxed);
     IR_DEBUG("proxy", "request %s: replica %s failed: %s", r->rid, r->rep->cfg->id,
              irn_strerror(err));
@@ -127,6 +130,7 @@ static void on_done(void *ud, int err) {
         refused(r);
     } else if (err == 0) {
         gw_replica_succeeded(r->rep);
+        gw_predict_feedback(r);
         gw_req_release(r);
         gw_req_end_client(r);
     } else if (r->client_gone) {

@@ -119,7 +119,7 @@ static void *race(void *arg) {
                 atomic_load(&x->r->pending) > (uint32_t)x->r->cfg->max_pending)
                 atomic_fetch_add(x->violations, 1);
             if (i % 2) {
-                gw_lease_head(x->r);
+                gw_lease_head(x->r, 10);
                 gw_lease_release(x->r, false, 10);
             } else {
                 gw_lease_release(x->r, true, 10);
@@ -146,13 +146,14 @@ static void caps_never_overshoot(void **state) {
     assert_int_equal(atomic_load(&r->in_flight), 0);
     assert_int_equal(atomic_load(&r->pending), 0);
     assert_int_equal(atomic_load(&r->prompt_tokens), 0);
+    assert_int_equal(atomic_load(&r->pending_tokens), 0);
     /* Sequentially: the pending cap binds first, then the concurrency cap. */
     assert_true(gw_lease_take(r, 1));
     assert_true(gw_lease_take(r, 1));
     assert_false(gw_lease_take(r, 1)); /* 2 pending */
-    gw_lease_head(r);
+    gw_lease_head(r, 1);
     assert_true(gw_lease_take(r, 1)); /* 3 in flight */
-    gw_lease_head(r);
+    gw_lease_head(r, 1);
     assert_false(gw_lease_take(r, 1));
     gw_fleet_free(&f);
     ir_cfg_free(owner);

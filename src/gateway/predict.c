@@ -1,0 +1,71 @@
+/* predict.c: the KV index's side of an attempt: what it records when a request is
+ * sent, what it takes back when the engine refuses or fails, and the closed loop:
+ * the engine's reported cached tokens against the prediction. */
+#include "gateway/request.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void gw_predict_record(gw_req *r) {
+    const gw_prompt *p = &r->prompt;
+    r->rec = (irx_rec){0};
+    if (p->state != GW_PREDICT_OK || p->nhashes == 0) return;
+    r->rec = irx_record(r->w->app->fleet.index, r->rep->index, p->hashes, p->nhashes);
+}
+
+void gw_predict_undo(gw_req *r) {
+    if (r->rec.n == 0) return;
+    irx_undo(r->w->app->fleet.index, r->rec, r->prompt.hashes, r->prompt.nhashes);
+    r->rec = (irx_rec){0};
+}
+
+void gw_predict_keep_tail(gw_req *r, const char *data, size_t len) {
+    if (r->prompt.state != GW_PREDICT_OK) return;
+    if (len >= GW_TAIL_BYTES) {
+        memcpy(r->tail, data + len - GW_TAIL_BYTES, GW_TAIL_BYTES);
+        r->tail_len = GW_TAIL_BYTES;
+        return;
+    }
+    size_t keep = IR_MIN(r->tail_len, GW_TAIL_BYTES - len);
+    memmove(r->tail, r->tail + r->tail_len - keep, keep);
+    memcpy(r->tail + keep, data, len);
+    r->tail_len = keep + len;
+}
+
+/* The last `"cached_tokens":N` in the tail: vLLM's usage.prompt_tokens_details, in a
+ * JSON body or in the stream's usage chunk. -1 when absent (no usage asked for, or
+ * an engine started without --enable-prompt-tokens-details). */
+int64_t gw_reported_cached(const char *tail, size_t len) {
+    static const char key[] = "\"cached_tokens\":";
+    const char *found = NULL;
+    for (const char *s = tail; (s = memmem(s, len - (size_t)(s - tail), key, sizeof key - 1));
+         s++)
+        found = s;
+    if (!found) return -1;
+    const char *v = found + sizeof key - 1, *end = tail + len;
+    while (v < end && *v == ' ') v++;
+    if (v >= end || *v < '0' || *v > '9') return -1;
+    int64_t n = 0;
+    while (v < end && *v >= '0' && *v <= '9' && n < INT64_MAX / 10) n = n * 10 + (*v++ - '0');
+    return n;
+}
+
+/* A finished attempt: the prediction against what the engine said it had cached.
+ * When the engine had less, the shadow held blocks it had evicted: correct it. */
+void gw_predict_feedback(gw_req *r) {
+    if (r->prompt.state != GW_PREDICT_OK || !r->rep) return;
+    gw_replica *rep = r->rep;
+    uint64_t predicted = r->predicted_cached;
+    atomic_fetch_add_explicit(&rep->predicted_tokens, predicted, memory_order_relaxed);
+    int64_t reported = gw_reported_cached(r->tail, r->tail_len);
+    if (reported < 0) return;
+    atomic_fetch_add_explicit(&rep->reported_tokens, (uint64_t)reported, memory_order_relaxed);
+    _Atomic uint64_t *bucket = (uint64_t)reported == predicted ? &rep->predictions_exact
+                               : (uint64_t)reported < predicted ? &rep->predictions_over
+                                                                 : &rep->predictions_under;
+    atomic_fetch_add_explicit(bucket, 1, memory_order_relaxed);
+    uint32_t bs = r->w->app->fleet.block_size;
+    if ((uint64_t)reported < predicted)
+        irx_correct(r->w->app->fleet.index, rep->index, r->prompt.hashes, r->prompt.usable,
+                    predicted / bs, (size_t)reported / bs);
+}
