@@ -184,6 +184,7 @@ int gw_metrics_render(gw_app *app, ir_buf *o) {
             ir_buf_appendf(o, "%s{replica=\"%s\"} %llu\n", gauges[g][0], r->cfg->id, v);
         }
     }
+    gw_metrics_render_kv(&app->fleet, o);
     return 0;
 }
 

@@ -139,6 +139,7 @@ typedef struct gw_replica {
      * what the engine reported (usage.prompt_tokens_details.cached_tokens) */
     _Atomic uint64_t predicted_tokens, reported_tokens;
     _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
+    _Atomic int reports_cached; /* its engine has reported cached_tokens at least once */
 } gw_replica;
 
 typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
@@ -245,6 +246,8 @@ int gw_control_start(gw_control *c);
 void gw_control_stop(gw_control *c);
 void gw_control_free(gw_control *c);
 int gw_metrics_render(gw_app *app, ir_buf *out);
+/* The KV index's metrics (metrics_kv.c). */
+void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
 
 int gw_main(int argc, char **argv);
 

@@ -32,15 +32,22 @@ void gw_predict_keep_tail(gw_req *r, const char *data, size_t len) {
     r->tail_len = keep + len;
 }
 
+static const char *last_of(const char *hay, size_t len, const char *key, size_t klen) {
+    const char *found = NULL;
+    for (const char *s = hay; (s = memmem(s, len - (size_t)(s - hay), key, klen)); s++) found = s;
+    return found;
+}
+
 /* The last `"cached_tokens":N` in the tail: vLLM's usage.prompt_tokens_details, in a
- * JSON body or in the stream's usage chunk. -1 when absent (no usage asked for, or
- * an engine started without --enable-prompt-tokens-details). */
+ * JSON body or in the stream's usage chunk. GW_USAGE_NO_DETAILS when the usage has
+ * `"prompt_tokens_details":null` (vLLM writes that when nothing was cached, and when
+ * it runs without --enable-prompt-tokens-details); -1 when there is no usage. */
 int64_t gw_reported_cached(const char *tail, size_t len) {
     static const char key[] = "\"cached_tokens\":";
-    const char *found = NULL;
-    for (const char *s = tail; (s = memmem(s, len - (size_t)(s - tail), key, sizeof key - 1));
-         s++)
-        found = s;
+    static const char none[] = "\"prompt_tokens_details\":null";
+    const char *found = last_of(tail, len, key, sizeof key - 1);
+    const char *null_at = last_of(tail, len, none, sizeof none - 1);
+    if (null_at && (!found || null_at > found)) return GW_USAGE_NO_DETAILS;
     if (!found) return -1;
     const char *v = found + sizeof key - 1, *end = tail + len;
     while (v < end && *v == ' ') v++;
@@ -58,11 +65,16 @@ void gw_predict_feedback(gw_req *r) {
     uint64_t predicted = r->predicted_cached;
     atomic_fetch_add_explicit(&rep->predicted_tokens, predicted, memory_order_relaxed);
     int64_t reported = gw_reported_cached(r->tail, r->tail_len);
+    if (reported >= 0) atomic_store_explicit(&rep->reports_cached, 1, memory_order_relaxed);
+    /* No details: nothing cached, from an engine known to report them; else unknown. */
+    if (reported == GW_USAGE_NO_DETAILS &&
+        atomic_load_explicit(&rep->reports_cached, memory_order_relaxed))
+        reported = 0;
     if (reported < 0) return;
     atomic_fetch_add_explicit(&rep->reported_tokens, (uint64_t)reported, memory_order_relaxed);
-    _Atomic uint64_t *bucket = (uint64_t)reported == predicted ? &rep->predictions_exact
+    _Atomic uint64_t *bucket = (uint64_t)reported == predicted  ? &rep->predictions_exact
                                : (uint64_t)reported < predicted ? &rep->predictions_over
-                                                                 : &rep->predictions_under;
+                                                                : &rep->predictions_under;
     atomic_fetch_add_explicit(bucket, 1, memory_order_relaxed);
     uint32_t bs = r->w->app->fleet.block_size;
     if ((uint64_t)reported < predicted)

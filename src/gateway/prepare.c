@@ -70,6 +70,9 @@ static void tokenize(gw_req *r) {
         return;
     }
     bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
+    /* The text is the body's strings plus the template's markers: bounded by twice
+     * the body, and a margin for very short ones. */
+    ir_buf_init(&p->text, 2 * r->body_len + 4096);
     keep_cache_salt(r, body);
     int rc = prompt_ids(r, body, chat);
     json_decref(body);

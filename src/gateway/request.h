@@ -196,7 +196,9 @@ void gw_predict_record(gw_req *r);
 void gw_predict_undo(gw_req *r);
 /* Keeps the last GW_TAIL_BYTES of the engine's body, where its usage is. */
 void gw_predict_keep_tail(gw_req *r, const char *data, size_t len);
-/* The engine's usage.prompt_tokens_details.cached_tokens in a body's tail; -1 if absent. */
+/* The engine's usage.prompt_tokens_details.cached_tokens in a body's tail; -1 if there
+ * is no usage, GW_USAGE_NO_DETAILS if its details are null. */
+#define GW_USAGE_NO_DETAILS (-2)
 int64_t gw_reported_cached(const char *tail, size_t len);
 /* A successful attempt ended: counts the prediction against the engine's report,
  * and corrects the index when the engine held less. */
