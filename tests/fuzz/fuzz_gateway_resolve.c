@@ -15,13 +15,15 @@ static const char *const confs[] = {
 };
 
 static gw_fleet fleets[2];
+static ir_cfg *owners[2]; /* kept for the process's life (reachable, so not a leak) */
 
 static void setup(void) {
     for (size_t i = 0; i < 2; i++) {
         gw_config *c = calloc(1, sizeof *c);
         ir_cfg_errors e = {0};
         char err[256];
-        if (!c || !ir_cfg_load_text(confs[i], strlen(confs[i]), &gw_config_schema, c, &e) ||
+        if (!c ||
+            !(owners[i] = ir_cfg_load_text(confs[i], strlen(confs[i]), &gw_config_schema, c, &e)) ||
             gw_fleet_init(&fleets[i], c, err, sizeof err))
             abort();
     }

@@ -14,13 +14,15 @@ static int64_t rc(const char *s) {
 
 static void reads_usage_tails(void **state) {
     /* a JSON body */
-    assert_int_equal(rc("\"usage\":{\"prompt_tokens\":40,\"prompt_tokens_details\":{\"cached_tokens\""
-                        ":32}},\"kv_transfer_params\":null}"),
-                     32);
+    assert_int_equal(
+        rc("\"usage\":{\"prompt_tokens\":40,\"prompt_tokens_details\":{\"cached_tokens\""
+           ":32}},\"kv_transfer_params\":null}"),
+        32);
     /* a stream's usage chunk, then [DONE] */
-    assert_int_equal(rc("data: {\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\": 1600}}}\n\n"
-                        "data: [DONE]\n\n"),
-                     1600);
+    assert_int_equal(
+        rc("data: {\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\": 1600}}}\n\n"
+           "data: [DONE]\n\n"),
+        1600);
     /* the last one wins (a tail may hold an earlier chunk's text) */
     assert_int_equal(rc("\"cached_tokens\":5 ... \"cached_tokens\":7}"), 7);
     /* details null: nothing cached, or the engine does not report them */
