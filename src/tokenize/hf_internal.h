@@ -30,10 +30,17 @@ void *hf_arena_alloc(hf_arena *a, size_t n);
 char *hf_arena_memdup(hf_arena *a, const char *s, size_t n); /* NUL-terminated copy */
 void hf_arena_free(hf_arena *a);
 
-/* A growable byte buffer (no cap; callers bound input size). */
+/* A growable byte buffer with a cap: len never passes max, or HF_BUF_MAX
+ * when max is 0, so a zeroed hf_buf is an empty buffer under the default cap.
+ * The default is four times the largest input, room for what normalizers and
+ * the byte-level mapping make of any accepted text; an append past the cap
+ * fails (-1) as running out of memory does. Kept apart from ir_buf for its
+ * zero-initialized form, which the encode paths rely on. */
+#define HF_BUF_MAX (4 * IRT_MAX_INPUT)
 typedef struct hf_buf {
     char *p;
     size_t len, cap;
+    size_t max; /* 0: HF_BUF_MAX */
 } hf_buf;
 
 int hf_buf_reserve(hf_buf *b, size_t extra);

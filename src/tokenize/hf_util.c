@@ -117,11 +117,11 @@ void hf_arena_free(hf_arena *a) {
 /* ---- buffers ------------------------------------------------------------------ */
 int hf_buf_reserve(hf_buf *b, size_t extra) {
     if (b->cap - b->len > extra) return 0;
+    size_t max = b->max ? b->max : HF_BUF_MAX;
+    if (extra > max - b->len) return -1; /* the cap */
     size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len <= extra) {
-        if (cap > SIZE_MAX / 2) return -1;
-        cap *= 2;
-    }
+    while (cap - b->len <= extra) cap *= 2;
+    if (cap > max + 1) cap = max + 1; /* room for the NUL after max bytes */
     char *p = realloc(b->p, cap);
     if (!p) return -1;
     b->p = p;
