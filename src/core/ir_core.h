@@ -143,6 +143,21 @@ void *ir_arena_calloc(ir_arena *a, size_t n);   /* zeroed */
 char *ir_arena_strndup(ir_arena *a, const char *s, size_t n);
 char *ir_arena_strdup(ir_arena *a, const char *s);
 size_t ir_arena_used(const ir_arena *a);
+/* Bytes of chunks the arena holds (what it costs in memory, headers included). */
+size_t ir_arena_held(const ir_arena *a);
+/* From now on each new chunk is twice the last one, up to max_chunk bytes (a
+ * single bigger allocation still gets a chunk of its own size). Chunks of
+ * 1 MiB and more come from ir_big_calloc (huge pages). 0 turns growth off. */
+void ir_arena_set_growth(ir_arena *a, size_t max_chunk);
+
+/* ---- big blocks --------------------------------------------------------------
+ * Zeroed blocks for big tables. From 1 MiB up they are their own 2 MiB-aligned
+ * mappings with transparent huge pages requested: a tokenizer load touches
+ * tens of megabytes, and 4 KiB page faults (costly on VMs) would otherwise
+ * dominate it. ir_big_free(NULL) is a no-op. */
+void *ir_big_calloc(size_t n);
+void *ir_big_grow(void *p, size_t oldn, size_t newn); /* copies; frees p on success */
+void ir_big_free(void *p);
 
 /* ---- hash map ----------------------------------------------------------------
  * Byte-string keys to uint64_t values: open addressing, linear probing, and

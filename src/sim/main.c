@@ -169,178 +169,225 @@ enum {
     OPT_HELP,
 };
 
-int main(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"host", required_argument, 0, OPT_HOST},
-        {"port", required_argument, 0, OPT_PORT},
-        {"served-model-name", required_argument, 0, OPT_NAME},
-        {"block-size", required_argument, 0, OPT_BLOCK},
-        {"num-gpu-blocks-override", required_argument, 0, OPT_BLOCKS},
-        {"max-num-seqs", required_argument, 0, OPT_SEQS},
-        {"max-model-len", required_argument, 0, OPT_LEN},
-        {"enable-prompt-tokens-details", no_argument, 0, OPT_DETAILS},
-        {"prefill-token-us", required_argument, 0, OPT_PTU},
-        {"prefill-pair-ns", required_argument, 0, OPT_PPN},
-        {"prefill-fixed-ms", required_argument, 0, OPT_PFM},
-        {"decode-token-ms", required_argument, 0, OPT_DTM},
-        {"decode-batch-us", required_argument, 0, OPT_DBU},
-        {"zero-latency", no_argument, 0, OPT_ZERO},
-        {"engine", required_argument, 0, OPT_ENGINE},
-        {"enable-faults", no_argument, 0, OPT_FAULTS},
-        {"max-body-bytes", required_argument, 0, OPT_BODY},
-        {"log-level", required_argument, 0, OPT_LOG},
-        {"help", no_argument, 0, OPT_HELP},
-        {0, 0, 0, 0},
-    };
-    app a;
-    memset(&a, 0, sizeof a);
-    sim_cfg_defaults(&a.cfg);
-    int c;
+static const struct option opts[] = {
+    {"host", required_argument, 0, OPT_HOST},
+    {"port", required_argument, 0, OPT_PORT},
+    {"served-model-name", required_argument, 0, OPT_NAME},
+    {"block-size", required_argument, 0, OPT_BLOCK},
+    {"num-gpu-blocks-override", required_argument, 0, OPT_BLOCKS},
+    {"max-num-seqs", required_argument, 0, OPT_SEQS},
+    {"max-model-len", required_argument, 0, OPT_LEN},
+    {"enable-prompt-tokens-details", no_argument, 0, OPT_DETAILS},
+    {"prefill-token-us", required_argument, 0, OPT_PTU},
+    {"prefill-pair-ns", required_argument, 0, OPT_PPN},
+    {"prefill-fixed-ms", required_argument, 0, OPT_PFM},
+    {"decode-token-ms", required_argument, 0, OPT_DTM},
+    {"decode-batch-us", required_argument, 0, OPT_DBU},
+    {"zero-latency", no_argument, 0, OPT_ZERO},
+    {"engine", required_argument, 0, OPT_ENGINE},
+    {"enable-faults", no_argument, 0, OPT_FAULTS},
+    {"max-body-bytes", required_argument, 0, OPT_BODY},
+    {"log-level", required_argument, 0, OPT_LOG},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0},
+};
+
+/* What the command line asks for. */
+typedef enum { FLAGS_RUN, FLAGS_HELP, FLAGS_BAD } flags_result;
+
+/* vLLM takes several names after one --served-model-name; accept that and repeats. */
+static flags_result take_model_names(sim_cfg *cfg, int argc, char **argv) {
+    optind--;
+    while (optind < argc && argv[optind][0] != '-') {
+        if (cfg->nmodel_names == SIM_MAX_MODEL_NAMES) {
+            fprintf(stderr, "inferrail-sim: at most %d served model names\n", SIM_MAX_MODEL_NAMES);
+            return FLAGS_BAD;
+        }
+        cfg->model_names[cfg->nmodel_names++] = argv[optind++];
+    }
+    return FLAGS_RUN;
+}
+
+/* A whole number flag in [lo, hi], stored as a uint32_t. */
+static flags_result take_u32(const char *flag, double lo, double hi, uint32_t *out) {
     double d;
+    if (parse_num(flag, optarg, lo, hi, &d)) return FLAGS_BAD;
+    *out = (uint32_t)d;
+    return FLAGS_RUN;
+}
+
+static flags_result take_real(const char *flag, double hi, double *out) {
+    return parse_num(flag, optarg, 0, hi, out) ? FLAGS_BAD : FLAGS_RUN;
+}
+
+static flags_result take_engine(sim_cfg *cfg) {
+    if (strcmp(optarg, "vllm") == 0)
+        cfg->engine = SIM_ENGINE_VLLM;
+    else if (strcmp(optarg, "sglang") == 0)
+        cfg->engine = SIM_ENGINE_SGLANG;
+    else {
+        fprintf(stderr, "inferrail-sim: --engine: expected vllm or sglang\n");
+        return FLAGS_BAD;
+    }
+    return FLAGS_RUN;
+}
+
+static flags_result take_body_cap(sim_cfg *cfg) {
+    uint64_t v;
+    if (ir_parse_size(optarg, &v) || v == 0) {
+        fprintf(stderr, "inferrail-sim: --max-body-bytes: expected a size like 32MiB\n");
+        return FLAGS_BAD;
+    }
+    cfg->max_body_bytes = (size_t)v;
+    return FLAGS_RUN;
+}
+
+static flags_result take_log_level(void) {
+    ir_log_level lvl;
+    if (ir_log_parse_level(optarg, &lvl)) {
+        fprintf(stderr, "inferrail-sim: --log-level: unknown level '%s'\n", optarg);
+        return FLAGS_BAD;
+    }
+    ir_log_set_level(lvl);
+    return FLAGS_RUN;
+}
+
+static flags_result take_host(sim_cfg *cfg) {
+    if (strlen(optarg) >= sizeof cfg->host) {
+        fprintf(stderr, "inferrail-sim: --host: too long\n");
+        return FLAGS_BAD;
+    }
+    strcpy(cfg->host, optarg);
+    return FLAGS_RUN;
+}
+
+/* Applies one option that getopt_long returned (its argument in optarg). */
+static flags_result apply_flag(sim_cfg *cfg, int opt, int argc, char **argv) {
+    uint32_t port;
+    switch (opt) {
+    case OPT_HOST:
+        return take_host(cfg);
+    case OPT_PORT:
+        if (take_u32("--port", 0, 65535, &port) == FLAGS_BAD) return FLAGS_BAD;
+        cfg->port = (uint16_t)port;
+        return FLAGS_RUN;
+    case OPT_NAME:
+        return take_model_names(cfg, argc, argv);
+    case OPT_BLOCK:
+        return take_u32("--block-size", 1, 4096, &cfg->block_size);
+    case OPT_BLOCKS:
+        return take_u32("--num-gpu-blocks-override", 1, 1e8, &cfg->num_gpu_blocks);
+    case OPT_SEQS:
+        return take_u32("--max-num-seqs", 1, 1e6, &cfg->max_num_seqs);
+    case OPT_LEN:
+        return take_u32("--max-model-len", 2, 1e8, &cfg->max_model_len);
+    case OPT_DETAILS:
+        cfg->prompt_tokens_details = true;
+        return FLAGS_RUN;
+    case OPT_PTU:
+        return take_real("--prefill-token-us", 1e6, &cfg->prefill_token_us);
+    case OPT_PPN:
+        return take_real("--prefill-pair-ns", 1e6, &cfg->prefill_pair_ns);
+    case OPT_PFM:
+        return take_real("--prefill-fixed-ms", 1e6, &cfg->prefill_fixed_ms);
+    case OPT_DTM:
+        return take_real("--decode-token-ms", 1e6, &cfg->decode_token_ms);
+    case OPT_DBU:
+        return take_real("--decode-batch-us", 1e9, &cfg->decode_batch_us);
+    case OPT_ZERO:
+        cfg->zero_latency = true;
+        return FLAGS_RUN;
+    case OPT_ENGINE:
+        return take_engine(cfg);
+    case OPT_FAULTS:
+        cfg->enable_faults = true;
+        return FLAGS_RUN;
+    case OPT_BODY:
+        return take_body_cap(cfg);
+    case OPT_LOG:
+        return take_log_level();
+    case OPT_HELP:
+    case 'h':
+        usage(stdout);
+        return FLAGS_HELP;
+    default:
+        usage(stderr);
+        return FLAGS_BAD;
+    }
+}
+
+static flags_result parse_flags(sim_cfg *cfg, int argc, char **argv) {
+    int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_HOST:
-            if (strlen(optarg) >= sizeof a.cfg.host) {
-                fprintf(stderr, "inferrail-sim: --host: too long\n");
-                return 2;
-            }
-            strcpy(a.cfg.host, optarg);
-            break;
-        case OPT_PORT:
-            if (parse_num("--port", optarg, 0, 65535, &d)) return 2;
-            a.cfg.port = (uint16_t)d;
-            break;
-        case OPT_NAME:
-            /* vLLM takes several names after one flag; accept that and repeats. */
-            optind--;
-            while (optind < argc && argv[optind][0] != '-') {
-                if (a.cfg.nmodel_names == SIM_MAX_MODEL_NAMES) {
-                    fprintf(stderr, "inferrail-sim: at most %d served model names\n",
-                            SIM_MAX_MODEL_NAMES);
-                    return 2;
-                }
-                a.cfg.model_names[a.cfg.nmodel_names++] = argv[optind++];
-            }
-            break;
-        case OPT_BLOCK:
-            if (parse_num("--block-size", optarg, 1, 4096, &d)) return 2;
-            a.cfg.block_size = (uint32_t)d;
-            break;
-        case OPT_BLOCKS:
-            if (parse_num("--num-gpu-blocks-override", optarg, 1, 1e8, &d)) return 2;
-            a.cfg.num_gpu_blocks = (uint32_t)d;
-            break;
-        case OPT_SEQS:
-            if (parse_num("--max-num-seqs", optarg, 1, 1e6, &d)) return 2;
-            a.cfg.max_num_seqs = (uint32_t)d;
-            break;
-        case OPT_LEN:
-            if (parse_num("--max-model-len", optarg, 2, 1e8, &d)) return 2;
-            a.cfg.max_model_len = (uint32_t)d;
-            break;
-        case OPT_DETAILS:
-            a.cfg.prompt_tokens_details = true;
-            break;
-        case OPT_PTU:
-            if (parse_num("--prefill-token-us", optarg, 0, 1e6, &a.cfg.prefill_token_us)) return 2;
-            break;
-        case OPT_PPN:
-            if (parse_num("--prefill-pair-ns", optarg, 0, 1e6, &a.cfg.prefill_pair_ns)) return 2;
-            break;
-        case OPT_PFM:
-            if (parse_num("--prefill-fixed-ms", optarg, 0, 1e6, &a.cfg.prefill_fixed_ms)) return 2;
-            break;
-        case OPT_DTM:
-            if (parse_num("--decode-token-ms", optarg, 0, 1e6, &a.cfg.decode_token_ms)) return 2;
-            break;
-        case OPT_DBU:
-            if (parse_num("--decode-batch-us", optarg, 0, 1e9, &a.cfg.decode_batch_us)) return 2;
-            break;
-        case OPT_ZERO:
-            a.cfg.zero_latency = true;
-            break;
-        case OPT_ENGINE:
-            if (strcmp(optarg, "vllm") == 0)
-                a.cfg.engine = SIM_ENGINE_VLLM;
-            else if (strcmp(optarg, "sglang") == 0)
-                a.cfg.engine = SIM_ENGINE_SGLANG;
-            else {
-                fprintf(stderr, "inferrail-sim: --engine: expected vllm or sglang\n");
-                return 2;
-            }
-            break;
-        case OPT_FAULTS:
-            a.cfg.enable_faults = true;
-            break;
-        case OPT_BODY: {
-            uint64_t v;
-            if (ir_parse_size(optarg, &v) || v == 0) {
-                fprintf(stderr, "inferrail-sim: --max-body-bytes: expected a size like 32MiB\n");
-                return 2;
-            }
-            a.cfg.max_body_bytes = (size_t)v;
-            break;
-        }
-        case OPT_LOG: {
-            ir_log_level lvl;
-            if (ir_log_parse_level(optarg, &lvl)) {
-                fprintf(stderr, "inferrail-sim: --log-level: unknown level '%s'\n", optarg);
-                return 2;
-            }
-            ir_log_set_level(lvl);
-            break;
-        }
-        case OPT_HELP:
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
+        flags_result r = apply_flag(cfg, c, argc, argv);
+        if (r != FLAGS_RUN) return r;
     }
     if (optind < argc) {
         fprintf(stderr, "inferrail-sim: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        return FLAGS_BAD;
     }
-    if (a.cfg.nmodel_names == 0) a.cfg.model_names[a.cfg.nmodel_names++] = "inferrail/sim-8b";
-    /* As vLLM refuses at start-up: one sequence of max_model_len tokens must fit. */
-    if ((uint64_t)a.cfg.max_model_len > (uint64_t)a.cfg.num_gpu_blocks * a.cfg.block_size) {
-        fprintf(stderr,
-                "inferrail-sim: --max-model-len %u is larger than the KV cache holds (%u blocks of "
-                "%u tokens = %llu tokens); raise --num-gpu-blocks-override or lower "
-                "--max-model-len\n",
-                a.cfg.max_model_len, a.cfg.num_gpu_blocks, a.cfg.block_size,
-                (unsigned long long)a.cfg.num_gpu_blocks * a.cfg.block_size);
-        return 2;
-    }
+    return FLAGS_RUN;
+}
+
+/* Fills the defaults that depend on the flags and refuses, as vLLM does at
+ * start-up, a max_model_len that the KV cache cannot hold once. */
+static int finish_config(sim_cfg *cfg) {
+    if (cfg->nmodel_names == 0) cfg->model_names[cfg->nmodel_names++] = "inferrail/sim-8b";
+    uint64_t kv_tokens = (uint64_t)cfg->num_gpu_blocks * cfg->block_size;
+    if ((uint64_t)cfg->max_model_len <= kv_tokens) return 0;
+    fprintf(stderr,
+            "inferrail-sim: --max-model-len %u is larger than the KV cache holds (%u blocks of "
+            "%u tokens = %llu tokens); raise --num-gpu-blocks-override or lower "
+            "--max-model-len\n",
+            cfg->max_model_len, cfg->num_gpu_blocks, cfg->block_size,
+            (unsigned long long)kv_tokens);
+    return -1;
+}
+
+/* No SIGPIPE; as many descriptors as allowed (thousands of concurrent streams). */
+static void prepare_process(void) {
     signal(SIGPIPE, SIG_IGN);
-    /* Thousands of concurrent streams need as many descriptors. */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    a.loop = uv_default_loop();
-    a.eng = sim_engine_new(a.loop, &a.cfg);
-    sim_api_hooks hooks = {.on_refuse = refuse_hook, .ud = &a};
-    a.api = sim_api_new(a.loop, a.eng, &hooks);
-    if (!a.eng || !a.api) {
+}
+
+/* The engine, its HTTP API, the server and the signals, on the default loop. */
+static int start(app *a) {
+    a->loop = uv_default_loop();
+    a->eng = sim_engine_new(a->loop, &a->cfg);
+    sim_api_hooks hooks = {.on_refuse = refuse_hook, .ud = a};
+    a->api = sim_api_new(a->loop, a->eng, &hooks);
+    if (!a->eng || !a->api) {
         fprintf(stderr, "inferrail-sim: out of memory\n");
-        return 1;
+        return -1;
     }
-    uv_timer_init(a.loop, &a.refuse_timer);
-    a.refuse_timer.data = &a;
-    if (start_server(&a)) return 1;
-    a.cfg.port = (uint16_t)irn_server_port(a.srv);
-    uv_signal_init(a.loop, &a.sigint);
-    uv_signal_init(a.loop, &a.sigterm);
-    a.sigint.data = a.sigterm.data = &a;
-    uv_signal_start(&a.sigint, on_signal, SIGINT);
-    uv_signal_start(&a.sigterm, on_signal, SIGTERM);
-    IR_INFO("sim", "inferrail-sim serving %s on http://%s:%u (engine %s%s)", a.cfg.model_names[0],
-            a.cfg.host, a.cfg.port, a.cfg.engine == SIM_ENGINE_SGLANG ? "sglang" : "vllm",
-            a.cfg.zero_latency ? ", zero latency" : "");
+    uv_timer_init(a->loop, &a->refuse_timer);
+    a->refuse_timer.data = a;
+    if (start_server(a)) return -1;
+    a->cfg.port = (uint16_t)irn_server_port(a->srv);
+    uv_signal_init(a->loop, &a->sigint);
+    uv_signal_init(a->loop, &a->sigterm);
+    a->sigint.data = a->sigterm.data = a;
+    uv_signal_start(&a->sigint, on_signal, SIGINT);
+    uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+    IR_INFO("sim", "inferrail-sim serving %s on http://%s:%u (engine %s%s)", a->cfg.model_names[0],
+            a->cfg.host, a->cfg.port, a->cfg.engine == SIM_ENGINE_SGLANG ? "sglang" : "vllm",
+            a->cfg.zero_latency ? ", zero latency" : "");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    app a;
+    memset(&a, 0, sizeof a);
+    sim_cfg_defaults(&a.cfg);
+    flags_result flags = parse_flags(&a.cfg, argc, argv);
+    if (flags != FLAGS_RUN) return flags == FLAGS_HELP ? 0 : 2;
+    if (finish_config(&a.cfg)) return 2;
+    prepare_process();
+    if (start(&a)) return 1;
     uv_run(a.loop, UV_RUN_DEFAULT);
     uv_loop_close(a.loop);
     return 0;

@@ -11,29 +11,31 @@
 #include "tokenize/ir_tokenize.h"
 
 /* ---- memory --------------------------------------------------------------- */
-/* A chunked bump allocator; nothing moves once allocated. */
-typedef struct hf_chunk hf_chunk;
-typedef struct hf_arena {
-    hf_chunk *head;
-    size_t total; /* bytes held, for irt_memory_bytes */
-} hf_arena;
+/* Big tables come from core's ir_big_calloc; the tokenizer's long-lived
+ * pieces and the JSON DOM from core's ir_arena, growing its chunks (see
+ * hf_arena_new). */
 
-/* Zeroed blocks for the big tables of a load. From 1 MiB up they are their
- * own 2 MiB-aligned mappings with transparent huge pages requested: a load
- * touches tens of megabytes, and 4 KiB page faults (costly on VMs) would
- * otherwise dominate it. hf_big_free(NULL) is a no-op. */
-void *hf_big_calloc(size_t n);
-void *hf_big_grow(void *p, size_t oldn, size_t newn); /* copies; frees p on success */
-void hf_big_free(void *p);
+/* An arena whose chunks double from 64 KiB up to 16 MiB: a DOM of tens of
+ * megabytes takes a few huge-page chunks, a small tokenizer one small chunk.
+ * max caps the bytes it hands out. */
+ir_arena *hf_arena_new(size_t max);
+/* The cap of a DOM arena for a JSON text of len bytes: each value takes at
+ * most 16 bytes and needs at least 1 byte of text, plus a root and slack. */
+#define HF_DOM_ARENA_MAX(len) (16 * (size_t)(len) + ((size_t)1 << 20))
+/* The cap of a tokenizer's own arena (its normalizers, templates, names). */
+#define HF_TOKENIZER_ARENA_MAX ((size_t)1 << 30)
 
-void *hf_arena_alloc(hf_arena *a, size_t n);
-char *hf_arena_memdup(hf_arena *a, const char *s, size_t n); /* NUL-terminated copy */
-void hf_arena_free(hf_arena *a);
-
-/* A growable byte buffer (no cap; callers bound input size). */
+/* A growable byte buffer with a cap: len never passes max, or HF_BUF_MAX
+ * when max is 0, so a zeroed hf_buf is an empty buffer under the default cap.
+ * The default is four times the largest input, room for what normalizers and
+ * the byte-level mapping make of any accepted text; an append past the cap
+ * fails (-1) as running out of memory does. Kept apart from ir_buf for its
+ * zero-initialized form, which the encode paths rely on. */
+#define HF_BUF_MAX (4 * IRT_MAX_INPUT)
 typedef struct hf_buf {
     char *p;
     size_t len, cap;
+    size_t max; /* 0: HF_BUF_MAX */
 } hf_buf;
 
 int hf_buf_reserve(hf_buf *b, size_t extra);
@@ -191,7 +193,7 @@ struct hj_val {
     } u;
 };
 /* Parses text (modified in place; must outlive the DOM) into a DOM in arena a. */
-hj_val *hj_parse(hf_arena *a, char *text, size_t len, char *err, size_t errlen);
+hj_val *hj_parse(ir_arena *a, char *text, size_t len, char *err, size_t errlen);
 const hj_val *hj_get(const hj_val *obj, const char *key); /* NULL when absent or not an object */
 
 /* ---- patterns (Split, Replace) -------------------------------------------------- */
@@ -330,8 +332,8 @@ typedef struct hf_bpe {
 #define HF_MAX_STAGES 16
 
 struct irt_tokenizer {
-    hf_arena arena;
-    hf_norm *norm; /* NULL when none */
+    ir_arena *arena; /* normalizers, templates, names (hf_arena_new) */
+    hf_norm *norm;   /* NULL when none */
     hf_pretok stages[HF_MAX_STAGES];
     size_t nstages;
     hf_bpe bpe;

@@ -14,7 +14,7 @@
 
 typedef struct {
     const char *p, *end, *start;
-    hf_arena *a;
+    ir_arena *a;
     hj_val *stack;
     size_t n, cap;
     char *err;
@@ -34,7 +34,7 @@ static void hj_fail(hj_parser *ps, const char *what) {
 static int hj_push(hj_parser *ps, const hj_val *v) {
     if (ps->n == ps->cap) {
         size_t cap = ps->cap ? ps->cap * 2 : 1024;
-        hj_val *s = hf_big_grow(ps->stack, ps->cap * sizeof(*s), cap * sizeof(*s));
+        hj_val *s = ir_big_grow(ps->stack, ps->cap * sizeof(*s), cap * sizeof(*s));
         if (!s) {
             hj_fail(ps, "out of memory");
             return -1;
@@ -268,7 +268,7 @@ static int hj_container(hj_parser *ps, hj_val *v, int depth, bool obj) {
     size_t cnt = ps->n - base;
     hj_val *items = NULL;
     if (cnt) {
-        items = hf_arena_alloc(ps->a, cnt * sizeof(*items));
+        items = ir_arena_alloc(ps->a, cnt * sizeof(*items));
         if (!items) {
             hj_fail(ps, "out of memory");
             return -1;
@@ -317,10 +317,10 @@ static int hj_value(hj_parser *ps, hj_val *v, int depth) {
     }
 }
 
-hj_val *hj_parse(hf_arena *a, char *text, size_t len, char *err, size_t errlen) {
+hj_val *hj_parse(ir_arena *a, char *text, size_t len, char *err, size_t errlen) {
     hj_parser ps = {
         .p = text, .end = text + len, .start = text, .a = a, .err = err, .errlen = errlen};
-    hj_val *root = hf_arena_alloc(a, sizeof(*root));
+    hj_val *root = ir_arena_alloc(a, sizeof(*root));
     if (!root) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -333,7 +333,7 @@ hj_val *hj_parse(hf_arena *a, char *text, size_t len, char *err, size_t errlen) 
             rc = -1;
         }
     }
-    hf_big_free(ps.stack);
+    ir_big_free(ps.stack);
     return rc ? NULL : root;
 }
 

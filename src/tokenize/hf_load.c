@@ -61,7 +61,7 @@ static int juint(loader *L, const hj_val *v, const char *path, uint32_t *out) {
 }
 
 static char *tdup(loader *L, const char *s, size_t n) {
-    return hf_arena_memdup(&L->t->arena, s, n);
+    return ir_arena_strndup(L->t->arena, s, n);
 }
 
 /* {"String": s} or {"Regex": r} into a pattern. */
@@ -144,7 +144,7 @@ static int load_norm(loader *L, const hj_val *o, const char *path, hf_norm *n) {
         const hj_val *a = hj_get(o, "normalizers");
         subpath(p, sizeof(p), path, "normalizers");
         if (!a || a->type != HJ_ARR) return lfail(L, p, "expected an array");
-        n->kids = hf_arena_alloc(&L->t->arena, (a->n ? a->n : 1) * sizeof(hf_norm));
+        n->kids = ir_arena_calloc(L->t->arena, (a->n ? a->n : 1) * sizeof(hf_norm));
         if (!n->kids) return lfail(L, p, "out of memory");
         memset(n->kids, 0, (a->n ? a->n : 1) * sizeof(hf_norm));
         for (uint32_t i = 0; i < a->n; i++) {
@@ -426,8 +426,8 @@ static int load_bpe(loader *L, const hj_val *o) {
         if (id > maxid) maxid = id;
     }
     m->nids = vocab->n ? (size_t)maxid + 1 : 0;
-    m->id_tok = hf_big_calloc((m->nids ? m->nids : 1) * sizeof(*m->id_tok));
-    m->id_len = hf_big_calloc((m->nids ? m->nids : 1) * sizeof(*m->id_len));
+    m->id_tok = ir_big_calloc((m->nids ? m->nids : 1) * sizeof(*m->id_tok));
+    m->id_len = ir_big_calloc((m->nids ? m->nids : 1) * sizeof(*m->id_len));
     if (!m->id_tok || !m->id_len) return lfail(L, "model.vocab", "out of memory");
     for (size_t i = 0; i <= m->vocab.mask; i++) {
         const hf_strslot *e = &m->vocab.slots[i];
@@ -814,7 +814,7 @@ static int load_post(loader *L, const hj_val *o, const char *path) {
         const hj_val *single = hj_get(o, "single"), *st = hj_get(o, "special_tokens");
         subpath(p, sizeof(p), path, "single");
         if (!single || single->type != HJ_ARR) return lfail(L, p, "expected an array");
-        pp->items = hf_arena_alloc(&t->arena, (single->n + 1) * sizeof(hf_tpl_item));
+        pp->items = ir_arena_calloc(t->arena, (single->n + 1) * sizeof(hf_tpl_item));
         if (!pp->items) return lfail(L, p, "out of memory");
         for (uint32_t i = 0; i < single->n; i++) {
             const hj_val *it = &single->u.items[i];
@@ -837,7 +837,7 @@ static int load_post(loader *L, const hj_val *o, const char *path) {
             char dp[300];
             snprintf(dp, sizeof(dp), "%s.special_tokens[\"%.60s\"].ids", path, name);
             if (!ids || ids->type != HJ_ARR) return lfail(L, dp, "expected an array");
-            ti->ids = hf_arena_alloc(&t->arena, (ids->n + 1) * sizeof(uint32_t));
+            ti->ids = ir_arena_calloc(t->arena, (ids->n + 1) * sizeof(uint32_t));
             if (!ti->ids) return lfail(L, dp, "out of memory");
             for (uint32_t k = 0; k < ids->n; k++) {
                 char kp[320];
@@ -945,7 +945,9 @@ static int load_dec(loader *L, const hj_val *o, const char *path) {
  * ------------------------------------------------------------------------------------ */
 static irt_tokenizer *load_root(const hj_val *root, char *err, size_t errlen) {
     irt_tokenizer *t = calloc(1, sizeof(*t));
-    if (!t) {
+    if (t) t->arena = hf_arena_new(HF_TOKENIZER_ARENA_MAX);
+    if (!t || !t->arena) {
+        free(t);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -973,7 +975,7 @@ static irt_tokenizer *load_root(const hj_val *root, char *err, size_t errlen) {
     if (load_bpe(&L, model)) goto fail;
     const hj_val *v = hj_get(root, "normalizer");
     if (v && v->type != HJ_NULL) {
-        t->norm = hf_arena_alloc(&t->arena, sizeof(hf_norm));
+        t->norm = ir_arena_calloc(t->arena, sizeof(hf_norm));
         if (!t->norm) goto fail;
         if (load_norm(&L, v, "normalizer", t->norm)) goto fail;
     }
@@ -995,16 +997,16 @@ fail:
 }
 
 static irt_tokenizer *load_owned(char *json, size_t len, char *err, size_t errlen) {
-    hf_arena dom = {0};
+    ir_arena *dom = hf_arena_new(HF_DOM_ARENA_MAX(len));
     char jerr[256];
-    hj_val *root = hj_parse(&dom, json, len, jerr, sizeof(jerr));
+    hj_val *root = dom ? hj_parse(dom, json, len, jerr, sizeof(jerr)) : NULL;
     if (!root) {
-        snprintf(err, errlen, "tokenizer.json: %s", jerr);
-        hf_arena_free(&dom);
+        snprintf(err, errlen, "tokenizer.json: %s", dom ? jerr : "out of memory");
+        ir_arena_free(dom);
         return NULL;
     }
     irt_tokenizer *t = load_root(root, err, errlen);
-    hf_arena_free(&dom);
+    ir_arena_free(dom);
     return t;
 }
 
@@ -1018,7 +1020,7 @@ irt_tokenizer *irt_load_json(const char *json, size_t len, char *err, size_t err
         snprintf(err, errlen, "no JSON given");
         return NULL;
     }
-    char *copy = len < SIZE_MAX ? hf_big_calloc(len + 1) : NULL;
+    char *copy = len < SIZE_MAX ? ir_big_calloc(len + 1) : NULL;
     if (!copy) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -1026,7 +1028,7 @@ irt_tokenizer *irt_load_json(const char *json, size_t len, char *err, size_t err
     memcpy(copy, json, len);
     copy[len] = 0;
     irt_tokenizer *t = load_owned(copy, len, err, errlen);
-    hf_big_free(copy);
+    ir_big_free(copy);
     return t;
 }
 
@@ -1036,8 +1038,8 @@ void irt_free(irt_tokenizer *t) {
     for (size_t i = 0; i < t->nstages; i++) hf_pattern_free(&t->stages[i].pat);
     hf_strmap_free(&t->bpe.vocab);
     hf_strmap_free(&t->bpe.vocab_raw);
-    hf_big_free(t->bpe.id_tok);
-    hf_big_free(t->bpe.id_len);
+    ir_big_free(t->bpe.id_tok);
+    ir_big_free(t->bpe.id_len);
     hf_pairmap_free(&t->bpe.merges);
     free(t->added);
     hf_strmap_free(&t->added_map);
@@ -1045,14 +1047,14 @@ void irt_free(irt_tokenizer *t) {
     trie_free(&t->trie_raw);
     trie_free(&t->trie_norm);
     free(t->special_ids);
-    hf_arena_free(&t->arena);
+    ir_arena_free(t->arena);
     free(t);
 }
 
 size_t irt_memory_bytes(const irt_tokenizer *t) {
     if (!t) return 0;
     const hf_bpe *m = &t->bpe;
-    size_t n = sizeof(*t) + t->arena.total + hf_strmap_bytes(&m->vocab) +
+    size_t n = sizeof(*t) + ir_arena_held(t->arena) + hf_strmap_bytes(&m->vocab) +
                hf_strmap_bytes(&m->vocab_raw) + m->nids * (sizeof(char *) + sizeof(uint32_t)) +
                (m->merges.mask + 1) * sizeof(hf_pairent) + t->nadded * sizeof(hf_added) +
                hf_strmap_bytes(&t->added_map) + t->vocab_size / 8 + 1;
@@ -1088,7 +1090,7 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
         fclose(f);
         return NULL;
     }
-    char *buf = hf_big_calloc((size_t)st.st_size + 1);
+    char *buf = ir_big_calloc((size_t)st.st_size + 1);
     if (!buf) {
         snprintf(err, errlen, "%s: out of memory", path);
         fclose(f);
@@ -1098,7 +1100,7 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
     fclose(f);
     if (n != (size_t)st.st_size) {
         snprintf(err, errlen, "%s: short read", path);
-        hf_big_free(buf);
+        ir_big_free(buf);
         return NULL;
     }
     buf[n] = 0;
@@ -1123,19 +1125,19 @@ static int check_companion(const char *dir, const char *name, char *err, size_t 
     size_t len;
     char *txt = read_file(path, &len, err, errlen);
     if (!txt) return -1;
-    hf_arena a = {0};
+    ir_arena *a = hf_arena_new(HF_DOM_ARENA_MAX(len));
     char jerr[256];
-    hj_val *v = hj_parse(&a, txt, len, jerr, sizeof(jerr));
+    hj_val *v = a ? hj_parse(a, txt, len, jerr, sizeof(jerr)) : NULL;
     int rc = 0;
     if (!v) {
-        snprintf(err, errlen, "%s: %s", name, jerr);
+        snprintf(err, errlen, "%s: %s", name, a ? jerr : "out of memory");
         rc = -1;
     } else if (v->type != HJ_OBJ) {
         snprintf(err, errlen, "%s: $: expected an object", name);
         rc = -1;
     }
-    hf_arena_free(&a);
-    hf_big_free(txt);
+    ir_arena_free(a);
+    ir_big_free(txt);
     return rc;
 }
 
@@ -1247,6 +1249,6 @@ irt_tokenizer *irt_load(const char *spec, char *err, size_t errlen) {
     char *txt = read_file(file, &len, err, errlen);
     if (!txt) return NULL;
     irt_tokenizer *t = load_owned(txt, len, err, errlen);
-    hf_big_free(txt);
+    ir_big_free(txt);
     return t;
 }

@@ -7,121 +7,21 @@
 
 #include "tokenize/hf_internal.h"
 
-/* ---- big blocks ----------------------------------------------------------------- */
-#define HF_HUGE    ((size_t)2 << 20)
-#define BIG_HEADER 64
-typedef struct big_hdr {
-    void *base;
-    size_t maplen; /* 0: from calloc */
-} big_hdr;
-
-void *hf_big_calloc(size_t n) {
-    if (n > SIZE_MAX / 2) return NULL;
-    size_t total = n + BIG_HEADER;
-    char *a;
-    big_hdr h;
-    if (total < ((size_t)1 << 20)) {
-        a = calloc(1, total);
-        if (!a) return NULL;
-        h = (big_hdr){a, 0};
-    } else {
-        size_t len = (total + HF_HUGE - 1) & ~(HF_HUGE - 1);
-        char *m =
-            mmap(NULL, len + HF_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) return NULL;
-        a = (char *)(((uintptr_t)m + HF_HUGE - 1) & ~(uintptr_t)(HF_HUGE - 1));
-        if (a > m) munmap(m, (size_t)(a - m));
-        if (m + len + HF_HUGE > a + len) munmap(a + len, (size_t)(m + len + HF_HUGE - (a + len)));
-#ifdef MADV_HUGEPAGE
-        madvise(a, len, MADV_HUGEPAGE); /* a hint: failure only costs speed */
-#endif
-        h = (big_hdr){a, len};
-    }
-    memcpy(a, &h, sizeof(h));
-    return a + BIG_HEADER;
-}
-
-void *hf_big_grow(void *p, size_t oldn, size_t newn) {
-    char *q = hf_big_calloc(newn);
-    if (!q) return NULL;
-    if (p) {
-        memcpy(q, p, oldn < newn ? oldn : newn);
-        hf_big_free(p);
-    }
-    return q;
-}
-
-void hf_big_free(void *p) {
-    if (!p) return;
-    big_hdr h;
-    memcpy(&h, (char *)p - BIG_HEADER, sizeof(h));
-    if (h.maplen)
-        munmap(h.base, h.maplen);
-    else
-        free(h.base);
-}
-
-/* ---- arena ------------------------------------------------------------------ */
-struct hf_chunk {
-    hf_chunk *next;
-    size_t used, cap;
-    _Alignas(16) unsigned char data[];
-};
-
-void *hf_arena_alloc(hf_arena *a, size_t n) {
-    n = (n + 15) & ~(size_t)15;
-    hf_chunk *c = a->head;
-    if (!c || c->cap - c->used < n) {
-        /* Chunks double up to 16 MiB: a DOM of tens of megabytes takes a
-         * few huge-page blocks, a small tokenizer one small chunk. */
-        size_t grow = a->total >= ((size_t)8 << 20) ? ((size_t)16 << 20) : a->total + (64u << 10);
-        size_t cap = n > grow ? n : grow;
-        c = hf_big_calloc(sizeof(hf_chunk) + cap);
-        if (!c) return NULL;
-        c->used = 0;
-        c->cap = cap;
-        if (a->head && n > (1u << 19)) {
-            /* A big block gets its own chunk behind the current one. */
-            c->next = a->head->next;
-            a->head->next = c;
-        } else {
-            c->next = a->head;
-            a->head = c;
-        }
-        a->total += sizeof(hf_chunk) + cap;
-    }
-    void *p = c->data + c->used;
-    c->used += n;
-    return p;
-}
-
-char *hf_arena_memdup(hf_arena *a, const char *s, size_t n) {
-    char *p = hf_arena_alloc(a, n + 1);
-    if (!p) return NULL;
-    if (n) memcpy(p, s, n);
-    p[n] = 0;
-    return p;
-}
-
-void hf_arena_free(hf_arena *a) {
-    hf_chunk *c = a->head;
-    while (c) {
-        hf_chunk *n = c->next;
-        hf_big_free(c);
-        c = n;
-    }
-    a->head = NULL;
-    a->total = 0;
+/* ---- arenas ------------------------------------------------------------------- */
+ir_arena *hf_arena_new(size_t max) {
+    ir_arena *a = ir_arena_new((size_t)64 << 10, max);
+    if (a) ir_arena_set_growth(a, (size_t)16 << 20);
+    return a;
 }
 
 /* ---- buffers ------------------------------------------------------------------ */
 int hf_buf_reserve(hf_buf *b, size_t extra) {
     if (b->cap - b->len > extra) return 0;
+    size_t max = b->max ? b->max : HF_BUF_MAX;
+    if (extra > max - b->len) return -1; /* the cap */
     size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len <= extra) {
-        if (cap > SIZE_MAX / 2) return -1;
-        cap *= 2;
-    }
+    while (cap - b->len <= extra) cap *= 2;
+    if (cap > max + 1) cap = max + 1; /* room for the NUL after max bytes */
     char *p = realloc(b->p, cap);
     if (!p) return -1;
     b->p = p;
@@ -313,7 +213,7 @@ uint64_t hf_hash(const void *p, size_t n) {
 
 /* ---- string map ------------------------------------------------------------------------ */
 static int strmap_slots(hf_strmap *m, size_t nslots) {
-    hf_strslot *slots = hf_big_calloc(nslots * sizeof(*slots));
+    hf_strslot *slots = ir_big_calloc(nslots * sizeof(*slots));
     if (!slots) return -1;
     size_t mask = nslots - 1;
     for (size_t k = 0; m->slots && k <= m->mask; k++) {
@@ -323,7 +223,7 @@ static int strmap_slots(hf_strmap *m, size_t nslots) {
         while (slots[i].len1) i = (i + 1) & mask;
         slots[i] = *o;
     }
-    hf_big_free(m->slots);
+    ir_big_free(m->slots);
     m->slots = slots;
     m->mask = mask;
     return 0;
@@ -366,7 +266,7 @@ static size_t strmap_nslots(size_t expect) {
 int hf_strmap_init(hf_strmap *m, size_t expect, size_t key_bytes) {
     memset(m, 0, sizeof(*m));
     m->pcap = key_bytes + expect + 16;
-    m->pool = hf_big_calloc(m->pcap);
+    m->pool = ir_big_calloc(m->pcap);
     if (!m->pool || strmap_slots(m, strmap_nslots(expect))) {
         hf_strmap_free(m);
         return -1;
@@ -396,7 +296,7 @@ int hf_strmap_put_h(hf_strmap *m, const char *key, size_t len, uint64_t h, uint3
     if (m->plen + len + 1 > m->pcap) {
         size_t cap = m->pcap * 2 + len + 1;
         if (cap > UINT32_MAX) return -1;
-        char *p = hf_big_grow(m->pool, m->plen, cap);
+        char *p = ir_big_grow(m->pool, m->plen, cap);
         if (!p) return -1;
         m->pool = p;
         m->pcap = cap;
@@ -412,8 +312,8 @@ int hf_strmap_put_h(hf_strmap *m, const char *key, size_t len, uint64_t h, uint3
 }
 
 void hf_strmap_free(hf_strmap *m) {
-    hf_big_free(m->slots);
-    hf_big_free(m->pool);
+    ir_big_free(m->slots);
+    ir_big_free(m->pool);
     memset(m, 0, sizeof(*m));
 }
 
@@ -426,7 +326,7 @@ int hf_pairmap_init(hf_pairmap *m, size_t expect) {
     memset(m, 0, sizeof(*m));
     size_t nslots = 16;
     while (nslots / 4 * 3 < expect) nslots *= 2;
-    m->e = hf_big_calloc(nslots * sizeof(*m->e));
+    m->e = ir_big_calloc(nslots * sizeof(*m->e));
     if (!m->e) return -1;
     m->mask = nslots - 1;
     return 0;
@@ -441,6 +341,6 @@ void hf_pairmap_put(hf_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32
 }
 
 void hf_pairmap_free(hf_pairmap *m) {
-    hf_big_free(m->e);
+    ir_big_free(m->e);
     memset(m, 0, sizeof(*m));
 }
