@@ -70,7 +70,7 @@ struct irx_index {
     struct cds_lfht *map;
     uint32_t nrep, nwords;
     size_t entry_size;
-    _Atomic uint64_t entries, held, shadow_bytes, resets;
+    _Atomic uint64_t entries, held, shadow_bytes, resets, total_cap, buckets;
     pthread_mutex_t shard[IRX_SHARDS];
     irx_replica rep[];
 };
@@ -162,6 +162,7 @@ irx_index *irx_new(uint32_t max_replicas) {
     ix->entry_size = sizeof(irx_entry) + ix->nwords * sizeof(uint64_t);
     ix->map = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
                                   &urcu_bp_flavor, NULL);
+    ix->buckets = 1024;
     if (!ix->map) {
         free(ix);
         return NULL;
@@ -220,6 +221,18 @@ static int resize_shadow(irx_index *ix, uint32_t r, uint32_t cap) {
     return 0;
 }
 
+/* The table's own resizing runs lazily on a worker and lags far behind a fast
+ * fill, leaving long chains; so the buckets are sized up front to the fleet's
+ * total capacity (one bucket a block at most), synchronously, outside any
+ * read-side section. */
+static void grow_buckets(irx_index *ix) {
+    uint64_t want = 1024;
+    while (want < atomic_load(&ix->total_cap)) want <<= 1;
+    uint64_t have = atomic_load(&ix->buckets);
+    if (want <= have || !atomic_compare_exchange_strong(&ix->buckets, &have, want)) return;
+    cds_lfht_resize(ix->map, (unsigned long)want);
+}
+
 int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks) {
     if (r >= ix->nrep || capacity_blocks > (1u << 30)) return -1;
     if (capacity_blocks == 0) {
@@ -228,8 +241,11 @@ int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks) {
     }
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
-    int rc = rp->sh.cap == capacity_blocks ? 0 : resize_shadow(ix, r, capacity_blocks);
+    uint32_t old = rp->sh.cap;
+    int rc = old == capacity_blocks ? 0 : resize_shadow(ix, r, capacity_blocks);
+    if (!rc) atomic_fetch_add(&ix->total_cap, (uint64_t)capacity_blocks - old);
     pthread_mutex_unlock(&rp->mu);
+    grow_buckets(ix);
     return rc;
 }
 
@@ -252,6 +268,7 @@ void irx_forget_replica(irx_index *ix, uint32_t r) {
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
     drop_all(ix, r);
+    atomic_fetch_sub(&ix->total_cap, rp->sh.cap);
     set_shadow_bytes(ix, irx_shadow_bytes(&rp->sh), 0);
     irx_shadow_free(&rp->sh);
     pthread_mutex_unlock(&rp->mu);
@@ -421,12 +438,12 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
 void irx_stats_get(irx_index *ix, irx_stats *out) {
     uint64_t entries = atomic_load(&ix->entries);
     /* An entry is one malloc chunk (its size plus glibc's 8-byte header, in
-     * 16-byte steps); the table keeps about one 16-byte bucket node per entry. */
+     * 16-byte steps); the table's buckets are 16-byte nodes. */
     uint64_t chunk = (ix->entry_size + 8 + 15) & ~(uint64_t)15;
     out->entries = entries;
     out->held = atomic_load(&ix->held);
-    out->bytes = entries * (chunk + 16) + atomic_load(&ix->shadow_bytes) + sizeof *ix +
-                 ix->nrep * sizeof ix->rep[0];
+    out->bytes = entries * chunk + atomic_load(&ix->buckets) * 16 + atomic_load(&ix->shadow_bytes) +
+                 sizeof *ix + ix->nrep * sizeof ix->rep[0];
     out->resets = atomic_load(&ix->resets);
 }
 
