@@ -65,7 +65,8 @@ static void bench_hash(void) {
 }
 
 /* Times `iters` lookups of the prompts in `ps` (round robin); prints p50/p99. */
-static void time_lookups(irx_index *ix, const char *name, ir_hash128 (*ps)[LEN], int np, int iters) {
+static void time_lookups(irx_index *ix, const char *name, ir_hash128 (*ps)[LEN], int np,
+                         int iters) {
     uint64_t *t = malloc((size_t)iters * sizeof *t);
     uint32_t out[NREP];
     uint64_t sink = 0;
@@ -78,8 +79,8 @@ static void time_lookups(irx_index *ix, const char *name, ir_hash128 (*ps)[LEN],
     qsort(t, (size_t)iters, sizeof *t, cmp_u64);
     printf("{\"bench\":\"lookup\",\"case\":\"%s\",\"blocks\":%d,\"replicas\":%d,\"p50_ns\":%llu,"
            "\"p99_ns\":%llu,\"sink\":%llu}\n",
-           name, LEN, NREP, (unsigned long long)t[iters / 2], (unsigned long long)t[iters * 99 / 100],
-           (unsigned long long)sink);
+           name, LEN, NREP, (unsigned long long)t[iters / 2],
+           (unsigned long long)t[iters * 99 / 100], (unsigned long long)sink);
     free(t);
 }
 
@@ -103,9 +104,10 @@ static void bench_lookup_and_memory(void) {
     irx_stats_get(ix, &st);
     size_t heap1 = heap_bytes();
     printf("{\"bench\":\"memory\",\"case\":\"unshared\",\"held\":%llu,\"entries\":%llu,"
-           "\"bytes_per_block_index\":%.1f,\"bytes_per_block_heap\":%.1f,\"record_ns_per_block\":%.1f}\n",
-           (unsigned long long)st.held, (unsigned long long)st.entries, (double)st.bytes / (double)st.held,
-           (double)(heap1 - heap0) / (double)st.held, rec_ns);
+           "\"bytes_per_block_index\":%.1f,\"bytes_per_block_heap\":%.1f,\"record_ns_per_block\":%."
+           "1f}\n",
+           (unsigned long long)st.held, (unsigned long long)st.entries,
+           (double)st.bytes / (double)st.held, (double)(heap1 - heap0) / (double)st.held, rec_ns);
 
     /* Lookup prompts: 64 prompts of 512 blocks, recorded over the full map. */
     enum { NP = 64 };
@@ -120,7 +122,8 @@ static void bench_lookup_and_memory(void) {
          * 64 to 448 blocks of it */
         for (int k = 0; k < 2; k++) irx_record(ix, (uint32_t)ir_rng_below(&rng, NREP), typ[i], LEN);
         for (int k = 0; k < 6; k++)
-            irx_record(ix, (uint32_t)ir_rng_below(&rng, NREP), typ[i], 64 + ir_rng_below(&rng, 385));
+            irx_record(ix, (uint32_t)ir_rng_below(&rng, NREP), typ[i],
+                       64 + ir_rng_below(&rng, 385));
         /* worst: every replica holds a different depth */
         for (uint32_t r = 0; r < NREP; r++) irx_record(ix, r, worst[i], 1 + r * 8);
     }
@@ -148,10 +151,11 @@ static void bench_lookup_and_memory(void) {
         }
     irx_stats_get(ix, &st);
     heap1 = heap_bytes();
-    printf("{\"bench\":\"memory\",\"case\":\"shared_system_prompts\",\"held\":%llu,\"entries\":%llu,"
-           "\"bytes_per_block_index\":%.1f,\"bytes_per_block_heap\":%.1f}\n",
-           (unsigned long long)st.held, (unsigned long long)st.entries, (double)st.bytes / (double)st.held,
-           (double)(heap1 - heap0) / (double)st.held);
+    printf(
+        "{\"bench\":\"memory\",\"case\":\"shared_system_prompts\",\"held\":%llu,\"entries\":%llu,"
+        "\"bytes_per_block_index\":%.1f,\"bytes_per_block_heap\":%.1f}\n",
+        (unsigned long long)st.held, (unsigned long long)st.entries,
+        (double)st.bytes / (double)st.held, (double)(heap1 - heap0) / (double)st.held);
     irx_free(ix);
     free(sys);
     free(p);

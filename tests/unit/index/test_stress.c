@@ -62,8 +62,12 @@ static void *forgetter(void *arg) {
             irx_forget_replica(ix, r);
             irx_set_capacity(ix, r, 64 + (uint32_t)ir_rng_below(&rng, 512));
             break;
-        case 1: irx_reset_replica(ix, r); break;
-        default: irx_set_capacity(ix, r, 64 + (uint32_t)ir_rng_below(&rng, 512)); break;
+        case 1:
+            irx_reset_replica(ix, r);
+            break;
+        default:
+            irx_set_capacity(ix, r, 64 + (uint32_t)ir_rng_below(&rng, 512));
+            break;
         }
         atomic_fetch_add(&ops[2], 1);
         struct timespec ts = {0, 200000};
@@ -93,8 +97,10 @@ static void map_equals_shadows(void **state) {
     for (uint32_t r = 0; r < NREP; r++) assert_int_equal(irx_set_capacity(ix, r, 256), 0);
     pthread_t th[RECORDERS + READERS + FORGETTERS];
     int t = 0;
-    for (int i = 0; i < RECORDERS; i++) pthread_create(&th[t++], NULL, recorder, (void *)(uintptr_t)(i + 1));
-    for (int i = 0; i < READERS; i++) pthread_create(&th[t++], NULL, reader, (void *)(uintptr_t)(i + 100));
+    for (int i = 0; i < RECORDERS; i++)
+        pthread_create(&th[t++], NULL, recorder, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < READERS; i++)
+        pthread_create(&th[t++], NULL, reader, (void *)(uintptr_t)(i + 100));
     for (int i = 0; i < FORGETTERS; i++)
         pthread_create(&th[t++], NULL, forgetter, (void *)(uintptr_t)(i + 200));
     struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
