@@ -12,11 +12,11 @@
 
 /* One block in a replica's shadow: its hash, its LRU links (node numbers) and
  * the stamp of the last record that touched it. */
-typedef struct irx_node {
+typedef struct __attribute__((packed, aligned(4))) irx_node {
     uint64_t lo, hi;
     uint32_t prev, next; /* prev is towards the most recent end */
     uint32_t stamp;
-} irx_node;
+} irx_node; /* 28 bytes */
 
 /* A replica's shadow LRU: a fixed pool of cap nodes, an open-addressing table
  * of node numbers (linear probing, backward-shift deletion), and the LRU list
@@ -25,7 +25,7 @@ typedef struct irx_node {
 typedef struct irx_shadow {
     irx_node *nodes;
     uint32_t *slots;
-    uint32_t mask; /* slots has mask + 1 entries, a power of two >= 2 * cap */
+    uint32_t nslots; /* about 1.5 * cap */
     uint32_t cap, count;
     uint32_t head, tail, free;
 } irx_shadow;

@@ -43,23 +43,29 @@ static int tsan_grace;
 
 struct irx_table {
     struct rcu_head rcu;
-    size_t size;      /* slots */
-    size_t used;      /* slots with a key: live and tombstones (writer only) */
-    uint64_t w[];     /* size * (2 + nwords) words */
+    size_t size;  /* slots */
+    size_t used;  /* slots with a key: live and tombstones (writer only) */
+    uint64_t w[]; /* size * (2 + nwords) words */
 };
 
 #define LOAD(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
 #define STORE(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_relaxed)
 
-void irx_read_lock(void) { urcu_bp_read_lock(); }
+void irx_read_lock(void) {
+    urcu_bp_read_lock();
+}
 void irx_read_unlock(void) {
     GRACE_RELEASE(); /* before the unlock: the grace period may end right after it */
     urcu_bp_read_unlock();
 }
 
-static uint64_t key_lo(ir_hash128 h) { return h.lo ? h.lo : 1; } /* 0 marks an empty slot */
+static uint64_t key_lo(ir_hash128 h) {
+    return h.lo ? h.lo : 1;
+} /* 0 marks an empty slot */
 
-static uint32_t shard_of(ir_hash128 h) { return (uint32_t)(h.hi >> (64 - IRX_SHARD_BITS)); }
+static uint32_t shard_of(ir_hash128 h) {
+    return (uint32_t)(h.hi >> (64 - IRX_SHARD_BITS));
+}
 
 static size_t home(uint64_t lo, size_t size) {
     return (size_t)(((unsigned __int128)lo * size) >> 64); /* uniform lo: no modulo */
@@ -201,7 +207,8 @@ void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits) {
         irx_table *t = atomic_load(&sh->tab);
         for (size_t j = 0; t && j < t->size; j++) {
             uint64_t *s = &t->w[j * m->stride], n = 0;
-            for (uint32_t k = 0; k < m->nwords; k++) n += (uint64_t)__builtin_popcountll(LOAD(&s[2 + k]));
+            for (uint32_t k = 0; k < m->nwords; k++)
+                n += (uint64_t)__builtin_popcountll(LOAD(&s[2 + k]));
             *entries += n > 0;
             *bits += n;
         }
