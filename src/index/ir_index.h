@@ -111,7 +111,7 @@ void irx_reset_replica(irx_index *ix, uint32_t r);
 typedef struct irx_stats {
     uint64_t entries; /* distinct blocks in the shared map */
     uint64_t held;    /* blocks held, summed over the shadows */
-    uint64_t bytes;   /* memory the index holds (map entries, buckets, shadows) */
+    uint64_t bytes;   /* memory the index holds (map tables and shadows) */
     uint64_t resets;  /* irx_reset_replica calls, all replicas */
 } irx_stats;
 void irx_stats_get(irx_index *ix, irx_stats *out);
