@@ -27,7 +27,8 @@ static void bound_holds_and_hot_key_spills(void **state) {
     for (int j = 0; j < 5; j++) assert_true(loads[j] <= 50);
     assert_int_equal(loads[first], 50);
     /* Unloaded, the same key always goes to the same replica. */
-    for (int k = 0; k < 10; k++) assert_int_equal(irx_bounded_hash_pick(0xfeedULL, ids, zero, 5, 1.25), first);
+    for (int k = 0; k < 10; k++)
+        assert_int_equal(irx_bounded_hash_pick(0xfeedULL, ids, zero, 5, 1.25), first);
     /* Its preferred replica full, it goes elsewhere, and back when it drains. */
     uint32_t busy[5] = {0};
     busy[first] = 10;
