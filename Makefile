@@ -77,11 +77,11 @@ test: deps
 # they share, the tokenizer's thread-safety, the KV index) under ThreadSanitizer.
 TSAN_TESTS = 'unit/(gateway|policy|net|index)/|integration/test_gateway'
 tsan-threaded: tsan
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$(CURDIR)/tests/tsan.supp" \
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
 	  ctest --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)
 
 test-tsan: deps tsan
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$(CURDIR)/tests/tsan.supp" ctest --output-on-failure -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" ctest --output-on-failure -j $(JOBS)
 
 run: deps build
 	./scripts/run-local

@@ -27,8 +27,22 @@ ir_hash128 ir_block_hash_root(const char *model, const char *adapter, const char
     return (ir_hash128){h.low64, h.high64};
 }
 
+/* vLLM's default block of 16 tokens: 80 bytes go straight to XXH3's 17-to-128
+ * byte path, which is what XXH3_128bits (seed 0, default secret) runs for that
+ * length, inlined with no length dispatch (tests/unit/core/test_blockhash.c
+ * checks it against XXH3_128bits). */
+static ir_hash128 next16(ir_hash128 parent, const uint32_t *ids) {
+    unsigned char buf[16 + 16 * sizeof(uint32_t)];
+    memcpy(buf, &parent.lo, 8);
+    memcpy(buf + 8, &parent.hi, 8);
+    memcpy(buf + 16, ids, 16 * sizeof(uint32_t));
+    XXH128_hash_t h = XXH3_len_17to128_128b(buf, sizeof buf, XXH3_kSecret, sizeof XXH3_kSecret, 0);
+    return (ir_hash128){h.low64, h.high64};
+}
+
 ir_hash128 ir_block_hash_next(ir_hash128 parent, const uint32_t *ids, size_t block_size) {
     /* hash(parent.lo || parent.hi || ids), so a block's hash names its prefix. */
+    if (block_size == 16) return next16(parent, ids);
     uint64_t p[2] = {parent.lo, parent.hi};
     size_t nbytes = block_size * sizeof *ids;
     XXH128_hash_t h;
@@ -53,6 +67,10 @@ size_t ir_block_hash_chain(ir_hash128 root, const uint32_t *ids, size_t n, size_
     size_t nb = n / block_size;
     if (nb > max_out) nb = max_out;
     ir_hash128 h = root;
+    if (block_size == 16) {
+        for (size_t i = 0; i < nb; i++) out[i] = h = next16(h, ids + i * 16);
+        return nb;
+    }
     for (size_t i = 0; i < nb; i++) {
         h = ir_block_hash_next(h, ids + i * block_size, block_size);
         out[i] = h;

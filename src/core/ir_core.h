@@ -71,7 +71,7 @@ double ir_wall_time(void); /* seconds since the epoch, CLOCK_REALTIME */
  * by the model, the LoRA adapter and the request's cache_salt, each
  * length-prefixed; NULL (absent) differs from "" and from every string. The
  * gateway's index and the simulator both hash with these, so the index needs no
- * tokenizer (ADR 0001). About 4 ns a 16-token block (bench/index/). */
+ * tokenizer (ADR 0001). Cost of a 16-token block: bench/results/index/. */
 typedef struct ir_hash128 {
     uint64_t lo, hi;
 } ir_hash128;

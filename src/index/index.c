@@ -1,12 +1,10 @@
-/* index.c: the shared map from block hash to replicas, and the API that keeps
- * it equal to the union of the replicas' shadows (see ir_index.h).
+/* index.c: the API that keeps the shared map (map.c) equal to the union of the
+ * replicas' shadows (shadow.c), and the lookup (see ir_index.h).
  *
- * The map is liburcu's lock-free hash table (cds_lfht) under the bulletproof
- * RCU flavour: readers take no lock. Writers serialize per block on one of
- * IRX_SHARDS mutexes chosen by the hash, so setting a replica's bit never races
- * with dropping the entry whose last bit was cleared. A replica's shadow has
- * its own mutex; lock order is replica, then shard. Entries are freed after a
- * grace period (call_rcu). Every field a reader touches is accessed atomically. */
+ * A replica's shadow has its own mutex; a writer holds it while it changes the
+ * shadow and the map's bits for that replica, so the two never disagree once
+ * the call returns. The map's shards have their own mutexes, taken inside the
+ * replica's (lock order: replica, then shard). There is no global lock. */
 #include "index/ir_index.h"
 
 #include <pthread.h>
@@ -14,50 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <urcu-bp.h>
-#include <urcu/rculfhash.h>
 
 #include "index/index_internal.h"
 
-#define IRX_SHARDS 256u
-#define IRX_WORDS  (IRX_MAX_REPLICAS / 64u)
-
-/* ThreadSanitizer cannot see liburcu's grace periods (the library is not
- * instrumented), so the read side and the deferred free are annotated. */
-#if defined(__SANITIZE_THREAD__)
-#define IRX_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define IRX_TSAN 1
-#endif
-#endif
-#ifdef IRX_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-static int tsan_grace;
-#define GRACE_RELEASE() __tsan_release(&tsan_grace)
-#define GRACE_ACQUIRE() __tsan_acquire(&tsan_grace)
-#define PUBLISH(e)      __tsan_release(e) /* cds_lfht_add publishes, unseen */
-#define SUBSCRIBE(e)    __tsan_acquire(e)
-#else
-#define PUBLISH(e)      ((void)0)
-#define SUBSCRIBE(e)    ((void)0)
-#define GRACE_RELEASE() ((void)0)
-#define GRACE_ACQUIRE() ((void)0)
-#endif
-
-/* Leaves a read-side section (and tells TSan that this thread's reads are done). */
-static inline void read_unlock(void) {
-    GRACE_RELEASE(); /* before the unlock: the grace period may end right after it */
-    urcu_bp_read_unlock();
-}
-
-typedef struct irx_entry {
-    struct cds_lfht_node node;
-    uint64_t lo, hi; /* atomic */
-    struct rcu_head rcu;
-    uint64_t bits[]; /* nwords, atomic */
-} irx_entry;
+#define IRX_WORDS (IRX_MAX_REPLICAS / 64u)
 
 typedef struct irx_replica {
     pthread_mutex_t mu;
@@ -67,88 +25,17 @@ typedef struct irx_replica {
 } irx_replica;
 
 struct irx_index {
-    struct cds_lfht *map;
+    irx_map map;
     uint32_t nrep, nwords;
-    size_t entry_size;
-    _Atomic uint64_t entries, held, shadow_bytes, resets;
-    pthread_mutex_t shard[IRX_SHARDS];
+    _Atomic uint64_t held, shadow_bytes, resets;
     irx_replica rep[];
 };
 
-#define LOAD(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
-#define STORE(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_relaxed)
-
-/* ---- the shared map ------------------------------------------------------- */
-
-static int match_entry(struct cds_lfht_node *node, const void *key) {
-    const irx_entry *e = caa_container_of(node, irx_entry, node);
-    const ir_hash128 *h = key;
-    SUBSCRIBE((void *)e);
-    return LOAD(&e->lo) == h->lo && LOAD(&e->hi) == h->hi;
-}
-
-/* Inside an RCU read-side section. */
-static irx_entry *map_find(const irx_index *ix, ir_hash128 h) {
-    struct cds_lfht_iter it;
-    cds_lfht_lookup(ix->map, (unsigned long)h.lo, match_entry, &h, &it);
-    struct cds_lfht_node *n = cds_lfht_iter_get_node(&it);
-    return n ? caa_container_of(n, irx_entry, node) : NULL;
-}
-
-static pthread_mutex_t *shard_of(irx_index *ix, ir_hash128 h) {
-    return &ix->shard[(h.hi >> 32) % IRX_SHARDS];
-}
-
-/* Adds replica r to block h's set. -1 on OOM (nothing changed). */
 static int map_add(irx_index *ix, ir_hash128 h, uint32_t r) {
-    pthread_mutex_t *mu = shard_of(ix, h);
-    int rc = 0;
-    pthread_mutex_lock(mu);
-    urcu_bp_read_lock();
-    irx_entry *e = map_find(ix, h);
-    if (e) {
-        atomic_fetch_or_explicit((_Atomic uint64_t *)&e->bits[r / 64], 1ull << (r % 64),
-                                 memory_order_relaxed);
-    } else if ((e = malloc(ix->entry_size))) {
-        STORE(&e->lo, h.lo);
-        STORE(&e->hi, h.hi);
-        for (uint32_t w = 0; w < ix->nwords; w++) STORE(&e->bits[w], 0);
-        STORE(&e->bits[r / 64], 1ull << (r % 64));
-        cds_lfht_node_init(&e->node);
-        PUBLISH(e);
-        cds_lfht_add(ix->map, (unsigned long)h.lo, &e->node);
-        atomic_fetch_add(&ix->entries, 1);
-    } else {
-        rc = -1;
-    }
-    read_unlock();
-    pthread_mutex_unlock(mu);
-    return rc;
+    return irx_map_add(&ix->map, h, r);
 }
-
-static void free_entry(struct rcu_head *head) {
-    GRACE_ACQUIRE();
-    free(caa_container_of(head, irx_entry, rcu));
-}
-
-/* Removes replica r from block h's set, and the entry once no replica holds it. */
 static void map_remove(irx_index *ix, ir_hash128 h, uint32_t r) {
-    pthread_mutex_t *mu = shard_of(ix, h);
-    pthread_mutex_lock(mu);
-    urcu_bp_read_lock();
-    irx_entry *e = map_find(ix, h);
-    if (e) {
-        atomic_fetch_and_explicit((_Atomic uint64_t *)&e->bits[r / 64], ~(1ull << (r % 64)),
-                                  memory_order_relaxed);
-        uint64_t any = 0;
-        for (uint32_t w = 0; w < ix->nwords; w++) any |= LOAD(&e->bits[w]);
-        if (!any && cds_lfht_del(ix->map, &e->node) == 0) {
-            atomic_fetch_sub(&ix->entries, 1);
-            urcu_bp_call_rcu(&e->rcu, free_entry);
-        }
-    }
-    read_unlock();
-    pthread_mutex_unlock(mu);
+    irx_map_remove(&ix->map, h, r);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
@@ -159,14 +46,7 @@ irx_index *irx_new(uint32_t max_replicas) {
     if (!ix) return NULL;
     ix->nrep = max_replicas;
     ix->nwords = (max_replicas + 63) / 64;
-    ix->entry_size = sizeof(irx_entry) + ix->nwords * sizeof(uint64_t);
-    ix->map = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-                                  &urcu_bp_flavor, NULL);
-    if (!ix->map) {
-        free(ix);
-        return NULL;
-    }
-    for (uint32_t i = 0; i < IRX_SHARDS; i++) pthread_mutex_init(&ix->shard[i], NULL);
+    irx_map_init(&ix->map, ix->nwords);
     for (uint32_t r = 0; r < max_replicas; r++) pthread_mutex_init(&ix->rep[r].mu, NULL);
     return ix;
 }
@@ -174,9 +54,7 @@ irx_index *irx_new(uint32_t max_replicas) {
 void irx_free(irx_index *ix) {
     if (!ix) return;
     for (uint32_t r = 0; r < ix->nrep; r++) irx_forget_replica(ix, r);
-    urcu_bp_barrier(); /* every deferred free has run */
-    cds_lfht_destroy(ix->map, NULL);
-    for (uint32_t i = 0; i < IRX_SHARDS; i++) pthread_mutex_destroy(&ix->shard[i]);
+    irx_map_destroy(&ix->map);
     for (uint32_t r = 0; r < ix->nrep; r++) pthread_mutex_destroy(&ix->rep[r].mu);
     free(ix);
 }
@@ -362,8 +240,7 @@ typedef struct lookup_ctx {
 } lookup_ctx;
 
 static void bits_of(const lookup_ctx *c, size_t i, uint64_t *w) {
-    irx_entry *e = map_find(c->ix, c->h[i]);
-    for (uint32_t k = 0; k < c->nwords; k++) w[k] = e ? LOAD(&e->bits[k]) : 0;
+    irx_map_bits(&c->ix->map, c->h[i], w);
 }
 
 static void assign(const lookup_ctx *c, const uint64_t *set, uint32_t depth) {
@@ -400,7 +277,7 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
     if (n == 0) return;
     lookup_ctx c = {ix, h, out, ix->nwords};
     uint64_t first[IRX_WORDS], last[IRX_WORDS], any = 0;
-    urcu_bp_read_lock();
+    irx_read_lock();
     bits_of(&c, 0, first);
     for (uint32_t k = 0; k < c.nwords; k++) any |= first[k];
     if (any) {
@@ -413,19 +290,15 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
             bisect(&c, 0, n - 1, first, last);
         }
     }
-    read_unlock();
+    irx_read_unlock();
 }
 
 /* ---- stats and checks ------------------------------------------------------------ */
 
 void irx_stats_get(irx_index *ix, irx_stats *out) {
-    uint64_t entries = atomic_load(&ix->entries);
-    /* An entry is one malloc chunk (its size plus glibc's 8-byte header, in
-     * 16-byte steps); the table keeps about one 16-byte bucket node per entry. */
-    uint64_t chunk = (ix->entry_size + 8 + 15) & ~(uint64_t)15;
-    out->entries = entries;
+    out->entries = atomic_load(&ix->map.entries);
     out->held = atomic_load(&ix->held);
-    out->bytes = entries * (chunk + 16) + atomic_load(&ix->shadow_bytes) + sizeof *ix +
+    out->bytes = atomic_load(&ix->map.bytes) + atomic_load(&ix->shadow_bytes) + sizeof *ix +
                  ix->nrep * sizeof ix->rep[0];
     out->resets = atomic_load(&ix->resets);
 }
@@ -436,16 +309,17 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
         snprintf(err, errlen, "replica %u: shadow table and LRU disagree", r);
         return -1;
     }
-    urcu_bp_read_lock();
     int rc = 0;
+    uint64_t bits[IRX_WORDS];
+    irx_read_lock();
     for (uint32_t i = s->count ? s->head : IRX_NIL; i != IRX_NIL && !rc; i = s->nodes[i].next) {
-        irx_entry *e = map_find(ix, node_hash(s, i));
-        if (!e || !(LOAD(&e->bits[r / 64]) >> (r % 64) & 1)) {
+        irx_map_bits(&ix->map, node_hash(s, i), bits);
+        if (!(bits[r / 64] >> (r % 64) & 1)) {
             snprintf(err, errlen, "replica %u holds a block the map lacks", r);
             rc = -1;
         }
     }
-    read_unlock();
+    irx_read_unlock();
     *held += s->count;
     return rc;
 }
@@ -456,16 +330,9 @@ int irx_check(irx_index *ix, char *err, size_t errlen) {
         if (check_replica(ix, r, &held, err, errlen)) return -1;
     /* Every bit in the map is one held block: equal totals and the inclusion
      * above make the map the union of the shadows, exactly. */
-    struct cds_lfht_iter it;
-    irx_entry *e;
-    urcu_bp_read_lock();
-    cds_lfht_for_each_entry(ix->map, &it, e, node) {
-        entries++;
-        for (uint32_t k = 0; k < ix->nwords; k++)
-            bits += (uint64_t)__builtin_popcountll(LOAD(&e->bits[k]));
-    }
-    read_unlock();
-    if (bits != held || entries != atomic_load(&ix->entries) || held != atomic_load(&ix->held)) {
+    irx_map_census(&ix->map, &entries, &bits);
+    if (bits != held || entries != atomic_load(&ix->map.entries) ||
+        held != atomic_load(&ix->held)) {
         snprintf(err, errlen, "map has %llu bits in %llu entries; shadows hold %llu blocks",
                  (unsigned long long)bits, (unsigned long long)entries, (unsigned long long)held);
         return -1;

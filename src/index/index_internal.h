@@ -12,11 +12,11 @@
 
 /* One block in a replica's shadow: its hash, its LRU links (node numbers) and
  * the stamp of the last record that touched it. */
-typedef struct irx_node {
+typedef struct __attribute__((packed, aligned(4))) irx_node {
     uint64_t lo, hi;
     uint32_t prev, next; /* prev is towards the most recent end */
     uint32_t stamp;
-} irx_node;
+} irx_node; /* 28 bytes */
 
 /* A replica's shadow LRU: a fixed pool of cap nodes, an open-addressing table
  * of node numbers (linear probing, backward-shift deletion), and the LRU list
@@ -25,7 +25,7 @@ typedef struct irx_node {
 typedef struct irx_shadow {
     irx_node *nodes;
     uint32_t *slots;
-    uint32_t mask; /* slots has mask + 1 entries, a power of two >= 2 * cap */
+    uint32_t nslots; /* about 1.5 * cap */
     uint32_t cap, count;
     uint32_t head, tail, free;
 } irx_shadow;
@@ -43,5 +43,41 @@ uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp);
 void irx_shadow_remove(irx_shadow *s, uint32_t i);
 /* 0 when the table and the list agree; -1 otherwise. */
 int irx_shadow_check(const irx_shadow *s);
+
+/* ---- the shared map (map.c) ---------------------------------------------------- */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define IRX_SHARD_BITS 6
+#define IRX_SHARDS     (1u << IRX_SHARD_BITS)
+
+typedef struct irx_table irx_table;
+typedef struct irx_map_shard {
+    pthread_mutex_t mu;
+    _Atomic(irx_table *) tab; /* published by writers, read lock-free */
+    size_t live;              /* keys with a bit set (writer only) */
+    char pad[64 - (sizeof(pthread_mutex_t) + 2 * sizeof(void *)) % 64];
+} irx_map_shard;
+
+typedef struct irx_map {
+    uint32_t nwords, stride; /* bitset words; words per slot */
+    _Atomic uint64_t entries, bytes;
+    irx_map_shard shard[IRX_SHARDS];
+} irx_map;
+
+int irx_map_init(irx_map *m, uint32_t nwords);
+/* No reader or writer may run, or start. */
+void irx_map_destroy(irx_map *m);
+/* Sets bit r of block h, creating its entry. -1 on OOM (nothing changed). */
+int irx_map_add(irx_map *m, ir_hash128 h, uint32_t r);
+/* Clears bit r of block h. */
+void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r);
+/* Reader: h's bitset (zeros when absent) into out[nwords]. Call inside
+ * irx_read_lock/irx_read_unlock. */
+void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out);
+void irx_read_lock(void);
+void irx_read_unlock(void);
+/* Counts live entries and set bits, shard by shard (for irx_check). */
+void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits);
 
 #endif

@@ -111,11 +111,28 @@ void irx_reset_replica(irx_index *ix, uint32_t r);
 typedef struct irx_stats {
     uint64_t entries; /* distinct blocks in the shared map */
     uint64_t held;    /* blocks held, summed over the shadows */
-    uint64_t bytes;   /* memory the index holds (map entries, buckets, shadows) */
+    uint64_t bytes;   /* memory the index holds (map tables and shadows) */
     uint64_t resets;  /* irx_reset_replica calls, all replicas */
 } irx_stats;
 void irx_stats_get(irx_index *ix, irx_stats *out);
 uint64_t irx_replica_resets(irx_index *ix, uint32_t r);
+
+/* ---- prefix placement (a pure function for the prefix_hash policy) ------------
+ * Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018),
+ * in its rendezvous form: each replica's weight for a key is a hash of (key,
+ * replica id); the key's preference order is by weight, so a replica joining or
+ * leaving moves only the keys it wins or held, as on a ring. With loads, a
+ * replica is eligible when load + 1 <= ceil(c * (total + 1) / n); the key goes
+ * to its most preferred eligible replica, so a hot prefix spills over to its
+ * next replica instead of melting one. At least one replica is always eligible
+ * for c >= 1. The key is a block hash of the prompt's first blocks, e.g.
+ * h[min(k, n) - 1].lo for a configured k (the caller's choice: a prompt shorter
+ * than one block has no key and should go to the least loaded replica).
+ * ids[0..n) are stable replica identities (not slots that get reused), loads
+ * the requests in flight. Returns an index into ids, or SIZE_MAX when n == 0.
+ * c below 1 is taken as 1. */
+size_t irx_bounded_hash_pick(uint64_t key, const uint64_t *ids, const uint32_t *loads, size_t n,
+                             double c);
 
 /* Test and benchmark hook: checks the invariant (shared map == union of the
  * shadows, each shadow's LRU and table consistent). Returns 0 when it holds,

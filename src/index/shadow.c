@@ -5,15 +5,17 @@
 #include <stdlib.h>
 
 static uint32_t home(const irx_shadow *s, uint64_t lo) {
-    /* The hash is already uniform; fold the high half in for small masks. */
-    return (uint32_t)((lo ^ (lo >> 32)) & s->mask);
+    return (uint32_t)(((unsigned __int128)lo * s->nslots) >> 64); /* lo is uniform */
+}
+
+static uint32_t next_slot(const irx_shadow *s, uint32_t j) {
+    return j + 1 == s->nslots ? 0 : j + 1;
 }
 
 int irx_shadow_init(irx_shadow *s, uint32_t cap) {
     *s = (irx_shadow){0};
     if (cap == 0 || cap > (1u << 30)) return -1;
-    uint32_t nslots = 2;
-    while (nslots < 2 * (uint64_t)cap) nslots <<= 1;
+    uint32_t nslots = cap + cap / 2 + 1; /* load at most 2/3: writers only probe here */
     s->nodes = malloc((size_t)cap * sizeof *s->nodes);
     s->slots = malloc((size_t)nslots * sizeof *s->slots);
     if (!s->nodes || !s->slots) {
@@ -22,7 +24,7 @@ int irx_shadow_init(irx_shadow *s, uint32_t cap) {
     }
     for (uint32_t i = 0; i < nslots; i++) s->slots[i] = IRX_NIL;
     for (uint32_t i = 0; i < cap; i++) s->nodes[i].next = i + 1 < cap ? i + 1 : IRX_NIL;
-    s->mask = nslots - 1;
+    s->nslots = nslots;
     s->cap = cap;
     s->head = s->tail = IRX_NIL;
     s->free = 0;
@@ -37,12 +39,12 @@ void irx_shadow_free(irx_shadow *s) {
 
 size_t irx_shadow_bytes(const irx_shadow *s) {
     if (!s->nodes) return 0;
-    return (size_t)s->cap * sizeof *s->nodes + ((size_t)s->mask + 1) * sizeof *s->slots;
+    return (size_t)s->cap * sizeof *s->nodes + (size_t)s->nslots * sizeof *s->slots;
 }
 
 uint32_t irx_shadow_find(const irx_shadow *s, ir_hash128 h) {
     if (!s->slots) return IRX_NIL;
-    for (uint32_t j = home(s, h.lo);; j = (j + 1) & s->mask) {
+    for (uint32_t j = home(s, h.lo);; j = next_slot(s, j)) {
         uint32_t i = s->slots[j];
         if (i == IRX_NIL) return IRX_NIL;
         if (s->nodes[i].lo == h.lo && s->nodes[i].hi == h.hi) return i;
@@ -85,7 +87,7 @@ uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
     s->nodes[i].hi = h.hi;
     s->nodes[i].stamp = stamp;
     uint32_t j = home(s, h.lo);
-    while (s->slots[j] != IRX_NIL) j = (j + 1) & s->mask;
+    while (s->slots[j] != IRX_NIL) j = next_slot(s, j);
     s->slots[j] = i;
     push_head(s, i);
     s->count++;
@@ -96,8 +98,8 @@ uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
  * hole when their home position allows it, so lookups never need tombstones. */
 static void table_delete(irx_shadow *s, uint32_t i) {
     uint32_t hole = home(s, s->nodes[i].lo);
-    while (s->slots[hole] != i) hole = (hole + 1) & s->mask;
-    for (uint32_t j = (hole + 1) & s->mask;; j = (j + 1) & s->mask) {
+    while (s->slots[hole] != i) hole = next_slot(s, hole);
+    for (uint32_t j = next_slot(s, hole);; j = next_slot(s, j)) {
         uint32_t k = s->slots[j];
         if (k == IRX_NIL) break;
         uint32_t want = home(s, s->nodes[k].lo);
@@ -129,6 +131,6 @@ int irx_shadow_check(const irx_shadow *s) {
     }
     if (prev != s->tail || seen != s->count) return -1;
     uint32_t used = 0;
-    for (uint32_t j = 0; j <= s->mask; j++) used += s->slots[j] != IRX_NIL;
+    for (uint32_t j = 0; j < s->nslots; j++) used += s->slots[j] != IRX_NIL;
     return used == s->count ? 0 : -1;
 }
