@@ -219,7 +219,17 @@ typedef struct irn_server_cfg {
     uint32_t h2_max_streams;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0: 256 */
     size_t h2_max_conn_buffer; /* request bodies + response bytes buffered per
                                   h2 connection; 0: 64 MiB */
-    irn_cache *cache;          /* optional, see irn_cache_new */
+    /* h2: an h2 connection's response bytes are one queue, as an HTTP/1.1
+     * connection's are: irn_resp_write reports the bytes queued on the whole
+     * connection (all its streams, unframed, plus the socket's), on_drain fires
+     * when that falls to write_low_water, and writes are refused past
+     * max_write_queue on one stream or twice that on the connection (room for
+     * the one write each stream's producer makes before it sees the mark). A
+     * stream whose response bytes wait this long without one going out (its
+     * window stays shut, the client does not read) is reset, and its handler
+     * gets on_abort; 0: 60 s. */
+    uint64_t h2_stall_timeout_ns;
+    irn_cache *cache; /* optional, see irn_cache_new */
 } irn_server_cfg;
 
 typedef struct irn_server_stats {
