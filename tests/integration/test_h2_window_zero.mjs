@@ -9,7 +9,7 @@ import path from 'node:path';
 import { startSim, startGateway, metrics, metricValue, sleep, BUILD } from './lib.mjs';
 
 // Under ASan freed memory is quarantined, so the peak says nothing there.
-const sanitized = fs.readFileSync(path.join(BUILD, 'inferrail-sim')).includes('AddressSanitizer');
+const sanitized = fs.readFileSync(path.join(BUILD, 'inferrail-sim')).includes('__asan_init');
 
 const STREAMS = 32;
 const BODY = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 20000, stream: true, ignore_eos: true });
