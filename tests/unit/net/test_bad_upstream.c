@@ -18,8 +18,8 @@ typedef struct script {
     int nreq;
     const char *later; /* written on the same connection later_ms after the first answer */
     uint64_t later_ms;
-    uint64_t drip_ms;    /* > 0: the answer goes out a byte every drip_ms */
-    const char *repeat;  /* set: written every drip_ms after the answer, forever */
+    uint64_t drip_ms;   /* > 0: the answer goes out a byte every drip_ms */
+    const char *repeat; /* set: written every drip_ms after the answer, forever */
     uv_timer_t drip, late;
     uv_tcp_t *cur;
     const char *text;
@@ -201,8 +201,9 @@ static void test_head_deadline_is_absolute(void **st) {
         script d;
         memset(&d, 0, sizeof d);
         if (k == 0) {
-            d.resp[0] = "HTTP/1.1 200 OK\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n"
-                        "Content-Length: 2\r\n\r\nok";
+            d.resp[0] =
+                "HTTP/1.1 200 OK\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n"
+                "Content-Length: 2\r\n\r\nok";
             d.drip_ms = 10;
         } else {
             d.resp[0] = "HTTP/1.1 100 Continue\r\n\r\n";

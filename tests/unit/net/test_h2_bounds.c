@@ -88,7 +88,8 @@ static void exchange(tb *t) {
         }
         irn_h2s_flush(t->h);
         if (t->wire.len) {
-            assert_true(nghttp2_session_mem_recv(t->cli, (uint8_t *)t->wire.data, t->wire.len) >= 0);
+            assert_true(nghttp2_session_mem_recv(t->cli, (uint8_t *)t->wire.data, t->wire.len) >=
+                        0);
             ir_buf_reset(&t->wire);
             moved = true;
         }
