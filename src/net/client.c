@@ -68,11 +68,13 @@ struct cconn {
     bool reading;
     bool write_pending;
     bool in_1xx;
-    bool head_seen;
+    bool head_seen;      /* the final head was parsed */
+    bool head_delivered; /* ... and given to on_head */
     bool msg_done;
     bool reused;     /* the current request came from the pool */
     bool parse_held; /* llhttp stopped in on_body for a pause: a resume runs it on */
     irn_client *cl;
+    int status; /* of the final head */
     llhttp_t ll;
     irn_hdrs hdrs;
     irn_header *harr;
@@ -301,27 +303,51 @@ static int r_value_done(llhttp_t *ll) {
     return c->head_seen ? 0 : (irn_hdrs_value_done(&c->hdrs) ? -1 : 0);
 }
 
+/* The final head is kept (status and c->hdrs) and reaches on_head only with the
+ * first body byte or the end of the response: a response whose framing breaks
+ * before that (a bad chunk size, say) fails before its head, while nothing of it
+ * can have reached anyone. Returns false when the request went away in on_head. */
+static bool deliver_head(cconn *c) {
+    irn_client *cl = c->cl;
+    if (c->head_delivered) return cl && !cl->canceled && !c->closing;
+    c->head_delivered = true;
+    if (!cl || cl->canceled) return false;
+    irn_hdrs_fill(&c->hdrs, c->harr);
+    if (cl->cbs.on_head) cl->cbs.on_head(cl->ud, c->status, c->harr, c->hdrs.n);
+    return !c->closing && !cl->canceled;
+}
+
+/* Fails the response as malformed from inside an llhttp callback. */
+static int head_error(cconn *c, const char *why) {
+    IR_DEBUG("net", "%s:%u: bad response head: %s", c->host->host, c->host->port, why);
+    if (c->cl && !c->cl->err) c->cl->err = IRN_EPARSE;
+    return -1;
+}
+
 static int r_headers_complete(llhttp_t *ll) {
     cconn *c = C(ll);
     irn_client *cl = c->cl;
     int status = ll->status_code;
-    if (status >= 100 && status < 200 && status != 101) {
+    if (status == 100 || status == 103) {
         c->in_1xx = true; /* informational: skipped */
         irn_hdrs_reset(&c->hdrs);
         return 0;
     }
+    /* 101 answers an Upgrade, which this client never asks for; other 1xx are
+     * unknown to it; a status under 100 is no status. */
+    if (status < 200) return head_error(c, status == 101 ? "101 unasked" : "bad status");
     c->head_seen = true;
+    c->status = status;
     if (!cl || cl->canceled) return -1;
-    irn_hdrs_fill(&c->hdrs, c->harr);
-    if (cl->cbs.on_head) cl->cbs.on_head(cl->ud, status, c->harr, c->hdrs.n);
-    if (c->closing || cl->canceled) return -1;
+    /* The head is in: from here the idle timer bounds the wait for each byte. */
+    ctimer_set(c, cl->idle_ms ? CT_READ : CT_NONE, cl->idle_ms);
     return cl->head_method ? 1 : 0;
 }
 
 static int r_body(llhttp_t *ll, const char *at, size_t len) {
     cconn *c = C(ll);
     irn_client *cl = c->cl;
-    if (!cl || cl->canceled) return -1;
+    if (!cl || cl->canceled || !deliver_head(c)) return -1;
     if (cl->cbs.on_body && len) cl->cbs.on_body(cl->ud, at, len);
     if (c->closing || cl->canceled) return -1;
     return cl->paused ? HPE_PAUSED : 0; /* the rest of the read waits in held */
@@ -333,6 +359,7 @@ static int r_message_complete(llhttp_t *ll) {
         c->in_1xx = false;
         return 0;
     }
+    if (!deliver_head(c)) return -1;
     c->msg_done = true;
     return HPE_PAUSED;
 }
@@ -440,10 +467,9 @@ static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         return;
     }
     cl->got_bytes = true;
-    if (cl->idle_ms)
-        ctimer_set(c, CT_READ, cl->idle_ms);
-    else if (c->tk == CT_HEAD)
-        ctimer_set(c, CT_NONE, 0);
+    /* The head timer is a deadline for the whole head (1xx lines included): bytes
+     * dribbled in do not move it. Without one, the idle timer runs between bytes. */
+    if (cl->idle_ms && c->tk != CT_HEAD) ctimer_set(c, CT_READ, cl->idle_ms);
     feed(c, buf->base, (size_t)nread);
 }
 
@@ -464,7 +490,7 @@ static void send_request(cconn *c) {
     llhttp_init(&c->ll, HTTP_RESPONSE, &resp_settings);
     c->ll.data = c;
     irn_hdrs_reset(&c->hdrs);
-    c->in_1xx = c->head_seen = c->msg_done = c->parse_held = false;
+    c->in_1xx = c->head_seen = c->head_delivered = c->msg_done = c->parse_held = false;
     ir_buf_reset(&c->held);
     uv_buf_t bufs[2] = {uv_buf_init(cl->head.data, (unsigned)cl->head.len),
                         uv_buf_init((char *)cl->body, (unsigned)cl->body_len)};

@@ -86,9 +86,10 @@ struct irn_h2c_stream {
     ir_buf pend;       /* body bytes held while paused */
     size_t pend_off;
     uint64_t head_deadline, idle_deadline;
-    bool head_seen;
-    bool remote_done; /* END_STREAM received */
-    bool closed;      /* nghttp2 closed the stream; waiting to deliver */
+    bool head_seen;      /* the final head was received */
+    bool head_delivered; /* ... and given to on_head (with the first body byte or the end) */
+    bool remote_done;    /* END_STREAM received */
+    bool closed;         /* nghttp2 closed the stream; waiting to deliver */
     bool parse_err;
     int close_err;
 };
@@ -158,7 +159,10 @@ static int stream_outcome(const h2cs *st, uint32_t error_code) {
     const irn_client *cl = st->cl;
     if (cl->err) return cl->err;
     if (st->parse_err) return IRN_EPARSE;
-    if (st->remote_done && st->head_seen) return 0;
+    if (st->remote_done && st->head_delivered) return 0;
+    /* A stream reset for a protocol error (ours, e.g. DATA past content-length,
+     * or the server's) is a malformed response, not a retryable close. */
+    if (error_code == NGHTTP2_PROTOCOL_ERROR && !st->head_delivered) return IRN_EPARSE;
     return cl->got_bytes ? IRN_ECLOSED_MID : IRN_ECLOSED_EARLY;
 }
 
@@ -188,6 +192,20 @@ static void stream_deliver(h2cs *st) {
 
 static h2cs *stream_of(h2conn *c, int32_t id) {
     return nghttp2_session_get_stream_user_data(c->s, id);
+}
+
+/* The final head reaches on_head with the first body byte or at the end of the
+ * response: a stream reset before that (DATA past its content-length) fails
+ * without a head, while nothing of it can have reached anyone. */
+static void deliver_head(h2cs *st) {
+    if (!st->head_seen || st->head_delivered) return;
+    st->head_delivered = true;
+    irn_client *cl = st->cl;
+    if (!cl->canceled && cl->cbs.on_head) {
+        irn_hdrs_fill(&st->rh, st->harr);
+        cl->cbs.on_head(cl->ud, st->status, st->harr, st->rh.n);
+    }
+    irn_hdrs_free(&st->rh);
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
@@ -231,20 +249,23 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
     irn_client *cl = st->cl;
     if (cl->idle_ms && !cl->paused) st->idle_deadline = now_ms() + cl->idle_ms;
     if (frame->hd.type == NGHTTP2_HEADERS && !st->head_seen) {
-        if (st->status >= 100 && st->status < 200) {
-            irn_hdrs_reset(&st->rh); /* informational: skipped */
+        if (st->status == 100 || st->status == 103) {
+            irn_hdrs_reset(&st->rh); /* informational: skipped (the head deadline stays) */
             st->status = 0;
-        } else if (st->status) {
+        } else if (st->status < 200) {
+            /* no 101 in HTTP/2, and no other interim status this client knows */
+            st->parse_err = true;
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_PROTOCOL_ERROR);
+            return 0;
+        } else {
             st->head_seen = true;
             st->head_deadline = 0;
-            if (!cl->canceled && cl->cbs.on_head) {
-                irn_hdrs_fill(&st->rh, st->harr);
-                cl->cbs.on_head(cl->ud, st->status, st->harr, st->rh.n);
-            }
-            irn_hdrs_free(&st->rh);
         }
     }
-    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) st->remote_done = true;
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+        st->remote_done = true;
+        deliver_head(st);
+    }
     return 0;
 }
 
@@ -255,6 +276,13 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     h2cs *st = stream_of(c, id);
     if (!st) return 0;
     irn_client *cl = st->cl;
+    if (cl->canceled) return 0;
+    if (!st->head_seen) {
+        st->parse_err = true; /* nghttp2 lets DATA after a 1xx through */
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_PROTOCOL_ERROR);
+        return 0;
+    }
+    deliver_head(st);
     if (cl->canceled) return 0;
     if (cl->idle_ms && !cl->paused) st->idle_deadline = now_ms() + cl->idle_ms;
     if (cl->paused || pend_len(st)) {
@@ -352,8 +380,17 @@ static void pump(h2conn *c) {
         conn_close(c, 0);
         return;
     }
-    if (!nghttp2_session_want_read(c->s) && !nghttp2_session_want_write(c->s) && !c->nstreams)
-        conn_close(c, 0); /* the server said GOAWAY and we are done */
+    /* Neither side has anything more to say: the server's GOAWAY and no stream is
+     * left, or a protocol error made nghttp2 send GOAWAY and give up on the
+     * session (its streams would never finish): the connection goes, and with
+     * it the streams, so their leases are released and new requests get a new
+     * connection. */
+    if (!nghttp2_session_want_read(c->s) && !nghttp2_session_want_write(c->s)) {
+        if (c->nstreams)
+            IR_DEBUG("net", "h2 %s:%u: session over with %zu streams open", c->host, c->port,
+                     c->nstreams);
+        conn_close(c, 0);
+    }
 }
 
 /* ---- submitting ------------------------------------------------------------------------- */
@@ -493,10 +530,12 @@ static void on_closed(uv_handle_t *h) {
     c->s = NULL;
     while (c->streams) {
         h2cs *st = c->streams;
-        irn_client *cl = st->cl;
         int err = st->closed && !pend_len(st) ? st->close_err : 0;
+        /* Before its head a request may be tried again (the gateway does): on a
+         * connection that broke for another stream's fault, this one did no wrong. */
         if (!err)
-            err = cl->got_bytes ? IRN_ECLOSED_MID : (c->fail_err ? c->fail_err : IRN_ECLOSED_EARLY);
+            err = st->head_delivered ? IRN_ECLOSED_MID
+                                     : (c->fail_err ? c->fail_err : IRN_ECLOSED_EARLY);
         stream_finish(st, err);
     }
     if (c->prev)

@@ -45,6 +45,7 @@ struct irn_h2s_stream {
     ir_buf out;   /* response bytes not yet framed, from out_off */
     size_t out_off;
     uint64_t deadline; /* body timeout (ms, ir_now); 0: none */
+    uint64_t stalled;  /* ms since response bytes wait with none going out; 0: none wait */
     int err_status;    /* the stream was answered by the server itself */
     bool headers_done;
     bool ready; /* the request is complete: dispatch it */
@@ -66,7 +67,9 @@ struct irn_h2s {
     size_t nstreams;
     size_t buffered; /* request bodies held + response bytes not yet framed */
     size_t max_buffered;
-    uint64_t body_ms, idle_ms;
+    size_t out_bytes; /* response bytes not yet framed, all streams */
+    size_t max_out;   /* cap of out_bytes + the socket queue */
+    uint64_t body_ms, idle_ms, stall_ms;
     uint64_t idle_since;
     int busy;
     bool want_flush;
@@ -85,10 +88,16 @@ static size_t out_pending(const h2st *st) {
     return st->out.len - st->out_off;
 }
 
+/* n response bytes left the stream's buffer (framed or dropped). */
+static void out_gone(irn_h2s *h, size_t n) {
+    h->buffered = h->buffered > n ? h->buffered - n : 0;
+    h->out_bytes = h->out_bytes > n ? h->out_bytes - n : 0;
+}
+
 static void stream_release_bytes(h2st *st) {
     irn_h2s *h = st->h;
-    size_t n = st->held + out_pending(st);
-    h->buffered = h->buffered > n ? h->buffered - n : 0;
+    out_gone(h, out_pending(st));
+    h->buffered = h->buffered > st->held ? h->buffered - st->held : 0;
     st->held = 0;
     ir_buf_free(&st->out);
     st->out_off = 0;
@@ -159,7 +168,7 @@ static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
     if (n) {
         memcpy(buf, st->out.data + st->out_off, n);
         st->out_off += n;
-        h->buffered = h->buffered > n ? h->buffered - n : 0;
+        out_gone(h, n);
         if (st->out_off == st->out.len) {
             if (st->out.cap > 256 * 1024)
                 ir_buf_free(&st->out); /* a big burst went out: give the memory back */
@@ -171,6 +180,7 @@ static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
             st->out_off = 0;
         }
     }
+    st->stalled = n < avail ? now_ms() : 0; /* progress: the stall clock restarts */
     if (!st->ended && n == avail) {
         if (n == 0) return NGHTTP2_ERR_DEFERRED;
     } else if (st->ended && n == avail) {
@@ -207,6 +217,8 @@ static void answer_error(h2st *st, int status, const char *msg) {
     if (irn_error_answer_make(&h->cfg, st->req, status, msg, &e, &st->out) != 0)
         ir_buf_reset(&st->out);
     h->buffered += st->out.len;
+    h->out_bytes += st->out.len;
+    if (st->out.len) st->stalled = now_ms();
     char sb[8], lb[24];
     int sl = snprintf(sb, sizeof sb, "%d", status);
     int ll = snprintf(lb, sizeof lb, "%zu", st->out.len);
@@ -490,9 +502,10 @@ static void check_drains(irn_h2s *h) {
     if (h->dead) return;
     size_t q = io_queued(h);
     h->busy++;
+    /* One queue for the connection: nobody drains while it is above the mark. */
     for (h2st *st = h->streams; st && !h->dead; st = st->next) {
         irn_resp *resp = st->resp;
-        if (resp && resp->above_high && out_pending(st) + q <= resp->low) {
+        if (resp && resp->above_high && h->out_bytes + q <= resp->low) {
             resp->above_high = false;
             if (resp->on_drain) resp->on_drain(resp, resp->drain_ud);
         }
@@ -503,8 +516,11 @@ static void check_drains(irn_h2s *h) {
 static void rearm(irn_h2s *h) {
     if (h->dead || h->done_called || !h->io.timer) return;
     uint64_t next = 0;
-    for (h2st *st = h->streams; st; st = st->next)
+    for (h2st *st = h->streams; st; st = st->next) {
         if (st->deadline && (!next || st->deadline < next)) next = st->deadline;
+        uint64_t stall = st->stalled ? st->stalled + h->stall_ms : 0;
+        if (stall && (!next || stall < next)) next = stall;
+    }
     if (!h->nstreams && h->idle_ms) {
         uint64_t idle = h->idle_since + h->idle_ms;
         if (!next || idle < next) next = idle;
@@ -543,6 +559,9 @@ irn_h2s *irn_h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_se
     if (!h->cfg.max_write_queue) h->cfg.max_write_queue = 8u * 1024 * 1024;
     if (!h->cfg.h2_max_streams) h->cfg.h2_max_streams = DEFAULT_STREAMS;
     h->max_buffered = h->cfg.h2_max_conn_buffer ? h->cfg.h2_max_conn_buffer : DEFAULT_CONN_BUF;
+    h->max_out = 2 * h->cfg.max_write_queue;
+    h->stall_ms =
+        irn_ns_to_ms(cfg->h2_stall_timeout_ns ? cfg->h2_stall_timeout_ns : 60ull * 1000000000);
     h->body_ms = irn_ns_to_ms(cfg->body_timeout_ns ? cfg->body_timeout_ns : 60ull * 1000000000);
     h->idle_ms = irn_ns_to_ms(cfg->header_timeout_ns ? cfg->header_timeout_ns : 30ull * 1000000000);
     h->st = st ? st : &h->own_st;
@@ -644,6 +663,15 @@ void irn_h2s_on_timer(irn_h2s *h) {
     if (h->dead || h->done_called) return;
     uint64_t now = now_ms();
     for (h2st *st = h->streams; st; st = st->next) {
+        if (st->stalled && out_pending(st) && now >= st->stalled + h->stall_ms) {
+            /* Its bytes cannot go out: the client keeps the window shut or does not
+             * read. The reset frees them; on_abort tells the handler. */
+            IR_DEBUG("net", "%s: h2 stream %d: %zu response bytes stalled", h->peer, st->id,
+                     out_pending(st));
+            st->stalled = 0;
+            nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+            continue;
+        }
         if (!st->deadline || st->deadline > now || st->dispatched) continue;
         if (!st->headers_done) {
             /* A header block left open blocks the whole connection. */
@@ -774,7 +802,7 @@ int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, siz
 size_t irn_h2_resp_queued(const irn_resp *resp) {
     h2st *st = resp->h2s;
     if (!st || st->h->dead) return 0;
-    return out_pending(st) + io_queued(st->h);
+    return st->h->out_bytes + io_queued(st->h);
 }
 
 int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
@@ -785,9 +813,13 @@ int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
     if (resp->no_body || len == 0) return (int64_t)irn_h2_resp_queued(resp);
     if (resp->content_length >= 0 && resp->written + len > (uint64_t)resp->content_length)
         return IRN_EINVAL;
-    if (out_pending(st) >= resp->maxq || h->buffered >= h->max_buffered) return IRN_ENOBUFS;
+    if (out_pending(st) >= resp->maxq || h->out_bytes + io_queued(h) >= h->max_out ||
+        h->buffered >= h->max_buffered)
+        return IRN_ENOBUFS;
     if (ir_buf_append(&st->out, data, len) != 0) return IRN_ENOMEM;
+    if (!st->stalled) st->stalled = now_ms(); /* until read_out frames some */
     h->buffered += len;
+    h->out_bytes += len;
     resp->written += len;
     nghttp2_session_resume_data(h->s, st->id);
     schedule(h);

@@ -49,7 +49,7 @@ enum {
     IRN_ECONNECT = -20011,         /* connect failed or was refused */
     IRN_ECONNECT_TIMEOUT = -20012, /* connect (incl. resolving) timed out */
     IRN_ECLOSED_EARLY = -20013,    /* closed before any response byte: retryable */
-    IRN_EHEAD_TIMEOUT = -20014,    /* no response byte within head_timeout */
+    IRN_EHEAD_TIMEOUT = -20014,    /* no complete response head within head_timeout */
     IRN_EIDLE_TIMEOUT = -20015,    /* no byte within idle_timeout mid-response */
     IRN_ECLOSED_MID = -20016,      /* closed after part of the response */
     IRN_EPARSE = -20017,           /* malformed response, or over a cap */
@@ -220,7 +220,17 @@ typedef struct irn_server_cfg {
     uint32_t h2_max_streams;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0: 256 */
     size_t h2_max_conn_buffer; /* request bodies + response bytes buffered per
                                   h2 connection; 0: 64 MiB */
-    irn_cache *cache;          /* optional, see irn_cache_new */
+    /* h2: an h2 connection's response bytes are one queue, as an HTTP/1.1
+     * connection's are: irn_resp_write reports the bytes queued on the whole
+     * connection (all its streams, unframed, plus the socket's), on_drain fires
+     * when that falls to write_low_water, and writes are refused past
+     * max_write_queue on one stream or twice that on the connection (room for
+     * the one write each stream's producer makes before it sees the mark). A
+     * stream whose response bytes wait this long without one going out (its
+     * window stays shut, the client does not read) is reset, and its handler
+     * gets on_abort; 0: 60 s. */
+    uint64_t h2_stall_timeout_ns;
+    irn_cache *cache; /* optional, see irn_cache_new */
 } irn_server_cfg;
 
 typedef struct irn_server_stats {
@@ -328,12 +338,18 @@ typedef struct irn_client_req {
                          caller until on_done */
     size_t body_len;
     uint64_t connect_timeout_ns; /* resolving + connecting; 0: none */
-    uint64_t head_timeout_ns;    /* request sent -> first response byte; 0: none */
+    uint64_t head_timeout_ns;    /* request sent -> the whole final response head, a
+                                    deadline that bytes dribbled in or 1xx heads do not
+                                    move; 0: none (idle_timeout then runs between bytes) */
     uint64_t idle_timeout_ns;    /* between response bytes; 0: none */
 } irn_client_req;
 
 typedef struct irn_client_cbs {
-    /* The final response head (1xx are skipped); headers valid during the call. */
+    /* The final response head; headers valid during the call. It comes with the
+     * first body byte or at the end of the response, so a response whose framing
+     * breaks before any body byte fails (IRN_EPARSE) without a head. 100 and 103
+     * are skipped; any other status under 200 (a 101 nobody asked for) is
+     * IRN_EPARSE. */
     void (*on_head)(void *ud, int status, const irn_header *headers, size_t nheaders);
     /* Decoded body bytes (chunked framing removed), as they arrive. */
     void (*on_body)(void *ud, const char *data, size_t len);

@@ -245,11 +245,13 @@ static void on_tokens(void *ud, sim_seq *s, size_t from, size_t to) {
      * everything in one write. */
     if (to < f->target && !flush(f)) {
         /* The client cannot keep up or is gone: the engine finishes the abort
-         * once this callback returns, and never calls back for it again. */
+         * once this callback returns, and never calls back for it again. The
+         * response is cut, not ended: ended, an h2 stream (or a chunked one) would
+         * look complete, and its queued bytes would wait for a window. */
         sim_engine_abort(f->api->eng, s);
         f->seq = NULL;
         irn_resp_on_abort(f->resp, NULL, NULL);
-        irn_resp_end(f->resp);
+        irn_resp_close(f->resp);
         inflight_free(f);
     }
 }

@@ -102,6 +102,7 @@ void sim_cfg_defaults(sim_cfg *c) {
     c->decode_batch_us = 100;
     c->engine = SIM_ENGINE_VLLM;
     c->max_body_bytes = 32u << 20;
+    c->max_write_queue = 16u << 20;
 }
 
 uint64_t sim_prefill_ns(const sim_cfg *c, uint64_t u, uint64_t cached) {

@@ -46,6 +46,10 @@ static void usage(FILE *f) {
         "  --zero-latency                    answer as fast as possible (overhead benchmarks)\n"
         "  --engine vllm|sglang              which engine's metric names to serve (default vllm)\n"
         "  --max-body-bytes SIZE             request body limit, e.g. 32MiB (default 32MiB)\n"
+        "  --max-write-queue SIZE            response bytes a slow client may leave queued on\n"
+        "                                    its connection (h2c: per stream, twice that per\n"
+        "                                    connection) before its request is dropped\n"
+        "                                    (default 16MiB)\n"
         "  --enable-faults                   allow fault injection (POST/DELETE /admin/fault and\n"
         "                                    the x-inferrail-fault request header); off by "
         "default\n"
@@ -100,7 +104,7 @@ static int start_server(app *a) {
     sc.h2c = true;     /* lets the gateway's upstream.http2 be tested against it */
     sc.backlog = 4096; /* bursts of thousands of connects; the kernel caps it at somaxconn */
     sc.max_body_bytes = a->cfg.max_body_bytes;
-    sc.max_write_queue = 64u << 20;
+    sc.max_write_queue = a->cfg.max_write_queue;
     sc.on_request = on_request;
     sc.ud = a;
     int rc = irn_server_new(a->loop, &sc, &a->srv);
@@ -165,6 +169,7 @@ enum {
     OPT_ENGINE,
     OPT_FAULTS,
     OPT_BODY,
+    OPT_WQUEUE,
     OPT_LOG,
     OPT_HELP,
 };
@@ -187,6 +192,7 @@ static const struct option opts[] = {
     {"engine", required_argument, 0, OPT_ENGINE},
     {"enable-faults", no_argument, 0, OPT_FAULTS},
     {"max-body-bytes", required_argument, 0, OPT_BODY},
+    {"max-write-queue", required_argument, 0, OPT_WQUEUE},
     {"log-level", required_argument, 0, OPT_LOG},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
@@ -239,6 +245,16 @@ static flags_result take_body_cap(sim_cfg *cfg) {
         return FLAGS_BAD;
     }
     cfg->max_body_bytes = (size_t)v;
+    return FLAGS_RUN;
+}
+
+static flags_result take_write_queue(sim_cfg *cfg) {
+    uint64_t v;
+    if (ir_parse_size(optarg, &v) || v == 0) {
+        fprintf(stderr, "inferrail-sim: --max-write-queue: expected a size like 16MiB\n");
+        return FLAGS_BAD;
+    }
+    cfg->max_write_queue = (size_t)v;
     return FLAGS_RUN;
 }
 
@@ -304,6 +320,8 @@ static flags_result apply_flag(sim_cfg *cfg, int opt, int argc, char **argv) {
         return FLAGS_RUN;
     case OPT_BODY:
         return take_body_cap(cfg);
+    case OPT_WQUEUE:
+        return take_write_queue(cfg);
     case OPT_LOG:
         return take_log_level();
     case OPT_HELP:

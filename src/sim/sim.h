@@ -38,8 +38,10 @@ typedef struct sim_cfg {
     bool zero_latency;
     sim_engine_kind engine;
     size_t max_body_bytes;
-    bool enable_faults; /* the fault switches (admin route and header) */
-    uint32_t workers;   /* unused: the simulator is single-threaded */
+    size_t max_write_queue; /* response bytes queued per connection (h2: per stream, twice
+                               that per connection) before a request is dropped */
+    bool enable_faults;     /* the fault switches (admin route and header) */
+    uint32_t workers;       /* unused: the simulator is single-threaded */
 } sim_cfg;
 
 void sim_cfg_defaults(sim_cfg *c);

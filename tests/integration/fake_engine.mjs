@@ -1,0 +1,197 @@
+// A fake inference engine that misbehaves on purpose, for fault tests of the
+// gateway's upstream side. It speaks HTTP/1.1 on raw sockets and, for
+// connections that open with the HTTP/2 preface, raw h2c frames (written by
+// hand, so that it can send what a real HTTP/2 library refuses to send).
+//
+//   const eng = await startFakeEngine('status-101');
+//   ... point a gateway replica at eng.url ...
+//   eng.scenario = 'ok';          // later requests behave
+//   await eng.stop();
+//
+// GET /health and GET /v1/models always answer 200. Every other request is
+// answered by the current scenario (SCENARIOS lists them). eng.requests counts
+// the requests it answered that way, eng.connections the connections it saw.
+import net from 'node:net';
+
+export const OK_BODY = '{"id":"cmpl-fake","object":"text_completion","model":"fake","choices":[{"index":0,"text":"ok","finish_reason":"stop"}]}';
+const EVIL = 'HTTP/1.1 200 OK\r\nX-Evil: 1\r\nContent-Length: 13\r\n\r\nEVIL-RESPONSE';
+
+function okResponse(body = OK_BODY) {
+  return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+// Writes s one byte every ms milliseconds while the socket lives.
+function dribble(sock, s, ms, timers) {
+  let i = 0;
+  const t = setInterval(() => {
+    if (sock.destroyed || i >= s.length) { clearInterval(t); return; }
+    sock.write(s[i++]);
+  }, ms);
+  timers.add(t);
+}
+
+// HTTP/1.1 scenarios: (socket, engine) => void. Each answers one request.
+const H1 = {
+  ok: (sock) => sock.write(okResponse()),
+  // Content-Length 5, then a second, unsolicited response on the idle connection.
+  'short-cl-evil': (sock, eng) => {
+    sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello');
+    eng.timers.add(setTimeout(() => { if (!sock.destroyed) sock.write(EVIL); }, eng.opts.evilDelayMs ?? 150));
+  },
+  // The same, with the extra response in the same write.
+  'short-cl-evil-same-read': (sock) => sock.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello' + EVIL),
+  'status-101': (sock) => sock.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'),
+  'status-102': (sock) => sock.write('HTTP/1.1 102 Processing\r\n\r\n' + okResponse()),
+  'status-103': (sock) => sock.write('HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n' + okResponse()),
+  'status-000': (sock) => sock.write('HTTP/1.1 000 Zero\r\nContent-Length: 2\r\n\r\nok'),
+  'huge-chunk': (sock) => sock.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nxx\r\n'),
+  // The head a byte at a time (opts.dribbleMs, default 100 ms).
+  'dribble-head': (sock, eng) => dribble(sock, okResponse(), eng.opts.dribbleMs ?? 100, eng.timers),
+  // 100 Continue lines forever (one every opts.dribbleMs).
+  'endless-100': (sock, eng) => {
+    const t = setInterval(() => { if (sock.destroyed) clearInterval(t); else sock.write('HTTP/1.1 100 Continue\r\n\r\n'); }, eng.opts.dribbleMs ?? 100);
+    eng.timers.add(t);
+  },
+  'close-early': (sock) => sock.destroy(),
+};
+
+// ---- h2c, raw frames ----------------------------------------------------------------
+const PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
+const T = { DATA: 0, HEADERS: 1, RST: 3, SETTINGS: 4, PUSH_PROMISE: 5, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8 };
+const F = { END_STREAM: 1, ACK: 1, END_HEADERS: 4 };
+
+function frame(type, flags, stream, payload = Buffer.alloc(0)) {
+  const h = Buffer.alloc(9);
+  h.writeUIntBE(payload.length, 0, 3);
+  h[3] = type;
+  h[4] = flags;
+  h.writeUInt32BE(stream & 0x7fffffff, 5);
+  return Buffer.concat([h, payload]);
+}
+
+// An HPACK block: :status from the static table, then literal fields
+// (without indexing, literal names, no Huffman); values under 127 bytes.
+function hpack(status, fields = []) {
+  const parts = [];
+  const idx = { 200: 8, 204: 9, 206: 10, 304: 11, 400: 12, 404: 13, 500: 14 }[status];
+  if (idx) parts.push(Buffer.from([0x80 | idx]));
+  else parts.push(Buffer.from([0x08, 3]), Buffer.from(String(status)));
+  for (const [n, v] of fields) parts.push(Buffer.from([0x00, n.length]), Buffer.from(n), Buffer.from([v.length]), Buffer.from(v));
+  return Buffer.concat(parts);
+}
+
+function h2headers(id, status, fields, endStream) {
+  return frame(T.HEADERS, F.END_HEADERS | (endStream ? F.END_STREAM : 0), id, hpack(status, fields));
+}
+
+// h2c scenarios: (socket, stream id, engine) => void, for each request stream.
+const H2 = {
+  'h2-ok': (sock, id) => sock.write(Buffer.concat([
+    h2headers(id, 200, [['content-type', 'application/json'], ['content-length', String(OK_BODY.length)]], false),
+    frame(T.DATA, F.END_STREAM, id, Buffer.from(OK_BODY)),
+  ])),
+  'h2-data-before-headers': (sock, id) => sock.write(frame(T.DATA, 0, id, Buffer.from('data before any headers'))),
+  'h2-push-promise': (sock, id) => {
+    const p = Buffer.concat([Buffer.from([0, 0, 0, 2]), Buffer.from([0x82, 0x84, 0x86])]); // promised 2: GET / http
+    sock.write(frame(T.PUSH_PROMISE, F.END_HEADERS, id, p));
+  },
+  'h2-headers-unopened': (sock, id) => sock.write(h2headers(id + 100, 200, [['content-length', '2']], false)),
+  'h2-content-length-mismatch': (sock, id) => sock.write(Buffer.concat([
+    h2headers(id, 200, [['content-type', 'application/json'], ['content-length', '3']], false),
+    frame(T.DATA, F.END_STREAM, id, Buffer.from('x'.repeat(36))),
+  ])),
+  'h2-dribble-1xx': (sock, id, eng) => {
+    const t = setInterval(() => { if (sock.destroyed) clearInterval(t); else sock.write(h2headers(id, 100, [], false)); }, eng.opts.dribbleMs ?? 100);
+    eng.timers.add(t);
+  },
+};
+
+export const SCENARIOS = [...Object.keys(H1), ...Object.keys(H2)];
+
+function h1Answer(sock, eng, method, path) {
+  if (method === 'GET' && (path === '/health' || path === '/v1/models')) {
+    sock.write(okResponse(path === '/health' ? '' : '{"object":"list","data":[]}'));
+    return;
+  }
+  eng.requests++;
+  const sc = H1[eng.scenario] ? eng.scenario : 'ok';
+  H1[sc](sock, eng);
+}
+
+// HTTP/1.1: requests with Content-Length bodies, answered in order.
+function serveH1(sock, eng, first) {
+  let buf = first;
+  const onData = (d) => {
+    buf = Buffer.concat([buf, d]);
+    for (;;) {
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = buf.subarray(0, end).toString('latin1');
+      const m = /content-length:\s*(\d+)/i.exec(head);
+      const len = m ? Number(m[1]) : 0;
+      if (buf.length < end + 4 + len) return;
+      buf = buf.subarray(end + 4 + len);
+      const [method, path] = head.split(' ');
+      h1Answer(sock, eng, method, path);
+    }
+  };
+  sock.on('data', onData);
+  onData(Buffer.alloc(0));
+}
+
+function serveH2(sock, eng, first) {
+  let buf = first.subarray(PREFACE.length);
+  sock.write(frame(T.SETTINGS, 0, 0, Buffer.from([0, 3, 0, 0, 0, 100]))); // MAX_CONCURRENT_STREAMS 100
+  const onData = (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 9) {
+      const len = buf.readUIntBE(0, 3);
+      if (buf.length < 9 + len) return;
+      const type = buf[3], flags = buf[4], id = buf.readUInt32BE(5) & 0x7fffffff;
+      buf = buf.subarray(9 + len);
+      if (type === T.SETTINGS && !(flags & F.ACK)) sock.write(frame(T.SETTINGS, F.ACK, 0));
+      else if (type === T.PING && !(flags & F.ACK)) sock.write(frame(T.PING, F.ACK, 0, Buffer.alloc(8)));
+      else if (type === T.HEADERS) {
+        eng.requests++;
+        const sc = H2[eng.scenario] ? eng.scenario : 'h2-ok';
+        H2[sc](sock, id, eng);
+      }
+    }
+  };
+  sock.on('data', onData);
+  onData(Buffer.alloc(0));
+}
+
+// Starts the engine on a free loopback port. opts: evilDelayMs, dribbleMs.
+export function startFakeEngine(scenario = 'ok', opts = {}) {
+  const eng = { scenario, opts, requests: 0, connections: 0, timers: new Set(), sockets: new Set() };
+  const server = net.createServer((sock) => {
+    eng.connections++;
+    eng.sockets.add(sock);
+    sock.on('close', () => eng.sockets.delete(sock));
+    sock.on('error', () => {});
+    let first = Buffer.alloc(0);
+    const sniff = (d) => {
+      first = Buffer.concat([first, d]);
+      const n = Math.min(first.length, PREFACE.length);
+      const h2 = first.subarray(0, n).toString('latin1') === PREFACE.slice(0, n);
+      if (h2 && first.length < PREFACE.length) return; // not sure yet
+      sock.off('data', sniff);
+      (h2 ? serveH2 : serveH1)(sock, eng, first);
+    };
+    sock.on('data', sniff);
+  });
+  return new Promise((resolve, reject) => {
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      eng.port = server.address().port;
+      eng.url = `http://127.0.0.1:${eng.port}`;
+      eng.stop = () => new Promise((r) => {
+        for (const t of eng.timers) { clearTimeout(t); clearInterval(t); }
+        for (const s of eng.sockets) s.destroy();
+        server.close(() => r());
+      });
+      resolve(eng);
+    });
+  });
+}
