@@ -206,9 +206,125 @@ static const ir_cfg_field top_fields[] = {
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),
                                         sizeof(gw_config)};
 
-void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
+/* Replica ids travel in headers, metric labels, logs and JSON: keep them plain. */
+bool gw_replica_id_ok(const char *id) {
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > GW_REPLICA_ID_MAX) return false;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-' || *p == ':'))
+            return false;
+    return true;
+}
+
+static bool wildcard_host(const char *h) {
+    return !*h || strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0 || strcmp(h, "[::]") == 0;
+}
+
+static void check_ports(const gw_config *c, ir_cfg_errors *errs) {
+    if (!c->server.listen || !c->server.admin_listen) return;
+    char h1[256], h2[256];
+    uint16_t p1, p2;
+    if (ir_hostport_parse(c->server.listen, h1, sizeof h1, &p1) ||
+        ir_hostport_parse(c->server.admin_listen, h2, sizeof h2, &p2))
+        return;
+    if (p1 && p1 == p2 && (strcmp(h1, h2) == 0 || wildcard_host(h1) || wildcard_host(h2)))
+        ir_cfg_errors_add(errs,
+                          "server.admin_listen: '%s' overlaps server.listen '%s': give the admin "
+                          "port its own port",
+                          c->server.admin_listen, c->server.listen);
+}
+
+/* Zeros that would mean a silent default or a busy loop are refused. */
+static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
+    const struct {
+        const char *path;
+        uint64_t v;
+    } must[] = {
+        {"server.request_timeout", c->server.request_timeout},
+        {"server.header_read_timeout", c->server.header_read_timeout},
+        {"server.max_header_bytes", c->server.max_header_bytes},
+        {"server.max_body_bytes", c->server.max_body_bytes},
+        {"server.max_write_queue", c->server.max_write_queue},
+        {"upstream.connect_timeout", c->upstream.connect_timeout},
+        {"upstream.response_timeout", c->upstream.response_timeout},
+        {"upstream.idle_timeout", c->upstream.idle_timeout},
+        {"upstream.keepalive_timeout", c->upstream.keepalive_timeout},
+        {"upstream.max_idle_per_replica", (uint64_t)c->upstream.max_idle_per_replica},
+        {"health.interval", c->health.interval},
+        {"health.timeout", c->health.timeout},
+    };
+    for (size_t i = 0; i < IR_ARRAY_LEN(must); i++)
+        if (must[i].v == 0)
+            ir_cfg_errors_add(errs, "%s: must be greater than 0 (0 has no meaning here)",
+                              must[i].path);
+    if (c->health.interval && c->health.interval < 10 * 1000000ull)
+        ir_cfg_errors_add(errs, "health.interval: at least 10ms");
+}
+
+/* The replica URL is a base: the client's path (/v1/...) is appended to it. */
+static void check_url(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs) {
+    ir_url u;
+    if (!r->url) return;
+    if (ir_url_parse(r->url, &u)) {
+        ir_cfg_errors_add(errs, "replicas[%zu].url: not an http URL", i);
+        return;
+    }
+    size_t pl = strlen(u.path);
+    if (strpbrk(u.path, "?#"))
+        ir_cfg_errors_add(errs, "replicas[%zu].url: '%s' has a query or fragment", i, r->url);
+    else if (pl >= 3 && strcmp(u.path + pl - 3, "/v1") == 0)
+        ir_cfg_errors_add(errs,
+                          "replicas[%zu].url: '%s' ends in /v1, but the client's path "
+                          "(/v1/chat/completions) is appended to it: give the base URL "
+                          "without /v1",
+                          i, r->url);
+}
+
+static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
     const gw_model_cfg *models = c->models.items;
     const gw_replica_cfg *reps = c->replicas.items;
+    for (size_t i = 0; i < c->replicas.n; i++) {
+        const char *id = reps[i].id;
+        if (id && !gw_replica_id_ok(id))
+            ir_cfg_errors_add(errs,
+                              "replicas[%zu].id: must be 1 to %d of A-Z a-z 0-9 . _ - : "
+                              "(it appears in headers, metric labels and logs)",
+                              i, GW_REPLICA_ID_MAX);
+        for (size_t j = 0; id && gw_replica_id_ok(id) && j < i; j++)
+            if (reps[j].id && strcmp(id, reps[j].id) == 0) {
+                ir_cfg_errors_add(errs, "replicas[%zu].id: '%s' is used by replicas[%zu]", i, id,
+                                  j);
+                break;
+            }
+        check_url(&reps[i], i, errs);
+        for (size_t m = 0; m < reps[i].models.n; m++) {
+            const char *want = reps[i].models.items[m];
+            bool known = false;
+            for (size_t k = 0; k < c->models.n && !known; k++)
+                known = models[k].name && want && strcmp(models[k].name, want) == 0;
+            if (!known)
+                ir_cfg_errors_add(errs,
+                                  "replicas[%zu].models[%zu]: '%s' is not a configured model name",
+                                  i, m, want ? want : "");
+        }
+    }
+    for (size_t k = 0; k < c->models.n; k++) {
+        if (!models[k].name) continue;
+        bool served = false;
+        for (size_t i = 0; i < c->replicas.n && !served; i++) {
+            served = reps[i].models.n == 0;
+            for (size_t m = 0; m < reps[i].models.n && !served; m++)
+                served =
+                    reps[i].models.items[m] && strcmp(reps[i].models.items[m], models[k].name) == 0;
+        }
+        if (!served && c->replicas.n)
+            ir_cfg_errors_add(errs, "models[%zu].name: no replica serves '%s'", k, models[k].name);
+    }
+}
+
+void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
+    const gw_model_cfg *models = c->models.items;
     if (c->models.n == 0) ir_cfg_errors_add(errs, "models: at least one model is required");
     if (c->replicas.n == 0) ir_cfg_errors_add(errs, "replicas: at least one replica is required");
     if (c->models.n > 256) ir_cfg_errors_add(errs, "models: at most 256 models");
@@ -218,7 +334,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     size_t total = 0;
     for (size_t i = 0; i < c->models.n; i++) total += 1 + models[i].aliases.n;
     const char **names = calloc(total ? total : 1, sizeof *names);
-    char(*paths)[48] = calloc(total ? total : 1, sizeof *paths);
+    char(*paths)[80] = calloc(total ? total : 1, sizeof *paths);
     size_t nn = 0;
     for (size_t i = 0; names && paths && i < c->models.n; i++) {
         names[nn] = models[i].name;
@@ -230,7 +346,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     }
     for (size_t k = 0; k < nn; k++) {
         if (!names[k] || !*names[k]) {
-            ir_cfg_errors_add(errs, "%s: must not be empty", paths[k]);
+            if (names[k]) ir_cfg_errors_add(errs, "%s: must not be empty", paths[k]);
             continue;
         }
         for (size_t j = 0; j < k; j++) {
@@ -243,41 +359,20 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     }
     free(names);
     free(paths);
-    for (size_t i = 0; i < c->replicas.n; i++) {
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(reps[i].id, reps[j].id) == 0) {
-                ir_cfg_errors_add(errs, "replicas[%zu].id: '%s' is used by replicas[%zu]", i,
-                                  reps[i].id, j);
-                break;
-            }
-        for (size_t m = 0; m < reps[i].models.n; m++) {
-            bool known = false;
-            for (size_t k = 0; k < c->models.n && !known; k++)
-                known = strcmp(models[k].name, reps[i].models.items[m]) == 0;
-            if (!known)
-                ir_cfg_errors_add(errs,
-                                  "replicas[%zu].models[%zu]: '%s' is not a configured model name",
-                                  i, m, reps[i].models.items[m]);
-        }
-    }
-    for (size_t k = 0; k < c->models.n; k++) {
-        bool served = false;
-        for (size_t i = 0; i < c->replicas.n && !served; i++) {
-            served = reps[i].models.n == 0;
-            for (size_t m = 0; m < reps[i].models.n && !served; m++)
-                served = strcmp(reps[i].models.items[m], models[k].name) == 0;
-        }
-        if (!served && c->replicas.n)
-            ir_cfg_errors_add(errs, "models[%zu].name: no replica serves '%s'", k, models[k].name);
-    }
+    check_replicas(c, errs);
+    check_ports(c, errs);
+    check_nonzero(c, errs);
 }
 
+/* Field errors and cross-checks are reported together: the cross-checks run
+ * on whatever part of the file could be read. */
 ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs) {
-    ir_cfg *owner = ir_cfg_load_file(path, &gw_config_schema, out, errs);
+    ir_cfg *owner = ir_cfg_load_file_partial(path, &gw_config_schema, out, errs);
     if (!owner) return NULL;
     gw_config_check(out, errs);
     if (errs->n) {
         ir_cfg_free(owner);
+        memset(out, 0, sizeof *out);
         return NULL;
     }
     return owner;

@@ -106,6 +106,9 @@ extern const ir_cfg_schema gw_config_schema;
  * names known). Every problem goes to errs with its path. */
 ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs);
 void gw_config_check(const gw_config *c, ir_cfg_errors *errs);
+/* Replica ids: 1 to GW_REPLICA_ID_MAX of A-Z a-z 0-9 . _ - : */
+#define GW_REPLICA_ID_MAX 64
+bool gw_replica_id_ok(const char *id);
 
 /* ---- fleet -------------------------------------------------------------------------- */
 #define GW_MAX_REPLICAS 256
@@ -200,8 +203,14 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;
+    _Atomic int stopping;   /* set by the first SIGTERM/SIGINT: draining */
+    struct gw_control *ctl; /* the control loop, owned */
+    bool *started;          /* started[i]: workers[i] is bound and running */
 } gw_app;
+
+/* How long a second SIGTERM waits for the workers to cut their requests before
+ * the process leaves without them. */
+#define GW_FORCE_EXIT_MS 500
 
 /* Workers (proxy.c). */
 gw_worker *gw_worker_new(gw_app *app, uint32_t id);
@@ -218,6 +227,16 @@ int gw_control_start(gw_control *c);
 void gw_control_stop(gw_control *c);
 void gw_control_free(gw_control *c);
 int gw_metrics_render(gw_app *app, ir_buf *out);
+
+/* Readiness and state (ready.c). Ready: not draining, and every configured
+ * model has a healthy replica. `why` (may be NULL) gets the JSON body of
+ * /ready. gw_ready_answer sends it: 200 when ready, else 503. */
+bool gw_app_ready(gw_app *app, uint64_t now, ir_buf *why);
+int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size_t nheaders);
+/* GET /admin/state: version, commit, drain state, replicas, as JSON. */
+void gw_state_render(gw_app *app, ir_buf *out);
+/* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
+void gw_prom_label_value(ir_buf *out, const char *s);
 
 int gw_main(int argc, char **argv);
 

@@ -29,7 +29,8 @@ static void usage(FILE *f) {
         "\n"
         "Options (names follow vLLM's):\n"
         "  --host HOST                       address to listen on (default 127.0.0.1)\n"
-        "  --port PORT                       port (default 8000)\n"
+        "  --port PORT                       port (default 8000; 0 picks a free port, which\n"
+        "                                    the start-up line shows)\n"
         "  --served-model-name NAME [NAME..] model names clients may request; repeatable\n"
         "                                    (default inferrail/sim-8b)\n"
         "  --block-size N                    tokens per KV block (default 16)\n"
@@ -50,6 +51,7 @@ static void usage(FILE *f) {
         "                                    the x-inferrail-fault request header); off by "
         "default\n"
         "  --log-level LEVEL                 debug, info, warn, error (default info)\n"
+        "  --version                         print inferrail's version and commit, and exit\n"
         "  --help                            this text\n"
         "\n"
         "Faults (with --enable-faults): close | hang | delay=MS | status=CODE | refuse=MS | none\n"
@@ -96,9 +98,9 @@ static int start_server(app *a) {
     irn_server_cfg_init(&sc);
     sc.host = a->cfg.host;
     sc.port = a->cfg.port;
-    sc.reuseport = true;
-    sc.h2c = true;     /* lets the gateway's upstream.http2 be tested against it */
-    sc.backlog = 4096; /* bursts of thousands of connects; the kernel caps it at somaxconn */
+    sc.reuseport = false; /* one process per port: a second one fails "address already in use" */
+    sc.h2c = true;        /* lets the gateway's upstream.http2 be tested against it */
+    sc.backlog = 4096;    /* bursts of thousands of connects; the kernel caps it at somaxconn */
     sc.max_body_bytes = a->cfg.max_body_bytes;
     sc.max_write_queue = 64u << 20;
     sc.on_request = on_request;
@@ -167,6 +169,7 @@ enum {
     OPT_BODY,
     OPT_LOG,
     OPT_HELP,
+    OPT_VERSION,
 };
 
 int main(int argc, char **argv) {
@@ -190,6 +193,7 @@ int main(int argc, char **argv) {
         {"max-body-bytes", required_argument, 0, OPT_BODY},
         {"log-level", required_argument, 0, OPT_LOG},
         {"help", no_argument, 0, OPT_HELP},
+        {"version", no_argument, 0, OPT_VERSION},
         {0, 0, 0, 0},
     };
     app a;
@@ -294,6 +298,9 @@ int main(int argc, char **argv) {
         case 'h':
             usage(stdout);
             return 0;
+        case OPT_VERSION:
+            printf("inferrail-sim %s (commit %s)\n", ir_version(), ir_commit());
+            return 0;
         default:
             usage(stderr);
             return 2;
@@ -331,7 +338,15 @@ int main(int argc, char **argv) {
     }
     uv_timer_init(a.loop, &a.refuse_timer);
     a.refuse_timer.data = &a;
-    if (start_server(&a)) return 1;
+    if (start_server(&a)) {
+        /* Free what was started: the loop then has nothing left. */
+        sim_api_free(a.api);
+        sim_engine_free(a.eng);
+        uv_close((uv_handle_t *)&a.refuse_timer, on_closed_handle);
+        uv_run(a.loop, UV_RUN_DEFAULT);
+        uv_loop_close(a.loop);
+        return 1;
+    }
     a.cfg.port = (uint16_t)irn_server_port(a.srv);
     uv_signal_init(a.loop, &a.sigint);
     uv_signal_init(a.loop, &a.sigterm);
