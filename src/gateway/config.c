@@ -84,7 +84,8 @@ static const ir_cfg_schema retry_schema = {"retry", retry_fields, IR_ARRAY_LEN(r
                                            sizeof(gw_retry_cfg)};
 
 static const ir_cfg_field health_fields[] = {
-    F(gw_health_cfg, "interval", IR_CFG_DURATION, interval, "1s", "GET /health of every replica; at least 10ms"),
+    F(gw_health_cfg, "interval", IR_CFG_DURATION, interval, "1s",
+      "GET /health of every replica; at least 10ms"),
     F(gw_health_cfg, "timeout", IR_CFG_DURATION, timeout, "500ms", "one probe; > 0"),
     FI(gw_health_cfg, "unhealthy_threshold", unhealthy_threshold, "3", 1, 1000,
        "failed probes, or consecutive failed requests, that take a replica out"),
@@ -95,7 +96,8 @@ static const ir_cfg_field health_fields[] = {
     F(gw_health_cfg, "max_ejection_backoff", IR_CFG_DURATION, max_ejection_backoff, "60s",
       "cap of the ejection backoff"),
     FI(gw_health_cfg, "max_ejection_percent", max_ejection_percent, "50", 0, 100,
-       "most of the healthy replicas failed requests may eject at once; 0 turns passive ejection off"),
+       "most of the healthy replicas failed requests may eject at once; 0 turns passive ejection "
+       "off"),
 };
 static const ir_cfg_schema health_schema = {"health", health_fields, IR_ARRAY_LEN(health_fields),
                                             sizeof(gw_health_cfg)};

@@ -34,8 +34,8 @@ int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size
     ir_buf b;
     ir_buf_init(&b, 64 * 1024);
     bool ok = gw_app_ready(app, ir_now_ns(), &b);
-    int rc = irn_resp_send(resp, ok ? 200 : 503, "application/json", b.data, b.len, headers,
-                           nheaders);
+    int rc =
+        irn_resp_send(resp, ok ? 200 : 503, "application/json", b.data, b.len, headers, nheaders);
     ir_buf_free(&b);
     return rc;
 }

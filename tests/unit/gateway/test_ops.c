@@ -119,8 +119,8 @@ static void readiness(void **state) {
     ir_buf_reset(&b);
     atomic_store(&app->fleet.replicas[1].healthy, 0);
     assert_false(gw_app_ready(app, now, &b));
-    assert_memory_equal(b.data, "{\"ready\":false,\"reason\":\"no healthy replica\",\"models\":[\"m-b\"]}",
-                        b.len);
+    assert_memory_equal(
+        b.data, "{\"ready\":false,\"reason\":\"no healthy replica\",\"models\":[\"m-b\"]}", b.len);
     atomic_store(&app->fleet.replicas[1].healthy, 1);
     atomic_store(&app->stopping, 1);
     ir_buf_reset(&b);
@@ -134,8 +134,10 @@ static void readiness(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_problem_in_one_pass), cmocka_unit_test(replica_ids_are_plain),
-        cmocka_unit_test(urls_ports_and_zeros),      cmocka_unit_test(label_values_escaped),
+        cmocka_unit_test(every_problem_in_one_pass),
+        cmocka_unit_test(replica_ids_are_plain),
+        cmocka_unit_test(urls_ports_and_zeros),
+        cmocka_unit_test(label_values_escaped),
         cmocka_unit_test(readiness),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
