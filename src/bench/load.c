@@ -333,10 +333,14 @@ static void run_load(load_run *r, int total, int concurrency) {
 }
 
 static void print_latency(load_run *r) {
-    qsort(r->lat, r->nlat, sizeof *r->lat, bench_cmp_double);
-    printf("\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"max\":%.3f}",
-           bench_percentile(r->lat, r->nlat, 50), bench_percentile(r->lat, r->nlat, 90),
-           bench_percentile(r->lat, r->nlat, 99), r->nlat ? r->lat[r->nlat - 1] : NAN);
+    if (r->nlat == 0) {
+        printf("\"latency_ms\":null"); /* no success: nothing measured */
+    } else {
+        qsort(r->lat, r->nlat, sizeof *r->lat, bench_cmp_double);
+        printf("\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"max\":%.3f}",
+               bench_percentile(r->lat, r->nlat, 50), bench_percentile(r->lat, r->nlat, 90),
+               bench_percentile(r->lat, r->nlat, 99), r->lat[r->nlat - 1]);
+    }
     printf(",\"per_replica\":{");
     for (int i = 0; i < r->nreplicas; i++)
         printf("%s\"%s\":%d", i ? "," : "", r->replicas[i], r->replica_n[i]);

@@ -289,6 +289,7 @@ int gw_main(int argc, char **argv) {
     uv_loop_close(uv_default_loop());
     gw_control_free(app->ctl);
     free(app->workers);
+    free(app->started);
     gw_cards_free(app->cards);
     gw_fleet_free(&app->fleet);
     ir_cfg_free(app->cfg_owner);

@@ -22,6 +22,7 @@ out=$("$B" rps --url "http://127.0.0.1:$port" --model nope --n 50 --concurrency 
 rc=$?
 [ "$rc" != 0 ] && ok || fail "rps with every request failing exited 0"
 grep -q '"ok":0,' <<<"$out" && grep -q '"rps":0.0,' <<<"$out" && ok || fail "rps counted failures: $out"
+python3 -c 'import json,sys; json.loads(sys.argv[1])' "$out" && ok || fail "rps output is not JSON: $out"
 grep -q 'request failed: status 404' "$T/err" && ! grep -q 'failed: ok' "$T/err" && ok || fail "rps error line: $(cat "$T/err")"
 # rps that succeeds
 out=$("$B" rps --url "http://127.0.0.1:$port" --n 50 --concurrency 4 2>"$T/err")
