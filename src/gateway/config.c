@@ -54,6 +54,8 @@ static const ir_cfg_field upstream_fields[] = {
        "idle keep-alive connections kept per replica and worker; > 0"),
     F(gw_upstream_cfg, "keepalive_timeout", IR_CFG_DURATION, keepalive_timeout, "30s",
       "how long an idle upstream connection is kept; > 0"),
+    F(gw_upstream_cfg, "x_forwarded_for", IR_CFG_BOOL, x_forwarded_for, "false",
+      "append the client's address to X-Forwarded-For on requests to engines"),
 };
 static const ir_cfg_schema upstream_schema = {
     "upstream", upstream_fields, IR_ARRAY_LEN(upstream_fields), sizeof(gw_upstream_cfg)};
@@ -162,6 +164,11 @@ static const ir_cfg_field replica_fields[] = {
        "requests waiting for its response head"),
     FI(gw_replica_cfg, "kv_capacity_blocks", kv_capacity_blocks, "0", 0, INT64_MAX,
        "its KV cache in blocks, for the KV index; 0 means learn it from the engine"),
+    {.key = "headers",
+     .type = IR_CFG_MAP,
+     .offset = offsetof(gw_replica_cfg, headers),
+     .doc = "headers added to every request to it, e.g. {Authorization: Bearer KEY}; they "
+            "replace the client's of the same name"},
 };
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
@@ -300,6 +307,7 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
                 break;
             }
         check_url(&reps[i], i, errs);
+        gw_check_replica_headers(&reps[i], i, errs);
         for (size_t m = 0; m < reps[i].models.n; m++) {
             const char *want = reps[i].models.items[m];
             bool known = false;

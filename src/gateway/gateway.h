@@ -44,6 +44,7 @@ typedef struct gw_upstream_cfg {
     uint64_t idle_timeout;
     int64_t max_idle_per_replica;
     uint64_t keepalive_timeout;
+    bool x_forwarded_for; /* append the client's address to X-Forwarded-For */
 } gw_upstream_cfg;
 
 typedef struct gw_routing_cfg {
@@ -87,6 +88,7 @@ typedef struct gw_replica_cfg {
     int64_t max_concurrency;
     int64_t max_pending;
     int64_t kv_capacity_blocks;
+    ir_cfg_map headers; /* name -> value, added to every request sent to it */
 } gw_replica_cfg;
 
 typedef struct gw_config {
@@ -127,6 +129,9 @@ typedef struct gw_replica {
     _Atomic uint32_t ejections;
     /* counters for /metrics */
     _Atomic uint64_t requests, failures;
+    /* replicas[i].headers, checked, lowercase names; point into the config */
+    irn_header *extra;
+    size_t nextra;
 } gw_replica;
 
 typedef struct gw_model {
@@ -227,6 +232,19 @@ int gw_control_start(gw_control *c);
 void gw_control_stop(gw_control *c);
 void gw_control_free(gw_control *c);
 int gw_metrics_render(gw_app *app, ir_buf *out);
+
+/* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
+ * fwd (the client's, less hop-by-hop ones) less the ones rep's configured
+ * headers replace (an Authorization with the replica's API key, say) and,
+ * with upstream.x_forwarded_for, less the client's X-Forwarded-For; then
+ * rep's headers; then X-Forwarded-For with the client's address appended.
+ * Allocated from req's arena; NULL (and *n = 0) when it is full. */
+irn_header *gw_upstream_headers(const gw_app *app, const gw_replica *rep, irn_request *req,
+                                const irn_header *fwd, size_t nfwd, size_t *n);
+/* Checks replicas[i].headers: names are tokens and not framing or hop-by-hop
+ * headers, values are strings without CR, LF or NUL. */
+void gw_check_replica_headers(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs);
+int gw_replica_headers_init(gw_replica *r);
 
 /* Readiness and state (ready.c). Ready: not draining, and every configured
  * model has a healthy replica. `why` (may be NULL) gets the JSON body of

@@ -132,6 +132,62 @@ static void readiness(void **state) {
     free(app);
 }
 
+static const irn_header *find(const irn_header *h, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(h[i].name, name) == 0) return &h[i];
+    return NULL;
+}
+
+static void upstream_headers(void **state) {
+    const char *text =
+        "models: [{name: m}]\n"
+        "upstream: {x_forwarded_for: true}\n"
+        "replicas:\n"
+        "  - {id: r0, url: \"http://h:1\", headers: {Authorization: \"Bearer k0\"}}\n"
+        "  - {id: r1, url: \"http://h:2\"}\n";
+    gw_app *app = calloc(1, sizeof *app);
+    ir_cfg_errors e = {0};
+    app->cfg_owner = ir_cfg_load_text(text, strlen(text), &gw_config_schema, &app->cfg, &e);
+    assert_non_null(app->cfg_owner);
+    gw_config_check(&app->cfg, &e);
+    assert_int_equal(e.n, 0);
+    char err[256];
+    assert_int_equal(gw_fleet_init(&app->fleet, &app->cfg, err, sizeof err), 0);
+    irn_header in[] = {{"authorization", 13, "Bearer client", 13},
+                       {"x-forwarded-for", 15, "10.0.0.1", 8},
+                       {"accept", 6, "*/*", 3}};
+    irn_request req;
+    memset(&req, 0, sizeof req);
+    req.headers = in;
+    req.nheaders = 3;
+    req.peer = "192.0.2.7:5555";
+    req.arena = ir_arena_new(4096, 1 << 20);
+    size_t n;
+    const irn_header *h = gw_upstream_headers(app, &app->fleet.replicas[0], &req, in, 3, &n);
+    assert_int_equal(n, 3);
+    const irn_header *a = find(h, n, "Authorization");
+    assert_non_null(a);
+    assert_string_equal(a->value, "Bearer k0");
+    assert_null(find(h, n, "authorization"));
+    assert_string_equal(find(h, n, "x-forwarded-for")->value, "10.0.0.1, 192.0.2.7");
+    /* r1 has no headers of its own: the client's Authorization passes through. */
+    h = gw_upstream_headers(app, &app->fleet.replicas[1], &req, in, 3, &n);
+    assert_string_equal(find(h, n, "authorization")->value, "Bearer client");
+    ir_arena_free(req.arena);
+    gw_fleet_free(&app->fleet);
+    ir_cfg_free(app->cfg_owner);
+    free(app);
+    /* Names the gateway owns, and line breaks, are refused. */
+    e = load_errors("models: [{name: m}]\n"
+                    "replicas:\n"
+                    "  - {id: r0, url: \"http://h:1\", headers: {Host: x, \"a b\": y, "
+                    "X-Key: \"a\\nb\", X-N: 5}}\n");
+    const char *want[] = {"headers.Host: set by the gateway", "'a b' is not a header name",
+                          "headers.X-Key: no line breaks", "headers.X-N: must be a string"};
+    expect(&e, want, IR_ARRAY_LEN(want));
+    ir_cfg_errors_free(&e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_problem_in_one_pass),
@@ -139,6 +195,7 @@ int main(void) {
         cmocka_unit_test(urls_ports_and_zeros),
         cmocka_unit_test(label_values_escaped),
         cmocka_unit_test(readiness),
+        cmocka_unit_test(upstream_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
