@@ -6,18 +6,34 @@ TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build asan tsan tsan-threaded fuzz test test-unit test-asan test-tsan fmt fmt-check run clean bench help
+.PHONY: all deps build asan tsan tsan-threaded fuzz test test-unit test-asan test-tsan fmt fmt-check run clean bench help \
+        install deploy-check
 
 all: build
 
 help:
-	@echo "make build      build release binaries into build/"
-	@echo "make test       install deps, build, run unit+integration tests, again under ASan+UBSan,"
-	@echo "                the threaded parts under TSan, and the format check"
-	@echo "make run        start three simulators and the gateway (Ctrl-C stops them)"
-	@echo "make fmt        format the C sources with clang-format"
-	@echo "make fuzz       build the libFuzzer targets and run each briefly"
-	@echo "make stress     the long scenarios of tests/stress (minutes; loopback only)"
+	@echo "make build          build release binaries into build/"
+	@echo "make test           install deps, build, run unit+integration tests, again under ASan+UBSan,"
+	@echo "                    the threaded parts under TSan, and the format check"
+	@echo "make test-unit      the unit tests of the release build"
+	@echo "make test-asan      every test under ASan+UBSan"
+	@echo "make test-tsan      every test under TSan"
+	@echo "make tsan-threaded  the threaded parts only, under TSan"
+	@echo "make asan           build the ASan+UBSan tree (build-asan/)"
+	@echo "make tsan           build the TSan tree (build-tsan/)"
+	@echo "make fuzz           build the libFuzzer targets and run each briefly"
+	@echo "make stress         the long scenarios of tests/stress (minutes; loopback only)"
+	@echo "make run            start three simulators and the gateway (Ctrl-C stops them)"
+	@echo "make install        install binaries, example config and help texts (PREFIX, DESTDIR)"
+	@echo "make deploy-check   check deploy/ (systemd unit, Dockerfile) statically"
+	@echo "make bench          simulator and gateway-memory benchmarks into a new bench/results/runs/ folder"
+	@echo "make baselines      the committed baselines (about 40 minutes)"
+	@echo "make report         the baselines' report (bench/report/baselines)"
+	@echo "make fmt            format the C sources with clang-format"
+	@echo "make fmt-check      check the format"
+	@echo "make deps           install the Debian packages the build needs"
+	@echo "make clean          remove the build trees"
+	@echo "make help           this list"
 
 deps:
 	@./scripts/install-deps
@@ -80,14 +96,32 @@ tsan-threaded: tsan
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
 	  ctest --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)
 
+test-asan: deps asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
 test-tsan: deps tsan
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" ctest --output-on-failure -j $(JOBS)
 
 run: deps build
 	./scripts/run-local
 
+# PREFIX/bin: the three programs; PREFIX/share/inferrail: the example config;
+# PREFIX/share/doc/inferrail: each program's --help text. DESTDIR for staging.
+PREFIX ?= /usr/local
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The deployment files, statically: the systemd unit (systemd-analyze verify
+# when it is installed) and the files the Dockerfile copies.
+deploy-check:
+	./scripts/check-deploy
+
+# Each writes to a new bench/results/runs/<name>-<time>/ folder; the committed
+# results change only when a folder is named (see the scripts' headers).
 bench: build
-	./bench/run-all
+	./bench/sim/run.sh
+	./bench/gateway/memory.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

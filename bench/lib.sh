@@ -7,6 +7,16 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
+# fresh_out NAME [DIR]: the folder a script writes its results to. DIR when
+# given (e.g. bench/results/gateway to update the committed results on purpose),
+# else a new folder bench/results/runs/NAME-<time> (ignored by git), so that a
+# run never overwrites the committed results unasked.
+fresh_out() {
+  local d=${2:-$root/bench/results/runs/$1-$(date +%Y%m%d-%H%M%S)}
+  [ -n "${2:-}" ] || { while [ -e "$d" ]; do d=$d.x; done; }
+  mkdir -p "$d" && echo "$d"
+}
+
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 waitup() { for _ in $(seq 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; exit 1; }
 

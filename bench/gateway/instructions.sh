@@ -8,7 +8,7 @@
 # counted: on the development VM it is most of every proxy's CPU time.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-out=${1:-$root/bench/results/gateway}
+out=$(fresh_out gateway "${1:-}") # bench/results/gateway updates the committed ones
 n=${N:-5000}
 mkdir -p "$out"
 res="$out/instructions.jsonl"

@@ -7,7 +7,7 @@
 # RUNS (default 6) pairs. Loopback only; about a minute.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-out=${1:-$root/bench/results/gateway}
+out=$(fresh_out gateway "${1:-}") # bench/results/gateway updates the committed ones
 runs=${RUNS:-6}
 mkdir -p "$out"
 core0=(); core1=()

@@ -10,7 +10,7 @@
 # Loopback only; about a minute.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-out=${1:-$root/bench/results/gateway}
+out=$(fresh_out gateway "${1:-}") # bench/results/gateway updates the committed ones
 mkdir -p "$out"
 res="$out/memory.jsonl"
 : > "$res"

@@ -25,7 +25,7 @@
 # ROUNDS (default 3) repeats each; the summary takes the median round.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-out=${1:-$root/bench/results/gateway}
+out=$(fresh_out gateway "${1:-}") # bench/results/gateway updates the committed ones
 rounds=${ROUNDS:-3}
 targets=${TARGETS:-"direct relay relay-busy inferrail inferrail-busy nginx haproxy haproxy-busy"}
 mkdir -p "$out"

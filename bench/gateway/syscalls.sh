@@ -8,7 +8,7 @@
 # 5,000) at 64 in flight. Loopback only; about 20 seconds.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-out=${1:-$root/bench/results/gateway}
+out=$(fresh_out gateway "${1:-}") # bench/results/gateway updates the committed ones
 n=${N:-5000}
 command -v strace >/dev/null || { echo "strace is missing: apt-get install strace" >&2; exit 1; }
 mkdir -p "$out"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The open-loop sender's precision: 300 req/s open loop through the gateway to
 # three --zero-latency simulators; every request must leave within 2 ms of its
-# schedule at p99. Appends one line per repetition to
-# bench/results/openloop/results.jsonl.
+# schedule at p99. Appends one line per repetition to $OUT/results.jsonl
+# (default: a new bench/results/runs/openloop-<time>; OUT=bench/results/openloop
+# appends to the committed results).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD=${BUILD:-$root/build}
-OUT=${OUT:-$root/bench/results/openloop}
+OUT=${OUT:-$root/bench/results/runs/openloop-$(date +%Y%m%d-%H%M%S)}
 RATE=${RATE:-300}
 N=${N:-3000}
 REPS=${REPS:-3}

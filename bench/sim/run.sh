@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Simulator benchmarks (issue: foundation and inferrail-sim). Reproduce with:
 #   make build && bench/sim/run.sh [OUT_DIR]
-# Writes one JSON line per measurement to OUT_DIR/results.jsonl (default
-# bench/results/sim) and prints a summary. Loopback only; bounded in time.
+# Writes one JSON line per measurement to OUT_DIR/results.jsonl (default: a
+# new bench/results/runs/sim-<time>; pass bench/results/sim to update the
+# committed results) and prints a summary. Loopback only; bounded in time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 B=${IR_BUILD:-$root/build}
-out=${1:-$root/bench/results/sim}
+out=${1:-$root/bench/results/runs/sim-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 res="$out/results.jsonl"
 : > "$res"

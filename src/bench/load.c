@@ -114,15 +114,23 @@ static void on_done(void *ud, int err) {
     if (!ok) {
         r->errors++;
         r->errors_by_status[err ? 0 : (c->status / 100) % 6]++;
-        if (r->errors <= 3)
-            fprintf(stderr, "request failed: %s, status %d\n", err ? irn_strerror(err) : "ok",
-                    c->status);
+        if (r->errors <= 3) {
+            if (err)
+                fprintf(stderr, "request failed: %s\n", irn_strerror(err));
+            else if (c->status != 200)
+                fprintf(stderr, "request failed: status %d\n", c->status);
+            else
+                fprintf(stderr, "request failed: status 200 but %s\n",
+                        r->o.stream && !c->saw_done ? "the stream ended without [DONE]"
+                                                    : "not max_tokens completion tokens");
+        }
     }
-    if (r->nlat == r->lat_cap) {
+    /* Latencies are of the successes only: a fast 404 is not a fast answer. */
+    if (ok && r->nlat == r->lat_cap) {
         r->lat_cap = r->lat_cap ? r->lat_cap * 2 : 4096;
         r->lat = realloc(r->lat, r->lat_cap * sizeof *r->lat);
     }
-    r->lat[r->nlat++] = (double)(now - c->t0) / 1e6;
+    if (ok) r->lat[r->nlat++] = (double)(now - c->t0) / 1e6;
     count_replica(r, c->replica);
     r->finished++;
     r->inflight--;
@@ -189,6 +197,34 @@ static void raise_fd_limit(void) {
     }
 }
 
+static void load_usage(const char *cmd) {
+    printf("Usage: inferrail-bench %s --url URL [options]\n\n", cmd);
+    if (strcmp(cmd, "streams") == 0)
+        printf("Opens N SSE streams at once against one server; prints the total time and the\n"
+               "errors. Exit status 1 when any stream failed.\n\n");
+    else if (strcmp(cmd, "soak") == 0)
+        printf("Sends many requests at a fixed concurrency and reports how much the resident\n"
+               "memory of --pid grew (after a warmup). Exit status 1 when any request failed.\n\n");
+    else
+        printf("Closed-loop requests per second at a fixed concurrency; rps counts successes\n"
+               "only. Exit status 1 when any request failed.\n\n");
+    printf("Options:\n"
+           "  --url URL          server base URL (default http://127.0.0.1:8000)\n"
+           "  --path P           request path (default /v1/chat/completions)\n"
+           "  --model M          the request's model (default: none sent)\n"
+           "  --n N, --requests N  streams: concurrent streams (default 2000); soak and rps:\n"
+           "                     total requests (soak default 35000; rps: by --duration)\n"
+           "  --concurrency C    soak and rps: requests in flight (default 64 and 32)\n"
+           "  --duration S       rps: seconds to run when --n is not given (default 5)\n"
+           "  --max-tokens T     max_tokens of each request; a success has exactly T (default "
+           "16)\n"
+           "  --no-stream        plain JSON responses instead of SSE\n"
+           "  --pid PID          soak: the server process whose memory is watched (required)\n"
+           "  --warmup W         soak: requests before the first memory reading (default 2000)\n"
+           "  --distinct         a different prompt per request (caches churn)\n"
+           "  --help             this text\n");
+}
+
 static int parse_opts(int argc, char **argv, load_opts *o, const char *cmd) {
     static const struct option opts[] = {
         {"url", required_argument, 0, 'u'},      {"path", required_argument, 0, 'p'},
@@ -242,10 +278,7 @@ static int parse_opts(int argc, char **argv, load_opts *o, const char *cmd) {
             o->distinct = true;
             break;
         case 'h':
-            printf("Usage: inferrail-bench %s --url URL [--path P] [--model M] [--n N]\n"
-                   "       [--concurrency C] [--duration S] [--max-tokens T] [--no-stream]\n"
-                   "       [--pid PID] [--warmup W] [--distinct]\n",
-                   cmd);
+            load_usage(cmd);
             return 1;
         default:
             return -1;
@@ -300,10 +333,14 @@ static void run_load(load_run *r, int total, int concurrency) {
 }
 
 static void print_latency(load_run *r) {
-    qsort(r->lat, r->nlat, sizeof *r->lat, bench_cmp_double);
-    printf("\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"max\":%.3f}",
-           bench_percentile(r->lat, r->nlat, 50), bench_percentile(r->lat, r->nlat, 90),
-           bench_percentile(r->lat, r->nlat, 99), r->nlat ? r->lat[r->nlat - 1] : NAN);
+    if (r->nlat == 0) {
+        printf("\"latency_ms\":null"); /* no success: nothing measured */
+    } else {
+        qsort(r->lat, r->nlat, sizeof *r->lat, bench_cmp_double);
+        printf("\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"max\":%.3f}",
+               bench_percentile(r->lat, r->nlat, 50), bench_percentile(r->lat, r->nlat, 90),
+               bench_percentile(r->lat, r->nlat, 99), r->lat[r->nlat - 1]);
+    }
     printf(",\"per_replica\":{");
     for (int i = 0; i < r->nreplicas; i++)
         printf("%s\"%s\":%d", i ? "," : "", r->replicas[i], r->replica_n[i]);
@@ -339,10 +376,11 @@ int bench_rps(int argc, char **argv) {
     make_body(&r);
     run_load(&r, r.o.n, r.o.concurrency);
     double secs = (double)(r.t_end - r.t_start) / 1e9;
-    printf("{\"bench\":\"rps\",\"concurrency\":%d,\"stream\":%s,\"requests\":%d,\"errors\":%d,"
-           "\"seconds\":%.3f,\"rps\":%.1f,",
-           r.o.concurrency, r.o.stream ? "true" : "false", r.finished, r.errors, secs,
-           (double)r.finished / secs);
+    int ok = r.finished - r.errors;
+    printf("{\"bench\":\"rps\",\"concurrency\":%d,\"stream\":%s,\"requests\":%d,\"ok\":%d,"
+           "\"errors\":%d,\"seconds\":%.3f,\"rps\":%.1f,",
+           r.o.concurrency, r.o.stream ? "true" : "false", r.finished, ok, r.errors, secs,
+           secs > 0 ? (double)ok / secs : 0.0);
     print_latency(&r);
     printf("}\n");
     free(r.body);

@@ -19,7 +19,8 @@ static void usage(FILE *f) {
             "  rps           closed-loop requests per second at fixed concurrency\n"
             "  tokenize-sim  builtin:sim tokenizer throughput next to memcpy\n"
             "\n"
-            "Run 'inferrail-bench COMMAND --help' for a command's options.\n");
+            "Run 'inferrail-bench COMMAND --help' for a command's options;\n"
+            "'inferrail-bench --version' prints the version and commit.\n");
 }
 
 int main(int argc, char **argv) {
@@ -28,6 +29,10 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0) {
+        printf("inferrail-bench %s (commit %s)\n", ir_version(), ir_commit());
+        return 0;
+    }
     if (strcmp(cmd, "run") == 0) return bench_run_main(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0) return bench_compare_main(argc - 1, argv + 1);
     if (strcmp(cmd, "capacity") == 0) return bench_capacity_main(argc - 1, argv + 1);

@@ -209,21 +209,59 @@ static int getopt_all(int argc, char **argv, bench_common *c, void (*usage)(FILE
     return 0;
 }
 
+/* A number, or "n/a" when the run could not measure it (null in the JSON). */
+static void print_num(const json_t *v, const char *fmt) {
+    if (json_is_number(v))
+        printf(fmt, json_number_value(v));
+    else
+        printf("n/a");
+}
+
 static void print_line(const json_t *doc) {
     json_t *s = json_object_get(doc, "summary");
     json_t *t = json_object_get(s, "ttft_ms"), *p = json_object_get(s, "tpot_ms");
     json_t *l = json_object_get(s, "send_lag_ms");
-    printf(
-        "requests %lld errors %lld  ttft p50 %.1f p99 %.1f ms  tpot p50 %.2f p99 %.2f ms  "
-        "hit %.3f (engines %.3f, ceiling %.3f)  lag p99 %.3f ms\n",
-        json_integer_value(json_object_get(s, "requests")),
-        json_integer_value(json_object_get(s, "errors")),
-        json_number_value(json_object_get(t, "p50")), json_number_value(json_object_get(t, "p99")),
-        json_number_value(json_object_get(p, "p50")), json_number_value(json_object_get(p, "p99")),
-        json_number_value(json_object_get(s, "hit_rate")),
-        json_number_value(json_object_get(s, "engine_hit_rate")),
-        json_number_value(json_object_get(s, "reuse_ceiling")),
-        json_number_value(json_object_get(l, "p99")));
+    printf("requests %lld errors %lld", json_integer_value(json_object_get(s, "requests")),
+           json_integer_value(json_object_get(s, "errors")));
+    json_t *ek = json_object_get(s, "errors_by_kind");
+    const char *k;
+    json_t *v;
+    bool first = true;
+    json_object_foreach(ek, k, v) {
+        printf("%s%s %lld", first ? " (" : ", ", k, json_integer_value(v));
+        first = false;
+    }
+    if (!first) printf(")");
+    printf("  ttft p50 ");
+    print_num(json_object_get(t, "p50"), "%.1f");
+    printf(" p99 ");
+    print_num(json_object_get(t, "p99"), "%.1f");
+    printf(" ms  tpot p50 ");
+    print_num(json_object_get(p, "p50"), "%.2f");
+    printf(" p99 ");
+    print_num(json_object_get(p, "p99"), "%.2f");
+    printf(" ms  hit ");
+    print_num(json_object_get(s, "hit_rate"), "%.3f");
+    printf(" (engines ");
+    print_num(json_object_get(s, "engine_hit_rate"), "%.3f");
+    printf(", ceiling ");
+    print_num(json_object_get(s, "reuse_ceiling"), "%.3f");
+    printf(")  lag p99 ");
+    print_num(json_object_get(l, "p99"), "%.3f");
+    printf(" ms\n");
+}
+
+/* Exit status of a run whose document was written: 1 when no request succeeded. */
+static int run_status(const json_t *doc) {
+    json_t *s = json_object_get(doc, "summary");
+    json_int_t n = json_integer_value(json_object_get(s, "requests"));
+    json_int_t ok = json_integer_value(json_object_get(s, "ok"));
+    if (n > 0 && ok == 0) {
+        fprintf(stderr, "inferrail-bench run: every request failed (%lld of %lld)\n", (long long)n,
+                (long long)n);
+        return 1;
+    }
+    return 0;
 }
 
 int bench_run_main(int argc, char **argv) {
@@ -250,6 +288,7 @@ int bench_run_main(int argc, char **argv) {
             fprintf(stderr, "inferrail-bench: cannot write %s\n", c.out);
         else if (strcmp(c.out, "-") != 0)
             print_line(doc);
+        if (rc == 0) rc = run_status(doc);
         json_decref(doc);
     }
     bench_common_free(&c);

@@ -698,7 +698,7 @@ void ir_cfg_free(ir_cfg *c) {
 }
 
 static ir_cfg *cfg_load(const char *yaml, size_t len, const char *src, const ir_cfg_schema *schema,
-                        void *out, ir_cfg_errors *errs) {
+                        void *out, ir_cfg_errors *errs, bool keep) {
     cfg_ctx c = {.errs = errs};
     memset(out, 0, schema->size);
     if (len > CFG_MAX_BYTES) {
@@ -735,7 +735,7 @@ static ir_cfg *cfg_load(const char *yaml, size_t len, const char *src, const ir_
         free(c.defs[i]);
     }
     free(c.defs);
-    if (c.nerr) {
+    if (c.nerr && !(keep && have_doc && c.cfg && c.cfg->arena && c.cfg->maps)) {
         ir_cfg_free(c.cfg);
         memset(out, 0, schema->size);
         return NULL;
@@ -746,13 +746,13 @@ static ir_cfg *cfg_load(const char *yaml, size_t len, const char *src, const ir_
 ir_cfg *ir_cfg_load_text(const char *yaml, size_t len, const ir_cfg_schema *schema, void *out,
                          ir_cfg_errors *errs) {
     ir_cfg_errors scratch = {0};
-    ir_cfg *c = cfg_load(yaml, len, CFG_DEFAULT_SRC, schema, out, errs ? errs : &scratch);
+    ir_cfg *c = cfg_load(yaml, len, CFG_DEFAULT_SRC, schema, out, errs ? errs : &scratch, false);
     ir_cfg_errors_free(&scratch);
     return c;
 }
 
 static ir_cfg *load_file(const char *path, const ir_cfg_schema *schema, void *out,
-                         ir_cfg_errors *errs) {
+                         ir_cfg_errors *errs, bool keep) {
     memset(out, 0, schema->size);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -780,7 +780,7 @@ static ir_cfg *load_file(const char *path, const ir_cfg_schema *schema, void *ou
         free(text);
         return NULL;
     }
-    ir_cfg *c = cfg_load(text, len, path, schema, out, errs);
+    ir_cfg *c = cfg_load(text, len, path, schema, out, errs, keep);
     free(text);
     return c;
 }
@@ -788,9 +788,14 @@ static ir_cfg *load_file(const char *path, const ir_cfg_schema *schema, void *ou
 ir_cfg *ir_cfg_load_file(const char *path, const ir_cfg_schema *schema, void *out,
                          ir_cfg_errors *errs) {
     ir_cfg_errors scratch = {0};
-    ir_cfg *c = load_file(path, schema, out, errs ? errs : &scratch);
+    ir_cfg *c = load_file(path, schema, out, errs ? errs : &scratch, false);
     ir_cfg_errors_free(&scratch);
     return c;
+}
+
+ir_cfg *ir_cfg_load_file_partial(const char *path, const ir_cfg_schema *schema, void *out,
+                                 ir_cfg_errors *errs) {
+    return load_file(path, schema, out, errs, true);
 }
 
 /* ---- the example file ---------------------------------------------------------- */

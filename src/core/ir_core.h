@@ -25,6 +25,13 @@ extern "C" {
 #define IR_MIN(a, b)    ((a) < (b) ? (a) : (b))
 #define IR_MAX(a, b)    ((a) > (b) ? (a) : (b))
 
+/* ---- version ------------------------------------------------------------
+ * One version string for every program, set in CMakeLists.txt, and the git
+ * commit it was built from ("unknown" outside a checkout, "-dirty" with
+ * uncommitted changes). Static strings. */
+const char *ir_version(void);
+const char *ir_commit(void);
+
 /* ---- logging ------------------------------------------------------------
  * One line per event on stderr: `ts level component: message`. The level is
  * set once at start-up; reading it is the only cost of a filtered call. */
@@ -389,6 +396,12 @@ ir_cfg *ir_cfg_load_text(const char *yaml, size_t len, const ir_cfg_schema *sche
                          ir_cfg_errors *errs);
 ir_cfg *ir_cfg_load_file(const char *path, const ir_cfg_schema *schema, void *out,
                          ir_cfg_errors *errs);
+/* As ir_cfg_load_file, but when the YAML itself parsed, returns the owner even
+ * with errors: `out` then holds every field that could be read (the ones in
+ * error are zero or NULL), so that a caller can run its cross-checks and
+ * report every problem in one pass. errs must not be NULL. */
+ir_cfg *ir_cfg_load_file_partial(const char *path, const ir_cfg_schema *schema, void *out,
+                                 ir_cfg_errors *errs);
 void ir_cfg_free(ir_cfg *c);
 void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -21,20 +21,20 @@ static const ir_cfg_field server_fields[] = {
       "admin address (/metrics, /health)"),
     FI(gw_server_cfg, "workers", workers, "0", 0, 256, "event-loop threads; 0 means one per core"),
     F(gw_server_cfg, "request_timeout", IR_CFG_DURATION, request_timeout, "60s",
-      "deadline to read the body (408 past it) and to get a response head, retries included"),
+      "deadline to read the body (408 past it) and to get a response head, retries included; > 0"),
     F(gw_server_cfg, "header_read_timeout", IR_CFG_DURATION, header_read_timeout, "10s",
-      "time to read a request's headers; also how long an idle connection is kept"),
+      "time to read a request's headers; also how long an idle connection is kept; > 0"),
     F(gw_server_cfg, "shutdown_timeout", IR_CFG_DURATION, shutdown_timeout, "30s",
-      "on SIGTERM, how long running requests may finish"),
+      "on SIGTERM, how long running requests may finish; 0 cuts them at once"),
     F(gw_server_cfg, "max_header_bytes", IR_CFG_SIZE, max_header_bytes, "64KiB",
-      "request line plus headers (431 past it)"),
+      "request line plus headers (431 past it); > 0"),
     FI(gw_server_cfg, "max_headers", max_headers, "100", 1, 10000, "header count (431 past it)"),
     F(gw_server_cfg, "max_body_bytes", IR_CFG_SIZE, max_body_bytes, "32MiB",
-      "request body (413 past it)"),
+      "request body (413 past it); > 0"),
     FI(gw_server_cfg, "max_connections", max_connections, "0", 0, 10000000,
        "client connections per worker; 0 means no limit"),
     F(gw_server_cfg, "max_write_queue", IR_CFG_SIZE, max_write_queue, "1MiB",
-      "bytes queued to one slow client before the upstream is paused"),
+      "bytes queued to one slow client before the upstream is paused; > 0"),
     F(gw_server_cfg, "busy_poll", IR_CFG_BOOL, busy_poll, "false",
       "workers poll without sleeping: lower latency on dedicated cores or VMs, one core each"),
 };
@@ -45,15 +45,17 @@ static const ir_cfg_field upstream_fields[] = {
     F(gw_upstream_cfg, "http2", IR_CFG_BOOL, http2, "false",
       "talk to engines over h2c (prior knowledge) instead of HTTP/1.1"),
     F(gw_upstream_cfg, "connect_timeout", IR_CFG_DURATION, connect_timeout, "2s",
-      "connecting to an engine"),
+      "connecting to an engine; > 0"),
     F(gw_upstream_cfg, "response_timeout", IR_CFG_DURATION, response_timeout, "60s",
-      "from sending a request to the first response byte"),
+      "from sending a request to the first response byte; > 0"),
     F(gw_upstream_cfg, "idle_timeout", IR_CFG_DURATION, idle_timeout, "300s",
-      "between two response bytes of a running response"),
+      "between two response bytes of a running response; > 0"),
     FI(gw_upstream_cfg, "max_idle_per_replica", max_idle_per_replica, "256", 0, 100000,
-       "idle keep-alive connections kept per replica and worker"),
+       "idle keep-alive connections kept per replica and worker; > 0"),
     F(gw_upstream_cfg, "keepalive_timeout", IR_CFG_DURATION, keepalive_timeout, "30s",
-      "how long an idle upstream connection is kept"),
+      "how long an idle upstream connection is kept; > 0"),
+    F(gw_upstream_cfg, "x_forwarded_for", IR_CFG_BOOL, x_forwarded_for, "false",
+      "append the client's address to X-Forwarded-For on requests to engines"),
 };
 static const ir_cfg_schema upstream_schema = {
     "upstream", upstream_fields, IR_ARRAY_LEN(upstream_fields), sizeof(gw_upstream_cfg)};
@@ -77,15 +79,16 @@ static const ir_cfg_field retry_fields[] = {
     FI(gw_retry_cfg, "max_attempts", max_attempts, "3", 1, 100,
        "attempts per request, the first included"),
     F(gw_retry_cfg, "backoff", IR_CFG_DURATION, backoff, "25ms",
-      "wait before the second attempt; doubles each time"),
+      "wait before the second attempt; doubles each time; 0 retries at once"),
     F(gw_retry_cfg, "max_backoff", IR_CFG_DURATION, max_backoff, "1s", "cap of the backoff"),
 };
 static const ir_cfg_schema retry_schema = {"retry", retry_fields, IR_ARRAY_LEN(retry_fields),
                                            sizeof(gw_retry_cfg)};
 
 static const ir_cfg_field health_fields[] = {
-    F(gw_health_cfg, "interval", IR_CFG_DURATION, interval, "1s", "GET /health of every replica"),
-    F(gw_health_cfg, "timeout", IR_CFG_DURATION, timeout, "500ms", "one probe"),
+    F(gw_health_cfg, "interval", IR_CFG_DURATION, interval, "1s",
+      "GET /health of every replica; at least 10ms"),
+    F(gw_health_cfg, "timeout", IR_CFG_DURATION, timeout, "500ms", "one probe; > 0"),
     FI(gw_health_cfg, "unhealthy_threshold", unhealthy_threshold, "3", 1, 1000,
        "failed probes, or consecutive failed requests, that take a replica out"),
     FI(gw_health_cfg, "healthy_threshold", healthy_threshold, "1", 1, 1000,
@@ -95,7 +98,8 @@ static const ir_cfg_field health_fields[] = {
     F(gw_health_cfg, "max_ejection_backoff", IR_CFG_DURATION, max_ejection_backoff, "60s",
       "cap of the ejection backoff"),
     FI(gw_health_cfg, "max_ejection_percent", max_ejection_percent, "50", 0, 100,
-       "most of the healthy replicas failed requests may eject at once"),
+       "most of the healthy replicas failed requests may eject at once; 0 turns passive ejection "
+       "off"),
 };
 static const ir_cfg_schema health_schema = {"health", health_fields, IR_ARRAY_LEN(health_fields),
                                             sizeof(gw_health_cfg)};
@@ -161,12 +165,12 @@ static const ir_cfg_field replica_fields[] = {
      .type = IR_CFG_STRING,
      .offset = offsetof(gw_replica_cfg, id),
      .required = true,
-     .doc = "unique name, shown in x-inferrail-replica"},
+     .doc = "unique name of 1-64 A-Z a-z 0-9 . _ - :, shown in x-inferrail-replica"},
     {.key = "url",
      .type = IR_CFG_URL,
      .offset = offsetof(gw_replica_cfg, url),
      .required = true,
-     .doc = "the engine's base URL, http://host:port"},
+     .doc = "the engine's base URL, http://host:port without /v1; a path is kept as a prefix"},
     F(gw_replica_cfg, "models", IR_CFG_STRLIST, models, NULL,
       "models it serves; default every configured model"),
     FI(gw_replica_cfg, "max_concurrency", max_concurrency, "256", 1, 1000000,
@@ -175,6 +179,11 @@ static const ir_cfg_field replica_fields[] = {
        "requests waiting for its response head"),
     FI(gw_replica_cfg, "kv_capacity_blocks", kv_capacity_blocks, "0", 0, INT64_MAX,
        "its KV cache in blocks, for the KV index; 0 means learn it from the engine"),
+    {.key = "headers",
+     .type = IR_CFG_MAP,
+     .offset = offsetof(gw_replica_cfg, headers),
+     .doc = "headers added to every request to it, e.g. {Authorization: Bearer KEY}; they "
+            "replace the client's of the same name"},
 };
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
@@ -225,9 +234,126 @@ static const ir_cfg_field top_fields[] = {
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),
                                         sizeof(gw_config)};
 
-void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
+/* Replica ids travel in headers, metric labels, logs and JSON: keep them plain. */
+bool gw_replica_id_ok(const char *id) {
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > GW_REPLICA_ID_MAX) return false;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-' || *p == ':'))
+            return false;
+    return true;
+}
+
+static bool wildcard_host(const char *h) {
+    return !*h || strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0 || strcmp(h, "[::]") == 0;
+}
+
+static void check_ports(const gw_config *c, ir_cfg_errors *errs) {
+    if (!c->server.listen || !c->server.admin_listen) return;
+    char h1[256], h2[256];
+    uint16_t p1, p2;
+    if (ir_hostport_parse(c->server.listen, h1, sizeof h1, &p1) ||
+        ir_hostport_parse(c->server.admin_listen, h2, sizeof h2, &p2))
+        return;
+    if (p1 && p1 == p2 && (strcmp(h1, h2) == 0 || wildcard_host(h1) || wildcard_host(h2)))
+        ir_cfg_errors_add(errs,
+                          "server.admin_listen: '%s' overlaps server.listen '%s': give the admin "
+                          "port its own port",
+                          c->server.admin_listen, c->server.listen);
+}
+
+/* Zeros that would mean a silent default or a busy loop are refused. */
+static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
+    const struct {
+        const char *path;
+        uint64_t v;
+    } must[] = {
+        {"server.request_timeout", c->server.request_timeout},
+        {"server.header_read_timeout", c->server.header_read_timeout},
+        {"server.max_header_bytes", c->server.max_header_bytes},
+        {"server.max_body_bytes", c->server.max_body_bytes},
+        {"server.max_write_queue", c->server.max_write_queue},
+        {"upstream.connect_timeout", c->upstream.connect_timeout},
+        {"upstream.response_timeout", c->upstream.response_timeout},
+        {"upstream.idle_timeout", c->upstream.idle_timeout},
+        {"upstream.keepalive_timeout", c->upstream.keepalive_timeout},
+        {"upstream.max_idle_per_replica", (uint64_t)c->upstream.max_idle_per_replica},
+        {"health.interval", c->health.interval},
+        {"health.timeout", c->health.timeout},
+    };
+    for (size_t i = 0; i < IR_ARRAY_LEN(must); i++)
+        if (must[i].v == 0)
+            ir_cfg_errors_add(errs, "%s: must be greater than 0 (0 has no meaning here)",
+                              must[i].path);
+    if (c->health.interval && c->health.interval < 10 * 1000000ull)
+        ir_cfg_errors_add(errs, "health.interval: at least 10ms");
+}
+
+/* The replica URL is a base: the client's path (/v1/...) is appended to it. */
+static void check_url(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs) {
+    ir_url u;
+    if (!r->url) return;
+    if (ir_url_parse(r->url, &u)) {
+        ir_cfg_errors_add(errs, "replicas[%zu].url: not an http URL", i);
+        return;
+    }
+    size_t pl = strlen(u.path);
+    if (strpbrk(u.path, "?#"))
+        ir_cfg_errors_add(errs, "replicas[%zu].url: '%s' has a query or fragment", i, r->url);
+    else if (pl >= 3 && strcmp(u.path + pl - 3, "/v1") == 0)
+        ir_cfg_errors_add(errs,
+                          "replicas[%zu].url: '%s' ends in /v1, but the client's path "
+                          "(/v1/chat/completions) is appended to it: give the base URL "
+                          "without /v1",
+                          i, r->url);
+}
+
+static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
     const gw_model_cfg *models = c->models.items;
     const gw_replica_cfg *reps = c->replicas.items;
+    for (size_t i = 0; i < c->replicas.n; i++) {
+        const char *id = reps[i].id;
+        if (id && !gw_replica_id_ok(id))
+            ir_cfg_errors_add(errs,
+                              "replicas[%zu].id: must be 1 to %d of A-Z a-z 0-9 . _ - : "
+                              "(it appears in headers, metric labels and logs)",
+                              i, GW_REPLICA_ID_MAX);
+        for (size_t j = 0; id && gw_replica_id_ok(id) && j < i; j++)
+            if (reps[j].id && strcmp(id, reps[j].id) == 0) {
+                ir_cfg_errors_add(errs, "replicas[%zu].id: '%s' is used by replicas[%zu]", i, id,
+                                  j);
+                break;
+            }
+        check_url(&reps[i], i, errs);
+        gw_check_replica_headers(&reps[i], i, errs);
+        for (size_t m = 0; m < reps[i].models.n; m++) {
+            const char *want = reps[i].models.items[m];
+            bool known = false;
+            for (size_t k = 0; k < c->models.n && !known; k++)
+                known = models[k].name && want && strcmp(models[k].name, want) == 0;
+            if (!known)
+                ir_cfg_errors_add(errs,
+                                  "replicas[%zu].models[%zu]: '%s' is not a configured model name",
+                                  i, m, want ? want : "");
+        }
+    }
+    for (size_t k = 0; k < c->models.n; k++) {
+        if (!models[k].name) continue;
+        bool served = false;
+        for (size_t i = 0; i < c->replicas.n && !served; i++) {
+            served = reps[i].models.n == 0;
+            for (size_t m = 0; m < reps[i].models.n && !served; m++)
+                served =
+                    reps[i].models.items[m] && strcmp(reps[i].models.items[m], models[k].name) == 0;
+        }
+        if (!served && c->replicas.n)
+            ir_cfg_errors_add(errs, "models[%zu].name: no replica serves '%s'", k, models[k].name);
+    }
+}
+
+void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
+    const gw_model_cfg *models = c->models.items;
     if (c->models.n == 0) ir_cfg_errors_add(errs, "models: at least one model is required");
     if (c->replicas.n == 0) ir_cfg_errors_add(errs, "replicas: at least one replica is required");
     if (c->models.n > 256) ir_cfg_errors_add(errs, "models: at most 256 models");
@@ -237,7 +363,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     size_t total = 0;
     for (size_t i = 0; i < c->models.n; i++) total += 1 + models[i].aliases.n;
     const char **names = calloc(total ? total : 1, sizeof *names);
-    char(*paths)[48] = calloc(total ? total : 1, sizeof *paths);
+    char(*paths)[80] = calloc(total ? total : 1, sizeof *paths);
     size_t nn = 0;
     for (size_t i = 0; names && paths && i < c->models.n; i++) {
         names[nn] = models[i].name;
@@ -249,7 +375,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     }
     for (size_t k = 0; k < nn; k++) {
         if (!names[k] || !*names[k]) {
-            ir_cfg_errors_add(errs, "%s: must not be empty", paths[k]);
+            if (names[k]) ir_cfg_errors_add(errs, "%s: must not be empty", paths[k]);
             continue;
         }
         for (size_t j = 0; j < k; j++) {
@@ -262,41 +388,20 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     }
     free(names);
     free(paths);
-    for (size_t i = 0; i < c->replicas.n; i++) {
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(reps[i].id, reps[j].id) == 0) {
-                ir_cfg_errors_add(errs, "replicas[%zu].id: '%s' is used by replicas[%zu]", i,
-                                  reps[i].id, j);
-                break;
-            }
-        for (size_t m = 0; m < reps[i].models.n; m++) {
-            bool known = false;
-            for (size_t k = 0; k < c->models.n && !known; k++)
-                known = strcmp(models[k].name, reps[i].models.items[m]) == 0;
-            if (!known)
-                ir_cfg_errors_add(errs,
-                                  "replicas[%zu].models[%zu]: '%s' is not a configured model name",
-                                  i, m, reps[i].models.items[m]);
-        }
-    }
-    for (size_t k = 0; k < c->models.n; k++) {
-        bool served = false;
-        for (size_t i = 0; i < c->replicas.n && !served; i++) {
-            served = reps[i].models.n == 0;
-            for (size_t m = 0; m < reps[i].models.n && !served; m++)
-                served = strcmp(reps[i].models.items[m], models[k].name) == 0;
-        }
-        if (!served && c->replicas.n)
-            ir_cfg_errors_add(errs, "models[%zu].name: no replica serves '%s'", k, models[k].name);
-    }
+    check_replicas(c, errs);
+    check_ports(c, errs);
+    check_nonzero(c, errs);
 }
 
+/* Field errors and cross-checks are reported together: the cross-checks run
+ * on whatever part of the file could be read. */
 ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs) {
-    ir_cfg *owner = ir_cfg_load_file(path, &gw_config_schema, out, errs);
+    ir_cfg *owner = ir_cfg_load_file_partial(path, &gw_config_schema, out, errs);
     if (!owner) return NULL;
     gw_config_check(out, errs);
     if (errs->n) {
         ir_cfg_free(owner);
+        memset(out, 0, sizeof *out);
         return NULL;
     }
     return owner;

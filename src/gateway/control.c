@@ -16,6 +16,7 @@ struct gw_control {
     uv_timer_t tick;
     probe *probes; /* one per replica */
     uint64_t cards_every, last_cards;
+    bool started; /* the admin port is bound and the tick runs */
     bool stopping;
 };
 
@@ -114,6 +115,14 @@ static void on_admin(void *ud, irn_request *req, irn_resp *resp) {
     gw_control *c = ud;
     if (strcmp(req->path, "/health") == 0) {
         irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
+    } else if (strcmp(req->path, "/ready") == 0) {
+        gw_ready_answer(c->app, resp, NULL, 0);
+    } else if (strcmp(req->path, "/admin/state") == 0) {
+        ir_buf b;
+        ir_buf_init(&b, 0);
+        gw_state_render(c->app, &b);
+        irn_resp_send(resp, 200, "application/json", b.data, b.len, NULL, 0);
+        ir_buf_free(&b);
     } else if (strcmp(req->path, "/metrics") == 0) {
         ir_buf b;
         ir_buf_init(&b, 0);
@@ -128,6 +137,13 @@ static void on_admin(void *ud, irn_request *req, irn_resp *resp) {
 
 int gw_metrics_render(gw_app *app, ir_buf *o) {
     gw_stats *s = &app->stats;
+    ir_buf_append_lit(o, "# HELP inferrail_build_info The gateway's version and git commit.\n"
+                         "# TYPE inferrail_build_info gauge\n"
+                         "inferrail_build_info{version=\"");
+    gw_prom_label_value(o, ir_version());
+    ir_buf_append_lit(o, "\",commit=\"");
+    gw_prom_label_value(o, ir_commit());
+    ir_buf_append_lit(o, "\"} 1\n");
 #define C(name, help, v)                                                                           \
     ir_buf_appendf(o, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,        \
                    (unsigned long long)atomic_load(&(v)))
@@ -181,7 +197,9 @@ int gw_metrics_render(gw_app *app, ir_buf *o) {
                 v = atomic_load(&r->failures);
                 break;
             }
-            ir_buf_appendf(o, "%s{replica=\"%s\"} %llu\n", gauges[g][0], r->cfg->id, v);
+            ir_buf_appendf(o, "%s{replica=\"", gauges[g][0]);
+            gw_prom_label_value(o, r->cfg->id);
+            ir_buf_appendf(o, "\"} %llu\n", v);
         }
     }
     gw_metrics_render_kv(&app->fleet, o);
@@ -224,12 +242,14 @@ int gw_control_start(gw_control *c) {
     c->tick.data = c;
     uint64_t every = c->app->cfg.health.interval / 1000000;
     uv_timer_start(&c->tick, on_tick, 0, every ? every : 1);
+    c->started = true;
     return 0;
 }
 
 void gw_control_stop(gw_control *c) {
     if (c->stopping) return;
     c->stopping = true;
+    if (!c->started) return; /* gw_control_start failed: nothing to close */
     uv_timer_stop(&c->tick);
     uv_close((uv_handle_t *)&c->tick, NULL);
     if (c->admin) {

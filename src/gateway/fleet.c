@@ -96,6 +96,11 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
                 serves = strcmp(rc[i].models.items[k], mc[m].name) == 0;
             if (serves) r->model_mask[m / 64] |= 1ull << (m % 64);
         }
+        if (gw_replica_headers_init(r)) {
+            snprintf(err, errlen, "out of memory");
+            gw_fleet_free(f);
+            return -1;
+        }
         /* Optimistic until the first probe says otherwise. */
         atomic_store(&r->healthy, 1);
     }
@@ -113,6 +118,7 @@ void gw_fleet_free(gw_fleet *f) {
     }
     irx_free(f->index);
     f->index = NULL;
+    for (size_t i = 0; f->replicas && i < f->nreplicas; i++) free(f->replicas[i].extra);
     free(f->models);
     free(f->replicas);
     f->models = NULL;

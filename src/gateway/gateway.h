@@ -46,6 +46,7 @@ typedef struct gw_upstream_cfg {
     uint64_t idle_timeout;
     int64_t max_idle_per_replica;
     uint64_t keepalive_timeout;
+    bool x_forwarded_for; /* append the client's address to X-Forwarded-For */
 } gw_upstream_cfg;
 
 typedef struct gw_routing_cfg {
@@ -96,6 +97,7 @@ typedef struct gw_replica_cfg {
     int64_t max_concurrency;
     int64_t max_pending;
     int64_t kv_capacity_blocks;
+    ir_cfg_map headers; /* name -> value, added to every request sent to it */
 } gw_replica_cfg;
 
 typedef struct gw_config {
@@ -116,6 +118,9 @@ extern const ir_cfg_schema gw_config_schema;
  * names known). Every problem goes to errs with its path. */
 ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs);
 void gw_config_check(const gw_config *c, ir_cfg_errors *errs);
+/* Replica ids: 1 to GW_REPLICA_ID_MAX of A-Z a-z 0-9 . _ - : */
+#define GW_REPLICA_ID_MAX 64
+bool gw_replica_id_ok(const char *id);
 
 /* ---- fleet -------------------------------------------------------------------------- */
 #define GW_MAX_REPLICAS 256
@@ -140,6 +145,9 @@ typedef struct gw_replica {
     _Atomic uint64_t predicted_tokens, reported_tokens;
     _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
     _Atomic int reports_cached; /* its engine has reported cached_tokens at least once */
+    /* replicas[i].headers, checked, lowercase names; point into the config */
+    irn_header *extra;
+    size_t nextra;
 } gw_replica;
 
 typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
@@ -228,8 +236,14 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;
+    _Atomic int stopping;   /* set by the first SIGTERM/SIGINT: draining */
+    struct gw_control *ctl; /* the control loop, owned */
+    bool *started;          /* started[i]: workers[i] is bound and running */
 } gw_app;
+
+/* How long a second SIGTERM waits for the workers to cut their requests before
+ * the process leaves without them. */
+#define GW_FORCE_EXIT_MS 500
 
 /* Workers (worker.c). */
 gw_worker *gw_worker_new(gw_app *app, uint32_t id);
@@ -248,6 +262,29 @@ void gw_control_free(gw_control *c);
 int gw_metrics_render(gw_app *app, ir_buf *out);
 /* The KV index's metrics (metrics_kv.c). */
 void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
+
+/* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
+ * fwd (the client's, less hop-by-hop ones) less the ones rep's configured
+ * headers replace (an Authorization with the replica's API key, say) and,
+ * with upstream.x_forwarded_for, less the client's X-Forwarded-For; then
+ * rep's headers; then X-Forwarded-For with the client's address appended.
+ * Allocated from req's arena; NULL (and *n = 0) when it is full. */
+irn_header *gw_upstream_headers(const gw_app *app, const gw_replica *rep, irn_request *req,
+                                const irn_header *fwd, size_t nfwd, size_t *n);
+/* Checks replicas[i].headers: names are tokens and not framing or hop-by-hop
+ * headers, values are strings without CR, LF or NUL. */
+void gw_check_replica_headers(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs);
+int gw_replica_headers_init(gw_replica *r);
+
+/* Readiness and state (ready.c). Ready: not draining, and every configured
+ * model has a healthy replica. `why` (may be NULL) gets the JSON body of
+ * /ready. gw_ready_answer sends it: 200 when ready, else 503. */
+bool gw_app_ready(gw_app *app, uint64_t now, ir_buf *why);
+int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size_t nheaders);
+/* GET /admin/state: version, commit, drain state, replicas, as JSON. */
+void gw_state_render(gw_app *app, ir_buf *out);
+/* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
+void gw_prom_label_value(ir_buf *out, const char *s);
 
 int gw_main(int argc, char **argv);
 

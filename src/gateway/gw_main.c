@@ -11,6 +11,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "Usage: inferrail-gateway --config FILE [--check]\n"
+               "       inferrail-gateway --print-defaults | --version | --help\n"
                "       inferrail-gateway tokenize --tokenizer SPEC [--jsonl] < INPUT\n"
                "\n"
                "An OpenAI-compatible router in front of vLLM or SGLang engines.\n"
@@ -19,29 +20,91 @@ static void usage(FILE *f) {
                "  --config FILE   the YAML configuration (see deploy/inferrail.example.yaml)\n"
                "  --check         validate the configuration, report every problem, and exit\n"
                "  --print-defaults  print every option with its default, as YAML, and exit\n"
+               "  --version       print the version and the git commit, and exit\n"
                "  --help          this text\n"
+               "\n"
+               "Signals: the first SIGTERM or SIGINT drains (no new requests, /ready answers\n"
+               "503, running ones get server.shutdown_timeout); a second one cuts what is left\n"
+               "and exits at once.\n"
                "\n"
                "Exit status: 0 on success, 2 for a bad command line or configuration, 1 when the\n"
                "gateway cannot start (for example, a port in use).\n");
 }
 
+/* Signals: the first SIGINT or SIGTERM drains (gw_app.stopping, /ready
+ * answers 503); a second one cuts what is left at once. The handles stay open
+ * until the workers have ended, so that a second signal is never met by the
+ * default action (death by signal, no log line). A reaper thread joins the
+ * workers and wakes the main loop through `done`. */
 typedef struct sigctx {
     gw_app *app;
     gw_control *ctl;
     uv_signal_t sigint, sigterm;
+    uv_async_t done;
+    uv_timer_t force;
+    uv_thread_t reaper;
+    bool reaper_started, force_started;
+    int nsignals;
 } sigctx;
+
+static uint64_t in_flight(const gw_app *app) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < app->fleet.nreplicas; i++)
+        n += atomic_load(&app->fleet.replicas[i].in_flight);
+    return n;
+}
+
+static void reaper_main(void *arg) {
+    sigctx *sc = arg;
+    for (size_t i = 0; i < sc->app->nworkers; i++)
+        if (sc->app->workers[i]) gw_worker_join(sc->app->workers[i]);
+    uv_async_send(&sc->done);
+}
+
+static void on_workers_done(uv_async_t *a) {
+    sigctx *sc = a->data;
+    uv_close((uv_handle_t *)&sc->sigint, NULL);
+    uv_close((uv_handle_t *)&sc->sigterm, NULL);
+    uv_close((uv_handle_t *)&sc->done, NULL);
+    if (sc->force_started) uv_timer_stop(&sc->force);
+    uv_close((uv_handle_t *)&sc->force, NULL);
+}
+
+/* The backstop of a second signal: the workers should end at once; if one
+ * does not within a moment, the process leaves without waiting for it. */
+static void on_force(uv_timer_t *t) {
+    (void)t;
+    IR_ERROR("gateway", "workers still running %d ms after the second signal: exiting now",
+             GW_FORCE_EXIT_MS);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(1);
+}
 
 static void on_signal(uv_signal_t *s, int signum) {
     sigctx *sc = s->data;
     gw_app *app = sc->app;
-    if (atomic_exchange(&app->stopping, 1)) return;
-    IR_INFO("gateway", "signal %d: draining for up to %llu ms", signum,
+    const char *name = signum == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (++sc->nsignals > 1) {
+        if (sc->nsignals > 2) return;
+        IR_WARN("gateway", "second %s: exiting at once, cutting %llu requests in flight", name,
+                (unsigned long long)in_flight(app));
+        for (size_t i = 0; i < app->nworkers; i++)
+            if (app->workers[i]) gw_worker_stop(app->workers[i], 0);
+        sc->force_started = uv_timer_start(&sc->force, on_force, GW_FORCE_EXIT_MS, 0) == 0;
+        return;
+    }
+    atomic_store(&app->stopping, 1);
+    IR_INFO("gateway", "%s: draining %llu requests in flight for up to %llu ms", name,
+            (unsigned long long)in_flight(app),
             (unsigned long long)(app->cfg.server.shutdown_timeout / 1000000));
     for (size_t i = 0; i < app->nworkers; i++)
         if (app->workers[i]) gw_worker_stop(app->workers[i], app->cfg.server.shutdown_timeout);
     gw_control_stop(sc->ctl);
-    uv_close((uv_handle_t *)&sc->sigint, NULL);
-    uv_close((uv_handle_t *)&sc->sigterm, NULL);
+    if (uv_thread_create(&sc->reaper, reaper_main, sc) == 0)
+        sc->reaper_started = true;
+    else
+        on_workers_done(&sc->done); /* the main thread joins them after uv_run */
 }
 
 static void print_errors(const char *path, ir_cfg_errors *errs) {
@@ -50,13 +113,89 @@ static void print_errors(const char *path, ir_cfg_errors *errs) {
     for (size_t i = 0; i < errs->n; i++) fprintf(stderr, "  %s\n", errs->msgs[i]);
 }
 
+/* Binds the client port in every worker and the admin port, or explains in
+ * one line why not. The client port is probed first without SO_REUSEPORT, so
+ * that a second process cannot join the workers' reuseport group. */
+static int start_all(gw_app *app) {
+    const gw_config *cfg = &app->cfg;
+    int rc = irn_listen_probe(app->listen_host, app->listen_port);
+    if (rc) {
+        fprintf(stderr, "inferrail-gateway: cannot listen on %s: %s\n", cfg->server.listen,
+                irn_strerror(rc));
+        return rc;
+    }
+    app->cards = gw_cards_new(&app->fleet);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    app->nworkers =
+        cfg->server.workers > 0 ? (size_t)cfg->server.workers : (size_t)(ncpu > 0 ? ncpu : 1);
+    app->workers = calloc(app->nworkers, sizeof *app->workers);
+    app->started = calloc(app->nworkers, sizeof *app->started);
+    if (!app->cards || !app->workers || !app->started) {
+        fprintf(stderr, "inferrail-gateway: out of memory\n");
+        return UV_ENOMEM;
+    }
+    for (size_t i = 0; i < app->nworkers && rc == 0; i++) {
+        app->workers[i] = gw_worker_new(app, (uint32_t)i);
+        rc = app->workers[i] ? gw_worker_start(app->workers[i]) : UV_ENOMEM;
+        app->started[i] = rc == 0;
+        /* Port 0: the first worker picks one, the others share it. */
+        if (rc == 0 && i == 0) app->listen_port = (uint16_t)gw_worker_port(app->workers[0]);
+    }
+    if (rc) {
+        fprintf(stderr, "inferrail-gateway: cannot listen on %s: %s\n", cfg->server.listen,
+                irn_strerror(rc));
+        return rc;
+    }
+    app->ctl = gw_control_new(app, uv_default_loop());
+    rc = app->ctl ? gw_control_start(app->ctl) : UV_ENOMEM;
+    if (rc)
+        fprintf(stderr, "inferrail-gateway: cannot listen on %s (admin): %s\n",
+                cfg->server.admin_listen, irn_strerror(rc));
+    return rc;
+}
+
+/* After a failed start: ends the workers that did start, and the control loop. */
+static void stop_failed_start(gw_app *app, int rc) {
+    if (rc == 0) return;
+    for (size_t i = 0; i < app->nworkers; i++)
+        if (app->workers && app->started && app->started[i]) gw_worker_stop(app->workers[i], 0);
+    if (app->ctl) gw_control_stop(app->ctl);
+    uv_run(uv_default_loop(), UV_RUN_DEFAULT);
+}
+
+static void run_until_drained(gw_app *app) {
+    uv_loop_t *loop = uv_default_loop();
+    sigctx sc = {.app = app, .ctl = app->ctl};
+    uv_signal_init(loop, &sc.sigint);
+    uv_signal_init(loop, &sc.sigterm);
+    uv_async_init(loop, &sc.done, on_workers_done);
+    uv_timer_init(loop, &sc.force);
+    sc.sigint.data = sc.sigterm.data = sc.done.data = sc.force.data = &sc;
+    uv_signal_start(&sc.sigint, on_signal, SIGINT);
+    uv_signal_start(&sc.sigterm, on_signal, SIGTERM);
+    IR_INFO("gateway",
+            "inferrail-gateway %s (%s) listening on %s:%u with %zu workers, admin on %s:%u; %zu "
+            "models, %zu replicas",
+            ir_version(), ir_commit(), app->listen_host, app->listen_port, app->nworkers,
+            app->admin_host, app->admin_port, app->fleet.nmodels, app->fleet.nreplicas);
+    uv_run(loop, UV_RUN_DEFAULT);
+    if (sc.reaper_started) uv_thread_join(&sc.reaper);
+    const gw_stats *st = &app->stats;
+    IR_INFO("gateway",
+            "drained, exiting: %llu requests received, %llu 2xx, %llu 4xx, %llu 5xx, %llu client "
+            "disconnects",
+            (unsigned long long)atomic_load(&st->requests),
+            (unsigned long long)atomic_load(&st->responses_2xx),
+            (unsigned long long)atomic_load(&st->responses_4xx),
+            (unsigned long long)atomic_load(&st->responses_5xx),
+            (unsigned long long)atomic_load(&st->client_disconnects));
+}
+
 int gw_main(int argc, char **argv) {
     static const struct option opts[] = {
-        {"config", required_argument, 0, 'c'},
-        {"check", no_argument, 0, 'k'},
-        {"print-defaults", no_argument, 0, 'p'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"config", required_argument, 0, 'c'},   {"check", no_argument, 0, 'k'},
+        {"print-defaults", no_argument, 0, 'p'}, {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},        {0, 0, 0, 0},
     };
     const char *path = NULL;
     bool check = false;
@@ -80,6 +219,9 @@ int gw_main(int argc, char **argv) {
         case 'h':
             usage(stdout);
             return 0;
+        case 'V':
+            printf("inferrail-gateway %s (commit %s)\n", ir_version(), ir_commit());
+            return 0;
         default:
             usage(stderr);
             return 2;
@@ -88,6 +230,9 @@ int gw_main(int argc, char **argv) {
     if (optind < argc || !path) {
         if (optind < argc)
             fprintf(stderr, "inferrail-gateway: unexpected argument '%s'\n", argv[optind]);
+        else
+            fprintf(stderr, "inferrail-gateway: %s needs --config FILE (the YAML configuration)\n",
+                    check ? "--check" : "starting");
         usage(stderr);
         return 2;
     }
@@ -133,52 +278,18 @@ int gw_main(int argc, char **argv) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    app->cards = gw_cards_new(&app->fleet);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    app->nworkers =
-        cfg->server.workers > 0 ? (size_t)cfg->server.workers : (size_t)(ncpu > 0 ? ncpu : 1);
-    app->workers = calloc(app->nworkers, sizeof *app->workers);
-    int rc = 0;
-    for (size_t i = 0; i < app->nworkers && rc == 0; i++) {
-        app->workers[i] = gw_worker_new(app, (uint32_t)i);
-        rc = app->workers[i] ? gw_worker_start(app->workers[i]) : -1;
-        /* Port 0: the first worker picks one, the others share it. */
-        if (rc == 0 && i == 0) app->listen_port = (uint16_t)gw_worker_port(app->workers[0]);
-    }
-    uv_loop_t *loop = uv_default_loop();
-    gw_control *ctl = rc == 0 ? gw_control_new(app, loop) : NULL;
-    if (rc == 0 && (!ctl || (rc = gw_control_start(ctl)) != 0))
-        fprintf(stderr, "inferrail-gateway: cannot listen on %s (admin): %s\n",
-                cfg->server.admin_listen, irn_strerror(rc));
-    else if (rc)
-        fprintf(stderr, "inferrail-gateway: cannot listen on %s: %s\n", cfg->server.listen,
-                irn_strerror(rc));
-    sigctx sc = {.app = app, .ctl = ctl};
-    if (rc == 0) {
-        uv_signal_init(loop, &sc.sigint);
-        uv_signal_init(loop, &sc.sigterm);
-        sc.sigint.data = sc.sigterm.data = &sc;
-        uv_signal_start(&sc.sigint, on_signal, SIGINT);
-        uv_signal_start(&sc.sigterm, on_signal, SIGTERM);
-        IR_INFO("gateway",
-                "listening on %s:%u with %zu workers, admin on %s:%u; %zu models, %zu replicas",
-                app->listen_host, app->listen_port, app->nworkers, app->admin_host, app->admin_port,
-                app->fleet.nmodels, app->fleet.nreplicas);
-        uv_run(loop, UV_RUN_DEFAULT);
-    } else {
-        for (size_t i = 0; i < app->nworkers; i++)
-            if (app->workers[i]) gw_worker_stop(app->workers[i], 0);
-        if (ctl) gw_control_stop(ctl);
-        uv_run(loop, UV_RUN_DEFAULT);
-    }
+    int rc = start_all(app);
+    if (rc == 0) run_until_drained(app);
+    stop_failed_start(app, rc);
     for (size_t i = 0; i < app->nworkers; i++) {
         if (!app->workers[i]) continue;
         gw_worker_join(app->workers[i]);
         gw_worker_free(app->workers[i]);
     }
-    uv_loop_close(loop);
-    gw_control_free(ctl);
+    uv_loop_close(uv_default_loop());
+    gw_control_free(app->ctl);
     free(app->workers);
+    free(app->started);
     gw_cards_free(app->cards);
     gw_fleet_free(&app->fleet);
     ir_cfg_free(app->cfg_owner);

@@ -242,6 +242,12 @@ typedef struct irn_server_stats {
 } irn_server_stats;
 
 void irn_server_cfg_init(irn_server_cfg *cfg); /* zeroes; zero fields mean the defaults */
+/* Whether host:port is free for this process: a bind without SO_REUSEPORT,
+ * closed at once. Returns 0, or UV_EADDRINUSE while any socket (of this
+ * process or another, SO_REUSEPORT or not) listens there. Call it before the
+ * first of several `reuseport` servers binds, so that a second process cannot
+ * silently share the port. Port 0 always passes. */
+int irn_listen_probe(const char *host, uint16_t port);
 /* Binds and listens. On error nothing is left behind and *out is NULL. */
 int irn_server_new(uv_loop_t *loop, const irn_server_cfg *cfg, irn_server **out);
 int irn_server_port(const irn_server *srv); /* the bound port */

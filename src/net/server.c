@@ -851,28 +851,58 @@ void irn_server_cfg_init(irn_server_cfg *cfg) {
     memset(cfg, 0, sizeof *cfg);
 }
 
-static int bind_socket(const irn_server_cfg *cfg, int backlog, int *out_fd) {
+static int resolve_listen(const char *host, uint16_t port, struct sockaddr_storage *out) {
     struct sockaddr_storage ss;
-    if (irn_addr_numeric(cfg->host, cfg->port, &ss) != 0) {
+    if (irn_addr_numeric(host, port, &ss) != 0) {
         struct addrinfo hints, *res = NULL;
         memset(&hints, 0, sizeof hints);
         hints.ai_family = AF_UNSPEC;
         hints.ai_socktype = SOCK_STREAM;
         hints.ai_flags = AI_PASSIVE;
-        if (getaddrinfo(cfg->host, NULL, &hints, &res) != 0 || !res) return UV_EAI_NONAME;
+        if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res) return UV_EAI_NONAME;
         memset(&ss, 0, sizeof ss);
         memcpy(&ss, res->ai_addr, res->ai_addrlen);
         freeaddrinfo(res);
         if (ss.ss_family == AF_INET6)
-            ((struct sockaddr_in6 *)&ss)->sin6_port = htons(cfg->port);
+            ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
         else
-            ((struct sockaddr_in *)&ss)->sin_port = htons(cfg->port);
+            ((struct sockaddr_in *)&ss)->sin_port = htons(port);
     }
+    *out = ss;
+    return 0;
+}
+
+static socklen_t addr_len(const struct sockaddr_storage *ss) {
+    return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* A bind without SO_REUSEPORT conflicts with every socket that listens on the
+ * port, SO_REUSEPORT or not; SO_REUSEADDR only lets it past TIME_WAIT leftovers
+ * and sockets that are bound without listening. */
+int irn_listen_probe(const char *host, uint16_t port) {
+    if (port == 0) return 0;
+    struct sockaddr_storage ss;
+    int rc = resolve_listen(host, port, &ss);
+    if (rc) return rc;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    rc = 0;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (struct sockaddr *)&ss, addr_len(&ss)) != 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+static int bind_socket(const irn_server_cfg *cfg, int backlog, int *out_fd) {
+    struct sockaddr_storage ss;
+    int rc = resolve_listen(cfg->host, cfg->port, &ss);
+    if (rc) return rc;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
     int one = 1;
-    socklen_t sl =
-        ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t sl = addr_len(&ss);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
         (cfg->reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
         bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, backlog) != 0) {

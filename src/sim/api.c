@@ -784,7 +784,18 @@ static void route(sim_api *api, irn_request *req, irn_resp *resp) {
     }
 }
 
+/* Fault requests to a simulator without --enable-faults are refused, never
+ * ignored: the caller learns which flag it forgot. */
+static bool refuse_fault(irn_request *req, irn_resp *resp) {
+    bool admin = strcmp(req->path, "/admin/fault") == 0;
+    if (!admin && !irn_request_header(req, "x-inferrail-fault")) return false;
+    send_error(resp, 403, "PermissionDeniedError", admin ? "fault" : "x-inferrail-fault", "%s",
+               "fault injection is off: start inferrail-sim with --enable-faults");
+    return true;
+}
+
 void sim_api_handle(sim_api *api, irn_request *req, irn_resp *resp) {
+    if (!api->cfg->enable_faults && refuse_fault(req, resp)) return;
     if (api->cfg->enable_faults) {
         if (strcmp(req->path, "/admin/fault") == 0) {
             if (strcmp(req->method, "POST") && strcmp(req->method, "DELETE")) {

@@ -29,7 +29,9 @@ static void usage(FILE *f) {
         "\n"
         "Options (names follow vLLM's):\n"
         "  --host HOST                       address to listen on (default 127.0.0.1)\n"
-        "  --port PORT                       port (default 8000)\n"
+        "  --port PORT                       port (default 8000; 0 picks a free port, which\n"
+        "                                    the start-up line shows)\n"
+        "  --version                         print inferrail's version and commit, and exit\n"
         "  --served-model-name NAME [NAME..] model names clients may request; repeatable\n"
         "                                    (default inferrail/sim-8b)\n"
         "  --block-size N                    tokens per KV block (default 16)\n"
@@ -100,9 +102,9 @@ static int start_server(app *a) {
     irn_server_cfg_init(&sc);
     sc.host = a->cfg.host;
     sc.port = a->cfg.port;
-    sc.reuseport = true;
-    sc.h2c = true;     /* lets the gateway's upstream.http2 be tested against it */
-    sc.backlog = 4096; /* bursts of thousands of connects; the kernel caps it at somaxconn */
+    sc.reuseport = false; /* one process per port: a second one fails "address already in use" */
+    sc.h2c = true;        /* lets the gateway's upstream.http2 be tested against it */
+    sc.backlog = 4096;    /* bursts of thousands of connects; the kernel caps it at somaxconn */
     sc.max_body_bytes = a->cfg.max_body_bytes;
     sc.max_write_queue = a->cfg.max_write_queue;
     sc.on_request = on_request;
@@ -172,6 +174,7 @@ enum {
     OPT_WQUEUE,
     OPT_LOG,
     OPT_HELP,
+    OPT_VERSION,
 };
 
 static const struct option opts[] = {
@@ -195,6 +198,7 @@ static const struct option opts[] = {
     {"max-write-queue", required_argument, 0, OPT_WQUEUE},
     {"log-level", required_argument, 0, OPT_LOG},
     {"help", no_argument, 0, OPT_HELP},
+    {"version", no_argument, 0, OPT_VERSION},
     {0, 0, 0, 0},
 };
 
@@ -328,6 +332,9 @@ static flags_result apply_flag(sim_cfg *cfg, int opt, int argc, char **argv) {
     case 'h':
         usage(stdout);
         return FLAGS_HELP;
+    case OPT_VERSION:
+        printf("inferrail-sim %s (commit %s)\n", ir_version(), ir_commit());
+        return FLAGS_HELP;
     default:
         usage(stderr);
         return FLAGS_BAD;
@@ -384,7 +391,15 @@ static int start(app *a) {
     }
     uv_timer_init(a->loop, &a->refuse_timer);
     a->refuse_timer.data = a;
-    if (start_server(a)) return -1;
+    if (start_server(a)) {
+        /* Free what was started: the loop then has nothing left. */
+        sim_api_free(a->api);
+        sim_engine_free(a->eng);
+        uv_close((uv_handle_t *)&a->refuse_timer, on_closed_handle);
+        uv_run(a->loop, UV_RUN_DEFAULT);
+        uv_loop_close(a->loop);
+        return -1;
+    }
     a->cfg.port = (uint16_t)irn_server_port(a->srv);
     uv_signal_init(a->loop, &a->sigint);
     uv_signal_init(a->loop, &a->sigterm);

@@ -253,12 +253,17 @@ test('faults: status, close, hang, delay, refuse, and the admin switch', async (
   assert.equal(bad.status, 400);
 });
 
-test('faults are off by default', async () => {
+test('faults are off by default, and a fault request says which flag turns them on', async () => {
   const s = await startSim([]);
   try {
     const r = await fetch(s.url + '/v1/completions', { method: 'POST', headers: { 'x-inferrail-fault': 'status=503' }, body: JSON.stringify({ prompt: 'x', max_tokens: 1 }) });
-    assert.equal(r.status, 200);
-    assert.equal((await fetch(s.url + '/admin/fault', { method: 'POST', body: '{"fault":"hang"}' })).status, 404);
+    assert.equal(r.status, 403);
+    assert.match((await r.json()).error.message, /--enable-faults/);
+    const a = await fetch(s.url + '/admin/fault', { method: 'POST', body: '{"fault":"hang"}' });
+    assert.equal(a.status, 403);
+    assert.match((await a.json()).error.message, /--enable-faults/);
+    const ok = await fetch(s.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'x', max_tokens: 1 }) });
+    assert.equal(ok.status, 200);
   } finally {
     await s.stop();
   }

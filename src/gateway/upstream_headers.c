@@ -1,0 +1,126 @@
+/* upstream_headers.c: what the gateway adds to the headers of a request to an
+ * engine: a replica's configured headers (an API key) and X-Forwarded-For. */
+#include "gateway/gateway.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static bool token_char(unsigned char c) {
+    return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* Headers the gateway or the connection own: never configurable. */
+static bool reserved(const char *name) {
+    static const char *const r[] = {"host",       "content-length",    "transfer-encoding",
+                                    "connection", "keep-alive",        "upgrade",
+                                    "te",         "trailer",           "proxy-connection",
+                                    "x-request-id", "x-forwarded-for", NULL};
+    for (size_t i = 0; r[i]; i++)
+        if (strcasecmp(name, r[i]) == 0) return true;
+    return false;
+}
+
+void gw_check_replica_headers(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(r->headers.obj, k, v) {
+        bool name_ok = *k && strlen(k) <= 256;
+        for (const char *p = k; *p && name_ok; p++) name_ok = token_char((unsigned char)*p);
+        if (!name_ok) {
+            ir_cfg_errors_add(errs, "replicas[%zu].headers: '%s' is not a header name", i, k);
+            continue;
+        }
+        if (reserved(k)) {
+            ir_cfg_errors_add(errs, "replicas[%zu].headers.%s: set by the gateway itself", i, k);
+            continue;
+        }
+        const char *s = json_string_value(v);
+        if (!s) {
+            ir_cfg_errors_add(errs, "replicas[%zu].headers.%s: must be a string (quote it)", i, k);
+            continue;
+        }
+        if (strpbrk(s, "\r\n") || strlen(s) > 8192)
+            ir_cfg_errors_add(errs,
+                              "replicas[%zu].headers.%s: no line breaks, at most 8192 bytes", i,
+                              k);
+    }
+}
+
+int gw_replica_headers_init(gw_replica *r) {
+    json_t *obj = r->cfg->headers.obj;
+    size_t n = obj ? json_object_size(obj) : 0;
+    if (n == 0) return 0;
+    r->extra = calloc(n, sizeof *r->extra);
+    if (!r->extra) return -1;
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        const char *s = json_string_value(v);
+        if (!s) continue; /* refused by the check */
+        r->extra[r->nextra++] = (irn_header){k, strlen(k), s, strlen(s)};
+    }
+    return 0;
+}
+
+static bool replaced(const gw_replica *rep, const irn_header *h) {
+    for (size_t i = 0; i < rep->nextra; i++)
+        if (h->name_len == rep->extra[i].name_len &&
+            strncasecmp(h->name, rep->extra[i].name, h->name_len) == 0)
+            return true;
+    return false;
+}
+
+/* "a, b" of the client's X-Forwarded-For headers and its address, without the port. */
+static bool forwarded_for(irn_request *req, irn_header *out) {
+    const char *peer = req->peer ? req->peer : "";
+    size_t plen = strlen(peer);
+    const char *colon = strrchr(peer, ':');
+    if (colon) plen = (size_t)(colon - peer);
+    if (plen >= 2 && peer[0] == '[' && peer[plen - 1] == ']') peer++, plen -= 2;
+    size_t total = plen + 1;
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, "x-forwarded-for") == 0)
+            total += req->headers[i].value_len + 2;
+    char *v = ir_arena_alloc(req->arena, total);
+    if (!v) return false;
+    size_t len = 0;
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const irn_header *h = &req->headers[i];
+        if (strcasecmp(h->name, "x-forwarded-for") != 0 || h->value_len == 0) continue;
+        memcpy(v + len, h->value, h->value_len);
+        len += h->value_len;
+        memcpy(v + len, ", ", 2);
+        len += 2;
+    }
+    memcpy(v + len, peer, plen);
+    len += plen;
+    v[len] = '\0';
+    *out = (irn_header){"x-forwarded-for", 15, v, len};
+    return true;
+}
+
+irn_header *gw_upstream_headers(const gw_app *app, const gw_replica *rep, irn_request *req,
+                                const irn_header *fwd, size_t nfwd, size_t *n) {
+    bool xff = app->cfg.upstream.x_forwarded_for;
+    *n = 0;
+    if (!xff && rep->nextra == 0) {
+        *n = nfwd;
+        return (irn_header *)fwd;
+    }
+    irn_header *out = ir_arena_alloc(req->arena, (nfwd + rep->nextra + 1) * sizeof *out);
+    if (!out) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < nfwd; i++) {
+        if (replaced(rep, &fwd[i])) continue;
+        if (xff && fwd[i].name_len == 15 && strncasecmp(fwd[i].name, "x-forwarded-for", 15) == 0)
+            continue;
+        out[k++] = fwd[i];
+    }
+    for (size_t i = 0; i < rep->nextra; i++) out[k++] = rep->extra[i];
+    if (xff && !forwarded_for(req, &out[k++])) return NULL;
+    *n = k;
+    return out;
+}

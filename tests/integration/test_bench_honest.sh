@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Honest tool output (issue 12): rps counts successes and fails when none
+# succeeded; run names the error kinds, fails when every request failed and
+# prints n/a for what it did not measure; help texts exit 0 and describe every
+# option; make help lists every target and make bench runs scripts that exist.
+set -uo pipefail
+BUILD=${IR_BUILD:-build}
+ROOT=${IR_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+B=$BUILD/inferrail-bench
+T=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$BUILD/inferrail-sim" --port "$port" --zero-latency 2>"$T/sim.log" &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 100); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.05; done
+fails=0 passes=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { passes=$((passes + 1)); }
+
+# rps where every request gets a 404
+out=$("$B" rps --url "http://127.0.0.1:$port" --model nope --n 50 --concurrency 4 2>"$T/err")
+rc=$?
+[ "$rc" != 0 ] && ok || fail "rps with every request failing exited 0"
+grep -q '"ok":0,' <<<"$out" && grep -q '"rps":0.0,' <<<"$out" && ok || fail "rps counted failures: $out"
+python3 -c 'import json,sys; json.loads(sys.argv[1])' "$out" && ok || fail "rps output is not JSON: $out"
+grep -q 'request failed: status 404' "$T/err" && ! grep -q 'failed: ok' "$T/err" && ok || fail "rps error line: $(cat "$T/err")"
+# rps that succeeds
+out=$("$B" rps --url "http://127.0.0.1:$port" --n 50 --concurrency 4 2>"$T/err")
+[ $? = 0 ] && grep -q '"ok":50,' <<<"$out" && ok || fail "rps ok: $out $(cat "$T/err")"
+
+# run --model nope: the error kinds, exit 1; engines n/a without --engine-metrics
+out=$("$B" run --base-url "http://127.0.0.1:$port" --model nope --workload w1 --rate 50 --requests 5 \
+  --warmup 0 --out "$T/r.json" 2>"$T/err")
+rc=$?
+[ "$rc" != 0 ] && ok || fail "run with every request failing exited 0: $out"
+grep -q 'errors 5 (' <<<"$out" && ok || fail "run does not name the error kinds: $out"
+grep -q 'every request failed' "$T/err" && ok || fail "run says nothing: $(cat "$T/err")"
+grep -q 'engines n/a' <<<"$out" && ok || fail "engines without --engine-metrics: $out"
+out=$("$B" run --base-url "http://127.0.0.1:$port" --workload w1 --rate 50 --requests 5 --warmup 0 \
+  --out "$T/r2.json" 2>"$T/err")
+[ $? = 0 ] && grep -q 'errors 0 ' <<<"$out" && ok || fail "run that succeeds: $out $(cat "$T/err")"
+
+# help texts
+"$B" tokenize-sim --help >"$T/h" && grep -q 'MiB' "$T/h" && ok || fail "tokenize-sim --help"
+for cmd in streams soak rps; do
+  "$B" $cmd --help >"$T/h" || fail "$cmd --help exit status"
+  undocumented=$(grep -E '^  --' "$T/h" | awk 'NF < 3' | head -3)
+  grep -q -- '--concurrency' "$T/h" && [ -z "$undocumented" ] && ok || fail "$cmd --help: options without descriptions: $undocumented"
+done
+"$BUILD/inferrail-gateway" --help | grep -q -- '--print-defaults' && ok || fail "gateway usage lacks --print-defaults"
+"$BUILD/inferrail-sim" --help | grep -q -- '0 picks a free port' && ok || fail "sim --help does not say --port 0"
+
+# make help lists every target; the scripts the Makefile runs exist
+targets=$(grep -E '^[a-z][a-z-]*:' "$ROOT/Makefile" | cut -d: -f1 | sort -u)
+help=$(make -s -C "$ROOT" help)
+for t in $targets; do
+  [ "$t" = all ] && continue
+  grep -qE "^make $t( |$)" <<<"$help" || fail "make help does not list $t"
+done
+ok
+for s in $(grep -oE '^\s+\./[A-Za-z0-9_./-]+' "$ROOT/Makefile" | tr -d ' \t'); do
+  [ -x "$ROOT/$s" ] && ok || fail "the Makefile runs $s, which does not exist"
+done
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]

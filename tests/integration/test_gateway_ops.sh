@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The operator's first hour (issue 12): start-up failures exit 1 with one line,
+# ports are exclusive to one process, --check reports everything at once,
+# versions, readiness, the drain and a second SIGTERM, make run noticing a death.
+set -uo pipefail
+BUILD=${IR_BUILD:-build}
+ROOT=${IR_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+GW=$BUILD/inferrail-gateway
+SIM=$BUILD/inferrail-sim
+T=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+fails=0 passes=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { passes=$((passes + 1)); }
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; return 1; }
+# A listener held by another process: plain, or with SO_REUSEPORT as a gateway
+# worker has it (which let a second gateway join its group silently).
+hold_port() { # port [reuseport]
+  python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+if sys.argv[2] == "reuseport": s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); print("up", flush=True); time.sleep(60)' "$1" "${2:-plain}" >"$T/hold.$1" &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q up "$T/hold.$1" 2>/dev/null && return; sleep 0.05; done
+}
+config() { # listen_port admin_port replica_port...
+  local l=$1 a=$2
+  shift 2
+  printf 'server:\n  listen: 127.0.0.1:%s\n  admin_listen: 127.0.0.1:%s\n  workers: 2\n  shutdown_timeout: 10s\nhealth:\n  interval: 50ms\n  unhealthy_threshold: 1\nmodels:\n  - name: inferrail/sim-8b\n    aliases: [sim]\nreplicas:\n' "$l" "$a"
+  local i=0
+  for p in "$@"; do printf '  - id: sim-%s\n    url: http://127.0.0.1:%s\n' "$i" "$p"; i=$((i + 1)); done
+}
+# One failed start: exit status 1 and exactly one line on stderr, naming the cause.
+expect_start_fail() { # what cfg
+  local out rc
+  out=$(timeout 10 "$GW" --config "$2" 2>&1)
+  rc=$?
+  if [ "$rc" != 1 ] || [ "$(printf '%s\n' "$out" | wc -l)" != 1 ] || ! grep -q 'address already in use' <<<"$out"; then
+    fail "$1: exit $rc, output: $out"
+  else ok; fi
+}
+
+# ---- busy ports: exit 1 with one clear line, no segfault (139) or abort (134)
+P1=$(freeport) P2=$(freeport) S1=$(freeport)
+config "$P1" "$P2" "$S1" >"$T/a.yaml"
+hold_port "$P1"
+expect_start_fail "client port taken" "$T/a.yaml"
+P6=$(freeport)
+config "$P6" "$P2" "$S1" >"$T/a2.yaml"
+hold_port "$P6" reuseport
+expect_start_fail "client port taken by a SO_REUSEPORT listener" "$T/a2.yaml"
+P3=$(freeport) P4=$(freeport)
+config "$P3" "$P4" "$S1" >"$T/b.yaml"
+hold_port "$P4"
+expect_start_fail "admin port taken" "$T/b.yaml"
+
+# ---- listen equal to admin_listen fails --check
+P5=$(freeport)
+config "$P5" "$P5" "$S1" >"$T/same.yaml"
+out=$("$GW" --config "$T/same.yaml" --check 2>&1) && fail "listen == admin_listen passed --check"
+grep -q 'server.admin_listen' <<<"$out" && ok || fail "listen == admin_listen: $out"
+
+# ---- a simulator's port is its own
+"$SIM" --port "$S1" --decode-token-ms 20 2>"$T/sim1.log" &
+pids+=($!)
+wait_http "localhost:$S1/health" || fail "sim did not start"
+out=$(timeout 10 "$SIM" --port "$S1" 2>&1)
+rc=$?
+[ "$rc" = 1 ] && grep -q 'address already in use' <<<"$out" && ok || fail "second sim on one port: exit $rc: $out"
+
+# ---- a sim without --enable-faults names the flag
+out=$(curl -s -w ' %{http_code}' -X POST "localhost:$S1/admin/fault" -d '{"fault":"close"}')
+grep -q 'enable-faults' <<<"$out" && grep -q ' 403$' <<<"$out" && ok || fail "fault without the flag: $out"
+out=$(curl -s -w " %{http_code}" -H "x-inferrail-fault: close" "localhost:$S1/v1/completions" -d "{\"prompt\":\"x\",\"max_tokens\":1}" | tr -d "\\0")
+grep -q 'enable-faults' <<<"$out" && ok || fail "fault header without the flag: $out"
+
+# ---- a second gateway on the first one's port fails
+G1=$(freeport) A1=$(freeport) A2=$(freeport)
+config "$G1" "$A1" "$S1" >"$T/g1.yaml"
+config "$G1" "$A2" "$S1" >"$T/g2.yaml"
+"$GW" --config "$T/g1.yaml" 2>"$T/g1.log" &
+gpid=$!
+pids+=($gpid)
+wait_http "localhost:$G1/health" || fail "gateway did not start: $(cat "$T/g1.log")"
+expect_start_fail "second gateway on one port" "$T/g2.yaml"
+
+# ---- versions: one string, three binaries, the metric and /admin/state
+v=$("$GW" --version) || fail "gateway --version"
+ver=$(sed -E 's/^inferrail-gateway ([^ ]+) \(commit ([^)]+)\)$/\1 \2/' <<<"$v")
+[ "$ver" != "$v" ] && ok || fail "gateway --version: $v"
+for b in inferrail-sim inferrail-bench; do
+  o=$("$BUILD/$b" --version) && [ "$o" = "$b ${ver% *} (commit ${ver#* })" ] && ok || fail "$b --version: $o (gateway: $v)"
+done
+m=$(curl -s "localhost:$A1/metrics")
+grep -qx "inferrail_build_info{version=\"${ver% *}\",commit=\"${ver#* }\"} 1" <<<"$m" && ok || fail "build_info: $(grep build_info <<<"$m")"
+st=$(curl -s "localhost:$A1/admin/state")
+grep -q "\"version\":\"${ver% *}\"" <<<"$st" && ok || fail "/admin/state: $st"
+grep -q "inferrail-gateway ${ver% *}" "$T/g1.log" && ok || fail "start-up log has no version: $(cat "$T/g1.log")"
+
+# ---- readiness: /health is liveness, /ready needs a healthy replica per model
+code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A1/ready")
+[ "$code" = 200 ] && ok || fail "/ready with a healthy replica: $code"
+D=$(freeport) A3=$(freeport) G3=$(freeport)
+config "$G3" "$A3" "$D" >"$T/g3.yaml"
+"$GW" --config "$T/g3.yaml" 2>"$T/g3.log" &
+g3pid=$!
+pids+=($g3pid)
+wait_http "localhost:$A3/health" || fail "gateway 3 did not start"
+code=000
+for _ in $(seq 60); do
+  code=$(curl -s -o "$T/ready" -w '%{http_code}' "localhost:$A3/ready")
+  [ "$code" = 503 ] && break
+  sleep 0.05
+done
+[ "$code" = 503 ] && grep -q 'inferrail/sim-8b' "$T/ready" && ok || fail "/ready without a healthy replica: $code $(cat "$T/ready")"
+code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A3/health")
+[ "$code" = 200 ] && ok || fail "/health (liveness) gave $code"
+
+# ---- the drain: lifecycle lines, /ready 503 while draining
+"$SIM" --port "$D" --decode-token-ms 50 2>"$T/simd.log" &
+pids+=($!)
+wait_http "localhost:$D/health"
+for _ in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A3/ready")" = 200 ] && break; sleep 0.05; done
+curl -sN "localhost:$G3/v1/completions" -d '{"model":"sim","prompt":"x","max_tokens":20,"stream":true}' >"$T/stream1" &
+cpid=$!
+sleep 0.3
+kill -TERM $g3pid
+sleep 0.1
+code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A3/ready")
+[ "$code" = 503 ] || [ "$code" = 000 ] && ok || fail "/ready while draining: $code"
+wait $cpid
+grep -q '\[DONE\]' "$T/stream1" && ok || fail "the drain cut a stream: $(tail -c 300 "$T/stream1")"
+for _ in $(seq 100); do grep -q 'drained, exiting' "$T/g3.log" && break; sleep 0.05; done
+grep -q 'SIGTERM: draining 1 requests in flight' "$T/g3.log" && ok || fail "no draining line: $(cat "$T/g3.log")"
+grep -q 'drained, exiting: .*2xx' "$T/g3.log" && ok || fail "no drained line: $(cat "$T/g3.log")"
+
+# ---- a second SIGTERM 50 ms after the first: logged, fast exit, not death by signal (143)
+curl -sN "localhost:$G1/v1/completions" -d '{"model":"sim","prompt":"x","max_tokens":2000,"stream":true}' >/dev/null &
+sleep 0.3
+t0=$(date +%s%N)
+kill -TERM $gpid
+sleep 0.05
+kill -TERM $gpid
+wait $gpid
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" != 143 ] && [ "$ms" -lt 3000 ] && ok || fail "second SIGTERM: exit $rc after $ms ms"
+grep -q 'second SIGTERM: exiting at once' "$T/g1.log" && ok || fail "second SIGTERM not logged: $(cat "$T/g1.log")"
+
+# ---- make run notices that a process died (the gateway's port is taken)
+R1=$(freeport) R2=$(freeport) RA=$(freeport) RG=$(freeport)
+config "$RG" "$RA" "$R1" "$R2" >"$T/run.yaml"
+hold_port "$RG"
+out=$(IR_BUILD=$BUILD IR_CONFIG=$T/run.yaml IR_GW_PORT=$RG IR_SIM_PORTS="$R1 $R2" timeout 20 "$ROOT/scripts/run-local" 2>&1)
+rc=$?
+[ "$rc" = 1 ] && grep -q 'inferrail-gateway (port '"$RG"') exited (status 1)' <<<"$out" &&
+  ! grep -q 'Inferrail is running' <<<"$out" && ok || fail "run-local with a busy port: exit $rc: $out"
+curl -s -o /dev/null "localhost:$R1/health" && fail "run-local left a simulator running"
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
