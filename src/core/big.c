@@ -58,4 +58,3 @@ void ir_big_free(void *p) {
     else
         free(h.base);
 }
-

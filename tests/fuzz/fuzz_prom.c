@@ -44,7 +44,8 @@ static int check(void *ud, const irl_sample *s) {
         c->first[s->name_len] = '\0';
         c->have_first = true;
     }
-    if (c->have_first && strlen(c->first) == s->name_len && memcmp(c->first, s->name, s->name_len) == 0) {
+    if (c->have_first && strlen(c->first) == s->name_len &&
+        memcmp(c->first, s->name, s->name_len) == 0) {
         c->sum += s->value;
         c->nan |= isnan(s->value);
     }

@@ -76,9 +76,18 @@ static void grammar_corners(void **st) {
 /* Each malformed line is skipped and counted; the good ones around it are read. */
 static void malformed_lines_are_skipped(void **st) {
     const char *bad_lines[] = {
-        "9starts_with_digit 1", "no_value", "no_value{a=\"1\"}", "unclosed{a=\"1\" 2",
-        "unquoted{a=1} 2", "open_quote{a=\"1} 2", "junk_after 1 2 3", "not_a_number 1.2.3x",
-        "hex 0x10", "bad_ts 1 12abc", "missing_eq{a\"1\"} 2", "inf_lower inf",
+        "9starts_with_digit 1",
+        "no_value",
+        "no_value{a=\"1\"}",
+        "unclosed{a=\"1\" 2",
+        "unquoted{a=1} 2",
+        "open_quote{a=\"1} 2",
+        "junk_after 1 2 3",
+        "not_a_number 1.2.3x",
+        "hex 0x10",
+        "bad_ts 1 12abc",
+        "missing_eq{a\"1\"} 2",
+        "inf_lower inf",
     };
     size_t nbad = sizeof bad_lines / sizeof *bad_lines;
     for (size_t i = 0; i < nbad; i++) {
@@ -87,7 +96,8 @@ static void malformed_lines_are_skipped(void **st) {
         size_t bad = 0;
         seen x = {0};
         irl_prom_parse(page, (size_t)n, keep, &x, &bad);
-        if (bad != 1 || x.n != 2) fail_msg("line \"%s\": %zu malformed, %d read", bad_lines[i], bad, x.n);
+        if (bad != 1 || x.n != 2)
+            fail_msg("line \"%s\": %zu malformed, %d read", bad_lines[i], bad, x.n);
     }
     /* A line past the cap is malformed, however well-formed it looks. */
     static char big[IRL_PROM_MAX_LINE + 64];
