@@ -173,19 +173,25 @@ void ir_big_free(void *p);
  * IR_MAP_MAX_KEY) are copied into the map's own key pool, which is compacted
  * when deleted keys fill half of it. The table doubles at 3/4 full.
  *
+ * The table comes from ir_big_calloc (huge pages once it is big). A slot is
+ * 32 bytes (two to a cache line): a 48-bit hash and the key's
+ * length in one word, the key (or its pool offset), the value.
+ *
  * Caps: `max_entries` bounds the entries (a put of a new key past it fails),
- * so memory stays under about max_entries * (2 * 40 + key bytes).
+ * so memory stays under about max_entries * (2 * 32 + key bytes).
  * Ownership: the map owns copies of its keys; the caller's key memory is never
  * kept. Not thread-safe: one owner, or the caller's lock. A put or a delete
  * invalidates iteration and key pointers handed out before it. */
 #define IR_MAP_INLINE_KEY 16
-#define IR_MAP_MAX_KEY    65535
+#define IR_MAP_MAX_KEY    65534 /* its length + 1 fits the tag's 16 bits */
 
 typedef struct ir_map_slot {
-    uint64_t hash;
-    uint32_t len1; /* key length + 1; 0: the slot is empty */
-    uint32_t off;  /* the key's offset in the pool, when longer than inline */
-    uint8_t key[IR_MAP_INLINE_KEY];
+    uint64_t tag; /* (key length + 1) << 48 | the hash's low 48 bits; 0: empty */
+    union {
+        uint8_t key[IR_MAP_INLINE_KEY]; /* a short key, zero-padded */
+        uint64_t words[2];
+        uint64_t off; /* a long key's offset in the pool */
+    } k;
     uint64_t val;
 } ir_map_slot;
 
@@ -205,6 +211,9 @@ void ir_map_clear(ir_map *m); /* drops every entry, keeps the table */
 /* Inserts or overwrites. 0 on success; -1 when the map is at its cap, the key
  * is longer than IR_MAP_MAX_KEY, or memory runs out (the map is unchanged). */
 int ir_map_put(ir_map *m, const void *key, size_t len, uint64_t val);
+/* Inserts only when absent: 0 when added, 1 when the key was there (its value
+ * is left alone), -1 as ir_map_put. One probe where get-then-put takes two. */
+int ir_map_add(ir_map *m, const void *key, size_t len, uint64_t val);
 /* True when present (its value in *val, which may be NULL). */
 bool ir_map_get(const ir_map *m, const void *key, size_t len, uint64_t *val);
 bool ir_map_del(ir_map *m, const void *key, size_t len); /* true when it was there */

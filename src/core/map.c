@@ -8,23 +8,79 @@
 
 #define MAP_MIN_SLOTS 16
 
-static uint64_t hash_key(const void *key, size_t len) {
-    return XXH3_64bits(key, len);
+#define HASH_BITS 48
+#define HASH_MASK ((UINT64_C(1) << HASH_BITS) - 1)
+
+/* splitmix64's finalizer: every input bit moves about half the output bits. */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* The hash of a short key, from its zero-padded words and its length (so "a"
+ * and "a\0" differ): two inline mixes instead of a library call, which is
+ * most of the cost of a lookup in a small, cache-resident table. */
+static inline uint64_t hash_short(const uint64_t w[2], size_t len) {
+    return mix64(w[0] ^ mix64(w[1] ^ ((uint64_t)len * 0x9E3779B97F4A7C15ull)));
+}
+
+/* The tag of a key: its length + 1 above the hash's low 48 bits; never 0. */
+static inline uint64_t make_tag(uint64_t hash, size_t len) {
+    return ((uint64_t)(len + 1) << HASH_BITS) | (hash & HASH_MASK);
+}
+
+static size_t tag_len(uint64_t tag) {
+    return (size_t)(tag >> HASH_BITS) - 1;
+}
+
+static size_t home(const ir_map *m, uint64_t tag) {
+    return (size_t)(tag & HASH_MASK) & m->mask;
 }
 
 static const uint8_t *slot_key(const ir_map *m, const ir_map_slot *s) {
-    return s->len1 - 1 <= IR_MAP_INLINE_KEY ? s->key : (const uint8_t *)m->pool + s->off;
+    return tag_len(s->tag) <= IR_MAP_INLINE_KEY ? s->k.key : (const uint8_t *)m->pool + s->k.off;
 }
 
-static bool slot_is(const ir_map *m, const ir_map_slot *s, uint64_t h, const void *key,
-                    size_t len) {
-    return s->hash == h && s->len1 == len + 1 && memcmp(slot_key(m, s), key, len) == 0;
+/* A probe: the key, its tag, and for a short key its zero-padded words, so
+ * that comparing it with a slot takes two word compares and no memcmp. */
+typedef struct probe {
+    const void *key;
+    size_t len;
+    uint64_t tag;
+    uint64_t words[2];
+} probe;
+
+static inline void probe_init(probe *p, const void *key, size_t len) {
+    p->key = key;
+    p->len = len;
+    p->words[0] = p->words[1] = 0;
+    if (len > IR_MAP_INLINE_KEY) {
+        p->tag = make_tag(XXH3_64bits(key, len), len);
+        return;
+    }
+    if (len == IR_MAP_INLINE_KEY) /* a constant size: two loads, not a call */
+        memcpy(p->words, key, IR_MAP_INLINE_KEY);
+    else if (len == 8)
+        memcpy(p->words, key, 8);
+    else if (len)
+        memcpy(p->words, key, len);
+    p->tag = make_tag(hash_short(p->words, len), len);
 }
 
-/* The slot holding key, or the empty slot where it would go. */
-static size_t find(const ir_map *m, uint64_t h, const void *key, size_t len) {
-    size_t i = (size_t)h & m->mask;
-    while (m->slots[i].len1 && !slot_is(m, &m->slots[i], h, key, len)) i = (i + 1) & m->mask;
+static inline bool slot_is(const ir_map *m, const ir_map_slot *s, const probe *p) {
+    if (s->tag != p->tag) return false;
+    if (p->len <= IR_MAP_INLINE_KEY)
+        return s->k.words[0] == p->words[0] && s->k.words[1] == p->words[1];
+    return memcmp(m->pool + s->k.off, p->key, p->len) == 0;
+}
+
+/* The slot holding the key, or the empty slot where it would go. */
+static inline size_t find(const ir_map *m, const probe *p) {
+    size_t i = home(m, p->tag);
+    while (m->slots[i].tag && !slot_is(m, &m->slots[i], p)) i = (i + 1) & m->mask;
     return i;
 }
 
@@ -38,7 +94,7 @@ int ir_map_init(ir_map *m, size_t expect, size_t max_entries) {
     memset(m, 0, sizeof *m);
     if (max_entries == 0) return -1;
     size_t n = slots_for(expect < max_entries ? expect : max_entries);
-    m->slots = calloc(n, sizeof *m->slots);
+    m->slots = ir_big_calloc(n * sizeof *m->slots);
     if (!m->slots) return -1;
     m->mask = n - 1;
     m->max_entries = max_entries;
@@ -46,7 +102,7 @@ int ir_map_init(ir_map *m, size_t expect, size_t max_entries) {
 }
 
 void ir_map_free(ir_map *m) {
-    free(m->slots);
+    ir_big_free(m->slots);
     free(m->pool);
     memset(m, 0, sizeof *m);
 }
@@ -61,17 +117,17 @@ void ir_map_clear(ir_map *m) {
 static int rehash(ir_map *m, size_t nslots) {
     ir_map_slot *old = m->slots;
     size_t oldn = m->mask + 1;
-    ir_map_slot *fresh = calloc(nslots, sizeof *fresh);
+    ir_map_slot *fresh = ir_big_calloc(nslots * sizeof *fresh);
     if (!fresh) return -1;
     m->slots = fresh;
     m->mask = nslots - 1;
     for (size_t i = 0; i < oldn; i++) {
-        if (!old[i].len1) continue;
-        size_t j = (size_t)old[i].hash & m->mask;
-        while (m->slots[j].len1) j = (j + 1) & m->mask;
+        if (!old[i].tag) continue;
+        size_t j = home(m, old[i].tag);
+        while (m->slots[j].tag) j = (j + 1) & m->mask;
         m->slots[j] = old[i];
     }
-    free(old);
+    ir_big_free(old);
     return 0;
 }
 
@@ -83,10 +139,10 @@ static int compact_pool(ir_map *m) {
     size_t at = 0;
     for (size_t i = 0; i <= m->mask; i++) {
         ir_map_slot *s = &m->slots[i];
-        if (s->len1 - 1 <= IR_MAP_INLINE_KEY || !s->len1) continue;
-        memcpy(fresh + at, m->pool + s->off, s->len1 - 1);
-        s->off = (uint32_t)at;
-        at += s->len1 - 1;
+        if (!s->tag || tag_len(s->tag) <= IR_MAP_INLINE_KEY) continue;
+        memcpy(fresh + at, m->pool + s->k.off, tag_len(s->tag));
+        s->k.off = at;
+        at += tag_len(s->tag);
     }
     free(m->pool);
     m->pool = fresh;
@@ -95,13 +151,12 @@ static int compact_pool(ir_map *m) {
     return 0;
 }
 
-/* Room for a long key of len bytes; the pool's offsets are 32-bit. */
+/* Room for a long key of len bytes. */
 static int pool_reserve(ir_map *m, size_t len) {
     if (m->plen + len <= m->pcap) return 0;
     if (m->pdead > m->plen / 2 && compact_pool(m) == 0 && m->plen + len <= m->pcap) return 0;
     size_t cap = m->pcap ? m->pcap : 1024;
     while (cap < m->plen + len) cap *= 2;
-    if (cap > UINT32_MAX) return -1;
     char *p = realloc(m->pool, cap);
     if (!p) return -1;
     m->pool = p;
@@ -109,54 +164,74 @@ static int pool_reserve(ir_map *m, size_t len) {
     return 0;
 }
 
-int ir_map_put(ir_map *m, const void *key, size_t len, uint64_t val) {
-    if (len > IR_MAP_MAX_KEY) return -1;
-    uint64_t h = hash_key(key, len);
-    size_t i = find(m, h, key, len);
-    if (m->slots[i].len1) {
-        m->slots[i].val = val;
-        return 0;
-    }
+/* Puts p's key in a fresh slot; *i is the empty slot find() gave (updated
+ * when the table grows). */
+static int insert(ir_map *m, const probe *p, size_t *i, uint64_t val) {
     if (m->n >= m->max_entries) return -1;
     if ((m->n + 1) > (m->mask + 1) / 4 * 3) {
         if (rehash(m, (m->mask + 1) * 2)) return -1;
-        i = find(m, h, key, len);
+        *i = find(m, p);
     }
-    if (len > IR_MAP_INLINE_KEY && pool_reserve(m, len)) return -1;
-    ir_map_slot *s = &m->slots[i];
-    s->hash = h;
-    s->len1 = (uint32_t)len + 1;
-    if (len > IR_MAP_INLINE_KEY) {
-        s->off = (uint32_t)m->plen;
-        memcpy(m->pool + m->plen, key, len);
-        m->plen += len;
-    } else if (len) {
-        memcpy(s->key, key, len);
+    ir_map_slot *s = &m->slots[*i];
+    if (p->len > IR_MAP_INLINE_KEY) {
+        if (pool_reserve(m, p->len)) return -1;
+        s->k.off = m->plen;
+        memcpy(m->pool + m->plen, p->key, p->len);
+        m->plen += p->len;
+    } else {
+        s->k.words[0] = p->words[0];
+        s->k.words[1] = p->words[1];
     }
+    s->tag = p->tag;
     s->val = val;
     m->n++;
     return 0;
 }
 
+int ir_map_put(ir_map *m, const void *key, size_t len, uint64_t val) {
+    if (len > IR_MAP_MAX_KEY) return -1;
+    probe p;
+    probe_init(&p, key, len);
+    size_t i = find(m, &p);
+    if (m->slots[i].tag) {
+        m->slots[i].val = val;
+        return 0;
+    }
+    return insert(m, &p, &i, val);
+}
+
+int ir_map_add(ir_map *m, const void *key, size_t len, uint64_t val) {
+    if (len > IR_MAP_MAX_KEY) return -1;
+    probe p;
+    probe_init(&p, key, len);
+    size_t i = find(m, &p);
+    if (m->slots[i].tag) return 1;
+    return insert(m, &p, &i, val);
+}
+
 bool ir_map_get(const ir_map *m, const void *key, size_t len, uint64_t *val) {
     if (len > IR_MAP_MAX_KEY) return false;
-    size_t i = find(m, hash_key(key, len), key, len);
-    if (!m->slots[i].len1) return false;
+    probe p;
+    probe_init(&p, key, len);
+    size_t i = find(m, &p);
+    if (!m->slots[i].tag) return false;
     if (val) *val = m->slots[i].val;
     return true;
 }
 
 bool ir_map_del(ir_map *m, const void *key, size_t len) {
     if (len > IR_MAP_MAX_KEY) return false;
-    size_t i = find(m, hash_key(key, len), key, len);
-    if (!m->slots[i].len1) return false;
+    probe p;
+    probe_init(&p, key, len);
+    size_t i = find(m, &p);
+    if (!m->slots[i].tag) return false;
     if (len > IR_MAP_INLINE_KEY) m->pdead += len;
     /* Backward shift: pull each later entry of the run into the hole when its
      * home slot does not lie (cyclically) between the hole and itself. */
     size_t hole = i;
-    for (size_t j = (i + 1) & m->mask; m->slots[j].len1; j = (j + 1) & m->mask) {
-        size_t home = (size_t)m->slots[j].hash & m->mask;
-        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    for (size_t j = (i + 1) & m->mask; m->slots[j].tag; j = (j + 1) & m->mask) {
+        size_t h = home(m, m->slots[j].tag);
+        bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
         if (stays) continue;
         m->slots[hole] = m->slots[j];
         hole = j;
@@ -174,9 +249,9 @@ size_t ir_map_bytes(const ir_map *m) {
 bool ir_map_next(const ir_map *m, size_t *it, const void **key, size_t *len, uint64_t *val) {
     for (size_t i = *it; m->slots && i <= m->mask; i++) {
         const ir_map_slot *s = &m->slots[i];
-        if (!s->len1) continue;
+        if (!s->tag) continue;
         if (key) *key = slot_key(m, s);
-        if (len) *len = s->len1 - 1;
+        if (len) *len = tag_len(s->tag);
         if (val) *val = s->val;
         *it = i + 1;
         return true;

@@ -109,9 +109,10 @@ void sim_kv_release(sim_kv *kv, int32_t i) {
 
 void sim_kv_set_hash(sim_kv *kv, int32_t i, ir_hash128 h) {
     sim_block *b = &kv->b[i];
-    if (b->hashed || sim_kv_lookup(kv, h) >= 0) return;
-    /* Cannot fail: the map holds at most one entry per block, and was sized for all. */
-    if (ir_map_put(&kv->hashed, &h, sizeof h, (uint64_t)i)) return;
+    if (b->hashed) return;
+    /* A hash already cached keeps its first block. The map holds at most one
+     * entry per block and was sized for all, so it cannot be full. */
+    if (ir_map_add(&kv->hashed, &h, sizeof h, (uint64_t)i) != 0) return;
     b->hash = h;
     b->hashed = true;
     kv->nhashed++;

@@ -84,22 +84,21 @@ uint64_t hf_hash(const void *p, size_t n);
 
 /* Why the tokenizer keeps a map of its own instead of core's ir_map, measured
  * with bench/tokenizer/bench_strmap.c (build/inferrail-strmapbench
- * TOKENIZER_JSON; 2 shared cores, best of 7 rounds, ns per operation):
+ * TOKENIZER_JSON; 2 shared cores, best of 9 rounds, ns per operation):
  *
  *                      Qwen3 (151,643 keys)     Llama 3.1 (128,000 keys)
  *                      put    hit    miss       put    hit    miss
- *   hf_strmap+prefetch 56.3   86.0   76.9       53.5   80.9   71.2
- *   ir_map             62.2   57.9   81.7       70.5   59.2   66.7
+ *   hf_strmap+prefetch 48.4   69.8   68.7       48.4   65.0   63.7
+ *   ir_map             71.8   65.8   91.4       70.5   63.1   76.8
  *
  * - the load puts every vocabulary key with its hash computed ahead and its
- *   slot prefetched (hf_strmap_put_h, hf_strmap_prefetch), and is 10-25%
- *   faster that way than ir_map, which hashes inside each call;
+ *   slot prefetched (hf_strmap_put_h, hf_strmap_prefetch), about 30% faster
+ *   than ir_map, which hashes inside each call; misses are faster too;
  * - the decoder's id_tok table points at the stored keys, which must stay put
  *   and be NUL-terminated: here they live in the pool for the map's life,
  *   whereas ir_map keeps short keys inside slots that move when it grows.
- * ir_map answers random-order hits faster (its 16 inline key bytes spare a
- * second cache miss); whether encoding gains from that is still to be
- * measured with bench/tokenizer/run.sh.
+ * ir_map answers random-order hits about as fast (its 16 inline key bytes
+ * spare a second cache miss).
  *
  * String -> uint32 map, open addressing with linear probing. Each slot holds
  * the key's hash tag, length, value and first 8 bytes, so a probe reads one

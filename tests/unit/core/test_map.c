@@ -104,6 +104,9 @@ static void edge_keys_and_iteration(void **state) {
     assert_int_equal(ir_map_put(&m, big, IR_MAP_MAX_KEY, 4), 0);
     assert_int_equal(ir_map_put(&m, big, IR_MAP_MAX_KEY + 1, 5), -1);
     assert_int_equal(ir_map_put(&m, "a", 1, 30), 0); /* overwrite */
+    assert_int_equal(ir_map_add(&m, "a", 1, 31), 1); /* present: left alone */
+    assert_int_equal(ir_map_add(&m, "b", 1, 32), 0); /* absent: added */
+    assert_true(ir_map_del(&m, "b", 1));
     assert_int_equal(ir_map_count(&m), 4);
     uint64_t sum = 0, v;
     size_t seen = 0, len;
