@@ -30,6 +30,22 @@ static bool has_schema(json_t *d, const char *prefix) {
 }
 
 /* Collects compare summaries and capacity results from dir and its subfolders. */
+/* Keeps path when it is a compare summary or a capacity result; false otherwise. */
+static bool take(rep_in *in, const char *path, const char *dir) {
+    json_t *j = json_load_file(path, 0, NULL);
+    if (j && has_schema(j, "inferrail-bench/compare") && in->ncmp < MAX_ITEMS) {
+        in->cmp_dir[in->ncmp] = strdup(dir);
+        in->compares[in->ncmp++] = j;
+        return true;
+    }
+    if (j && has_schema(j, "inferrail-bench/capacity") && in->ncap < MAX_ITEMS) {
+        in->caps[in->ncap++] = j;
+        return true;
+    }
+    json_decref(j);
+    return false;
+}
+
 static void scan(rep_in *in, const char *dir, int depth) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -48,18 +64,34 @@ static void scan(rep_in *in, const char *dir, int depth) {
             if (depth < 2 && strcmp(names[i], "logs") != 0) scan(in, path, depth + 1);
         } else if (strcmp(names[i], "summary.json") == 0 ||
                    (strstr(names[i], "capacity") && strstr(names[i], ".json"))) {
-            json_t *j = json_load_file(path, 0, NULL);
-            if (j && has_schema(j, "inferrail-bench/compare") && in->ncmp < MAX_ITEMS) {
-                in->cmp_dir[in->ncmp] = strdup(dir);
-                in->compares[in->ncmp++] = j;
-            } else if (j && has_schema(j, "inferrail-bench/capacity") && in->ncap < MAX_ITEMS) {
-                in->caps[in->ncap++] = j;
-            } else {
-                json_decref(j);
-            }
+            take(in, path, dir);
         }
         free(names[i]);
     }
+}
+
+/* A folder is searched; a file named on the command line is read whatever its
+ * name (capacity --out cap.json), and one that is not a result is an error. */
+static int scan_arg(rep_in *in, const char *arg) {
+    struct stat st;
+    if (stat(arg, &st) != 0) {
+        fprintf(stderr, "report: %s: no such file or folder\n", arg);
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        scan(in, arg, 0);
+        return 0;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", arg);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (take(in, arg, dir)) return 0;
+    fprintf(stderr, "report: %s: not a compare summary or a capacity result\n", arg);
+    return -1;
 }
 
 static double num(json_t *o, const char *a, const char *b) {
@@ -320,8 +352,9 @@ static void table(FILE *md, json_t *cmp) {
 }
 
 static void report_usage(FILE *f) {
-    fprintf(f, "Usage: inferrail-bench report DIR [DIR...] --out REPORT_DIR [--title T]\n"
+    fprintf(f, "Usage: inferrail-bench report DIR|FILE [...] --out REPORT_DIR [--title T]\n"
                "Reads every compare summary.json and capacity*.json under DIR (two levels),\n"
+               "and each FILE named (a capacity --out file, whatever its name),\n"
                "writes REPORT_DIR/README.md, the charts' data files and gnuplot script, and\n"
                "runs gnuplot (gnuplot-nox) to draw the SVG charts.\n");
 }
@@ -352,7 +385,8 @@ int bench_report_main(int argc, char **argv) {
         return 2;
     }
     rep_in in = {0};
-    for (int i = optind; i < argc; i++) scan(&in, argv[i], 0);
+    for (int i = optind; i < argc; i++)
+        if (scan_arg(&in, argv[i])) return 1;
     if (!in.ncmp && !in.ncap) {
         fprintf(stderr, "report: no compare or capacity results found\n");
         return 1;

@@ -1,6 +1,7 @@
 /* common.c: error names, header helpers, error bodies, the header collector. */
 #include "net/net_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -393,4 +394,9 @@ int irn_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, s
     if (bits >= 6) return -1; /* a lone trailing character */
     *outlen = n;
     return 0;
+}
+
+const char *irn_body_too_large(size_t limit, char *buf, size_t n) {
+    snprintf(buf, n, "Request body too large: the limit is %zu bytes", limit);
+    return buf;
 }

@@ -127,7 +127,8 @@ static int on_headers_complete(llhttp_t *ll) {
     p->headers_done = true;
     if (build_request(p) != 0) return fail(p, 500, "Out of memory");
     if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length > p->lim.max_body_bytes)
-        return fail(p, 413, "Request body too large");
+        return fail(p, 413,
+                    irn_body_too_large(p->lim.max_body_bytes, p->err_buf, sizeof p->err_buf));
     /* One allocation for a body of known length (none for a recycled buffer that fits). */
     if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length <= 1024 * 1024)
         (void)ir_buf_reserve(&p->req->body, (size_t)ll->content_length);
@@ -137,7 +138,8 @@ static int on_headers_complete(llhttp_t *ll) {
 static int on_body(llhttp_t *ll, const char *at, size_t len) {
     irn_h1_parser *p = P(ll);
     if (!p->req || ir_buf_append(&p->req->body, at, len) != 0)
-        return fail(p, 413, "Request body too large");
+        return fail(p, 413,
+                    irn_body_too_large(p->lim.max_body_bytes, p->err_buf, sizeof p->err_buf));
     return 0;
 }
 

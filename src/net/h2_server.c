@@ -52,8 +52,20 @@ struct irn_h2s_stream {
     bool dispatched;
     bool submitted; /* the response HEADERS were submitted */
     bool ended;     /* no more response body */
-    bool rst_after; /* RST_STREAM(NO_ERROR) once our END_STREAM left */
+    bool rst_after; /* answered early: the client may still be sending */
+    bool draining;  /* our END_STREAM left: the client's DATA is read and dropped */
+    size_t drained; /* bytes dropped so far */
 };
+
+/* RFC 9113 8.1: a response sent before the request ended may be followed by
+ * RST_STREAM(NO_ERROR). Clients that are still uploading treat that reset as
+ * a failure (curl 7.88 exits 92 without the status; Node's http2 client never
+ * emits the response), so the server first keeps reading and dropping the rest
+ * of the body, with the window open, until the client ends the stream. Only a
+ * client that sends more than DRAIN_MAX_BYTES, or takes longer than
+ * DRAIN_MAX_MS, gets the RST_STREAM(NO_ERROR). */
+#define DRAIN_MAX_BYTES (16u << 20)
+#define DRAIN_MAX_MS    2000
 
 struct irn_h2s {
     nghttp2_session *s;
@@ -340,7 +352,8 @@ static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
     req->peer = ir_arena_strdup(a, h->peer);
     if (!req->peer) req->peer = "";
     if (req->content_length > 0 && (uint64_t)req->content_length > h->lim.max_body_bytes) {
-        answer_error(st, 413, "Request body too large");
+        char msg[96];
+        answer_error(st, 413, irn_body_too_large(h->lim.max_body_bytes, msg, sizeof msg));
         return;
     }
     if (h->cfg.on_headers) {
@@ -371,10 +384,22 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
     return 0;
 }
 
+/* The client keeps sending past the drain's bounds: ask it to stop. */
+static void stop_draining(h2st *st) {
+    st->draining = false;
+    st->deadline = 0;
+    nghttp2_submit_rst_stream(st->h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
+}
+
 static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data,
                          size_t len, void *ud) {
     irn_h2s *h = ud;
     h2st *st = stream_of(h, id);
+    if (st && st->draining) {
+        st->drained += len;
+        if (st->drained > DRAIN_MAX_BYTES) stop_draining(st);
+        return 0;
+    }
     if (!st || st->err_status || !st->req || st->dispatched) return 0;
     if (h->buffered + len > h->max_buffered) {
         /* The connection holds too much: refuse this (unprocessed) request. */
@@ -383,7 +408,8 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
         return 0;
     }
     if (ir_buf_append(&st->req->body, data, len) != 0) {
-        answer_error(st, 413, "Request body too large");
+        char msg[96];
+        answer_error(st, 413, irn_body_too_large(h->lim.max_body_bytes, msg, sizeof msg));
         return 0;
     }
     st->held += len;
@@ -397,8 +423,12 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame, void *u
         !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     h2st *st = stream_of(h, frame->hd.stream_id);
-    if (st && st->rst_after && nghttp2_session_get_stream_remote_close(s, st->id) == 0)
-        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
+    if (st && st->rst_after && nghttp2_session_get_stream_remote_close(s, st->id) == 0) {
+        /* The whole response is out: drop the rest of the body (see DRAIN_MAX_BYTES). */
+        st->rst_after = false;
+        st->draining = true;
+        st->deadline = now_ms() + DRAIN_MAX_MS;
+    }
     return 0;
 }
 
@@ -673,6 +703,10 @@ void irn_h2s_on_timer(irn_h2s *h) {
             continue;
         }
         if (!st->deadline || st->deadline > now || st->dispatched) continue;
+        if (st->draining) {
+            stop_draining(st);
+            continue;
+        }
         if (!st->headers_done) {
             /* A header block left open blocks the whole connection. */
             IR_DEBUG("net", "%s: h2: timed out in a header block", h->peer);

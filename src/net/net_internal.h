@@ -21,6 +21,9 @@ typedef struct irn_hdrs {
 #define IRN_HDRS_TOO_BIG  (-1)
 #define IRN_HDRS_TOO_MANY (-2)
 
+/* The 413 message, naming the limit: writes it to buf and returns buf. */
+const char *irn_body_too_large(size_t limit, char *buf, size_t n);
+
 void irn_hdrs_init(irn_hdrs *h, size_t max_bytes, size_t max_n);
 void irn_hdrs_reset(irn_hdrs *h);
 void irn_hdrs_free(irn_hdrs *h);

@@ -40,6 +40,12 @@ out=$("$B" run --base-url "http://127.0.0.1:$port" --workload w1 --rate 50 --req
   --out "$T/r2.json" 2>"$T/err")
 [ $? = 0 ] && grep -q 'errors 0 ' <<<"$out" && ok || fail "run that succeeds: $out $(cat "$T/err")"
 
+# report reads a capacity result named on the command line, whatever its name
+cp "$ROOT/bench/results/baselines/capacity-w1.json" "$T/cap.json"
+"$B" report "$T/cap.json" --out "$T/report" >/dev/null 2>"$T/err" && grep -qi capacity "$T/report/README.md" &&
+  ok || fail "report ignored cap.json: $(cat "$T/err")"
+"$B" report "$T/nothing" --out "$T/report2" 2>/dev/null && fail "report of a missing path exited 0" || ok
+
 # help texts
 "$B" tokenize-sim --help >"$T/h" && grep -q 'MiB' "$T/h" && ok || fail "tokenize-sim --help"
 for cmd in streams soak rps; do
