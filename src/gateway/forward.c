@@ -32,15 +32,17 @@ static char *upstream_path(gw_req *r) {
 static int send_upstream(gw_req *r, uint64_t now) {
     const gw_config *cfg = &r->w->app->cfg;
     char *path = upstream_path(r);
-    if (!path) return IRN_ENOMEM;
+    size_t nh;
+    irn_header *hs = gw_upstream_headers(r->w->app, r->rep, r->req, r->fwd, r->nfwd, &nh);
+    if (!path || !hs) return IRN_ENOMEM;
     uint64_t left = r->deadline - now;
     uint64_t head = cfg->upstream.response_timeout < left ? cfg->upstream.response_timeout : left;
     irn_client_req q = {.host = r->rep->url.host,
                         .port = r->rep->url.port,
                         .method = r->req->method,
                         .path = path,
-                        .headers = r->fwd,
-                        .nheaders = r->nfwd,
+                        .headers = hs,
+                        .nheaders = nh,
                         .body = r->body,
                         .body_len = r->body_len,
                         .connect_timeout_ns = cfg->upstream.connect_timeout,

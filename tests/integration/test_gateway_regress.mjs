@@ -167,3 +167,29 @@ test('logging.format json: the access log\'s values are fields of the event, not
     assert.equal(await g.stop(), 0, g.log.text);
   }
 });
+
+test('per-replica upstream headers replace the client\'s, and X-Forwarded-For carries the client', async () => {
+  let received = null;
+  const srv = http.createServer((req, res) => {
+    if (req.url === '/health' || req.url === '/v1/models') { res.end(req.url === '/health' ? '' : '{"object":"list","data":[]}'); return; }
+    received = req.headers;
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const g = await startGateway({
+    models: [{ name: 'm' }],
+    replicas: [{ id: 'e', url: `http://127.0.0.1:${srv.address().port}`, headers: { authorization: 'Bearer replica-key' } }],
+    upstream: { x_forwarded_for: true },
+  });
+  try {
+    const r = await fetch(g.url + '/v1/completions', { method: 'POST', body: '{"model":"m"}', headers: { authorization: 'Bearer client', 'x-forwarded-for': '10.1.2.3' } });
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    assert.equal(received.authorization, 'Bearer replica-key');
+    assert.equal(received['x-forwarded-for'], '10.1.2.3, 127.0.0.1');
+  } finally {
+    assert.equal(await g.stop(), 0, g.log.text);
+    srv.close();
+  }
+});
