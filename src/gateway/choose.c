@@ -2,18 +2,22 @@
  * index predicts each holds of its prompt, and the lease on the policy's pick. */
 #include "gateway/request.h"
 
-/* What the policy is told of the request. */
-void gw_policy_request(gw_req *r, irp_request *q) {
-    const gw_prompt *p = &r->prompt;
+void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t block_size,
+                          ir_rng *rng, irp_request *q) {
     bool ok = p->state == GW_PREDICT_OK;
-    *q = (irp_request){.prompt_tokens = r->prompt_tokens,
-                       .rng = &r->w->rng,
+    *q = (irp_request){.prompt_tokens = prompt_tokens,
+                       .rng = rng,
                        .predicted = ok && p->cached,
                        .blocks = ok ? p->hashes : NULL,
                        .nblocks = ok ? p->nhashes : 0,
-                       .block_size = r->w->app->fleet.block_size,
+                       .block_size = block_size,
                        .text = p->text.len ? p->text.data : NULL,
                        .text_len = p->text.len};
+}
+
+/* What the policy is told of the request. */
+void gw_policy_request(gw_req *r, irp_request *q) {
+    gw_policy_request_of(&r->prompt, r->prompt_tokens, r->w->app->fleet.block_size, &r->w->rng, q);
 }
 
 /* Each candidate's predicted cached tokens, from stage 5's match. */

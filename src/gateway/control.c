@@ -1,6 +1,6 @@
 /* control.c: the control loop: the admin port, active health checks and the
  * model-card refresher. */
-#include "gateway/gateway.h"
+#include "gateway/request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,12 +111,32 @@ static void on_tick(uv_timer_t *t) {
 /* ---- admin -------------------------------------------------------------------------------------
  */
 
+static void answer_explain(gw_control *c, irn_request *req, irn_resp *resp) {
+    if (strcmp(req->method, "POST") != 0) {
+        irn_header allow = {"allow", 5, "POST", 4};
+        ir_buf b;
+        ir_buf_init(&b, 0);
+        irn_error_body(&b, 405, "Method Not Allowed", "POST a request body to explain");
+        irn_resp_send(resp, 405, "application/json", b.data, b.len, &allow, 1);
+        ir_buf_free(&b);
+        return;
+    }
+    ir_buf b;
+    ir_buf_init(&b, 0);
+    int status =
+        gw_explain(c->app, req->target, req->body.data ? req->body.data : "", req->body.len, &b);
+    irn_resp_send(resp, status, "application/json", b.data, b.len, NULL, 0);
+    ir_buf_free(&b);
+}
+
 static void on_admin(void *ud, irn_request *req, irn_resp *resp) {
     gw_control *c = ud;
     if (strcmp(req->path, "/health") == 0) {
         irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
     } else if (strcmp(req->path, "/ready") == 0) {
         gw_ready_answer(c->app, resp, NULL, 0);
+    } else if (strcmp(req->path, "/admin/explain") == 0) {
+        answer_explain(c, req, resp);
     } else if (strcmp(req->path, "/admin/state") == 0) {
         ir_buf b;
         ir_buf_init(&b, 0);

@@ -15,6 +15,8 @@
 void gw_prompt_free(gw_prompt *p) {
     irt_ids_free(&p->ids);
     free(p->hashes);
+    free(p->cached);
+    free(p->cache_salt);
     ir_buf_free(&p->text);
     memset(p, 0, sizeof *p);
 }
@@ -40,77 +42,76 @@ static int hf_prompt_ids(const irt_tokenizer *t, const json_t *body, gw_prompt *
     return IRT_OK;
 }
 
-static int prompt_ids(gw_req *r, const json_t *body, bool chat) {
-    gw_prompt *p = &r->prompt;
-    if (r->model->tok == GW_TOK_SIM) {
+static int prompt_ids(const gw_model *m, const json_t *body, bool chat, gw_prompt *p) {
+    if (m->tok == GW_TOK_SIM) {
         const char *param, *msg;
         return irt_sim_prompt_ids(body, chat, &p->ids, &p->text, &param, &msg);
     }
     if (chat) return IRT_EUNSUPPORTED; /* no chat template renderer yet */
-    return hf_prompt_ids(r->model->hf, body, p);
+    return hf_prompt_ids(m->hf, body, p);
 }
 
-static void keep_cache_salt(gw_req *r, const json_t *body) {
+static void keep_cache_salt(gw_prompt *p, const json_t *body) {
     json_t *s = json_object_get(body, "cache_salt");
-    if (!json_is_string(s)) return;
-    size_t n = json_string_length(s);
-    char *c = ir_arena_alloc(r->req->arena, n + 1);
-    if (!c) return;
-    memcpy(c, json_string_value(s), n + 1);
-    r->prompt.cache_salt = c;
+    if (json_is_string(s)) p->cache_salt = strdup(json_string_value(s));
 }
 
-static void tokenize(gw_req *r) {
-    gw_prompt *p = &r->prompt;
+void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool chat, gw_prompt *p) {
+    memset(p, 0, sizeof *p);
+    if (m->tok == GW_TOK_NONE) return;
     json_error_t e;
-    json_t *body = json_loadb(r->body, r->body_len, JSON_ALLOW_NUL, &e);
-    if (!json_is_object(body)) {
-        json_decref(body);
+    json_t *doc = json_loadb(body, len, JSON_ALLOW_NUL, &e);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
         p->state = GW_PREDICT_INVALID;
         return;
     }
-    bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
     /* The text is the body's strings plus the template's markers: bounded by twice
      * the body, and a margin for very short ones. */
-    ir_buf_init(&p->text, 2 * r->body_len + 4096);
-    keep_cache_salt(r, body);
-    int rc = prompt_ids(r, body, chat);
-    json_decref(body);
+    ir_buf_init(&p->text, 2 * len + 4096);
+    keep_cache_salt(p, doc);
+    int rc = prompt_ids(m, doc, chat, p);
+    json_decref(doc);
     p->state = rc == IRT_OK             ? GW_PREDICT_OK
                : rc == IRT_EUNSUPPORTED ? GW_PREDICT_UNSUPPORTED
                                         : GW_PREDICT_INVALID;
-    if (p->state == GW_PREDICT_OK) r->prompt_tokens = p->ids.len;
 }
 
-void gw_stage_prepare(gw_req *r, gw_step_fn next) {
-    r->prompt_tokens = r->body_len / 4; /* an estimate, unless tokenized below */
-    if (r->model->tok != GW_TOK_NONE) tokenize(r);
-    next(r);
-}
-
-void gw_stage_hash(gw_req *r) {
-    gw_prompt *p = &r->prompt;
+void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p) {
     if (p->state != GW_PREDICT_OK) return;
-    uint32_t bs = r->w->app->fleet.block_size;
+    uint32_t bs = f->block_size;
     size_t n = p->ids.len / bs;
     if (n > 0 && !(p->hashes = malloc(n * sizeof *p->hashes))) {
         p->state = GW_PREDICT_NONE;
         return;
     }
-    ir_hash128 root = ir_block_hash_root(r->model->cfg->name, NULL, p->cache_salt);
+    ir_hash128 root = ir_block_hash_root(m->cfg->name, NULL, p->cache_salt);
     p->nhashes = ir_block_hash_chain(root, p->ids.ids, p->ids.len, bs, p->hashes, n);
     p->usable = irx_usable_blocks(p->nhashes, p->ids.len, bs);
 }
 
-void gw_stage_match(gw_req *r) {
-    gw_prompt *p = &r->prompt;
-    const gw_fleet *f = &r->w->app->fleet;
+void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
     if (p->state != GW_PREDICT_OK) return;
-    p->cached =
-        ir_arena_alloc(r->req->arena, (f->nreplicas ? f->nreplicas : 1) * sizeof *p->cached);
+    p->cached = calloc(f->nreplicas ? f->nreplicas : 1, sizeof *p->cached);
     if (!p->cached) {
         p->state = GW_PREDICT_NONE;
         return;
     }
     irx_lookup(f->index, p->hashes, p->usable, p->cached);
+}
+
+void gw_stage_prepare(gw_req *r, gw_step_fn next) {
+    bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
+    gw_prompt_tokenize(r->model, r->body, r->body_len, chat, &r->prompt);
+    /* tokenized, or an estimate (four bytes a token) */
+    r->prompt_tokens = r->prompt.state == GW_PREDICT_OK ? r->prompt.ids.len : r->body_len / 4;
+    next(r);
+}
+
+void gw_stage_hash(gw_req *r) {
+    gw_prompt_hash(&r->w->app->fleet, r->model, &r->prompt);
+}
+
+void gw_stage_match(gw_req *r) {
+    gw_prompt_match(&r->w->app->fleet, &r->prompt);
 }

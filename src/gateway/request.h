@@ -85,6 +85,12 @@ typedef struct gw_prompt {
     char *cache_salt;   /* the body's cache_salt, NUL-terminated, or NULL */
 } gw_prompt;
 
+/* Stages 3 to 5 as pure steps on a body (the request's stages and /admin/explain
+ * both use them). tokenize fills p (state NONE when m has no tokenizer); hash and
+ * match do nothing unless the state is OK. gw_prompt_free frees what they made. */
+void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool chat, gw_prompt *p);
+void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p);
+void gw_prompt_match(const gw_fleet *f, gw_prompt *p);
 void gw_prompt_free(gw_prompt *p);
 
 /* Bytes of the engine's body kept to read its usage from. */
@@ -238,6 +244,8 @@ typedef enum { GW_CHOSEN, GW_NONE_HEALTHY, GW_ALL_FULL } gw_choice;
 gw_choice gw_choose(gw_req *r);
 /* What the policy is told of r (valid while r's prompt is). */
 void gw_policy_request(gw_req *r, irp_request *q);
+void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t block_size,
+                          ir_rng *rng, irp_request *q);
 /* Sets each candidate's predicted_cached_tokens from r's match (stage 5). */
 void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, size_t n);
 
@@ -268,5 +276,12 @@ gw_route gw_route_of(const irn_request *req, const char **allow);
 void gw_dress_answer(gw_worker *w, const irn_request *req, irn_error_answer *e);
 /* Answers a request that is not proxied (a local route, 404, 405). */
 void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route k);
+
+/* ---- explain.c ------------------------------------------------------------------------ */
+/* POST /admin/explain: runs stages 2 to 7 on a body as a client would send it, and
+ * writes the decision as JSON into out, forwarding and recording nothing. target is
+ * the admin request's target (its ?path= says chat or completions). Returns the HTTP
+ * status of the answer (out then holds an error body when it is not 200). */
+int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir_buf *out);
 
 #endif

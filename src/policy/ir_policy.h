@@ -84,6 +84,12 @@ typedef struct irp_config {
 
 void irp_config_defaults(irp_config *c);
 
+/* What a policy says of one candidate, for POST /admin/explain. NaN: not known. */
+typedef struct irp_explain {
+    double score;             /* as the policy weighs it; its doc says which end wins */
+    double estimated_ttft_ms; /* policies with a cost model */
+} irp_explain;
+
 /* One policy: a file defines one table. name, choose are required; create,
  * destroy and every hook may be NULL. The hooks let a policy keep state about
  * the fleet (as HAProxy's load-balancing algorithms do); they are called from
@@ -108,6 +114,10 @@ typedef struct irp_vtable {
      * irp_candidate.replica; a removed index may be reused by a later add). */
     void (*replica_added)(void *state, uint32_t replica);
     void (*replica_removed)(void *state, uint32_t replica);
+    /* Optional: fills out[0..n) with each candidate's score (and TTFT estimate), as
+     * choose would weigh them now, without changing any state. */
+    void (*explain)(void *state, const irp_request *req, const irp_candidate *c, size_t n,
+                    irp_explain *out);
 } irp_vtable;
 
 typedef struct irp_policy irp_policy;
@@ -145,6 +155,9 @@ void irp_policy_replica_up(irp_policy *p, uint32_t replica);
 void irp_policy_replica_down(irp_policy *p, uint32_t replica);
 void irp_policy_replica_added(irp_policy *p, uint32_t replica);
 void irp_policy_replica_removed(irp_policy *p, uint32_t replica);
+/* out[0..n): the policy's explain hook, or NaN everywhere when it has none. */
+void irp_policy_explain(irp_policy *p, const irp_request *req, const irp_candidate *c, size_t n,
+                        irp_explain *out);
 
 /* The tables, one per file. */
 extern const irp_vtable irp_round_robin;

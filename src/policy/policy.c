@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,4 +135,10 @@ void irp_policy_replica_added(irp_policy *p, uint32_t replica) {
 
 void irp_policy_replica_removed(irp_policy *p, uint32_t replica) {
     if (p->vt->replica_removed) p->vt->replica_removed(p->state, replica);
+}
+
+void irp_policy_explain(irp_policy *p, const irp_request *req, const irp_candidate *c, size_t n,
+                        irp_explain *out) {
+    for (size_t i = 0; i < n; i++) out[i] = (irp_explain){NAN, NAN};
+    if (p->vt->explain && n > 0) p->vt->explain(p->state, req, c, n, out);
 }

@@ -97,3 +97,48 @@ test('under eviction pressure, every comparison is counted and the share of exac
     await stopFleet();
   }
 });
+
+test('POST /admin/explain shows the decision and each replica\'s prediction, and records nothing', async () => {
+  await startFleetWith(4096);
+  try {
+    const sys = 'Explain me: ' + sentence(120);
+    const body = { messages: [{ role: 'system', content: sys }, { role: 'user', content: 'hi' }], max_tokens: 1 };
+    const first = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', body: JSON.stringify(body) });
+    assert.equal(first.status, 200);
+    await first.arrayBuffer();
+    const served = first.headers.get('x-inferrail-replica');
+    const entries = async () => Number(/^inferrail_index_entries (\d+)/m.exec(await (await fetch(gw.admin + '/metrics')).text())[1]);
+    const before = await entries();
+    const ask = { ...body, messages: [body.messages[0], { role: 'user', content: 'another question' }] };
+    const r = await fetch(gw.admin + '/admin/explain', { method: 'POST', body: JSON.stringify(ask) });
+    assert.equal(r.status, 200);
+    const e = await r.json();
+    assert.equal(e.model, 'inferrail/sim-8b');
+    assert.equal(e.policy, 'random');
+    assert.equal(e.path, '/v1/chat/completions');
+    assert.ok(e.prompt_tokens > 100);
+    assert.equal(e.candidates.length, 3);
+    assert.ok(e.candidates.some((c) => c.replica === e.winner));
+    for (const c of e.candidates) {
+      assert.equal(c.eligible, true);
+      assert.equal(c.index_source, 'approximate');
+      assert.equal(typeof c.in_flight, 'number');
+      if (c.replica === served) assert.ok(c.predicted_cached_tokens >= 100, JSON.stringify(c));
+      else assert.equal(c.predicted_cached_tokens, 0);
+    }
+    assert.equal(await entries(), before, 'explain recorded nothing');
+    // The real request that follows gets the prediction explain showed, on the replica that has it.
+    const real = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', body: JSON.stringify(ask) });
+    await real.arrayBuffer();
+    const mine = e.candidates.find((c) => c.replica === real.headers.get('x-inferrail-replica'));
+    assert.equal(Number(real.headers.get('x-inferrail-cached-tokens')), mine.predicted_cached_tokens);
+    // ?path= picks completions; a bad path, a bad body and GET are refused clearly.
+    const comp = await (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: '{"prompt":"abc"}' })).json();
+    assert.equal(comp.path, '/v1/completions');
+    assert.equal((await fetch(gw.admin + '/admin/explain?path=/nope', { method: 'POST', body: '{}' })).status, 400);
+    assert.equal((await fetch(gw.admin + '/admin/explain', { method: 'POST', body: '{"model":"nope"}' })).status, 404);
+    assert.equal((await fetch(gw.admin + '/admin/explain')).status, 405);
+  } finally {
+    await stopFleet();
+  }
+});

@@ -1,0 +1,133 @@
+/* explain.c: POST /admin/explain, the routing decision for a body, with every
+ * replica's state and prediction, without forwarding or recording anything. It runs
+ * the same pure steps as the request path (resolve, tokenize, hash, match, offer,
+ * choose), on the admin thread. Stateful policies do advance (round_robin's turn,
+ * sglang_cache_aware's trees), as one more request would. */
+#include "gateway/request.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* chat or completions: ?path= when given, else whether the body has `messages`. */
+static int which_path(const char *target, const char *body, size_t len, bool *chat) {
+    const char *q = strchr(target, '?');
+    const char *p = q ? strstr(q, "path=") : NULL;
+    if (p) {
+        p += 5;
+        size_t n = strcspn(p, "&");
+        if (n == 20 && strncmp(p, "/v1/chat/completions", n) == 0) *chat = true;
+        else if (n == 15 && strncmp(p, "/v1/completions", n) == 0) *chat = false;
+        else return -1;
+        return 0;
+    }
+    ir_json_span sp;
+    *chat = ir_json_scan_key(body, len, "messages", &sp, 256) == IR_JSON_FOUND;
+    return 0;
+}
+
+/* Why replica r cannot take the request now; NULL when it can. */
+static const char *ineligible(const gw_fleet *f, const gw_replica *r, uint32_t model,
+                              uint64_t now) {
+    if (!gw_replica_serves(r, model)) return "does not serve the model";
+    if (!atomic_load(&r->healthy)) return "unhealthy";
+    if (atomic_load(&r->ejected_until) > now) return "ejected";
+    if (atomic_load(&r->in_flight) >= (uint32_t)r->cfg->max_concurrency ||
+        atomic_load(&r->pending) >= (uint32_t)r->cfg->max_pending)
+        return "full";
+    (void)f;
+    return NULL;
+}
+
+static json_t *number_or_null(double v) {
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char *why,
+                              const irp_candidate *c, const irp_explain *ex) {
+    json_t *o = json_object();
+    json_object_set_new(o, "replica", json_string(r->cfg->id));
+    json_object_set_new(o, "eligible", json_boolean(why == NULL));
+    if (why) json_object_set_new(o, "reason", json_string(why));
+    json_object_set_new(o, "predicted_cached_tokens",
+                        json_integer(c ? (json_int_t)c->predicted_cached_tokens : 0));
+    json_object_set_new(o, "index_source", json_string("approximate"));
+    json_object_set_new(o, "in_flight", json_integer(atomic_load(&r->in_flight)));
+    json_object_set_new(o, "pending", json_integer(atomic_load(&r->pending)));
+    json_object_set_new(o, "pending_prompt_tokens",
+                        json_integer((json_int_t)atomic_load(&r->pending_tokens)));
+    json_object_set_new(o, "engine_waiting", json_null()); /* no load scraper yet */
+    json_object_set_new(o, "index_blocks",
+                        json_integer(irx_replica_blocks(f->index, r->index)));
+    json_object_set_new(o, "estimated_ttft_ms", number_or_null(ex ? ex->estimated_ttft_ms : NAN));
+    json_object_set_new(o, "score", number_or_null(ex ? ex->score : NAN));
+    return o;
+}
+
+static const char *prediction_name(gw_predict_state s) {
+    static const char *names[] = {"none", "ok", "unsupported", "invalid"};
+    return names[s];
+}
+
+/* The decision over the eligible candidates, and every replica's row. */
+static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64_t tokens) {
+    gw_fleet *f = &app->fleet;
+    uint64_t now = ir_now_ns();
+    irp_candidate cand[GW_MAX_REPLICAS];
+    irp_explain ex[GW_MAX_REPLICAS];
+    size_t healthy, n = gw_fleet_candidates(f, m->index, now, NULL, cand, &healthy);
+    gw_predictions(f, p, cand, n);
+    ir_rng rng;
+    ir_rng_seed(&rng, now);
+    irp_request q;
+    gw_policy_request_of(p, tokens, f->block_size, &rng, &q);
+    irp_policy_explain(m->policy, &q, cand, n, ex);
+    size_t win = n ? irp_choose(m->policy, &q, cand, n) : 0;
+    json_t *rows = json_array();
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        const gw_replica *r = &f->replicas[i];
+        size_t k = 0;
+        while (k < n && cand[k].replica != i) k++;
+        const char *why = k < n ? NULL : ineligible(f, r, m->index, now);
+        if (k == n && !why) why = "full"; /* lost its room between the two reads */
+        json_array_append_new(rows, candidate_json(f, r, why, k < n ? &cand[k] : NULL,
+                                                   k < n ? &ex[k] : NULL));
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "winner", n ? json_string(f->replicas[cand[win].replica].cfg->id)
+                                       : json_null());
+    json_object_set_new(o, "candidates", rows);
+    return o;
+}
+
+static int fail(ir_buf *out, int status, const char *msg) {
+    irn_error_body(out, status, NULL, msg);
+    return status;
+}
+
+int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir_buf *out) {
+    bool chat;
+    if (which_path(target, body, len, &chat))
+        return fail(out, 400, "?path= must be /v1/chat/completions or /v1/completions");
+    gw_resolution res;
+    gw_resolve_model(&app->fleet, body, len, &res);
+    if (!res.model) return fail(out, res.status, res.message);
+    const gw_model *m = res.model;
+    gw_prompt p;
+    gw_prompt_tokenize(m, body, len, chat, &p);
+    gw_prompt_hash(&app->fleet, m, &p);
+    gw_prompt_match(&app->fleet, &p);
+    uint64_t tokens = p.state == GW_PREDICT_OK ? p.ids.len : len / 4;
+    json_t *o = decide(app, m, &p, tokens);
+    json_object_set_new(o, "model", json_string(m->cfg->name));
+    json_object_set_new(o, "policy", json_string(irp_policy_name(m->policy)));
+    json_object_set_new(o, "path", json_string(chat ? "/v1/chat/completions" : "/v1/completions"));
+    json_object_set_new(o, "prompt_tokens", json_integer((json_int_t)tokens));
+    json_object_set_new(o, "prompt_tokens_exact", json_boolean(p.state == GW_PREDICT_OK));
+    json_object_set_new(o, "prediction", json_string(prediction_name(p.state)));
+    json_object_set_new(o, "block_size", json_integer(app->fleet.block_size));
+    gw_prompt_free(&p);
+    int rc = ir_json_append(out, o, false);
+    json_decref(o);
+    return rc ? fail(out, 500, "out of memory") : 200;
+}
