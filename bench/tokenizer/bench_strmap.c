@@ -42,7 +42,8 @@ static void best(times *b, times t) {
 
 static volatile uint64_t sink;
 
-static times run_strmap(const key *ins, const key *look, const key *absent, size_t n, size_t bytes) {
+static times run_strmap(const key *ins, const key *look, const key *absent, size_t n,
+                        size_t bytes) {
     times t;
     hf_strmap m;
     double a = now_ns();
@@ -136,7 +137,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     size_t n = json_object_size(vocab), bytes = 0, i = 0;
-    key *ins = calloc(n, sizeof *ins), *look = calloc(n, sizeof *look), *absent = calloc(n, sizeof *absent);
+    key *ins = calloc(n, sizeof *ins), *look = calloc(n, sizeof *look),
+        *absent = calloc(n, sizeof *absent);
     const char *k;
     json_t *v;
     json_object_foreach(vocab, k, v) {
