@@ -14,10 +14,9 @@ static bool token_char(unsigned char c) {
 
 /* Headers the gateway or the connection own: never configurable. */
 static bool reserved(const char *name) {
-    static const char *const r[] = {"host",       "content-length",    "transfer-encoding",
-                                    "connection", "keep-alive",        "upgrade",
-                                    "te",         "trailer",           "proxy-connection",
-                                    "x-request-id", "x-forwarded-for", NULL};
+    static const char *const r[] = {
+        "host", "content-length", "transfer-encoding", "connection",   "keep-alive",      "upgrade",
+        "te",   "trailer",        "proxy-connection",  "x-request-id", "x-forwarded-for", NULL};
     for (size_t i = 0; r[i]; i++)
         if (strcasecmp(name, r[i]) == 0) return true;
     return false;
@@ -43,9 +42,8 @@ void gw_check_replica_headers(const gw_replica_cfg *r, size_t i, ir_cfg_errors *
             continue;
         }
         if (strpbrk(s, "\r\n") || strlen(s) > 8192)
-            ir_cfg_errors_add(errs,
-                              "replicas[%zu].headers.%s: no line breaks, at most 8192 bytes", i,
-                              k);
+            ir_cfg_errors_add(errs, "replicas[%zu].headers.%s: no line breaks, at most 8192 bytes",
+                              i, k);
     }
 }
 
