@@ -7,6 +7,13 @@
  * (immutable after start), the fleet's per-replica atomic counters and health,
  * the policies (atomic state), and the model cards (behind a mutex, read only
  * by GET /v1/models).
+ *
+ * The port is the process's own: before the workers bind with SO_REUSEPORT,
+ * irn_listen_probe binds it without, which fails while any other process
+ * listens there. Start-up failures exit 1 after freeing what was started.
+ * Signals (gw_main.c): the first SIGTERM/SIGINT drains (app.stopping, /ready
+ * 503), a second one cuts; a reaper thread joins the workers so the signal
+ * handles stay installed until the end.
  */
 #ifndef IR_GATEWAY_H
 #define IR_GATEWAY_H

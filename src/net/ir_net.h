@@ -8,7 +8,8 @@
  * Threading: every object here belongs to the loop (and so the thread) that
  * created it and must only be used from that thread. The multi-threaded model
  * is one loop per worker thread, each with its own irn_server listening on the
- * same port with `reuseport` set, and its own irn_pool. There are no globals.
+ * same port with `reuseport` set (after irn_listen_probe made sure no other
+ * process holds it), and its own irn_pool. There are no globals.
  *
  * Contract (libuv style):
  *   - A call that takes a callback and returns an error never fires that
