@@ -16,9 +16,12 @@ static int which_path(const char *target, const char *body, size_t len, bool *ch
     if (p) {
         p += 5;
         size_t n = strcspn(p, "&");
-        if (n == 20 && strncmp(p, "/v1/chat/completions", n) == 0) *chat = true;
-        else if (n == 15 && strncmp(p, "/v1/completions", n) == 0) *chat = false;
-        else return -1;
+        if (n == 20 && strncmp(p, "/v1/chat/completions", n) == 0)
+            *chat = true;
+        else if (n == 15 && strncmp(p, "/v1/completions", n) == 0)
+            *chat = false;
+        else
+            return -1;
         return 0;
     }
     ir_json_span sp;
@@ -57,8 +60,7 @@ static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char
     json_object_set_new(o, "pending_prompt_tokens",
                         json_integer((json_int_t)atomic_load(&r->pending_tokens)));
     json_object_set_new(o, "engine_waiting", json_null()); /* no load scraper yet */
-    json_object_set_new(o, "index_blocks",
-                        json_integer(irx_replica_blocks(f->index, r->index)));
+    json_object_set_new(o, "index_blocks", json_integer(irx_replica_blocks(f->index, r->index)));
     json_object_set_new(o, "estimated_ttft_ms", number_or_null(ex ? ex->estimated_ttft_ms : NAN));
     json_object_set_new(o, "score", number_or_null(ex ? ex->score : NAN));
     return o;
@@ -90,12 +92,12 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
         while (k < n && cand[k].replica != i) k++;
         const char *why = k < n ? NULL : ineligible(f, r, m->index, now);
         if (k == n && !why) why = "full"; /* lost its room between the two reads */
-        json_array_append_new(rows, candidate_json(f, r, why, k < n ? &cand[k] : NULL,
-                                                   k < n ? &ex[k] : NULL));
+        json_array_append_new(
+            rows, candidate_json(f, r, why, k < n ? &cand[k] : NULL, k < n ? &ex[k] : NULL));
     }
     json_t *o = json_object();
-    json_object_set_new(o, "winner", n ? json_string(f->replicas[cand[win].replica].cfg->id)
-                                       : json_null());
+    json_object_set_new(o, "winner",
+                        n ? json_string(f->replicas[cand[win].replica].cfg->id) : json_null());
     json_object_set_new(o, "candidates", rows);
     return o;
 }
