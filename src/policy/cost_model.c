@@ -99,8 +99,7 @@ static double queue_wait(const irp_config *cfg, const irp_request *req, const ir
     double U = (double)(c->pending_uncached_tokens ? c->pending_uncached_tokens
                                                    : c->pending_prompt_tokens);
     double q_gw = 0.0;
-    if (p > 0)
-        q_gw = cfg->prefill_a * U + cfg->prefill_b * U * U / (2.0 * p) + cfg->prefill_d * p;
+    if (p > 0) q_gw = cfg->prefill_a * U + cfg->prefill_b * U * U / (2.0 * p) + cfg->prefill_d * p;
     double q_eng = 0.0;
     if (c->engine_fresh && c->engine_waiting) {
         double avg = p > 0 ? U / p : (double)req->prompt_tokens;

@@ -67,9 +67,8 @@ static void *ph_create(const irp_config *cfg) {
     s->npoints = np;
     for (uint32_t r = 0; r < IRP_MAX_REPLICAS; r++)
         for (uint32_t k = 0; k < v; k++)
-            s->points[(size_t)r * v + k] =
-                (ph_point){.pos = irp_mix64(((uint64_t)r << 32 | k) ^ 0x9e3779b97f4a7c15ULL),
-                           .replica = r};
+            s->points[(size_t)r * v + k] = (ph_point){
+                .pos = irp_mix64(((uint64_t)r << 32 | k) ^ 0x9e3779b97f4a7c15ULL), .replica = r};
     qsort(s->points, np, sizeof(ph_point), point_cmp);
     return s;
 }
@@ -83,8 +82,10 @@ static size_t ring_start(const ph_state *s, uint64_t pos) {
     size_t lo = 0, hi = s->npoints;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (s->points[mid].pos < pos) lo = mid + 1;
-        else hi = mid;
+        if (s->points[mid].pos < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo == s->npoints ? 0 : lo;
 }

@@ -57,10 +57,10 @@ typedef struct sg_node {
 
 typedef struct sg_tree {
     pthread_mutex_t mu;
-    sg_node root;          /* len 0 */
-    sg_node *lru_new;      /* most recent */
-    sg_node *lru_old;      /* least recent: always a leaf */
-    size_t chars;          /* bytes held in labels */
+    sg_node root;     /* len 0 */
+    sg_node *lru_new; /* most recent */
+    sg_node *lru_old; /* least recent: always a leaf */
+    size_t chars;     /* bytes held in labels */
 } sg_tree;
 
 typedef struct sg_state {
@@ -71,10 +71,14 @@ typedef struct sg_state {
 /* ---- the LRU list -------------------------------------------------------- */
 
 static void lru_unlink(sg_tree *t, sg_node *x) {
-    if (x->newer) x->newer->older = x->older;
-    else t->lru_new = x->older;
-    if (x->older) x->older->newer = x->newer;
-    else t->lru_old = x->newer;
+    if (x->newer)
+        x->newer->older = x->older;
+    else
+        t->lru_new = x->older;
+    if (x->older)
+        x->older->newer = x->newer;
+    else
+        t->lru_old = x->newer;
     x->newer = x->older = NULL;
 }
 
@@ -90,8 +94,10 @@ static void lru_push_new(sg_tree *t, sg_node *x) {
 static void lru_insert_newer(sg_tree *t, sg_node *x, sg_node *y) {
     x->older = y;
     x->newer = y->newer;
-    if (y->newer) y->newer->older = x;
-    else t->lru_new = x;
+    if (y->newer)
+        y->newer->older = x;
+    else
+        t->lru_new = x;
     y->newer = x;
 }
 

@@ -259,12 +259,9 @@ static void threads_share_one_instance(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(lowest_ttft_wins),
-        cmocka_unit_test(bounded_load_guard),
-        cmocka_unit_test(kv_pressure_guard),
-        cmocka_unit_test(hot_prefix_replicated),
-        cmocka_unit_test(session_affinity),
-        cmocka_unit_test(bounded_under_a_hot_prefix),
+        cmocka_unit_test(lowest_ttft_wins),           cmocka_unit_test(bounded_load_guard),
+        cmocka_unit_test(kv_pressure_guard),          cmocka_unit_test(hot_prefix_replicated),
+        cmocka_unit_test(session_affinity),           cmocka_unit_test(bounded_under_a_hot_prefix),
         cmocka_unit_test(threads_share_one_instance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,8 +12,8 @@
 #include "policy_fixture.h"
 
 static irp_request text_req(ir_rng *r, const char *t) {
-    return (irp_request){.prompt_tokens = strlen(t) / 4 + 1, .rng = r, .text = t,
-                         .text_len = strlen(t)};
+    return (irp_request){
+        .prompt_tokens = strlen(t) / 4 + 1, .rng = r, .text = t, .text_len = strlen(t)};
 }
 
 /* Routes t and records it where it went, as the gateway does. */
