@@ -30,6 +30,11 @@ typedef struct irp_candidate {
     uint32_t pending;                 /* requests still waiting for a response head */
     uint64_t prompt_tokens_in_flight; /* prompt tokens of the requests in flight */
     uint64_t pending_prompt_tokens;   /* prompt tokens of those still waiting for a head */
+    /* Of those, the tokens the KV index predicted uncached when each was routed
+     * (cost_model's queue estimate). 0: unknown, pending_prompt_tokens stands
+     * in (a routed prompt always has at least one uncached token, so 0 with
+     * pending > 0 can only mean unknown). */
+    uint64_t pending_uncached_tokens;
     uint64_t predicted_cached_tokens; /* what the KV index predicts it holds of this prompt */
     uint32_t max_concurrency;         /* the replica's cap on in_flight */
     uint64_t kv_capacity_blocks;      /* its KV cache, in blocks (0: unknown) */
@@ -65,8 +70,9 @@ typedef struct irp_config {
     uint32_t prefix_blocks; /* leading blocks that name a prefix (4) */
     uint32_t vnodes;        /* points per replica on the ring (64) */
     /* kv_aware: score = hit_weight * hit fraction - load_weight * normalised load. */
-    double hit_weight;  /* 1.0 */
-    double load_weight; /* 1.0 */
+    double hit_weight;   /* 1.0 */
+    double load_weight;  /* 1.0 */
+    uint32_t load_floor; /* in flight that counts as fully loaded, at least (4) */
     /* cost_model: P(u, c) = a*u + b*u*(c + u/2) + d, in seconds. */
     double prefill_a;      /* s per uncached token (100e-6) */
     double prefill_b;      /* s per token pair (3.3e-9) */
@@ -74,12 +80,16 @@ typedef struct irp_config {
     double tpot;           /* s per output token (20e-3) */
     double kv_pressure;    /* engine KV usage above which a replica is avoided (0.95) */
     uint32_t hot_replicas; /* most replicas a hot prefix is spread over (0: all) */
+    double hot_util;       /* prefill utilisation one replica may take of a prefix (0.7) */
+    double hot_window_s;   /* time constant of the per-prefix arrival rate, s (10) */
     bool session_affinity; /* prefer the replica a session used last */
-    /* sglang_cache_aware: SGLang's documented defaults. */
-    double cache_threshold;         /* 0.5 */
-    uint32_t balance_abs_threshold; /* 32 */
-    double balance_rel_threshold;   /* 1.0001 */
-    uint64_t max_tree_chars;        /* per worker tree, in characters (16M) */
+    /* sglang_cache_aware: the defaults documented for SGLang Model Gateway
+     * (docs/advanced_features/sgl_model_gateway.md, "Cache-Aware Policy
+     * Tuning"); the first sglang-router (v0.1) documented 0.5, 32, 1.0001, 2^24. */
+    double cache_threshold;         /* 0.3 */
+    uint32_t balance_abs_threshold; /* 64 */
+    double balance_rel_threshold;   /* 1.5 */
+    uint64_t max_tree_chars;        /* per worker tree, in bytes of text (2^26) */
 } irp_config;
 
 void irp_config_defaults(irp_config *c);
@@ -164,6 +174,15 @@ extern const irp_vtable irp_round_robin;
 extern const irp_vtable irp_random;
 extern const irp_vtable irp_least_request;
 extern const irp_vtable irp_p2c;
+extern const irp_vtable irp_prefix_hash;
+extern const irp_vtable irp_kv_aware;
+extern const irp_vtable irp_cost_model;
+extern const irp_vtable irp_sglang_cache_aware;
+
+/* cost_model's estimate of one candidate's time to first token, in seconds
+ * (queue wait + P(u, c); see cost_model.c), for /admin/explain and the
+ * decision log. Pure: reads only its arguments. */
+double irp_cost_ttft(const irp_config *cfg, const irp_request *req, const irp_candidate *c);
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,9 @@ struct irp_policy {
     _Atomic uint64_t out_of_range; /* answers of choose outside [0, n) */
 };
 
-static const irp_vtable *const all[] = {&irp_round_robin, &irp_random, &irp_least_request, &irp_p2c,
-                                        NULL};
+static const irp_vtable *const all[] = {
+    &irp_round_robin, &irp_random,     &irp_least_request,      &irp_p2c, &irp_prefix_hash,
+    &irp_kv_aware,    &irp_cost_model, &irp_sglang_cache_aware, NULL};
 
 const irp_vtable *const *irp_all(void) {
     return all;
@@ -57,17 +58,20 @@ void irp_config_defaults(irp_config *c) {
                       .vnodes = 64,
                       .hit_weight = 1.0,
                       .load_weight = 1.0,
+                      .load_floor = 4,
                       .prefill_a = 100e-6,
                       .prefill_b = 3.3e-9,
                       .prefill_d = 5e-3,
                       .tpot = 20e-3,
                       .kv_pressure = 0.95,
                       .hot_replicas = 0,
+                      .hot_util = 0.7,
+                      .hot_window_s = 10.0,
                       .session_affinity = false,
-                      .cache_threshold = 0.5,
-                      .balance_abs_threshold = 32,
-                      .balance_rel_threshold = 1.0001,
-                      .max_tree_chars = 16u << 20};
+                      .cache_threshold = 0.3,
+                      .balance_abs_threshold = 64,
+                      .balance_rel_threshold = 1.5,
+                      .max_tree_chars = 1u << 26};
 }
 
 irp_policy *irp_policy_new_from(const irp_vtable *vt, const irp_config *cfg) {

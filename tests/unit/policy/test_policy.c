@@ -25,14 +25,18 @@ static void registry(void **state) {
     assert_non_null(irp_find("random"));
     assert_non_null(irp_find("least_request"));
     assert_non_null(irp_find("p2c"));
-    assert_null(irp_find("cost_model"));
-    assert_null(irp_policy_new("kv_aware", NULL));
+    assert_non_null(irp_find("prefix_hash"));
+    assert_non_null(irp_find("kv_aware"));
+    assert_non_null(irp_find("cost_model"));
+    assert_non_null(irp_find("sglang_cache_aware"));
+    assert_null(irp_find("no_such_policy"));
+    assert_null(irp_policy_new("no_such_policy", NULL));
     size_t n = 0;
     for (const irp_vtable *const *v = irp_all(); *v; v++) {
         assert_non_null(strstr(irp_names(), (*v)->name));
         n++;
     }
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 8);
 }
 
 static void round_robin_rotates(void **state) {
@@ -227,7 +231,7 @@ static void hooks_reach_the_policy(void **state) {
     assert_int_equal(hook_replica, 12);
     irp_policy_free(p);
 
-    /* The built-in policies leave hooks NULL today; calling them is harmless. */
+    /* Calling every built-in policy's hooks is harmless (NULL ones are no-ops). */
     for (const irp_vtable *const *v = irp_all(); *v; v++) {
         irp_policy *b = irp_policy_new((*v)->name, NULL);
         irp_policy_assigned(b, 0, &q);

@@ -1,0 +1,312 @@
+/* cost_model.c: the lowest estimated time to first token, behind four guards.
+ *
+ * The estimate, per candidate i (irp_cost_ttft), in seconds:
+ *
+ *   TTFT_i = Q_i + P(u_i, c_i),   P(u, c) = a*u + b*u*(c + u/2) + d
+ *
+ * c_i = predicted_cached_tokens (the KV index), u_i = prompt_tokens - c_i; a,
+ * b, d = prefill_a, prefill_b, prefill_d (the simulator's model shape, or what
+ * `inferrail-bench calibrate` fits on a real engine). Q_i, the queue wait, is
+ * the prefill still ahead of this request on the replica:
+ *   - the gateway's own: its p = pending requests (sent, no response head yet)
+ *     carry U uncached tokens (pending_uncached_tokens, else
+ *     pending_prompt_tokens); as p prompts of U/p tokens with nothing cached
+ *     they cost Q_gw = a*U + b*U^2/(2p) + d*p;
+ *   - the engine's, when engine_fresh: engine_waiting requests, each taken to
+ *     cost a prefill of the gateway's mean pending prompt (U/p), or of this
+ *     prompt when nothing is pending: Q_eng = waiting * P(avg, 0);
+ *   - Q_i = max(Q_gw, Q_eng): the engine's queue includes the gateway's own
+ *     requests, so the two are not added; the engine's number also sees other
+ *     gateways' traffic, the gateway's own is never stale.
+ * The estimate stands for a FIFO prefill queue (vLLM's scheduler, the
+ * simulator); decode is not counted (tpot is kept for calibration only).
+ *
+ * The guards, in order:
+ *   1. Bounded load: a candidate is eligible only if in_flight + 1 <=
+ *      ceil(c * (total_in_flight + 1) / n), c = load_factor (as prefix_hash):
+ *      no replica is taken above c times the mean in flight. The least loaded
+ *      candidate always qualifies.
+ *   2. KV pressure: a candidate whose engine reports (engine_fresh) KV usage
+ *      above kv_pressure is dropped while an eligible one without pressure
+ *      exists (a full cache evicts what the index predicts, and preempts).
+ *   3. Session affinity (session_affinity, off by default): a request with a
+ *      session key goes to the replica its session was last sent to, if that
+ *      replica is still eligible. Sessions are remembered in a direct-mapped,
+ *      lock-free table of 4096 slots (a collision forgets the older session).
+ *   4. Hot-prefix replication. The prefix (the key of prefix_hash: the hash of
+ *      block min(nblocks, prefix_blocks) - 1, or the text's first bytes) has a
+ *      decaying arrival rate r (per second, time constant hot_window_s),
+ *      counted in the `assigned` hook so that /admin/explain never counts. One
+ *      request of it costs w = P(u*, c*) on a warm replica (c* the largest
+ *      prediction among the candidates), so the prefix asks r * w of one
+ *      replica's prefill time per second. When that exceeds hot_util, the
+ *      prefix is spread over k = ceil(r * w / hot_util) replicas (at most
+ *      hot_replicas, 0 for all, and the eligible count): the k eligible
+ *      candidates that hold the most of it, ties by a rendezvous hash of
+ *      (prefix, replica) so the set is stable. Within the set every member
+ *      is costed as if warm (Q_i + w), so the least queued one wins, and a
+ *      cold member pays one full prefill, once, before it is warm too.
+ *      Without replication the queue term alone spreads a hot prefix only
+ *      after its warm replica has queued about a cold prefill's worth.
+ *      The rates live in 64 stripes of 16 entries, each stripe behind its own
+ *      mutex (held for a few loads and stores); a full stripe replaces its
+ *      slowest entry.
+ * Then the eligible (or hot-set) candidate with the lowest estimate wins,
+ * ties broken at random with req->rng.
+ *
+ * Knobs: prefill_a, prefill_b, prefill_d, load_factor, kv_pressure,
+ * session_affinity, prefix_blocks, hot_replicas, hot_util, hot_window_s.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/ir_policy.h"
+#include "policy/policy_util.h"
+
+#define CM_STRIPES       64u
+#define CM_STRIPE_SLOTS  16u
+#define CM_SESSION_SLOTS 4096u
+
+typedef struct cm_rate {
+    uint64_t key;
+    double rate;   /* arrivals per second, as of t_ns */
+    uint64_t t_ns; /* 0: empty */
+} cm_rate;
+
+typedef struct cm_stripe {
+    pthread_mutex_t mu;
+    cm_rate slot[CM_STRIPE_SLOTS];
+} cm_stripe;
+
+typedef struct cm_state {
+    irp_config cfg;
+    cm_stripe stripes[CM_STRIPES];
+    /* session slot: the session key's high 40 bits << 24 | (replica + 1); 0 empty */
+    _Atomic uint64_t sessions[CM_SESSION_SLOTS];
+} cm_state;
+
+/* ---- the estimate ------------------------------------------------------ */
+
+static double prefill(const irp_config *cfg, double u, double c) {
+    return cfg->prefill_a * u + cfg->prefill_b * u * (c + u / 2.0) + cfg->prefill_d;
+}
+
+static double queue_wait(const irp_config *cfg, const irp_request *req, const irp_candidate *c) {
+    double p = c->pending;
+    double U = (double)(c->pending_uncached_tokens ? c->pending_uncached_tokens
+                                                   : c->pending_prompt_tokens);
+    double q_gw = 0.0;
+    if (p > 0) q_gw = cfg->prefill_a * U + cfg->prefill_b * U * U / (2.0 * p) + cfg->prefill_d * p;
+    double q_eng = 0.0;
+    if (c->engine_fresh && c->engine_waiting) {
+        double avg = p > 0 ? U / p : (double)req->prompt_tokens;
+        q_eng = (double)c->engine_waiting * prefill(cfg, avg, 0.0);
+    }
+    return q_gw > q_eng ? q_gw : q_eng;
+}
+
+static double cached_of(const irp_request *req, const irp_candidate *c) {
+    double pt = (double)req->prompt_tokens, cached = (double)c->predicted_cached_tokens;
+    return cached < pt ? cached : pt;
+}
+
+double irp_cost_ttft(const irp_config *cfg, const irp_request *req, const irp_candidate *c) {
+    double cached = cached_of(req, c);
+    return queue_wait(cfg, req, c) + prefill(cfg, (double)req->prompt_tokens - cached, cached);
+}
+
+/* ---- per-prefix arrival rates ----------------------------------------- */
+
+static double decayed(const cm_rate *e, uint64_t now, double tau) {
+    if (!e->t_ns) return 0.0;
+    double dt = now > e->t_ns ? (double)(now - e->t_ns) * 1e-9 : 0.0;
+    return e->rate * exp(-dt / tau);
+}
+
+static double tau_of(const irp_config *cfg) {
+    return cfg->hot_window_s > 0 ? cfg->hot_window_s : 10.0;
+}
+
+/* Adds one arrival of `key` (when add) and returns its current rate. */
+static double rate_touch(cm_state *s, uint64_t key, bool add) {
+    cm_stripe *st = &s->stripes[key % CM_STRIPES];
+    uint64_t now = ir_now_ns();
+    double tau = tau_of(&s->cfg), r = 0.0;
+    pthread_mutex_lock(&st->mu);
+    cm_rate *hit = NULL, *victim = &st->slot[0];
+    double vrate = INFINITY;
+    for (size_t i = 0; i < CM_STRIPE_SLOTS; i++) {
+        cm_rate *e = &st->slot[i];
+        if (e->t_ns && e->key == key) {
+            hit = e;
+            break;
+        }
+        double d = decayed(e, now, tau);
+        if (d < vrate) vrate = d, victim = e;
+    }
+    if (hit) r = decayed(hit, now, tau);
+    if (add) {
+        if (!hit) hit = victim, hit->key = key;
+        r += 1.0 / tau;
+        hit->rate = r;
+        hit->t_ns = now ? now : 1;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return r;
+}
+
+/* ---- sessions ---------------------------------------------------------- */
+
+static uint64_t session_key(const irp_request *req) {
+    return XXH3_64bits(req->session, req->session_len);
+}
+
+static bool session_get(cm_state *s, uint64_t key, uint32_t *replica) {
+    uint64_t v = atomic_load_explicit(&s->sessions[key % CM_SESSION_SLOTS], memory_order_relaxed);
+    if (!v || (v >> 24) != (key >> 24)) return false;
+    *replica = (uint32_t)(v & 0xffffff) - 1u;
+    return true;
+}
+
+static void session_put(cm_state *s, uint64_t key, uint32_t replica) {
+    if (replica >= 0xffffff) return;
+    uint64_t v = (key >> 24) << 24 | (replica + 1u);
+    atomic_store_explicit(&s->sessions[key % CM_SESSION_SLOTS], v, memory_order_relaxed);
+}
+
+/* ---- choose ------------------------------------------------------------ */
+
+typedef struct cm_guard {
+    uint64_t cap;       /* bounded load */
+    bool avoid_kv;      /* drop candidates under KV pressure */
+    double kv_pressure; /* the threshold */
+} cm_guard;
+
+static bool kv_pressed(const irp_candidate *c, double th) {
+    return c->engine_fresh && c->engine_kv_usage > th;
+}
+
+static bool eligible(const cm_guard *g, const irp_candidate *c) {
+    return irp_under_cap(c, g->cap) && !(g->avoid_kv && kv_pressed(c, g->kv_pressure));
+}
+
+static size_t eligible_count(cm_guard *g, const irp_candidate *c, size_t n) {
+    g->avoid_kv = false;
+    for (size_t i = 0; i < n && !g->avoid_kv; i++)
+        g->avoid_kv = irp_under_cap(&c[i], g->cap) && !kv_pressed(&c[i], g->kv_pressure);
+    size_t ne = 0;
+    for (size_t i = 0; i < n; i++) ne += eligible(g, &c[i]);
+    return ne;
+}
+
+typedef struct cm_rank {
+    uint64_t cached, rdv;
+    size_t idx;
+} cm_rank;
+
+static int rank_cmp(const void *a, const void *b) {
+    const cm_rank *x = a, *y = b;
+    if (x->cached != y->cached) return x->cached > y->cached ? -1 : 1;
+    if (x->rdv != y->rdv) return x->rdv > y->rdv ? -1 : 1;
+    return 0;
+}
+
+/* How many replicas the prefix should be spread over (1: not hot). */
+static size_t hot_k(cm_state *s, uint64_t key, double w, size_t ne) {
+    double r = rate_touch(s, key, false);
+    double util = s->cfg.hot_util > 0 ? s->cfg.hot_util : 0.7;
+    double want = ceil(r * w / util);
+    size_t lim = s->cfg.hot_replicas && s->cfg.hot_replicas < ne ? s->cfg.hot_replicas : ne;
+    if (!(want > 1.0)) return 1;
+    return want >= (double)lim ? lim : (size_t)want;
+}
+
+/* Marks in `set` the k eligible candidates that hold the most of the prefix
+ * (ties by rendezvous hash). Returns false when n exceeds the stack table. */
+static bool hot_set(const cm_guard *g, uint64_t key, const irp_candidate *c, size_t n, size_t k,
+                    uint64_t *set) {
+    cm_rank rank[IRP_MAX_REPLICAS];
+    if (n > IRP_MAX_REPLICAS) return false;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (eligible(g, &c[i]))
+            rank[m++] = (cm_rank){.cached = c[i].predicted_cached_tokens,
+                                  .rdv = irp_mix64(key ^ irp_mix64(c[i].replica + 1ULL)),
+                                  .idx = i};
+    qsort(rank, m, sizeof rank[0], rank_cmp);
+    for (size_t j = 0; j < k && j < m; j++) set[rank[j].idx / 64] |= 1ULL << (rank[j].idx % 64);
+    return true;
+}
+
+static size_t cm_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
+    cm_state *s = state;
+    if (!s) return irp_least_loaded(req, c, n);
+    const irp_config *cfg = &s->cfg;
+    cm_guard g = {.cap = irp_load_cap(cfg->load_factor, c, n), .kv_pressure = cfg->kv_pressure};
+    size_t ne = eligible_count(&g, c, n);
+
+    if (cfg->session_affinity && req->session && req->session_len) {
+        uint32_t r;
+        if (session_get(s, session_key(req), &r))
+            for (size_t i = 0; i < n; i++)
+                if (c[i].replica == r && eligible(&g, &c[i])) return i;
+    }
+
+    /* Hot prefix: the warm cost, and the set it is spread over. */
+    uint64_t key, set[IRP_MAX_REPLICAS / 64] = {0};
+    bool hot = false;
+    double warm = 0.0;
+    if (ne > 1 && irp_prefix_key(req, cfg->prefix_blocks, &key)) {
+        double cmax = 0.0;
+        for (size_t i = 0; i < n; i++)
+            if (eligible(&g, &c[i]) && cached_of(req, &c[i]) > cmax) cmax = cached_of(req, &c[i]);
+        warm = prefill(cfg, (double)req->prompt_tokens - cmax, cmax);
+        size_t k = hot_k(s, key, warm, ne);
+        hot = k > 1 && hot_set(&g, key, c, n, k, set);
+    }
+
+    irp_argmin m;
+    irp_argmin_init(&m);
+    for (size_t i = 0; i < n; i++) {
+        if (!eligible(&g, &c[i])) continue;
+        if (hot && !(set[i / 64] >> (i % 64) & 1)) continue;
+        double est = hot ? queue_wait(cfg, req, &c[i]) + warm : irp_cost_ttft(cfg, req, &c[i]);
+        irp_argmin_offer(&m, req->rng, i, est);
+    }
+    return m.ties ? m.pick : irp_least_loaded(req, c, n);
+}
+
+/* ---- hooks and lifetime ------------------------------------------------ */
+
+static void cm_assigned(void *state, uint32_t replica, const irp_request *req) {
+    cm_state *s = state;
+    if (!s || !req) return;
+    uint64_t key;
+    if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_touch(s, key, true);
+    if (s->cfg.session_affinity && req->session && req->session_len)
+        session_put(s, session_key(req), replica);
+}
+
+static void *cm_create(const irp_config *cfg) {
+    cm_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->cfg = *cfg;
+    for (size_t i = 0; i < CM_STRIPES; i++) pthread_mutex_init(&s->stripes[i].mu, NULL);
+    return s;
+}
+
+static void cm_destroy(void *state) {
+    cm_state *s = state;
+    if (!s) return;
+    for (size_t i = 0; i < CM_STRIPES; i++) pthread_mutex_destroy(&s->stripes[i].mu);
+    free(s);
+}
+
+const irp_vtable irp_cost_model = {.name = "cost_model",
+                                   .create = cm_create,
+                                   .destroy = cm_destroy,
+                                   .choose = cm_choose,
+                                   .assigned = cm_assigned};

@@ -1,0 +1,268 @@
+/* cost_model: the lowest estimated TTFT, behind its guards. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/ir_policy.h"
+#include "policy_fixture.h"
+
+/* A prompt of 5000 tokens: replica 0 holds 4992 of them, the others none. */
+static irp_request five_k(ir_rng *r) {
+    return (irp_request){.prompt_tokens = 5000, .rng = r, .predicted = true};
+}
+
+/* The estimate is queue + P(u, c), worked by hand for the defaults
+ * (a = 100 us, b = 3.3 ns, d = 5 ms), and the lowest one wins. */
+static void lowest_ttft_wins(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 1);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].predicted_cached_tokens = 4992;
+    /* P(5000, 0) = 0.5 + 3.3e-9 * 5000 * 2500 + 0.005 */
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[1]), 0.54625, 1e-9);
+    /* P(8, 4992) = 0.0008 + 3.3e-9 * 8 * 4996 + 0.005 */
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), 0.0059318944, 1e-9);
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 0);
+
+    /* Three prompts of 5000 tokens queued ahead on replica 0, nothing cached:
+     * Q = 0.1e-3 * 15000 + 3.3e-9 * 15000^2 / 6 + 3 * 0.005 = 1.63875 s.
+     * (The others have as many in flight, decoding, so the bound holds.) */
+    for (size_t i = 0; i < 3; i++) c[i].in_flight = 3;
+    c[0].pending = 3;
+    c[0].pending_prompt_tokens = 15000;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), 1.63875 + 0.0059318944, 1e-9);
+    size_t k = irp_choose(p, &q, c, 3);
+    assert_true(k == 1 || k == 2);
+    /* ...but if those three were cache hits (24 uncached tokens), it is short */
+    c[0].pending_uncached_tokens = 24;
+    assert_int_equal(irp_choose(p, &q, c, 3), 0);
+
+    /* The engine's queue counts when fresh: 5 waiting, each taken as this prompt */
+    c[0].pending = 0;
+    c[0].pending_prompt_tokens = c[0].pending_uncached_tokens = 0;
+    c[0].engine_waiting = 5;
+    assert_int_equal(irp_choose(p, &q, c, 3), 0); /* stale: ignored */
+    c[0].engine_fresh = true;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), 5 * 0.54625 + 0.0059318944, 1e-9);
+    k = irp_choose(p, &q, c, 3);
+    assert_true(k == 1 || k == 2);
+    irp_policy_free(p);
+}
+
+/* Bounded load: a cached replica above c times the mean is passed over. */
+static void bounded_load_guard(void **state) {
+    irp_policy *p = irp_policy_new("cost_model", NULL);
+    ir_rng r;
+    ir_rng_seed(&r, 2);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].predicted_cached_tokens = 4992;
+    c[0].in_flight = 6; /* cap = ceil(1.25 * (10 + 1) / 3) = 5: 6 + 1 > 5 */
+    c[1].in_flight = c[2].in_flight = 2;
+    for (int i = 0; i < 50; i++) assert_int_not_equal(irp_choose(p, &q, c, 3), 0);
+    c[0].in_flight = 4; /* cap = ceil(1.25 * 9 / 3) = 4: 4 + 1 > 4 */
+    for (int i = 0; i < 50; i++) assert_int_not_equal(irp_choose(p, &q, c, 3), 0);
+    c[0].in_flight = 3; /* cap = ceil(1.25 * 8 / 3) = 4: fits */
+    for (int i = 0; i < 50; i++) assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    irp_policy_free(p);
+}
+
+/* KV pressure: avoided while another replica has room; chosen when all are full. */
+static void kv_pressure_guard(void **state) {
+    irp_policy *p = irp_policy_new("cost_model", NULL);
+    ir_rng r;
+    ir_rng_seed(&r, 3);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].predicted_cached_tokens = 4992;
+    for (size_t i = 0; i < 3; i++) c[i].engine_fresh = true, c[i].engine_kv_usage = 0.5;
+    c[0].engine_kv_usage = 0.99;
+    for (int i = 0; i < 50; i++) assert_int_not_equal(irp_choose(p, &q, c, 3), 0);
+    c[1].engine_kv_usage = c[2].engine_kv_usage = 0.97;
+    for (int i = 0; i < 50; i++) assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    c[0].engine_fresh = false; /* a stale report is not pressure */
+    c[0].engine_kv_usage = 0.99;
+    c[1].engine_kv_usage = c[2].engine_kv_usage = 0.5;
+    assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    irp_policy_free(p);
+}
+
+/* Distinct replicas a prefix reaches in 200 choices at even load. */
+static int reach(irp_policy *p, ir_rng *r, const ir_hash128 *b, size_t nb, irp_candidate *c,
+                 size_t n, bool *has0) {
+    bool seen[8] = {false};
+    int distinct = 0;
+    for (int i = 0; i < 200; i++) {
+        irp_request q = fx_request(r, b, nb);
+        size_t k = irp_choose(p, &q, c, n);
+        distinct += !seen[k];
+        seen[k] = true;
+    }
+    *has0 = seen[0];
+    return distinct;
+}
+
+/* Hot-prefix replication: a prefix whose arrivals would take more than
+ * hot_util of one replica's prefill is spread over k replicas, warm first,
+ * while a quiet prefix stays on its warm replica. */
+static void hot_prefix_replicated(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    cfg.hot_window_s = 1.0;
+    ir_rng r;
+    ir_rng_seed(&r, 4);
+    ir_hash128 hot[125], quiet[125];
+    fx_blocks(hot, 125, 11, 125, 0);
+    fx_blocks(quiet, 125, 12, 125, 0);
+    irp_candidate c[4];
+    fx_fleet(c, 4);
+    c[0].predicted_cached_tokens = 1984; /* of 2005: both prefixes warm on replica 0 */
+    for (uint32_t lim = 0; lim <= 2; lim += 2) {
+        cfg.hot_replicas = lim;
+        irp_policy *p = irp_policy_new("cost_model", &cfg);
+        bool has0;
+        assert_int_equal(reach(p, &r, hot, 125, c, 4, &has0), 1); /* no rate yet */
+        assert_true(has0);
+        /* 400 arrivals within milliseconds: about 400/s against a warm cost of
+         * about 6.7 ms: 2.7 replicas' worth at 0.7 each, so k = 4 (or the cap 2) */
+        irp_request q = fx_request(&r, hot, 125);
+        for (int i = 0; i < 400; i++) irp_policy_assigned(p, 0, &q);
+        assert_int_equal(reach(p, &r, hot, 125, c, 4, &has0), lim ? 2 : 4);
+        assert_true(has0);
+        assert_int_equal(reach(p, &r, quiet, 125, c, 4, &has0), 1);
+        assert_true(has0);
+        irp_policy_free(p);
+    }
+}
+
+/* Session affinity: a session returns to its replica while that replica
+ * passes the guards; off by default. */
+static void session_affinity(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 5);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].replica = 7, c[1].replica = 4, c[2].replica = 9; /* by replica, not by index */
+    c[1].in_flight = c[2].in_flight = 1;
+    c[1].pending = c[2].pending = 1;
+    c[1].pending_prompt_tokens = c[2].pending_prompt_tokens = 500;
+    irp_request q = {.prompt_tokens = 300, .rng = &r, .session = "alice", .session_len = 5};
+    irp_policy *off = irp_policy_new("cost_model", &cfg);
+    irp_policy_assigned(off, 9, &q);
+    assert_int_equal(irp_choose(off, &q, c, 3), 0);
+    irp_policy_free(off);
+
+    cfg.session_affinity = true;
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    assert_int_equal(irp_choose(p, &q, c, 3), 0); /* no history: lowest TTFT */
+    irp_policy_assigned(p, 9, &q);
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 2);
+    irp_request bob = q;
+    bob.session = "bob";
+    bob.session_len = 3;
+    assert_int_equal(irp_choose(p, &bob, c, 3), 0);
+    c[2].in_flight = 9; /* above the bound: the session moves */
+    assert_int_not_equal(irp_choose(p, &q, c, 3), 2);
+    irp_policy_free(p);
+}
+
+/* A hot prefix with replication and random departures: no assignment takes
+ * a replica above ceil(c * mean). */
+static void bounded_under_a_hot_prefix(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 6);
+    irp_candidate c[8];
+    fx_fleet(c, 8);
+    ir_hash128 a[64];
+    for (int step = 0; step < 20000; step++) {
+        uint64_t total = fx_total_in_flight(c, 8);
+        if (total && ir_rng_below(&r, 100) < 48) {
+            uint64_t k = ir_rng_below(&r, total);
+            for (size_t i = 0; i < 8; i++) {
+                if (k < c[i].in_flight) {
+                    c[i].in_flight--;
+                    break;
+                }
+                k -= c[i].in_flight;
+            }
+            continue;
+        }
+        fx_blocks(a, 64, ir_rng_below(&r, 10) ? 3 : 1000 + (uint64_t)step, 60, (uint64_t)step);
+        for (size_t i = 0; i < 8; i++) c[i].predicted_cached_tokens = i == 1 ? 60 * 16 : 0;
+        irp_request q = fx_request(&r, a, 64);
+        size_t k = irp_choose(p, &q, c, 8);
+        c[k].in_flight++;
+        irp_policy_assigned(p, c[k].replica, &q);
+        assert_true(fx_within_bound(c, 8, k, cfg.load_factor));
+    }
+    irp_policy_free(p);
+}
+
+typedef struct worker_arg {
+    irp_policy *p;
+    uint64_t seed;
+} worker_arg;
+
+static void *worker(void *arg) {
+    worker_arg *w = arg;
+    ir_rng r;
+    ir_rng_seed(&r, w->seed);
+    irp_candidate c[4];
+    fx_fleet(c, 4);
+    ir_hash128 b[8];
+    char sess[16];
+    for (int i = 0; i < 20000; i++) {
+        fx_blocks(b, 8, ir_rng_below(&r, 50), 8, 0);
+        int sl = snprintf(sess, sizeof sess, "u%d", (int)ir_rng_below(&r, 100));
+        irp_request q = fx_request(&r, b, 8);
+        q.session = sess;
+        q.session_len = (size_t)sl;
+        size_t k = irp_choose(w->p, &q, c, 4);
+        irp_policy_assigned(w->p, c[k].replica, &q);
+        irp_policy_released(w->p, c[k].replica, &q);
+    }
+    return NULL;
+}
+
+/* Shared by worker threads (run under TSan by make tsan-threaded). */
+static void threads_share_one_instance(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    cfg.session_affinity = true;
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    pthread_t t[4];
+    worker_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (worker_arg){.p = p, .seed = (uint64_t)i + 1};
+        assert_int_equal(pthread_create(&t[i], NULL, worker, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    irp_policy_free(p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lowest_ttft_wins),           cmocka_unit_test(bounded_load_guard),
+        cmocka_unit_test(kv_pressure_guard),          cmocka_unit_test(hot_prefix_replicated),
+        cmocka_unit_test(session_affinity),           cmocka_unit_test(bounded_under_a_hot_prefix),
+        cmocka_unit_test(threads_share_one_instance),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
