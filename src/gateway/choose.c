@@ -49,7 +49,9 @@ gw_choice gw_choose(gw_req *r) {
         while (n > 0) {
             size_t k = irp_choose(r->model->policy, &q, cand, n);
             gw_replica *rep = &f->replicas[cand[k].replica];
-            if (gw_lease_take(rep, r->prompt_tokens)) {
+            uint64_t cached = IR_MIN(cand[k].predicted_cached_tokens, r->prompt_tokens);
+            r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached};
+            if (gw_lease_take(rep, r->lease)) {
                 leased(r, rep, &cand[k], &q);
                 return GW_CHOSEN;
             }

@@ -60,7 +60,45 @@ static const ir_cfg_field upstream_fields[] = {
 static const ir_cfg_schema upstream_schema = {
     "upstream", upstream_fields, IR_ARRAY_LEN(upstream_fields), sizeof(gw_upstream_cfg)};
 
-static const char *const policy_names[] = {"round_robin", "random", "least_request", "p2c", NULL};
+static const char *const policy_names[] = {
+    "round_robin", "random",     "least_request",      "p2c", "prefix_hash",
+    "kv_aware",    "cost_model", "sglang_cache_aware", NULL};
+
+#define FF(struct_, key_, field_, def_, lo, hi, doc_)                                              \
+    {                                                                                              \
+        .key = key_, .type = IR_CFG_FLOAT, .offset = offsetof(struct_, field_), .def = def_,       \
+        .fmin = lo, .fmax = hi, .doc = doc_                                                        \
+    }
+
+static const ir_cfg_field cost_model_fields[] = {
+    FF(gw_cost_model_cfg, "prefill_token_us", prefill_token_us, "100", 0, 1e6,
+       "prefill time per uncached token (a), as the simulator's --prefill-token-us"),
+    FF(gw_cost_model_cfg, "prefill_pair_ns", prefill_pair_ns, "3.3", 0, 1e6,
+       "prefill time per uncached token and attended token (b)"),
+    FF(gw_cost_model_cfg, "prefill_fixed_ms", prefill_fixed_ms, "5", 0, 1e6,
+       "fixed time per prefill (d)"),
+    FF(gw_cost_model_cfg, "decode_token_ms", decode_token_ms, "20", 0, 1e6,
+       "time per output token"),
+    FF(gw_cost_model_cfg, "kv_pressure", kv_pressure, "0.95", 0, 1,
+       "engine KV usage above which a replica is avoided while others are below it"),
+    FI(gw_cost_model_cfg, "hot_replicas", hot_replicas, "0", 0, 256,
+       "most replicas a hot prefix is spread over; 0 means as many as its load needs"),
+    F(gw_cost_model_cfg, "session_affinity", IR_CFG_BOOL, session_affinity, "false",
+      "prefer the replica a session used last"),
+};
+static const ir_cfg_schema cost_model_schema = {
+    "cost_model", cost_model_fields, IR_ARRAY_LEN(cost_model_fields), sizeof(gw_cost_model_cfg)};
+
+static const ir_cfg_field sglang_fields[] = {
+    FF(gw_sglang_cfg, "cache_threshold", cache_threshold, "0.3", 0, 1,
+       "prefix match rate above which the best-matching worker wins"),
+    FI(gw_sglang_cfg, "balance_abs_threshold", balance_abs_threshold, "64", 0, 1000000,
+       "load gap that, with the relative one, switches to the least loaded worker"),
+    FF(gw_sglang_cfg, "balance_rel_threshold", balance_rel_threshold, "1.5", 1, 1e6,
+       "load ratio that, with the absolute gap, switches to the least loaded worker"),
+};
+static const ir_cfg_schema sglang_schema = {"sglang_cache_aware", sglang_fields,
+                                            IR_ARRAY_LEN(sglang_fields), sizeof(gw_sglang_cfg)};
 
 static const ir_cfg_field routing_fields[] = {
     {.key = "default_policy",
@@ -71,6 +109,22 @@ static const ir_cfg_field routing_fields[] = {
      .doc = "policy of models that name none"},
     FI(gw_routing_cfg, "seed", seed, "0", 0, INT64_MAX,
        "seed of randomized policies; 0 picks one at start"),
+    FF(gw_routing_cfg, "load_factor", load_factor, "1.25", 1, 100,
+       "bounded loads (prefix_hash, cost_model): no replica above this times the mean in flight"),
+    FI(gw_routing_cfg, "prefix_blocks", prefix_blocks, "4", 1, 1000000,
+       "prefix_hash: leading blocks of a prompt that name its prefix"),
+    FF(gw_routing_cfg, "hit_weight", hit_weight, "1", 0, 1000,
+       "kv_aware: weight of the hit fraction"),
+    FF(gw_routing_cfg, "load_weight", load_weight, "1", 0, 1000,
+       "kv_aware: weight of the normalised load"),
+    {.key = "cost_model",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_routing_cfg, cost_model),
+     .sub = &cost_model_schema},
+    {.key = "sglang_cache_aware",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_routing_cfg, sglang_cache_aware),
+     .sub = &sglang_schema},
 };
 static const ir_cfg_schema routing_schema = {"routing", routing_fields,
                                              IR_ARRAY_LEN(routing_fields), sizeof(gw_routing_cfg)};

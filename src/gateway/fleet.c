@@ -51,6 +51,24 @@ static int init_index(gw_fleet *f, char *err, size_t errlen) {
     return 0;
 }
 
+void gw_policy_config(const gw_routing_cfg *c, irp_config *o) {
+    irp_config_defaults(o);
+    o->load_factor = c->load_factor;
+    o->prefix_blocks = (uint32_t)c->prefix_blocks;
+    o->hit_weight = c->hit_weight;
+    o->load_weight = c->load_weight;
+    o->prefill_a = c->cost_model.prefill_token_us * 1e-6;
+    o->prefill_b = c->cost_model.prefill_pair_ns * 1e-9;
+    o->prefill_d = c->cost_model.prefill_fixed_ms * 1e-3;
+    o->tpot = c->cost_model.decode_token_ms * 1e-3;
+    o->kv_pressure = c->cost_model.kv_pressure;
+    o->hot_replicas = (uint32_t)c->cost_model.hot_replicas;
+    o->session_affinity = c->cost_model.session_affinity;
+    o->cache_threshold = c->sglang_cache_aware.cache_threshold;
+    o->balance_abs_threshold = (uint32_t)c->sglang_cache_aware.balance_abs_threshold;
+    o->balance_rel_threshold = c->sglang_cache_aware.balance_rel_threshold;
+}
+
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     f->cfg = cfg;
@@ -68,7 +86,9 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         const char *pname = mc[i].policy ? mc[i].policy : cfg->routing.default_policy;
         f->models[i].cfg = &mc[i];
         f->models[i].index = (uint32_t)i;
-        f->models[i].policy = irp_policy_new(pname, NULL);
+        irp_config pc;
+        gw_policy_config(&cfg->routing, &pc);
+        f->models[i].policy = irp_policy_new(pname, &pc);
         if (!f->models[i].policy) {
             snprintf(err, errlen, "models[%zu].policy: unknown policy '%s' (known: %s)", i, pname,
                      irp_names());
@@ -155,30 +175,29 @@ static bool inc_below(_Atomic uint32_t *v, uint32_t cap) {
     return true;
 }
 
-bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens) {
+bool gw_lease_take(gw_replica *r, gw_lease_tokens t) {
     if (!inc_below(&r->in_flight, (uint32_t)r->cfg->max_concurrency)) return false;
     if (!inc_below(&r->pending, (uint32_t)r->cfg->max_pending)) {
         atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
         return false;
     }
-    atomic_fetch_add_explicit(&r->prompt_tokens, prompt_tokens, memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->pending_tokens, prompt_tokens, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->prompt_tokens, t.prompt, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->pending_tokens, t.prompt, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->pending_uncached, t.uncached, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->requests, 1, memory_order_relaxed);
     return true;
 }
 
-void gw_lease_head(gw_replica *r, uint64_t prompt_tokens) {
+void gw_lease_head(gw_replica *r, gw_lease_tokens t) {
     atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
-    atomic_fetch_sub_explicit(&r->pending_tokens, prompt_tokens, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&r->pending_tokens, t.prompt, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&r->pending_uncached, t.uncached, memory_order_relaxed);
 }
 
-void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens) {
-    if (pending_still) {
-        atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
-        atomic_fetch_sub_explicit(&r->pending_tokens, prompt_tokens, memory_order_relaxed);
-    }
+void gw_lease_release(gw_replica *r, bool pending_still, gw_lease_tokens t) {
+    if (pending_still) gw_lease_head(r, t);
     atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
-    atomic_fetch_sub_explicit(&r->prompt_tokens, prompt_tokens, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&r->prompt_tokens, t.prompt, memory_order_relaxed);
 }
 
 void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now) {
@@ -234,6 +253,8 @@ size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, cons
                 atomic_load_explicit(&rep->prompt_tokens, memory_order_relaxed),
             .pending_prompt_tokens =
                 atomic_load_explicit(&rep->pending_tokens, memory_order_relaxed),
+            .pending_uncached_tokens =
+                atomic_load_explicit(&rep->pending_uncached, memory_order_relaxed),
             .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
             .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
     }

@@ -56,10 +56,36 @@ typedef struct gw_upstream_cfg {
     bool x_forwarded_for; /* append the client's address to X-Forwarded-For */
 } gw_upstream_cfg;
 
+/* The cost model's engine shape: P(u, c) = a*u + b*u*(c + u/2) + d, named as the
+ * simulator's flags are (so a calibration of one sets the other). */
+typedef struct gw_cost_model_cfg {
+    double prefill_token_us; /* a */
+    double prefill_pair_ns;  /* b */
+    double prefill_fixed_ms; /* d */
+    double decode_token_ms;  /* time per output token */
+    double kv_pressure;      /* engine KV usage above which a replica is avoided */
+    int64_t hot_replicas;    /* most replicas a hot prefix spreads over; 0: all */
+    bool session_affinity;
+} gw_cost_model_cfg;
+
+typedef struct gw_sglang_cfg {
+    double cache_threshold;
+    int64_t balance_abs_threshold;
+    double balance_rel_threshold;
+} gw_sglang_cfg;
+
 typedef struct gw_routing_cfg {
     char *default_policy;
     int64_t seed;
+    double load_factor;             /* bounded loads: at most c times the mean in flight */
+    int64_t prefix_blocks;          /* prefix_hash: leading blocks that name a prefix */
+    double hit_weight, load_weight; /* kv_aware */
+    gw_cost_model_cfg cost_model;
+    gw_sglang_cfg sglang_cache_aware;
 } gw_routing_cfg;
+
+/* The policies' knobs from the routing section. */
+void gw_policy_config(const gw_routing_cfg *c, irp_config *out);
 
 typedef struct gw_retry_cfg {
     int64_t max_attempts;
@@ -140,9 +166,10 @@ typedef struct gw_replica {
     _Atomic uint32_t in_flight;
     _Atomic uint32_t pending;
     _Atomic uint64_t prompt_tokens;
-    _Atomic uint64_t pending_tokens; /* prompt tokens of requests still waiting for a head */
-    _Atomic int healthy;             /* 1 when the health checker says so */
-    _Atomic uint64_t ejected_until;  /* monotonic ns; passive ejection */
+    _Atomic uint64_t pending_tokens;   /* prompt tokens of requests still waiting for a head */
+    _Atomic uint64_t pending_uncached; /* of those, the tokens predicted uncached */
+    _Atomic int healthy;               /* 1 when the health checker says so */
+    _Atomic uint64_t ejected_until;    /* monotonic ns; passive ejection */
     _Atomic uint32_t consecutive_failures;
     _Atomic uint32_t ejections;
     /* counters for /metrics */
@@ -204,10 +231,15 @@ void gw_unknown_model_message(const char *name, size_t len, char *out, size_t ca
 
 /* A lease: one request's claim on a replica's concurrency and pending slots.
  * Taking one never overshoots the caps, whatever the races. */
-bool gw_lease_take(gw_replica *r, uint64_t prompt_tokens);
+/* A lease's tokens: the prompt's, and of those the ones predicted uncached (the
+ * prefill work the engine has still to do; equal to prompt without a prediction). */
+typedef struct gw_lease_tokens {
+    uint64_t prompt, uncached;
+} gw_lease_tokens;
+bool gw_lease_take(gw_replica *r, gw_lease_tokens t);
 /* The response head arrived: no longer pending. */
-void gw_lease_head(gw_replica *r, uint64_t prompt_tokens);
-void gw_lease_release(gw_replica *r, bool pending_still, uint64_t prompt_tokens);
+void gw_lease_head(gw_replica *r, gw_lease_tokens t);
+void gw_lease_release(gw_replica *r, bool pending_still, gw_lease_tokens t);
 /* Passive health: a failed or a good attempt. */
 /* Ejection never takes out more than health.max_ejection_percent of the fleet's
  * healthy replicas, so requests that make every engine fail cannot empty it. */

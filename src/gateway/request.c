@@ -132,7 +132,7 @@ void gw_req_release(gw_req *r) {
     if (!r->rep) return;
     irp_request q = {.prompt_tokens = r->prompt_tokens, .rng = &r->w->rng};
     irp_policy_released(r->model->policy, r->rep->index, &q);
-    gw_lease_release(r->rep, r->lease_pending, r->prompt_tokens);
+    gw_lease_release(r->rep, r->lease_pending, r->lease);
     r->rep = NULL;
     r->lease_pending = false;
 }

@@ -130,6 +130,7 @@ struct gw_req {
     gw_prompt prompt;
     irx_rec rec;               /* what the current attempt recorded in the KV index */
     uint64_t predicted_cached; /* the prediction for the current attempt's replica */
+    gw_lease_tokens lease;     /* what the current lease counts */
     char tail[GW_TAIL_BYTES];  /* the last bytes of the engine's body (for its usage) */
     size_t tail_len;
 };

@@ -34,7 +34,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
         irn_client_cancel(r->up);
         return;
     }
-    gw_lease_head(r->rep, r->prompt_tokens);
+    gw_lease_head(r->rep, r->lease);
     r->lease_pending = false;
     if (!r->resp) return;
     size_t k;

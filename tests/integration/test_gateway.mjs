@@ -530,7 +530,7 @@ test('request bytes reach the engine unchanged and response bytes reach the clie
 
 test('--check reports every problem with its path; --help works', () => {
   const file = path.join(os.tmpdir(), `ir-bad-${process.pid}.yaml`);
-  fs.writeFileSync(file, 'models:\n  - name: m\n    policy: kv_aware\nreplicas:\n  - id: a\n    url: "nope"\n  - {id: b, url: "http://h:1", max_pending: zero}\nserver: {listn: 1}\n');
+  fs.writeFileSync(file, 'models:\n  - name: m\n    policy: no_such_policy\nreplicas:\n  - id: a\n    url: "nope"\n  - {id: b, url: "http://h:1", max_pending: zero}\nserver: {listn: 1}\n');
   const r = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--check', '--config', file], { encoding: 'utf8' });
   fs.unlinkSync(file);
   assert.equal(r.status, 2);

@@ -60,7 +60,7 @@ static void config_errors_name_paths(void **state) {
     const char *bad = "models:\n"
                       "  - name: m\n"
                       "    aliases: [x, m]\n"
-                      "    policy: cost_model\n"
+                      "    policy: no_such_policy\n"
                       "replicas:\n"
                       "  - {id: r0, url: \"ftp://x\"}\n"
                       "  - {id: r0, url: \"http://h:1\", models: [nope], max_concurency: 3}\n"
@@ -114,15 +114,15 @@ typedef struct {
 static void *race(void *arg) {
     racer *x = arg;
     for (int i = 0; i < x->iters; i++) {
-        if (gw_lease_take(x->r, 10)) {
+        if (gw_lease_take(x->r, (gw_lease_tokens){10, 10})) {
             if (atomic_load(&x->r->in_flight) > (uint32_t)x->r->cfg->max_concurrency ||
                 atomic_load(&x->r->pending) > (uint32_t)x->r->cfg->max_pending)
                 atomic_fetch_add(x->violations, 1);
             if (i % 2) {
-                gw_lease_head(x->r, 10);
-                gw_lease_release(x->r, false, 10);
+                gw_lease_head(x->r, (gw_lease_tokens){10, 10});
+                gw_lease_release(x->r, false, (gw_lease_tokens){10, 10});
             } else {
-                gw_lease_release(x->r, true, 10);
+                gw_lease_release(x->r, true, (gw_lease_tokens){10, 10});
             }
         }
     }
@@ -147,14 +147,15 @@ static void caps_never_overshoot(void **state) {
     assert_int_equal(atomic_load(&r->pending), 0);
     assert_int_equal(atomic_load(&r->prompt_tokens), 0);
     assert_int_equal(atomic_load(&r->pending_tokens), 0);
+    assert_int_equal(atomic_load(&r->pending_uncached), 0);
     /* Sequentially: the pending cap binds first, then the concurrency cap. */
-    assert_true(gw_lease_take(r, 1));
-    assert_true(gw_lease_take(r, 1));
-    assert_false(gw_lease_take(r, 1)); /* 2 pending */
-    gw_lease_head(r, 1);
-    assert_true(gw_lease_take(r, 1)); /* 3 in flight */
-    gw_lease_head(r, 1);
-    assert_false(gw_lease_take(r, 1));
+    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1}));
+    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1}));
+    assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1})); /* 2 pending */
+    gw_lease_head(r, (gw_lease_tokens){1, 1});
+    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1})); /* 3 in flight */
+    gw_lease_head(r, (gw_lease_tokens){1, 1});
+    assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1}));
     gw_fleet_free(&f);
     ir_cfg_free(owner);
     ir_cfg_errors_free(&e);
