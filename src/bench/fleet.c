@@ -138,6 +138,63 @@ static int wait_up(const char *url, int pid, double secs, bool any) {
     return -1;
 }
 
+/* The simulator's latency flags and their defaults (src/sim/engine.c). */
+static const struct {
+    const char *flag;
+    double def;
+} sim_latency[] = {
+    {"--prefill-token-us", 100}, {"--prefill-pair-ns", 3.3}, {"--prefill-fixed-ms", 5},
+    {"--decode-token-ms", 20},   {"--decode-batch-us", 100},
+};
+
+static int scaled_value(char *out, size_t len, size_t *at, const char *flag, const char *v,
+                        double k) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0)) return -1;
+    int n = snprintf(out + *at, len - *at, "%s%s %.6g", *at ? " " : "", flag, x / k);
+    if (n < 0 || (size_t)n >= len - *at) return -1;
+    *at += (size_t)n;
+    return 0;
+}
+
+int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len) {
+    if (len == 0 || !(k > 0)) return -1;
+    out[0] = 0;
+    size_t at = 0;
+    bool seen[IR_ARRAY_LEN(sim_latency)] = {0};
+    char copy[1024];
+    if (snprintf(copy, sizeof copy, "%s", sim_args ? sim_args : "") >= (int)sizeof copy) return -1;
+    char *sp, *t = strtok_r(copy, " ", &sp);
+    while (t) {
+        size_t f = IR_ARRAY_LEN(sim_latency);
+        const char *eq = strchr(t, '=');
+        size_t nlen = eq ? (size_t)(eq - t) : strlen(t);
+        for (size_t i = 0; i < IR_ARRAY_LEN(sim_latency) && k != 1; i++)
+            if (strlen(sim_latency[i].flag) == nlen && memcmp(t, sim_latency[i].flag, nlen) == 0)
+                f = i;
+        if (f < IR_ARRAY_LEN(sim_latency)) { /* --flag V or --flag=V */
+            const char *v = eq ? eq + 1 : strtok_r(NULL, " ", &sp);
+            if (!v || scaled_value(out, len, &at, sim_latency[f].flag, v, k)) return -1;
+            seen[f] = true;
+        } else {
+            int n = snprintf(out + at, len - at, "%s%s", at ? " " : "", t);
+            if (n < 0 || (size_t)n >= len - at) return -1;
+            at += (size_t)n;
+        }
+        t = strtok_r(NULL, " ", &sp);
+    }
+    for (size_t i = 0; i < IR_ARRAY_LEN(sim_latency) && k != 1; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%.17g", sim_latency[i].def);
+        if (!seen[i] && scaled_value(out, len, &at, sim_latency[i].flag, v, k)) return -1;
+    }
+    return 0;
+}
+
+/* The gateway has no engine load scraper yet (no `load.scrape_interval` key;
+ * unknown keys are rejected), so nothing here is divided by --speedup. When
+ * it gains one, write the interval divided by K (see docs/bench-harness.md). */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n) {
     ir_buf_appendf(out, "# written by inferrail-bench for one run\n");
@@ -169,7 +226,10 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
     }
     const char *model = o->model ? o->model : "inferrail/sim-8b";
     char extra[1024];
-    snprintf(extra, sizeof extra, "%s", o->sim_args ? o->sim_args : "");
+    if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, extra, sizeof extra)) {
+        snprintf(err, errlen, "--sim-args: too long, or a latency flag has a bad value");
+        return -1;
+    }
     for (int i = 0; i < o->replicas; i++) {
         char port[16], log[4200];
         f->sim_port[i] = bench_free_port();
