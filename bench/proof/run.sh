@@ -21,10 +21,17 @@
 # Everything is an environment variable; the defaults are the proof:
 #   POLICIES   round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model,sglang_cache_aware
 #   WORKLOADS  w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition
-#   K          10 (per workload: K_<w>)   REPLICAS 3   REPS 3   SHARE 0.7   SEED 1
+#   K          10, the largest speed-up; per workload K_<w> sets it, else it is
+#              lowered so that capacity probes (up to twice the capacity in the
+#              committed baselines) stay under WALL_RPS (150) requests per wall
+#              second: above that the client falls behind on this 2-core VM (w2
+#              at 45 req/s: send lag p99 17 ms at K = 10, 4.6 ms at K = 3)
+#   REPLICAS 3   REPS 3   SHARE 0.7   SEED 1
 #   REQ_W1     600 measured requests on w1 (reuse ceiling >= 0.85)
-#   REQ_W2     1000, WARMUP_W2 200 (w2's 10-20 s think times as designed: most
-#              chats reach several turns only after a minute or two of model time)
+#   REQ_W2, WARMUP_W2  default: W2_SPAN_S (60) and W2_WARM_S (30) model seconds
+#              of w2 at its rate (at least 400 and 100): with the 10-20 s think
+#              times as designed, ~80% of the measured requests are later turns
+#              and two thirds of the chats reach a third turn
 #   REQ        400 on the other workloads, WARMUP 20
 #   LLMD_LADDER  fractions of capacity for an llm-d style ladder of rates, e.g.
 #              "0.3,0.5,0.7,0.9" (default: none, the SHARE rate only)
@@ -50,8 +57,11 @@ SEED=${SEED:-1}
 REQ=${REQ:-400}
 WARMUP=${WARMUP:-20}
 REQ_W1=${REQ_W1:-600}
-REQ_W2=${REQ_W2:-1000}
-WARMUP_W2=${WARMUP_W2:-200}
+REQ_W2=${REQ_W2:-}
+WARMUP_W2=${WARMUP_W2:-}
+W2_SPAN_S=${W2_SPAN_S:-60}
+W2_WARM_S=${W2_WARM_S:-30}
+WALL_RPS=${WALL_RPS:-150}
 START_RATE=${START_RATE:-0.5}
 CAP_REQ=${CAP_REQ:-60}
 PROBE_S=${PROBE_S:-60}
@@ -69,8 +79,33 @@ KCHECK_REQ=${KCHECK_REQ:-$REQ_W1}
 declare -A PARAMS=([llmd-shared-prefix]="--param groups=12")
 
 var() { local v="${1}_${2//-/_}"; echo "${!v:-$3}"; }
-requests() { case $1 in w1) echo "$REQ_W1" ;; w2) echo "$REQ_W2" ;; *) echo "$REQ" ;; esac; }
-warmup() { case $1 in w2) echo "$WARMUP_W2" ;; *) echo "$WARMUP" ;; esac; }
+# requests W RATE / warmup W RATE: the run's size (w2's from its rate, see above).
+requests() {
+  case $1 in
+  w1) echo "$REQ_W1" ;;
+  w2) [ -n "$REQ_W2" ] && echo "$REQ_W2" || python3 -c "import math,sys; print(max(400, math.ceil(float(sys.argv[1])*float(sys.argv[2]))))" "$2" "$W2_SPAN_S" ;;
+  *) echo "$REQ" ;;
+  esac
+}
+warmup() {
+  case $1 in
+  w2) [ -n "$WARMUP_W2" ] && echo "$WARMUP_W2" || python3 -c "import math,sys; print(max(100, math.ceil(float(sys.argv[1])*float(sys.argv[2]))))" "$2" "$W2_WARM_S" ;;
+  *) echo "$WARMUP" ;;
+  esac
+}
+# speedup W: K_<w>, else K lowered so that 2x the baseline capacity x K <= WALL_RPS.
+speedup() {
+  local v base
+  v=$(var K "$1" "")
+  [ -n "$v" ] && { echo "$v"; return; }
+  base="$root/bench/results/baselines/capacity-$1.json"
+  [ -f "$base" ] || { echo "$K"; return; }
+  python3 -c "
+import json,sys
+c=json.load(open(sys.argv[1]))['capacity_rps'] or 0
+k=int(sys.argv[3])
+print(k if c <= 0 else max(1, min(k, int(float(sys.argv[2]) / (2 * c)))))" "$base" "$WALL_RPS" "$K"
+}
 cap_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['capacity_rps'] or 0)" "$1"; }
 
 [ -x "$BIN" ] || { echo "proof: no $BIN (make build)" >&2; exit 2; }
@@ -79,9 +114,7 @@ start=$(date +%s)
 plan="$OUT/plan.jsonl"
 : > "$plan"
 for w in $WORKLOADS; do
-  k=$(var K "$w" "$K")
-  n=$(requests "$w")
-  wu=$(warmup "$w")
+  k=$(speedup "$w")
   rate=$(var RATE "$w" "${RATE:-}")
   cap="$OUT/capacity-$w.json"
   if [ -z "$rate" ]; then
@@ -96,6 +129,8 @@ for w in $WORKLOADS; do
   else
     echo "proof: $w: at $rate req/s (given), speed-up $k"
   fi
+  n=$(requests "$w" "$rate")
+  wu=$(warmup "$w" "$rate")
   rates=$rate
   if [ "$w" = llmd-shared-prefix ] && [ -n "$LLMD_LADDER" ] && [ -f "$cap" ]; then
     c=$(cap_of "$cap")
@@ -115,7 +150,7 @@ if [ "$KCHECK" = 1 ]; then
   # w1 at K = 1 and at K: the same requests at the same (model) times.
   rate=$(var RATE w1 "${RATE:-}")
   [ -n "$rate" ] || rate=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rate'])" "$OUT/w1/summary.json")
-  kw1=$(var K w1 "$K")
+  kw1=$(speedup w1)
   for kk in 1 "$kw1"; do
     d="$OUT/speedup-check/k$kk"
     rm -rf "$d"

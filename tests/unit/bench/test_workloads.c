@@ -28,8 +28,7 @@ static void build(bench_workload *w, const char *name, double rate, size_t n, ui
                   const char *const *kv, double k) {
     json_t *p = params(kv);
     char err[512] = "";
-    bench_wl_opts o = {
-        .name = name, .rate = rate, .n = n, .seed = seed, .params = p, .speedup = k};
+    bench_wl_opts o = {.name = name, .rate = rate, .n = n, .seed = seed, .params = p, .speedup = k};
     int rc = bench_workload_build(&o, w, err, sizeof err);
     if (rc) fprintf(stderr, "%s: %s\n", name, err);
     assert_int_equal(rc, 0);
@@ -71,9 +70,8 @@ static size_t common_prefix(const bench_req *a, const bench_req *b) {
 static void test_speedup_schedule(void **st) {
     static const char *const w2[] = {"think_min_s=1", "think_max_s=2", NULL};
     static const char *const w1[] = {"sys_min=100", "sys_max=200", NULL};
-    static const char *const gsp[] = {"groups=2",      "prompts=3",     "sys_tokens=100",
-                                      "turns=3",       "think_min_s=1", "think_max_s=1",
-                                      "out_tokens=20", NULL};
+    static const char *const gsp[] = {"groups=2",      "prompts=3",     "sys_tokens=100", "turns=3",
+                                      "think_min_s=1", "think_max_s=1", "out_tokens=20",  NULL};
     const char *names[] = {"w1", "w2", "sglang-gsp"};
     const char *const *kvs[] = {w1, w2, gsp};
     for (size_t k = 0; k < 3; k++) {
@@ -105,9 +103,8 @@ static bool has(const char *s, const char *sub) {
 /* The simulator flags: given ones divided, missing ones added at default / K. */
 static void test_sim_args_scaled(void **st) {
     char out[1024];
-    assert_int_equal(bench_sim_args_scaled("--decode-token-ms 10 --max-num-seqs 8", 10, out,
-                                           sizeof out),
-                     0);
+    assert_int_equal(
+        bench_sim_args_scaled("--decode-token-ms 10 --max-num-seqs 8", 10, out, sizeof out), 0);
     assert_true(has(out, "--decode-token-ms 1 "));
     assert_true(has(out, "--max-num-seqs 8"));
     assert_true(has(out, "--prefill-token-us 10"));
@@ -118,9 +115,8 @@ static void test_sim_args_scaled(void **st) {
     /* --flag=V is understood too; K = 1 leaves everything as it was. */
     assert_int_equal(bench_sim_args_scaled("--prefill-fixed-ms=8", 4, out, sizeof out), 0);
     assert_true(has(out, "--prefill-fixed-ms 2"));
-    assert_int_equal(bench_sim_args_scaled("--prefill-fixed-ms=8 --zero-latency", 1, out,
-                                           sizeof out),
-                     0);
+    assert_int_equal(
+        bench_sim_args_scaled("--prefill-fixed-ms=8 --zero-latency", 1, out, sizeof out), 0);
     assert_string_equal(out, "--prefill-fixed-ms=8 --zero-latency");
     assert_int_equal(bench_sim_args_scaled(NULL, 1, out, sizeof out), 0);
     assert_string_equal(out, "");
@@ -136,7 +132,7 @@ static void test_sim_args_scaled(void **st) {
 /* llm-d: groups x users fixed prompts, replayed in turn: request i and i +
  * groups x users are the same prompt; a group's users share its system prompt. */
 static void test_llmd_shape(void **st) {
-    static const char *const kv[] = {"groups=3",   "users=2",      "sys_tokens=300",
+    static const char *const kv[] = {"groups=3",    "users=2",      "sys_tokens=300",
                                      "q_tokens=50", "out_tokens=7", NULL};
     bench_workload w, again, other;
     build(&w, "llmd-shared-prefix", 5, 24, 1, kv, 1);
@@ -184,8 +180,8 @@ static void test_llmd_shape(void **st) {
 /* SGLang gsp: each turn resends the history with a new question; turn 0
  * starts with the group's system prompt; a conversation's turns keep their order. */
 static void test_gsp_shape(void **st) {
-    static const char *const kv[] = {"groups=2",      "prompts=3",     "sys_tokens=200",
-                                     "q_tokens=40",   "out_tokens=30", "turns=3",
+    static const char *const kv[] = {"groups=2",        "prompts=3",       "sys_tokens=200",
+                                     "q_tokens=40",     "out_tokens=30",   "turns=3",
                                      "think_min_s=0.5", "think_max_s=0.5", NULL};
     bench_workload w;
     build(&w, "sglang-gsp", 10, 40, 3, kv, 1);
@@ -313,8 +309,8 @@ static void test_trace_replay(void **st) {
     snprintf(path, sizeof path, "%s/traces/mooncake_small.jsonl", fixtures());
     bench_workload w;
     char err[512] = "";
-    bench_wl_opts o = {.name = "trace", .n = 6, .warmup = 1, .seed = 1, .trace = path,
-                       .speedup = 4};
+    bench_wl_opts o = {
+        .name = "trace", .n = 6, .warmup = 1, .seed = 1, .trace = path, .speedup = 4};
     assert_int_equal(bench_workload_build(&o, &w, err, sizeof err), 0);
     /* Sorted by timestamp (ties in file order); the blank line skipped. */
     static const uint64_t at_ms[] = {0, 250, 250, 1000, 1500, 2000};
