@@ -439,6 +439,11 @@ int bench_capacity_main(int argc, char **argv) {
         free_opts(&o);
         return 2;
     }
+    if (o.c.trace) {
+        fprintf(stderr, "inferrail-bench capacity: a trace keeps its own times; use compare\n");
+        free_opts(&o);
+        return 2;
+    }
     const char *policy = o.npol ? o.policies[0] : "direct";
     char logs[4200];
     snprintf(logs, sizeof logs, "%s.logs", o.c.out);
