@@ -291,7 +291,7 @@ static int compare_at(cmp_opts *o) {
     bench_raise_fd_limit();
     json_t *sums[MAX_POLICIES][MAX_REPS] = {{0}};
     json_t *files[MAX_POLICIES];
-    double ceil[MAX_REPS];
+    double ceil[MAX_REPS], rate_seen = o->c.rate;
     int failed = 0;
     for (size_t p = 0; p < o->npol; p++) files[p] = json_array();
     /* Repetition-major, so slow drift of a shared machine spreads over every policy. */
@@ -309,6 +309,7 @@ static int compare_at(cmp_opts *o) {
                 continue;
             }
             json_object_set_new(json_object_get(doc, "config"), "repetition", json_integer(k));
+            rate_seen = getnum(doc, "config", "rate"); /* a trace's own mean rate */
             if (bench_write_json(doc, path)) failed++;
             json_t *s = json_object_get(doc, "summary");
             sums[p][k] = json_incref(s);
@@ -325,7 +326,7 @@ static int compare_at(cmp_opts *o) {
     json_t *out = json_object();
     json_object_set_new(out, "schema", json_string("inferrail-bench/compare/1"));
     json_object_set_new(out, "workload", json_string(o->c.workload));
-    json_object_set_new(out, "rate", json_real(o->c.rate));
+    json_object_set_new(out, "rate", json_real(isfinite(rate_seen) ? rate_seen : o->c.rate));
     json_object_set_new(out, "replicas", json_integer(o->f.no_gateway ? 1 : o->f.replicas));
     json_object_set_new(out, "requests", json_integer((json_int_t)o->c.requests));
     json_object_set_new(out, "warmup", json_integer((json_int_t)o->c.warmup));

@@ -612,6 +612,11 @@ static int trace_read(const char *path, size_t n, trace_rec *recs, char *err, si
     int rc = 0;
     while (have < n && rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
         ln++;
+        if ((size_t)len > (64u << 20)) {
+            snprintf(err, errlen, "--trace %s:%zu: a line over 64 MiB", path, ln);
+            rc = -1;
+            break;
+        }
         size_t k = 0;
         while (k < (size_t)len &&
                (line[k] == ' ' || line[k] == '\t' || line[k] == '\n' || line[k] == '\r'))

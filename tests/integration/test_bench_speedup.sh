@@ -69,9 +69,24 @@ assert [round(r["sched_ms"],3) for r in rs]==[0,0,187.5,312.5,437.5], [r["sched_
 assert rs[0]["cached_tokens"]==1024 and rs[1]["cached_tokens"]==512, [r["cached_tokens"] for r in rs]
 assert abs(s["hit_rate"]-s["engine_hit_rate"])<1e-3, (s["hit_rate"], s["engine_hit_rate"])
 ' "$tmp/trace.json" || fail "trace replay"
+# compare replays the trace through the gateway; the summary has the trace's mean rate
+"$B" compare --trace "$FIX/traces/mooncake_small.jsonl" --policies round_robin,random \
+  --replicas 2 --requests 5 --warmup 1 --speedup 4 --sim-args "--zero-latency" \
+  --out "$tmp/tcmp" 2>"$tmp/tcmp.log" || { cat "$tmp/tcmp.log"; fail "compare --trace"; }
+py '
+import json,sys
+d=json.load(open(sys.argv[1]+"/summary.json"))
+assert d["workload"]=="trace" and abs(d["rate"]-2.5)<1e-9 and d["speedup"]==4, d
+assert d["trace"].endswith("mooncake_small.jsonl")
+for p,v in d["policies"].items(): assert v["errors"]==0 and v["requests"]==5, (p,v)
+a=json.load(open(sys.argv[1]+"/trace-round_robin-rep0.json"))["requests"]
+b=json.load(open(sys.argv[1]+"/trace-random-rep0.json"))["requests"]
+assert [(r["sched_ms"],r["prompt_tokens"]) for r in a]==[(r["sched_ms"],r["prompt_tokens"]) for r in b]
+' "$tmp/tcmp" || fail "compare --trace summary"
+
 # capacity cannot search rates for a trace, which keeps its own times
 rc=0
 "$B" capacity --trace "$FIX/traces/mooncake_small.jsonl" --policy round_robin --requests 3 \
   --out "$tmp/cap.json" 2>"$tmp/cap.err" || rc=$?
 [ "$rc" = 2 ] && grep -q 'use compare' "$tmp/cap.err" || fail "capacity --trace: rc $rc"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"
