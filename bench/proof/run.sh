@@ -32,7 +32,8 @@
 #              of w2 at its rate (at least 400 and 100): with the 10-20 s think
 #              times as designed, ~80% of the measured requests are later turns
 #              and two thirds of the chats reach a third turn
-#   REQ        400 on the other workloads, WARMUP 20
+#   REQ        400 on the other workloads, WARMUP 20 (WARMUP_<w> per workload;
+#              llmd-shared-prefix 60, one visit of each of its prompts)
 #   LLMD_LADDER  fractions of capacity for an llm-d style ladder of rates, e.g.
 #              "0.3,0.5,0.7,0.9" (default: none, the SHARE rate only)
 #   KCHECK     1: run the K = 1 vs K check on w1 (KCHECK_POLICIES, KCHECK_REQ,
@@ -76,7 +77,9 @@ KCHECK_REQ=${KCHECK_REQ:-$REQ_W1}
 # the groups scaled to this fleet, so that the prefixes fill about 73% of its
 # KV cache as in llm-d's guide: 3 x 4096 blocks x 16 tokens = 196,608 tokens;
 # a group holds 6,000 + 5 x 1,200 = 12,000; 12 groups = 144,000 = 73%.
+# Its warmup seats every prompt once (12 x 5), as llm-d's first stage does (750 = 150 x 5).
 declare -A PARAMS=([llmd-shared-prefix]="--param groups=12")
+WARMUP_llmd_shared_prefix=${WARMUP_llmd_shared_prefix:-60}
 
 var() { local v="${1}_${2//-/_}"; echo "${!v:-$3}"; }
 # requests W RATE / warmup W RATE: the run's size (w2's from its rate, see above).
@@ -90,7 +93,7 @@ requests() {
 warmup() {
   case $1 in
   w2) [ -n "$WARMUP_W2" ] && echo "$WARMUP_W2" || python3 -c "import math,sys; print(max(100, math.ceil(float(sys.argv[1])*float(sys.argv[2]))))" "$2" "$W2_WARM_S" ;;
-  *) echo "$WARMUP" ;;
+  *) var WARMUP "$1" "$WARMUP" ;;
   esac
 }
 # speedup W: K_<w>, else K lowered so that 2x the baseline capacity x K <= WALL_RPS.
