@@ -218,55 +218,35 @@ static void log_path(char *out, size_t len, const bench_fleet_opts *o, const cha
         snprintf(out, len, "/dev/null");
 }
 
-int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen) {
-    memset(f, 0, sizeof *f);
-    if (o->replicas < 1 || o->replicas > BENCH_MAX_REPLICAS) {
-        snprintf(err, errlen, "--replicas must be 1..%d", BENCH_MAX_REPLICAS);
-        return -1;
-    }
-    const char *model = o->model ? o->model : "inferrail/sim-8b";
-    char extra[1024];
-    if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, extra, sizeof extra)) {
-        snprintf(err, errlen, "--sim-args: too long, or a latency flag has a bad value");
-        return -1;
-    }
-    for (int i = 0; i < o->replicas; i++) {
-        char port[16], log[4200];
-        f->sim_port[i] = bench_free_port();
-        snprintf(port, sizeof port, "%u", f->sim_port[i]);
-        char *argv[96] = {
-            (char *)o->sim_bin,    "--port",     port, "--enable-prompt-tokens-details",
-            "--served-model-name", (char *)model};
-        int a = 6;
-        char copy[1024];
-        snprintf(copy, sizeof copy, "%s", extra);
-        for (char *sp, *t = strtok_r(copy, " ", &sp); t && a < 94; t = strtok_r(NULL, " ", &sp))
-            argv[a++] = t;
-        argv[a] = NULL;
-        char what[32];
-        snprintf(what, sizeof what, "sim-%d", i + 1);
-        log_path(log, sizeof log, o, what);
-        f->sim_pid[i] = spawn(argv, log);
-        f->n = i + 1;
-        snprintf(f->engine_url[i], sizeof f->engine_url[i], "http://127.0.0.1:%u", f->sim_port[i]);
-        f->engine_ptr[i] = f->engine_url[i];
-    }
-    for (int i = 0; i < f->n; i++) {
-        char url[128];
-        snprintf(url, sizeof url, "%s/health", f->engine_url[i]);
-        if (f->sim_pid[i] < 0 || wait_up(url, f->sim_pid[i], 10, false)) {
-            snprintf(err, errlen, "simulator %d did not come up (see its log)", i + 1);
-            bench_fleet_stop(f);
-            return -1;
-        }
-    }
-    if (!o->policy) {
-        snprintf(f->base_url, sizeof f->base_url, "%s", f->engine_url[0]);
-        return 0;
-    }
+/* Spawns simulator i on a fresh free port. */
+static void spawn_sim(const bench_fleet_opts *o, bench_fleet *f, int i, const char *extra,
+                      const char *model) {
+    char port[16], log[4200];
+    f->sim_port[i] = bench_free_port();
+    snprintf(port, sizeof port, "%u", f->sim_port[i]);
+    char *argv[96] = {(char *)o->sim_bin,    "--port",     port, "--enable-prompt-tokens-details",
+                      "--served-model-name", (char *)model};
+    int a = 6;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", extra);
+    for (char *sp, *t = strtok_r(copy, " ", &sp); t && a < 94; t = strtok_r(NULL, " ", &sp))
+        argv[a++] = t;
+    argv[a] = NULL;
+    char what[32];
+    snprintf(what, sizeof what, "sim-%d", i + 1);
+    log_path(log, sizeof log, o, what);
+    f->sim_pid[i] = spawn(argv, log);
+    snprintf(f->engine_url[i], sizeof f->engine_url[i], "http://127.0.0.1:%u", f->sim_port[i]);
+    f->engine_ptr[i] = f->engine_url[i];
+}
+
+/* Writes the gateway's config for fresh free ports and spawns it; -1 when
+ * the config cannot be written. */
+static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, const char *model, char *log,
+                         size_t loglen, char *err, size_t errlen) {
     f->gw_port = bench_free_port();
     f->admin_port = bench_free_port();
-    char listen[32], admin[32], cfgpath[4200], log[4200];
+    char listen[32], admin[32], cfgpath[4200];
     snprintf(listen, sizeof listen, "127.0.0.1:%u", f->gw_port);
     snprintf(admin, sizeof admin, "127.0.0.1:%u", f->admin_port);
     ir_buf y;
@@ -282,24 +262,81 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
         if (fp) fclose(fp);
         ir_buf_free(&y);
         snprintf(err, errlen, "cannot write %s", cfgpath);
-        bench_fleet_stop(f);
         return -1;
     }
     fclose(fp);
     ir_buf_free(&y);
-    log_path(log, sizeof log, o, "gateway");
+    log_path(log, loglen, o, "gateway");
     char *argv[] = {(char *)o->gw_bin, "--config", cfgpath, NULL};
     f->gw_pid = spawn(argv, log);
     snprintf(f->base_url, sizeof f->base_url, "http://%s", listen);
-    char url[128];
-    snprintf(url, sizeof url, "%s/health", f->base_url);
-    /* Any answer means it listens; give it a moment to see its replicas healthy. */
-    if (f->gw_pid < 0 || wait_up(url, f->gw_pid, 15, true)) {
-        snprintf(err, errlen, "the gateway did not come up (see %s)", log);
-        bench_fleet_stop(f);
+    return 0;
+}
+
+/* A free port is only free until someone takes it: a process that exits
+ * while starting (another one bound its port first) is started again on new
+ * ports, up to this many times in all. One that hangs is not. */
+#define START_TRIES 3
+
+int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (o->replicas < 1 || o->replicas > BENCH_MAX_REPLICAS) {
+        snprintf(err, errlen, "--replicas must be 1..%d", BENCH_MAX_REPLICAS);
         return -1;
     }
-    snprintf(url, sizeof url, "%s/health", f->base_url);
+    const char *model = o->model ? o->model : "inferrail/sim-8b";
+    char extra[1024];
+    if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, extra, sizeof extra)) {
+        snprintf(err, errlen, "--sim-args: too long, or a latency flag has a bad value");
+        return -1;
+    }
+    for (int i = 0; i < o->replicas; i++) {
+        spawn_sim(o, f, i, extra, model);
+        f->n = i + 1;
+    }
+    for (int i = 0; i < f->n; i++) {
+        for (int tries = 1;; tries++) {
+            char url[128];
+            snprintf(url, sizeof url, "%s/health", f->engine_url[i]);
+            if (f->sim_pid[i] > 0 && wait_up(url, f->sim_pid[i], 10, false) == 0) break;
+            bool died = f->sim_pid[i] > 0 && !alive(f->sim_pid[i]);
+            if (!died || tries >= START_TRIES) {
+                snprintf(err, errlen, "simulator %d did not come up (see its log)", i + 1);
+                bench_fleet_stop(f);
+                return -1;
+            }
+            fprintf(stderr,
+                    "inferrail-bench: simulator %d exited while starting; again on a new "
+                    "port\n",
+                    i + 1);
+            spawn_sim(o, f, i, extra, model); /* the dead one was reaped by wait_up */
+        }
+    }
+    if (!o->policy) {
+        snprintf(f->base_url, sizeof f->base_url, "%s", f->engine_url[0]);
+        return 0;
+    }
+    char log[4200], url[128];
+    for (int tries = 1;; tries++) {
+        if (spawn_gateway(o, f, model, log, sizeof log, err, errlen)) {
+            bench_fleet_stop(f);
+            return -1;
+        }
+        snprintf(url, sizeof url, "%s/health", f->base_url);
+        /* Any answer means it listens; give it a moment to see its replicas healthy. */
+        if (f->gw_pid > 0 && wait_up(url, f->gw_pid, 15, true) == 0) break;
+        bool died = f->gw_pid > 0 && !alive(f->gw_pid);
+        if (!died || tries >= START_TRIES) {
+            snprintf(err, errlen, "the gateway did not come up (see %s)", log);
+            bench_fleet_stop(f);
+            return -1;
+        }
+        fprintf(stderr,
+                "inferrail-bench: the gateway exited while starting (see %s); again on "
+                "new ports\n",
+                log);
+        f->gw_pid = 0; /* reaped by wait_up */
+    }
     wait_up(url, f->gw_pid, 3, false);
     return 0;
 }
