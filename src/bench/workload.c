@@ -454,7 +454,7 @@ static char **gen_strs(gen *g, size_t n, const char *lead, size_t tokens) {
  * replayed in turn, so request i is prompt i mod (groups x users). */
 static int build_llmd(gen *g, wl_build *b, size_t n) {
     size_t ng = (size_t)param(g, "groups"), nu = (size_t)param(g, "users");
-    if (ng < 1 || nu < 1 || ng > 100000 || nu > 1000) return -1;
+    if (ng < 1 || nu < 1 || ng > 100000 || nu > 1000 || ng * nu > 200000) return -1;
     size_t np = ng * nu;
     char **sys = gen_strs(g, ng, "Group", (size_t)param(g, "sys_tokens"));
     char **q = sys ? gen_strs(g, np, NULL, (size_t)param(g, "q_tokens")) : NULL;
@@ -525,7 +525,8 @@ static int gsp_init(gen *g, gsp_data *d) {
     d->ng = (size_t)param(g, "groups");
     d->np = (size_t)param(g, "prompts");
     d->turns = (size_t)param(g, "turns");
-    if (d->ng < 1 || d->np < 1 || d->turns < 1 || d->ng > 100000 || d->np > 10000 || d->turns > 64)
+    if (d->ng < 1 || d->np < 1 || d->turns < 1 || d->ng > 100000 || d->np > 10000 ||
+        d->turns > 64 || d->ng * d->np * d->turns > 1000000)
         return -1;
     d->nconv = d->ng * d->np;
     size_t nq = d->nconv * d->turns;
