@@ -25,7 +25,10 @@
 #              lowered so that capacity probes (up to twice the capacity in the
 #              committed baselines) stay under WALL_RPS (150) requests per wall
 #              second: above that the client falls behind on this 2-core VM (w2
-#              at 45 req/s: send lag p99 17 ms at K = 10, 4.6 ms at K = 3)
+#              at 45 req/s: send lag p99 17 ms at K = 10, 4.6 ms at K = 3).
+#              A workload without a baseline starts at K; when its measured
+#              capacity x 2 x K passes WALL_RPS, K is lowered and the capacity
+#              measured again. A kept capacity file keeps the K it was made at.
 #   REPLICAS 3   REPS 3   SHARE 0.7   SEED 1
 #   REQ_W1     600 measured requests on w1 (reuse ceiling >= 0.85)
 #   REQ_W2, WARMUP_W2  default: W2_SPAN_S (60) and W2_WARM_S (30) model seconds
@@ -111,6 +114,21 @@ print(k if c <= 0 else max(1, min(k, int(float(sys.argv[2]) / (2 * c)))))" "$bas
 }
 cap_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['capacity_rps'] or 0)" "$1"; }
 
+# capacity W K FILE: round_robin's capacity on this fleet at speed-up K.
+capacity() {
+  "$BIN" capacity --workload "$1" --policy round_robin --replicas "$REPLICAS" \
+    --requests "$CAP_REQ" --warmup 5 --probe-seconds "$PROBE_S" --start-rate "$START_RATE" \
+    --steps "$CAP_STEPS" --speedup "$2" --seed 100 ${PARAMS[$1]:-} --out "$3"
+}
+# fit_k FILE K: K, or lower when twice the capacity in FILE x K passes WALL_RPS.
+fit_k() {
+  python3 -c "
+import json,sys
+c=json.load(open(sys.argv[1]))['capacity_rps'] or 0
+k=float(sys.argv[2])
+print('%g' % (k if c * 2 * k <= float(sys.argv[3]) else max(1, int(float(sys.argv[3]) / (2 * c)))))" "$1" "$2" "$WALL_RPS"
+}
+
 [ -x "$BIN" ] || { echo "proof: no $BIN (make build)" >&2; exit 2; }
 mkdir -p "$OUT"
 start=$(date +%s)
@@ -122,9 +140,15 @@ for w in $WORKLOADS; do
   cap="$OUT/capacity-$w.json"
   if [ -z "$rate" ]; then
     if [ ! -f "$cap" ] || [ -n "${RECAPACITY:-}" ]; then
-      "$BIN" capacity --workload "$w" --policy round_robin --replicas "$REPLICAS" \
-        --requests "$CAP_REQ" --warmup 5 --probe-seconds "$PROBE_S" --start-rate "$START_RATE" \
-        --steps "$CAP_STEPS" --speedup "$k" --seed 100 ${PARAMS[$w]:-} --out "$cap"
+      capacity "$w" "$k" "$cap"
+      k2=$(fit_k "$cap" "$k")
+      if [ "$k2" != "$k" ] && [ -z "$(var K "$w" "")" ]; then
+        echo "proof: $w: $(cap_of "$cap") req/s x K $k is too fast for the client; again at K $k2"
+        k=$k2
+        capacity "$w" "$k" "$cap"
+      fi
+    elif [ -z "$(var K "$w" "")" ]; then
+      k=$(python3 -c "import json,sys; print('%g' % json.load(open(sys.argv[1])).get('speedup', 1))" "$cap")
     fi
     c=$(cap_of "$cap")
     rate=$(python3 -c "import sys; print(round(max(float(sys.argv[1])*float(sys.argv[2]), 0.1), 3))" "$c" "$SHARE")
