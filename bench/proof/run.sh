@@ -205,8 +205,16 @@ for p in a["policies"]:
     print(f"| {p} | {x['hit_rate']} | {y['hit_rate']} | {x['ttft_ms']['p90']} | "
           f"{round(y['ttft_ms']['p90'] * b['speedup'], 1) if y['ttft_ms']['p90'] is not None else None} |")
 ra, rb = rank(a, "ttft_ms"), rank(b, "ttft_ms")
-print(f"\nRanking by TTFT p90: K=1 {', '.join(ra)}; K={b['speedup']:g} {', '.join(rb)}: "
-      f"{'the same' if ra == rb else 'DIFFERENT'}.")
+def p90(d, p):
+    x = (d["policies"].get(p, {}).get("ttft_ms") or {}).get("p90")
+    return x if x is not None else float("inf")
+# A pair more than 5% apart at K = 1 must keep its order at K; closer ones are ties.
+swapped = [(p, q) for p in a["policies"] for q in a["policies"]
+           if p90(a, q) > 1.05 * p90(a, p) and not p90(b, q) > p90(b, p)]
+print(f"\nRanking by TTFT p90: K=1 {', '.join(ra)}; K={b['speedup']:g} {', '.join(rb)}.")
+print("Every pair of policies more than 5%% apart at K=1 keeps its order at K=%g: %s." %
+      (b["speedup"], "yes" if not swapped else
+       "NO (" + "; ".join(f"{p} before {q}" for p, q in swapped) + ")"))
 PY
   cat "$OUT/speedup-check/comparison.md"
 fi
