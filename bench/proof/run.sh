@@ -215,6 +215,10 @@ print(f"\nRanking by TTFT p90: K=1 {', '.join(ra)}; K={b['speedup']:g} {', '.joi
 print("Every pair of policies more than 5%% apart at K=1 keeps its order at K=%g: %s." %
       (b["speedup"], "yes" if not swapped else
        "NO (" + "; ".join(f"{p} before {q}" for p, q in swapped) + ")"))
+hd = [(abs((a["policies"][p]["hit_rate"] or 0) - (b["policies"][p]["hit_rate"] or 0)), p)
+      for p in a["policies"] if p in b["policies"]]
+if hd:
+    print("Largest hit-rate difference: %.3f (%s)." % max(hd))
 PY
   cat "$OUT/speedup-check/comparison.md"
 fi
