@@ -134,3 +134,13 @@ baselines: build
 report: build
 	$(BUILD)/inferrail-bench report bench/results/baselines --out bench/report/baselines \
 	  --title "Inferrail baselines: 3 simulators, four policies"
+
+# The proof of the cache-aware policies (issue 14; about an hour or more; see
+# bench/proof/run.sh for its knobs) and its report.
+.PHONY: proof proof-report
+proof: build
+	BUILD=$(BUILD) ./bench/proof/run.sh
+
+proof-report: build
+	$(BUILD)/inferrail-bench report bench/results/cache-aware --out bench/report/cache-aware \
+	  --title "Inferrail cache-aware routing: 3 simulators"

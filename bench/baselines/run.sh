@@ -7,7 +7,8 @@
 # Scale (small, estimated ~45 minutes on a 2-core VM; see docs/bench-harness.md):
 #   capacity: probes of about PROBE_S seconds (at least CAP_REQ requests), 2 bisection steps
 #   compare:  REQ measured requests after WARMUP, 3 repetitions, 4 policies
-# Override with the environment, e.g. REQ=200 REPS=5 bench/baselines/run.sh
+# Override with the environment, e.g. REQ=200 REPS=5 bench/baselines/run.sh;
+# K=10 runs everything 10 times faster (--speedup, docs/bench-harness.md).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD=${BUILD:-$root/build}
@@ -23,6 +24,7 @@ REPS=${REPS:-3}
 CAP_REQ=${CAP_REQ:-30}
 PROBE_S=${PROBE_S:-8}
 SHARE=${SHARE:-0.7}
+K=${K:-1}
 # w2's documented think time is 10-20 s; at this scale a chat would never
 # reach its second turn, so the baseline shortens it (recorded in the results).
 declare -A PARAMS=([w2]="--param think_min_s=2 --param think_max_s=4")
@@ -33,7 +35,7 @@ for w in $WORKLOADS; do
   cap="$OUT/capacity-$w.json"
   if [ ! -f "$cap" ] || [ -n "${RECAPACITY:-}" ]; then
     "$BIN" capacity --workload "$w" --policy round_robin --replicas "$REPLICAS" \
-      --requests "$CAP_REQ" --warmup 5 --probe-seconds "$PROBE_S" --start-rate 1 --steps 2 \
+      --requests "$CAP_REQ" --warmup 5 --probe-seconds "$PROBE_S" --start-rate 1 --steps 2 --speedup "$K" \
       --seed 100 ${PARAMS[$w]:-} --out "$cap"
   fi
   c=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['capacity_rps'] or 0)" "$cap")
@@ -41,7 +43,7 @@ for w in $WORKLOADS; do
   echo "baselines: $w sustains $c req/s with round_robin; comparing at $rate req/s"
   rm -rf "$OUT/$w"
   "$BIN" compare --workload "$w" --policies "$POLICIES" --replicas "$REPLICAS" --rate "$rate" \
-    --requests "$REQ" --warmup "$WARMUP" --repetitions "$REPS" --seed 1 ${PARAMS[$w]:-} \
+    --requests "$REQ" --warmup "$WARMUP" --repetitions "$REPS" --seed 1 --speedup "$K" ${PARAMS[$w]:-} \
     --out "$OUT/$w"
   rm -rf "$OUT/$w/logs"
 done

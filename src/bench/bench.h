@@ -44,24 +44,28 @@ typedef struct bench_req {
 } bench_req;
 
 typedef struct bench_wl_opts {
-    const char *name;  /* w1..w6 */
+    const char *name;  /* w1..w6, llmd-shared-prefix, sglang-gsp, prefix-repetition, trace */
     const char *model; /* "model" field of every body */
-    double rate;       /* mean requests per second (Poisson) */
+    double rate;       /* mean requests per second (Poisson); unused by trace */
     size_t n;          /* total requests, warmup included */
     size_t warmup;     /* the first `warmup` are discarded from results */
     uint64_t seed;
     size_t block_size;    /* for the reuse ceiling; 0: 16 */
     const char *sharegpt; /* w2: replay conversations from this file */
     json_t *params;       /* overrides, {"key": number}; may be NULL */
+    const char *trace;    /* trace: the Mooncake JSONL file to replay */
+    double speedup;       /* K: every arrival time is divided by K; 0: 1 */
 } bench_wl_opts;
 
 typedef struct bench_workload {
-    char name[8];
+    char name[32];
     bench_req *reqs;
     size_t n;
     size_t warmup;
     double reuse_ceiling; /* over the measured requests */
     json_t *params;       /* every parameter actually used (owned) */
+    double speedup;       /* K the times were divided by (1 when none) */
+    double rate;          /* nominal (model-time) rate; a trace's mean rate */
 } bench_workload;
 
 /* Builds the workload. Returns 0, or -1 with a message in err. */
@@ -69,6 +73,12 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
 void bench_workload_free(bench_workload *w);
 /* Parses "k=v" into params (numbers only). -1 on bad input. */
 int bench_param_parse(json_t *params, const char *kv);
+/* Trace replay: appends the text of the first `tokens` (<= 512 or the block
+ * size) builtin:sim tokens of block `id`. Every piece is 3 bytes and every word
+ * starts with a space, so the text is exactly `tokens` tokens whatever comes
+ * before or after it (a newline, a space or another block), and the text of
+ * fewer tokens is a prefix of the text of more. -1 when out is full. */
+int bench_trace_block_text(uint64_t id, size_t tokens, ir_buf *out);
 /* Parses "2s", "100ms", or a bare number of milliseconds. */
 int bench_parse_ms(const char *s, double *ms);
 
@@ -157,6 +167,8 @@ typedef struct bench_common {
     size_t n_engine;
     bool progress;
     double stall_at_s, stall_ms;
+    double speedup;    /* --speedup K (1 when not given) */
+    const char *trace; /* --trace FILE */
 } bench_common;
 
 struct option;
@@ -182,6 +194,7 @@ typedef struct bench_fleet_opts {
     uint64_t seed;
     const char *log_dir; /* NULL: /dev/null */
     const char *tag;     /* names the log files */
+    double speedup;      /* K: every simulator latency parameter divided by K; 0: 1 */
 } bench_fleet_opts;
 
 typedef struct bench_fleet {
@@ -199,6 +212,12 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
 void bench_fleet_stop(bench_fleet *f);
 /* The directory of this executable, for finding inferrail-sim and -gateway. */
 void bench_exe_dir(char *out, size_t len);
+/* The simulator flags for a speed-up of K: sim_args (may be NULL) with the
+ * value of every latency flag (--prefill-token-us, --prefill-pair-ns,
+ * --prefill-fixed-ms, --decode-token-ms, --decode-batch-us) divided by K, and
+ * those it does not set added at the simulator's default divided by K. With
+ * K == 1, sim_args unchanged. -1 when out is too small or a value is bad. */
+int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len);
 /* Writes the gateway's YAML config; exported for tests. */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n);

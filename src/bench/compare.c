@@ -15,6 +15,7 @@
 
 #define MAX_POLICIES 16
 #define MAX_REPS     64
+#define MAX_RATES    32
 
 typedef struct fleet_args {
     char sim_bin[4096], gw_bin[4096];
@@ -39,6 +40,8 @@ typedef struct cmp_opts {
     const char *policies[MAX_POLICIES];
     size_t npol;
     int reps;
+    double rates[MAX_RATES]; /* compare: --rate R1,R2,.. runs the comparison at each */
+    size_t nrates;
     double start_rate, max_rate;
     int steps;
     double probe_s; /* capacity: each probe lasts about this long (more requests at high rates) */
@@ -119,6 +122,21 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
         case 1010:
             o->probe_s = atof(optarg);
             break;
+        case 'r': /* a rate, or a ladder of them */
+            o->nrates = 0;
+            for (const char *p = optarg; *p && o->nrates < MAX_RATES;) {
+                char *end;
+                double r = strtod(p, &end);
+                if (end == p || !(r > 0) || (*end && *end != ',')) {
+                    fprintf(stderr, "inferrail-bench: bad rate '%s'\n", optarg);
+                    usage(stderr);
+                    return -1;
+                }
+                o->rates[o->nrates++] = r;
+                p = *end ? end + 1 : end;
+            }
+            o->c.rate = o->nrates ? o->rates[0] : 0;
+            break;
         default: {
             int rc = bench_common_opt(&o->c, ch, optarg);
             if (rc) {
@@ -149,7 +167,8 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
                            .model = o->c.model,
                            .seed = seed,
                            .log_dir = log_dir,
-                           .tag = tag};
+                           .tag = tag,
+                           .speedup = o->c.speedup};
     bench_fleet f;
     char err[512] = "";
     if (bench_fleet_start(&fo, &f, err, sizeof err)) {
@@ -163,6 +182,9 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
         json_object_set_new(c, "policy", json_string(o->f.no_gateway ? "direct" : policy));
         json_object_set_new(c, "replicas", json_integer(fo.replicas));
         json_object_set_new(c, "sim_args", json_string(o->f.sim_args ? o->f.sim_args : ""));
+        char eff[1024] = "";
+        bench_sim_args_scaled(o->f.sim_args, o->c.speedup, eff, sizeof eff);
+        json_object_set_new(c, "sim_args_effective", json_string(eff));
     }
     return doc;
 }
@@ -245,62 +267,49 @@ static json_t *policy_summary(json_t **sums, size_t n, json_t *files) {
 }
 
 static void compare_usage(FILE *f) {
-    fprintf(f, "Usage: inferrail-bench compare --workload w1..w6 --policies P1,P2,.. --rate R\n"
+    fprintf(f, "Usage: inferrail-bench compare --workload W --policies P1,P2,.. --rate R[,R2..]\n"
                "         --requests N --out DIR [--replicas 3] [--repetitions K] [--warmup W]\n"
+               "         [--speedup K] [--trace FILE]\n"
                "         [--seed S] [--sim-args \"...\"] [--slo-ttft 2s --slo-tpot 100ms]\n"
                "         [--param K=V] [--sharegpt FILE] [--sim-bin B] [--gateway-bin B]\n"
                "         [--no-gateway]   (straight to one simulator, for checking the harness)\n"
                "Each run gets a fresh gateway and fresh simulators on free loopback ports;\n"
                "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
-               "and DIR/summary.json (medians over repetitions).\n");
+               "and DIR/summary.json (medians over repetitions); a ladder of rates writes one\n"
+               "such folder per rate, DIR/rate-<R>. --speedup K divides every simulator latency,\n"
+               "arrival gap, think time and SLO by K (rates stay in model time).\n");
 }
 
-int bench_compare_main(int argc, char **argv) {
-    cmp_opts o;
-    int rc = parse(argc, argv, &o, compare_usage);
-    if (rc) {
-        free_opts(&o);
-        return rc > 0 ? 0 : 2;
-    }
-    if (!o.c.workload || !(o.c.rate > 0) || !o.c.requests || !o.c.out || !o.npol) {
-        fprintf(stderr, "inferrail-bench compare: --workload, --policies, --rate, --requests "
-                        "and --out are required\n");
-        free_opts(&o);
-        return 2;
-    }
-    if (!o.f.no_gateway && access(o.f.gw_bin, X_OK) != 0) {
-        fprintf(stderr, "inferrail-bench compare: no gateway at %s (--gateway-bin)\n", o.f.gw_bin);
-        free_opts(&o);
-        return 2;
-    }
+/* One comparison at o->c.rate into o->c.out. 0, 1 when a run failed, 2 on setup errors. */
+static int compare_at(cmp_opts *o) {
     char logs[4200];
-    snprintf(logs, sizeof logs, "%s/logs", o.c.out);
+    snprintf(logs, sizeof logs, "%s/logs", o->c.out);
     if (mkdir_p(logs)) {
         fprintf(stderr, "inferrail-bench compare: cannot create %s\n", logs);
-        free_opts(&o);
         return 2;
     }
     bench_raise_fd_limit();
     json_t *sums[MAX_POLICIES][MAX_REPS] = {{0}};
     json_t *files[MAX_POLICIES];
-    double ceil[MAX_REPS];
+    double ceil[MAX_REPS], rate_seen = o->c.rate;
     int failed = 0;
-    for (size_t p = 0; p < o.npol; p++) files[p] = json_array();
+    for (size_t p = 0; p < o->npol; p++) files[p] = json_array();
     /* Repetition-major, so slow drift of a shared machine spreads over every policy. */
-    for (int k = 0; k < o.reps; k++) {
-        uint64_t seed = o.c.seed + (uint64_t)k;
-        for (size_t p = 0; p < o.npol; p++) {
+    for (int k = 0; k < o->reps; k++) {
+        uint64_t seed = o->c.seed + (uint64_t)k;
+        for (size_t p = 0; p < o->npol; p++) {
             char tag[128], path[4400];
-            snprintf(tag, sizeof tag, "%s-%s-rep%d", o.c.workload, o.policies[p], k);
-            snprintf(path, sizeof path, "%s/%s.json", o.c.out, tag);
+            snprintf(tag, sizeof tag, "%s-%s-rep%d", o->c.workload, o->policies[p], k);
+            snprintf(path, sizeof path, "%s/%s.json", o->c.out, tag);
             fprintf(stderr, "compare: %s (seed %llu, rate %g, %zu requests)\n", tag,
-                    (unsigned long long)seed, o.c.rate, o.c.requests);
-            json_t *doc = fleet_run(&o, o.policies[p], o.c.rate, seed, logs, tag);
+                    (unsigned long long)seed, o->c.rate, o->c.requests);
+            json_t *doc = fleet_run(o, o->policies[p], o->c.rate, seed, logs, tag);
             if (!doc) {
                 failed++;
                 continue;
             }
             json_object_set_new(json_object_get(doc, "config"), "repetition", json_integer(k));
+            rate_seen = getnum(doc, "config", "rate"); /* a trace's own mean rate */
             if (bench_write_json(doc, path)) failed++;
             json_t *s = json_object_get(doc, "summary");
             sums[p][k] = json_incref(s);
@@ -316,39 +325,80 @@ int bench_compare_main(int argc, char **argv) {
     }
     json_t *out = json_object();
     json_object_set_new(out, "schema", json_string("inferrail-bench/compare/1"));
-    json_object_set_new(out, "workload", json_string(o.c.workload));
-    json_object_set_new(out, "rate", json_real(o.c.rate));
-    json_object_set_new(out, "replicas", json_integer(o.f.no_gateway ? 1 : o.f.replicas));
-    json_object_set_new(out, "requests", json_integer((json_int_t)o.c.requests));
-    json_object_set_new(out, "warmup", json_integer((json_int_t)o.c.warmup));
-    json_object_set_new(out, "repetitions", json_integer(o.reps));
-    json_object_set_new(out, "seed", json_integer((json_int_t)o.c.seed));
-    json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
-    json_object_set_new(out, "params", json_deep_copy(o.c.params));
+    json_object_set_new(out, "workload", json_string(o->c.workload));
+    json_object_set_new(out, "rate", json_real(isfinite(rate_seen) ? rate_seen : o->c.rate));
+    json_object_set_new(out, "replicas", json_integer(o->f.no_gateway ? 1 : o->f.replicas));
+    json_object_set_new(out, "requests", json_integer((json_int_t)o->c.requests));
+    json_object_set_new(out, "warmup", json_integer((json_int_t)o->c.warmup));
+    json_object_set_new(out, "repetitions", json_integer(o->reps));
+    json_object_set_new(out, "seed", json_integer((json_int_t)o->c.seed));
+    json_object_set_new(out, "sim_args", json_string(o->f.sim_args ? o->f.sim_args : ""));
+    json_object_set_new(out, "speedup", json_real(o->c.speedup));
+    if (o->c.trace) json_object_set_new(out, "trace", json_string(o->c.trace));
+    json_object_set_new(out, "params", json_deep_copy(o->c.params));
     json_object_set_new(
         out, "slo",
-        json_pack("{s:f, s:f}", "ttft_ms", o.c.slo_ttft_ms, "tpot_ms", o.c.slo_tpot_ms));
-    json_object_set_new(out, "reuse_ceiling", jnum(median(ceil, (size_t)o.reps)));
+        json_pack("{s:f, s:f}", "ttft_ms", o->c.slo_ttft_ms, "tpot_ms", o->c.slo_tpot_ms));
+    json_object_set_new(out, "reuse_ceiling", jnum(median(ceil, (size_t)o->reps)));
     json_t *pol = json_object();
-    for (size_t p = 0; p < o.npol; p++) {
+    for (size_t p = 0; p < o->npol; p++) {
         json_t *have[MAX_REPS];
         size_t n = 0;
-        for (int k = 0; k < o.reps; k++)
+        for (int k = 0; k < o->reps; k++)
             if (sums[p][k]) have[n++] = sums[p][k];
         if (n)
-            json_object_set_new(pol, o.policies[p], policy_summary(have, n, files[p]));
+            json_object_set_new(pol, o->policies[p], policy_summary(have, n, files[p]));
         else
             json_decref(files[p]);
         for (size_t i = 0; i < n; i++) json_decref(have[i]);
     }
     json_object_set_new(out, "policies", pol);
     char path[4200];
-    snprintf(path, sizeof path, "%s/summary.json", o.c.out);
+    snprintf(path, sizeof path, "%s/summary.json", o->c.out);
     if (bench_write_json(out, path)) failed++;
     json_decref(out);
     fprintf(stderr, "compare: wrote %s%s\n", path, failed ? " (some runs failed)" : "");
-    free_opts(&o);
     return failed ? 1 : 0;
+}
+
+int bench_compare_main(int argc, char **argv) {
+    cmp_opts o;
+    int rc = parse(argc, argv, &o, compare_usage);
+    if (rc) {
+        free_opts(&o);
+        return rc > 0 ? 0 : 2;
+    }
+    if (!o.c.workload || (!(o.c.rate > 0) && !o.c.trace) || !o.c.requests || !o.c.out || !o.npol) {
+        fprintf(stderr, "inferrail-bench compare: --workload, --policies, --rate (or --trace), "
+                        "--requests and --out are required\n");
+        free_opts(&o);
+        return 2;
+    }
+    if (!o.f.no_gateway && access(o.f.gw_bin, X_OK) != 0) {
+        fprintf(stderr, "inferrail-bench compare: no gateway at %s (--gateway-bin)\n", o.f.gw_bin);
+        free_opts(&o);
+        return 2;
+    }
+    if (o.nrates <= 1) {
+        rc = compare_at(&o);
+        free_opts(&o);
+        return rc;
+    }
+    /* A ladder of rates: one comparison per rate, in DIR/rate-<R>. */
+    const char *top = o.c.out;
+    int worst = 0;
+    for (size_t i = 0; i < o.nrates && worst < 2; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/rate-%g", top, o.rates[i]);
+        o.c.rate = o.rates[i];
+        o.c.out = dir;
+        fprintf(stderr, "compare: rate %g req/s (%zu of %zu)\n", o.rates[i], i + 1, o.nrates);
+        rc = compare_at(&o);
+        if (rc > worst) worst = rc;
+    }
+    o.c.out = top;
+    free_opts(&o);
+    return worst;
 }
 
 /* ---- capacity ---------------------------------------------------------------------------- */
@@ -358,7 +408,7 @@ static void capacity_usage(FILE *f) {
                "         --out FILE.json [--replicas 3] [--start-rate 1] [--max-rate 1000]\n"
                "         [--steps 4] [--probe-seconds S] [--warmup W] [--seed S] [--sim-args "
                "\"...\"] [--no-gateway]\n"
-               "         [--slo-ttft 2s --slo-tpot 100ms] [--param K=V]\n"
+               "         [--slo-ttft 2s --slo-tpot 100ms] [--param K=V] [--speedup K]\n"
                "Doubles the rate from --start-rate until the SLO (p99 TTFT and p99 TPOT) breaks\n"
                "or a request fails, then bisects --steps times. Every probe gets a fresh fleet.\n");
 }
@@ -390,6 +440,11 @@ int bench_capacity_main(int argc, char **argv) {
         free_opts(&o);
         return 2;
     }
+    if (o.c.trace) {
+        fprintf(stderr, "inferrail-bench capacity: a trace keeps its own times; use compare\n");
+        free_opts(&o);
+        return 2;
+    }
     const char *policy = o.npol ? o.policies[0] : "direct";
     char logs[4200];
     snprintf(logs, sizeof logs, "%s.logs", o.c.out);
@@ -413,8 +468,8 @@ int bench_capacity_main(int argc, char **argv) {
         double tt = s ? getnum(s, "ttft_ms", "p99") : NAN,
                tp = s ? getnum(s, "tpot_ms", "p99") : NAN;
         double errs = s ? getnum(s, "errors", NULL) : NAN;
-        bool ok =
-            s && errs == 0 && tt <= o.c.slo_ttft_ms && (!isfinite(tp) || tp <= o.c.slo_tpot_ms);
+        bool ok = s && errs == 0 && tt <= o.c.slo_ttft_ms / o.c.speedup &&
+                  (!isfinite(tp) || tp <= o.c.slo_tpot_ms / o.c.speedup);
         json_array_append_new(probes, json_pack("{s:f, s:I, s:b, s:o, s:o, s:o, s:o}", "rate", rate,
                                                 "requests", (json_int_t)o.c.requests, "ok", ok,
                                                 "ttft_p99_ms", jnum(tt), "tpot_p99_ms", jnum(tp),
@@ -449,6 +504,7 @@ int bench_capacity_main(int argc, char **argv) {
                   o.c.slo_ttft_ms, "slo_tpot_ms", o.c.slo_tpot_ms, "capacity_rps", jnum(lo),
                   "first_failing_rps", hi > 0 ? jnum(hi) : json_null(), "probes", probes);
     json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
+    json_object_set_new(out, "speedup", json_real(o.c.speedup));
     json_object_set_new(out, "params", json_deep_copy(o.c.params));
     rc = bench_write_json(out, o.c.out) ? 1 : 0;
     printf("capacity %s %s: %.3g req/s\n", o.c.workload, policy, lo);

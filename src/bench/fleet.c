@@ -138,6 +138,63 @@ static int wait_up(const char *url, int pid, double secs, bool any) {
     return -1;
 }
 
+/* The simulator's latency flags and their defaults (src/sim/engine.c). */
+static const struct {
+    const char *flag;
+    double def;
+} sim_latency[] = {
+    {"--prefill-token-us", 100}, {"--prefill-pair-ns", 3.3}, {"--prefill-fixed-ms", 5},
+    {"--decode-token-ms", 20},   {"--decode-batch-us", 100},
+};
+
+static int scaled_value(char *out, size_t len, size_t *at, const char *flag, const char *v,
+                        double k) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0)) return -1;
+    int n = snprintf(out + *at, len - *at, "%s%s %.6g", *at ? " " : "", flag, x / k);
+    if (n < 0 || (size_t)n >= len - *at) return -1;
+    *at += (size_t)n;
+    return 0;
+}
+
+int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len) {
+    if (len == 0 || !(k > 0)) return -1;
+    out[0] = 0;
+    size_t at = 0;
+    bool seen[IR_ARRAY_LEN(sim_latency)] = {0};
+    char copy[1024];
+    if (snprintf(copy, sizeof copy, "%s", sim_args ? sim_args : "") >= (int)sizeof copy) return -1;
+    char *sp, *t = strtok_r(copy, " ", &sp);
+    while (t) {
+        size_t f = IR_ARRAY_LEN(sim_latency);
+        const char *eq = strchr(t, '=');
+        size_t nlen = eq ? (size_t)(eq - t) : strlen(t);
+        for (size_t i = 0; i < IR_ARRAY_LEN(sim_latency) && k != 1; i++)
+            if (strlen(sim_latency[i].flag) == nlen && memcmp(t, sim_latency[i].flag, nlen) == 0)
+                f = i;
+        if (f < IR_ARRAY_LEN(sim_latency)) { /* --flag V or --flag=V */
+            const char *v = eq ? eq + 1 : strtok_r(NULL, " ", &sp);
+            if (!v || scaled_value(out, len, &at, sim_latency[f].flag, v, k)) return -1;
+            seen[f] = true;
+        } else {
+            int n = snprintf(out + at, len - at, "%s%s", at ? " " : "", t);
+            if (n < 0 || (size_t)n >= len - at) return -1;
+            at += (size_t)n;
+        }
+        t = strtok_r(NULL, " ", &sp);
+    }
+    for (size_t i = 0; i < IR_ARRAY_LEN(sim_latency) && k != 1; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%.17g", sim_latency[i].def);
+        if (!seen[i] && scaled_value(out, len, &at, sim_latency[i].flag, v, k)) return -1;
+    }
+    return 0;
+}
+
+/* The gateway has no engine load scraper yet (no `load.scrape_interval` key;
+ * unknown keys are rejected), so nothing here is divided by --speedup. When
+ * it gains one, write the interval divided by K (see docs/bench-harness.md). */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n) {
     ir_buf_appendf(out, "# written by inferrail-bench for one run\n");
@@ -161,52 +218,35 @@ static void log_path(char *out, size_t len, const bench_fleet_opts *o, const cha
         snprintf(out, len, "/dev/null");
 }
 
-int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen) {
-    memset(f, 0, sizeof *f);
-    if (o->replicas < 1 || o->replicas > BENCH_MAX_REPLICAS) {
-        snprintf(err, errlen, "--replicas must be 1..%d", BENCH_MAX_REPLICAS);
-        return -1;
-    }
-    const char *model = o->model ? o->model : "inferrail/sim-8b";
-    char extra[1024];
-    snprintf(extra, sizeof extra, "%s", o->sim_args ? o->sim_args : "");
-    for (int i = 0; i < o->replicas; i++) {
-        char port[16], log[4200];
-        f->sim_port[i] = bench_free_port();
-        snprintf(port, sizeof port, "%u", f->sim_port[i]);
-        char *argv[96] = {
-            (char *)o->sim_bin,    "--port",     port, "--enable-prompt-tokens-details",
-            "--served-model-name", (char *)model};
-        int a = 6;
-        char copy[1024];
-        snprintf(copy, sizeof copy, "%s", extra);
-        for (char *sp, *t = strtok_r(copy, " ", &sp); t && a < 94; t = strtok_r(NULL, " ", &sp))
-            argv[a++] = t;
-        argv[a] = NULL;
-        char what[32];
-        snprintf(what, sizeof what, "sim-%d", i + 1);
-        log_path(log, sizeof log, o, what);
-        f->sim_pid[i] = spawn(argv, log);
-        f->n = i + 1;
-        snprintf(f->engine_url[i], sizeof f->engine_url[i], "http://127.0.0.1:%u", f->sim_port[i]);
-        f->engine_ptr[i] = f->engine_url[i];
-    }
-    for (int i = 0; i < f->n; i++) {
-        char url[128];
-        snprintf(url, sizeof url, "%s/health", f->engine_url[i]);
-        if (f->sim_pid[i] < 0 || wait_up(url, f->sim_pid[i], 10, false)) {
-            snprintf(err, errlen, "simulator %d did not come up (see its log)", i + 1);
-            bench_fleet_stop(f);
-            return -1;
-        }
-    }
-    if (!o->policy) {
-        snprintf(f->base_url, sizeof f->base_url, "%s", f->engine_url[0]);
-        return 0;
-    }
+/* Spawns simulator i on a fresh free port. */
+static void spawn_sim(const bench_fleet_opts *o, bench_fleet *f, int i, const char *extra,
+                      const char *model) {
+    char port[16], log[4200];
+    f->sim_port[i] = bench_free_port();
+    snprintf(port, sizeof port, "%u", f->sim_port[i]);
+    char *argv[96] = {(char *)o->sim_bin,    "--port",     port, "--enable-prompt-tokens-details",
+                      "--served-model-name", (char *)model};
+    int a = 6;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", extra);
+    for (char *sp, *t = strtok_r(copy, " ", &sp); t && a < 94; t = strtok_r(NULL, " ", &sp))
+        argv[a++] = t;
+    argv[a] = NULL;
+    char what[32];
+    snprintf(what, sizeof what, "sim-%d", i + 1);
+    log_path(log, sizeof log, o, what);
+    f->sim_pid[i] = spawn(argv, log);
+    snprintf(f->engine_url[i], sizeof f->engine_url[i], "http://127.0.0.1:%u", f->sim_port[i]);
+    f->engine_ptr[i] = f->engine_url[i];
+}
+
+/* Writes the gateway's config for fresh free ports and spawns it; -1 when
+ * the config cannot be written. */
+static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, const char *model, char *log,
+                         size_t loglen, char *err, size_t errlen) {
     f->gw_port = bench_free_port();
     f->admin_port = bench_free_port();
-    char listen[32], admin[32], cfgpath[4200], log[4200];
+    char listen[32], admin[32], cfgpath[4200];
     snprintf(listen, sizeof listen, "127.0.0.1:%u", f->gw_port);
     snprintf(admin, sizeof admin, "127.0.0.1:%u", f->admin_port);
     ir_buf y;
@@ -222,24 +262,81 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
         if (fp) fclose(fp);
         ir_buf_free(&y);
         snprintf(err, errlen, "cannot write %s", cfgpath);
-        bench_fleet_stop(f);
         return -1;
     }
     fclose(fp);
     ir_buf_free(&y);
-    log_path(log, sizeof log, o, "gateway");
+    log_path(log, loglen, o, "gateway");
     char *argv[] = {(char *)o->gw_bin, "--config", cfgpath, NULL};
     f->gw_pid = spawn(argv, log);
     snprintf(f->base_url, sizeof f->base_url, "http://%s", listen);
-    char url[128];
-    snprintf(url, sizeof url, "%s/health", f->base_url);
-    /* Any answer means it listens; give it a moment to see its replicas healthy. */
-    if (f->gw_pid < 0 || wait_up(url, f->gw_pid, 15, true)) {
-        snprintf(err, errlen, "the gateway did not come up (see %s)", log);
-        bench_fleet_stop(f);
+    return 0;
+}
+
+/* A free port is only free until someone takes it: a process that exits
+ * while starting (another one bound its port first) is started again on new
+ * ports, up to this many times in all. One that hangs is not. */
+#define START_TRIES 3
+
+int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (o->replicas < 1 || o->replicas > BENCH_MAX_REPLICAS) {
+        snprintf(err, errlen, "--replicas must be 1..%d", BENCH_MAX_REPLICAS);
         return -1;
     }
-    snprintf(url, sizeof url, "%s/health", f->base_url);
+    const char *model = o->model ? o->model : "inferrail/sim-8b";
+    char extra[1024];
+    if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, extra, sizeof extra)) {
+        snprintf(err, errlen, "--sim-args: too long, or a latency flag has a bad value");
+        return -1;
+    }
+    for (int i = 0; i < o->replicas; i++) {
+        spawn_sim(o, f, i, extra, model);
+        f->n = i + 1;
+    }
+    for (int i = 0; i < f->n; i++) {
+        for (int tries = 1;; tries++) {
+            char url[128];
+            snprintf(url, sizeof url, "%s/health", f->engine_url[i]);
+            if (f->sim_pid[i] > 0 && wait_up(url, f->sim_pid[i], 10, false) == 0) break;
+            bool died = f->sim_pid[i] > 0 && !alive(f->sim_pid[i]);
+            if (!died || tries >= START_TRIES) {
+                snprintf(err, errlen, "simulator %d did not come up (see its log)", i + 1);
+                bench_fleet_stop(f);
+                return -1;
+            }
+            fprintf(stderr,
+                    "inferrail-bench: simulator %d exited while starting; again on a new "
+                    "port\n",
+                    i + 1);
+            spawn_sim(o, f, i, extra, model); /* the dead one was reaped by wait_up */
+        }
+    }
+    if (!o->policy) {
+        snprintf(f->base_url, sizeof f->base_url, "%s", f->engine_url[0]);
+        return 0;
+    }
+    char log[4200], url[128];
+    for (int tries = 1;; tries++) {
+        if (spawn_gateway(o, f, model, log, sizeof log, err, errlen)) {
+            bench_fleet_stop(f);
+            return -1;
+        }
+        snprintf(url, sizeof url, "%s/health", f->base_url);
+        /* Any answer means it listens; give it a moment to see its replicas healthy. */
+        if (f->gw_pid > 0 && wait_up(url, f->gw_pid, 15, true) == 0) break;
+        bool died = f->gw_pid > 0 && !alive(f->gw_pid);
+        if (!died || tries >= START_TRIES) {
+            snprintf(err, errlen, "the gateway did not come up (see %s)", log);
+            bench_fleet_stop(f);
+            return -1;
+        }
+        fprintf(stderr,
+                "inferrail-bench: the gateway exited while starting (see %s); again on "
+                "new ports\n",
+                log);
+        f->gw_pid = 0; /* reaped by wait_up */
+    }
     wait_up(url, f->gw_pid, 3, false);
     return 0;
 }

@@ -599,6 +599,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     json_object_set_new(c, "base_url", json_string(cfg->base_url));
     json_object_set_new(c, "workload", json_string(wl->name));
     json_object_set_new(c, "rate", json_real(cfg->rate));
+    json_object_set_new(c, "speedup", json_real(wl->speedup > 0 ? wl->speedup : 1));
     json_object_set_new(c, "requests", json_integer((json_int_t)nm));
     json_object_set_new(c, "warmup", json_integer((json_int_t)wl->warmup));
     json_object_set_new(c, "seed", json_integer((json_int_t)cfg->seed));

@@ -174,6 +174,12 @@ static void chart_cdf(const char *out, json_t *cmp, const char *dir, FILE *gp, F
 }
 
 /* Requests and in-flight requests per replica over time, from repetition 0. */
+/* A compare summary's --speedup (1 for results from before it existed). */
+static double speedup_of(json_t *c) {
+    json_t *k = json_object_get(c, "speedup");
+    return json_is_number(k) && json_number_value(k) > 0 ? json_number_value(k) : 1;
+}
+
 static void chart_replicas(const char *out, json_t *cmp, const char *dir, FILE *gp, FILE *md) {
     const char *w = ir_json_str(cmp, "chart_id");
     const char *pol;
@@ -401,9 +407,10 @@ int bench_report_main(int argc, char **argv) {
                 "The hit rate is cached over prompt tokens, from usage and from the engines' "
                 "counters; the ceiling is what one replica with an infinite cache would hit.\n\n");
     if (in.ncmp) {
-        fprintf(md,
-                "## Summary\n\n| workload | rate (req/s) | replicas | requests × reps | "
-                "reuse ceiling | best p99 TTFT | best hit rate |\n|---|---|---|---|---|---|---|\n");
+        fprintf(
+            md,
+            "## Summary\n\n| workload | rate (req/s) | speed-up | replicas | requests × reps | "
+            "reuse ceiling | best p99 TTFT | best hit rate |\n|---|---|---|---|---|---|---|---|\n");
         for (size_t i = 0; i < in.ncmp; i++) {
             json_t *c = in.compares[i];
             const char *bt = "–", *bh = "–", *pol;
@@ -413,8 +420,9 @@ int bench_report_main(int argc, char **argv) {
                 if (num(p, "ttft_ms", "p99") < vt) vt = num(p, "ttft_ms", "p99"), bt = pol;
                 if (num(p, "hit_rate", NULL) > vh) vh = num(p, "hit_rate", NULL), bh = pol;
             }
-            fprintf(md, "| %s | %.3g | %lld | %lld × %lld | %.3f | %s (%.0f ms) | %s (%.3f) |\n",
-                    ir_json_str(c, "workload"), num(c, "rate", NULL),
+            fprintf(md,
+                    "| %s | %.3g | %g× | %lld | %lld × %lld | %.3f | %s (%.0f ms) | %s (%.3f) |\n",
+                    ir_json_str(c, "workload"), num(c, "rate", NULL), speedup_of(c),
                     json_integer_value(json_object_get(c, "replicas")),
                     json_integer_value(json_object_get(c, "requests")),
                     json_integer_value(json_object_get(c, "repetitions")),
@@ -454,6 +462,12 @@ int bench_report_main(int argc, char **argv) {
                 num(c, "rate", NULL), json_integer_value(json_object_get(c, "replicas")));
         fprintf(md, "Reuse ceiling %.3f. Results: `%s`.\n\n", num(c, "reuse_ceiling", NULL),
                 in.cmp_dir[i]);
+        if (speedup_of(c) != 1)
+            fprintf(md,
+                    "Run at speed-up %g×: simulator latencies, arrival gaps and think times "
+                    "divided by %g, so latencies here are wall-clock (multiply by %g for model "
+                    "time); rates and SLOs are in model time.\n\n",
+                    speedup_of(c), speedup_of(c), speedup_of(c));
         table(md, c);
         chart_cdf(out, c, in.cmp_dir[i], gp, md);
         chart_replicas(out, c, in.cmp_dir[i], gp, md);

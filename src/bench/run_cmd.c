@@ -11,8 +11,11 @@
 #include <xxhash.h>
 
 static void run_usage(FILE *f) {
-    fprintf(f, "Usage: inferrail-bench run --base-url URL --workload w1..w6 --rate R --requests N\n"
+    fprintf(f, "Usage: inferrail-bench run --base-url URL --workload W --rate R --requests N\n"
                "         --out FILE.json [options]\n"
+               "  W: w1..w6, llmd-shared-prefix, sglang-gsp, prefix-repetition, or trace\n"
+               "  --trace FILE          replay a Mooncake JSONL trace (workload trace; no --rate)\n"
+               "  --speedup K           arrival gaps and think times divided by K, SLOs too\n"
                "  --model M             model field of every request (inferrail/sim-8b)\n"
                "  --seed S              workload and arrival seed (1)\n"
                "  --warmup K            first K requests are sent, then discarded (0)\n"
@@ -46,6 +49,8 @@ static const struct option common_opts[] = {
     {"progress", no_argument, 0, 'p'},
     {"stall-at", required_argument, 0, 'A'},
     {"stall-ms", required_argument, 0, 'M'},
+    {"speedup", required_argument, 0, 'K'},
+    {"trace", required_argument, 0, 'R'},
     {"help", no_argument, 0, 'h'},
 };
 
@@ -56,6 +61,7 @@ void bench_common_init(bench_common *c) {
     c->slo_ttft_ms = 2000;
     c->slo_tpot_ms = 100;
     c->block_size = 16;
+    c->speedup = 1;
     c->params = json_object();
 }
 
@@ -117,6 +123,15 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
     case 'M':
         c->stall_ms = atof(arg);
         return 0;
+    case 'K': {
+        char *end;
+        c->speedup = strtod(arg, &end);
+        return end != arg && !*end && c->speedup > 0 && c->speedup <= 1000 ? 0 : -1;
+    }
+    case 'R':
+        c->trace = arg;
+        if (!c->workload) c->workload = "trace";
+        return 0;
     case 'e': {
         free(c->engine_buf);
         c->engine_buf = strdup(arg);
@@ -145,7 +160,9 @@ int bench_common_workload(const bench_common *c, double rate, uint64_t seed, ben
                        .seed = seed,
                        .block_size = c->block_size,
                        .sharegpt = c->sharegpt,
-                       .params = c->params};
+                       .params = c->params,
+                       .trace = c->trace,
+                       .speedup = c->speedup};
     char err[512] = "";
     if (bench_workload_build(&o, w, err, sizeof err)) {
         fprintf(stderr, "inferrail-bench: %s\n", err);
@@ -162,17 +179,19 @@ void bench_raise_fd_limit(void) {
     }
 }
 
-/* One run of the common options against base_url; the results document. */
+/* One run of the common options against base_url; the results document.
+ * SLOs are given in model time, so they are divided by --speedup like the
+ * latencies they judge. */
 json_t *bench_common_run(const bench_common *c, const char *base_url, double rate, uint64_t seed,
                          const char *const *engines, size_t n_engine) {
     bench_workload w;
     if (bench_common_workload(c, rate, seed, &w)) return NULL;
     bench_run_cfg rc = {.base_url = base_url,
                         .wl = &w,
-                        .rate = rate,
+                        .rate = c->trace ? w.rate : rate,
                         .seed = seed,
-                        .slo_ttft_ms = c->slo_ttft_ms,
-                        .slo_tpot_ms = c->slo_tpot_ms,
+                        .slo_ttft_ms = c->slo_ttft_ms / c->speedup,
+                        .slo_tpot_ms = c->slo_tpot_ms / c->speedup,
                         .timeout_s = c->timeout_s,
                         .engine_urls = engines,
                         .n_engine = n_engine,
@@ -272,9 +291,9 @@ int bench_run_main(int argc, char **argv) {
         bench_common_free(&c);
         return rc > 0 ? 0 : 2;
     }
-    if (!c.base_url || !c.workload || !(c.rate > 0) || !c.requests || !c.out) {
-        fprintf(stderr, "inferrail-bench run: --base-url, --workload, --rate, --requests and "
-                        "--out are required\n");
+    if (!c.base_url || !c.workload || (!(c.rate > 0) && !c.trace) || !c.requests || !c.out) {
+        fprintf(stderr, "inferrail-bench run: --base-url, --workload, --rate (or --trace), "
+                        "--requests and --out are required\n");
         bench_common_free(&c);
         return 2;
     }
@@ -296,11 +315,11 @@ int bench_run_main(int argc, char **argv) {
 }
 
 static void wl_usage(FILE *f) {
-    fprintf(f,
-            "Usage: inferrail-bench workload --workload w1..w6 --rate R --requests N [--seed S]\n"
-            "         [--warmup K] [--param K=V] [--sharegpt FILE] [--bodies]\n"
-            "Prints one JSON line per request (time, tokens, body hash; the body with\n"
-            "--bodies) and a last line with the reuse ceiling.\n");
+    fprintf(f, "Usage: inferrail-bench workload --workload W --rate R --requests N [--seed S]\n"
+               "         [--warmup K] [--param K=V] [--sharegpt FILE] [--trace FILE]\n"
+               "         [--speedup K] [--bodies]\n"
+               "Prints one JSON line per request (time, tokens, body hash; the body with\n"
+               "--bodies) and a last line with the reuse ceiling.\n");
 }
 
 int bench_workload_main(int argc, char **argv) {
@@ -318,7 +337,7 @@ int bench_workload_main(int argc, char **argv) {
     bench_common_init(&c);
     int rc = getopt_all(ac, av, &c, wl_usage);
     free(av);
-    if (rc || !c.workload || !(c.rate > 0) || !c.requests) {
+    if (rc || !c.workload || (!(c.rate > 0) && !c.trace) || !c.requests) {
         if (rc <= 0) wl_usage(stderr);
         bench_common_free(&c);
         return rc > 0 ? 0 : 2;
@@ -339,8 +358,8 @@ int bench_workload_main(int argc, char **argv) {
     }
     char *params = json_dumps(w.params, JSON_COMPACT);
     printf("{\"workload\":\"%s\",\"requests\":%zu,\"warmup\":%zu,\"reuse_ceiling\":%.6f,"
-           "\"params\":%s}\n",
-           w.name, w.n, w.warmup, w.reuse_ceiling, params);
+           "\"speedup\":%g,\"rate\":%g,\"params\":%s}\n",
+           w.name, w.n, w.warmup, w.reuse_ceiling, w.speedup, w.rate, params);
     free(params);
     bench_workload_free(&w);
     bench_common_free(&c);

@@ -1,4 +1,6 @@
-/* workload.c: the seeded workloads w1..w6 of the open-loop harness.
+/* workload.c: the seeded workloads of the open-loop harness: w1..w6, the
+ * peers' published ones (llmd-shared-prefix, sglang-gsp, prefix-repetition)
+ * and the replay of a Mooncake trace.
  *
  * Every workload is a pure function of its options: text comes from a
  * splitmix64 stream seeded with --seed, arrival times from a second stream,
@@ -88,6 +90,41 @@ static const wl_param w6_params[] = {
     {"out_max", 128, "max_tokens"},
 };
 
+/* llm-d's shared-prefix benchmark (inference-perf `shared_prefix`, as in
+ * llm-d's precise-prefix-cache-aware guide): groups x users fixed prompts,
+ * shuffled once, then replayed in turn. */
+static const wl_param llmd_params[] = {
+    {"groups", 150, "system prompts (num_groups)"},
+    {"users", 5, "users per group, each with a fixed question (num_prompts_per_group)"},
+    {"sys_tokens", 6000, "system prompt length, tokens (system_prompt_len)"},
+    {"q_tokens", 1200, "question length, tokens (question_len)"},
+    {"out_tokens", 1000, "max_tokens (output_len)"},
+};
+/* SGLang's generated-shared-prefix (bench_serving --dataset-name
+ * generated-shared-prefix). */
+static const wl_param gsp_params[] = {
+    {"groups", 64, "system prompts (--gsp-num-groups)"},
+    {"prompts", 16, "conversations per group (--gsp-prompts-per-group)"},
+    {"sys_tokens", 2048, "system prompt length, tokens (--gsp-system-prompt-len)"},
+    {"q_tokens", 128, "question length, tokens (--gsp-question-len)"},
+    {"out_tokens", 256, "max_tokens (--gsp-output-len)"},
+    {"turns", 1, "questions per conversation, each resending the history (--gsp-num-turns)"},
+    {"think_min_s", 0, "time between a turn and the next, seconds"},
+    {"think_max_s", 0, "time between a turn and the next, seconds"},
+};
+/* vLLM's prefix_repetition dataset (vllm bench serve). */
+static const wl_param prefrep_params[] = {
+    {"prefixes", 10, "distinct prefixes (--prefix-repetition-num-prefixes)"},
+    {"prefix_tokens", 256, "prefix length, tokens (--prefix-repetition-prefix-len)"},
+    {"suffix_tokens", 256, "unique suffix length, tokens (--prefix-repetition-suffix-len)"},
+    {"out_tokens", 128, "max_tokens (--prefix-repetition-output-len)"},
+};
+/* A Mooncake (FAST '25) JSONL trace, --trace FILE. */
+static const wl_param trace_params[] = {
+    {"block_tokens", 512, "tokens per hash_ids entry"},
+    {"max_out", 0, "cap on output_length (0: none)"},
+};
+
 typedef struct wl_def {
     const char *name;
     const char *doc;
@@ -102,6 +139,12 @@ static const wl_def wl_defs[] = {
     {"w4", "RAG over a Zipf-popular corpus", w4_params, IR_ARRAY_LEN(w4_params)},
     {"w5", "one hot prefix carries half the traffic", w5_params, IR_ARRAY_LEN(w5_params)},
     {"w6", "prompts that share nothing (control)", w6_params, IR_ARRAY_LEN(w6_params)},
+    {"llmd-shared-prefix", "llm-d's shared-prefix benchmark", llmd_params,
+     IR_ARRAY_LEN(llmd_params)},
+    {"sglang-gsp", "SGLang's generated-shared-prefix", gsp_params, IR_ARRAY_LEN(gsp_params)},
+    {"prefix-repetition", "vLLM's prefix_repetition", prefrep_params, IR_ARRAY_LEN(prefrep_params)},
+    {"trace", "replay of a Mooncake JSONL trace (--trace FILE)", trace_params,
+     IR_ARRAY_LEN(trace_params)},
 };
 
 static const wl_def *wl_find(const char *name) {
@@ -139,10 +182,13 @@ int bench_parse_ms(const char *s, double *ms) {
 
 /* ---- text ------------------------------------------------------------------ */
 
+struct gsp_data;
+
 typedef struct gen {
     ir_rng text;  /* content */
     ir_rng shape; /* lengths and choices */
     json_t *params;
+    const struct gsp_data *gsp; /* sglang-gsp: the conversations */
     char *err;
     size_t errlen;
 } gen;
@@ -373,6 +419,296 @@ static int build_w6(gen *g, wl_build *b, size_t n, uint64_t seed) {
     return rc;
 }
 
+/* ---- the peers' workloads -------------------------------------------------------- */
+
+static void shuffle(ir_rng *r, size_t *a, size_t n) {
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)ir_rng_below(r, i), x = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = x;
+    }
+}
+
+static void free_strs(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+/* `n` strings of about `tokens` tokens each, led by "<lead> <i>. " when lead is set. */
+static char **gen_strs(gen *g, size_t n, const char *lead, size_t tokens) {
+    char **v = calloc(n, sizeof *v);
+    for (size_t i = 0; v && i < n; i++) {
+        char l[64] = "";
+        if (lead) snprintf(l, sizeof l, "%s %zu. ", lead, i);
+        v[i] = gen_str(&g->text, l, tokens);
+        if (!v[i]) {
+            free_strs(v, n);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* llm-d (inference-perf shared_prefix): groups x users fixed prompts, each a
+ * group's system prompt and the user's own question, shuffled once and then
+ * replayed in turn, so request i is prompt i mod (groups x users). */
+static int build_llmd(gen *g, wl_build *b, size_t n) {
+    size_t ng = (size_t)param(g, "groups"), nu = (size_t)param(g, "users");
+    if (ng < 1 || nu < 1 || ng > 100000 || nu > 1000 || ng * nu > 200000) return -1;
+    size_t np = ng * nu;
+    char **sys = gen_strs(g, ng, "Group", (size_t)param(g, "sys_tokens"));
+    char **q = sys ? gen_strs(g, np, NULL, (size_t)param(g, "q_tokens")) : NULL;
+    size_t *order = calloc(np, sizeof *order);
+    int rc = q && order ? 0 : -1;
+    for (size_t i = 0; i < np && order; i++) order[i] = i;
+    if (rc == 0) shuffle(&g->shape, order, np);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t p = order[i % np];
+        json_t *m = json_pack("[o,o]", msg("system", sys[p / nu]), msg("user", q[p]));
+        rc = add_req(b, m, (long)param(g, "out_tokens"), (uint32_t)(p / nu), 0);
+        json_decref(m);
+    }
+    free(order);
+    free_strs(q, np);
+    free_strs(sys, ng);
+    return rc;
+}
+
+/* vLLM prefix_repetition: the requests are split evenly over the prefixes
+ * (then shuffled); each is a prefix followed by a suffix of its own. */
+static int build_prefrep(gen *g, wl_build *b, size_t n) {
+    size_t np = (size_t)param(g, "prefixes");
+    if (np < 1 || np > 100000) return -1;
+    char **pre = gen_strs(g, np, "Prefix", (size_t)param(g, "prefix_tokens"));
+    size_t *order = calloc(n, sizeof *order);
+    int rc = pre && order ? 0 : -1;
+    for (size_t i = 0; i < n && order; i++) order[i] = i % np;
+    if (rc == 0) shuffle(&g->shape, order, n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        ir_buf u;
+        ir_buf_init(&u, 64u << 20);
+        ir_buf_append_str(&u, pre[order[i]]);
+        ir_buf_append_str(&u, " "); /* a space starts a token: the prefix's tokens stay whole */
+        rc = gen_text(&g->text, (size_t)param(g, "suffix_tokens"), &u);
+        json_t *m = json_pack("[o]", msg("user", u.data ? u.data : ""));
+        ir_buf_free(&u);
+        if (rc == 0) rc = add_req(b, m, (long)param(g, "out_tokens"), (uint32_t)order[i], 0);
+        json_decref(m);
+    }
+    free(order);
+    free_strs(pre, np);
+    return rc;
+}
+
+/* SGLang generated-shared-prefix: groups x prompts conversations, shuffled
+ * once; turn 0 is the group's system prompt, a blank line and a question, in
+ * one user message; each later turn resends the history (the planned reply
+ * included) with a new question. Conversations are replayed in turn. */
+typedef struct gsp_data {
+    size_t ng, np, nconv, turns;
+    char **sys;    /* [ng] */
+    char **q;      /* [nconv * turns] */
+    char **reply;  /* [nconv * turns], the last turn's unused (NULL) */
+    size_t *order; /* [nconv], the shuffled conversations */
+    size_t next;   /* conversations started so far */
+} gsp_data;
+
+static void gsp_free(gsp_data *d) {
+    free_strs(d->sys, d->ng);
+    free_strs(d->q, d->nconv * d->turns);
+    free_strs(d->reply, d->nconv * d->turns);
+    free(d->order);
+}
+
+static int gsp_init(gen *g, gsp_data *d) {
+    memset(d, 0, sizeof *d);
+    d->ng = (size_t)param(g, "groups");
+    d->np = (size_t)param(g, "prompts");
+    d->turns = (size_t)param(g, "turns");
+    if (d->ng < 1 || d->np < 1 || d->turns < 1 || d->ng > 100000 || d->np > 10000 ||
+        d->turns > 64 || d->ng * d->np * d->turns > 1000000)
+        return -1;
+    d->nconv = d->ng * d->np;
+    size_t nq = d->nconv * d->turns;
+    d->sys = gen_strs(g, d->ng, "System prompt", (size_t)param(g, "sys_tokens"));
+    d->q = d->sys ? gen_strs(g, nq, NULL, (size_t)param(g, "q_tokens")) : NULL;
+    d->reply = calloc(nq, sizeof *d->reply);
+    d->order = calloc(d->nconv, sizeof *d->order);
+    if (!d->q || !d->reply || !d->order) return -1;
+    for (size_t c = 0; c < d->nconv; c++)
+        for (size_t t = 0; t + 1 < d->turns; t++)
+            if (!(d->reply[c * d->turns + t] =
+                      gen_str(&g->text, "", (size_t)param(g, "out_tokens"))))
+                return -1;
+    for (size_t c = 0; c < d->nconv; c++) d->order[c] = c;
+    shuffle(&g->shape, d->order, d->nconv);
+    return 0;
+}
+
+static int gsp_turn(gen *g, wl_build *b, json_t *msgs, size_t convo, uint32_t turn, uint32_t id) {
+    const gsp_data *d = g->gsp;
+    const char *q = d->q[convo * d->turns + turn];
+    if (turn == 0) {
+        ir_buf u;
+        ir_buf_init(&u, 64u << 20);
+        ir_buf_append_str(&u, d->sys[convo / d->np]);
+        ir_buf_append_str(&u, "\n\n");
+        ir_buf_append_str(&u, q);
+        json_array_append_new(msgs, msg("user", u.data ? u.data : ""));
+        ir_buf_free(&u);
+    } else {
+        json_array_append_new(msgs, msg("user", q));
+    }
+    int rc = add_req(b, msgs, (long)param(g, "out_tokens"), id, turn);
+    const char *r = d->reply[convo * d->turns + turn];
+    if (r) json_array_append_new(msgs, msg("assistant", r));
+    return rc;
+}
+
+/* ---- trace replay (Mooncake JSONL) ----------------------------------------------- */
+
+int bench_trace_block_text(uint64_t id, size_t tokens, ir_buf *out) {
+    static const char az[] = "abcdefghijklmnopqrstuvwxyz";
+    ir_rng r;
+    ir_rng_seed(&r, id ^ 0x6a09e667f3bcc909ull);
+    size_t left = 0; /* pieces left in the current word */
+    for (size_t i = 0; i < tokens; i++) {
+        char p[3];
+        if (left == 0) {
+            left = 1 + (size_t)ir_rng_below(&r, 4);
+            p[0] = ' '; /* whitespace always starts a piece */
+        } else {
+            p[0] = az[ir_rng_below(&r, 26)];
+        }
+        p[1] = az[ir_rng_below(&r, 26)];
+        p[2] = az[ir_rng_below(&r, 26)]; /* three letters: a piece is full */
+        left--;
+        if (ir_buf_append(out, p, 3)) return -1;
+    }
+    return 0;
+}
+
+typedef struct trace_rec {
+    double ts_ms;
+    size_t line;
+    json_t *j;
+} trace_rec;
+
+static int trace_cmp(const void *a, const void *b) {
+    const trace_rec *x = a, *y = b;
+    if (x->ts_ms != y->ts_ms) return x->ts_ms < y->ts_ms ? -1 : 1;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Reads the first n records; -1 with a message on bad input. */
+static int trace_read(const char *path, size_t n, trace_rec *recs, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "--trace %s: cannot open", path);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0, have = 0, ln = 0;
+    ssize_t len;
+    int rc = 0;
+    while (have < n && rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+        ln++;
+        if ((size_t)len > (64u << 20)) {
+            snprintf(err, errlen, "--trace %s:%zu: a line over 64 MiB", path, ln);
+            rc = -1;
+            break;
+        }
+        size_t k = 0;
+        while (k < (size_t)len &&
+               (line[k] == ' ' || line[k] == '\t' || line[k] == '\n' || line[k] == '\r'))
+            k++;
+        if (k == (size_t)len) continue; /* blank */
+        json_error_t je;
+        json_t *j = json_loadb(line, (size_t)len, 0, &je);
+        json_t *ts = json_object_get(j, "timestamp"), *in = json_object_get(j, "input_length"),
+               *out = json_object_get(j, "output_length"), *h = json_object_get(j, "hash_ids");
+        bool ok = j && json_is_number(ts) && json_number_value(ts) >= 0 && json_is_integer(in) &&
+                  json_integer_value(in) >= 1 && json_integer_value(in) <= 10000000 &&
+                  json_is_integer(out) && json_integer_value(out) >= 0 && json_is_array(h);
+        size_t i;
+        json_t *v;
+        json_array_foreach(h, i, v) ok &= json_is_integer(v) && json_integer_value(v) >= 0;
+        if (!ok) {
+            snprintf(err, errlen,
+                     "--trace %s:%zu: need timestamp (ms), input_length >= 1, output_length >= 0 "
+                     "and hash_ids (integers >= 0)%s%s",
+                     path, ln, j ? "" : ": ", j ? "" : je.text);
+            json_decref(j);
+            rc = -1;
+            break;
+        }
+        recs[have++] = (trace_rec){json_number_value(ts), ln, j};
+    }
+    free(line);
+    fclose(f);
+    if (rc == 0 && have < n) {
+        snprintf(err, errlen, "--trace %s: %zu records, the run needs %zu (--requests + --warmup)",
+                 path, have, n);
+        rc = -1;
+    }
+    if (rc)
+        for (size_t i = 0; i < have; i++) json_decref(recs[i].j);
+    return rc;
+}
+
+/* One record's prompt: the blocks of its hash_ids, then unique filler when
+ * input_length is longer than the blocks it names. */
+static int trace_text(const trace_rec *r, size_t bs, uint64_t seed, ir_buf *u) {
+    size_t in = (size_t)json_integer_value(json_object_get(r->j, "input_length"));
+    json_t *h = json_object_get(r->j, "hash_ids");
+    size_t done = 0;
+    for (size_t k = 0; done < in && k < json_array_size(h); k++) {
+        size_t take = in - done < bs ? in - done : bs;
+        if (bench_trace_block_text((uint64_t)json_integer_value(json_array_get(h, k)), take, u))
+            return -1;
+        done += take;
+    }
+    for (uint64_t k = 0; done < in; k++) { /* the high bit keeps filler apart from hash ids */
+        size_t take = in - done < bs ? in - done : bs;
+        uint64_t id = (1ull << 63) | ((seed << 40) ^ ((uint64_t)r->line << 16) ^ k);
+        if (bench_trace_block_text(id, take, u)) return -1;
+        done += take;
+    }
+    return 0;
+}
+
+static int build_trace(gen *g, wl_build *b, size_t n, const char *path, uint64_t seed, uint64_t *t,
+                       char *err, size_t errlen) {
+    size_t bs = (size_t)param(g, "block_tokens");
+    if (bs < 1 || bs > 1000000) return -1;
+    trace_rec *recs = calloc(n, sizeof *recs);
+    if (!recs || trace_read(path, n, recs, err, errlen)) {
+        free(recs);
+        return -1;
+    }
+    qsort(recs, n, sizeof *recs, trace_cmp);
+    int rc = 0;
+    long cap = (long)param(g, "max_out");
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        t[i] = (uint64_t)((recs[i].ts_ms - recs[0].ts_ms) * 1e6);
+        ir_buf u;
+        ir_buf_init(&u, 256u << 20);
+        rc = trace_text(&recs[i], bs, seed, &u);
+        long out = (long)json_integer_value(json_object_get(recs[i].j, "output_length"));
+        if (cap > 0 && out > cap) out = cap;
+        json_t *m = json_pack("[o]", msg("user", u.data ? u.data : ""));
+        ir_buf_free(&u);
+        json_t *h = json_object_get(recs[i].j, "hash_ids");
+        uint32_t first =
+            json_array_size(h) ? (uint32_t)json_integer_value(json_array_get(h, 0)) : 0;
+        if (rc == 0) rc = add_req(b, m, out, first, 0);
+        json_decref(m);
+    }
+    for (size_t i = 0; i < n; i++) json_decref(recs[i].j);
+    free(recs);
+    return rc;
+}
+
 /* ---- sessions: w2, w3, ShareGPT ---------------------------------------------------
  * Arrival slots stay Poisson: each slot goes to the session that has been
  * ready (its think time over) the longest, else a new session starts. So
@@ -443,6 +779,7 @@ static bool sg_is(json_t *m, const char *a, const char *b) {
 static int session_turn(gen *g, wl_build *b, session *s, const char *kind, sharegpt *sg,
                         const char *const *agents) {
     long out;
+    if (g->gsp) return gsp_turn(g, b, s->msgs, s->convo, s->turn, s->id);
     if (sg && sg->root) {
         json_t *conv = json_array_get(sg->root, s->convo);
         if (s->turn == 0) s->pos = 0;
@@ -515,7 +852,7 @@ static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, cons
             agents[i] = gen_str(&g->text, lead,
                                 (size_t)uni(&g->shape, param(g, "sys_min"), param(g, "sys_max")));
         }
-    } else if (!sg->root) {
+    } else if (!sg->root && !g->gsp) {
         shared_sys =
             gen_str(&g->text, "You are a helpful assistant. ", (size_t)param(g, "sys_tokens"));
     }
@@ -538,7 +875,10 @@ static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, cons
             memset(s, 0, sizeof *s);
             s->id = next_id++;
             s->msgs = json_array();
-            if (sg->root) {
+            if (g->gsp) {
+                s->convo = g->gsp->order[s->id % g->gsp->nconv];
+                s->turns = (uint32_t)g->gsp->turns;
+            } else if (sg->root) {
                 s->convo = (size_t)ir_rng_below(&g->shape, json_array_size(sg->root));
                 s->turns = 1;
             } else if (strcmp(kind, "w2") == 0) {
@@ -627,11 +967,22 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
     memset(w, 0, sizeof *w);
     const wl_def *d = wl_find(o->name ? o->name : "");
     if (!d) {
-        snprintf(err, errlen, "unknown workload '%s' (w1..w6)", o->name ? o->name : "");
+        snprintf(err, errlen,
+                 "unknown workload '%s' (w1..w6, llmd-shared-prefix, sglang-gsp, "
+                 "prefix-repetition, trace)",
+                 o->name ? o->name : "");
         return -1;
     }
-    if (o->n < 1 || o->n > BENCH_MAX_REQUESTS || !(o->rate > 0) || o->warmup >= o->n) {
-        snprintf(err, errlen, "need 0 <= warmup < requests <= %d and rate > 0", BENCH_MAX_REQUESTS);
+    bool trace = strcmp(d->name, "trace") == 0;
+    double speedup = o->speedup > 0 ? o->speedup : 1;
+    if (o->n < 1 || o->n > BENCH_MAX_REQUESTS || (!trace && !(o->rate > 0)) || o->warmup >= o->n ||
+        !isfinite(speedup)) {
+        snprintf(err, errlen, "need 0 <= warmup < requests <= %d, rate > 0 and speedup > 0",
+                 BENCH_MAX_REQUESTS);
+        return -1;
+    }
+    if (trace != (o->trace != NULL)) {
+        snprintf(err, errlen, "--trace FILE goes with the workload trace, and it with --trace");
         return -1;
     }
     snprintf(w->name, sizeof w->name, "%s", d->name);
@@ -657,7 +1008,7 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
     ir_rng_seed(&g.text, o->seed * 2 + 1);
     ir_rng_seed(&g.shape, o->seed ^ 0x5bd1e995ull);
     uint64_t *t = calloc(o->n, sizeof *t);
-    poisson_times(o->seed, o->rate, o->n, t);
+    if (!trace) poisson_times(o->seed, o->rate, o->n, t); /* model time; divided by K below */
     wl_build b = {calloc(o->n, sizeof(bench_req)), 0, o->n,
                   o->model ? o->model : "inferrail/sim-8b"};
     sharegpt sg = {0};
@@ -678,12 +1029,31 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
         rc = build_w4(&g, &b, o->n);
     else if (strcmp(d->name, "w6") == 0)
         rc = build_w6(&g, &b, o->n, o->seed);
-    else
+    else if (strcmp(d->name, "llmd-shared-prefix") == 0)
+        rc = build_llmd(&g, &b, o->n);
+    else if (strcmp(d->name, "prefix-repetition") == 0)
+        rc = build_prefrep(&g, &b, o->n);
+    else if (trace)
+        rc = build_trace(&g, &b, o->n, o->trace, o->seed, t, err, errlen);
+    else if (strcmp(d->name, "sglang-gsp") == 0) {
+        gsp_data gd;
+        rc = gsp_init(&g, &gd);
+        g.gsp = &gd;
+        if (rc == 0) rc = build_sessions(&g, &b, t, o->n, d->name, &sg);
+        gsp_free(&gd);
+    } else
         rc = build_sessions(&g, &b, t, o->n, d->name, &sg);
     w->reqs = b.reqs;
     w->n = b.n;
     if (rc == 0 && b.n != o->n) rc = -1;
-    for (size_t i = 0; i < w->n; i++) w->reqs[i].at_ns = t[i];
+    /* The schedule was built in model time (think times included); --speedup
+     * compresses it, so every K gives the same bodies in the same order. */
+    w->speedup = speedup;
+    w->rate = o->rate;
+    if (trace && o->n > 1 && t[o->n - 1] > 0)
+        w->rate = (double)(o->n - 1) / ((double)t[o->n - 1] / 1e9);
+    if (trace) json_object_set_new(w->params, "trace", json_string(o->trace));
+    for (size_t i = 0; i < w->n; i++) w->reqs[i].at_ns = (uint64_t)((double)t[i] / speedup);
     free(t);
     if (rc == 0) rc = reuse_ceiling(w, o->block_size ? o->block_size : 16);
     if (rc) {
