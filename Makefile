@@ -29,6 +29,8 @@ help:
 	@echo "make bench          simulator and gateway-memory benchmarks into a new bench/results/runs/ folder"
 	@echo "make baselines      the committed baselines (about 40 minutes)"
 	@echo "make report         the baselines' report (bench/report/baselines)"
+	@echo "make proof          the cache-aware proof: every workload, every policy (1.5 to 2 hours)"
+	@echo "make proof-report   the proof's report (bench/report/cache-aware)"
 	@echo "make fmt            format the C sources with clang-format"
 	@echo "make fmt-check      check the format"
 	@echo "make deps           install the Debian packages the build needs"

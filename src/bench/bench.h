@@ -218,8 +218,12 @@ void bench_exe_dir(char *out, size_t len);
  * those it does not set added at the simulator's default divided by K. With
  * K == 1, sim_args unchanged. -1 when out is too small or a value is bad. */
 int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len);
-/* Writes the gateway's YAML config; exported for tests. */
+/* Writes the gateway's YAML config; exported for tests. The gateway tokenizes with
+ * builtin:sim, and its KV index and cost model get the simulators' shape from
+ * sim_args (the effective flags, after --speedup; NULL: the simulator's defaults):
+ * block size, KV capacity, and the latency parameters. */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
-                       uint64_t seed, const char *model, const uint16_t *ports, int n);
+                       uint64_t seed, const char *model, const uint16_t *ports, int n,
+                       const char *sim_args);
 
 #endif

@@ -3,6 +3,7 @@
  * configured to route across them. */
 #include "bench/bench.h"
 #include "net/ir_net.h"
+#include "tokenize/ir_tokenize.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -192,21 +193,45 @@ int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len)
     return 0;
 }
 
+/* The value of `--flag V` (or --flag=V) in args, else def. */
+static double sim_flag(const char *args, const char *flag, double def) {
+    size_t fl = strlen(flag);
+    for (const char *p = args ? strstr(args, flag) : NULL; p; p = strstr(p + 1, flag)) {
+        if ((p != args && p[-1] != ' ') || (p[fl] != ' ' && p[fl] != '=')) continue;
+        char *end;
+        double v = strtod(p + fl + 1, &end);
+        if (end != p + fl + 1) return v;
+    }
+    return def;
+}
+
 /* The gateway has no engine load scraper yet (no `load.scrape_interval` key;
  * unknown keys are rejected), so nothing here is divided by --speedup. When
- * it gains one, write the interval divided by K (see docs/bench-harness.md). */
+ * it gains one, write the interval divided by K (see docs/bench-harness.md). The
+ * latency parameters come from the effective simulator flags, already divided. */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
-                       uint64_t seed, const char *model, const uint16_t *ports, int n) {
+                       uint64_t seed, const char *model, const uint16_t *ports, int n,
+                       const char *sim_args) {
     ir_buf_appendf(out, "# written by inferrail-bench for one run\n");
     ir_buf_appendf(out, "server: {listen: \"%s\", admin_listen: \"%s\", workers: 1}\n", listen,
                    admin);
-    ir_buf_appendf(out, "routing: {default_policy: %s, seed: %llu}\n", policy,
-                   (unsigned long long)seed);
-    ir_buf_appendf(out, "models:\n  - name: %s\n    aliases: [sim]\n", model);
+    ir_buf_appendf(out,
+                   "routing: {default_policy: %s, seed: %llu, cost_model: {prefill_token_us: "
+                   "%.9g, prefill_pair_ns: %.9g, prefill_fixed_ms: %.9g, decode_token_ms: %.9g}}\n",
+                   policy, (unsigned long long)seed, sim_flag(sim_args, "--prefill-token-us", 100),
+                   sim_flag(sim_args, "--prefill-pair-ns", 3.3),
+                   sim_flag(sim_args, "--prefill-fixed-ms", 5),
+                   sim_flag(sim_args, "--decode-token-ms", 20));
+    ir_buf_appendf(out, "index: {block_size: %.0f}\n", sim_flag(sim_args, "--block-size", 16));
+    ir_buf_appendf(out, "models:\n  - name: %s\n    aliases: [sim]\n    tokenizer: \"%s\"\n", model,
+                   IRT_SIM_SPEC);
     ir_buf_appendf(out, "replicas:\n");
+    double blocks = sim_flag(sim_args, "--num-gpu-blocks-override", 4096);
     for (int i = 0; i < n; i++)
-        ir_buf_appendf(out, "  - {id: sim-%d, url: \"http://127.0.0.1:%u\", models: [%s]}\n", i + 1,
-                       ports[i], model);
+        ir_buf_appendf(out,
+                       "  - {id: sim-%d, url: \"http://127.0.0.1:%u\", models: [%s], "
+                       "kv_capacity_blocks: %.0f}\n",
+                       i + 1, ports[i], model, blocks);
     return out->data ? 0 : -1;
 }
 
@@ -251,7 +276,10 @@ static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, const char *
     snprintf(admin, sizeof admin, "127.0.0.1:%u", f->admin_port);
     ir_buf y;
     ir_buf_init(&y, 1 << 20);
-    bench_gateway_yaml(&y, listen, admin, o->policy, o->seed, model, f->sim_port, f->n);
+    char eff[1024];
+    if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, eff, sizeof eff))
+        snprintf(eff, sizeof eff, "%s", o->sim_args ? o->sim_args : "");
+    bench_gateway_yaml(&y, listen, admin, o->policy, o->seed, model, f->sim_port, f->n, eff);
     if (o->log_dir)
         snprintf(cfgpath, sizeof cfgpath, "%s/%s%sgateway.yaml", o->log_dir, o->tag ? o->tag : "",
                  o->tag ? "-" : "");
