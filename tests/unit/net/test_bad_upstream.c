@@ -216,7 +216,7 @@ static void test_head_deadline_is_absolute(void **st) {
         uint64_t ms = (uv_hrtime() - t0) / MS;
         assert_int_equal(c.err, IRN_EHEAD_TIMEOUT);
         assert_int_equal(c.nheads, 0);
-        assert_true(ms >= 140 && ms < 600);
+        assert_true(ms >= 140 && ms < 1500); /* the idle timeout is 3 s */
         sc_stop(&d);
         fx_teardown(&f);
     }
