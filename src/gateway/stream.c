@@ -95,7 +95,10 @@ static void failed_before_head(gw_req *r, int err) {
     gw_app *app = r->w->app;
     r->last_err = err;
     bool again = retryable(err);
-    if (again || err == IRN_EHEAD_TIMEOUT) gw_replica_failed(&app->fleet, r->rep, ir_now_ns());
+    /* A malformed answer (IRN_EPARSE: a bad status line, chunk size or 1xx) counts
+     * against the replica like a dead connection or a timeout. */
+    if (again || err == IRN_EHEAD_TIMEOUT || err == IRN_EPARSE)
+        gw_replica_failed(&app->fleet, r->rep, ir_now_ns());
     gw_predict_undo(r);
     atomic_fetch_add_explicit(&app->stats.upstream_errors, 1, memory_order_relaxed);
     IR_DEBUG("proxy", "request %s: replica %s failed: %s", r->rid, r->rep->cfg->id,

@@ -71,6 +71,9 @@ int gw_worker_start(gw_worker *w) {
     sc.header_timeout_ns = c->server.header_read_timeout;
     sc.body_timeout_ns = c->server.request_timeout;
     sc.max_write_queue = c->server.max_write_queue;
+    /* An h2c stream that cannot be written (its client opened no window) is reset
+     * after upstream.idle_timeout, as a stalled engine stream would be. */
+    sc.h2_stall_timeout_ns = c->upstream.idle_timeout;
     sc.write_high_water = c->server.max_write_queue / 2;
     sc.write_low_water = c->server.max_write_queue / 8;
     sc.max_connections = (size_t)c->server.max_connections;
