@@ -284,9 +284,10 @@ static void hot_set(cm_scan *sc, uint64_t key, const irp_candidate *c, size_t k)
     size_t m = 0;
     for (size_t i = 0; i < sc->n; i++)
         if (is_elig(sc, i))
-            rank[m++] = (cm_rank){.cached = c[i].predicted_cached_tokens,
-                                  .rdv = irp_mix64(key ^ irp_mix64(c[i].replica + 1ULL)),
-                                  .idx = i};
+            rank[m++] =
+                (cm_rank){.cached = c[i].predicted_cached_tokens,
+                          .rdv = irp_mix64(key ^ (c[i].replica + 1ULL) * 0x9e3779b97f4a7c15ULL),
+                          .idx = i};
     select_top(rank, m, k);
     memset(sc->elig, 0, sizeof sc->elig);
     for (size_t j = 0; j < k; j++) sc->elig[rank[j].idx / 64] |= 1ULL << (rank[j].idx % 64);
