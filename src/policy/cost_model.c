@@ -50,9 +50,12 @@
  *      after its warm replica has queued about a cold prefill's worth.
  *      The rates live in 64 stripes of 16 entries, each stripe behind its own
  *      mutex (held for a few loads and stores); a full stripe replaces its
- *      slowest entry.
+ *      slowest entry. The k members are picked by quickselect, O(n).
  * Then the eligible (or hot-set) candidate with the lowest estimate wins,
  * ties broken at random with req->rng.
+ *
+ * A fleet of more than IRP_MAX_REPLICAS candidates (above the gateway's cap)
+ * goes to the least loaded candidate.
  *
  * Knobs: prefill_a, prefill_b, prefill_d, load_factor, kv_pressure,
  * session_affinity, prefix_blocks, hot_replicas, hot_util, hot_window_s.
@@ -130,32 +133,45 @@ static double tau_of(const irp_config *cfg) {
     return cfg->hot_window_s > 0 ? cfg->hot_window_s : 10.0;
 }
 
-/* Adds one arrival of `key` (when add) and returns its current rate. */
-static double rate_touch(cm_state *s, uint64_t key, bool add) {
-    cm_stripe *st = &s->stripes[key % CM_STRIPES];
-    uint64_t now = ir_now_ns();
-    double tau = tau_of(&s->cfg), r = 0.0;
-    pthread_mutex_lock(&st->mu);
-    cm_rate *hit = NULL, *victim = &st->slot[0];
-    double vrate = INFINITY;
+static cm_rate *rate_find(cm_stripe *st, uint64_t key) {
+    for (size_t i = 0; i < CM_STRIPE_SLOTS; i++)
+        if (st->slot[i].t_ns && st->slot[i].key == key) return &st->slot[i];
+    return NULL;
+}
+
+/* The slot to reuse for a new key: an empty one, else the slowest now. */
+static cm_rate *rate_victim(cm_stripe *st, uint64_t now, double tau) {
+    cm_rate *v = &st->slot[0];
+    double vr = INFINITY;
     for (size_t i = 0; i < CM_STRIPE_SLOTS; i++) {
-        cm_rate *e = &st->slot[i];
-        if (e->t_ns && e->key == key) {
-            hit = e;
-            break;
-        }
-        double d = decayed(e, now, tau);
-        if (d < vrate) vrate = d, victim = e;
+        double d = decayed(&st->slot[i], now, tau);
+        if (d < vr) vr = d, v = &st->slot[i];
     }
-    if (hit) r = decayed(hit, now, tau);
-    if (add) {
-        if (!hit) hit = victim, hit->key = key;
-        r += 1.0 / tau;
-        hit->rate = r;
-        hit->t_ns = now ? now : 1;
-    }
+    return v;
+}
+
+/* The current arrival rate of `key` (per second). */
+static double rate_get(cm_state *s, uint64_t key) {
+    cm_stripe *st = &s->stripes[key % CM_STRIPES];
+    pthread_mutex_lock(&st->mu);
+    cm_rate *e = rate_find(st, key);
+    double r = e ? decayed(e, ir_now_ns(), tau_of(&s->cfg)) : 0.0;
     pthread_mutex_unlock(&st->mu);
     return r;
+}
+
+/* Counts one arrival of `key`. */
+static void rate_add(cm_state *s, uint64_t key) {
+    cm_stripe *st = &s->stripes[key % CM_STRIPES];
+    uint64_t now = ir_now_ns();
+    double tau = tau_of(&s->cfg);
+    pthread_mutex_lock(&st->mu);
+    cm_rate *e = rate_find(st, key);
+    double r = e ? decayed(e, now, tau) : 0.0;
+    if (!e) e = rate_victim(st, now, tau), e->key = key;
+    e->rate = r + 1.0 / tau;
+    e->t_ns = now ? now : 1;
+    pthread_mutex_unlock(&st->mu);
 }
 
 /* ---- sessions ---------------------------------------------------------- */
@@ -179,27 +195,39 @@ static void session_put(cm_state *s, uint64_t key, uint32_t replica) {
 
 /* ---- choose ------------------------------------------------------------ */
 
-typedef struct cm_guard {
-    uint64_t cap;       /* bounded load */
-    bool avoid_kv;      /* drop candidates under KV pressure */
-    double kv_pressure; /* the threshold */
-} cm_guard;
+/* Per-candidate guard results, computed once per choose. Fleets above
+ * IRP_MAX_REPLICAS candidates (beyond the gateway's cap) skip the hot-prefix
+ * set and session lookups work the same. */
+typedef struct cm_scan {
+    size_t n, ne;                         /* candidates, eligible ones */
+    uint64_t elig[IRP_MAX_REPLICAS / 64]; /* bit i: c[i] passes guards 1 and 2 */
+} cm_scan;
 
 static bool kv_pressed(const irp_candidate *c, double th) {
     return c->engine_fresh && c->engine_kv_usage > th;
 }
 
-static bool eligible(const cm_guard *g, const irp_candidate *c) {
-    return irp_under_cap(c, g->cap) && !(g->avoid_kv && kv_pressed(c, g->kv_pressure));
+static bool is_elig(const cm_scan *sc, size_t i) {
+    return sc->elig[i / 64] >> (i % 64) & 1;
 }
 
-static size_t eligible_count(cm_guard *g, const irp_candidate *c, size_t n) {
-    g->avoid_kv = false;
-    for (size_t i = 0; i < n && !g->avoid_kv; i++)
-        g->avoid_kv = irp_under_cap(&c[i], g->cap) && !kv_pressed(&c[i], g->kv_pressure);
-    size_t ne = 0;
-    for (size_t i = 0; i < n; i++) ne += eligible(g, &c[i]);
-    return ne;
+/* Guards 1 and 2. Returns false when n is too large for the bitmap. */
+static bool scan(cm_scan *sc, const irp_config *cfg, const irp_candidate *c, size_t n) {
+    if (n > IRP_MAX_REPLICAS) return false;
+    memset(sc, 0, sizeof *sc);
+    sc->n = n;
+    uint64_t cap = irp_load_cap(cfg->load_factor, c, n);
+    uint64_t cool[IRP_MAX_REPLICAS / 64] = {0};
+    bool any_cool = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!irp_under_cap(&c[i], cap)) continue;
+        sc->elig[i / 64] |= 1ULL << (i % 64);
+        if (!kv_pressed(&c[i], cfg->kv_pressure)) cool[i / 64] |= 1ULL << (i % 64), any_cool = true;
+    }
+    if (any_cool) memcpy(sc->elig, cool, sizeof cool);
+    for (size_t w = 0; w < IRP_MAX_REPLICAS / 64; w++)
+        sc->ne += (size_t)__builtin_popcountll(sc->elig[w]);
+    return true;
 }
 
 typedef struct cm_rank {
@@ -207,16 +235,40 @@ typedef struct cm_rank {
     size_t idx;
 } cm_rank;
 
-static int rank_cmp(const void *a, const void *b) {
-    const cm_rank *x = a, *y = b;
-    if (x->cached != y->cached) return x->cached > y->cached ? -1 : 1;
-    if (x->rdv != y->rdv) return x->rdv > y->rdv ? -1 : 1;
-    return 0;
+/* x ranks before y: holds more of the prefix, then the higher rendezvous hash. */
+static bool before(const cm_rank *x, const cm_rank *y) {
+    return x->cached != y->cached ? x->cached > y->cached : x->rdv > y->rdv;
+}
+
+/* Moves the k best of r[0..m) to the front (quickselect, unordered). */
+static void select_top(cm_rank *r, size_t m, size_t k) {
+    size_t lo = 0, hi = m;
+    while (hi - lo > 1) {
+        cm_rank pivot = r[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi - 1;
+        while (i <= j) {
+            while (before(&r[i], &pivot)) i++;
+            while (before(&pivot, &r[j])) j--;
+            if (i <= j) {
+                cm_rank t = r[i];
+                r[i] = r[j], r[j] = t;
+                i++;
+                if (j == 0) break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j + 1;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
 }
 
 /* How many replicas the prefix should be spread over (1: not hot). */
 static size_t hot_k(cm_state *s, uint64_t key, double w, size_t ne) {
-    double r = rate_touch(s, key, false);
+    double r = rate_get(s, key);
     double util = s->cfg.hot_util > 0 ? s->cfg.hot_util : 0.7;
     double want = ceil(r * w / util);
     size_t lim = s->cfg.hot_replicas && s->cfg.hot_replicas < ne ? s->cfg.hot_replicas : ne;
@@ -224,55 +276,57 @@ static size_t hot_k(cm_state *s, uint64_t key, double w, size_t ne) {
     return want >= (double)lim ? lim : (size_t)want;
 }
 
-/* Marks in `set` the k eligible candidates that hold the most of the prefix
- * (ties by rendezvous hash). Returns false when n exceeds the stack table. */
-static bool hot_set(const cm_guard *g, uint64_t key, const irp_candidate *c, size_t n, size_t k,
-                    uint64_t *set) {
+/* Narrows sc->elig to the k eligible candidates that hold the most of the
+ * prefix (ties by rendezvous hash). k >= the eligible count keeps them all. */
+static void hot_set(cm_scan *sc, uint64_t key, const irp_candidate *c, size_t k) {
+    if (k >= sc->ne) return;
     cm_rank rank[IRP_MAX_REPLICAS];
-    if (n > IRP_MAX_REPLICAS) return false;
     size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (eligible(g, &c[i]))
-            rank[m++] = (cm_rank){.cached = c[i].predicted_cached_tokens,
-                                  .rdv = irp_mix64(key ^ irp_mix64(c[i].replica + 1ULL)),
-                                  .idx = i};
-    qsort(rank, m, sizeof rank[0], rank_cmp);
-    for (size_t j = 0; j < k && j < m; j++) set[rank[j].idx / 64] |= 1ULL << (rank[j].idx % 64);
-    return true;
+    for (size_t i = 0; i < sc->n; i++)
+        if (is_elig(sc, i))
+            rank[m++] =
+                (cm_rank){.cached = c[i].predicted_cached_tokens,
+                          .rdv = irp_mix64(key ^ (c[i].replica + 1ULL) * 0x9e3779b97f4a7c15ULL),
+                          .idx = i};
+    select_top(rank, m, k);
+    memset(sc->elig, 0, sizeof sc->elig);
+    for (size_t j = 0; j < k; j++) sc->elig[rank[j].idx / 64] |= 1ULL << (rank[j].idx % 64);
+    sc->ne = k;
 }
 
 static size_t cm_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
     cm_state *s = state;
-    if (!s) return irp_least_loaded(req, c, n);
+    cm_scan sc;
+    if (!s || !scan(&sc, &s->cfg, c, n)) return irp_least_loaded(req, c, n);
     const irp_config *cfg = &s->cfg;
-    cm_guard g = {.cap = irp_load_cap(cfg->load_factor, c, n), .kv_pressure = cfg->kv_pressure};
-    size_t ne = eligible_count(&g, c, n);
 
     if (cfg->session_affinity && req->session && req->session_len) {
         uint32_t r;
         if (session_get(s, session_key(req), &r))
             for (size_t i = 0; i < n; i++)
-                if (c[i].replica == r && eligible(&g, &c[i])) return i;
+                if (c[i].replica == r && is_elig(&sc, i)) return i;
     }
 
     /* Hot prefix: the warm cost, and the set it is spread over. */
-    uint64_t key, set[IRP_MAX_REPLICAS / 64] = {0};
+    uint64_t key;
     bool hot = false;
     double warm = 0.0;
-    if (ne > 1 && irp_prefix_key(req, cfg->prefix_blocks, &key)) {
+    if (sc.ne > 1 && irp_prefix_key(req, cfg->prefix_blocks, &key)) {
         double cmax = 0.0;
         for (size_t i = 0; i < n; i++)
-            if (eligible(&g, &c[i]) && cached_of(req, &c[i]) > cmax) cmax = cached_of(req, &c[i]);
+            if (is_elig(&sc, i) && cached_of(req, &c[i]) > cmax) cmax = cached_of(req, &c[i]);
         warm = prefill(cfg, (double)req->prompt_tokens - cmax, cmax);
-        size_t k = hot_k(s, key, warm, ne);
-        hot = k > 1 && hot_set(&g, key, c, n, k, set);
+        size_t k = hot_k(s, key, warm, sc.ne);
+        if (k > 1) {
+            hot = true;
+            hot_set(&sc, key, c, k);
+        }
     }
 
     irp_argmin m;
     irp_argmin_init(&m);
     for (size_t i = 0; i < n; i++) {
-        if (!eligible(&g, &c[i])) continue;
-        if (hot && !(set[i / 64] >> (i % 64) & 1)) continue;
+        if (!is_elig(&sc, i)) continue;
         double est = hot ? queue_wait(cfg, req, &c[i]) + warm : irp_cost_ttft(cfg, req, &c[i]);
         irp_argmin_offer(&m, req->rng, i, est);
     }
@@ -285,7 +339,7 @@ static void cm_assigned(void *state, uint32_t replica, const irp_request *req) {
     cm_state *s = state;
     if (!s || !req) return;
     uint64_t key;
-    if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_touch(s, key, true);
+    if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_add(s, key);
     if (s->cfg.session_affinity && req->session && req->session_len)
         session_put(s, session_key(req), replica);
 }

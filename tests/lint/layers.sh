@@ -23,7 +23,7 @@ modules="net tokenize policy index load obs"
 programs="gateway sim bench"
 
 layer_of() {
-  [ "$1" = benchtool ] && { echo 3; return; } # bench/tools, bench/tokenizer
+  [ "$1" = benchtool ] && { echo 3; return; } # bench/tools, bench/tokenizer, bench/policy
   case " core " in *" $1 "*) echo 1; return ;; esac
   case " $modules " in *" $1 "*) echo 2; return ;; esac
   case " $programs " in *" $1 "*) echo 3; return ;; esac
@@ -88,7 +88,7 @@ for dir in "$root"/src/*/; do
   done
 done
 # The benchmark tools are small programs of their own.
-for f in "$root"/bench/tools/*.c "$root"/bench/tokenizer/*.c; do
+for f in "$root"/bench/tools/*.c "$root"/bench/tokenizer/*.c "$root"/bench/policy/*.c; do
   [ -f "$f" ] && check_file "$f" benchtool && nfiles=$((nfiles + 1))
 done
 

@@ -147,6 +147,37 @@ static void hot_prefix_replicated(void **state) {
     }
 }
 
+/* The hot set is exactly the k eligible replicas that hold the most of the
+ * prefix, for every k (checks the selection, not only its first member). */
+static void hot_set_is_the_top_k(void **state) {
+    ir_rng r;
+    ir_rng_seed(&r, 8);
+    ir_hash128 b[64];
+    fx_blocks(b, 64, 21, 64, 0);
+    for (uint32_t k = 2; k < 16; k++) {
+        irp_config cfg;
+        irp_config_defaults(&cfg);
+        cfg.hot_window_s = 1.0;
+        cfg.hot_replicas = k;
+        irp_policy *p = irp_policy_new("cost_model", &cfg);
+        irp_candidate c[16];
+        fx_fleet(c, 16);
+        uint64_t v[16];
+        for (size_t i = 0; i < 16; i++) /* distinct, shuffled, some equal to others' order */
+            v[i] = c[i].predicted_cached_tokens = (uint64_t)((i * 7) % 16) * 60;
+        irp_request q = fx_request(&r, b, 64);
+        for (int i = 0; i < 3000; i++) irp_policy_assigned(p, 0, &q);
+        bool seen[16] = {false};
+        for (int i = 0; i < 600; i++) seen[irp_choose(p, &q, c, 16)] = true;
+        for (size_t i = 0; i < 16; i++) {
+            size_t better = 0;
+            for (size_t j = 0; j < 16; j++) better += v[j] > v[i];
+            assert_int_equal(seen[i], better < k);
+        }
+        irp_policy_free(p);
+    }
+}
+
 /* Session affinity: a session returns to its replica while that replica
  * passes the guards; off by default. */
 static void session_affinity(void **state) {
@@ -261,8 +292,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lowest_ttft_wins),           cmocka_unit_test(bounded_load_guard),
         cmocka_unit_test(kv_pressure_guard),          cmocka_unit_test(hot_prefix_replicated),
-        cmocka_unit_test(session_affinity),           cmocka_unit_test(bounded_under_a_hot_prefix),
-        cmocka_unit_test(threads_share_one_instance),
+        cmocka_unit_test(hot_set_is_the_top_k),       cmocka_unit_test(session_affinity),
+        cmocka_unit_test(bounded_under_a_hot_prefix), cmocka_unit_test(threads_share_one_instance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
