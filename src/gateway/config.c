@@ -71,6 +71,9 @@ static const char *const policy_names[] = {
     }
 
 static const ir_cfg_field cost_model_fields[] = {
+    FF(gw_cost_model_cfg, "load_factor", load_factor, "2", 1, 100,
+       "bounded loads: no replica above this times the mean in flight (its queue estimate "
+       "spreads load before that)"),
     FF(gw_cost_model_cfg, "prefill_token_us", prefill_token_us, "100", 0, 1e6,
        "prefill time per uncached token (a), as the simulator's --prefill-token-us"),
     FF(gw_cost_model_cfg, "prefill_pair_ns", prefill_pair_ns, "3.3", 0, 1e6,

@@ -59,6 +59,7 @@ typedef struct gw_upstream_cfg {
 /* The cost model's engine shape: P(u, c) = a*u + b*u*(c + u/2) + d, named as the
  * simulator's flags are (so a calibration of one sets the other). */
 typedef struct gw_cost_model_cfg {
+    double load_factor;      /* bounded loads for cost_model (looser than prefix_hash's) */
     double prefill_token_us; /* a */
     double prefill_pair_ns;  /* b */
     double prefill_fixed_ms; /* d */

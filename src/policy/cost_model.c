@@ -23,7 +23,9 @@
  *
  * The guards, in order:
  *   1. Bounded load: a candidate is eligible only if in_flight + 1 <=
- *      ceil(c * (total_in_flight + 1) / n), c = load_factor (as prefix_hash):
+ *      ceil(c * (total_in_flight + 1) / n), c = cost_load_factor (2.0; looser
+ *      than prefix_hash's 1.25, since the queue term below already moves work
+ *      off a replica whose prefill queue grows):
  *      no replica is taken above c times the mean in flight. The least loaded
  *      candidate always qualifies.
  *   2. KV pressure: a candidate whose engine reports (engine_fresh) KV usage
@@ -57,7 +59,7 @@
  * A fleet of more than IRP_MAX_REPLICAS candidates (above the gateway's cap)
  * goes to the least loaded candidate.
  *
- * Knobs: prefill_a, prefill_b, prefill_d, load_factor, kv_pressure,
+ * Knobs: prefill_a, prefill_b, prefill_d, cost_load_factor, kv_pressure,
  * session_affinity, prefix_blocks, hot_replicas, hot_util, hot_window_s.
  */
 #include <math.h>
@@ -216,7 +218,7 @@ static bool scan(cm_scan *sc, const irp_config *cfg, const irp_candidate *c, siz
     if (n > IRP_MAX_REPLICAS) return false;
     memset(sc, 0, sizeof *sc);
     sc->n = n;
-    uint64_t cap = irp_load_cap(cfg->load_factor, c, n);
+    uint64_t cap = irp_load_cap(cfg->cost_load_factor, c, n);
     uint64_t cool[IRP_MAX_REPLICAS / 64] = {0};
     bool any_cool = false;
     for (size_t i = 0; i < n; i++) {
@@ -359,8 +361,22 @@ static void cm_destroy(void *state) {
     free(s);
 }
 
+/* For /admin/explain: each candidate's estimated TTFT before the guards (the
+ * lowest eligible one wins), as score and in milliseconds. */
+static void cm_explain(void *state, const irp_request *req, const irp_candidate *c, size_t n,
+                       irp_explain *out) {
+    cm_state *s = state;
+    if (!s) return;
+    for (size_t i = 0; i < n; i++) {
+        double t = irp_cost_ttft(&s->cfg, req, &c[i]);
+        out[i].score = t;
+        out[i].estimated_ttft_ms = t * 1e3;
+    }
+}
+
 const irp_vtable irp_cost_model = {.name = "cost_model",
                                    .create = cm_create,
                                    .destroy = cm_destroy,
                                    .choose = cm_choose,
-                                   .assigned = cm_assigned};
+                                   .assigned = cm_assigned,
+                                   .explain = cm_explain};

@@ -66,9 +66,10 @@ typedef struct irp_request {
  * struct for all, so the config file and the tests set them the same way. */
 typedef struct irp_config {
     /* prefix_hash: consistent hashing with bounded loads. */
-    double load_factor;     /* c: no replica above c times the mean in flight (1.25) */
-    uint32_t prefix_blocks; /* leading blocks that name a prefix (4) */
-    uint32_t vnodes;        /* points per replica on the ring (64) */
+    double load_factor;      /* c: no replica above c times the mean in flight (1.25) */
+    double cost_load_factor; /* cost_model's c (2.0): its queue term already spreads load */
+    uint32_t prefix_blocks;  /* leading blocks that name a prefix (4) */
+    uint32_t vnodes;         /* points per replica on the ring (64) */
     /* kv_aware: score = hit_weight * hit fraction - load_weight * normalised load. */
     double hit_weight;   /* 1.0 */
     double load_weight;  /* 1.0 */

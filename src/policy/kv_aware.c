@@ -26,23 +26,41 @@
 #include "policy/ir_policy.h"
 #include "policy/policy_util.h"
 
-static size_t kv_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
-    const irp_config *cfg = state;
-    if (!cfg) return irp_least_loaded(req, c, n);
+/* The busiest candidate's in flight, at least load_floor: what load is divided by. */
+static uint32_t load_norm(const irp_config *cfg, const irp_candidate *c, size_t n) {
     uint32_t maxl = cfg->load_floor ? cfg->load_floor : 1;
     for (size_t i = 0; i < n; i++)
         if (c[i].in_flight > maxl) maxl = c[i].in_flight;
+    return maxl;
+}
+
+static double score_of(const irp_config *cfg, const irp_request *req, const irp_candidate *c,
+                       uint32_t maxl) {
     double pt = (double)req->prompt_tokens;
+    double hit = pt > 0 ? (double)c->predicted_cached_tokens / pt : 0.0;
+    if (hit > 1.0) hit = 1.0;
+    double load = (double)c->in_flight / (double)maxl;
+    return cfg->hit_weight * hit - cfg->load_weight * load;
+}
+
+static size_t kv_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
+    const irp_config *cfg = state;
+    if (!cfg) return irp_least_loaded(req, c, n);
+    uint32_t maxl = load_norm(cfg, c, n);
     irp_argmin m;
     irp_argmin_init(&m);
-    for (size_t i = 0; i < n; i++) {
-        double hit = pt > 0 ? (double)c[i].predicted_cached_tokens / pt : 0.0;
-        if (hit > 1.0) hit = 1.0;
-        double load = (double)c[i].in_flight / (double)maxl;
-        double score = cfg->hit_weight * hit - cfg->load_weight * load;
-        irp_argmin_offer(&m, req->rng, i, -score);
-    }
+    for (size_t i = 0; i < n; i++)
+        irp_argmin_offer(&m, req->rng, i, -score_of(cfg, req, &c[i], maxl));
     return m.pick;
+}
+
+/* For /admin/explain: each candidate's score (the highest wins). */
+static void kv_explain(void *state, const irp_request *req, const irp_candidate *c, size_t n,
+                       irp_explain *out) {
+    const irp_config *cfg = state;
+    if (!cfg) return;
+    uint32_t maxl = load_norm(cfg, c, n);
+    for (size_t i = 0; i < n; i++) out[i].score = score_of(cfg, req, &c[i], maxl);
 }
 
 static void *kv_create(const irp_config *cfg) {
@@ -55,5 +73,8 @@ static void kv_destroy(void *state) {
     free(state);
 }
 
-const irp_vtable irp_kv_aware = {
-    .name = "kv_aware", .create = kv_create, .destroy = kv_destroy, .choose = kv_choose};
+const irp_vtable irp_kv_aware = {.name = "kv_aware",
+                                 .create = kv_create,
+                                 .destroy = kv_destroy,
+                                 .choose = kv_choose,
+                                 .explain = kv_explain};

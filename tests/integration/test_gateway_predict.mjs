@@ -12,14 +12,14 @@ import { startSim, startGateway, sseData } from './lib.mjs';
 
 let sims = [], gw;
 
-async function startFleetWith(blocks) {
+async function startFleetWith(blocks, policy = 'random') {
   sims = [];
   for (let i = 0; i < 3; i++)
     sims.push(await startSim(['--zero-latency', '--enable-prompt-tokens-details', '--num-gpu-blocks-override', String(blocks), '--max-model-len', '1400']));
   gw = await startGateway({
     models: [{ name: 'inferrail/sim-8b', tokenizer: 'builtin:sim' }],
     replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url, kv_capacity_blocks: blocks })),
-    routing: { default_policy: 'random', seed: 7 },
+    routing: { default_policy: policy, seed: 7 },
     health: { interval: '10s' },
   });
 }
@@ -138,6 +138,34 @@ test('POST /admin/explain shows the decision and each replica\'s prediction, and
     assert.equal((await fetch(gw.admin + '/admin/explain?path=/nope', { method: 'POST', body: '{}' })).status, 400);
     assert.equal((await fetch(gw.admin + '/admin/explain', { method: 'POST', body: '{"model":"nope"}' })).status, 404);
     assert.equal((await fetch(gw.admin + '/admin/explain')).status, 405);
+  } finally {
+    await stopFleet();
+  }
+});
+
+test('cost_model routes a shared prefix to the replica that holds it, and explain shows its estimates', async () => {
+  await startFleetWith(4096, 'cost_model');
+  try {
+    const sys = 'Cost me: ' + sentence(200);
+    const ask = (q) => fetch(gw.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: sys + q, max_tokens: 1 }) });
+    const first = await ask(' first');
+    await first.arrayBuffer();
+    const home = first.headers.get('x-inferrail-replica');
+    for (let i = 0; i < 5; i++) {
+      const r = await ask(` question ${i}`);
+      await r.arrayBuffer();
+      assert.equal(r.headers.get('x-inferrail-replica'), home, 'the warm replica wins while the fleet is idle');
+      assert.ok(Number(r.headers.get('x-inferrail-cached-tokens')) > 100);
+    }
+    const e = await (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: sys + ' again' }) })).json();
+    assert.equal(e.policy, 'cost_model');
+    assert.equal(e.winner, home);
+    const warm = e.candidates.find((c) => c.replica === home);
+    for (const c of e.candidates) {
+      assert.equal(typeof c.estimated_ttft_ms, 'number');
+      assert.equal(c.score * 1000, c.estimated_ttft_ms);
+      if (c !== warm) assert.ok(c.estimated_ttft_ms > warm.estimated_ttft_ms, JSON.stringify(e.candidates));
+    }
   } finally {
     await stopFleet();
   }

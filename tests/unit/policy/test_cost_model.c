@@ -68,12 +68,12 @@ static void bounded_load_guard(void **state) {
     irp_candidate c[3];
     fx_fleet(c, 3);
     c[0].predicted_cached_tokens = 4992;
-    c[0].in_flight = 6; /* cap = ceil(1.25 * (10 + 1) / 3) = 5: 6 + 1 > 5 */
+    c[0].in_flight = 11; /* c = cost_load_factor 2: cap = ceil(2 * (15 + 1) / 3) = 11 */
     c[1].in_flight = c[2].in_flight = 2;
     for (int i = 0; i < 50; i++) assert_int_not_equal(irp_choose(p, &q, c, 3), 0);
-    c[0].in_flight = 4; /* cap = ceil(1.25 * 9 / 3) = 4: 4 + 1 > 4 */
+    c[0].in_flight = 10; /* cap = ceil(2 * 15 / 3) = 10: 10 + 1 > 10 */
     for (int i = 0; i < 50; i++) assert_int_not_equal(irp_choose(p, &q, c, 3), 0);
-    c[0].in_flight = 3; /* cap = ceil(1.25 * 8 / 3) = 4: fits */
+    c[0].in_flight = 9; /* cap = ceil(2 * 14 / 3) = 10: fits */
     for (int i = 0; i < 50; i++) assert_int_equal(irp_choose(p, &q, c, 3), 0);
     irp_policy_free(p);
 }
@@ -241,7 +241,7 @@ static void bounded_under_a_hot_prefix(void **state) {
         size_t k = irp_choose(p, &q, c, 8);
         c[k].in_flight++;
         irp_policy_assigned(p, c[k].replica, &q);
-        assert_true(fx_within_bound(c, 8, k, cfg.load_factor));
+        assert_true(fx_within_bound(c, 8, k, cfg.cost_load_factor));
     }
     irp_policy_free(p);
 }
