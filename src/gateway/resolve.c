@@ -87,7 +87,12 @@ int gw_stage_resolve(gw_req *r) {
     }
     r->model = o.model;
     if (o.rewrite && splice_body(r, &o)) {
-        gw_req_fail(r, 413, "The request body is too large.");
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "The request body is too large to rewrite `model` in (server.max_body_bytes is "
+                 "%llu bytes).",
+                 (unsigned long long)r->w->app->cfg.server.max_body_bytes);
+        gw_req_fail(r, 413, msg);
         return -1;
     }
     return 0;

@@ -7,7 +7,8 @@
 gw_route gw_route_of(const irn_request *req, const char **allow) {
     const char *p = req->path;
     bool proxy = strcmp(p, "/v1/chat/completions") == 0 || strcmp(p, "/v1/completions") == 0;
-    bool local = strcmp(p, "/v1/models") == 0 || strcmp(p, "/health") == 0;
+    bool local =
+        strcmp(p, "/v1/models") == 0 || strcmp(p, "/health") == 0 || strcmp(p, "/ready") == 0;
     if (proxy) {
         *allow = "POST";
         return strcmp(req->method, "POST") == 0 ? GW_ROUTE_PROXY : GW_ROUTE_BAD_METHOD;
@@ -37,6 +38,10 @@ void gw_dress_answer(gw_worker *w, const irn_request *req, irn_error_answer *e) 
 static void answer_local(gw_worker *w, irn_request *req, irn_resp *resp, const irn_header *rid) {
     if (strcmp(req->path, "/health") == 0) {
         irn_resp_send(resp, 200, NULL, "", 0, rid, 1);
+        return;
+    }
+    if (strcmp(req->path, "/ready") == 0) {
+        gw_ready_answer(w->app, resp, rid, 1);
         return;
     }
     ir_buf b;

@@ -21,7 +21,11 @@ static void on_server_closed(void *ud) {
 
 static void on_wake(uv_async_t *a) {
     gw_worker *w = a->data;
-    if (!atomic_load(&w->stop_requested) || w->stopping) return;
+    if (!atomic_load(&w->stop_requested)) return;
+    if (w->stopping) { /* a second SIGTERM (grace 0): cut every request now */
+        if (atomic_load(&w->stop_grace_ns) == 0) on_grace(&w->grace);
+        return;
+    }
     w->stopping = true;
     uint64_t grace = atomic_load(&w->stop_grace_ns);
     uv_timer_start(&w->grace, on_grace, (grace + 999999) / 1000000, 0);
