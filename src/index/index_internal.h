@@ -10,13 +10,21 @@
 #define IRX_NIL   UINT32_MAX
 #define IRX_FRESH 0x80000000u /* stamp bit: the block was added by that stamp's record */
 
-/* One block in a replica's shadow: its hash, its LRU links (node numbers) and
- * the stamp of the last record that touched it. */
+#define IRX_ANON UINT32_MAX /* pins of an anonymous block (see below) */
+
+/* One block in a replica's shadow: its hash, its LRU links (node numbers), the
+ * stamp of the last record that touched it, and its pins. A pinned block
+ * (pins > 0: requests in flight use it) is in the table but not in the LRU
+ * list, so it cannot be evicted. An anonymous block (pins == IRX_ANON) stands
+ * for a block an engine spent on a request beyond its prompt's full blocks (the
+ * trailing partial block, decode blocks): it is in the list, takes capacity,
+ * and is in neither the table nor the map. */
 typedef struct __attribute__((packed, aligned(4))) irx_node {
     uint64_t lo, hi;
     uint32_t prev, next; /* prev is towards the most recent end */
     uint32_t stamp;
-} irx_node; /* 28 bytes */
+    uint32_t pins;
+} irx_node; /* 32 bytes */
 
 /* A replica's shadow LRU: a fixed pool of cap nodes, an open-addressing table
  * of node numbers (linear probing, backward-shift deletion), and the LRU list
@@ -25,8 +33,11 @@ typedef struct __attribute__((packed, aligned(4))) irx_node {
 typedef struct irx_shadow {
     irx_node *nodes;
     uint32_t *slots;
-    uint32_t nslots; /* about 1.5 * cap */
-    uint32_t cap, count;
+    uint32_t nslots;     /* about 1.5 * cap */
+    uint32_t cap, count; /* count: nodes in use, = nlisted + npinned */
+    uint32_t nlisted;    /* nodes in the LRU list (unpinned hashed ones and anonymous ones) */
+    uint32_t npinned;    /* hashed nodes with pins > 0 */
+    uint32_t nanon;      /* anonymous nodes (all listed) */
     uint32_t head, tail, free;
 } irx_shadow;
 
@@ -39,7 +50,13 @@ uint32_t irx_shadow_find(const irx_shadow *s, ir_hash128 h);
 void irx_shadow_touch(irx_shadow *s, uint32_t i);
 /* Adds h as the most recent block; the shadow must have room (count < cap). */
 uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp);
-/* Removes node i. */
+/* Adds an anonymous block as the most recent; the shadow must have room. */
+uint32_t irx_shadow_add_anon(irx_shadow *s);
+/* Pins hashed node i (the first pin takes it out of the list). */
+void irx_shadow_pin(irx_shadow *s, uint32_t i);
+/* Unpins hashed node i (the last unpin makes it the most recent). */
+void irx_shadow_unpin(irx_shadow *s, uint32_t i);
+/* Removes node i, pinned, listed or anonymous. */
 void irx_shadow_remove(irx_shadow *s, uint32_t i);
 /* 0 when the table and the list agree; -1 otherwise. */
 int irx_shadow_check(const irx_shadow *s);
