@@ -133,9 +133,10 @@ test('after an engine drops its cache, predictions recover within a few requests
     console.log(`after a cache reset: ${misses.length} mispredictions, at requests ${misses.join(',')} of ${onReset} on the reset replica`);
     assert.ok(onReset > 30, `only ${onReset} requests went to the reset replica`);
     // Each stale prefix costs at most one misprediction: the first request that hits it
-    // is corrected, and its blocks are then the engine's. The prompts share 6 prefixes.
+    // is corrected, and its blocks are then the engine's. The prompts share 12 prefixes
+    // (6 system prompts, each as a chat and as a completion).
     assert.ok(misses.length >= 1, 'the reset went unseen: the test does not exercise it');
-    assert.ok(misses.length <= systems.length, `${misses.length} mispredictions after the reset`);
+    assert.ok(misses.length <= 2 * systems.length, `${misses.length} mispredictions after the reset`);
   } finally {
     await stopFleet();
   }
