@@ -69,7 +69,7 @@ static ir_hash128 node_hash(const irx_shadow *s, uint32_t i) {
 static void evict_tail(irx_index *ix, uint32_t r) {
     irx_shadow *s = &ix->rep[r].sh;
     uint32_t t = s->tail;
-    bool anon = s->nodes[t].pins == IRX_ANON;
+    bool anon = irx_node_anon(&s->nodes[t]);
     if (!anon) map_remove(ix, node_hash(s, t), r);
     irx_shadow_remove(s, t);
     if (!anon) atomic_fetch_sub(&ix->held, 1);
@@ -110,13 +110,13 @@ static int resize_shadow(irx_index *ix, uint32_t r, uint32_t cap) {
     if (s->count > cap) drop_all(ix, r);
     for (uint32_t j = 0; s->npinned && j < s->nslots; j++) {
         uint32_t k = s->slots[j];
-        if (k == IRX_NIL || s->nodes[k].pins == 0) continue;
+        if (k == IRX_NIL || irx_node_pins(&s->nodes[k]) == 0) continue;
         uint32_t i = irx_shadow_add(&ns, node_hash(s, k), s->nodes[k].stamp);
         irx_shadow_pin(&ns, i);
-        ns.nodes[i].pins = s->nodes[k].pins;
+        ns.nodes[i].next = irx_node_pins(&s->nodes[k]);
     }
     for (uint32_t i = s->nlisted ? s->tail : IRX_NIL; i != IRX_NIL; i = s->nodes[i].prev) {
-        if (s->nodes[i].pins == IRX_ANON)
+        if (irx_node_anon(&s->nodes[i]))
             irx_shadow_add_anon(&ns);
         else
             irx_shadow_add(&ns, node_hash(s, i), s->nodes[i].stamp);
@@ -190,7 +190,7 @@ static uint32_t touch_present(irx_shadow *s, const ir_hash128 *h, size_t m) {
     for (size_t i = m; i-- > 0;) {
         uint32_t k = irx_shadow_find(s, h[i]);
         if (k == IRX_NIL) continue;
-        if (s->nodes[k].pins == 0) irx_shadow_touch(s, k);
+        if (irx_node_pins(&s->nodes[k]) == 0) irx_shadow_touch(s, k);
         present++;
     }
     return present;
@@ -202,11 +202,11 @@ static size_t pinnable(const irx_shadow *s, const ir_hash128 *h, size_t m) {
     size_t q = 0;
     for (size_t i = 0; i < m; i++) {
         uint32_t k = irx_shadow_find(s, h[i]);
-        q += k != IRX_NIL && s->nodes[k].pins != 0;
+        q += k != IRX_NIL && irx_node_pins(&s->nodes[k]) != 0;
     }
     while (m > 0 && s->npinned + m - q > s->cap) {
         uint32_t k = irx_shadow_find(s, h[--m]);
-        q -= k != IRX_NIL && s->nodes[k].pins != 0;
+        q -= k != IRX_NIL && irx_node_pins(&s->nodes[k]) != 0;
     }
     return m;
 }
@@ -230,7 +230,7 @@ irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
     size_t m = pinnable(s, h, n < s->cap ? n : s->cap);
     if (m == 0) goto out;
     rp->stamp = (rp->stamp + 1) & ~IRX_FRESH;
-    if (rp->stamp == 0) rp->stamp = 1;
+    if (rp->stamp == 0 || (rp->stamp | IRX_FRESH) == IRX_ANON_STAMP) rp->stamp = 1;
     rec = (irx_rec){r, rp->epoch, rp->stamp, (uint32_t)m};
     /* First the blocks already held are pinned, out of eviction's way; then,
      * deepest first, the missing ones are added pinned, evicting listed blocks
@@ -268,7 +268,7 @@ void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n) {
         for (size_t i = m; i-- > 0;) {
             uint32_t k = irx_shadow_find(s, h[i]);
             if (k == IRX_NIL) continue;
-            if (s->nodes[k].stamp == (rec.stamp | IRX_FRESH) && s->nodes[k].pins == 1)
+            if (s->nodes[k].stamp == (rec.stamp | IRX_FRESH) && irx_node_pins(&s->nodes[k]) == 1)
                 drop_node(ix, rec.replica, k);
             else
                 irx_shadow_unpin(s, k);
@@ -312,10 +312,10 @@ size_t irx_correct(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n, siz
         uint32_t keep = 0;
         for (size_t i = 0; i < m; i++) {
             uint32_t k = irx_shadow_find(s, h[i]);
-            keep += k != IRX_NIL && s->nodes[k].pins == 0;
+            keep += k != IRX_NIL && irx_node_pins(&s->nodes[k]) == 0;
         }
         while (evicted < excess && s->nlisted > keep) {
-            if (s->nodes[s->tail].pins != IRX_ANON) evicted++;
+            if (!irx_node_anon(&s->nodes[s->tail])) evicted++;
             evict_tail(ix, r);
         }
     }

@@ -2,6 +2,7 @@
 #ifndef IR_INDEX_INTERNAL_H
 #define IR_INDEX_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,21 +11,28 @@
 #define IRX_NIL   UINT32_MAX
 #define IRX_FRESH 0x80000000u /* stamp bit: the block was added by that stamp's record */
 
-#define IRX_ANON UINT32_MAX /* pins of an anonymous block (see below) */
+#define IRX_PINNED     (UINT32_MAX - 1) /* prev of a pinned node (node numbers are < 2^30) */
+#define IRX_ANON_STAMP UINT32_MAX       /* stamp of an anonymous node; records never use it */
 
-/* One block in a replica's shadow: its hash, its LRU links (node numbers), the
- * stamp of the last record that touched it, and its pins. A pinned block
- * (pins > 0: requests in flight use it) is in the table but not in the LRU
- * list, so it cannot be evicted. An anonymous block (pins == IRX_ANON) stands
- * for a block an engine spent on a request beyond its prompt's full blocks (the
- * trailing partial block, decode blocks): it is in the list, takes capacity,
- * and is in neither the table nor the map. */
+/* One block in a replica's shadow: its hash, its LRU links (node numbers) and
+ * the stamp of the last record that touched it. A pinned block (requests in
+ * flight use it) is in the table but not in the LRU list, so it cannot be
+ * evicted: its prev is IRX_PINNED and its next counts the pins. An anonymous
+ * block (stamp IRX_ANON_STAMP) stands for a block an engine spent on a request
+ * beyond its prompt's full blocks (the trailing partial block, decode blocks):
+ * it is in the list, takes capacity, and is in neither the table nor the map. */
 typedef struct __attribute__((packed, aligned(4))) irx_node {
     uint64_t lo, hi;
     uint32_t prev, next; /* prev is towards the most recent end */
     uint32_t stamp;
-    uint32_t pins;
-} irx_node; /* 32 bytes */
+} irx_node; /* 28 bytes */
+
+static inline uint32_t irx_node_pins(const irx_node *n) {
+    return n->prev == IRX_PINNED ? n->next : 0;
+}
+static inline bool irx_node_anon(const irx_node *n) {
+    return n->stamp == IRX_ANON_STAMP;
+}
 
 /* A replica's shadow LRU: a fixed pool of cap nodes, an open-addressing table
  * of node numbers (linear probing, backward-shift deletion), and the LRU list

@@ -80,10 +80,10 @@ void irx_shadow_touch(irx_shadow *s, uint32_t i) {
     push_head(s, i);
 }
 
-static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stamp, uint32_t pins) {
+static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stamp) {
     uint32_t i = s->free;
     s->free = s->nodes[i].next;
-    s->nodes[i] = (irx_node){.lo = lo, .hi = hi, .stamp = stamp, .pins = pins};
+    s->nodes[i] = (irx_node){.lo = lo, .hi = hi, .stamp = stamp};
     push_head(s, i);
     s->count++;
     s->nlisted++;
@@ -91,7 +91,7 @@ static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stam
 }
 
 uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
-    uint32_t i = take_node(s, h.lo, h.hi, stamp, 0);
+    uint32_t i = take_node(s, h.lo, h.hi, stamp);
     uint32_t j = home(s, h.lo);
     while (s->slots[j] != IRX_NIL) j = next_slot(s, j);
     s->slots[j] = i;
@@ -100,23 +100,26 @@ uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
 
 uint32_t irx_shadow_add_anon(irx_shadow *s) {
     s->nanon++;
-    return take_node(s, 0, 0, 0, IRX_ANON);
+    return take_node(s, 0, 0, IRX_ANON_STAMP);
 }
 
 void irx_shadow_pin(irx_shadow *s, uint32_t i) {
     irx_node *n = &s->nodes[i];
-    if (n->pins == IRX_ANON) return;
-    if (n->pins++ == 0) {
+    if (irx_node_anon(n)) return;
+    if (irx_node_pins(n) == 0) {
         unlink_node(s, i);
+        n->prev = IRX_PINNED;
+        n->next = 0;
         s->nlisted--;
         s->npinned++;
     }
+    n->next++;
 }
 
 void irx_shadow_unpin(irx_shadow *s, uint32_t i) {
     irx_node *n = &s->nodes[i];
-    if (n->pins == IRX_ANON || n->pins == 0) return;
-    if (--n->pins == 0) {
+    if (irx_node_pins(n) == 0) return;
+    if (--n->next == 0) {
         push_head(s, i);
         s->nlisted++;
         s->npinned--;
@@ -143,12 +146,13 @@ static void table_delete(irx_shadow *s, uint32_t i) {
 
 void irx_shadow_remove(irx_shadow *s, uint32_t i) {
     irx_node *n = &s->nodes[i];
-    if (n->pins == IRX_ANON) {
+    bool pinned = irx_node_pins(n) != 0;
+    if (irx_node_anon(n)) {
         s->nanon--;
     } else {
         table_delete(s, i);
     }
-    if (n->pins == 0 || n->pins == IRX_ANON) {
+    if (!pinned) {
         unlink_node(s, i);
         s->nlisted--;
     } else {
@@ -165,19 +169,19 @@ int irx_shadow_check(const irx_shadow *s) {
     for (uint32_t i = s->head; i != IRX_NIL; i = s->nodes[i].next) {
         if (seen++ > s->cap || s->nodes[i].prev != prev) return -1;
         prev = i;
-        if (s->nodes[i].pins == IRX_ANON) {
+        if (irx_node_anon(&s->nodes[i])) {
             anon++;
             continue;
         }
         ir_hash128 h = {s->nodes[i].lo, s->nodes[i].hi};
-        if (s->nodes[i].pins != 0 || irx_shadow_find(s, h) != i) return -1; /* listed: unpinned */
+        if (irx_shadow_find(s, h) != i) return -1;
     }
     if (prev != s->tail || seen != s->nlisted || anon != s->nanon) return -1;
     uint32_t used = 0, pinned = 0;
     for (uint32_t j = 0; j < s->nslots; j++) {
         if (s->slots[j] == IRX_NIL) continue;
         used++;
-        pinned += s->nodes[s->slots[j]].pins != 0;
+        pinned += irx_node_pins(&s->nodes[s->slots[j]]) != 0;
     }
     if (pinned != s->npinned || s->nlisted + s->npinned != s->count) return -1;
     return used + s->nanon == s->count ? 0 : -1;
