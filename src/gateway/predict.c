@@ -27,7 +27,12 @@ void gw_predict_record(gw_req *r) {
     if (p->state != GW_PREDICT_OK || p->nhashes == 0) return;
     size_t n = p->nhashes - (last_block_recomputed(r) ? 1 : 0);
     if (n == 0) return;
-    r->rec = irx_record(r->w->app->fleet.index, r->rep->index, p->hashes, n);
+    /* At admission the engine also takes the trailing partial block, and the
+     * block of the first output token: reserve them now, as it evicts for them. */
+    size_t bs = r->w->app->fleet.block_size;
+    size_t at_admission = (p->ids.len + 1 + bs - 1) / bs;
+    r->rec = irx_record_reserve(r->w->app->fleet.index, r->rep->index, p->hashes, n,
+                                at_admission > n ? at_admission - n : 0);
 }
 
 void gw_predict_release(gw_req *r) {

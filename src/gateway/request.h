@@ -193,7 +193,9 @@ irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size
  * stay pinned until gw_predict_release or gw_predict_undo. A prompt of whole blocks
  * that the replica holds entirely is recorded one block short: the engine
  * recomputes its last block in a fresh block and leaves the cached one where it
- * was (counted as an extra block at release). */
+ * was (counted as an extra block at release). The blocks the engine takes at
+ * admission beyond those (the trailing partial block, the first output token's
+ * block) are reserved in the index at once. */
 void gw_predict_record(gw_req *r);
 /* Takes back what the current attempt recorded: the engine refused it, answered
  * with an error, or failed before answering. */

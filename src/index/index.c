@@ -92,6 +92,7 @@ static void drop_all(irx_index *ix, uint32_t r) {
      * the hole, so every slot before j stays empty. */
     for (uint32_t j = 0; s->npinned && j < s->nslots; j++)
         while (s->slots[j] != IRX_NIL) drop_node(ix, r, s->slots[j]);
+    s->nreserved = 0;
     rp->epoch++;
 }
 static void set_shadow_bytes(irx_index *ix, size_t before, size_t after) {
@@ -106,8 +107,9 @@ static int resize_shadow(irx_index *ix, uint32_t r, uint32_t cap) {
     irx_shadow ns;
     if (irx_shadow_init(&ns, cap)) return -1;
     irx_shadow *s = &rp->sh;
-    while (s->count > cap && s->nlisted) evict_tail(ix, r);
-    if (s->count > cap) drop_all(ix, r);
+    while (s->count + s->nreserved > cap && s->nlisted) evict_tail(ix, r);
+    if (s->count + s->nreserved > cap) drop_all(ix, r);
+    ns.nreserved = s->nreserved;
     for (uint32_t j = 0; s->npinned && j < s->nslots; j++) {
         uint32_t k = s->slots[j];
         if (k == IRX_NIL || irx_node_pins(&s->nodes[k]) == 0) continue;
@@ -197,14 +199,15 @@ static uint32_t touch_present(irx_shadow *s, const ir_hash128 *h, size_t m) {
 }
 
 /* How many leading blocks of h[0..m) can be pinned at once: the pinned blocks
- * after the record, npinned + (m - already pinned among them), fit in cap. */
+ * after the record, npinned + (m - already pinned among them), and the reserved
+ * ones fit in cap. */
 static size_t pinnable(const irx_shadow *s, const ir_hash128 *h, size_t m) {
     size_t q = 0;
     for (size_t i = 0; i < m; i++) {
         uint32_t k = irx_shadow_find(s, h[i]);
         q += k != IRX_NIL && irx_node_pins(&s->nodes[k]) != 0;
     }
-    while (m > 0 && s->npinned + m - q > s->cap) {
+    while (m > 0 && s->npinned + s->nreserved + m - q > s->cap) {
         uint32_t k = irx_shadow_find(s, h[--m]);
         q -= k != IRX_NIL && irx_node_pins(&s->nodes[k]) != 0;
     }
@@ -221,7 +224,22 @@ static void unpin_all(irx_shadow *s, const ir_hash128 *h, size_t m) {
 }
 
 irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
-    irx_rec rec = {r, 0, 0, 0};
+    return irx_record_reserve(ix, r, h, n, 0);
+}
+
+/* Holds up to `want` blocks of capacity for rec, evicting listed blocks. */
+static void reserve(irx_index *ix, uint32_t r, irx_rec *rec, size_t want) {
+    irx_shadow *s = &ix->rep[r].sh;
+    uint32_t room = s->cap - s->npinned - s->nreserved;
+    uint32_t k = want < room ? (uint32_t)want : room;
+    while (s->count + s->nreserved + k > s->cap) evict_tail(ix, r);
+    s->nreserved += k;
+    rec->reserved = k;
+}
+
+irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                           size_t reserve_blocks) {
+    irx_rec rec = {r, 0, 0, 0, 0};
     if (r >= ix->nrep || n == 0) return rec;
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
@@ -231,7 +249,7 @@ irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
     if (m == 0) goto out;
     rp->stamp = (rp->stamp + 1) & ~IRX_FRESH;
     if (rp->stamp == 0 || (rp->stamp | IRX_FRESH) == IRX_ANON_STAMP) rp->stamp = 1;
-    rec = (irx_rec){r, rp->epoch, rp->stamp, (uint32_t)m};
+    rec = (irx_rec){r, rp->epoch, rp->stamp, (uint32_t)m, 0};
     /* First the blocks already held are pinned, out of eviction's way; then,
      * deepest first, the missing ones are added pinned, evicting listed blocks
      * (pinnable() left enough of them). */
@@ -243,15 +261,16 @@ irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
     }
     for (size_t i = m; i-- > 0;) {
         if (irx_shadow_find(s, h[i]) != IRX_NIL) continue;
-        if (s->count == s->cap) evict_tail(ix, r);
+        if (s->count + s->nreserved == s->cap) evict_tail(ix, r);
         if (map_add(ix, h[i], r)) { /* OOM: unpin what is there; nothing to release */
             unpin_all(s, h, m);
             rec.n = 0;
-            break;
+            goto out;
         }
         irx_shadow_pin(s, irx_shadow_add(s, h[i], rp->stamp | IRX_FRESH));
         atomic_fetch_add(&ix->held, 1);
     }
+    reserve(ix, r, &rec, reserve_blocks);
 out:
     pthread_mutex_unlock(&rp->mu);
     return rec;
@@ -264,6 +283,7 @@ void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n) {
     irx_shadow *s = &rp->sh;
     if (rp->epoch == rec.epoch) {
         size_t m = n < rec.n ? n : rec.n;
+        s->nreserved -= rec.reserved;
         /* Deepest first, so that a reader never sees a child without its parent. */
         for (size_t i = m; i-- > 0;) {
             uint32_t k = irx_shadow_find(s, h[i]);
@@ -285,9 +305,12 @@ void irx_release(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n, size
     if (rp->epoch == rec.epoch) {
         /* The engine frees a sequence's blocks last-first to the free queue's
          * tail: its extra blocks first (the least recent of its blocks), then
-         * the prompt's, deepest first. */
+         * the prompt's, deepest first. The reserved blocks are among the extra
+         * ones. */
+        s->nreserved -= rec.reserved;
+        if (extra_blocks < rec.reserved) extra_blocks = rec.reserved;
         for (size_t i = 0; i < extra_blocks; i++) {
-            if (s->count == s->cap) {
+            if (s->count + s->nreserved == s->cap) {
                 if (s->nlisted == 0) break;
                 evict_tail(ix, rec.replica);
             }

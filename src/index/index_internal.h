@@ -46,6 +46,8 @@ typedef struct irx_shadow {
     uint32_t nlisted;    /* nodes in the LRU list (unpinned hashed ones and anonymous ones) */
     uint32_t npinned;    /* hashed nodes with pins > 0 */
     uint32_t nanon;      /* anonymous nodes (all listed) */
+    uint32_t
+        nreserved; /* blocks reserved by records in flight (no node): count + nreserved <= cap */
     uint32_t head, tail, free;
 } irx_shadow;
 

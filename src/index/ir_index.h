@@ -59,9 +59,10 @@ uint32_t irx_replica_blocks(irx_index *ix, uint32_t r);
  * with the attempt. n == 0 means nothing was recorded. */
 typedef struct irx_rec {
     uint32_t replica;
-    uint32_t epoch; /* the shadow's generation; a reset or forget voids the record */
-    uint32_t stamp; /* the attempt's mark on the blocks it touched */
-    uint32_t n;     /* blocks recorded (the prompt's first n) */
+    uint32_t epoch;    /* the shadow's generation; a reset or forget voids the record */
+    uint32_t stamp;    /* the attempt's mark on the blocks it touched */
+    uint32_t n;        /* blocks recorded (the prompt's first n) */
+    uint32_t reserved; /* anonymous blocks of capacity held until release or undo */
 } irx_rec;
 
 /* Records that replica r was sent a prompt whose full blocks hash to h[0..n):
@@ -74,6 +75,14 @@ typedef struct irx_rec {
  * without capacity records nothing. Every record with rec.n > 0 must end in
  * exactly one irx_release or irx_undo, or its blocks stay pinned until a reset. */
 irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n);
+/* irx_record that also reserves up to reserve_blocks anonymous blocks of capacity
+ * (evicting for them now): the blocks the engine takes at admission beyond the
+ * prompt's full blocks (the trailing partial block, and the first output
+ * token's block). They hold no hash and are not in the LRU order until release
+ * turns them into extra blocks. rec.reserved says how many fit (those not
+ * pinned or reserved by others). Nothing is reserved when nothing is recorded. */
+irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                           size_t reserve_blocks);
 /* Takes back what rec recorded, for an attempt that the engine refused, that
  * answered with an error or that failed before answering: its pins go, and the
  * blocks that this attempt added and that no later record touched leave the
@@ -87,7 +96,9 @@ void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n);
  * (the blocks it spent beyond the prompt's recorded full blocks: the trailing
  * partial block and the decode blocks; they take capacity, hold no hash, and
  * are evicted before this request's prompt blocks), then the prompt's blocks
- * are unpinned deepest first, so block 0 ends up the most recent. A record that
+ * are unpinned deepest first, so block 0 ends up the most recent. The record's
+ * reserved blocks count among the extra ones (at least rec.reserved are
+ * added). irx_undo drops the reservation. A record that
  * a reset or forget voided releases nothing. h and n as given to irx_record. */
 void irx_release(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n, size_t extra_blocks);
 

@@ -184,5 +184,6 @@ int irx_shadow_check(const irx_shadow *s) {
         pinned += irx_node_pins(&s->nodes[s->slots[j]]) != 0;
     }
     if (pinned != s->npinned || s->nlisted + s->npinned != s->count) return -1;
+    if (s->count + s->nreserved > s->cap) return -1;
     return used + s->nanon == s->count ? 0 : -1;
 }

@@ -283,7 +283,7 @@ typedef struct mnode {
 typedef struct naive {
     mnode list[CAP]; /* list[0] most recent; unpinned blocks and anonymous ones */
     mnode pin[CAP];  /* pinned blocks, in no order */
-    uint32_t nl, np, cap, epoch, next_stamp;
+    uint32_t nl, np, nres, cap, epoch, next_stamp;
 } naive;
 
 static bool heq(ir_hash128 a, ir_hash128 b) {
@@ -323,14 +323,15 @@ static uint32_t hashed(naive *m) {
     for (uint32_t i = 0; i < m->nl; i++) k += m->list[i].pins == 0;
     return k;
 }
-static uint32_t nrecord(naive *m, const ir_hash128 *h, size_t n, uint32_t *got) {
-    *got = 0;
+static uint32_t nrecord(naive *m, const ir_hash128 *h, size_t n, uint32_t want, uint32_t *got,
+                        uint32_t *res) {
+    *got = *res = 0;
     if (!m->cap) return 0;
     size_t k = n < m->cap ? n : m->cap;
     while (k > 0) { /* the prefix whose pins fit */
         size_t q = 0;
         for (size_t i = 0; i < k; i++) q += pfind(m, h[i]) >= 0;
-        if (m->np + k - q <= m->cap) break;
+        if (m->np + m->nres + k - q <= m->cap) break;
         k--;
     }
     if (k == 0) return 0;
@@ -347,9 +348,13 @@ static uint32_t nrecord(naive *m, const ir_hash128 *h, size_t n, uint32_t *got) 
     }
     for (size_t i = k; i-- > 0;) {
         if (holds(m, h[i])) continue;
-        if (m->nl + m->np == m->cap) m->nl--;
+        if (m->nl + m->np + m->nres == m->cap) m->nl--;
         m->pin[m->np++] = (mnode){h[i], st | 0x80000000u, 1};
     }
+    uint32_t room = m->cap - m->np - m->nres;
+    *res = want < room ? want : room;
+    while (m->nl + m->np + m->nres + *res > m->cap) m->nl--;
+    m->nres += *res;
     *got = (uint32_t)k;
     return st;
 }
@@ -359,9 +364,11 @@ static void nunpin(naive *m, const ir_hash128 *h, size_t k) {
         if (j >= 0 && --m->pin[j].pins == 0) lfront(m, ptake(m, j));
     }
 }
-static void nrelease(naive *m, const ir_hash128 *h, size_t k, uint32_t extra) {
+static void nrelease(naive *m, const ir_hash128 *h, size_t k, uint32_t extra, uint32_t res) {
+    m->nres -= res;
+    if (extra < res) extra = res;
     for (uint32_t i = 0; i < extra; i++) {
-        if (m->nl + m->np == m->cap) {
+        if (m->nl + m->np + m->nres == m->cap) {
             if (m->nl == 0) break;
             m->nl--;
         }
@@ -369,7 +376,8 @@ static void nrelease(naive *m, const ir_hash128 *h, size_t k, uint32_t extra) {
     }
     nunpin(m, h, k);
 }
-static void nundo(naive *m, const ir_hash128 *h, size_t k, uint32_t st) {
+static void nundo(naive *m, const ir_hash128 *h, size_t k, uint32_t st, uint32_t res) {
+    m->nres -= res;
     for (size_t i = k; i-- > 0;) {
         int j = pfind(m, h[i]);
         if (j < 0) continue;
@@ -394,13 +402,13 @@ static size_t ncorrect(naive *m, const ir_hash128 *h, size_t n, size_t pred, siz
     return want;
 }
 static void nclear(naive *m) {
-    m->nl = m->np = 0;
+    m->nl = m->np = m->nres = 0;
     m->epoch++;
 }
 
 typedef struct pending {
     irx_rec rec;
-    uint32_t prompt, n, epoch, stamp, got;
+    uint32_t prompt, n, epoch, stamp, got, res;
 } pending;
 
 static void against_naive_model(void **state) {
@@ -430,20 +438,22 @@ static void against_naive_model(void **state) {
         if (op < 40) {
             if (live) { /* the slot's request completes first */
                 irx_release(ix, pd->rec, p[pd->prompt], pd->n, 0);
-                nrelease(pm, p[pd->prompt], pd->got, 0);
+                nrelease(pm, p[pd->prompt], pd->got, 0, pd->res);
             }
-            irx_rec rec = irx_record(ix, r, p[pi], n);
-            uint32_t got;
-            uint32_t st = nrecord(m, p[pi], n, &got);
+            uint32_t want = (uint32_t)ir_rng_below(&rng, 3);
+            irx_rec rec = irx_record_reserve(ix, r, p[pi], n, want);
+            uint32_t got, res;
+            uint32_t st = nrecord(m, p[pi], n, want, &got, &res);
             assert_int_equal(rec.n, got);
-            *pd = (pending){rec, pi, n, m->epoch, st, got};
+            assert_int_equal(rec.reserved, res);
+            *pd = (pending){rec, pi, n, m->epoch, st, got, res};
         } else if (op < 55) {
-            if (live) nundo(pm, p[pd->prompt], pd->got, pd->stamp);
+            if (live) nundo(pm, p[pd->prompt], pd->got, pd->stamp, pd->res);
             irx_undo(ix, pd->rec, p[pd->prompt], pd->n);
             pd->rec.n = 0;
         } else if (op < 75) {
             uint32_t extra = (uint32_t)ir_rng_below(&rng, 5);
-            if (live) nrelease(pm, p[pd->prompt], pd->got, extra);
+            if (live) nrelease(pm, p[pd->prompt], pd->got, extra, pd->res);
             irx_release(ix, pd->rec, p[pd->prompt], pd->n, extra);
             pd->rec.n = 0;
         } else if (op < 85) {
@@ -455,8 +465,8 @@ static void against_naive_model(void **state) {
             uint32_t cap = 1 + (uint32_t)ir_rng_below(&rng, CAP);
             assert_int_equal(irx_set_capacity(ix, r, cap), 0);
             if (cap != m->cap) {
-                while (m->nl + m->np > cap && m->nl) m->nl--;
-                if (m->nl + m->np > cap) nclear(m);
+                while (m->nl + m->np + m->nres > cap && m->nl) m->nl--;
+                if (m->nl + m->np + m->nres > cap) nclear(m);
             }
             m->cap = cap;
         } else if (op < 95) {
