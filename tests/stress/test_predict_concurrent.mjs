@@ -11,7 +11,7 @@ test('3,000 requests at 400 req/s: at least 99% of predictions exact', () => {
   const file = fileURLToPath(new URL('../integration/test_gateway_predict.mjs', import.meta.url));
   const r = spawnSync(process.execPath, ['--test', '--test-name-pattern=open loop', file], {
     // Without NODE_TEST_CONTEXT: the child must report as a run of its own.
-    env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_TEST_CONTEXT')), PREDICT_LOAD_N: '3000' },
+    env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_TEST_CONTEXT')), PREDICT_LOAD_N: '3000', PREDICT_LOAD_MIN: '0.99' },
     encoding: 'utf8',
     timeout: 300000,
   });
