@@ -272,6 +272,45 @@ static void pins_and_release(void **state) {
     irx_free(ix);
 }
 
+/* Reserved blocks take capacity at once (evicting for it) and become extra blocks at
+ * release; an undo gives them back. */
+static void reserve_then_release_or_undo(void **state) {
+    irx_index *ix = irx_new(1);
+    ir_hash128 a[4], b[2], c[1];
+    chain(a, 4, 1, 0);
+    chain(b, 2, 2, 0);
+    chain(c, 1, 3, 0);
+    uint32_t out[1];
+    irx_set_capacity(ix, 0, 8);
+    done(ix, 0, a, 4);
+    irx_rec rb = irx_record_reserve(ix, 0, b, 2, 3); /* 4 + 2 + 3 > 8: a3 goes */
+    assert_int_equal(rb.n, 2);
+    assert_int_equal(rb.reserved, 3);
+    irx_lookup(ix, a, 4, out);
+    assert_int_equal(out[0], 3);
+    irx_release(ix, rb, b, 2, 1); /* at least the 3 reserved become extras: no eviction */
+    irx_lookup(ix, a, 4, out);
+    assert_int_equal(out[0], 3);
+    check(ix);
+    /* Now b0 b1 x x x a0 a1 a2. c pins one block (a2 goes) and reserves 2 (a1, a0). */
+    irx_rec rc = irx_record_reserve(ix, 0, c, 1, 2);
+    assert_int_equal(rc.reserved, 2);
+    irx_lookup(ix, a, 4, out);
+    assert_int_equal(out[0], 0);
+    irx_undo(ix, rc, c, 1);
+    assert_int_equal(irx_replica_blocks(ix, 0), 2);
+    /* The reservation is gone: 5 blocks of 8 used, so 3 new ones evict nothing. */
+    done(ix, 0, a, 3);
+    irx_lookup(ix, b, 2, out);
+    assert_int_equal(out[0], 2);
+    /* A reservation is capped by the room that pins leave. */
+    irx_rec big = irx_record_reserve(ix, 0, c, 1, 100);
+    assert_int_equal(big.reserved, 7);
+    irx_release(ix, big, c, 1, 0);
+    check(ix);
+    irx_free(ix);
+}
+
 /* ---- randomized comparison with a reference model -------------------------------- */
 
 #define NR  5
@@ -503,6 +542,7 @@ int main(void) {
         cmocka_unit_test(forget_reset_and_capacity),
         cmocka_unit_test(correct_shrinks_the_oldest),
         cmocka_unit_test(pins_and_release),
+        cmocka_unit_test(reserve_then_release_or_undo),
         cmocka_unit_test(against_naive_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
