@@ -21,6 +21,12 @@
 #define CAP  16384
 #define LEN  512
 
+/* A request that completes at once: recorded (pinned), then released. */
+static void record_done(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
+    irx_rec rec = irx_record(ix, r, h, n);
+    irx_release(ix, rec, h, n, 0);
+}
+
 static size_t heap_bytes(void) {
     struct mallinfo2 mi = mallinfo2();
     return mi.uordblks + mi.hblkhd;
@@ -98,7 +104,7 @@ static void bench_lookup_and_memory(void) {
     for (uint32_t r = 0; r < NREP; r++)
         for (int k = 0; k < CAP / LEN; k++) {
             make_prompt(p, LEN, tag++, NULL, 0);
-            irx_record(ix, r, p, LEN);
+            record_done(ix, r, p, LEN);
         }
     double rec_ns = (double)(ir_now_ns() - t0) / (double)(NREP * CAP);
     irx_stats st;
@@ -121,12 +127,13 @@ static void bench_lookup_and_memory(void) {
         make_prompt(worst[i], LEN, tag++, NULL, 0);
         /* typical: 2 replicas hold it whole, 6 hold a shared system prompt of
          * 64 to 448 blocks of it */
-        for (int k = 0; k < 2; k++) irx_record(ix, (uint32_t)ir_rng_below(&rng, NREP), typ[i], LEN);
+        for (int k = 0; k < 2; k++)
+            record_done(ix, (uint32_t)ir_rng_below(&rng, NREP), typ[i], LEN);
         for (int k = 0; k < 6; k++)
-            irx_record(ix, (uint32_t)ir_rng_below(&rng, NREP), typ[i],
-                       64 + ir_rng_below(&rng, 385));
+            record_done(ix, (uint32_t)ir_rng_below(&rng, NREP), typ[i],
+                        64 + ir_rng_below(&rng, 385));
         /* worst: every replica holds a different depth */
-        for (uint32_t r = 0; r < NREP; r++) irx_record(ix, r, worst[i], 1 + r * 8);
+        for (uint32_t r = 0; r < NREP; r++) record_done(ix, r, worst[i], 1 + r * 8);
     }
     time_lookups(ix, "cold", cold, NP, 200000);
     time_lookups(ix, "typical", typ, NP, 200000);
@@ -148,7 +155,7 @@ static void bench_lookup_and_memory(void) {
     for (uint32_t r = 0; r < NREP; r++)
         for (int k = 0; k < 2 * CAP / LEN; k++) {
             make_prompt(p, LEN, tag++, sys[ir_rng_below(&rng, 32)], 256);
-            irx_record(ix, r, p, LEN);
+            record_done(ix, r, p, LEN);
         }
     irx_stats_get(ix, &st);
     heap1 = heap_bytes();
@@ -173,9 +180,9 @@ static void bench_long_prompt(void) {
     for (size_t i = 0; i < NTOK; i++) ids[i] = (uint32_t)(i * 2654435761u) % 150000;
     ir_hash128 root = ir_block_hash_root("bench-model", NULL, NULL);
     ir_block_hash_chain(root, ids, NTOK, 16, h, NB);
-    irx_record(ix, 3, h, NB);
-    irx_record(ix, 17, h, 4000);
-    irx_record(ix, 40, h, 512);
+    record_done(ix, 3, h, NB);
+    record_done(ix, 17, h, 4000);
+    record_done(ix, 40, h, 512);
     uint64_t *t = malloc(ITERS * sizeof *t);
     uint32_t out[NREP];
     uint64_t sink = 0;
@@ -214,7 +221,10 @@ static void bench_soak(void) {
         make_prompt(p, n, 1000000 + i, NULL, 0);
         uint32_t r = (uint32_t)ir_rng_below(&rng, R);
         irx_rec rec = irx_record(ix, r, p, n);
-        if (ir_rng_below(&rng, 20) == 0) irx_undo(ix, rec, p, n);
+        if (ir_rng_below(&rng, 20) == 0)
+            irx_undo(ix, rec, p, n);
+        else
+            irx_release(ix, rec, p, n, 1 + ir_rng_below(&rng, 4));
         if (irx_replica_blocks(ix, r) > caps[r]) over++;
         if (i % 1000 == 0) {
             irx_stats st;

@@ -6,11 +6,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A prompt of whole blocks whose every block the replica holds: the engine
+ * reports one block short and recomputes the last one in a fresh block, leaving
+ * the cached copy of that block untouched. */
+static bool last_block_recomputed(const gw_req *r) {
+    const gw_prompt *p = &r->prompt;
+    const gw_fleet *f = &r->w->app->fleet;
+    uint32_t slot = r->rep->index;
+    if (!p->cached || p->ids.len % f->block_size != 0 || p->usable + 1 != p->nhashes ||
+        p->cached[slot] != p->usable)
+        return false;
+    uint32_t out[GW_MAX_REPLICAS];
+    irx_lookup(f->index, p->hashes, p->nhashes, out);
+    return out[slot] == p->nhashes;
+}
+
 void gw_predict_record(gw_req *r) {
     const gw_prompt *p = &r->prompt;
     r->rec = (irx_rec){0};
     if (p->state != GW_PREDICT_OK || p->nhashes == 0) return;
-    r->rec = irx_record(r->w->app->fleet.index, r->rep->index, p->hashes, p->nhashes);
+    size_t n = p->nhashes - (last_block_recomputed(r) ? 1 : 0);
+    if (n == 0) return;
+    /* At admission the engine also takes the trailing partial block, and the
+     * block of the first output token: reserve them now, as it evicts for them. */
+    size_t bs = r->w->app->fleet.block_size;
+    size_t at_admission = (p->ids.len + 1 + bs - 1) / bs;
+    r->rec = irx_record_reserve(r->w->app->fleet.index, r->rep->index, p->hashes, n,
+                                at_admission > n ? at_admission - n : 0);
+}
+
+void gw_predict_release(gw_req *r) {
+    if (r->rec.n == 0) return;
+    size_t bs = r->w->app->fleet.block_size;
+    int64_t done = gw_reported_completion(r->tail, r->tail_len);
+    size_t gen = done > 0 ? (size_t)done : 1;
+    size_t total = (r->prompt.ids.len + gen + bs - 1) / bs;
+    size_t extra = total > r->rec.n ? total - r->rec.n : 0;
+    irx_release(r->w->app->fleet.index, r->rec, r->prompt.hashes, r->prompt.nhashes, extra);
+    r->rec = (irx_rec){0};
 }
 
 void gw_predict_undo(gw_req *r) {
@@ -38,6 +71,23 @@ static const char *last_of(const char *hay, size_t len, const char *key, size_t 
     return found;
 }
 
+/* The number after the last `key` in the tail; -1 when absent or not a number. */
+static int64_t last_number(const char *tail, size_t len, const char *key, size_t klen) {
+    const char *found = last_of(tail, len, key, klen);
+    if (!found) return -1;
+    const char *v = found + klen, *end = tail + len;
+    while (v < end && *v == ' ') v++;
+    if (v >= end || *v < '0' || *v > '9') return -1;
+    int64_t n = 0;
+    while (v < end && *v >= '0' && *v <= '9' && n < INT64_MAX / 10) n = n * 10 + (*v++ - '0');
+    return n;
+}
+
+int64_t gw_reported_completion(const char *tail, size_t len) {
+    static const char key[] = "\"completion_tokens\":";
+    return last_number(tail, len, key, sizeof key - 1);
+}
+
 /* The last `"cached_tokens":N` in the tail: vLLM's usage.prompt_tokens_details, in a
  * JSON body or in the stream's usage chunk. GW_USAGE_NO_DETAILS when the usage has
  * `"prompt_tokens_details":null` (vLLM writes that when nothing was cached, and when
@@ -48,13 +98,7 @@ int64_t gw_reported_cached(const char *tail, size_t len) {
     const char *found = last_of(tail, len, key, sizeof key - 1);
     const char *null_at = last_of(tail, len, none, sizeof none - 1);
     if (null_at && (!found || null_at > found)) return GW_USAGE_NO_DETAILS;
-    if (!found) return -1;
-    const char *v = found + sizeof key - 1, *end = tail + len;
-    while (v < end && *v == ' ') v++;
-    if (v >= end || *v < '0' || *v > '9') return -1;
-    int64_t n = 0;
-    while (v < end && *v >= '0' && *v <= '9' && n < INT64_MAX / 10) n = n * 10 + (*v++ - '0');
-    return n;
+    return found ? last_number(tail, len, key, sizeof key - 1) : -1;
 }
 
 /* A finished attempt: the prediction against what the engine said it had cached.

@@ -196,11 +196,28 @@ irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size
                                   int64_t *cl);
 
 /* ---- predict.c ------------------------------------------------------------------------ */
-/* Records r's prompt on r->rep in the KV index (the attempt was sent). */
+/* Records r's prompt on r->rep in the KV index (the attempt was sent); its blocks
+ * stay pinned until gw_predict_release or gw_predict_undo. A prompt of whole blocks
+ * that the replica holds entirely is recorded one block short: the engine
+ * recomputes its last block in a fresh block and leaves the cached one where it
+ * was (counted as an extra block at release). The blocks the engine takes at
+ * admission beyond those (the trailing partial block, the first output token's
+ * block) are reserved in the index at once. */
 void gw_predict_record(gw_req *r);
 /* Takes back what the current attempt recorded: the engine refused it, answered
  * with an error, or failed before answering. */
 void gw_predict_undo(gw_req *r);
+/* The engine ran the current attempt and freed its blocks (it completed, or it was
+ * cut off after the head): irx_release with the blocks it spent beyond the
+ * recorded prompt blocks, ceil((prompt + completion) / block_size) - recorded, as
+ * the simulator and vLLM hold them (the trailing partial block and the decode
+ * blocks). The completion comes from usage.completion_tokens in the body's tail;
+ * without usage (a stream without include_usage, or cut off) it is taken as 1
+ * token, which undercounts decode blocks: later predictions on that replica may
+ * then be too high until the closed loop corrects them. */
+void gw_predict_release(gw_req *r);
+/* The last `"completion_tokens":N` in a body's tail; -1 if there is none. */
+int64_t gw_reported_completion(const char *tail, size_t len);
 /* Keeps the last GW_TAIL_BYTES of the engine's body, where its usage is. */
 void gw_predict_keep_tail(gw_req *r, const char *data, size_t len);
 /* The engine's usage.prompt_tokens_details.cached_tokens in a body's tail; -1 if there

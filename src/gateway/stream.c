@@ -117,6 +117,7 @@ static void failed_before_head(gw_req *r, int err) {
 /* The response broke after it started: it is never replayed; the client sees the
  * connection end without a clean finish. */
 static void broke_mid_stream(gw_req *r) {
+    gw_predict_release(r);
     atomic_fetch_add_explicit(&r->w->app->stats.upstream_errors, 1, memory_order_relaxed);
     gw_req_release(r);
     if (r->resp) {
@@ -133,10 +134,12 @@ static void on_done(void *ud, int err) {
         refused(r);
     } else if (err == 0) {
         gw_replica_succeeded(r->rep);
+        gw_predict_release(r);
         gw_predict_feedback(r);
         gw_req_release(r);
         gw_req_end_client(r);
     } else if (r->client_gone) {
+        gw_predict_release(r);
         gw_req_release(r);
         gw_req_end_client(r);
     } else if (!r->head_sent) {

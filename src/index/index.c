@@ -65,35 +65,66 @@ static ir_hash128 node_hash(const irx_shadow *s, uint32_t i) {
     return (ir_hash128){s->nodes[i].lo, s->nodes[i].hi};
 }
 
+/* Evicts the least recent listed block (the caller checks nlisted > 0). */
 static void evict_tail(irx_index *ix, uint32_t r) {
     irx_shadow *s = &ix->rep[r].sh;
     uint32_t t = s->tail;
-    map_remove(ix, node_hash(s, t), r);
+    bool anon = irx_node_anon(&s->nodes[t]);
+    if (!anon) map_remove(ix, node_hash(s, t), r);
     irx_shadow_remove(s, t);
+    if (!anon) atomic_fetch_sub(&ix->held, 1);
+}
+
+/* Removes hashed node k (pinned or not) from the shadow and the map. */
+static void drop_node(irx_index *ix, uint32_t r, uint32_t k) {
+    irx_shadow *s = &ix->rep[r].sh;
+    map_remove(ix, node_hash(s, k), r);
+    irx_shadow_remove(s, k);
     atomic_fetch_sub(&ix->held, 1);
 }
 
+/* Drops every block and voids every record (their pins go with the blocks). */
 static void drop_all(irx_index *ix, uint32_t r) {
     irx_replica *rp = &ix->rep[r];
-    while (rp->sh.count) evict_tail(ix, r); /* oldest first: children before parents */
+    irx_shadow *s = &rp->sh;
+    while (s->nlisted) evict_tail(ix, r); /* oldest first: children before parents */
+    /* The pinned ones, slot by slot: a removal only shifts later entries into
+     * the hole, so every slot before j stays empty. */
+    for (uint32_t j = 0; s->npinned && j < s->nslots; j++)
+        while (s->slots[j] != IRX_NIL) drop_node(ix, r, s->slots[j]);
+    s->nreserved = 0;
     rp->epoch++;
 }
-
 static void set_shadow_bytes(irx_index *ix, size_t before, size_t after) {
     atomic_fetch_add(&ix->shadow_bytes, after);
     atomic_fetch_sub(&ix->shadow_bytes, before);
 }
 
-/* Moves every node of rp->sh into a shadow of cap nodes, oldest evicted first. */
+/* Moves every node of rp->sh into a shadow of cap nodes, oldest evicted first.
+ * When the pinned blocks alone exceed cap, everything is dropped. */
 static int resize_shadow(irx_index *ix, uint32_t r, uint32_t cap) {
     irx_replica *rp = &ix->rep[r];
     irx_shadow ns;
     if (irx_shadow_init(&ns, cap)) return -1;
-    while (rp->sh.count > cap) evict_tail(ix, r);
-    for (uint32_t i = rp->sh.count ? rp->sh.tail : IRX_NIL; i != IRX_NIL; i = rp->sh.nodes[i].prev)
-        irx_shadow_add(&ns, node_hash(&rp->sh, i), rp->sh.nodes[i].stamp);
-    set_shadow_bytes(ix, irx_shadow_bytes(&rp->sh), irx_shadow_bytes(&ns));
-    irx_shadow_free(&rp->sh);
+    irx_shadow *s = &rp->sh;
+    while (s->count + s->nreserved > cap && s->nlisted) evict_tail(ix, r);
+    if (s->count + s->nreserved > cap) drop_all(ix, r);
+    ns.nreserved = s->nreserved;
+    for (uint32_t j = 0; s->npinned && j < s->nslots; j++) {
+        uint32_t k = s->slots[j];
+        if (k == IRX_NIL || irx_node_pins(&s->nodes[k]) == 0) continue;
+        uint32_t i = irx_shadow_add(&ns, node_hash(s, k), s->nodes[k].stamp);
+        irx_shadow_pin(&ns, i);
+        ns.nodes[i].next = irx_node_pins(&s->nodes[k]);
+    }
+    for (uint32_t i = s->nlisted ? s->tail : IRX_NIL; i != IRX_NIL; i = s->nodes[i].prev) {
+        if (irx_node_anon(&s->nodes[i]))
+            irx_shadow_add_anon(&ns);
+        else
+            irx_shadow_add(&ns, node_hash(s, i), s->nodes[i].stamp);
+    }
+    set_shadow_bytes(ix, irx_shadow_bytes(s), irx_shadow_bytes(&ns));
+    irx_shadow_free(s);
     rp->sh = ns;
     return 0;
 }
@@ -114,7 +145,8 @@ int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks) {
 static uint32_t locked_u32(irx_index *ix, uint32_t r, bool count) {
     if (r >= ix->nrep) return 0;
     pthread_mutex_lock(&ix->rep[r].mu);
-    uint32_t v = count ? ix->rep[r].sh.count : ix->rep[r].sh.cap;
+    const irx_shadow *s = &ix->rep[r].sh;
+    uint32_t v = count ? s->count - s->nanon : s->cap;
     pthread_mutex_unlock(&ix->rep[r].mu);
     return v;
 }
@@ -151,46 +183,94 @@ uint64_t irx_replica_resets(irx_index *ix, uint32_t r) {
 
 /* ---- record, undo, correct ---------------------------------------------------- */
 
-/* Makes the present blocks of h[0..m) the most recent, block 0 first of all;
- * returns how many were present. Parents end up more recent than children,
- * which keeps the shadow prefix-closed under tail eviction. */
-static uint32_t touch_present(irx_shadow *s, const ir_hash128 *h, size_t m, uint32_t stamp) {
+/* Makes the present, unpinned blocks of h[0..m) the most recent, block 0 first
+ * of all; returns how many were present (pinned ones included). Parents end up
+ * more recent than children, which keeps the shadow prefix-closed under tail
+ * eviction. */
+static uint32_t touch_present(irx_shadow *s, const ir_hash128 *h, size_t m) {
     uint32_t present = 0;
     for (size_t i = m; i-- > 0;) {
         uint32_t k = irx_shadow_find(s, h[i]);
         if (k == IRX_NIL) continue;
-        irx_shadow_touch(s, k);
-        if (stamp) s->nodes[k].stamp = stamp;
+        if (irx_node_pins(&s->nodes[k]) == 0) irx_shadow_touch(s, k);
         present++;
     }
     return present;
 }
 
+/* How many leading blocks of h[0..m) can be pinned at once: the pinned blocks
+ * after the record, npinned + (m - already pinned among them), and the reserved
+ * ones fit in cap. */
+static size_t pinnable(const irx_shadow *s, const ir_hash128 *h, size_t m) {
+    size_t q = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint32_t k = irx_shadow_find(s, h[i]);
+        q += k != IRX_NIL && irx_node_pins(&s->nodes[k]) != 0;
+    }
+    while (m > 0 && s->npinned + s->nreserved + m - q > s->cap) {
+        uint32_t k = irx_shadow_find(s, h[--m]);
+        q -= k != IRX_NIL && irx_node_pins(&s->nodes[k]) != 0;
+    }
+    return m;
+}
+
+/* Unpins the present blocks of h[0..m), deepest first, so that block 0 ends up
+ * the most recent of those that become free. */
+static void unpin_all(irx_shadow *s, const ir_hash128 *h, size_t m) {
+    for (size_t i = m; i-- > 0;) {
+        uint32_t k = irx_shadow_find(s, h[i]);
+        if (k != IRX_NIL) irx_shadow_unpin(s, k);
+    }
+}
+
 irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
-    irx_rec rec = {r, 0, 0, 0};
+    return irx_record_reserve(ix, r, h, n, 0);
+}
+
+/* Holds up to `want` blocks of capacity for rec, evicting listed blocks. */
+static void reserve(irx_index *ix, uint32_t r, irx_rec *rec, size_t want) {
+    irx_shadow *s = &ix->rep[r].sh;
+    uint32_t room = s->cap - s->npinned - s->nreserved;
+    uint32_t k = want < room ? (uint32_t)want : room;
+    while (s->count + s->nreserved + k > s->cap) evict_tail(ix, r);
+    s->nreserved += k;
+    rec->reserved = k;
+}
+
+irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                           size_t reserve_blocks) {
+    irx_rec rec = {r, 0, 0, 0, 0};
     if (r >= ix->nrep || n == 0) return rec;
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
     irx_shadow *s = &rp->sh;
     if (s->cap == 0) goto out;
-    size_t m = n < s->cap ? n : s->cap;
+    size_t m = pinnable(s, h, n < s->cap ? n : s->cap);
+    if (m == 0) goto out;
     rp->stamp = (rp->stamp + 1) & ~IRX_FRESH;
-    if (rp->stamp == 0) rp->stamp = 1;
-    rec = (irx_rec){r, rp->epoch, rp->stamp, (uint32_t)m};
-    /* First the blocks already held move to the front, out of eviction's way;
-     * then, deepest first, every block is touched or added in front. */
-    touch_present(s, h, m, rp->stamp);
+    if (rp->stamp == 0 || (rp->stamp | IRX_FRESH) == IRX_ANON_STAMP) rp->stamp = 1;
+    rec = (irx_rec){r, rp->epoch, rp->stamp, (uint32_t)m, 0};
+    /* First the blocks already held are pinned, out of eviction's way; then,
+     * deepest first, the missing ones are added pinned, evicting listed blocks
+     * (pinnable() left enough of them). */
     for (size_t i = m; i-- > 0;) {
         uint32_t k = irx_shadow_find(s, h[i]);
-        if (k != IRX_NIL) {
-            irx_shadow_touch(s, k);
-            continue;
+        if (k == IRX_NIL) continue;
+        irx_shadow_pin(s, k);
+        s->nodes[k].stamp = rp->stamp;
+    }
+    for (size_t i = m; i-- > 0;) {
+        if (irx_shadow_find(s, h[i]) != IRX_NIL) continue;
+        if (s->count + s->nreserved == s->cap) evict_tail(ix, r);
+        if (map_add(ix, h[i], r)) { /* OOM: unpin what is there; nothing to release */
+            unpin_all(s, h, m);
+            rec.n = 0;
+            goto out;
         }
-        if (s->count == s->cap) evict_tail(ix, r);
-        if (map_add(ix, h[i], r)) break; /* OOM: the deeper blocks stay recorded */
-        irx_shadow_add(s, h[i], rp->stamp | IRX_FRESH);
+        irx_shadow_pin(s, irx_shadow_add(s, h[i], rp->stamp | IRX_FRESH));
         atomic_fetch_add(&ix->held, 1);
     }
+    reserve(ix, r, &rec, reserve_blocks);
 out:
     pthread_mutex_unlock(&rp->mu);
     return rec;
@@ -200,16 +280,43 @@ void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n) {
     if (rec.n == 0 || rec.replica >= ix->nrep) return;
     irx_replica *rp = &ix->rep[rec.replica];
     pthread_mutex_lock(&rp->mu);
+    irx_shadow *s = &rp->sh;
     if (rp->epoch == rec.epoch) {
         size_t m = n < rec.n ? n : rec.n;
+        s->nreserved -= rec.reserved;
         /* Deepest first, so that a reader never sees a child without its parent. */
         for (size_t i = m; i-- > 0;) {
-            uint32_t k = irx_shadow_find(&rp->sh, h[i]);
-            if (k == IRX_NIL || rp->sh.nodes[k].stamp != (rec.stamp | IRX_FRESH)) continue;
-            map_remove(ix, h[i], rec.replica);
-            irx_shadow_remove(&rp->sh, k);
-            atomic_fetch_sub(&ix->held, 1);
+            uint32_t k = irx_shadow_find(s, h[i]);
+            if (k == IRX_NIL) continue;
+            if (s->nodes[k].stamp == (rec.stamp | IRX_FRESH) && irx_node_pins(&s->nodes[k]) == 1)
+                drop_node(ix, rec.replica, k);
+            else
+                irx_shadow_unpin(s, k);
         }
+    }
+    pthread_mutex_unlock(&rp->mu);
+}
+
+void irx_release(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n, size_t extra_blocks) {
+    if (rec.n == 0 || rec.replica >= ix->nrep) return;
+    irx_replica *rp = &ix->rep[rec.replica];
+    pthread_mutex_lock(&rp->mu);
+    irx_shadow *s = &rp->sh;
+    if (rp->epoch == rec.epoch) {
+        /* The engine frees a sequence's blocks last-first to the free queue's
+         * tail: its extra blocks first (the least recent of its blocks), then
+         * the prompt's, deepest first. The reserved blocks are among the extra
+         * ones. */
+        s->nreserved -= rec.reserved;
+        if (extra_blocks < rec.reserved) extra_blocks = rec.reserved;
+        for (size_t i = 0; i < extra_blocks; i++) {
+            if (s->count + s->nreserved == s->cap) {
+                if (s->nlisted == 0) break;
+                evict_tail(ix, rec.replica);
+            }
+            irx_shadow_add_anon(s);
+        }
+        unpin_all(s, h, n < rec.n ? n : rec.n);
     }
     pthread_mutex_unlock(&rp->mu);
 }
@@ -223,8 +330,17 @@ size_t irx_correct(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n, siz
     irx_shadow *s = &rp->sh;
     if (s->cap) {
         size_t m = n < s->cap ? n : s->cap;
-        uint32_t keep = touch_present(s, h, m, 0);
-        for (; evicted < excess && s->count > keep; evicted++) evict_tail(ix, r);
+        touch_present(s, h, m);
+        /* The prompt's listed blocks are now the most recent: never evict them. */
+        uint32_t keep = 0;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t k = irx_shadow_find(s, h[i]);
+            keep += k != IRX_NIL && irx_node_pins(&s->nodes[k]) == 0;
+        }
+        while (evicted < excess && s->nlisted > keep) {
+            if (!irx_node_anon(&s->nodes[s->tail])) evicted++;
+            evict_tail(ix, r);
+        }
     }
     pthread_mutex_unlock(&rp->mu);
     return evicted;
@@ -312,7 +428,9 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
     int rc = 0;
     uint64_t bits[IRX_WORDS];
     irx_read_lock();
-    for (uint32_t i = s->count ? s->head : IRX_NIL; i != IRX_NIL && !rc; i = s->nodes[i].next) {
+    for (uint32_t j = 0; j < s->nslots && !rc; j++) { /* every hashed block, pinned or not */
+        uint32_t i = s->slots[j];
+        if (i == IRX_NIL) continue;
         irx_map_bits(&ix->map, node_hash(s, i), bits);
         if (!(bits[r / 64] >> (r % 64) & 1)) {
             snprintf(err, errlen, "replica %u holds a block the map lacks", r);
@@ -320,7 +438,7 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
         }
     }
     irx_read_unlock();
-    *held += s->count;
+    *held += s->count - s->nanon;
     return rc;
 }
 

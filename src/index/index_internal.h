@@ -2,6 +2,7 @@
 #ifndef IR_INDEX_INTERNAL_H
 #define IR_INDEX_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,13 +11,28 @@
 #define IRX_NIL   UINT32_MAX
 #define IRX_FRESH 0x80000000u /* stamp bit: the block was added by that stamp's record */
 
+#define IRX_PINNED     (UINT32_MAX - 1) /* prev of a pinned node (node numbers are < 2^30) */
+#define IRX_ANON_STAMP UINT32_MAX       /* stamp of an anonymous node; records never use it */
+
 /* One block in a replica's shadow: its hash, its LRU links (node numbers) and
- * the stamp of the last record that touched it. */
+ * the stamp of the last record that touched it. A pinned block (requests in
+ * flight use it) is in the table but not in the LRU list, so it cannot be
+ * evicted: its prev is IRX_PINNED and its next counts the pins. An anonymous
+ * block (stamp IRX_ANON_STAMP) stands for a block an engine spent on a request
+ * beyond its prompt's full blocks (the trailing partial block, decode blocks):
+ * it is in the list, takes capacity, and is in neither the table nor the map. */
 typedef struct __attribute__((packed, aligned(4))) irx_node {
     uint64_t lo, hi;
     uint32_t prev, next; /* prev is towards the most recent end */
     uint32_t stamp;
 } irx_node; /* 28 bytes */
+
+static inline uint32_t irx_node_pins(const irx_node *n) {
+    return n->prev == IRX_PINNED ? n->next : 0;
+}
+static inline bool irx_node_anon(const irx_node *n) {
+    return n->stamp == IRX_ANON_STAMP;
+}
 
 /* A replica's shadow LRU: a fixed pool of cap nodes, an open-addressing table
  * of node numbers (linear probing, backward-shift deletion), and the LRU list
@@ -25,8 +41,13 @@ typedef struct __attribute__((packed, aligned(4))) irx_node {
 typedef struct irx_shadow {
     irx_node *nodes;
     uint32_t *slots;
-    uint32_t nslots; /* about 1.5 * cap */
-    uint32_t cap, count;
+    uint32_t nslots;     /* about 1.5 * cap */
+    uint32_t cap, count; /* count: nodes in use, = nlisted + npinned */
+    uint32_t nlisted;    /* nodes in the LRU list (unpinned hashed ones and anonymous ones) */
+    uint32_t npinned;    /* hashed nodes with pins > 0 */
+    uint32_t nanon;      /* anonymous nodes (all listed) */
+    uint32_t
+        nreserved; /* blocks reserved by records in flight (no node): count + nreserved <= cap */
     uint32_t head, tail, free;
 } irx_shadow;
 
@@ -39,7 +60,13 @@ uint32_t irx_shadow_find(const irx_shadow *s, ir_hash128 h);
 void irx_shadow_touch(irx_shadow *s, uint32_t i);
 /* Adds h as the most recent block; the shadow must have room (count < cap). */
 uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp);
-/* Removes node i. */
+/* Adds an anonymous block as the most recent; the shadow must have room. */
+uint32_t irx_shadow_add_anon(irx_shadow *s);
+/* Pins hashed node i (the first pin takes it out of the list). */
+void irx_shadow_pin(irx_shadow *s, uint32_t i);
+/* Unpins hashed node i (the last unpin makes it the most recent). */
+void irx_shadow_unpin(irx_shadow *s, uint32_t i);
+/* Removes node i, pinned, listed or anonymous. */
 void irx_shadow_remove(irx_shadow *s, uint32_t i);
 /* 0 when the table and the list agree; -1 otherwise. */
 int irx_shadow_check(const irx_shadow *s);

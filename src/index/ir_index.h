@@ -8,9 +8,10 @@
  * how many leading blocks every replica holds. See docs/internals/index.md.
  *
  * Invariant: the shared map equals the union of the shadows, exactly: block b
- * maps to bit r if and only if replica r's shadow holds b. Within one shadow the
- * blocks are prefix-closed (a block is evicted before its parent), which lets
- * irx_lookup bisect instead of probing every block.
+ * maps to bit r if and only if replica r's shadow holds b (pinned or not).
+ * Pinned blocks plus listed blocks (hashed or anonymous) never exceed capacity. Within one shadow
+ * the blocks are prefix-closed (a block is evicted before its parent), which lets irx_lookup bisect
+ * instead of probing every block.
  *
  * Threads: every function except irx_new and irx_free may be called from any
  * thread at any time. irx_lookup takes no lock and never waits on a writer
@@ -50,30 +51,56 @@ void irx_free(irx_index *ix);
  * then unchanged). Capacity is capped at 1<<30 blocks. */
 int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks);
 uint32_t irx_capacity(irx_index *ix, uint32_t r);
-/* Blocks replica r's shadow holds now. */
+/* Hashed blocks replica r's shadow holds now (pinned or not; anonymous blocks
+ * are not counted). */
 uint32_t irx_replica_blocks(irx_index *ix, uint32_t r);
 
 /* What one attempt recorded, so that it can be taken back. Plain data: keep it
  * with the attempt. n == 0 means nothing was recorded. */
 typedef struct irx_rec {
     uint32_t replica;
-    uint32_t epoch; /* the shadow's generation; a reset or forget voids the record */
-    uint32_t stamp; /* the attempt's mark on the blocks it touched */
-    uint32_t n;     /* blocks recorded (the prompt's first n) */
+    uint32_t epoch;    /* the shadow's generation; a reset or forget voids the record */
+    uint32_t stamp;    /* the attempt's mark on the blocks it touched */
+    uint32_t n;        /* blocks recorded (the prompt's first n) */
+    uint32_t reserved; /* anonymous blocks of capacity held until release or undo */
 } irx_rec;
 
 /* Records that replica r was sent a prompt whose full blocks hash to h[0..n):
- * each block becomes the most recent in r's shadow, block 0 most of all (so a
- * prompt's tail is evicted before its head, as vLLM frees blocks), evicting the
- * oldest blocks to stay within capacity. Only the first `capacity` blocks are
- * recorded. A replica without capacity records nothing. */
+ * the blocks are added (evicting the least recent unpinned blocks to stay
+ * within capacity) and pinned: a pinned block is in use by a request in flight,
+ * as in the engine, so it is never evicted and sits outside the LRU order until
+ * irx_release. Pins count: a block shared by several requests in flight is
+ * unpinned by the last release. Only the first blocks that fit are recorded
+ * (at most `capacity` pinned blocks in all); rec.n says how many. A replica
+ * without capacity records nothing. Every record with rec.n > 0 must end in
+ * exactly one irx_release or irx_undo, or its blocks stay pinned until a reset. */
 irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n);
+/* irx_record that also reserves up to reserve_blocks anonymous blocks of capacity
+ * (evicting for them now): the blocks the engine takes at admission beyond the
+ * prompt's full blocks (the trailing partial block, and the first output
+ * token's block). They hold no hash and are not in the LRU order until release
+ * turns them into extra blocks. rec.reserved says how many fit (those not
+ * pinned or reserved by others). Nothing is reserved when nothing is recorded. */
+irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                           size_t reserve_blocks);
 /* Takes back what rec recorded, for an attempt that the engine refused, that
- * answered with an error or that failed before answering: the blocks that this
- * attempt added and that no later record touched leave the shadow. Blocks that
- * were already there stay (their recency is not restored), and blocks it
- * evicted do not come back. h and n are the ones given to irx_record. */
+ * answered with an error or that failed before answering: its pins go, and the
+ * blocks that this attempt added and that no later record touched leave the
+ * shadow. Blocks that were already there stay and, once unpinned, become the
+ * most recent; blocks it evicted do not come back. h and n are the ones given
+ * to irx_record. */
 void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n);
+/* The request of rec completed (or was aborted after the engine started it):
+ * as the engine frees a sequence's blocks last-first to its free queue's most
+ * recent end, first extra_blocks anonymous blocks are added as the most recent
+ * (the blocks it spent beyond the prompt's recorded full blocks: the trailing
+ * partial block and the decode blocks; they take capacity, hold no hash, and
+ * are evicted before this request's prompt blocks), then the prompt's blocks
+ * are unpinned deepest first, so block 0 ends up the most recent. The record's
+ * reserved blocks count among the extra ones (at least rec.reserved are
+ * added). irx_undo drops the reservation. A record that
+ * a reset or forget voided releases nothing. h and n as given to irx_record. */
+void irx_release(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n, size_t extra_blocks);
 
 /* For every replica slot r < max_replicas, out[r] = how many leading blocks of
  * h[0..n) replica r holds. One pass for all replicas, lock-free. The index

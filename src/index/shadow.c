@@ -80,18 +80,50 @@ void irx_shadow_touch(irx_shadow *s, uint32_t i) {
     push_head(s, i);
 }
 
-uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
+static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stamp) {
     uint32_t i = s->free;
     s->free = s->nodes[i].next;
-    s->nodes[i].lo = h.lo;
-    s->nodes[i].hi = h.hi;
-    s->nodes[i].stamp = stamp;
+    s->nodes[i] = (irx_node){.lo = lo, .hi = hi, .stamp = stamp};
+    push_head(s, i);
+    s->count++;
+    s->nlisted++;
+    return i;
+}
+
+uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
+    uint32_t i = take_node(s, h.lo, h.hi, stamp);
     uint32_t j = home(s, h.lo);
     while (s->slots[j] != IRX_NIL) j = next_slot(s, j);
     s->slots[j] = i;
-    push_head(s, i);
-    s->count++;
     return i;
+}
+
+uint32_t irx_shadow_add_anon(irx_shadow *s) {
+    s->nanon++;
+    return take_node(s, 0, 0, IRX_ANON_STAMP);
+}
+
+void irx_shadow_pin(irx_shadow *s, uint32_t i) {
+    irx_node *n = &s->nodes[i];
+    if (irx_node_anon(n)) return;
+    if (irx_node_pins(n) == 0) {
+        unlink_node(s, i);
+        n->prev = IRX_PINNED;
+        n->next = 0;
+        s->nlisted--;
+        s->npinned++;
+    }
+    n->next++;
+}
+
+void irx_shadow_unpin(irx_shadow *s, uint32_t i) {
+    irx_node *n = &s->nodes[i];
+    if (irx_node_pins(n) == 0) return;
+    if (--n->next == 0) {
+        push_head(s, i);
+        s->nlisted++;
+        s->npinned--;
+    }
 }
 
 /* Backward-shift deletion: later entries of the probe run move up into the
@@ -113,8 +145,19 @@ static void table_delete(irx_shadow *s, uint32_t i) {
 }
 
 void irx_shadow_remove(irx_shadow *s, uint32_t i) {
-    table_delete(s, i);
-    unlink_node(s, i);
+    irx_node *n = &s->nodes[i];
+    bool pinned = irx_node_pins(n) != 0;
+    if (irx_node_anon(n)) {
+        s->nanon--;
+    } else {
+        table_delete(s, i);
+    }
+    if (!pinned) {
+        unlink_node(s, i);
+        s->nlisted--;
+    } else {
+        s->npinned--;
+    }
     s->nodes[i].next = s->free;
     s->free = i;
     s->count--;
@@ -122,15 +165,25 @@ void irx_shadow_remove(irx_shadow *s, uint32_t i) {
 
 int irx_shadow_check(const irx_shadow *s) {
     if (!s->nodes) return s->count == 0 ? 0 : -1;
-    uint32_t seen = 0, prev = IRX_NIL;
+    uint32_t seen = 0, anon = 0, prev = IRX_NIL;
     for (uint32_t i = s->head; i != IRX_NIL; i = s->nodes[i].next) {
         if (seen++ > s->cap || s->nodes[i].prev != prev) return -1;
+        prev = i;
+        if (irx_node_anon(&s->nodes[i])) {
+            anon++;
+            continue;
+        }
         ir_hash128 h = {s->nodes[i].lo, s->nodes[i].hi};
         if (irx_shadow_find(s, h) != i) return -1;
-        prev = i;
     }
-    if (prev != s->tail || seen != s->count) return -1;
-    uint32_t used = 0;
-    for (uint32_t j = 0; j < s->nslots; j++) used += s->slots[j] != IRX_NIL;
-    return used == s->count ? 0 : -1;
+    if (prev != s->tail || seen != s->nlisted || anon != s->nanon) return -1;
+    uint32_t used = 0, pinned = 0;
+    for (uint32_t j = 0; j < s->nslots; j++) {
+        if (s->slots[j] == IRX_NIL) continue;
+        used++;
+        pinned += irx_node_pins(&s->nodes[s->slots[j]]) != 0;
+    }
+    if (pinned != s->npinned || s->nlisted + s->npinned != s->count) return -1;
+    if (s->count + s->nreserved > s->cap) return -1;
+    return used + s->nanon == s->count ? 0 : -1;
 }

@@ -1,11 +1,10 @@
 // The KV index's predictions against what the simulators really cached: three
 // simulators, prompts that share prefixes, chats and completions, streamed and not.
-// With caches that hold the working set, every prediction (x-inferrail-cached-tokens)
-// must equal the engine's usage.prompt_tokens_details.cached_tokens. Under eviction
-// pressure the approximate index cannot be exact (an engine's cache also holds each
-// request's partial and generated blocks, which the gateway does not see); there the
-// test reports the share of exact predictions and checks that the closed loop counts
-// every comparison.
+// Every prediction (x-inferrail-cached-tokens) must equal the engine's
+// usage.prompt_tokens_details.cached_tokens, with caches that hold the working set and
+// under eviction pressure: the index pins a request's blocks while it runs and, at its
+// end, frees them as the engine does, behind the blocks it spent on the trailing
+// partial block and on decode (counted from usage.completion_tokens).
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, sseData } from './lib.mjs';
@@ -72,27 +71,113 @@ test('300 predictions equal what the engines cached, chats and completions, stre
   }
 });
 
-test('under eviction pressure, every comparison is counted and the share of exact ones reported', async () => {
+test('under eviction pressure, 300 sequential predictions are exact and every one is counted', async () => {
   await startFleetWith(96); // a few prompts' worth per simulator
   try {
-    let exact = 0, compared = 0;
+    let exact = 0, hits = 0;
     for (let i = 0; i < 300; i++) {
       const got = await one(i);
       const cached = got.usage.prompt_tokens_details ? got.usage.prompt_tokens_details.cached_tokens : 0;
-      compared++;
-      if (got.predicted === cached) exact++;
+      assert.equal(got.predicted, cached, `request ${i} on ${got.replica}: predicted ${got.predicted}, engine cached ${cached}`);
+      exact++;
+      if (cached > 0) hits++;
     }
-    console.log(`eviction pressure: ${exact}/${compared} predictions exact`);
-    const page = await (await fetch(gw.admin + '/metrics')).text();
-    let counted = 0, countedExact = 0;
-    for (const m of page.matchAll(/^inferrail_predictions_total\{[^}]*result="(\w+)"\} (\d+)/gm)) {
-      counted += Number(m[2]);
-      if (m[1] === 'exact') countedExact += Number(m[2]);
-    }
+    console.log(`eviction pressure: ${exact}/300 predictions exact, ${hits} hits`);
+    assert.ok(hits > 60 && hits < 280, `${hits} hits: the cache is not under pressure`);
+    const { counted, countedExact } = await closedLoop();
     // A null prompt_tokens_details counts as 0 cached only once the engine has shown it
     // reports cached tokens, so each replica's first cold requests go uncounted.
-    assert.ok(counted >= compared - 40 && counted <= compared, `the closed loop counted ${counted} of ${compared}`);
-    assert.ok(countedExact <= exact && countedExact >= exact - 40, `${countedExact} counted exact, ${exact} seen`);
+    assert.ok(counted >= 300 - 40 && counted <= 300, `the closed loop counted ${counted} of 300`);
+    assert.equal(countedExact, counted);
+  } finally {
+    await stopFleet();
+  }
+});
+
+async function closedLoop() {
+  const page = await (await fetch(gw.admin + '/metrics')).text();
+  let counted = 0, countedExact = 0;
+  for (const m of page.matchAll(/^inferrail_predictions_total\{[^}]*result="(\w+)"\} (\d+)/gm)) {
+    counted += Number(m[2]);
+    if (m[1] === 'exact') countedExact += Number(m[2]);
+  }
+  return { counted, countedExact };
+}
+
+// An engine that drops its cache (the simulator's POST /reset_prefix_cache; a restart
+// that the load scrape has not seen) leaves the shadow holding blocks the engine lost.
+// The gateway learns it only from the closed loop: the engine reports fewer cached
+// tokens than predicted, and irx_correct evicts the difference from the shadow's oldest
+// end. Until every stale prefix has been either hit once (and corrected) or aged out,
+// predictions on that replica can be too high; the other replicas are unaffected. A
+// stale prefix not asked for in a while can surface late (here once at the 32nd
+// request on that replica): it costs one misprediction, not a run of them.
+test('after an engine drops its cache, predictions recover within a few requests', async () => {
+  await startFleetWith(96);
+  try {
+    for (let i = 0; i < 60; i++) await one(i);
+    const r = await fetch(sims[1].url + '/reset_prefix_cache', { method: 'POST' });
+    assert.equal(r.status, 200);
+    const misses = [], elsewhere = [];
+    let onReset = 0;
+    for (let i = 60; i < 240; i++) {
+      const got = await one(i);
+      const cached = got.usage.prompt_tokens_details ? got.usage.prompt_tokens_details.cached_tokens : 0;
+      if (got.replica === 'sim-1') onReset++;
+      if (got.predicted !== cached) {
+        const what = `request ${i} on ${got.replica}: predicted ${got.predicted}, cached ${cached}`;
+        if (got.replica === 'sim-1') misses.push(onReset);
+        else elsewhere.push(what);
+      }
+    }
+    console.log(`after a cache reset: ${misses.length} mispredictions, at requests ${misses.join(',')} of ${onReset} on the reset replica; elsewhere: ${elsewhere.join('; ') || 'none'}`);
+    assert.ok(onReset > 30, `only ${onReset} requests went to the reset replica`);
+    // Each stale prefix costs at most one misprediction: the first request that hits it
+    // is corrected, and its blocks are then the engine's. The prompts share 12 prefixes
+    // (6 system prompts, each as a chat and as a completion).
+    assert.ok(misses.length >= 1, 'the reset went unseen: the test does not exercise it');
+    // irx_correct evicts as many of the oldest blocks as were over-predicted: a proxy
+    // that, after a reset, can also evict a valid block (an under-prediction later).
+    assert.ok(misses.length <= 2 * systems.length, `${misses.length} mispredictions after the reset`);
+    // The other replicas kept their caches. Under heavy load (make test runs tests in
+    // parallel, or ASan), a response can reach the client before the gateway has released
+    // its blocks, so the next request may be predicted before that release: rare.
+    assert.ok(elsewhere.length <= 2, `replicas that kept their cache mispredicted: ${elsewhere.join('; ')}`);
+  } finally {
+    await stopFleet();
+  }
+});
+
+// Requests in flight together: the engine's blocks for decode are taken while a
+// request runs, the shadow counts them at completion, so the two can differ for a
+// while. Open loop at a fixed rate; the share of exact predictions is reported and
+// bounded. tests/stress/test_predict_concurrent.mjs runs the full 3,000 requests.
+// The bound is 99% at full size (the stress run). Here, 600 requests may also run under
+// ASan or TSan on a loaded 2-core machine, where requests overlap more (measured: 98.7%
+// under ASan, 99.2 to 100% in a release build), so the bound is 97% unless
+// PREDICT_LOAD_MIN says otherwise.
+test('open loop at 400 req/s under eviction pressure: nearly every prediction exact', async () => {
+  await startFleetWith(96);
+  try {
+    const n = Number(process.env.PREDICT_LOAD_N || 600), rate = 400;
+    const t0 = Date.now(), runs = [];
+    for (let i = 0; i < n; i++) {
+      const due = t0 + (i * 1000) / rate;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+      runs.push(one(i));
+    }
+    const got = await Promise.all(runs);
+    const secs = (Date.now() - t0) / 1000;
+    let exact = 0, hits = 0;
+    for (const g of got) {
+      const cached = g.usage.prompt_tokens_details ? g.usage.prompt_tokens_details.cached_tokens : 0;
+      if (g.predicted === cached) exact++;
+      if (cached > 0) hits++;
+    }
+    console.log(`open loop: ${exact}/${n} predictions exact (${(100 * exact / n).toFixed(2)}%), ${hits} hits, ${secs.toFixed(1)} s`);
+    const min = Number(process.env.PREDICT_LOAD_MIN || 0.97);
+    assert.ok(exact >= min * n, `${exact}/${n} exact, under ${min * 100}%`);
   } finally {
     await stopFleet();
   }

@@ -1,4 +1,5 @@
-/* gw_reported_cached: the engine's cached tokens read from the tail of its body. */
+/* gw_reported_cached and gw_reported_completion: the engine's cached and completion
+ * tokens read from the tail of its body. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,7 +36,25 @@ static void reads_usage_tails(void **state) {
     assert_int_equal(rc(""), -1);
 }
 
+static int64_t cc(const char *s) {
+    return gw_reported_completion(s, strlen(s));
+}
+
+static void reads_completion_tokens(void **state) {
+    assert_int_equal(cc("\"usage\":{\"prompt_tokens\":40,\"total_tokens\":42,"
+                        "\"completion_tokens\":2,\"prompt_tokens_details\":null}"),
+                     2);
+    assert_int_equal(cc("data: {\"usage\":{\"completion_tokens\": 812}}\n\ndata: [DONE]\n\n"), 812);
+    assert_int_equal(cc("\"completion_tokens\":5 ... \"completion_tokens\":7}"), 7);
+    assert_int_equal(cc("data: [DONE]\n\n"), -1);
+    assert_int_equal(cc("\"completion_tokens\":null"), -1);
+    assert_int_equal(cc(""), -1);
+    /* the cached_tokens reader does not take it for its own key */
+    assert_int_equal(rc("\"completion_tokens\":3"), -1);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(reads_usage_tails)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(reads_usage_tails),
+                                       cmocka_unit_test(reads_completion_tokens)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

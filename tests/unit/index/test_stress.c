@@ -30,7 +30,10 @@ static void *recorder(void *arg) {
         size_t n = 1 + ir_rng_below(&rng, LEN);
         irx_rec rec = irx_record(ix, r, prompts[p], n);
         uint64_t what = ir_rng_below(&rng, 10);
-        if (what < 3) irx_undo(ix, rec, prompts[p], n);
+        if (what < 3)
+            irx_undo(ix, rec, prompts[p], n);
+        else
+            irx_release(ix, rec, prompts[p], n, ir_rng_below(&rng, 3));
         if (what == 3) irx_correct(ix, r, prompts[p], n, n, ir_rng_below(&rng, n));
         atomic_fetch_add(&ops[0], 1);
     }
