@@ -67,17 +67,10 @@ struct cconn {
     bool gai_pending;
     bool reading;
     bool write_pending;
-    bool in_1xx;
-    bool head_seen;      /* the final head was parsed */
-    bool head_delivered; /* ... and given to on_head */
-    bool msg_done;
     bool reused;     /* the current request came from the pool */
     bool parse_held; /* llhttp stopped in on_body for a pause: a resume runs it on */
     irn_client *cl;
-    int status; /* of the final head */
-    llhttp_t ll;
-    irn_hdrs hdrs;
-    irn_header *harr;
+    irn__h1r rp; /* the response parser, restarted for each request */
     phost *host;
     /* Response bytes read but not parsed because the request paused (a pause
      * stops on_body at once, even inside one read); at most one read's worth. */
@@ -282,96 +275,42 @@ static void on_ctimer(uv_timer_t *t) {
 
 /* ---- response parsing -------------------------------------------------------------- */
 
-static cconn *C(llhttp_t *ll) {
-    return ll->data;
-}
-
-static int r_field(llhttp_t *ll, const char *at, size_t len) {
-    cconn *c = C(ll);
-    return c->head_seen ? 0 : (irn_hdrs_name(&c->hdrs, at, len) ? -1 : 0);
-}
-static int r_field_done(llhttp_t *ll) {
-    cconn *c = C(ll);
-    return c->head_seen ? 0 : (irn_hdrs_name_done(&c->hdrs) ? -1 : 0);
-}
-static int r_value(llhttp_t *ll, const char *at, size_t len) {
-    cconn *c = C(ll);
-    return c->head_seen ? 0 : (irn_hdrs_value(&c->hdrs, at, len) ? -1 : 0);
-}
-static int r_value_done(llhttp_t *ll) {
-    cconn *c = C(ll);
-    return c->head_seen ? 0 : (irn_hdrs_value_done(&c->hdrs) ? -1 : 0);
-}
-
-/* The final head is kept (status and c->hdrs) and reaches on_head only with the
- * first body byte or the end of the response: a response whose framing breaks
- * before that (a bad chunk size, say) fails before its head, while nothing of it
- * can have reached anyone. Returns false when the request went away in on_head. */
-static bool deliver_head(cconn *c) {
+/* The parser's callbacks (h1_response.c). The final head reaches on_head only
+ * with the first body byte or the end of the response: a response whose framing
+ * breaks before that (a bad chunk size, say) fails before its head, while
+ * nothing of it can have reached anyone. Each returns false (or -1) when the
+ * request went away in a callback. */
+static bool resp_final(void *ud, int status) {
+    cconn *c = ud;
     irn_client *cl = c->cl;
-    if (c->head_delivered) return cl && !cl->canceled && !c->closing;
-    c->head_delivered = true;
+    (void)status;
     if (!cl || cl->canceled) return false;
-    irn_hdrs_fill(&c->hdrs, c->harr);
-    if (cl->cbs.on_head) cl->cbs.on_head(cl->ud, c->status, c->harr, c->hdrs.n);
+    /* The head is in: from here the idle timer bounds the wait for each byte. */
+    ctimer_set(c, cl->idle_ms ? CT_READ : CT_NONE, cl->idle_ms);
+    return true;
+}
+
+static bool resp_head(void *ud, int status, const irn_header *headers, size_t n) {
+    cconn *c = ud;
+    irn_client *cl = c->cl;
+    if (!cl || cl->canceled) return false;
+    if (cl->cbs.on_head) cl->cbs.on_head(cl->ud, status, headers, n);
     return !c->closing && !cl->canceled;
 }
 
-/* Fails the response as malformed from inside an llhttp callback. */
-static int head_error(cconn *c, const char *why) {
-    IR_DEBUG("net", "%s:%u: bad response head: %s", c->host->host, c->host->port, why);
-    if (c->cl && !c->cl->err) c->cl->err = IRN_EPARSE;
-    return -1;
-}
-
-static int r_headers_complete(llhttp_t *ll) {
-    cconn *c = C(ll);
+static int resp_body(void *ud, const char *at, size_t len) {
+    cconn *c = ud;
     irn_client *cl = c->cl;
-    int status = ll->status_code;
-    if (status == 100 || status == 103) {
-        c->in_1xx = true; /* informational: skipped */
-        irn_hdrs_reset(&c->hdrs);
-        return 0;
-    }
-    /* 101 answers an Upgrade, which this client never asks for; other 1xx are
-     * unknown to it; a status under 100 is no status. */
-    if (status < 200) return head_error(c, status == 101 ? "101 unasked" : "bad status");
-    c->head_seen = true;
-    c->status = status;
-    if (!cl || cl->canceled) return -1;
-    /* The head is in: from here the idle timer bounds the wait for each byte. */
-    ctimer_set(c, cl->idle_ms ? CT_READ : CT_NONE, cl->idle_ms);
-    return cl->head_method ? 1 : 0;
-}
-
-static int r_body(llhttp_t *ll, const char *at, size_t len) {
-    cconn *c = C(ll);
-    irn_client *cl = c->cl;
-    if (!cl || cl->canceled || !deliver_head(c)) return -1;
+    if (!cl || cl->canceled || c->closing) return -1;
     if (cl->cbs.on_body && len) cl->cbs.on_body(cl->ud, at, len);
     if (c->closing || cl->canceled) return -1;
-    return cl->paused ? HPE_PAUSED : 0; /* the rest of the read waits in held */
+    return cl->paused ? 1 : 0; /* the rest of the read waits in held */
 }
 
-static int r_message_complete(llhttp_t *ll) {
-    cconn *c = C(ll);
-    if (c->in_1xx) {
-        c->in_1xx = false;
-        return 0;
-    }
-    if (!deliver_head(c)) return -1;
-    c->msg_done = true;
-    return HPE_PAUSED;
-}
-
-static const llhttp_settings_t resp_settings = {
-    .on_header_field = r_field,
-    .on_header_field_complete = r_field_done,
-    .on_header_value = r_value,
-    .on_header_value_complete = r_value_done,
-    .on_headers_complete = r_headers_complete,
-    .on_body = r_body,
-    .on_message_complete = r_message_complete,
+static const irn__h1r_cbs resp_cbs = {
+    .on_final = resp_final,
+    .on_head = resp_head,
+    .on_body = resp_body,
 };
 
 static void pool_put(cconn *c) {
@@ -407,29 +346,31 @@ static void conn_complete(cconn *c, bool reusable) {
 /* Parses response bytes; what a pause leaves unparsed goes to held (data may be
  * held's own bytes). */
 static void feed(cconn *c, const char *data, size_t n) {
-    llhttp_errno_t e = llhttp_execute(&c->ll, data, n);
+    size_t used = 0;
+    irn__h1r_ev ev = irn__h1r_feed(&c->rp, data, n, &used);
     if (c->closing) return; /* cancelled from a callback */
-    const char *stop = e == HPE_PAUSED ? llhttp_get_error_pos(&c->ll) : data + n;
-    if (c->msg_done) {
-        bool all = stop == data + n;
-        if (data == c->held.data) ir_buf_reset(&c->held); /* pooled connections hold nothing */
-        conn_complete(c, all && llhttp_should_keep_alive(&c->ll));
+    bool from_held = data == c->held.data;
+    switch (ev) {
+    case IRN__H1R_DONE:
+        if (from_held) ir_buf_reset(&c->held); /* pooled connections hold nothing */
+        conn_complete(c, used == n && irn__h1r_keep_alive(&c->rp));
         return;
-    }
-    if (e == HPE_PAUSED) { /* the request paused in on_body */
-        llhttp_resume(&c->ll);
+    case IRN__H1R_PAUSED: /* the request paused in on_body */
         c->parse_held = true;
-        size_t done = (size_t)(stop - data), left = n - done;
-        if (data == c->held.data) {
-            ir_buf_consume(&c->held, done);
-        } else if (left && ir_buf_append(&c->held, stop, left) != 0) {
+        if (from_held)
+            ir_buf_consume(&c->held, used);
+        else if (used < n && ir_buf_append(&c->held, data + used, n - used) != 0)
             conn_fail(c, IRN_ENOMEM); /* cannot happen: held is empty and fits a read */
-            return;
-        }
+        return;
+    case IRN__H1R_ERROR:
+        if (from_held) ir_buf_reset(&c->held);
+        IR_DEBUG("net", "%s:%u: bad response: %s", c->host->host, c->host->port, c->rp.why);
+        conn_fail(c, IRN_EPARSE);
+        return;
+    case IRN__H1R_MORE:
+        if (from_held) ir_buf_reset(&c->held);
         return;
     }
-    if (data == c->held.data) ir_buf_reset(&c->held);
-    if (e != HPE_OK) conn_fail(c, IRN_EPARSE);
 }
 
 /* After a resume, from the loop: held bytes first, then the socket again. With
@@ -456,12 +397,9 @@ static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         return;
     }
     if (nread < 0) {
-        if (nread == UV_EOF && c->head_seen && llhttp_message_needs_eof(&c->ll)) {
-            llhttp_errno_t e = llhttp_finish(&c->ll);
-            if ((e == HPE_OK || e == HPE_PAUSED) && c->msg_done) {
-                conn_complete(c, false);
-                return;
-            }
+        if (nread == UV_EOF && irn__h1r_eof(&c->rp)) {
+            conn_complete(c, false); /* a close-delimited body ended */
+            return;
         }
         conn_broken(c);
         return;
@@ -487,10 +425,8 @@ static void on_cwrite(uv_write_t *w, int status) {
 static void send_request(cconn *c) {
     irn_client *cl = c->cl;
     c->st = CS_ACTIVE;
-    llhttp_init(&c->ll, HTTP_RESPONSE, &resp_settings);
-    c->ll.data = c;
-    irn_hdrs_reset(&c->hdrs);
-    c->in_1xx = c->head_seen = c->head_delivered = c->msg_done = c->parse_held = false;
+    irn__h1r_start(&c->rp, cl->head_method);
+    c->parse_held = false;
     ir_buf_reset(&c->held);
     uv_buf_t bufs[2] = {uv_buf_init(cl->head.data, (unsigned)cl->head.len),
                         uv_buf_init((char *)cl->body, (unsigned)cl->body_len)};
@@ -569,9 +505,8 @@ static void on_cconn_closed(uv_handle_t *h) {
         pool->all = c->next;
     if (c->next) c->next->prev = c->prev;
     host_unref(pool, c->host);
-    irn_hdrs_free(&c->hdrs);
+    irn__h1r_free(&c->rp);
     ir_buf_free(&c->held);
-    free(c->harr);
     free(c);
     if (cl) client_finish(cl, cl->err ? cl->err : IRN_ECLOSED_EARLY);
     pool_maybe_done(pool);
@@ -596,15 +531,17 @@ static void conn_close(cconn *c) {
 static cconn *conn_alloc(irn_pool *pool, const char *host, uint16_t port) {
     cconn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->harr = calloc(pool->cfg.max_headers, sizeof *c->harr);
-    c->host = c->harr ? host_ref(pool, host, port) : NULL;
+    if (irn__h1r_init(&c->rp, pool->cfg.max_header_bytes, pool->cfg.max_headers, &resp_cbs, c)) {
+        free(c);
+        return NULL;
+    }
+    c->host = host_ref(pool, host, port);
     if (!c->host) {
-        free(c->harr);
+        irn__h1r_free(&c->rp);
         free(c);
         return NULL;
     }
     c->pool = pool;
-    irn_hdrs_init(&c->hdrs, pool->cfg.max_header_bytes, pool->cfg.max_headers);
     ir_buf_init(&c->held, READ_BUF_SIZE);
     uv_tcp_init(pool->loop, &c->tcp);
     uv_timer_init(pool->loop, &c->timer);

@@ -58,6 +58,56 @@ void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out)
 /* A uv_getaddrinfo answer: picks the address into out and frees res. 0, or
  * IRN_ERESOLVE when the lookup failed. */
 int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage *out);
+/* ---- HTTP/1.1 response parsing (h1_response.c), socket-free ----
+ * Internal names carry `irn__` (as libuv's `uv__`), public ones `irn_`.
+ * One parser per upstream connection, restarted for each response. */
+typedef struct irn__h1r_cbs {
+    /* The final status, as soon as its head is parsed (headers not yet
+     * delivered); false stops the parser. Optional. */
+    bool (*on_final)(void *ud, int status);
+    /* The final head, with the first body byte or at the end of a bodiless
+     * response; headers point into the parser (valid until its next start).
+     * false stops the parser. */
+    bool (*on_head)(void *ud, int status, const irn_header *headers, size_t n);
+    /* A span of the (de-chunked) body: 0 goes on, 1 pauses after this span
+     * (feed returns PAUSED), -1 stops the parser. */
+    int (*on_body)(void *ud, const char *at, size_t len);
+} irn__h1r_cbs;
+
+typedef struct irn__h1r {
+    llhttp_t ll;
+    irn_hdrs hdrs; /* the final head's headers, capped */
+    irn_header *harr;
+    const irn__h1r_cbs *cbs;
+    void *ud;
+    const char *why;  /* after ERROR: what was wrong (static text) */
+    int status;       /* of the final head */
+    bool head_method; /* the request was HEAD: no body follows any head */
+    bool in_1xx;
+    bool head_seen;      /* the final head was parsed */
+    bool head_delivered; /* ... and given to on_head */
+    bool msg_done;
+} irn__h1r;
+
+typedef enum {
+    IRN__H1R_MORE,   /* every byte used, the response goes on */
+    IRN__H1R_PAUSED, /* on_body paused: bytes past *used wait for the next feed */
+    IRN__H1R_DONE,   /* the response is complete; bytes past *used are not its own */
+    IRN__H1R_ERROR,  /* malformed, over the caps, or stopped by a callback */
+} irn__h1r_ev;
+
+/* Caps: head bytes and header count (as irn_pool_cfg's). -1 on OOM. */
+int irn__h1r_init(irn__h1r *p, size_t max_header_bytes, size_t max_headers, const irn__h1r_cbs *cbs,
+                  void *ud);
+void irn__h1r_free(irn__h1r *p);
+/* Readies the parser for the response to a new request. */
+void irn__h1r_start(irn__h1r *p, bool head_method);
+irn__h1r_ev irn__h1r_feed(irn__h1r *p, const char *data, size_t n, size_t *used);
+/* The peer closed: true when that completes a close-delimited response. */
+bool irn__h1r_eof(irn__h1r *p);
+/* After DONE: whether the connection may carry another request. */
+bool irn__h1r_keep_alive(const irn__h1r *p);
+
 /* ---- recycling (cache.c) ---- */
 struct irn_cache {
     ir_freelist reqs, resps, clients;
