@@ -428,9 +428,11 @@ static void send_request(cconn *c) {
     irn__h1r_start(&c->rp, cl->head_method);
     c->parse_held = false;
     ir_buf_reset(&c->held);
-    uv_buf_t bufs[2] = {uv_buf_init(cl->head.data, (unsigned)cl->head.len),
-                        uv_buf_init((char *)cl->body, (unsigned)cl->body_len)};
-    unsigned nb = cl->body_len ? 2 : 1;
+    uv_buf_t bufs[1 + IRN_MAX_BODY_PARTS];
+    unsigned nb = 1 + cl->nbody;
+    bufs[0] = uv_buf_init(cl->head.data, (unsigned)cl->head.len);
+    for (unsigned i = 0; i < cl->nbody; i++)
+        bufs[1 + i] = uv_buf_init((char *)cl->body[i].data, (unsigned)cl->body[i].len);
     /* Most requests fit the socket buffer: write them now, without a queued
      * write (whose completion costs libuv an epoll_ctl per request). */
     int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
@@ -445,8 +447,9 @@ static void send_request(cconn *c) {
         bufs[i].len -= k;
         done -= k;
     }
-    unsigned first = bufs[0].len ? 0 : 1;
-    if (first < nb && bufs[nb - 1].len) {
+    unsigned first = 0; /* the first buffer not written whole; none is empty */
+    while (first < nb && !bufs[first].len) first++;
+    if (first < nb) {
         c->write_pending = true;
         int r = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs + first, nb - first, on_cwrite);
         if (r != 0) {
@@ -641,12 +644,29 @@ void irn_pool_close(irn_pool *pool, irn_close_cb cb, void *ud) {
     uv_close((uv_handle_t *)&pool->anchor, on_anchor_closed);
 }
 
+/* The body as parts (none empty), from req->body or req->body_parts. */
+static int take_body(irn_client *cl, const irn_client_req *req) {
+    const irn_part one = {req->body, req->body_len};
+    const irn_part *p = req->body_parts ? req->body_parts : &one;
+    size_t n = req->body_parts ? req->nbody_parts : req->body ? 1 : 0;
+    if ((req->body && req->body_parts) || n > IRN_MAX_BODY_PARTS) return -1;
+    cl->has_body = req->body || req->body_parts;
+    for (size_t i = 0; i < n; i++) {
+        if (!p[i].len) continue;
+        if (!p[i].data) return -1;
+        cl->body[cl->nbody++] = p[i];
+        cl->body_len += p[i].len;
+    }
+    return 0;
+}
+
 int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_client_cbs *cbs,
                        void *ud, irn_client **out) {
     if (out) *out = NULL;
     if (!pool || !req || !cbs || !cbs->on_done || !req->host || !req->port) return IRN_EINVAL;
     if (pool->closing) return IRN_ESHUTDOWN;
-    const char *method = req->method ? req->method : (req->body ? "POST" : "GET");
+    const char *method =
+        req->method ? req->method : (req->body || req->body_parts ? "POST" : "GET");
     const char *path = req->path ? req->path : "/";
     size_t hl = strlen(req->host), ml = strlen(method), pl = strlen(path);
     if (!hl || hl >= sizeof((irn_client *)0)->host || irn_bad_text(req->host, hl, false) || !ml ||
@@ -664,8 +684,10 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     cl->pool = pool;
     cl->cbs = *cbs;
     cl->ud = ud;
-    cl->body = req->body;
-    cl->body_len = req->body ? req->body_len : 0;
+    if (take_body(cl, req) != 0) {
+        irn_client_release(cl);
+        return IRN_EINVAL;
+    }
     memcpy(cl->host, req->host, hl + 1);
     cl->port = req->port;
     cl->head_method = strcasecmp(method, "HEAD") == 0;
@@ -702,7 +724,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         rc |= ir_buf_append(hd, h->name, nl) || ir_buf_append_lit(hd, ": ") ||
               ir_buf_append(hd, h->value, vl) || ir_buf_append_lit(hd, "\r\n");
     }
-    bool wants_length = req->body || strcasecmp(method, "POST") == 0 ||
+    bool wants_length = cl->has_body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
     if (wants_length)
         rc |= ir_buf_append_lit(hd, "Content-Length: ") || ir_buf_append_uint(hd, cl->body_len) ||

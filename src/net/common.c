@@ -95,6 +95,20 @@ uint64_t irn_ns_to_ms(uint64_t ns) {
     return ns ? (ns + 999999) / 1000000 : 0;
 }
 
+void irn__parts_copy(const irn_part *parts, unsigned n, size_t off, char *dst, size_t len) {
+    for (unsigned i = 0; i < n && len; i++) {
+        if (off >= parts[i].len) {
+            off -= parts[i].len;
+            continue;
+        }
+        size_t k = parts[i].len - off < len ? parts[i].len - off : len;
+        memcpy(dst, (const char *)parts[i].data + off, k);
+        dst += k;
+        len -= k;
+        off = 0;
+    }
+}
+
 const irn_header *irn_headers_find(const irn_header *h, size_t n, const char *name) {
     if (!h || !name) return NULL;
     for (size_t i = 0; i < n; i++)

@@ -87,8 +87,8 @@ static const llhttp_settings_t resp_settings = {
     .on_message_complete = r_message_complete,
 };
 
-int irn__h1r_init(irn__h1r *p, size_t max_header_bytes, size_t max_headers,
-                  const irn__h1r_cbs *cbs, void *ud) {
+int irn__h1r_init(irn__h1r *p, size_t max_header_bytes, size_t max_headers, const irn__h1r_cbs *cbs,
+                  void *ud) {
     memset(p, 0, sizeof *p);
     p->harr = calloc(max_headers ? max_headers : 1, sizeof *p->harr);
     if (!p->harr) return -1;

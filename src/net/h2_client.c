@@ -401,7 +401,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
     irn_client *cl = st->cl;
     size_t left = cl->body_len - st->body_off;
     size_t n = left < length ? left : length;
-    if (n) memcpy(buf, (const char *)cl->body + st->body_off, n);
+    if (n) irn__parts_copy(cl->body, cl->nbody, st->body_off, (char *)buf, n);
     st->body_off += n;
     if (st->body_off == cl->body_len) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
@@ -412,7 +412,8 @@ static void stream_submit(h2conn *c, h2cs *st) {
     nghttp2_data_provider prd;
     prd.source.ptr = st;
     prd.read_callback = read_body;
-    int32_t id = nghttp2_submit_request(c->s, NULL, st->nv, st->nnv, cl->body ? &prd : NULL, st);
+    int32_t id =
+        nghttp2_submit_request(c->s, NULL, st->nv, st->nnv, cl->has_body ? &prd : NULL, st);
     if (id < 0) {
         /* out of stream ids, or the session is going away */
         c->goaway = true;
@@ -741,7 +742,7 @@ static int build_nv(h2cs *st, const irn_client *cl, const char *method, const ch
         /* Too long to fit: cut short, as the host is checked when connecting. */
         (void)irn_append_authority(&a, cl->host, strlen(cl->host), cl->port);
     }
-    bool wants_length = cl->body || strcasecmp(method, "POST") == 0 ||
+    bool wants_length = cl->has_body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
     ir_buf cb;
     ir_buf_fixed(&cb, clen, sizeof clen);

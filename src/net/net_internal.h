@@ -108,6 +108,9 @@ bool irn__h1r_eof(irn__h1r *p);
 /* After DONE: whether the connection may carry another request. */
 bool irn__h1r_keep_alive(const irn__h1r *p);
 
+/* Copies len bytes of the body made of parts[0..n), from offset off, to dst. */
+void irn__parts_copy(const irn_part *parts, unsigned n, size_t off, char *dst, size_t len);
+
 /* ---- recycling (cache.c) ---- */
 struct irn_cache {
     ir_freelist reqs, resps, clients;
@@ -217,8 +220,10 @@ struct irn_client {
     irn_client_cbs cbs;
     void *ud;
     ir_buf head;
-    const void *body;
-    size_t body_len;
+    irn_part body[IRN_MAX_BODY_PARTS]; /* the body's pieces, none empty; the caller's bytes */
+    unsigned nbody;
+    size_t body_len; /* their sum */
+    bool has_body;   /* a body was given, even an empty one */
     char host[256];
     uint16_t port;
     bool head_method;
