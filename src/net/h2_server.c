@@ -519,7 +519,7 @@ static void dispatch_ready(irn_h2s *h) {
         st->deadline = 0;
         irn_request *req = st->req;
         st->req = NULL;
-        resp->is_h2 = true;
+        resp->ops = &irn__h2_resp_ops;
         resp->h2s = st;
         st->resp = resp;
         if (h->st) h->st->requests++;
@@ -769,8 +769,8 @@ static bool h1_only(const char *n, size_t nl) {
            irn_streq_ci(n, nl, "content-length");
 }
 
-int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
-                      int64_t content_length) {
+static int h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                         int64_t content_length) {
     h2st *st = resp->h2s;
     if (status < 200) return IRN_EINVAL; /* no interim responses through this API */
     if (!st || st->h->dead || resp->aborted) {
@@ -833,18 +833,19 @@ int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, siz
     return 0;
 }
 
-size_t irn_h2_resp_queued(const irn_resp *resp) {
+static size_t h2_resp_queued(const irn_resp *resp) {
     h2st *st = resp->h2s;
     if (!st || st->h->dead) return 0;
     return st->h->out_bytes + io_queued(st->h);
 }
 
-int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
+static int64_t h2_resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
+    (void)last; /* END_STREAM goes with the end, after the buffered bytes */
     if (!resp || resp->state != 1) return IRN_EINVAL;
     h2st *st = resp->h2s;
     if (!st || resp->aborted || st->h->dead) return IRN_ECLOSED;
     irn_h2s *h = st->h;
-    if (resp->no_body || len == 0) return (int64_t)irn_h2_resp_queued(resp);
+    if (resp->no_body || len == 0) return (int64_t)h2_resp_queued(resp);
     if (resp->content_length >= 0 && resp->written + len > (uint64_t)resp->content_length)
         return IRN_EINVAL;
     if (out_pending(st) >= resp->maxq || h->out_bytes + io_queued(h) >= h->max_out ||
@@ -857,12 +858,12 @@ int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
     resp->written += len;
     nghttp2_session_resume_data(h->s, st->id);
     schedule(h);
-    size_t q = irn_h2_resp_queued(resp);
+    size_t q = h2_resp_queued(resp);
     if (q >= resp->high) resp->above_high = true;
     return (int64_t)q;
 }
 
-int irn_h2_resp_end(irn_resp *resp) {
+static int h2_resp_end(irn_resp *resp) {
     h2st *st = resp->h2s;
     int rc = 0;
     if (st && !st->h->dead && !resp->aborted && resp->state == 0) {
@@ -890,7 +891,7 @@ int irn_h2_resp_end(irn_resp *resp) {
     return rc;
 }
 
-int irn_h2_resp_close(irn_resp *resp) {
+static int h2_resp_close(irn_resp *resp) {
     h2st *st = resp->h2s;
     if (st) {
         irn_h2s *h = st->h;
@@ -904,3 +905,11 @@ int irn_h2_resp_close(irn_resp *resp) {
     irn_resp_release(resp);
     return 0;
 }
+
+const irn__resp_ops irn__h2_resp_ops = {
+    .start = h2_resp_start,
+    .write = h2_resp_write,
+    .end = h2_resp_end,
+    .close = h2_resp_close,
+    .queued = h2_resp_queued,
+};

@@ -135,13 +135,28 @@ int irn_error_answer_make(const irn_server_cfg *cfg, const irn_request *req, int
                           const char *msg, irn_error_answer *e, ir_buf *body);
 
 /* ---- the server's response object (server.c for HTTP/1.1, h2_server.c for h2) */
+/* What a response does on its protocol. resp.c's public irn_resp_* check their
+ * arguments (resp not NULL; start: state 0 and a 3-digit status) and call these. */
+typedef struct irn__resp_ops {
+    int (*start)(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                 int64_t content_length);
+    /* last: the response ends after these bytes (h1 chunked: the terminator goes
+     * out in the same write). */
+    int64_t (*write)(irn_resp *resp, const void *data, size_t len, bool last);
+    int (*end)(irn_resp *resp);   /* frees resp */
+    int (*close)(irn_resp *resp); /* frees resp */
+    size_t (*queued)(const irn_resp *resp);
+} irn__resp_ops;
+extern const irn__resp_ops irn__h1_resp_ops; /* server.c */
+extern const irn__resp_ops irn__h2_resp_ops; /* h2_server.c */
+
 struct conn;
 struct irn_h2s_stream;
 
 struct irn_resp {
-    struct conn *c;             /* h1: NULL once detached */
-    struct irn_h2s_stream *h2s; /* h2: the stream; NULL once detached */
-    bool is_h2;
+    struct conn *c;                  /* h1: NULL once detached */
+    struct irn_h2s_stream *h2s;      /* h2: the stream; NULL once detached */
+    const struct irn__resp_ops *ops; /* its protocol's */
     irn_request *req;
     int state; /* 0 new, 1 started */
     bool chunked;
@@ -196,13 +211,6 @@ bool irn_h2s_idle(const irn_h2s *h); /* no open stream */
  * response does, though on_abort fires only when the session is freed. */
 void irn_h2s_mark_aborted(irn_h2s *h);
 void irn_h2s_free(irn_h2s *h);
-
-int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
-                      int64_t content_length);
-int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len);
-int irn_h2_resp_end(irn_resp *resp);
-int irn_h2_resp_close(irn_resp *resp);
-size_t irn_h2_resp_queued(const irn_resp *resp);
 
 /* Decodes base64url (no padding needed); -1 on bad input or past cap. */
 int irn_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *outlen);

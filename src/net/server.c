@@ -472,6 +472,7 @@ static void dispatch(conn *c, irn_request *req) {
     }
     req->peer = ir_arena_strdup(req->arena, c->peer);
     if (!req->peer) req->peer = "";
+    resp->ops = &irn__h1_resp_ops;
     resp->c = c;
     c->resp = resp;
     timer_stop(c);
@@ -558,10 +559,8 @@ static void conn_process(conn *c) {
 
 /* ---- responses ----------------------------------------------------------------- */
 
-int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
-                   int64_t content_length) {
-    if (!resp || resp->state != 0 || status < 100 || status > 999) return IRN_EINVAL;
-    if (resp->is_h2) return irn_h2_resp_start(resp, status, headers, nheaders, content_length);
+static int h1_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                         int64_t content_length) {
     conn *c = resp->c;
     if (!c || c->closing) {
         resp->state = 1;
@@ -640,7 +639,7 @@ static int resp_write_parts(irn_resp *resp, uv_buf_t *parts, int nparts) {
     return rc;
 }
 
-static int64_t resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
+static int64_t h1_resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
     if (!resp || resp->state != 1) return IRN_EINVAL;
     conn *c = resp->c;
     if (!c || c->closing || resp->aborted) return IRN_ECLOSED;
@@ -671,37 +670,7 @@ static int64_t resp_write(irn_resp *resp, const void *data, size_t len, bool las
     return (int64_t)c->queued;
 }
 
-int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
-    if (resp && resp->is_h2) return irn_h2_resp_write(resp, data, len);
-    return resp_write(resp, data, len, false);
-}
-
-int irn_resp_finish(irn_resp *resp, const void *data, size_t len) {
-    int64_t w = 0;
-    if (resp && resp->is_h2)
-        w = len ? irn_h2_resp_write(resp, data, len) : 0;
-    else
-        w = len ? resp_write(resp, data, len, true) : 0;
-    int rc = irn_resp_end(resp);
-    return w < 0 ? (int)w : rc;
-}
-
-int irn_resp_default_500(irn_resp *resp) {
-    IR_WARN("net", "handler ended %s %s without a response", resp->req->method, resp->req->path);
-    ir_buf body;
-    ir_buf_init(&body, 4096);
-    irn_error_body(&body, 500, NULL, "The handler produced no response");
-    irn_header ct = {"Content-Type", 12, "application/json", 16};
-    /* irn_resp_start and irn_resp_write serve h1 and h2 alike. */
-    int rc = irn_resp_start(resp, 500, &ct, 1, (int64_t)body.len);
-    if (rc == 0) irn_resp_write(resp, body.data, body.len);
-    ir_buf_free(&body);
-    return rc;
-}
-
-int irn_resp_end(irn_resp *resp) {
-    if (!resp) return IRN_EINVAL;
-    if (resp->is_h2) return irn_h2_resp_end(resp);
+static int h1_resp_end(irn_resp *resp) {
     conn *c = resp->c;
     int rc = 0;
     if (c && !c->closing && resp->state == 0) {
@@ -735,56 +704,10 @@ int irn_resp_end(irn_resp *resp) {
     return rc;
 }
 
-int irn_resp_send(irn_resp *resp, int status, const char *content_type, const void *body,
-                  size_t len, const irn_header *extra, size_t nextra) {
-    if (!resp || resp->state != 0 || nextra > 64) return IRN_EINVAL;
-    irn_header hs[65];
-    size_t n = 0;
-    if (content_type)
-        hs[n++] = (irn_header){"Content-Type", 12, content_type, strlen(content_type)};
-    for (size_t i = 0; i < nextra; i++) hs[n++] = extra[i];
-    int rc = irn_resp_start(resp, status, hs, n, (int64_t)len);
-    if (rc == 0 && len) {
-        int64_t w = irn_resp_write(resp, body, len);
-        if (w < 0) rc = (int)w;
-    }
-    int rc2 = irn_resp_end(resp);
-    return rc ? rc : rc2;
-}
-
-int irn_resp_send_error(irn_resp *resp, int status, const char *type, const char *message) {
-    ir_buf body;
-    ir_buf_init(&body, 1024 * 1024);
-    if (irn_error_body(&body, status, type, message) != 0) {
-        ir_buf_free(&body);
-        return irn_resp_send(resp, status, "application/json", "{}", 2, NULL, 0);
-    }
-    int rc = irn_resp_send(resp, status, "application/json", body.data, body.len, NULL, 0);
-    ir_buf_free(&body);
-    return rc;
-}
-
-void irn_resp_on_abort(irn_resp *resp, irn_resp_cb cb, void *ud) {
-    resp->on_abort = cb;
-    resp->abort_ud = ud;
-}
-
-void irn_resp_on_drain(irn_resp *resp, irn_resp_cb cb, void *ud) {
-    resp->on_drain = cb;
-    resp->drain_ud = ud;
-}
-
-size_t irn_resp_queued(const irn_resp *resp) {
-    if (resp->is_h2) return irn_h2_resp_queued(resp);
+static size_t h1_resp_queued(const irn_resp *resp) {
     return resp->c ? resp->c->queued : 0;
 }
-bool irn_resp_aborted(const irn_resp *resp) {
-    return resp->aborted;
-}
-
-int irn_resp_close(irn_resp *resp) {
-    if (!resp) return IRN_EINVAL;
-    if (resp->is_h2) return irn_h2_resp_close(resp);
+static int h1_resp_close(irn_resp *resp) {
     conn *c = resp->c;
     if (c) {
         c->resp = NULL; /* no on_abort: the handler chose this */
@@ -793,6 +716,14 @@ int irn_resp_close(irn_resp *resp) {
     irn_resp_release(resp);
     return 0;
 }
+
+const irn__resp_ops irn__h1_resp_ops = {
+    .start = h1_resp_start,
+    .write = h1_resp_write,
+    .end = h1_resp_end,
+    .close = h1_resp_close,
+    .queued = h1_resp_queued,
+};
 
 /* ---- accepting ------------------------------------------------------------------- */
 
