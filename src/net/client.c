@@ -10,8 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define READ_BUF_SIZE (64 * 1024)
-
 typedef struct cconn cconn;
 typedef struct phost phost;
 
@@ -43,7 +41,7 @@ struct irn_pool {
     irn_close_cb close_cb;
     void *close_ud;
     irn_h2c_pool *h2; /* cfg.http2: requests go there */
-    char readbuf[READ_BUF_SIZE];
+    char readbuf[IRN__READ_BUF_SIZE];
 };
 
 typedef enum { CS_RESOLVING, CS_CONNECTING, CS_ACTIVE, CS_IDLE } cstate;
@@ -545,7 +543,7 @@ static cconn *conn_alloc(irn_pool *pool, const char *host, uint16_t port) {
         return NULL;
     }
     c->pool = pool;
-    ir_buf_init(&c->held, READ_BUF_SIZE);
+    ir_buf_init(&c->held, IRN__READ_BUF_SIZE);
     uv_tcp_init(pool->loop, &c->tcp);
     uv_timer_init(pool->loop, &c->timer);
     c->tcp.data = c;
@@ -566,21 +564,14 @@ static int connect_new(irn_client *cl) {
     cl->conn = c;
     ctimer_set(c, CT_CONNECT, cl->connect_ms);
     struct sockaddr_storage ss;
-    if (cl->host[0] && irn_addr_numeric(cl->host, cl->port, &ss) == 0) {
+    int rc = irn__resolve(cl->pool->loop, &c->gai, on_gai, cl->host, cl->port, &ss);
+    if (rc == 0) {
         do_connect(c, (struct sockaddr *)&ss);
-        return 0;
-    }
-    char port[8];
-    snprintf(port, sizeof port, "%u", cl->port);
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    c->st = CS_RESOLVING;
-    c->gai_pending = true;
-    if (uv_getaddrinfo(cl->pool->loop, &c->gai, on_gai, cl->host, port, &hints) != 0) {
-        c->gai_pending = false;
-        conn_fail(c, IRN_ERESOLVE);
+    } else if (rc == 1) {
+        c->st = CS_RESOLVING;
+        c->gai_pending = true;
+    } else {
+        conn_fail(c, rc);
     }
     return 0;
 }

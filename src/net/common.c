@@ -275,6 +275,37 @@ int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage 
     return rc;
 }
 
+int irn__resolve(uv_loop_t *loop, uv_getaddrinfo_t *gai, uv_getaddrinfo_cb cb, const char *host,
+                 uint16_t port, struct sockaddr_storage *out) {
+    if (host[0] && irn_addr_numeric(host, port, out) == 0) return 0;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    return uv_getaddrinfo(loop, gai, cb, host, ps, &hints) == 0 ? 1 : IRN_ERESOLVE;
+}
+
+bool irn__h1_only_header(const char *n, size_t nl) {
+    return irn_streq_ci(n, nl, "connection") || irn_streq_ci(n, nl, "keep-alive") ||
+           irn_streq_ci(n, nl, "proxy-connection") || irn_streq_ci(n, nl, "transfer-encoding") ||
+           irn_streq_ci(n, nl, "upgrade") || irn_streq_ci(n, nl, "te") ||
+           irn_streq_ci(n, nl, "content-length");
+}
+
+int irn__split_target(irn_request *req) {
+    const char *q = strchr(req->target, '?');
+    if (!q) {
+        req->path = req->target;
+        req->query = "";
+        return 0;
+    }
+    req->path = ir_arena_strndup(req->arena, req->target, (size_t)(q - req->target));
+    req->query = q + 1;
+    return req->path ? 0 : -1;
+}
+
 int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out) {
     memset(out, 0, sizeof *out);
     if (!host || !*host) host = "0.0.0.0";

@@ -93,15 +93,7 @@ static int build_request(irn_h1_parser *p) {
     req->method = ir_arena_strdup(a, llhttp_method_name((llhttp_method_t)ll->method));
     req->target = ir_arena_strndup(a, p->url.data ? p->url.data : "", p->url.len);
     if (!req->method || !req->target) return -1;
-    const char *q = memchr(req->target, '?', p->url.len);
-    if (q) {
-        req->path = ir_arena_strndup(a, req->target, (size_t)(q - req->target));
-        req->query = q + 1;
-    } else {
-        req->path = req->target;
-        req->query = "";
-    }
-    if (!req->path) return -1;
+    if (irn__split_target(req)) return -1;
     if (irn_hdrs_to_request(&p->hdrs, req)) return -1;
     req->content_length = (ll->flags & F_CONTENT_LENGTH) ? (int64_t)ll->content_length : -1;
     req->chunked = (ll->flags & F_CHUNKED) != 0;

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define READ_BUF_SIZE  (64 * 1024)
 #define PUMP_LIMIT     (256 * 1024)
 #define SEND_BATCH     (64 * 1024)
 #define CONN_WINDOW    (16 << 20)
@@ -40,7 +39,7 @@ struct irn_h2c_pool {
     bool closing;
     irn_close_cb on_empty;
     void *ud;
-    char readbuf[READ_BUF_SIZE];
+    char readbuf[IRN__READ_BUF_SIZE];
 };
 
 struct h2conn {
@@ -101,10 +100,6 @@ typedef struct wreq {
     char data[];
 } wreq;
 
-static uint64_t now_ms(void) {
-    return ir_now_ns() / 1000000;
-}
-
 static void conn_close(h2conn *c, int err);
 static void conn_schedule(h2conn *c);
 static void conn_rearm(h2conn *c);
@@ -121,7 +116,7 @@ static void stream_unlink(h2cs *st) {
     if (st->next) st->next->prev = st->prev;
     st->prev = st->next = NULL;
     st->c = NULL;
-    if (--c->nstreams == 0) c->idle_since = now_ms();
+    if (--c->nstreams == 0) c->idle_since = irn__now_ms();
     if (c->s && st->id && !st->closed) nghttp2_session_set_stream_user_data(c->s, st->id, NULL);
 }
 
@@ -247,7 +242,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
     h2cs *st = stream_of(c, frame->hd.stream_id);
     if (!st) return 0;
     irn_client *cl = st->cl;
-    if (cl->idle_ms && !cl->paused) st->idle_deadline = now_ms() + cl->idle_ms;
+    if (cl->idle_ms && !cl->paused) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     if (frame->hd.type == NGHTTP2_HEADERS && !st->head_seen) {
         if (st->status == 100 || st->status == 103) {
             irn_hdrs_reset(&st->rh); /* informational: skipped (the head deadline stays) */
@@ -284,7 +279,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     }
     deliver_head(st);
     if (cl->canceled) return 0;
-    if (cl->idle_ms && !cl->paused) st->idle_deadline = now_ms() + cl->idle_ms;
+    if (cl->idle_ms && !cl->paused) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     if (cl->paused || pend_len(st)) {
         /* Held, unconsumed: the stream window bounds this. */
         if (ir_buf_append(&st->pend, data, len) != 0) {
@@ -422,7 +417,7 @@ static void stream_submit(h2conn *c, h2cs *st) {
         return;
     }
     st->id = id;
-    if (cl->head_ms) st->head_deadline = now_ms() + cl->head_ms;
+    if (cl->head_ms) st->head_deadline = irn__now_ms() + cl->head_ms;
     free(st->nv);
     free(st->nvmem);
     st->nv = NULL;
@@ -482,7 +477,7 @@ static void conn_rearm(h2conn *c) {
         uv_timer_stop(&c->timer);
         return;
     }
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     uv_timer_start(&c->timer, on_timer, next > now ? next - now : 1, 0);
 }
 
@@ -500,7 +495,7 @@ static void stream_fail(h2conn *c, h2cs *st, int err) {
 static void on_timer(uv_timer_t *t) {
     h2conn *c = t->data;
     if (c->closing) return;
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     if (!c->ready) {
         if (c->connect_deadline && now >= c->connect_deadline)
             conn_close(c, IRN_ECONNECT_TIMEOUT);
@@ -634,7 +629,7 @@ static void on_connect(uv_connect_t *req, int status) {
         return;
     }
     c->ready = true;
-    c->idle_since = now_ms();
+    c->idle_since = irn__now_ms();
     if (uv_read_start((uv_stream_t *)&c->tcp, on_calloc, on_cread) == 0) c->reading = true;
     conn_work(c);
 }
@@ -676,24 +671,16 @@ static h2conn *conn_new(irn_h2c_pool *hp, const irn_client *cl) {
     if (hp->conns) hp->conns->prev = c;
     hp->conns = c;
     hp->st->conns_created++;
-    if (cl->connect_ms) c->connect_deadline = now_ms() + cl->connect_ms;
+    if (cl->connect_ms) c->connect_deadline = irn__now_ms() + cl->connect_ms;
     conn_rearm(c);
     struct sockaddr_storage ss;
-    if (irn_addr_numeric(c->host, c->port, &ss) == 0) {
+    int rc = irn__resolve(hp->loop, &c->gai, on_gai, c->host, c->port, &ss);
+    if (rc == 0)
         do_connect(c, (struct sockaddr *)&ss);
-        return c;
-    }
-    char port[8];
-    snprintf(port, sizeof port, "%u", c->port);
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    c->gai_pending = true;
-    if (uv_getaddrinfo(hp->loop, &c->gai, on_gai, c->host, port, &hints) != 0) {
-        c->gai_pending = false;
-        conn_close(c, IRN_ERESOLVE);
-    }
+    else if (rc == 1)
+        c->gai_pending = true;
+    else
+        conn_close(c, rc);
     return c;
 }
 
@@ -721,11 +708,10 @@ irn_h2c_pool *irn_h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_poo
     return hp;
 }
 
+/* What the request's header block leaves out: connection-specific fields, and
+ * Host (it became :authority). */
 static bool h1_only(const char *n, size_t nl) {
-    return irn_streq_ci(n, nl, "connection") || irn_streq_ci(n, nl, "keep-alive") ||
-           irn_streq_ci(n, nl, "proxy-connection") || irn_streq_ci(n, nl, "transfer-encoding") ||
-           irn_streq_ci(n, nl, "upgrade") || irn_streq_ci(n, nl, "host") ||
-           irn_streq_ci(n, nl, "content-length") || irn_streq_ci(n, nl, "te");
+    return irn__h1_only_header(n, nl) || irn_streq_ci(n, nl, "host");
 }
 
 /* The request's header block, copied: one allocation for the strings. */
@@ -876,6 +862,6 @@ void irn_h2c_resume(irn_client *cl) {
     cl->paused = false;
     h2cs *st = cl->h2;
     if (!st || !st->c) return;
-    if (cl->idle_ms && cl->got_bytes) st->idle_deadline = now_ms() + cl->idle_ms;
+    if (cl->idle_ms && cl->got_bytes) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     conn_schedule(st->c); /* held bytes go out from the loop */
 }

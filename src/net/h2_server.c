@@ -90,10 +90,6 @@ struct irn_h2s {
     bool done_called;
 };
 
-static uint64_t now_ms(void) {
-    return ir_now_ns() / 1000000;
-}
-
 /* ---- streams ----------------------------------------------------------------- */
 
 static size_t out_pending(const h2st *st) {
@@ -129,7 +125,7 @@ static h2st *stream_new(irn_h2s *h, int32_t id) {
     st->req = req;
     st->h = h;
     st->id = id;
-    st->deadline = now_ms() + h->idle_ms; /* the header block must complete */
+    st->deadline = irn__now_ms() + h->idle_ms; /* the header block must complete */
     irn_hdrs_init(&st->hdrs, h->lim.max_header_bytes + 1, h->lim.max_headers);
     ir_buf_init(&st->out, 0);
     st->next = h->streams;
@@ -148,7 +144,7 @@ static void stream_free(h2st *st) {
         h->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     h->nstreams--;
-    if (!h->nstreams) h->idle_since = now_ms();
+    if (!h->nstreams) h->idle_since = irn__now_ms();
     irn_request_free(st->req);
     irn_hdrs_free(&st->hdrs);
     free(st);
@@ -192,7 +188,7 @@ static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
             st->out_off = 0;
         }
     }
-    st->stalled = n < avail ? now_ms() : 0; /* progress: the stall clock restarts */
+    st->stalled = n < avail ? irn__now_ms() : 0; /* progress: the stall clock restarts */
     if (!st->ended && n == avail) {
         if (n == 0) return NGHTTP2_ERR_DEFERRED;
     } else if (st->ended && n == avail) {
@@ -230,7 +226,7 @@ static void answer_error(h2st *st, int status, const char *msg) {
         ir_buf_reset(&st->out);
     h->buffered += st->out.len;
     h->out_bytes += st->out.len;
-    if (st->out.len) st->stalled = now_ms();
+    if (st->out.len) st->stalled = irn__now_ms();
     char sb[8], lb[24];
     int sl = snprintf(sb, sizeof sb, "%d", status);
     int ll = snprintf(lb, sizeof lb, "%zu", st->out.len);
@@ -328,14 +324,7 @@ static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
     }
     req->method = st->method;
     req->target = st->path;
-    const char *q = strchr(st->path, '?');
-    if (q) {
-        req->path = ir_arena_strndup(a, st->path, (size_t)(q - st->path));
-        req->query = q + 1;
-    } else {
-        req->path = st->path;
-    }
-    if (!req->path || irn_hdrs_to_request(&st->hdrs, req)) {
+    if (irn__split_target(req) || irn_hdrs_to_request(&st->hdrs, req)) {
         answer_error(st, 500, "Out of memory");
         return;
     }
@@ -366,7 +355,7 @@ static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
     if (end_stream)
         st->ready = true;
     else
-        st->deadline = now_ms() + h->body_ms;
+        st->deadline = irn__now_ms() + h->body_ms;
 }
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
@@ -427,7 +416,7 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame, void *u
         /* The whole response is out: drop the rest of the body (see DRAIN_MAX_BYTES). */
         st->rst_after = false;
         st->draining = true;
-        st->deadline = now_ms() + DRAIN_MAX_MS;
+        st->deadline = irn__now_ms() + DRAIN_MAX_MS;
     }
     return 0;
 }
@@ -559,7 +548,7 @@ static void rearm(irn_h2s *h) {
         h->io.timer(h->io.ctx, 0);
         return;
     }
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     h->io.timer(h->io.ctx, next > now ? next - now : 1);
 }
 
@@ -597,7 +586,7 @@ irn_h2s *irn_h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_se
     h->st = st ? st : &h->own_st;
     snprintf(h->peer, sizeof h->peer, "%s", peer ? peer : "");
     h->io = *io;
-    h->idle_since = now_ms();
+    h->idle_since = irn__now_ms();
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_option *opt = NULL;
     if (nghttp2_session_callbacks_new(&cbs) != 0 || nghttp2_option_new(&opt) != 0) {
@@ -691,7 +680,7 @@ void irn_h2s_on_written(irn_h2s *h) {
 
 void irn_h2s_on_timer(irn_h2s *h) {
     if (h->dead || h->done_called) return;
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     for (h2st *st = h->streams; st; st = st->next) {
         if (st->stalled && out_pending(st) && now >= st->stalled + h->stall_ms) {
             /* Its bytes cannot go out: the client keeps the window shut or does not
@@ -761,14 +750,6 @@ void irn_h2s_free(irn_h2s *h) {
 
 /* ---- responses -------------------------------------------------------------------------- */
 
-/* Connection-specific fields have no place in HTTP/2 (RFC 9113 8.2.2). */
-static bool h1_only(const char *n, size_t nl) {
-    return irn_streq_ci(n, nl, "connection") || irn_streq_ci(n, nl, "keep-alive") ||
-           irn_streq_ci(n, nl, "proxy-connection") || irn_streq_ci(n, nl, "transfer-encoding") ||
-           irn_streq_ci(n, nl, "upgrade") || irn_streq_ci(n, nl, "te") ||
-           irn_streq_ci(n, nl, "content-length");
-}
-
 static int h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
                          int64_t content_length) {
     h2st *st = resp->h2s;
@@ -797,7 +778,7 @@ static int h2_resp_start(irn_resp *resp, int status, const irn_header *headers, 
             rc = IRN_EINVAL;
             break;
         }
-        if (h1_only(hd->name, nl)) continue;
+        if (irn__h1_only_header(hd->name, nl)) continue;
         offs[n] = names.len;
         for (size_t k = 0; rc == 0 && k < nl; k++) {
             char ch = hd->name[k];
@@ -852,7 +833,7 @@ static int64_t h2_resp_write(irn_resp *resp, const void *data, size_t len, bool 
         h->buffered >= h->max_buffered)
         return IRN_ENOBUFS;
     if (ir_buf_append(&st->out, data, len) != 0) return IRN_ENOMEM;
-    if (!st->stalled) st->stalled = now_ms(); /* until read_out frames some */
+    if (!st->stalled) st->stalled = irn__now_ms(); /* until read_out frames some */
     h->buffered += len;
     h->out_bytes += len;
     resp->written += len;

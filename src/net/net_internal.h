@@ -108,6 +108,30 @@ bool irn__h1r_eof(irn__h1r *p);
 /* After DONE: whether the connection may carry another request. */
 bool irn__h1r_keep_alive(const irn__h1r *p);
 
+/* Bytes asked of the socket per read, and the most a client connection holds back. */
+#define IRN__READ_BUF_SIZE (64 * 1024)
+
+/* Monotonic milliseconds, for deadlines kept outside uv timers. */
+static inline uint64_t irn__now_ms(void) {
+    return ir_now_ns() / 1000000;
+}
+
+/* Where to connect to host:port: 0 with *out filled (a numeric address: connect
+ * at once), 1 when the name is being resolved (cb then gets the answer, for
+ * irn_addrinfo_take), or IRN_ERESOLVE. gai->data is the caller's. */
+int irn__resolve(uv_loop_t *loop, uv_getaddrinfo_t *gai, uv_getaddrinfo_cb cb, const char *host,
+                 uint16_t port, struct sockaddr_storage *out);
+
+/* A connection-specific field, which has no place in HTTP/2 (RFC 9113 8.2.2):
+ * connection, keep-alive, proxy-connection, transfer-encoding, upgrade, te, and
+ * content-length (h2 frames the body itself). Host is not one: a client turns it
+ * into :authority itself. */
+bool irn__h1_only_header(const char *name, size_t len);
+
+/* Sets req->path and req->query from req->target (query "" when there is none);
+ * the path is copied into the arena only when a query follows. -1: arena full. */
+int irn__split_target(irn_request *req);
+
 /* Copies len bytes of the body made of parts[0..n), from offset off, to dst. */
 void irn__parts_copy(const irn_part *parts, unsigned n, size_t off, char *dst, size_t len);
 

@@ -20,8 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define READ_BUF_SIZE (64 * 1024)
-#define LINGER_MS     2000
+#define LINGER_MS 2000
 
 typedef struct conn conn;
 
@@ -38,7 +37,7 @@ struct irn_server {
     irn_close_cb close_cb;
     void *close_ud;
     int port;
-    char readbuf[READ_BUF_SIZE];
+    char readbuf[IRN__READ_BUF_SIZE];
 };
 
 typedef enum { T_NONE, T_HEADER, T_BODY, T_RESUME, T_LINGER, T_H2 } timer_kind;
@@ -116,7 +115,7 @@ static void read_stop(conn *c) {
 }
 
 static size_t in_cap(const conn *c) {
-    return c->srv->lim.max_header_bytes + READ_BUF_SIZE;
+    return c->srv->lim.max_header_bytes + IRN__READ_BUF_SIZE;
 }
 
 /* ---- writing ---------------------------------------------------------------- */
