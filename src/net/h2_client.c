@@ -20,8 +20,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define PUMP_LIMIT     (256 * 1024)
-#define SEND_BATCH     (64 * 1024)
 #define CONN_WINDOW    (16 << 20)
 #define DEFAULT_WINDOW (256 * 1024)
 #define STREAMS_GUESS  100 /* streams per connection before the server's SETTINGS */
@@ -325,7 +323,12 @@ static void on_cwrite(uv_write_t *w, int status) {
     pump(c);
 }
 
-static int cwrite(h2conn *c, const ir_buf *b) {
+static size_t cqueued(void *ctx) {
+    return ((h2conn *)ctx)->queued;
+}
+
+static int cwrite(void *ctx, const ir_buf *b) {
+    h2conn *c = ctx;
     if (!b->len) return 0;
     wreq *r = malloc(sizeof *r + b->len);
     if (!r) return IRN_ENOMEM;
@@ -348,28 +351,9 @@ static void pump(h2conn *c) {
     }
     if (c->closing || !c->s) return;
     c->busy++;
-    ir_buf batch;
-    ir_buf_init(&batch, 0);
-    int rc = 0;
-    do {
-        c->want_flush = false;
-        while (rc == 0 && c->queued + batch.len < PUMP_LIMIT) {
-            const uint8_t *data = NULL;
-            ssize_t n = nghttp2_session_mem_send(c->s, &data);
-            if (n <= 0) {
-                if (n < 0) rc = IRN_EPARSE;
-                break;
-            }
-            if (ir_buf_append(&batch, data, (size_t)n) != 0) rc = IRN_ENOMEM;
-            if (rc == 0 && batch.len >= SEND_BATCH) {
-                rc = cwrite(c, &batch);
-                ir_buf_reset(&batch);
-            }
-        }
-        if (rc == 0) rc = cwrite(c, &batch);
-        ir_buf_reset(&batch);
-    } while (rc == 0 && c->want_flush);
-    ir_buf_free(&batch);
+    const irn__h2_out out = {
+        .ctx = c, .queued = cqueued, .write = cwrite, .want_flush = &c->want_flush};
+    int rc = irn__h2_send(c->s, &out);
     c->busy--;
     if (rc != 0) {
         conn_close(c, 0);

@@ -21,9 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define PUMP_LIMIT       (256 * 1024) /* stop framing while the socket queue holds this */
-#define SEND_BATCH       (64 * 1024)  /* frames coalesced into one socket write */
-#define STREAM_WINDOW    (1 << 20)    /* receive window we advertise per stream */
+#define STREAM_WINDOW    (1 << 20) /* receive window we advertise per stream */
 #define CONN_WINDOW      (4 << 20)
 #define DEFAULT_STREAMS  256
 #define DEFAULT_CONN_BUF (64u * 1024 * 1024)
@@ -445,11 +443,14 @@ static size_t io_queued(const irn_h2s *h) {
     return h->io.queued ? h->io.queued(h->io.ctx) : 0;
 }
 
-static int io_write(irn_h2s *h, ir_buf *b) {
-    if (!b->len) return 0;
+static size_t out_queued(void *ctx) {
+    return io_queued(ctx);
+}
+
+static int out_write(void *ctx, const ir_buf *b) {
+    irn_h2s *h = ctx;
     uv_buf_t part = uv_buf_init(b->data, (unsigned)b->len);
     int rc = h->io.write ? h->io.write(h->io.ctx, &part, 1) : 0;
-    ir_buf_reset(b);
     if (rc != 0) h->dead = true;
     return rc;
 }
@@ -462,27 +463,12 @@ static void pump(irn_h2s *h) {
     }
     if (h->dead || h->done_called) return;
     h->busy++;
-    ir_buf batch;
-    ir_buf_init(&batch, 0);
-    do {
-        h->want_flush = false;
-        while (!h->dead && io_queued(h) + batch.len < PUMP_LIMIT) {
-            const uint8_t *data = NULL;
-            ssize_t n = nghttp2_session_mem_send(h->s, &data);
-            if (n < 0) {
-                h->dead = true;
-                break;
-            }
-            if (n == 0) break;
-            if (ir_buf_append(&batch, data, (size_t)n) != 0) {
-                h->dead = true;
-                break;
-            }
-            if (batch.len >= SEND_BATCH) io_write(h, &batch);
-        }
-        if (!h->dead) io_write(h, &batch);
-    } while (h->want_flush && !h->dead);
-    ir_buf_free(&batch);
+    const irn__h2_out out = {.ctx = h,
+                             .queued = out_queued,
+                             .write = out_write,
+                             .want_flush = &h->want_flush,
+                             .dead = &h->dead};
+    if (irn__h2_send(h->s, &out) != 0) h->dead = true;
     h->busy--;
     if (h->dead) {
         session_done(h, false);

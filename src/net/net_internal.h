@@ -132,6 +132,23 @@ bool irn__h1_only_header(const char *name, size_t len);
  * the path is copied into the arena only when a query follows. -1: arena full. */
 int irn__split_target(irn_request *req);
 
+/* ---- the h2 send loop (h2_send.c), shared by the h2 server and client ---- */
+#define IRN__H2_PUMP_LIMIT (256 * 1024) /* stop framing while the socket queue holds this */
+#define IRN__H2_SEND_BATCH (64 * 1024)  /* frames coalesced into one socket write */
+struct nghttp2_session;
+typedef struct irn__h2_out {
+    void *ctx;
+    size_t (*queued)(void *ctx);              /* bytes written but not yet on the wire */
+    int (*write)(void *ctx, const ir_buf *b); /* queues b's bytes (copied); != 0: dead */
+    bool *want_flush; /* set (by a callback) while framing: go round again */
+    const bool *dead; /* optional: stop framing once it reads true */
+} irn__h2_out;
+/* Frames what the session has to send, in writes of up to IRN__H2_SEND_BATCH
+ * bytes, while the queue stays under IRN__H2_PUMP_LIMIT; again while
+ * *want_flush was set meanwhile. 0, IRN_EPARSE (nghttp2 failed), IRN_ENOMEM,
+ * IRN_ECLOSED (*dead) or the error of write. */
+int irn__h2_send(struct nghttp2_session *s, const irn__h2_out *out);
+
 /* Copies len bytes of the body made of parts[0..n), from offset off, to dst. */
 void irn__parts_copy(const irn_part *parts, unsigned n, size_t off, char *dst, size_t len);
 
