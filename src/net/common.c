@@ -275,6 +275,33 @@ int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage 
     return rc;
 }
 
+int irn__write_copy(uv_stream_t *s, const uv_buf_t *parts, int nparts, size_t skip, void *owner,
+                    uv_write_cb cb, size_t *n) {
+    size_t total = 0;
+    for (int i = 0; i < nparts; i++) total += parts[i].len;
+    *n = 0;
+    if (total <= skip) return 0;
+    total -= skip;
+    irn__wreq *r = malloc(sizeof *r + total);
+    if (!r) return IRN_ENOMEM;
+    size_t off = 0;
+    for (int i = 0; i < nparts; i++) {
+        size_t len = parts[i].len, from = skip < len ? skip : len;
+        skip -= from;
+        memcpy(r->data + off, parts[i].base + from, len - from);
+        off += len - from;
+    }
+    r->w.data = owner;
+    r->n = total;
+    uv_buf_t b = uv_buf_init(r->data, (unsigned)total);
+    if (uv_write(&r->w, s, &b, 1, cb) != 0) {
+        free(r);
+        return IRN_ECLOSED;
+    }
+    *n = total;
+    return 0;
+}
+
 int irn__resolve(uv_loop_t *loop, uv_getaddrinfo_t *gai, uv_getaddrinfo_cb cb, const char *host,
                  uint16_t port, struct sockaddr_storage *out) {
     if (host[0] && irn_addr_numeric(host, port, out) == 0) return 0;

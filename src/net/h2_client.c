@@ -91,13 +91,6 @@ struct irn_h2c_stream {
     int close_err;
 };
 
-typedef struct wreq {
-    uv_write_t w;
-    h2conn *c;
-    size_t n;
-    char data[];
-} wreq;
-
 static void conn_close(h2conn *c, int err);
 static void conn_schedule(h2conn *c);
 static void conn_rearm(h2conn *c);
@@ -311,8 +304,8 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, 
 static void pump(h2conn *c);
 
 static void on_cwrite(uv_write_t *w, int status) {
-    wreq *r = (wreq *)w;
-    h2conn *c = r->c;
+    irn__wreq *r = (irn__wreq *)w;
+    h2conn *c = w->data;
     c->queued -= r->n;
     free(r);
     if (c->closing) return;
@@ -329,19 +322,11 @@ static size_t cqueued(void *ctx) {
 
 static int cwrite(void *ctx, const ir_buf *b) {
     h2conn *c = ctx;
-    if (!b->len) return 0;
-    wreq *r = malloc(sizeof *r + b->len);
-    if (!r) return IRN_ENOMEM;
-    memcpy(r->data, b->data, b->len);
-    r->c = c;
-    r->n = b->len;
-    uv_buf_t ub = uv_buf_init(r->data, (unsigned)b->len);
-    if (uv_write(&r->w, (uv_stream_t *)&c->tcp, &ub, 1, on_cwrite) != 0) {
-        free(r);
-        return IRN_ECLOSED;
-    }
-    c->queued += b->len;
-    return 0;
+    uv_buf_t ub = uv_buf_init(b->data, (unsigned)b->len);
+    size_t n = 0;
+    int rc = irn__write_copy((uv_stream_t *)&c->tcp, &ub, 1, 0, c, on_cwrite, &n);
+    c->queued += n;
+    return rc;
 }
 
 static void pump(h2conn *c) {

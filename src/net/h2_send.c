@@ -15,8 +15,7 @@ static int flush(const irn__h2_out *out, ir_buf *batch) {
 /* One round: frames until nghttp2 has nothing more, the queue is full, or the
  * connection died. */
 static int send_round(struct nghttp2_session *s, const irn__h2_out *out, ir_buf *batch) {
-    while (!(out->dead && *out->dead) &&
-           out->queued(out->ctx) + batch->len < IRN__H2_PUMP_LIMIT) {
+    while (!(out->dead && *out->dead) && out->queued(out->ctx) + batch->len < IRN__H2_PUMP_LIMIT) {
         const uint8_t *data = NULL;
         ssize_t n = nghttp2_session_mem_send(s, &data);
         if (n < 0) return IRN_EPARSE;

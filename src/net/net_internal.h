@@ -132,6 +132,19 @@ bool irn__h1_only_header(const char *name, size_t len);
  * the path is copied into the arena only when a query follows. -1: arena full. */
 int irn__split_target(irn_request *req);
 
+/* A queued socket write that owns a copy of its bytes; its callback frees it. */
+typedef struct irn__wreq {
+    uv_write_t w; /* w.data: the owner */
+    size_t n;     /* bytes queued */
+    char data[];
+} irn__wreq;
+/* Queues a copy of parts[0..nparts), less their first skip bytes (what a
+ * uv_try_write already took), on s; cb gets the irn__wreq, whose w.data is
+ * owner and which it frees. *n: the bytes queued (0: nothing left to write). 0,
+ * IRN_ENOMEM or IRN_ECLOSED (uv_write refused). */
+int irn__write_copy(uv_stream_t *s, const uv_buf_t *parts, int nparts, size_t skip, void *owner,
+                    uv_write_cb cb, size_t *n);
+
 /* ---- the h2 send loop (h2_send.c), shared by the h2 server and client ---- */
 #define IRN__H2_PUMP_LIMIT (256 * 1024) /* stop framing while the socket queue holds this */
 #define IRN__H2_SEND_BATCH (64 * 1024)  /* frames coalesced into one socket write */

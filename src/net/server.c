@@ -71,13 +71,6 @@ struct conn {
     char peer[64];
 };
 
-typedef struct wreq {
-    uv_write_t w;
-    conn *c;
-    size_t n;
-    char data[];
-} wreq;
-
 static void conn_process(conn *c);
 static void conn_close(conn *c);
 static void conn_finish(conn *c);
@@ -121,8 +114,8 @@ static size_t in_cap(const conn *c) {
 /* ---- writing ---------------------------------------------------------------- */
 
 static void on_write(uv_write_t *w, int status) {
-    wreq *r = (wreq *)w;
-    conn *c = r->c;
+    irn__wreq *r = (irn__wreq *)w;
+    conn *c = w->data;
     c->queued -= r->n;
     free(r);
     if (c->closing) return;
@@ -161,29 +154,11 @@ static int conn_write(conn *c, const uv_buf_t *parts, int nparts) {
         if (w > 0) skip = (size_t)w;
         if (skip == total) return 0;
     }
-    total -= skip;
-    wreq *r = malloc(sizeof *r + total);
-    if (!r) return IRN_ENOMEM;
-    size_t off = 0;
-    for (int i = 0; i < nparts; i++) {
-        size_t n = parts[i].len, from = 0;
-        if (skip) {
-            from = skip < n ? skip : n;
-            skip -= from;
-        }
-        memcpy(r->data + off, parts[i].base + from, n - from);
-        off += n - from;
-    }
-    r->c = c;
-    r->n = total;
-    uv_buf_t b = uv_buf_init(r->data, (unsigned)total);
-    if (uv_write(&r->w, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
-        free(r);
-        conn_close(c);
-        return IRN_ECLOSED;
-    }
-    c->queued += total;
-    return 0;
+    size_t n = 0;
+    int rc = irn__write_copy((uv_stream_t *)&c->tcp, parts, nparts, skip, c, on_write, &n);
+    if (rc == IRN_ECLOSED) conn_close(c);
+    c->queued += n;
+    return rc;
 }
 
 /* ---- closing ------------------------------------------------------------------ */
