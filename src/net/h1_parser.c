@@ -30,7 +30,7 @@ struct irn_h1_parser {
     char err_buf[160];
 };
 
-static irn_h1_parser *P(llhttp_t *ll) {
+static irn_h1_parser *req_parser(llhttp_t *ll) {
     return ll->data;
 }
 
@@ -46,39 +46,39 @@ static int hdrs_err(irn_h1_parser *p, int r) {
 }
 
 static int on_message_begin(llhttp_t *ll) {
-    P(ll)->msg_started = true;
+    req_parser(ll)->msg_started = true;
     return 0;
 }
 
 static int on_url(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (ir_buf_append(&p->url, at, len) != 0) return fail(p, 431, "Request line too long");
     return 0;
 }
 
 static int on_header_field(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0; /* trailers are ignored */
     int r = irn_hdrs_name(&p->hdrs, at, len);
     return r ? hdrs_err(p, r) : 0;
 }
 
 static int on_header_field_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0;
     int r = irn_hdrs_name_done(&p->hdrs);
     return r ? hdrs_err(p, r) : 0;
 }
 
 static int on_header_value(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0;
     int r = irn_hdrs_value(&p->hdrs, at, len);
     return r ? hdrs_err(p, r) : 0;
 }
 
 static int on_header_value_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0;
     int r = irn_hdrs_value_done(&p->hdrs);
     return r ? hdrs_err(p, r) : 0;
@@ -115,7 +115,7 @@ static int build_request(irn_h1_parser *p) {
 }
 
 static int on_headers_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     p->headers_done = true;
     if (build_request(p) != 0) return fail(p, 500, "Out of memory");
     if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length > p->lim.max_body_bytes)
@@ -128,7 +128,7 @@ static int on_headers_complete(llhttp_t *ll) {
 }
 
 static int on_body(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (!p->req || ir_buf_append(&p->req->body, at, len) != 0)
         return fail(p, 413,
                     irn_body_too_large(p->lim.max_body_bytes, p->err_buf, sizeof p->err_buf));
@@ -136,7 +136,7 @@ static int on_body(llhttp_t *ll, const char *at, size_t len) {
 }
 
 static int on_message_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (!p->req) return fail(p, 400, "Incomplete request");
     p->complete = true;
     return HPE_PAUSED;

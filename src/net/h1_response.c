@@ -10,24 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-static irn__h1r *R(llhttp_t *ll) {
+static irn__h1r *resp_parser(llhttp_t *ll) {
     return ll->data;
 }
 
 static int r_field(llhttp_t *ll, const char *at, size_t len) {
-    irn__h1r *p = R(ll);
+    irn__h1r *p = resp_parser(ll);
     return p->head_seen ? 0 : (irn_hdrs_name(&p->hdrs, at, len) ? -1 : 0);
 }
 static int r_field_done(llhttp_t *ll) {
-    irn__h1r *p = R(ll);
+    irn__h1r *p = resp_parser(ll);
     return p->head_seen ? 0 : (irn_hdrs_name_done(&p->hdrs) ? -1 : 0);
 }
 static int r_value(llhttp_t *ll, const char *at, size_t len) {
-    irn__h1r *p = R(ll);
+    irn__h1r *p = resp_parser(ll);
     return p->head_seen ? 0 : (irn_hdrs_value(&p->hdrs, at, len) ? -1 : 0);
 }
 static int r_value_done(llhttp_t *ll) {
-    irn__h1r *p = R(ll);
+    irn__h1r *p = resp_parser(ll);
     return p->head_seen ? 0 : (irn_hdrs_value_done(&p->hdrs) ? -1 : 0);
 }
 
@@ -40,7 +40,7 @@ static bool deliver_head(irn__h1r *p) {
 }
 
 static int r_headers_complete(llhttp_t *ll) {
-    irn__h1r *p = R(ll);
+    irn__h1r *p = resp_parser(ll);
     int status = ll->status_code;
     if (status == 100 || status == 103) {
         p->in_1xx = true; /* informational: skipped */
@@ -60,14 +60,14 @@ static int r_headers_complete(llhttp_t *ll) {
 }
 
 static int r_body(llhttp_t *ll, const char *at, size_t len) {
-    irn__h1r *p = R(ll);
+    irn__h1r *p = resp_parser(ll);
     if (!deliver_head(p)) return -1;
     int rc = p->cbs->on_body(p->ud, at, len);
     return rc < 0 ? -1 : rc > 0 ? HPE_PAUSED : 0;
 }
 
 static int r_message_complete(llhttp_t *ll) {
-    irn__h1r *p = R(ll);
+    irn__h1r *p = resp_parser(ll);
     if (p->in_1xx) {
         p->in_1xx = false;
         return 0;
