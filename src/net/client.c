@@ -44,7 +44,7 @@ struct irn_pool {
     bool anchor_closed;
     irn_close_cb close_cb;
     void *close_ud;
-    irn_h2c_pool *h2; /* cfg.http2: requests go there */
+    irn__h2c_pool *h2; /* cfg.http2: requests go there */
     char readbuf[IRN__READ_BUF_SIZE];
 };
 
@@ -58,7 +58,7 @@ struct cconn {
     cconn *iprev, *inext; /* host->idle */
     uv_tcp_t tcp;
     uv_timer_t timer;
-    irn_lazy tz; /* tk's deadline */
+    irn__lazy tz; /* tk's deadline */
     uv_connect_t creq;
     uv_getaddrinfo_t gai;
     uv_write_t wreq;
@@ -86,11 +86,11 @@ static int connect_new(irn_client *cl);
 
 static void pool_maybe_done(irn_pool *pool) {
     if (!pool->closing || pool->all || !pool->anchor_closed) return;
-    if (pool->h2 && !irn_h2c_pool_empty(pool->h2)) return;
+    if (pool->h2 && !irn__h2c_pool_empty(pool->h2)) return;
     irn_close_cb cb = pool->close_cb;
     void *ud = pool->close_ud;
     if (cb) cb(ud);
-    irn_h2c_pool_free(pool->h2);
+    irn__h2c_pool_free(pool->h2);
     free(pool->hosts); /* the entries went with the last connections */
     free(pool);
 }
@@ -179,7 +179,7 @@ static void idle_unlink(cconn *c) {
 static void client_finish(irn_client *cl, int err) {
     cl->conn = NULL;
     if (cl->cbs.on_done) cl->cbs.on_done(cl->ud, err);
-    irn_client_release(cl);
+    irn__client_release(cl);
 }
 
 /* ---- timers and reads ----------------------------------------------------------- */
@@ -187,11 +187,11 @@ static void client_finish(irn_client *cl, int err) {
 static void on_ctimer(uv_timer_t *t);
 static void deliver_held(cconn *c);
 
-/* Lazy (irn_lazy): a busy connection moves between deadlines several times per
+/* Lazy (irn__lazy): a busy connection moves between deadlines several times per
  * request, and each uv_timer_start/stop is a heap operation. */
 static void ctimer_set(cconn *c, ctimer k, uint64_t ms) {
     c->tk = ms ? k : CT_NONE;
-    if (ms) irn_lazy_set(&c->tz, &c->timer, on_ctimer, ms);
+    if (ms) irn__lazy_set(&c->tz, &c->timer, on_ctimer, ms);
 }
 
 static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -251,7 +251,7 @@ static void on_ctimer(uv_timer_t *t) {
         c->tz.armed = 0; /* cleared since it was armed */
         return;
     }
-    if (!irn_lazy_fired(&c->tz, t, on_ctimer)) return;
+    if (!irn__lazy_fired(&c->tz, t, on_ctimer)) return;
     ctimer k = c->tk;
     c->tk = CT_NONE;
     switch (k) {
@@ -492,7 +492,7 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
         return;
     }
     struct sockaddr_storage ss;
-    int rc = irn_addrinfo_take(status, res, &ss);
+    int rc = irn__addrinfo_take(status, res, &ss);
     if (rc)
         conn_fail(c, rc);
     else
@@ -600,9 +600,9 @@ irn_pool *irn_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg) {
     if (!pool->cfg.idle_timeout_ns) pool->cfg.idle_timeout_ns = 30ull * 1000000000;
     if (!pool->cfg.max_header_bytes) pool->cfg.max_header_bytes = 64 * 1024;
     if (!pool->cfg.max_headers) pool->cfg.max_headers = 100;
-    pool->idle_ms = irn_ns_to_ms(pool->cfg.idle_timeout_ns);
+    pool->idle_ms = irn__ns_to_ms(pool->cfg.idle_timeout_ns);
     if (pool->cfg.http2) {
-        pool->h2 = irn_h2c_pool_new(loop, &pool->cfg, &pool->st, h2_empty, pool);
+        pool->h2 = irn__h2c_pool_new(loop, &pool->cfg, &pool->st, h2_empty, pool);
         if (!pool->h2) {
             free(pool);
             return NULL;
@@ -635,7 +635,7 @@ void irn_pool_close(irn_pool *pool, irn_close_cb cb, void *ud) {
         }
         conn_close(c);
     }
-    if (pool->h2) irn_h2c_pool_close(pool->h2);
+    if (pool->h2) irn__h2c_pool_close(pool->h2);
     uv_close((uv_handle_t *)&pool->anchor, on_anchor_closed);
 }
 
@@ -664,35 +664,35 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         req->method ? req->method : (req->body || req->body_parts ? "POST" : "GET");
     const char *path = req->path ? req->path : "/";
     size_t hl = strlen(req->host), ml = strlen(method), pl = strlen(path);
-    if (!hl || hl >= sizeof((irn_client *)0)->host || irn_bad_text(req->host, hl, false) || !ml ||
-        irn_bad_text(method, ml, false) || irn_bad_text(path, pl, false))
+    if (!hl || hl >= sizeof((irn_client *)0)->host || irn__bad_text(req->host, hl, false) || !ml ||
+        irn__bad_text(method, ml, false) || irn__bad_text(path, pl, false))
         return IRN_EINVAL;
     for (size_t i = 0; pool->h2 && i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
         size_t vl = h->value_len ? h->value_len : strlen(h->value);
-        if (!nl || irn_bad_text(h->name, nl, false) || irn_bad_text(h->value, vl, true))
+        if (!nl || irn__bad_text(h->name, nl, false) || irn__bad_text(h->value, vl, true))
             return IRN_EINVAL;
     }
-    irn_client *cl = irn_client_alloc(pool->cfg.cache, pool->cfg.max_header_bytes);
+    irn_client *cl = irn__client_alloc(pool->cfg.cache, pool->cfg.max_header_bytes);
     if (!cl) return IRN_ENOMEM;
     cl->pool = pool;
     cl->cbs = *cbs;
     cl->ud = ud;
     if (take_body(cl, req) != 0) {
-        irn_client_release(cl);
+        irn__client_release(cl);
         return IRN_EINVAL;
     }
     memcpy(cl->host, req->host, hl + 1);
     cl->port = req->port;
     cl->head_method = strcasecmp(method, "HEAD") == 0;
-    cl->connect_ms = irn_ns_to_ms(req->connect_timeout_ns);
-    cl->head_ms = irn_ns_to_ms(req->head_timeout_ns);
-    cl->idle_ms = irn_ns_to_ms(req->idle_timeout_ns);
+    cl->connect_ms = irn__ns_to_ms(req->connect_timeout_ns);
+    cl->head_ms = irn__ns_to_ms(req->head_timeout_ns);
+    cl->idle_ms = irn__ns_to_ms(req->idle_timeout_ns);
     if (pool->h2) {
-        int rc = irn_h2c_request(pool->h2, cl, method, path, req->headers, req->nheaders);
+        int rc = irn__h2c_request(pool->h2, cl, method, path, req->headers, req->nheaders);
         if (rc != 0) {
-            irn_client_release(cl);
+            irn__client_release(cl);
             return rc;
         }
         pool->st.requests++;
@@ -705,16 +705,16 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
     int rc = ir_buf_append(hd, method, ml) || ir_buf_append_lit(hd, " ") ||
              ir_buf_append(hd, path, pl) || ir_buf_append_lit(hd, " HTTP/1.1\r\n");
     if (!irn_headers_find(req->headers, req->nheaders, "host")) {
-        rc |= ir_buf_append_lit(hd, "Host: ") || irn_append_authority(hd, cl->host, hl, cl->port) ||
-              ir_buf_append_lit(hd, "\r\n");
+        rc |= ir_buf_append_lit(hd, "Host: ") ||
+              irn__append_authority(hd, cl->host, hl, cl->port) || ir_buf_append_lit(hd, "\r\n");
     }
     for (size_t i = 0; rc == 0 && i < req->nheaders; i++) {
         const irn_header *h = &req->headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
         size_t vl = h->value_len ? h->value_len : strlen(h->value);
-        if (!nl || irn_bad_text(h->name, nl, false) || irn_bad_text(h->value, vl, true)) rc = -1;
-        if (rc || irn_streq_ci(h->name, nl, "content-length") ||
-            irn_streq_ci(h->name, nl, "transfer-encoding"))
+        if (!nl || irn__bad_text(h->name, nl, false) || irn__bad_text(h->value, vl, true)) rc = -1;
+        if (rc || irn__streq_ci(h->name, nl, "content-length") ||
+            irn__streq_ci(h->name, nl, "transfer-encoding"))
             continue;
         rc |= ir_buf_append(hd, h->name, nl) || ir_buf_append_lit(hd, ": ") ||
               ir_buf_append(hd, h->value, vl) || ir_buf_append_lit(hd, "\r\n");
@@ -726,7 +726,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
               ir_buf_append_lit(hd, "\r\n");
     rc |= ir_buf_append_lit(hd, "\r\n");
     if (rc != 0) {
-        irn_client_release(cl);
+        irn__client_release(cl);
         return IRN_EINVAL;
     }
     pool->st.requests++;
@@ -741,7 +741,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
         ctimer_set(c, CT_NONE, 0);
         send_request(c);
     } else if ((rc = connect_new(cl)) != 0) {
-        irn_client_release(cl);
+        irn__client_release(cl);
         return rc;
     }
     if (out) *out = cl;
@@ -751,7 +751,7 @@ int irn_client_request(irn_pool *pool, const irn_client_req *req, const irn_clie
 void irn_client_cancel(irn_client *cl) {
     if (!cl || cl->canceled) return;
     if (cl->pool->h2) {
-        irn_h2c_cancel(cl);
+        irn__h2c_cancel(cl);
         return;
     }
     cl->canceled = true;
@@ -762,7 +762,7 @@ void irn_client_cancel(irn_client *cl) {
 void irn_client_pause(irn_client *cl) {
     if (!cl || cl->paused) return;
     if (cl->pool->h2) {
-        irn_h2c_pause(cl);
+        irn__h2c_pause(cl);
         return;
     }
     cl->paused = true;
@@ -775,7 +775,7 @@ void irn_client_pause(irn_client *cl) {
 void irn_client_resume(irn_client *cl) {
     if (!cl || !cl->paused) return;
     if (cl->pool->h2) {
-        irn_h2c_resume(cl);
+        irn__h2c_resume(cl);
         return;
     }
     cl->paused = false;
@@ -783,7 +783,7 @@ void irn_client_resume(irn_client *cl) {
     if (!c || c->closing || c->st != CS_ACTIVE) return;
     if (c->parse_held) { /* from the loop, not from inside the caller's callback */
         c->tk = CT_KICK;
-        irn_lazy_set(&c->tz, &c->timer, on_ctimer, 0);
+        irn__lazy_set(&c->tz, &c->timer, on_ctimer, 0);
         return;
     }
     cread_start(c);

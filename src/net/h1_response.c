@@ -16,26 +16,26 @@ static irn__h1r *resp_parser(llhttp_t *ll) {
 
 static int r_field(llhttp_t *ll, const char *at, size_t len) {
     irn__h1r *p = resp_parser(ll);
-    return p->head_seen ? 0 : (irn_hdrs_name(&p->hdrs, at, len) ? -1 : 0);
+    return p->head_seen ? 0 : (irn__hdrs_name(&p->hdrs, at, len) ? -1 : 0);
 }
 static int r_field_done(llhttp_t *ll) {
     irn__h1r *p = resp_parser(ll);
-    return p->head_seen ? 0 : (irn_hdrs_name_done(&p->hdrs) ? -1 : 0);
+    return p->head_seen ? 0 : (irn__hdrs_name_done(&p->hdrs) ? -1 : 0);
 }
 static int r_value(llhttp_t *ll, const char *at, size_t len) {
     irn__h1r *p = resp_parser(ll);
-    return p->head_seen ? 0 : (irn_hdrs_value(&p->hdrs, at, len) ? -1 : 0);
+    return p->head_seen ? 0 : (irn__hdrs_value(&p->hdrs, at, len) ? -1 : 0);
 }
 static int r_value_done(llhttp_t *ll) {
     irn__h1r *p = resp_parser(ll);
-    return p->head_seen ? 0 : (irn_hdrs_value_done(&p->hdrs) ? -1 : 0);
+    return p->head_seen ? 0 : (irn__hdrs_value_done(&p->hdrs) ? -1 : 0);
 }
 
 /* Hands the final head to on_head once; false when the owner wants to stop. */
 static bool deliver_head(irn__h1r *p) {
     if (p->head_delivered) return true;
     p->head_delivered = true;
-    irn_hdrs_fill(&p->hdrs, p->harr);
+    irn__hdrs_fill(&p->hdrs, p->harr);
     return p->cbs->on_head(p->ud, p->status, p->harr, p->hdrs.n);
 }
 
@@ -44,7 +44,7 @@ static int r_headers_complete(llhttp_t *ll) {
     int status = ll->status_code;
     if (status == 100 || status == 103) {
         p->in_1xx = true; /* informational: skipped */
-        irn_hdrs_reset(&p->hdrs);
+        irn__hdrs_reset(&p->hdrs);
         return 0;
     }
     /* 101 answers an Upgrade, which the client never asks for; other 1xx are
@@ -92,14 +92,14 @@ int irn__h1r_init(irn__h1r *p, size_t max_header_bytes, size_t max_headers, cons
     memset(p, 0, sizeof *p);
     p->harr = calloc(max_headers ? max_headers : 1, sizeof *p->harr);
     if (!p->harr) return -1;
-    irn_hdrs_init(&p->hdrs, max_header_bytes, max_headers);
+    irn__hdrs_init(&p->hdrs, max_header_bytes, max_headers);
     p->cbs = cbs;
     p->ud = ud;
     return 0;
 }
 
 void irn__h1r_free(irn__h1r *p) {
-    irn_hdrs_free(&p->hdrs);
+    irn__hdrs_free(&p->hdrs);
     free(p->harr);
     p->harr = NULL;
 }
@@ -107,7 +107,7 @@ void irn__h1r_free(irn__h1r *p) {
 void irn__h1r_start(irn__h1r *p, bool head_method) {
     llhttp_init(&p->ll, HTTP_RESPONSE, &resp_settings);
     p->ll.data = p;
-    irn_hdrs_reset(&p->hdrs);
+    irn__hdrs_reset(&p->hdrs);
     p->in_1xx = p->head_seen = p->head_delivered = p->msg_done = false;
     p->head_method = head_method;
     p->status = 0;

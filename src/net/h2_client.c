@@ -25,9 +25,9 @@
 #define STREAMS_GUESS  100 /* streams per connection before the server's SETTINGS */
 
 typedef struct h2conn h2conn;
-typedef struct irn_h2c_stream h2cs;
+typedef struct irn__h2c_stream h2cs;
 
-struct irn_h2c_pool {
+struct irn__h2c_pool {
     uv_loop_t *loop;
     irn_pool_cfg cfg;
     irn_pool_stats *st;
@@ -41,7 +41,7 @@ struct irn_h2c_pool {
 };
 
 struct h2conn {
-    irn_h2c_pool *hp;
+    irn__h2c_pool *hp;
     h2conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;  /* connect timeout, stream deadlines, idle */
@@ -67,7 +67,7 @@ struct h2conn {
     uint16_t port;
 };
 
-struct irn_h2c_stream {
+struct irn__h2c_stream {
     irn_client *cl;
     h2conn *c;
     h2cs *prev, *next;
@@ -76,7 +76,7 @@ struct irn_h2c_stream {
     size_t nnv;
     char *nvmem;
     size_t body_off;
-    irn_hdrs rh;
+    irn__hdrs rh;
     irn_header *harr;
     int status;
     size_t c_max_head; /* cap of the request's header block */
@@ -121,7 +121,7 @@ static void stream_link(h2conn *c, h2cs *st) {
 }
 
 static void stream_free(h2cs *st) {
-    irn_hdrs_free(&st->rh);
+    irn__hdrs_free(&st->rh);
     ir_buf_free(&st->pend);
     free(st->harr);
     free(st->nv);
@@ -137,7 +137,7 @@ static void stream_finish(h2cs *st, int err) {
     cl->h2 = NULL;
     if (cl->err) err = cl->err;
     if (cl->cbs.on_done) cl->cbs.on_done(cl->ud, err);
-    irn_client_release(cl);
+    irn__client_release(cl);
 }
 
 /* The outcome of a stream that nghttp2 closed. */
@@ -188,10 +188,10 @@ static void deliver_head(h2cs *st) {
     st->head_delivered = true;
     irn_client *cl = st->cl;
     if (!cl->canceled && cl->cbs.on_head) {
-        irn_hdrs_fill(&st->rh, st->harr);
+        irn__hdrs_fill(&st->rh, st->harr);
         cl->cbs.on_head(cl->ud, st->status, st->harr, st->rh.n);
     }
-    irn_hdrs_free(&st->rh);
+    irn__hdrs_free(&st->rh);
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
@@ -207,15 +207,15 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
     if (!st || st->head_seen) return 0; /* trailers: ignored */
     const char *n = (const char *)name, *v = (const char *)value;
     if (namelen && n[0] == ':') {
-        if (irn_streq_ci(n, namelen, ":status") && valuelen == 3) {
+        if (irn__streq_ci(n, namelen, ":status") && valuelen == 3) {
             st->status = (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
         }
         return 0;
     }
-    int r = irn_hdrs_name(&st->rh, n, namelen);
-    if (!r) r = irn_hdrs_name_done(&st->rh);
-    if (!r) r = irn_hdrs_value(&st->rh, v, valuelen);
-    if (!r) r = irn_hdrs_value_done(&st->rh);
+    int r = irn__hdrs_name(&st->rh, n, namelen);
+    if (!r) r = irn__hdrs_name_done(&st->rh);
+    if (!r) r = irn__hdrs_value(&st->rh, v, valuelen);
+    if (!r) r = irn__hdrs_value_done(&st->rh);
     if (r) {
         st->parse_err = true; /* over a cap: the stream is reset */
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -236,7 +236,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
     if (cl->idle_ms && !cl->paused) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     if (frame->hd.type == NGHTTP2_HEADERS && !st->head_seen) {
         if (st->status == 100 || st->status == 103) {
-            irn_hdrs_reset(&st->rh); /* informational: skipped (the head deadline stays) */
+            irn__hdrs_reset(&st->rh); /* informational: skipped (the head deadline stays) */
             st->status = 0;
         } else if (st->status < 200) {
             /* no 101 in HTTP/2, and no other interim status this client knows */
@@ -490,7 +490,7 @@ static void on_timer(uv_timer_t *t) {
 static void on_closed(uv_handle_t *h) {
     h2conn *c = h->data;
     if (++c->nclosed < 3) return;
-    irn_h2c_pool *hp = c->hp;
+    irn__h2c_pool *hp = c->hp;
     if (c->s) nghttp2_session_del(c->s);
     c->s = NULL;
     while (c->streams) {
@@ -616,14 +616,14 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
         return;
     }
     struct sockaddr_storage ss;
-    int rc = irn_addrinfo_take(status, res, &ss);
+    int rc = irn__addrinfo_take(status, res, &ss);
     if (rc)
         conn_close(c, rc);
     else
         do_connect(c, (struct sockaddr *)&ss);
 }
 
-static h2conn *conn_new(irn_h2c_pool *hp, const irn_client *cl) {
+static h2conn *conn_new(irn__h2c_pool *hp, const irn_client *cl) {
     h2conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->hp = hp;
@@ -662,14 +662,14 @@ static size_t conn_capacity(const h2conn *c) {
 /* ---- public (internal) API --------------------------------------------------------------------
  */
 
-irn_h2c_pool *irn_h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_pool_stats *st,
-                               irn_close_cb on_empty, void *ud) {
-    irn_h2c_pool *hp = calloc(1, sizeof *hp);
+irn__h2c_pool *irn__h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_pool_stats *st,
+                                 irn_close_cb on_empty, void *ud) {
+    irn__h2c_pool *hp = calloc(1, sizeof *hp);
     if (!hp) return NULL;
     hp->loop = loop;
     hp->cfg = *cfg;
     hp->st = st;
-    hp->idle_ms = irn_ns_to_ms(cfg->idle_timeout_ns ? cfg->idle_timeout_ns : 30ull * 1000000000);
+    hp->idle_ms = irn__ns_to_ms(cfg->idle_timeout_ns ? cfg->idle_timeout_ns : 30ull * 1000000000);
     hp->window = cfg->h2_stream_window ? cfg->h2_stream_window : DEFAULT_WINDOW;
     if (hp->window > (1u << 31) - 1) hp->window = (1u << 31) - 1;
     hp->on_empty = on_empty;
@@ -680,7 +680,7 @@ irn_h2c_pool *irn_h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_poo
 /* What the request's header block leaves out: connection-specific fields, and
  * Host (it became :authority). */
 static bool h1_only(const char *n, size_t nl) {
-    return irn__h1_only_header(n, nl) || irn_streq_ci(n, nl, "host");
+    return irn__h1_only_header(n, nl) || irn__streq_ci(n, nl, "host");
 }
 
 /* The request's header block, copied: one allocation for the strings. */
@@ -695,7 +695,7 @@ static int build_nv(h2cs *st, const irn_client *cl, const char *method, const ch
         (void)ir_buf_append(&a, host->value, IR_MIN(host->value_len, sizeof authority - 1));
     } else {
         /* Too long to fit: cut short, as the host is checked when connecting. */
-        (void)irn_append_authority(&a, cl->host, strlen(cl->host), cl->port);
+        (void)irn__append_authority(&a, cl->host, strlen(cl->host), cl->port);
     }
     bool wants_length = cl->has_body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
@@ -755,15 +755,15 @@ static int build_nv(h2cs *st, const irn_client *cl, const char *method, const ch
     return 0;
 }
 
-int irn_h2c_request(irn_h2c_pool *hp, irn_client *cl, const char *method, const char *path,
-                    const irn_header *headers, size_t nheaders) {
+int irn__h2c_request(irn__h2c_pool *hp, irn_client *cl, const char *method, const char *path,
+                     const irn_header *headers, size_t nheaders) {
     if (hp->closing) return IRN_ESHUTDOWN;
     h2cs *st = calloc(1, sizeof *st);
     if (!st) return IRN_ENOMEM;
     st->cl = cl;
     st->c_max_head = hp->cfg.max_header_bytes;
     st->harr = malloc(hp->cfg.max_headers * sizeof *st->harr); /* filled before it is read */
-    irn_hdrs_init(&st->rh, hp->cfg.max_header_bytes, hp->cfg.max_headers);
+    irn__hdrs_init(&st->rh, hp->cfg.max_header_bytes, hp->cfg.max_headers);
     ir_buf_init(&st->pend, 0);
     int rc = st->harr ? build_nv(st, cl, method, path, headers, nheaders) : IRN_ENOMEM;
     if (rc != 0) {
@@ -790,7 +790,7 @@ int irn_h2c_request(irn_h2c_pool *hp, irn_client *cl, const char *method, const 
     return 0;
 }
 
-void irn_h2c_pool_close(irn_h2c_pool *hp) {
+void irn__h2c_pool_close(irn__h2c_pool *hp) {
     hp->closing = true;
     for (h2conn *c = hp->conns; c; c = c->next) {
         for (h2cs *st = c->streams; st; st = st->next) {
@@ -801,15 +801,15 @@ void irn_h2c_pool_close(irn_h2c_pool *hp) {
     }
 }
 
-bool irn_h2c_pool_empty(const irn_h2c_pool *hp) {
+bool irn__h2c_pool_empty(const irn__h2c_pool *hp) {
     return hp->conns == NULL;
 }
 
-void irn_h2c_pool_free(irn_h2c_pool *hp) {
+void irn__h2c_pool_free(irn__h2c_pool *hp) {
     free(hp);
 }
 
-void irn_h2c_cancel(irn_client *cl) {
+void irn__h2c_cancel(irn_client *cl) {
     h2cs *st = cl->h2;
     if (!st || cl->canceled) return;
     cl->canceled = true;
@@ -821,12 +821,12 @@ void irn_h2c_cancel(irn_client *cl) {
     conn_schedule(c);
 }
 
-void irn_h2c_pause(irn_client *cl) {
+void irn__h2c_pause(irn_client *cl) {
     if (cl->paused) return;
     cl->paused = true;
 }
 
-void irn_h2c_resume(irn_client *cl) {
+void irn__h2c_resume(irn_client *cl) {
     if (!cl->paused) return;
     cl->paused = false;
     h2cs *st = cl->h2;

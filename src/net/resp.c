@@ -54,7 +54,7 @@ void irn_resp_on_drain(irn_resp *resp, irn_resp_cb cb, void *ud) {
     resp->drain_ud = ud;
 }
 
-int irn_resp_default_500(irn_resp *resp) {
+int irn__resp_default_500(irn_resp *resp) {
     IR_WARN("net", "handler ended %s %s without a response", resp->req->method, resp->req->path);
     ir_buf body;
     ir_buf_init(&body, 4096);

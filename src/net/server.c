@@ -50,11 +50,11 @@ struct conn {
     conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;
-    irn_lazy tz;       /* tk's deadline */
+    irn__lazy tz;      /* tk's deadline */
     uv_timer_t ftimer; /* h2: deferred flushes */
     uv_shutdown_t shut;
     irn_h1_parser *parser; /* NULL once the connection speaks h2 */
-    irn_h2s *h2;
+    irn__h2s *h2;
     ir_buf in; /* bytes read but not parsed yet */
     irn_resp *resp;
     size_t queued;
@@ -79,10 +79,10 @@ static void conn_finish(conn *c);
 
 static void on_timer(uv_timer_t *t);
 
-/* Lazy (irn_lazy): only an earlier deadline re-arms the uv timer. */
+/* Lazy (irn__lazy): only an earlier deadline re-arms the uv timer. */
 static void timer_set(conn *c, timer_kind k, uint64_t ms) {
     c->tk = k;
-    irn_lazy_set(&c->tz, &c->timer, on_timer, ms);
+    irn__lazy_set(&c->tz, &c->timer, on_timer, ms);
 }
 
 static void timer_stop(conn *c) {
@@ -124,7 +124,7 @@ static void on_write(uv_write_t *w, int status) {
         return;
     }
     if (c->h2) {
-        irn_h2s_on_written(c->h2);
+        irn__h2s_on_written(c->h2);
         return;
     }
     irn_resp *resp = c->resp;
@@ -177,9 +177,9 @@ static void on_conn_closed(uv_handle_t *h) {
     if (++c->nclosed < 3) return;
     irn_server *srv = c->srv;
     if (c->h2) {
-        irn_h2s *h2 = c->h2;
+        irn__h2s *h2 = c->h2;
         c->h2 = NULL;
-        irn_h2s_free(h2); /* on_abort for the open streams */
+        irn__h2s_free(h2); /* on_abort for the open streams */
     }
     irn_resp *resp = c->resp;
     c->resp = NULL;
@@ -204,7 +204,7 @@ static void conn_close(conn *c) {
     if (c->closing) return;
     c->closing = true;
     if (c->resp) c->resp->aborted = true;
-    if (c->h2) irn_h2s_mark_aborted(c->h2);
+    if (c->h2) irn__h2s_mark_aborted(c->h2);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
     uv_close((uv_handle_t *)&c->ftimer, on_conn_closed);
@@ -241,7 +241,7 @@ static void send_error(conn *c, int status, const char *msg, const irn_request *
     ir_buf body, head;
     ir_buf_init(&body, 4096);
     ir_buf_init(&head, srv->lim.max_header_bytes + 4096);
-    int rc = irn_error_answer_make(&srv->cfg, req, status, msg, &e, &body);
+    int rc = irn__error_answer_make(&srv->cfg, req, status, msg, &e, &body);
     rc |= ir_buf_appendf(&head,
                          "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
                          "Content-Length: %zu\r\n",
@@ -275,12 +275,12 @@ static void on_timer(uv_timer_t *t) {
         c->tz.armed = 0; /* cleared since it was armed */
         return;
     }
-    if (!irn_lazy_fired(&c->tz, t, on_timer)) return;
+    if (!irn__lazy_fired(&c->tz, t, on_timer)) return;
     timer_kind k = c->tk;
     c->tk = T_NONE;
     switch (k) {
     case T_H2:
-        if (c->h2) irn_h2s_on_timer(c->h2);
+        if (c->h2) irn__h2s_on_timer(c->h2);
         break;
     case T_HEADER:
         if (!c->parser)
@@ -323,7 +323,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     if (c->dead_input) return; /* draining after the last response */
     if (c->h2) {
-        irn_h2s_feed(c->h2, buf->base, (size_t)nread);
+        irn__h2s_feed(c->h2, buf->base, (size_t)nread);
         return;
     }
     if (ir_buf_append(&c->in, buf->base, (size_t)nread) != 0) {
@@ -349,7 +349,7 @@ static size_t h2io_queued(void *ctx) {
 
 static void on_ftimer(uv_timer_t *t) {
     conn *c = t->data;
-    if (c->h2 && !c->closing) irn_h2s_flush(c->h2);
+    if (c->h2 && !c->closing) irn__h2s_flush(c->h2);
 }
 
 static void h2io_schedule(void *ctx) {
@@ -378,25 +378,25 @@ static void h2io_done(void *ctx, bool graceful) {
 /* Hands the connection to an h2 session. req: the Upgrade request (taken). */
 static void conn_to_h2(conn *c, const uint8_t *settings, size_t slen, irn_request *req) {
     irn_server *srv = c->srv;
-    irn_h2s_io io = {c, h2io_write, h2io_queued, h2io_schedule, h2io_timer, h2io_done};
+    irn__h2s_io io = {c, h2io_write, h2io_queued, h2io_schedule, h2io_timer, h2io_done};
     timer_stop(c);
     irn_h1_parser_free(c->parser);
     c->parser = NULL;
-    c->h2 = irn_h2s_new(&srv->cfg, &srv->lim, &srv->st, c->peer, &io);
+    c->h2 = irn__h2s_new(&srv->cfg, &srv->lim, &srv->st, c->peer, &io);
     if (!c->h2) {
         irn_request_free(req);
         conn_close(c);
         return;
     }
     srv->st.h2_conns++;
-    if (irn_h2s_start(c->h2, settings, slen, req) != 0) {
+    if (irn__h2s_start(c->h2, settings, slen, req) != 0) {
         conn_close(c);
         return;
     }
     if (c->closing || c->lingering || !c->in.len) return;
     ir_buf in = c->in; /* the bytes after the preface / the upgrade request */
     ir_buf_init(&c->in, 0);
-    irn_h2s_feed(c->h2, in.data, in.len);
+    irn__h2s_feed(c->h2, in.data, in.len);
     ir_buf_free(&in);
 }
 
@@ -405,10 +405,10 @@ static void conn_to_h2(conn *c, const uint8_t *settings, size_t slen, irn_reques
 static bool wants_upgrade(const conn *c, const irn_request *req, uint8_t *settings, size_t *slen) {
     const char *up = irn_request_header(req, "upgrade");
     const char *hs = irn_request_header(req, "http2-settings");
-    if (!up || !hs || !irn_has_token(up, strlen(up), "h2c") || req->http_major != 1 ||
+    if (!up || !hs || !irn__has_token(up, strlen(up), "h2c") || req->http_major != 1 ||
         req->http_minor != 1 || c->srv->closing)
         return false;
-    return irn_base64url_decode(hs, strlen(hs), settings, 512, slen) == 0 && *slen % 6 == 0;
+    return irn__base64url_decode(hs, strlen(hs), settings, 512, slen) == 0 && *slen % 6 == 0;
 }
 
 /* Answers 101 and switches; req becomes stream 1. */
@@ -438,7 +438,7 @@ static int sniff_preface(conn *c) {
 
 static void dispatch(conn *c, irn_request *req) {
     irn_server *srv = c->srv;
-    irn_resp *resp = irn_resp_new(req, &srv->cfg);
+    irn_resp *resp = irn__resp_new(req, &srv->cfg);
     if (!resp) {
         send_error(c, 500, "Out of memory", req);
         irn_request_free(req);
@@ -555,15 +555,15 @@ static int h1_resp_start(irn_resp *resp, int status, const irn_header *headers, 
         const irn_header *h = &headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
         size_t vl = h->value_len ? h->value_len : strlen(h->value);
-        if (!nl || irn_bad_text(h->name, nl, true) || irn_bad_text(h->value, vl, true)) {
+        if (!nl || irn__bad_text(h->name, nl, true) || irn__bad_text(h->value, vl, true)) {
             ir_buf_reset(head);
             return IRN_EINVAL;
         }
-        if (irn_streq_ci(h->name, nl, "content-length") ||
-            irn_streq_ci(h->name, nl, "transfer-encoding"))
+        if (irn__streq_ci(h->name, nl, "content-length") ||
+            irn__streq_ci(h->name, nl, "transfer-encoding"))
             continue;
-        if (irn_streq_ci(h->name, nl, "connection")) {
-            if (irn_has_token(h->value, vl, "close")) close = true;
+        if (irn__streq_ci(h->name, nl, "connection")) {
+            if (irn__has_token(h->value, vl, "close")) close = true;
             continue;
         }
         rc = ir_buf_append(head, h->name, nl) || ir_buf_append(head, ": ", 2) ||
@@ -648,7 +648,7 @@ static int h1_resp_end(irn_resp *resp) {
     conn *c = resp->c;
     int rc = 0;
     if (c && !c->closing && resp->state == 0) {
-        rc = irn_resp_default_500(resp);
+        rc = irn__resp_default_500(resp);
         c = resp->c;
     }
     if (c) {
@@ -674,7 +674,7 @@ static int h1_resp_end(irn_resp *resp) {
             }
         }
     }
-    irn_resp_release(resp);
+    irn__resp_release(resp);
     return rc;
 }
 
@@ -687,7 +687,7 @@ static int h1_resp_close(irn_resp *resp) {
         c->resp = NULL; /* no on_abort: the handler chose this */
         if (!c->closing) conn_close(c);
     }
-    irn_resp_release(resp);
+    irn__resp_release(resp);
     return 0;
 }
 
@@ -758,7 +758,7 @@ void irn_server_cfg_init(irn_server_cfg *cfg) {
 
 static int resolve_listen(const char *host, uint16_t port, struct sockaddr_storage *out) {
     struct sockaddr_storage ss;
-    if (irn_addr_numeric(host, port, &ss) != 0) {
+    if (irn__addr_numeric(host, port, &ss) != 0) {
         struct addrinfo hints, *res = NULL;
         memset(&hints, 0, sizeof hints);
         hints.ai_family = AF_UNSPEC;
@@ -842,8 +842,8 @@ int irn_server_new(uv_loop_t *loop, const irn_server_cfg *cfg, irn_server **out)
     srv->lim =
         (irn_h1_limits){c->max_header_bytes, c->max_headers, c->max_body_bytes, c->max_arena_bytes};
     if (!srv->lim.max_header_bytes) srv->lim.max_header_bytes = 64 * 1024;
-    srv->header_ms = irn_ns_to_ms(c->header_timeout_ns);
-    srv->body_ms = irn_ns_to_ms(c->body_timeout_ns);
+    srv->header_ms = irn__ns_to_ms(c->header_timeout_ns);
+    srv->body_ms = irn__ns_to_ms(c->body_timeout_ns);
     int fd = -1;
     int rc = bind_socket(cfg, c->backlog, &fd);
     if (rc != 0) {
@@ -891,7 +891,7 @@ void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
     for (conn *c = srv->conns; c; c = c->next) {
         if (c->closing || c->lingering) continue;
         if (c->h2)
-            irn_h2s_shutdown(c->h2); /* GOAWAY; ends once its streams are done */
+            irn__h2s_shutdown(c->h2); /* GOAWAY; ends once its streams are done */
         else if (!c->resp && c->queued == 0 && c->in.len == 0 && c->parser &&
                  irn_h1_parser_idle(c->parser))
             conn_close(c);
