@@ -43,8 +43,10 @@ static int send_upstream(gw_req *r, uint64_t now) {
                         .path = path,
                         .headers = hs,
                         .nheaders = nh,
-                        .body = r->body,
-                        .body_len = r->body_len,
+                        .body = r->nparts ? NULL : r->body,
+                        .body_len = r->nparts ? 0 : r->body_len,
+                        .body_parts = r->nparts ? r->parts : NULL,
+                        .nbody_parts = r->nparts,
                         .connect_timeout_ns = cfg->upstream.connect_timeout,
                         .head_timeout_ns = head,
                         .idle_timeout_ns = cfg->upstream.idle_timeout};

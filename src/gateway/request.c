@@ -46,10 +46,8 @@ static void on_client_gone(irn_resp *resp, void *ud);
 
 gw_req *gw_req_new(gw_worker *w, irn_request *req, irn_resp *resp) {
     gw_req *r = ir_freelist_pop(&w->greqs);
-    if (r) { /* recycled: keeps the splice buffer's memory */
-        ir_buf spliced = r->spliced;
+    if (r) {
         memset(r, 0, sizeof *r);
-        r->spliced = spliced;
     } else {
         r = calloc(1, sizeof *r);
         if (!r) return NULL;
@@ -101,8 +99,7 @@ void gw_req_done(gw_req *r) {
     gw_finish(r);
     gw_prompt_free(&r->prompt);
     r->w->live--;
-    if (r->spliced.cap <= GW_KEEP_BYTES && ir_freelist_push(&r->w->greqs, r)) return;
-    ir_buf_free(&r->spliced);
+    if (ir_freelist_push(&r->w->greqs, r)) return;
     free(r);
 }
 

@@ -54,8 +54,9 @@ struct gw_worker {
 
 typedef struct gw_req gw_req;
 
-/* The splice buffer capacity that a recycled gw_req keeps. */
-#define GW_KEEP_BYTES (16 * 1024 + 1)
+/* The body sent on, as parts: the client's bytes before `model`'s value, the
+ * new value (in the request's arena), the client's bytes after it. */
+#define GW_SPLICE_PARTS 3
 
 /* Another attempt may be made: the last one failed before any byte reached the
  * client. status and msg are the answer to give when no attempt is left. */
@@ -99,15 +100,18 @@ void gw_prompt_free(gw_prompt *p);
 /* One client request through its attempts. It lives until the client's response
  * has ended and no upstream request or timer refers to it; gw_req_done frees it
  * then. Its memory: the struct (recycled per worker), the net request's arena
- * (headers, path), and `spliced`. */
+ * (headers, path, the spliced model name). */
 struct gw_req {
     gw_worker *w;
     irn_request *req;
     irn_resp *resp; /* NULL once ended */
     const gw_model *model;
-    const char *body; /* what is sent: the client's body, or `spliced` */
+    const char *body; /* the client's body */
     size_t body_len;
-    ir_buf spliced; /* the body with `model` rewritten, when it was */
+    /* What is sent: the body with `model` rewritten, as parts that point into
+     * body and the arena, valid across attempts; nparts 0: body as it is. */
+    irn_part parts[GW_SPLICE_PARTS];
+    size_t nparts;
     char rid[160];
     uint64_t arrival, deadline;
     uint64_t prompt_tokens;
@@ -241,6 +245,13 @@ typedef struct gw_resolution {
     char text[GW_SHOWN_NAME + 96]; /* holds message when it is built */
 } gw_resolution;
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
+/* The body with its top-level `model` replaced by the JSON string `name` (found) or
+ * inserted as the first member (absent), as gw_splice_model writes it, but as parts
+ * that point into body and a short piece (the new value) made in arena. -1 when
+ * the arena is full. */
+int gw_splice_parts(const char *body, size_t len, const ir_json_span *sp, bool found,
+                    const char *name, ir_arena *arena, irn_part out[GW_SPLICE_PARTS],
+                    size_t *nparts);
 /* Stage 2: resolves r's model and rewrites its body as needed. 0: go on; -1: the
  * request was answered (and is gone). */
 int gw_stage_resolve(gw_req *r);

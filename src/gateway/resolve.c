@@ -66,16 +66,30 @@ void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolu
     }
 }
 
-/* The body sent on is the client's with `model` rewritten; the copy is made once. */
-static int splice_body(gw_req *r, const gw_resolution *o) {
-    const char *name = o->model->cfg->name;
-    size_t most = r->req->body.len + strlen(name) * 6 + 32; /* every byte of name escaped */
-    ir_buf_rearm(&r->spliced, most, GW_KEEP_BYTES);
-    (void)ir_buf_reserve(&r->spliced, most); /* one allocation, none when recycled */
-    if (gw_splice_model(r->body, r->body_len, &o->span, o->found, name, &r->spliced)) return -1;
-    r->body = r->spliced.data;
-    r->body_len = r->spliced.len;
+int gw_splice_parts(const char *body, size_t len, const ir_json_span *sp, bool found,
+                    const char *name, ir_arena *arena, irn_part out[GW_SPLICE_PARTS],
+                    size_t *nparts) {
+    size_t nl = strlen(name), most = nl * 6 + 16; /* every byte escaped, "model":, a comma */
+    char *mem = ir_arena_alloc(arena, most);
+    if (!mem) return -1;
+    ir_buf mid;
+    ir_buf_fixed(&mid, mem, most);
+    size_t cut = found ? sp->start : sp->obj_open + 1, rest = found ? sp->end : cut;
+    int rc = found ? 0 : ir_buf_append_str(&mid, "\"model\":");
+    rc |= ir_json_append_string(&mid, name, nl);
+    if (!found && !sp->obj_empty) rc |= ir_buf_append(&mid, ",", 1);
+    if (rc) return -1;
+    out[0] = (irn_part){body, cut};
+    out[1] = (irn_part){mid.data, mid.len};
+    out[2] = (irn_part){body + rest, len - rest};
+    *nparts = GW_SPLICE_PARTS;
     return 0;
+}
+
+/* The body sent on is the client's with `model` rewritten, as parts: no copy. */
+static int splice_body(gw_req *r, const gw_resolution *o) {
+    return gw_splice_parts(r->body, r->body_len, &o->span, o->found, o->model->cfg->name,
+                           r->req->arena, r->parts, &r->nparts);
 }
 
 int gw_stage_resolve(gw_req *r) {

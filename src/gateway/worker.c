@@ -126,9 +126,6 @@ void gw_worker_free(gw_worker *w) {
     uv_loop_close(&w->loop);
     irn_cache_free(w->cache); /* the loop has ended: nothing refers to it */
     gw_req *r;
-    while ((r = ir_freelist_pop(&w->greqs))) {
-        ir_buf_free(&r->spliced);
-        free(r);
-    }
+    while ((r = ir_freelist_pop(&w->greqs))) free(r);
     free(w);
 }

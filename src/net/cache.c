@@ -54,7 +54,7 @@ void irn_cache_free(irn_cache *c) {
     free(c);
 }
 
-irn_request *irn_request_new(irn_cache *cache, size_t max_body, size_t max_arena) {
+irn_request *irn__request_new(irn_cache *cache, size_t max_body, size_t max_arena) {
     irn_request *req = cache ? ir_freelist_pop(&cache->reqs) : NULL;
     if (req) {
         ir_buf body = req->body;
@@ -88,7 +88,7 @@ void irn_request_free(irn_request *req) {
     request_destroy(req);
 }
 
-irn_resp *irn_resp_new(irn_request *req, const irn_server_cfg *cfg) {
+irn_resp *irn__resp_new(irn_request *req, const irn_server_cfg *cfg) {
     irn_cache *cache = cfg->cache;
     irn_resp *resp = cache ? ir_freelist_pop(&cache->resps) : NULL;
     if (resp) {
@@ -107,13 +107,13 @@ irn_resp *irn_resp_new(irn_request *req, const irn_server_cfg *cfg) {
     return resp;
 }
 
-void irn_resp_release(irn_resp *resp) {
+void irn__resp_release(irn_resp *resp) {
     irn_request_free(resp->req);
     resp->req = NULL;
     keep_or_free(resp->cache ? &resp->cache->resps : NULL, resp, &resp->head);
 }
 
-irn_client *irn_client_alloc(irn_cache *cache, size_t max_head) {
+irn_client *irn__client_alloc(irn_cache *cache, size_t max_head) {
     irn_client *cl = cache ? ir_freelist_pop(&cache->clients) : NULL;
     if (cl) {
         ir_buf head = cl->head;
@@ -128,6 +128,6 @@ irn_client *irn_client_alloc(irn_cache *cache, size_t max_head) {
     return cl;
 }
 
-void irn_client_release(irn_client *cl) {
+void irn__client_release(irn_client *cl) {
     keep_or_free(cl->cache ? &cl->cache->clients : NULL, cl, &cl->head);
 }

@@ -46,7 +46,7 @@ const char *irn_strerror(int err) {
 }
 
 /* Eight bytes at a time (SWAR): header values are most of what goes through here. */
-bool irn_bad_text(const char *s, size_t n, bool allow_space) {
+bool irn__bad_text(const char *s, size_t n, bool allow_space) {
     const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -68,7 +68,7 @@ bool irn_bad_text(const char *s, size_t n, bool allow_space) {
     return false;
 }
 
-int irn_append_authority(ir_buf *b, const char *host, size_t hl, uint16_t port) {
+int irn__append_authority(ir_buf *b, const char *host, size_t hl, uint16_t port) {
     bool v6 = memchr(host, ':', hl) != NULL;
     return (v6 && ir_buf_append_lit(b, "[")) || ir_buf_append(b, host, hl) ||
                    (v6 && ir_buf_append_lit(b, "]")) || ir_buf_append_lit(b, ":") ||
@@ -77,7 +77,7 @@ int irn_append_authority(ir_buf *b, const char *host, size_t hl, uint16_t port) 
                : 0;
 }
 
-bool irn_has_token(const char *v, size_t len, const char *token) {
+bool irn__has_token(const char *v, size_t len, const char *token) {
     size_t tl = strlen(token);
     size_t i = 0;
     while (i < len) {
@@ -91,14 +91,28 @@ bool irn_has_token(const char *v, size_t len, const char *token) {
     return false;
 }
 
-uint64_t irn_ns_to_ms(uint64_t ns) {
+uint64_t irn__ns_to_ms(uint64_t ns) {
     return ns ? (ns + 999999) / 1000000 : 0;
+}
+
+void irn__parts_copy(const irn_part *parts, unsigned n, size_t off, char *dst, size_t len) {
+    for (unsigned i = 0; i < n && len; i++) {
+        if (off >= parts[i].len) {
+            off -= parts[i].len;
+            continue;
+        }
+        size_t k = parts[i].len - off < len ? parts[i].len - off : len;
+        memcpy(dst, (const char *)parts[i].data + off, k);
+        dst += k;
+        len -= k;
+        off = 0;
+    }
 }
 
 const irn_header *irn_headers_find(const irn_header *h, size_t n, const char *name) {
     if (!h || !name) return NULL;
     for (size_t i = 0; i < n; i++)
-        if (irn_streq_ci(h[i].name, h[i].name_len, name)) return &h[i];
+        if (irn__streq_ci(h[i].name, h[i].name_len, name)) return &h[i];
     return NULL;
 }
 
@@ -215,8 +229,8 @@ static bool header_text_ok(const char *s, size_t n) {
     return true;
 }
 
-int irn_error_answer_make(const irn_server_cfg *cfg, const irn_request *req, int status,
-                          const char *msg, irn_error_answer *e, ir_buf *body) {
+int irn__error_answer_make(const irn_server_cfg *cfg, const irn_request *req, int status,
+                           const char *msg, irn_error_answer *e, ir_buf *body) {
     memset(e, 0, sizeof *e);
     e->status = status;
     e->message = msg;
@@ -236,14 +250,14 @@ int irn_error_answer_make(const irn_server_cfg *cfg, const irn_request *req, int
         bool drop = !h.name_len || !header_text_ok(h.name, h.name_len) ||
                     !header_text_ok(h.value, h.value_len) || memchr(h.name, ':', h.name_len);
         for (size_t f = 0; !drop && f < IR_ARRAY_LEN(framing); f++)
-            drop = irn_streq_ci(h.name, h.name_len, framing[f]);
+            drop = irn__streq_ci(h.name, h.name_len, framing[f]);
         if (!drop) e->headers[k++] = h;
     }
     e->nheaders = k;
     return irn_error_body(body, status, e->type, e->message);
 }
 
-void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out) {
+void irn__addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out) {
     const struct addrinfo *pick = res;
     for (const struct addrinfo *a = res; a; a = a->ai_next)
         if (a->ai_family == AF_INET) {
@@ -254,14 +268,72 @@ void irn_addrinfo_pick(const struct addrinfo *res, struct sockaddr_storage *out)
     memcpy(out, pick->ai_addr, pick->ai_addrlen);
 }
 
-int irn_addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage *out) {
+int irn__addrinfo_take(int status, struct addrinfo *res, struct sockaddr_storage *out) {
     int rc = status < 0 || !res ? IRN_ERESOLVE : 0;
-    if (rc == 0) irn_addrinfo_pick(res, out);
+    if (rc == 0) irn__addrinfo_pick(res, out);
     uv_freeaddrinfo(res);
     return rc;
 }
 
-int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out) {
+int irn__write_copy(uv_stream_t *s, const uv_buf_t *parts, int nparts, size_t skip, void *owner,
+                    uv_write_cb cb, size_t *n) {
+    size_t total = 0;
+    for (int i = 0; i < nparts; i++) total += parts[i].len;
+    *n = 0;
+    if (total <= skip) return 0;
+    total -= skip;
+    irn__wreq *r = malloc(sizeof *r + total);
+    if (!r) return IRN_ENOMEM;
+    size_t off = 0;
+    for (int i = 0; i < nparts; i++) {
+        size_t len = parts[i].len, from = skip < len ? skip : len;
+        skip -= from;
+        memcpy(r->data + off, parts[i].base + from, len - from);
+        off += len - from;
+    }
+    r->w.data = owner;
+    r->n = total;
+    uv_buf_t b = uv_buf_init(r->data, (unsigned)total);
+    if (uv_write(&r->w, s, &b, 1, cb) != 0) {
+        free(r);
+        return IRN_ECLOSED;
+    }
+    *n = total;
+    return 0;
+}
+
+int irn__resolve(uv_loop_t *loop, uv_getaddrinfo_t *gai, uv_getaddrinfo_cb cb, const char *host,
+                 uint16_t port, struct sockaddr_storage *out) {
+    if (host[0] && irn__addr_numeric(host, port, out) == 0) return 0;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    return uv_getaddrinfo(loop, gai, cb, host, ps, &hints) == 0 ? 1 : IRN_ERESOLVE;
+}
+
+bool irn__h1_only_header(const char *n, size_t nl) {
+    return irn__streq_ci(n, nl, "connection") || irn__streq_ci(n, nl, "keep-alive") ||
+           irn__streq_ci(n, nl, "proxy-connection") || irn__streq_ci(n, nl, "transfer-encoding") ||
+           irn__streq_ci(n, nl, "upgrade") || irn__streq_ci(n, nl, "te") ||
+           irn__streq_ci(n, nl, "content-length");
+}
+
+int irn__split_target(irn_request *req) {
+    const char *q = strchr(req->target, '?');
+    if (!q) {
+        req->path = req->target;
+        req->query = "";
+        return 0;
+    }
+    req->path = ir_arena_strndup(req->arena, req->target, (size_t)(q - req->target));
+    req->query = q + 1;
+    return req->path ? 0 : -1;
+}
+
+int irn__addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out) {
     memset(out, 0, sizeof *out);
     if (!host || !*host) host = "0.0.0.0";
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)out) == 0) return 0;
@@ -278,26 +350,26 @@ int irn_addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *o
 
 /* ---- header collector ---------------------------------------------------- */
 
-void irn_hdrs_init(irn_hdrs *h, size_t max_bytes, size_t max_n) {
+void irn__hdrs_init(irn__hdrs *h, size_t max_bytes, size_t max_n) {
     memset(h, 0, sizeof *h);
     ir_buf_init(&h->raw, max_bytes);
     ir_buf_init(&h->ents, (max_n + 1) * 4 * sizeof(size_t));
     h->max_n = max_n;
 }
 
-void irn_hdrs_reset(irn_hdrs *h) {
+void irn__hdrs_reset(irn__hdrs *h) {
     ir_buf_reset(&h->raw);
     ir_buf_reset(&h->ents);
     h->n = 0;
     h->in_part = false;
 }
 
-void irn_hdrs_free(irn_hdrs *h) {
+void irn__hdrs_free(irn__hdrs *h) {
     ir_buf_free(&h->raw);
     ir_buf_free(&h->ents);
 }
 
-static int part(irn_hdrs *h, const char *at, size_t len) {
+static int part(irn__hdrs *h, const char *at, size_t len) {
     if (!h->in_part) {
         h->cur_off = h->raw.len;
         h->in_part = true;
@@ -305,14 +377,14 @@ static int part(irn_hdrs *h, const char *at, size_t len) {
     return ir_buf_append(&h->raw, at, len) == 0 ? 0 : IRN_HDRS_TOO_BIG;
 }
 
-int irn_hdrs_name(irn_hdrs *h, const char *at, size_t len) {
+int irn__hdrs_name(irn__hdrs *h, const char *at, size_t len) {
     return part(h, at, len);
 }
-int irn_hdrs_value(irn_hdrs *h, const char *at, size_t len) {
+int irn__hdrs_value(irn__hdrs *h, const char *at, size_t len) {
     return part(h, at, len);
 }
 
-int irn_hdrs_name_done(irn_hdrs *h) {
+int irn__hdrs_name_done(irn__hdrs *h) {
     if (h->n >= h->max_n) return IRN_HDRS_TOO_MANY;
     if (!h->in_part) h->cur_off = h->raw.len;
     h->name_off = h->cur_off;
@@ -321,7 +393,7 @@ int irn_hdrs_name_done(irn_hdrs *h) {
     return ir_buf_append(&h->raw, "", 1) == 0 ? 0 : IRN_HDRS_TOO_BIG;
 }
 
-int irn_hdrs_value_done(irn_hdrs *h) {
+int irn__hdrs_value_done(irn__hdrs *h) {
     if (!h->in_part) h->cur_off = h->raw.len;
     h->in_part = false;
     size_t len = h->raw.len - h->cur_off;
@@ -336,7 +408,7 @@ int irn_hdrs_value_done(irn_hdrs *h) {
     return 0;
 }
 
-void irn_hdrs_fill(const irn_hdrs *h, irn_header *out) {
+void irn__hdrs_fill(const irn__hdrs *h, irn_header *out) {
     for (size_t i = 0; i < h->n; i++) {
         size_t e[4];
         memcpy(e, h->ents.data + i * sizeof e, sizeof e);
@@ -347,14 +419,14 @@ void irn_hdrs_fill(const irn_hdrs *h, irn_header *out) {
     }
 }
 
-int irn_hdrs_to_request(const irn_hdrs *h, irn_request *req) {
+int irn__hdrs_to_request(const irn__hdrs *h, irn_request *req) {
     size_t n = h->n;
     if (!n) return 0;
     char *raw = ir_arena_alloc(req->arena, h->raw.len);
     irn_header *hv = ir_arena_alloc(req->arena, n * sizeof *hv);
     if (!raw || !hv) return -1;
     memcpy(raw, h->raw.data, h->raw.len);
-    irn_hdrs_fill(h, hv);
+    irn__hdrs_fill(h, hv);
     for (size_t i = 0; i < n; i++) {
         hv[i].name = raw + (hv[i].name - h->raw.data);
         hv[i].value = raw + (hv[i].value - h->raw.data);
@@ -375,7 +447,7 @@ static int b64_val(unsigned char ch) {
     return -1;
 }
 
-int irn_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *outlen) {
+int irn__base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *outlen) {
     while (len > 0 && (in[len - 1] == '=' || in[len - 1] == ' ')) len--;
     uint32_t acc = 0;
     int bits = 0;
@@ -396,7 +468,7 @@ int irn_base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, s
     return 0;
 }
 
-const char *irn_body_too_large(size_t limit, char *buf, size_t n) {
+const char *irn__body_too_large(size_t limit, char *buf, size_t n) {
     snprintf(buf, n, "Request body too large: the limit is %zu bytes", limit);
     return buf;
 }

@@ -13,7 +13,7 @@ struct irn_h1_parser {
     llhttp_t ll;
     llhttp_settings_t settings; /* llhttp keeps a pointer: must live as long */
     irn_h1_limits lim;
-    irn_hdrs hdrs;
+    irn__hdrs hdrs;
     ir_buf url;
     irn_request *req; /* built at the end of the headers */
     irn_cache *cache; /* optional */
@@ -30,7 +30,7 @@ struct irn_h1_parser {
     char err_buf[160];
 };
 
-static irn_h1_parser *P(llhttp_t *ll) {
+static irn_h1_parser *req_parser(llhttp_t *ll) {
     return ll->data;
 }
 
@@ -46,46 +46,46 @@ static int hdrs_err(irn_h1_parser *p, int r) {
 }
 
 static int on_message_begin(llhttp_t *ll) {
-    P(ll)->msg_started = true;
+    req_parser(ll)->msg_started = true;
     return 0;
 }
 
 static int on_url(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (ir_buf_append(&p->url, at, len) != 0) return fail(p, 431, "Request line too long");
     return 0;
 }
 
 static int on_header_field(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0; /* trailers are ignored */
-    int r = irn_hdrs_name(&p->hdrs, at, len);
+    int r = irn__hdrs_name(&p->hdrs, at, len);
     return r ? hdrs_err(p, r) : 0;
 }
 
 static int on_header_field_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0;
-    int r = irn_hdrs_name_done(&p->hdrs);
+    int r = irn__hdrs_name_done(&p->hdrs);
     return r ? hdrs_err(p, r) : 0;
 }
 
 static int on_header_value(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0;
-    int r = irn_hdrs_value(&p->hdrs, at, len);
+    int r = irn__hdrs_value(&p->hdrs, at, len);
     return r ? hdrs_err(p, r) : 0;
 }
 
 static int on_header_value_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (p->headers_done) return 0;
-    int r = irn_hdrs_value_done(&p->hdrs);
+    int r = irn__hdrs_value_done(&p->hdrs);
     return r ? hdrs_err(p, r) : 0;
 }
 
 static int build_request(irn_h1_parser *p) {
-    irn_request *req = irn_request_new(p->cache, p->lim.max_body_bytes, p->lim.max_arena_bytes);
+    irn_request *req = irn__request_new(p->cache, p->lim.max_body_bytes, p->lim.max_arena_bytes);
     if (!req) return -1;
     p->req = req;
     ir_arena *a = req->arena;
@@ -93,16 +93,8 @@ static int build_request(irn_h1_parser *p) {
     req->method = ir_arena_strdup(a, llhttp_method_name((llhttp_method_t)ll->method));
     req->target = ir_arena_strndup(a, p->url.data ? p->url.data : "", p->url.len);
     if (!req->method || !req->target) return -1;
-    const char *q = memchr(req->target, '?', p->url.len);
-    if (q) {
-        req->path = ir_arena_strndup(a, req->target, (size_t)(q - req->target));
-        req->query = q + 1;
-    } else {
-        req->path = req->target;
-        req->query = "";
-    }
-    if (!req->path) return -1;
-    if (irn_hdrs_to_request(&p->hdrs, req)) return -1;
+    if (irn__split_target(req)) return -1;
+    if (irn__hdrs_to_request(&p->hdrs, req)) return -1;
     req->content_length = (ll->flags & F_CONTENT_LENGTH) ? (int64_t)ll->content_length : -1;
     req->chunked = (ll->flags & F_CHUNKED) != 0;
     req->http_major = ll->http_major;
@@ -116,19 +108,19 @@ static int build_request(irn_h1_parser *p) {
     const irn_header *ex = irn_headers_find(req->headers, req->nheaders, "expect");
     bool has_body = req->chunked || req->content_length > 0;
     req->expect_continue = ex && has_body &&
-                           irn_streq_ci(ex->value, ex->value_len, "100-continue") &&
+                           irn__streq_ci(ex->value, ex->value_len, "100-continue") &&
                            (req->http_major > 1 || req->http_minor >= 1);
     req->peer = "";
     return 0;
 }
 
 static int on_headers_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     p->headers_done = true;
     if (build_request(p) != 0) return fail(p, 500, "Out of memory");
     if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length > p->lim.max_body_bytes)
         return fail(p, 413,
-                    irn_body_too_large(p->lim.max_body_bytes, p->err_buf, sizeof p->err_buf));
+                    irn__body_too_large(p->lim.max_body_bytes, p->err_buf, sizeof p->err_buf));
     /* One allocation for a body of known length (none for a recycled buffer that fits). */
     if ((ll->flags & F_CONTENT_LENGTH) && ll->content_length <= 1024 * 1024)
         (void)ir_buf_reserve(&p->req->body, (size_t)ll->content_length);
@@ -136,15 +128,15 @@ static int on_headers_complete(llhttp_t *ll) {
 }
 
 static int on_body(llhttp_t *ll, const char *at, size_t len) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (!p->req || ir_buf_append(&p->req->body, at, len) != 0)
         return fail(p, 413,
-                    irn_body_too_large(p->lim.max_body_bytes, p->err_buf, sizeof p->err_buf));
+                    irn__body_too_large(p->lim.max_body_bytes, p->err_buf, sizeof p->err_buf));
     return 0;
 }
 
 static int on_message_complete(llhttp_t *ll) {
-    irn_h1_parser *p = P(ll);
+    irn_h1_parser *p = req_parser(ll);
     if (!p->req) return fail(p, 400, "Incomplete request");
     p->complete = true;
     return HPE_PAUSED;
@@ -170,7 +162,7 @@ irn_h1_parser *irn_h1_parser_new(const irn_h1_limits *lim) {
     p->settings.on_message_complete = on_message_complete;
     llhttp_init(&p->ll, HTTP_REQUEST, &p->settings);
     p->ll.data = p;
-    irn_hdrs_init(&p->hdrs, p->lim.max_header_bytes + 1, p->lim.max_headers);
+    irn__hdrs_init(&p->hdrs, p->lim.max_header_bytes + 1, p->lim.max_headers);
     ir_buf_init(&p->url, p->lim.max_header_bytes);
     return p;
 }
@@ -182,7 +174,7 @@ void irn_h1_parser_set_cache(irn_h1_parser *p, irn_cache *cache) {
 void irn_h1_parser_free(irn_h1_parser *p) {
     if (!p) return;
     irn_request_free(p->req);
-    irn_hdrs_free(&p->hdrs);
+    irn__hdrs_free(&p->hdrs);
     ir_buf_free(&p->url);
     free(p);
 }
@@ -190,7 +182,7 @@ void irn_h1_parser_free(irn_h1_parser *p) {
 static void next_message(irn_h1_parser *p) {
     irn_request_free(p->req);
     p->req = NULL;
-    irn_hdrs_reset(&p->hdrs);
+    irn__hdrs_reset(&p->hdrs);
     ir_buf_reset(&p->url);
     p->head_bytes = 0;
     p->msg_started = false;

@@ -20,17 +20,14 @@
 #include <string.h>
 #include <strings.h>
 
-#define READ_BUF_SIZE  (64 * 1024)
-#define PUMP_LIMIT     (256 * 1024)
-#define SEND_BATCH     (64 * 1024)
 #define CONN_WINDOW    (16 << 20)
 #define DEFAULT_WINDOW (256 * 1024)
 #define STREAMS_GUESS  100 /* streams per connection before the server's SETTINGS */
 
 typedef struct h2conn h2conn;
-typedef struct irn_h2c_stream h2cs;
+typedef struct irn__h2c_stream h2cs;
 
-struct irn_h2c_pool {
+struct irn__h2c_pool {
     uv_loop_t *loop;
     irn_pool_cfg cfg;
     irn_pool_stats *st;
@@ -40,11 +37,11 @@ struct irn_h2c_pool {
     bool closing;
     irn_close_cb on_empty;
     void *ud;
-    char readbuf[READ_BUF_SIZE];
+    char readbuf[IRN__READ_BUF_SIZE];
 };
 
 struct h2conn {
-    irn_h2c_pool *hp;
+    irn__h2c_pool *hp;
     h2conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;  /* connect timeout, stream deadlines, idle */
@@ -70,7 +67,7 @@ struct h2conn {
     uint16_t port;
 };
 
-struct irn_h2c_stream {
+struct irn__h2c_stream {
     irn_client *cl;
     h2conn *c;
     h2cs *prev, *next;
@@ -79,7 +76,7 @@ struct irn_h2c_stream {
     size_t nnv;
     char *nvmem;
     size_t body_off;
-    irn_hdrs rh;
+    irn__hdrs rh;
     irn_header *harr;
     int status;
     size_t c_max_head; /* cap of the request's header block */
@@ -93,17 +90,6 @@ struct irn_h2c_stream {
     bool parse_err;
     int close_err;
 };
-
-typedef struct wreq {
-    uv_write_t w;
-    h2conn *c;
-    size_t n;
-    char data[];
-} wreq;
-
-static uint64_t now_ms(void) {
-    return ir_now_ns() / 1000000;
-}
 
 static void conn_close(h2conn *c, int err);
 static void conn_schedule(h2conn *c);
@@ -121,7 +107,7 @@ static void stream_unlink(h2cs *st) {
     if (st->next) st->next->prev = st->prev;
     st->prev = st->next = NULL;
     st->c = NULL;
-    if (--c->nstreams == 0) c->idle_since = now_ms();
+    if (--c->nstreams == 0) c->idle_since = irn__now_ms();
     if (c->s && st->id && !st->closed) nghttp2_session_set_stream_user_data(c->s, st->id, NULL);
 }
 
@@ -135,7 +121,7 @@ static void stream_link(h2conn *c, h2cs *st) {
 }
 
 static void stream_free(h2cs *st) {
-    irn_hdrs_free(&st->rh);
+    irn__hdrs_free(&st->rh);
     ir_buf_free(&st->pend);
     free(st->harr);
     free(st->nv);
@@ -151,7 +137,7 @@ static void stream_finish(h2cs *st, int err) {
     cl->h2 = NULL;
     if (cl->err) err = cl->err;
     if (cl->cbs.on_done) cl->cbs.on_done(cl->ud, err);
-    irn_client_release(cl);
+    irn__client_release(cl);
 }
 
 /* The outcome of a stream that nghttp2 closed. */
@@ -202,10 +188,10 @@ static void deliver_head(h2cs *st) {
     st->head_delivered = true;
     irn_client *cl = st->cl;
     if (!cl->canceled && cl->cbs.on_head) {
-        irn_hdrs_fill(&st->rh, st->harr);
+        irn__hdrs_fill(&st->rh, st->harr);
         cl->cbs.on_head(cl->ud, st->status, st->harr, st->rh.n);
     }
-    irn_hdrs_free(&st->rh);
+    irn__hdrs_free(&st->rh);
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
@@ -221,15 +207,15 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
     if (!st || st->head_seen) return 0; /* trailers: ignored */
     const char *n = (const char *)name, *v = (const char *)value;
     if (namelen && n[0] == ':') {
-        if (irn_streq_ci(n, namelen, ":status") && valuelen == 3) {
+        if (irn__streq_ci(n, namelen, ":status") && valuelen == 3) {
             st->status = (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
         }
         return 0;
     }
-    int r = irn_hdrs_name(&st->rh, n, namelen);
-    if (!r) r = irn_hdrs_name_done(&st->rh);
-    if (!r) r = irn_hdrs_value(&st->rh, v, valuelen);
-    if (!r) r = irn_hdrs_value_done(&st->rh);
+    int r = irn__hdrs_name(&st->rh, n, namelen);
+    if (!r) r = irn__hdrs_name_done(&st->rh);
+    if (!r) r = irn__hdrs_value(&st->rh, v, valuelen);
+    if (!r) r = irn__hdrs_value_done(&st->rh);
     if (r) {
         st->parse_err = true; /* over a cap: the stream is reset */
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -247,10 +233,10 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
     h2cs *st = stream_of(c, frame->hd.stream_id);
     if (!st) return 0;
     irn_client *cl = st->cl;
-    if (cl->idle_ms && !cl->paused) st->idle_deadline = now_ms() + cl->idle_ms;
+    if (cl->idle_ms && !cl->paused) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     if (frame->hd.type == NGHTTP2_HEADERS && !st->head_seen) {
         if (st->status == 100 || st->status == 103) {
-            irn_hdrs_reset(&st->rh); /* informational: skipped (the head deadline stays) */
+            irn__hdrs_reset(&st->rh); /* informational: skipped (the head deadline stays) */
             st->status = 0;
         } else if (st->status < 200) {
             /* no 101 in HTTP/2, and no other interim status this client knows */
@@ -284,7 +270,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     }
     deliver_head(st);
     if (cl->canceled) return 0;
-    if (cl->idle_ms && !cl->paused) st->idle_deadline = now_ms() + cl->idle_ms;
+    if (cl->idle_ms && !cl->paused) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     if (cl->paused || pend_len(st)) {
         /* Held, unconsumed: the stream window bounds this. */
         if (ir_buf_append(&st->pend, data, len) != 0) {
@@ -318,8 +304,8 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, 
 static void pump(h2conn *c);
 
 static void on_cwrite(uv_write_t *w, int status) {
-    wreq *r = (wreq *)w;
-    h2conn *c = r->c;
+    irn__wreq *r = (irn__wreq *)w;
+    h2conn *c = w->data;
     c->queued -= r->n;
     free(r);
     if (c->closing) return;
@@ -330,20 +316,17 @@ static void on_cwrite(uv_write_t *w, int status) {
     pump(c);
 }
 
-static int cwrite(h2conn *c, const ir_buf *b) {
-    if (!b->len) return 0;
-    wreq *r = malloc(sizeof *r + b->len);
-    if (!r) return IRN_ENOMEM;
-    memcpy(r->data, b->data, b->len);
-    r->c = c;
-    r->n = b->len;
-    uv_buf_t ub = uv_buf_init(r->data, (unsigned)b->len);
-    if (uv_write(&r->w, (uv_stream_t *)&c->tcp, &ub, 1, on_cwrite) != 0) {
-        free(r);
-        return IRN_ECLOSED;
-    }
-    c->queued += b->len;
-    return 0;
+static size_t cqueued(void *ctx) {
+    return ((h2conn *)ctx)->queued;
+}
+
+static int cwrite(void *ctx, const ir_buf *b) {
+    h2conn *c = ctx;
+    uv_buf_t ub = uv_buf_init(b->data, (unsigned)b->len);
+    size_t n = 0;
+    int rc = irn__write_copy((uv_stream_t *)&c->tcp, &ub, 1, 0, c, on_cwrite, &n);
+    c->queued += n;
+    return rc;
 }
 
 static void pump(h2conn *c) {
@@ -353,28 +336,9 @@ static void pump(h2conn *c) {
     }
     if (c->closing || !c->s) return;
     c->busy++;
-    ir_buf batch;
-    ir_buf_init(&batch, 0);
-    int rc = 0;
-    do {
-        c->want_flush = false;
-        while (rc == 0 && c->queued + batch.len < PUMP_LIMIT) {
-            const uint8_t *data = NULL;
-            ssize_t n = nghttp2_session_mem_send(c->s, &data);
-            if (n <= 0) {
-                if (n < 0) rc = IRN_EPARSE;
-                break;
-            }
-            if (ir_buf_append(&batch, data, (size_t)n) != 0) rc = IRN_ENOMEM;
-            if (rc == 0 && batch.len >= SEND_BATCH) {
-                rc = cwrite(c, &batch);
-                ir_buf_reset(&batch);
-            }
-        }
-        if (rc == 0) rc = cwrite(c, &batch);
-        ir_buf_reset(&batch);
-    } while (rc == 0 && c->want_flush);
-    ir_buf_free(&batch);
+    const irn__h2_out out = {
+        .ctx = c, .queued = cqueued, .write = cwrite, .want_flush = &c->want_flush};
+    int rc = irn__h2_send(c->s, &out);
     c->busy--;
     if (rc != 0) {
         conn_close(c, 0);
@@ -401,7 +365,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t le
     irn_client *cl = st->cl;
     size_t left = cl->body_len - st->body_off;
     size_t n = left < length ? left : length;
-    if (n) memcpy(buf, (const char *)cl->body + st->body_off, n);
+    if (n) irn__parts_copy(cl->body, cl->nbody, st->body_off, (char *)buf, n);
     st->body_off += n;
     if (st->body_off == cl->body_len) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
@@ -412,7 +376,8 @@ static void stream_submit(h2conn *c, h2cs *st) {
     nghttp2_data_provider prd;
     prd.source.ptr = st;
     prd.read_callback = read_body;
-    int32_t id = nghttp2_submit_request(c->s, NULL, st->nv, st->nnv, cl->body ? &prd : NULL, st);
+    int32_t id =
+        nghttp2_submit_request(c->s, NULL, st->nv, st->nnv, cl->has_body ? &prd : NULL, st);
     if (id < 0) {
         /* out of stream ids, or the session is going away */
         c->goaway = true;
@@ -421,7 +386,7 @@ static void stream_submit(h2conn *c, h2cs *st) {
         return;
     }
     st->id = id;
-    if (cl->head_ms) st->head_deadline = now_ms() + cl->head_ms;
+    if (cl->head_ms) st->head_deadline = irn__now_ms() + cl->head_ms;
     free(st->nv);
     free(st->nvmem);
     st->nv = NULL;
@@ -481,7 +446,7 @@ static void conn_rearm(h2conn *c) {
         uv_timer_stop(&c->timer);
         return;
     }
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     uv_timer_start(&c->timer, on_timer, next > now ? next - now : 1, 0);
 }
 
@@ -499,7 +464,7 @@ static void stream_fail(h2conn *c, h2cs *st, int err) {
 static void on_timer(uv_timer_t *t) {
     h2conn *c = t->data;
     if (c->closing) return;
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     if (!c->ready) {
         if (c->connect_deadline && now >= c->connect_deadline)
             conn_close(c, IRN_ECONNECT_TIMEOUT);
@@ -525,7 +490,7 @@ static void on_timer(uv_timer_t *t) {
 static void on_closed(uv_handle_t *h) {
     h2conn *c = h->data;
     if (++c->nclosed < 3) return;
-    irn_h2c_pool *hp = c->hp;
+    irn__h2c_pool *hp = c->hp;
     if (c->s) nghttp2_session_del(c->s);
     c->s = NULL;
     while (c->streams) {
@@ -633,7 +598,7 @@ static void on_connect(uv_connect_t *req, int status) {
         return;
     }
     c->ready = true;
-    c->idle_since = now_ms();
+    c->idle_since = irn__now_ms();
     if (uv_read_start((uv_stream_t *)&c->tcp, on_calloc, on_cread) == 0) c->reading = true;
     conn_work(c);
 }
@@ -651,14 +616,14 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
         return;
     }
     struct sockaddr_storage ss;
-    int rc = irn_addrinfo_take(status, res, &ss);
+    int rc = irn__addrinfo_take(status, res, &ss);
     if (rc)
         conn_close(c, rc);
     else
         do_connect(c, (struct sockaddr *)&ss);
 }
 
-static h2conn *conn_new(irn_h2c_pool *hp, const irn_client *cl) {
+static h2conn *conn_new(irn__h2c_pool *hp, const irn_client *cl) {
     h2conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->hp = hp;
@@ -675,24 +640,16 @@ static h2conn *conn_new(irn_h2c_pool *hp, const irn_client *cl) {
     if (hp->conns) hp->conns->prev = c;
     hp->conns = c;
     hp->st->conns_created++;
-    if (cl->connect_ms) c->connect_deadline = now_ms() + cl->connect_ms;
+    if (cl->connect_ms) c->connect_deadline = irn__now_ms() + cl->connect_ms;
     conn_rearm(c);
     struct sockaddr_storage ss;
-    if (irn_addr_numeric(c->host, c->port, &ss) == 0) {
+    int rc = irn__resolve(hp->loop, &c->gai, on_gai, c->host, c->port, &ss);
+    if (rc == 0)
         do_connect(c, (struct sockaddr *)&ss);
-        return c;
-    }
-    char port[8];
-    snprintf(port, sizeof port, "%u", c->port);
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    c->gai_pending = true;
-    if (uv_getaddrinfo(hp->loop, &c->gai, on_gai, c->host, port, &hints) != 0) {
-        c->gai_pending = false;
-        conn_close(c, IRN_ERESOLVE);
-    }
+    else if (rc == 1)
+        c->gai_pending = true;
+    else
+        conn_close(c, rc);
     return c;
 }
 
@@ -705,14 +662,14 @@ static size_t conn_capacity(const h2conn *c) {
 /* ---- public (internal) API --------------------------------------------------------------------
  */
 
-irn_h2c_pool *irn_h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_pool_stats *st,
-                               irn_close_cb on_empty, void *ud) {
-    irn_h2c_pool *hp = calloc(1, sizeof *hp);
+irn__h2c_pool *irn__h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_pool_stats *st,
+                                 irn_close_cb on_empty, void *ud) {
+    irn__h2c_pool *hp = calloc(1, sizeof *hp);
     if (!hp) return NULL;
     hp->loop = loop;
     hp->cfg = *cfg;
     hp->st = st;
-    hp->idle_ms = irn_ns_to_ms(cfg->idle_timeout_ns ? cfg->idle_timeout_ns : 30ull * 1000000000);
+    hp->idle_ms = irn__ns_to_ms(cfg->idle_timeout_ns ? cfg->idle_timeout_ns : 30ull * 1000000000);
     hp->window = cfg->h2_stream_window ? cfg->h2_stream_window : DEFAULT_WINDOW;
     if (hp->window > (1u << 31) - 1) hp->window = (1u << 31) - 1;
     hp->on_empty = on_empty;
@@ -720,11 +677,10 @@ irn_h2c_pool *irn_h2c_pool_new(uv_loop_t *loop, const irn_pool_cfg *cfg, irn_poo
     return hp;
 }
 
+/* What the request's header block leaves out: connection-specific fields, and
+ * Host (it became :authority). */
 static bool h1_only(const char *n, size_t nl) {
-    return irn_streq_ci(n, nl, "connection") || irn_streq_ci(n, nl, "keep-alive") ||
-           irn_streq_ci(n, nl, "proxy-connection") || irn_streq_ci(n, nl, "transfer-encoding") ||
-           irn_streq_ci(n, nl, "upgrade") || irn_streq_ci(n, nl, "host") ||
-           irn_streq_ci(n, nl, "content-length") || irn_streq_ci(n, nl, "te");
+    return irn__h1_only_header(n, nl) || irn__streq_ci(n, nl, "host");
 }
 
 /* The request's header block, copied: one allocation for the strings. */
@@ -739,9 +695,9 @@ static int build_nv(h2cs *st, const irn_client *cl, const char *method, const ch
         (void)ir_buf_append(&a, host->value, IR_MIN(host->value_len, sizeof authority - 1));
     } else {
         /* Too long to fit: cut short, as the host is checked when connecting. */
-        (void)irn_append_authority(&a, cl->host, strlen(cl->host), cl->port);
+        (void)irn__append_authority(&a, cl->host, strlen(cl->host), cl->port);
     }
-    bool wants_length = cl->body || strcasecmp(method, "POST") == 0 ||
+    bool wants_length = cl->has_body || strcasecmp(method, "POST") == 0 ||
                         strcasecmp(method, "PUT") == 0 || strcasecmp(method, "PATCH") == 0;
     ir_buf cb;
     ir_buf_fixed(&cb, clen, sizeof clen);
@@ -799,15 +755,15 @@ static int build_nv(h2cs *st, const irn_client *cl, const char *method, const ch
     return 0;
 }
 
-int irn_h2c_request(irn_h2c_pool *hp, irn_client *cl, const char *method, const char *path,
-                    const irn_header *headers, size_t nheaders) {
+int irn__h2c_request(irn__h2c_pool *hp, irn_client *cl, const char *method, const char *path,
+                     const irn_header *headers, size_t nheaders) {
     if (hp->closing) return IRN_ESHUTDOWN;
     h2cs *st = calloc(1, sizeof *st);
     if (!st) return IRN_ENOMEM;
     st->cl = cl;
     st->c_max_head = hp->cfg.max_header_bytes;
     st->harr = malloc(hp->cfg.max_headers * sizeof *st->harr); /* filled before it is read */
-    irn_hdrs_init(&st->rh, hp->cfg.max_header_bytes, hp->cfg.max_headers);
+    irn__hdrs_init(&st->rh, hp->cfg.max_header_bytes, hp->cfg.max_headers);
     ir_buf_init(&st->pend, 0);
     int rc = st->harr ? build_nv(st, cl, method, path, headers, nheaders) : IRN_ENOMEM;
     if (rc != 0) {
@@ -834,7 +790,7 @@ int irn_h2c_request(irn_h2c_pool *hp, irn_client *cl, const char *method, const 
     return 0;
 }
 
-void irn_h2c_pool_close(irn_h2c_pool *hp) {
+void irn__h2c_pool_close(irn__h2c_pool *hp) {
     hp->closing = true;
     for (h2conn *c = hp->conns; c; c = c->next) {
         for (h2cs *st = c->streams; st; st = st->next) {
@@ -845,15 +801,15 @@ void irn_h2c_pool_close(irn_h2c_pool *hp) {
     }
 }
 
-bool irn_h2c_pool_empty(const irn_h2c_pool *hp) {
+bool irn__h2c_pool_empty(const irn__h2c_pool *hp) {
     return hp->conns == NULL;
 }
 
-void irn_h2c_pool_free(irn_h2c_pool *hp) {
+void irn__h2c_pool_free(irn__h2c_pool *hp) {
     free(hp);
 }
 
-void irn_h2c_cancel(irn_client *cl) {
+void irn__h2c_cancel(irn_client *cl) {
     h2cs *st = cl->h2;
     if (!st || cl->canceled) return;
     cl->canceled = true;
@@ -865,16 +821,16 @@ void irn_h2c_cancel(irn_client *cl) {
     conn_schedule(c);
 }
 
-void irn_h2c_pause(irn_client *cl) {
+void irn__h2c_pause(irn_client *cl) {
     if (cl->paused) return;
     cl->paused = true;
 }
 
-void irn_h2c_resume(irn_client *cl) {
+void irn__h2c_resume(irn_client *cl) {
     if (!cl->paused) return;
     cl->paused = false;
     h2cs *st = cl->h2;
     if (!st || !st->c) return;
-    if (cl->idle_ms && cl->got_bytes) st->idle_deadline = now_ms() + cl->idle_ms;
+    if (cl->idle_ms && cl->got_bytes) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     conn_schedule(st->c); /* held bytes go out from the loop */
 }

@@ -1,7 +1,7 @@
 /* h2_server.c: h2c server sessions on nghttp2, socket-free.
  *
  * server.c hands a connection over (prior-knowledge preface or a 101 upgrade)
- * and from then on feeds the bytes it reads into irn_h2s_feed; frames go out
+ * and from then on feeds the bytes it reads into irn__h2s_feed; frames go out
  * through io->write. Each stream collects its request (pseudo-headers,
  * headers, body within the server's limits) and is dispatched to on_request
  * once the client ended it, outside nghttp2's callbacks. Responses are
@@ -21,22 +21,20 @@
 #include <string.h>
 #include <strings.h>
 
-#define PUMP_LIMIT       (256 * 1024) /* stop framing while the socket queue holds this */
-#define SEND_BATCH       (64 * 1024)  /* frames coalesced into one socket write */
-#define STREAM_WINDOW    (1 << 20)    /* receive window we advertise per stream */
+#define STREAM_WINDOW    (1 << 20) /* receive window we advertise per stream */
 #define CONN_WINDOW      (4 << 20)
 #define DEFAULT_STREAMS  256
 #define DEFAULT_CONN_BUF (64u * 1024 * 1024)
 
-typedef struct irn_h2s_stream h2st;
+typedef struct irn__h2s_stream h2st;
 
-struct irn_h2s_stream {
-    irn_h2s *h;
+struct irn__h2s_stream {
+    irn__h2s *h;
     h2st *prev, *next;
     int32_t id;
     irn_request *req; /* until dispatched */
     irn_resp *resp;   /* dispatched and not yet ended by the handler */
-    irn_hdrs hdrs;
+    irn__hdrs hdrs;
     size_t pseudo_bytes;
     const char *method, *path; /* in req->arena */
     bool have_authority;
@@ -67,14 +65,14 @@ struct irn_h2s_stream {
 #define DRAIN_MAX_BYTES (16u << 20)
 #define DRAIN_MAX_MS    2000
 
-struct irn_h2s {
+struct irn__h2s {
     nghttp2_session *s;
     irn_server_cfg cfg;
     irn_h1_limits lim;
     irn_server_stats *st;
     irn_server_stats own_st;
     char peer[64];
-    irn_h2s_io io;
+    irn__h2s_io io;
     h2st *streams;
     size_t nstreams;
     size_t buffered; /* request bodies held + response bytes not yet framed */
@@ -90,10 +88,6 @@ struct irn_h2s {
     bool done_called;
 };
 
-static uint64_t now_ms(void) {
-    return ir_now_ns() / 1000000;
-}
-
 /* ---- streams ----------------------------------------------------------------- */
 
 static size_t out_pending(const h2st *st) {
@@ -101,13 +95,13 @@ static size_t out_pending(const h2st *st) {
 }
 
 /* n response bytes left the stream's buffer (framed or dropped). */
-static void out_gone(irn_h2s *h, size_t n) {
+static void out_gone(irn__h2s *h, size_t n) {
     h->buffered = h->buffered > n ? h->buffered - n : 0;
     h->out_bytes = h->out_bytes > n ? h->out_bytes - n : 0;
 }
 
 static void stream_release_bytes(h2st *st) {
-    irn_h2s *h = st->h;
+    irn__h2s *h = st->h;
     out_gone(h, out_pending(st));
     h->buffered = h->buffered > st->held ? h->buffered - st->held : 0;
     st->held = 0;
@@ -115,10 +109,11 @@ static void stream_release_bytes(h2st *st) {
     st->out_off = 0;
 }
 
-static h2st *stream_new(irn_h2s *h, int32_t id) {
+static h2st *stream_new(irn__h2s *h, int32_t id) {
     h2st *st = calloc(1, sizeof *st);
     if (!st) return NULL;
-    irn_request *req = irn_request_new(h->cfg.cache, h->lim.max_body_bytes, h->lim.max_arena_bytes);
+    irn_request *req =
+        irn__request_new(h->cfg.cache, h->lim.max_body_bytes, h->lim.max_arena_bytes);
     if (!req) {
         free(st);
         return NULL;
@@ -129,8 +124,8 @@ static h2st *stream_new(irn_h2s *h, int32_t id) {
     st->req = req;
     st->h = h;
     st->id = id;
-    st->deadline = now_ms() + h->idle_ms; /* the header block must complete */
-    irn_hdrs_init(&st->hdrs, h->lim.max_header_bytes + 1, h->lim.max_headers);
+    st->deadline = irn__now_ms() + h->idle_ms; /* the header block must complete */
+    irn__hdrs_init(&st->hdrs, h->lim.max_header_bytes + 1, h->lim.max_headers);
     ir_buf_init(&st->out, 0);
     st->next = h->streams;
     if (h->streams) h->streams->prev = st;
@@ -140,7 +135,7 @@ static h2st *stream_new(irn_h2s *h, int32_t id) {
 }
 
 static void stream_free(h2st *st) {
-    irn_h2s *h = st->h;
+    irn__h2s *h = st->h;
     stream_release_bytes(st);
     if (st->prev)
         st->prev->next = st->next;
@@ -148,9 +143,9 @@ static void stream_free(h2st *st) {
         h->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     h->nstreams--;
-    if (!h->nstreams) h->idle_since = now_ms();
+    if (!h->nstreams) h->idle_since = irn__now_ms();
     irn_request_free(st->req);
-    irn_hdrs_free(&st->hdrs);
+    irn__hdrs_free(&st->hdrs);
     free(st);
 }
 
@@ -165,7 +160,7 @@ static irn_resp *stream_detach(h2st *st) {
     return resp;
 }
 
-static void schedule(irn_h2s *h) {
+static void schedule(irn__h2s *h) {
     if (!h->dead && h->io.schedule) h->io.schedule(h->io.ctx);
 }
 
@@ -174,7 +169,7 @@ static void schedule(irn_h2s *h) {
 static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
                         uint32_t *flags, nghttp2_data_source *src, void *ud) {
     h2st *st = src->ptr;
-    irn_h2s *h = st->h;
+    irn__h2s *h = st->h;
     size_t avail = out_pending(st);
     size_t n = avail < length ? avail : length;
     if (n) {
@@ -192,7 +187,7 @@ static ssize_t read_out(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
             st->out_off = 0;
         }
     }
-    st->stalled = n < avail ? now_ms() : 0; /* progress: the stall clock restarts */
+    st->stalled = n < avail ? irn__now_ms() : 0; /* progress: the stall clock restarts */
     if (!st->ended && n == avail) {
         if (n == 0) return NGHTTP2_ERR_DEFERRED;
     } else if (st->ended && n == avail) {
@@ -215,7 +210,7 @@ static int submit_response(h2st *st, const nghttp2_nv *nv, size_t n) {
 
 /* The server answers the stream itself (400, 408, 413, 431, ...). */
 static void answer_error(h2st *st, int status, const char *msg) {
-    irn_h2s *h = st->h;
+    irn__h2s *h = st->h;
     if (st->submitted || st->dispatched) return;
     st->err_status = status;
     st->ready = false;
@@ -226,11 +221,11 @@ static void answer_error(h2st *st, int status, const char *msg) {
     ir_buf_reset(&st->out);
     st->out_off = 0;
     irn_error_answer e;
-    if (irn_error_answer_make(&h->cfg, st->req, status, msg, &e, &st->out) != 0)
+    if (irn__error_answer_make(&h->cfg, st->req, status, msg, &e, &st->out) != 0)
         ir_buf_reset(&st->out);
     h->buffered += st->out.len;
     h->out_bytes += st->out.len;
-    if (st->out.len) st->stalled = now_ms();
+    if (st->out.len) st->stalled = irn__now_ms();
     char sb[8], lb[24];
     int sl = snprintf(sb, sizeof sb, "%d", status);
     int ll = snprintf(lb, sizeof lb, "%zu", st->out.len);
@@ -261,12 +256,12 @@ static void answer_error(h2st *st, int status, const char *msg) {
 
 /* ---- nghttp2 callbacks -------------------------------------------------------------- */
 
-static h2st *stream_of(irn_h2s *h, int32_t id) {
+static h2st *stream_of(irn__h2s *h, int32_t id) {
     return nghttp2_session_get_stream_user_data(h->s, id);
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
-    irn_h2s *h = ud;
+    irn__h2s *h = ud;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     h2st *st = stream_new(h, frame->hd.stream_id);
     if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -277,7 +272,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame, void
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *ud) {
-    irn_h2s *h = ud;
+    irn__h2s *h = ud;
     h2st *st = stream_of(h, frame->hd.stream_id);
     if (!st || st->err_status || st->too_big || st->headers_done || !st->req)
         return 0; /* trailers: ignored */
@@ -289,11 +284,11 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
             return 0;
         }
         ir_arena *a = st->req->arena;
-        if (irn_streq_ci(n, namelen, ":method")) {
+        if (irn__streq_ci(n, namelen, ":method")) {
             st->method = ir_arena_strndup(a, v, valuelen);
-        } else if (irn_streq_ci(n, namelen, ":path")) {
+        } else if (irn__streq_ci(n, namelen, ":path")) {
             st->path = ir_arena_strndup(a, v, valuelen);
-        } else if (irn_streq_ci(n, namelen, ":authority")) {
+        } else if (irn__streq_ci(n, namelen, ":authority")) {
             st->have_authority = true;
             n = "host";
             namelen = 4;
@@ -301,19 +296,19 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
         }
         return 0;
     }
-    if (st->have_authority && irn_streq_ci(n, namelen, "host")) return 0;
+    if (st->have_authority && irn__streq_ci(n, namelen, "host")) return 0;
 regular:;
-    int r = irn_hdrs_name(&st->hdrs, n, namelen);
-    if (!r) r = irn_hdrs_name_done(&st->hdrs);
-    if (!r) r = irn_hdrs_value(&st->hdrs, v, valuelen);
-    if (!r) r = irn_hdrs_value_done(&st->hdrs);
+    int r = irn__hdrs_name(&st->hdrs, n, namelen);
+    if (!r) r = irn__hdrs_name_done(&st->hdrs);
+    if (!r) r = irn__hdrs_value(&st->hdrs, v, valuelen);
+    if (!r) r = irn__hdrs_value_done(&st->hdrs);
     if (r) st->too_big = true;
     return 0;
 }
 
 /* The request head is in: build the irn_request, check the limits, ask
  * on_headers. */
-static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
+static void headers_complete(irn__h2s *h, h2st *st, bool end_stream) {
     st->headers_done = true;
     st->deadline = 0;
     if (st->too_big) {
@@ -328,18 +323,11 @@ static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
     }
     req->method = st->method;
     req->target = st->path;
-    const char *q = strchr(st->path, '?');
-    if (q) {
-        req->path = ir_arena_strndup(a, st->path, (size_t)(q - st->path));
-        req->query = q + 1;
-    } else {
-        req->path = st->path;
-    }
-    if (!req->path || irn_hdrs_to_request(&st->hdrs, req)) {
+    if (irn__split_target(req) || irn__hdrs_to_request(&st->hdrs, req)) {
         answer_error(st, 500, "Out of memory");
         return;
     }
-    irn_hdrs_free(&st->hdrs);
+    irn__hdrs_free(&st->hdrs);
     const char *cl = irn_request_header(req, "content-length");
     if (cl) {
         char *end = NULL;
@@ -353,7 +341,7 @@ static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
     if (!req->peer) req->peer = "";
     if (req->content_length > 0 && (uint64_t)req->content_length > h->lim.max_body_bytes) {
         char msg[96];
-        answer_error(st, 413, irn_body_too_large(h->lim.max_body_bytes, msg, sizeof msg));
+        answer_error(st, 413, irn__body_too_large(h->lim.max_body_bytes, msg, sizeof msg));
         return;
     }
     if (h->cfg.on_headers) {
@@ -366,11 +354,11 @@ static void headers_complete(irn_h2s *h, h2st *st, bool end_stream) {
     if (end_stream)
         st->ready = true;
     else
-        st->deadline = now_ms() + h->body_ms;
+        st->deadline = irn__now_ms() + h->body_ms;
 }
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
-    irn_h2s *h = ud;
+    irn__h2s *h = ud;
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     h2st *st = stream_of(h, frame->hd.stream_id);
     if (!st || st->err_status) return 0;
@@ -393,7 +381,7 @@ static void stop_draining(h2st *st) {
 
 static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data,
                          size_t len, void *ud) {
-    irn_h2s *h = ud;
+    irn__h2s *h = ud;
     h2st *st = stream_of(h, id);
     if (st && st->draining) {
         st->drained += len;
@@ -409,7 +397,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     }
     if (ir_buf_append(&st->req->body, data, len) != 0) {
         char msg[96];
-        answer_error(st, 413, irn_body_too_large(h->lim.max_body_bytes, msg, sizeof msg));
+        answer_error(st, 413, irn__body_too_large(h->lim.max_body_bytes, msg, sizeof msg));
         return 0;
     }
     st->held += len;
@@ -418,7 +406,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
 }
 
 static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame, void *ud) {
-    irn_h2s *h = ud;
+    irn__h2s *h = ud;
     if ((frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS) ||
         !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
@@ -427,13 +415,13 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame, void *u
         /* The whole response is out: drop the rest of the body (see DRAIN_MAX_BYTES). */
         st->rst_after = false;
         st->draining = true;
-        st->deadline = now_ms() + DRAIN_MAX_MS;
+        st->deadline = irn__now_ms() + DRAIN_MAX_MS;
     }
     return 0;
 }
 
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, void *ud) {
-    irn_h2s *h = ud;
+    irn__h2s *h = ud;
     h2st *st = stream_of(h, id);
     if (!st) return 0;
     nghttp2_session_set_stream_user_data(s, id, NULL);
@@ -445,55 +433,43 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, 
 
 /* ---- pumping ------------------------------------------------------------------------- */
 
-static void session_done(irn_h2s *h, bool graceful) {
+static void session_done(irn__h2s *h, bool graceful) {
     if (h->done_called) return;
     h->done_called = true;
     if (h->io.timer) h->io.timer(h->io.ctx, 0);
     if (h->io.done) h->io.done(h->io.ctx, graceful);
 }
 
-static size_t io_queued(const irn_h2s *h) {
+static size_t io_queued(const irn__h2s *h) {
     return h->io.queued ? h->io.queued(h->io.ctx) : 0;
 }
 
-static int io_write(irn_h2s *h, ir_buf *b) {
-    if (!b->len) return 0;
+static size_t out_queued(void *ctx) {
+    return io_queued(ctx);
+}
+
+static int out_write(void *ctx, const ir_buf *b) {
+    irn__h2s *h = ctx;
     uv_buf_t part = uv_buf_init(b->data, (unsigned)b->len);
     int rc = h->io.write ? h->io.write(h->io.ctx, &part, 1) : 0;
-    ir_buf_reset(b);
     if (rc != 0) h->dead = true;
     return rc;
 }
 
 /* Frames what nghttp2 has to send, while the socket queue is short. */
-static void pump(irn_h2s *h) {
+static void pump(irn__h2s *h) {
     if (h->busy) {
         h->want_flush = true;
         return;
     }
     if (h->dead || h->done_called) return;
     h->busy++;
-    ir_buf batch;
-    ir_buf_init(&batch, 0);
-    do {
-        h->want_flush = false;
-        while (!h->dead && io_queued(h) + batch.len < PUMP_LIMIT) {
-            const uint8_t *data = NULL;
-            ssize_t n = nghttp2_session_mem_send(h->s, &data);
-            if (n < 0) {
-                h->dead = true;
-                break;
-            }
-            if (n == 0) break;
-            if (ir_buf_append(&batch, data, (size_t)n) != 0) {
-                h->dead = true;
-                break;
-            }
-            if (batch.len >= SEND_BATCH) io_write(h, &batch);
-        }
-        if (!h->dead) io_write(h, &batch);
-    } while (h->want_flush && !h->dead);
-    ir_buf_free(&batch);
+    const irn__h2_out out = {.ctx = h,
+                             .queued = out_queued,
+                             .write = out_write,
+                             .want_flush = &h->want_flush,
+                             .dead = &h->dead};
+    if (irn__h2_send(h->s, &out) != 0) h->dead = true;
     h->busy--;
     if (h->dead) {
         session_done(h, false);
@@ -505,11 +481,11 @@ static void pump(irn_h2s *h) {
         session_done(h, true);
 }
 
-static void dispatch_ready(irn_h2s *h) {
+static void dispatch_ready(irn__h2s *h) {
     h->busy++;
     for (h2st *st = h->streams; st; st = st->next) {
         if (!st->ready || st->dispatched || st->err_status || !st->req || h->dead) continue;
-        irn_resp *resp = irn_resp_new(st->req, &h->cfg);
+        irn_resp *resp = irn__resp_new(st->req, &h->cfg);
         if (!resp) {
             answer_error(st, 500, "Out of memory");
             continue;
@@ -519,7 +495,7 @@ static void dispatch_ready(irn_h2s *h) {
         st->deadline = 0;
         irn_request *req = st->req;
         st->req = NULL;
-        resp->is_h2 = true;
+        resp->ops = &irn__h2_resp_ops;
         resp->h2s = st;
         st->resp = resp;
         if (h->st) h->st->requests++;
@@ -528,7 +504,7 @@ static void dispatch_ready(irn_h2s *h) {
     h->busy--;
 }
 
-static void check_drains(irn_h2s *h) {
+static void check_drains(irn__h2s *h) {
     if (h->dead) return;
     size_t q = io_queued(h);
     h->busy++;
@@ -543,7 +519,7 @@ static void check_drains(irn_h2s *h) {
     h->busy--;
 }
 
-static void rearm(irn_h2s *h) {
+static void rearm(irn__h2s *h) {
     if (h->dead || h->done_called || !h->io.timer) return;
     uint64_t next = 0;
     for (h2st *st = h->streams; st; st = st->next) {
@@ -559,12 +535,12 @@ static void rearm(irn_h2s *h) {
         h->io.timer(h->io.ctx, 0);
         return;
     }
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     h->io.timer(h->io.ctx, next > now ? next - now : 1);
 }
 
 /* After anything happened: send, let producers resume, re-arm the timer. */
-static void settle(irn_h2s *h) {
+static void settle(irn__h2s *h) {
     pump(h);
     check_drains(h);
     if (h->want_flush) pump(h);
@@ -573,9 +549,9 @@ static void settle(irn_h2s *h) {
 
 /* ---- session API ----------------------------------------------------------------------- */
 
-irn_h2s *irn_h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_server_stats *st,
-                     const char *peer, const irn_h2s_io *io) {
-    irn_h2s *h = calloc(1, sizeof *h);
+irn__h2s *irn__h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_server_stats *st,
+                       const char *peer, const irn__h2s_io *io) {
+    irn__h2s *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->cfg = *cfg;
     h->cfg.host = NULL;
@@ -591,13 +567,14 @@ irn_h2s *irn_h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_se
     h->max_buffered = h->cfg.h2_max_conn_buffer ? h->cfg.h2_max_conn_buffer : DEFAULT_CONN_BUF;
     h->max_out = 2 * h->cfg.max_write_queue;
     h->stall_ms =
-        irn_ns_to_ms(cfg->h2_stall_timeout_ns ? cfg->h2_stall_timeout_ns : 60ull * 1000000000);
-    h->body_ms = irn_ns_to_ms(cfg->body_timeout_ns ? cfg->body_timeout_ns : 60ull * 1000000000);
-    h->idle_ms = irn_ns_to_ms(cfg->header_timeout_ns ? cfg->header_timeout_ns : 30ull * 1000000000);
+        irn__ns_to_ms(cfg->h2_stall_timeout_ns ? cfg->h2_stall_timeout_ns : 60ull * 1000000000);
+    h->body_ms = irn__ns_to_ms(cfg->body_timeout_ns ? cfg->body_timeout_ns : 60ull * 1000000000);
+    h->idle_ms =
+        irn__ns_to_ms(cfg->header_timeout_ns ? cfg->header_timeout_ns : 30ull * 1000000000);
     h->st = st ? st : &h->own_st;
     snprintf(h->peer, sizeof h->peer, "%s", peer ? peer : "");
     h->io = *io;
-    h->idle_since = now_ms();
+    h->idle_since = irn__now_ms();
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_option *opt = NULL;
     if (nghttp2_session_callbacks_new(&cbs) != 0 || nghttp2_option_new(&opt) != 0) {
@@ -624,7 +601,7 @@ irn_h2s *irn_h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_se
     return h;
 }
 
-int irn_h2s_start(irn_h2s *h, const uint8_t *settings, size_t settings_len, irn_request *req) {
+int irn__h2s_start(irn__h2s *h, const uint8_t *settings, size_t settings_len, irn_request *req) {
     nghttp2_settings_entry iv[3] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, h->cfg.h2_max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
@@ -665,7 +642,7 @@ int irn_h2s_start(irn_h2s *h, const uint8_t *settings, size_t settings_len, irn_
     return 0;
 }
 
-int irn_h2s_feed(irn_h2s *h, const char *data, size_t len) {
+int irn__h2s_feed(irn__h2s *h, const char *data, size_t len) {
     if (h->dead || h->done_called) return IRN_ECLOSED;
     h->busy++;
     ssize_t r = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
@@ -681,17 +658,17 @@ int irn_h2s_feed(irn_h2s *h, const char *data, size_t len) {
     return 0;
 }
 
-void irn_h2s_flush(irn_h2s *h) {
+void irn__h2s_flush(irn__h2s *h) {
     settle(h);
 }
 
-void irn_h2s_on_written(irn_h2s *h) {
+void irn__h2s_on_written(irn__h2s *h) {
     settle(h);
 }
 
-void irn_h2s_on_timer(irn_h2s *h) {
+void irn__h2s_on_timer(irn__h2s *h) {
     if (h->dead || h->done_called) return;
-    uint64_t now = now_ms();
+    uint64_t now = irn__now_ms();
     for (h2st *st = h->streams; st; st = st->next) {
         if (st->stalled && out_pending(st) && now >= st->stalled + h->stall_ms) {
             /* Its bytes cannot go out: the client keeps the window shut or does not
@@ -717,13 +694,13 @@ void irn_h2s_on_timer(irn_h2s *h) {
         answer_error(st, 408, "Timed out waiting for the request body");
     }
     if (!h->nstreams && h->idle_ms && now >= h->idle_since + h->idle_ms) {
-        irn_h2s_shutdown(h); /* an idle connection: GOAWAY, then close */
+        irn__h2s_shutdown(h); /* an idle connection: GOAWAY, then close */
         return;
     }
     settle(h);
 }
 
-void irn_h2s_shutdown(irn_h2s *h) {
+void irn__h2s_shutdown(irn__h2s *h) {
     if (h->goaway || h->dead || h->done_called) return;
     h->goaway = true;
     nghttp2_submit_goaway(h->s, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->s),
@@ -734,16 +711,16 @@ void irn_h2s_shutdown(irn_h2s *h) {
         h->want_flush = true;
 }
 
-bool irn_h2s_idle(const irn_h2s *h) {
+bool irn__h2s_idle(const irn__h2s *h) {
     return h->nstreams == 0;
 }
 
-void irn_h2s_mark_aborted(irn_h2s *h) {
+void irn__h2s_mark_aborted(irn__h2s *h) {
     for (h2st *st = h->streams; st; st = st->next)
-        if (st->resp) st->resp->aborted = true; /* on_abort still comes, from irn_h2s_free */
+        if (st->resp) st->resp->aborted = true; /* on_abort still comes, from irn__h2s_free */
 }
 
-void irn_h2s_free(irn_h2s *h) {
+void irn__h2s_free(irn__h2s *h) {
     if (!h) return;
     h->dead = true;
     /* One at a time: an on_abort may end other responses of this session. */
@@ -761,23 +738,15 @@ void irn_h2s_free(irn_h2s *h) {
 
 /* ---- responses -------------------------------------------------------------------------- */
 
-/* Connection-specific fields have no place in HTTP/2 (RFC 9113 8.2.2). */
-static bool h1_only(const char *n, size_t nl) {
-    return irn_streq_ci(n, nl, "connection") || irn_streq_ci(n, nl, "keep-alive") ||
-           irn_streq_ci(n, nl, "proxy-connection") || irn_streq_ci(n, nl, "transfer-encoding") ||
-           irn_streq_ci(n, nl, "upgrade") || irn_streq_ci(n, nl, "te") ||
-           irn_streq_ci(n, nl, "content-length");
-}
-
-int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
-                      int64_t content_length) {
+static int h2_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                         int64_t content_length) {
     h2st *st = resp->h2s;
     if (status < 200) return IRN_EINVAL; /* no interim responses through this API */
     if (!st || st->h->dead || resp->aborted) {
         resp->state = 1;
         return IRN_ECLOSED;
     }
-    irn_h2s *h = st->h;
+    irn__h2s *h = st->h;
     if (nheaders > h->lim.max_headers + 64) return IRN_EINVAL;
     nghttp2_nv *nv = calloc(nheaders + 3, sizeof *nv);
     ir_buf names; /* lower-cased names, NUL-separated; offsets until filled in */
@@ -793,11 +762,11 @@ int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, siz
         const irn_header *hd = &headers[i];
         size_t nl = hd->name_len ? hd->name_len : strlen(hd->name);
         size_t vl = hd->value_len ? hd->value_len : strlen(hd->value);
-        if (!nl || irn_bad_text(hd->name, nl, true) || irn_bad_text(hd->value, vl, true)) {
+        if (!nl || irn__bad_text(hd->name, nl, true) || irn__bad_text(hd->value, vl, true)) {
             rc = IRN_EINVAL;
             break;
         }
-        if (h1_only(hd->name, nl)) continue;
+        if (irn__h1_only_header(hd->name, nl)) continue;
         offs[n] = names.len;
         for (size_t k = 0; rc == 0 && k < nl; k++) {
             char ch = hd->name[k];
@@ -833,43 +802,44 @@ int irn_h2_resp_start(irn_resp *resp, int status, const irn_header *headers, siz
     return 0;
 }
 
-size_t irn_h2_resp_queued(const irn_resp *resp) {
+static size_t h2_resp_queued(const irn_resp *resp) {
     h2st *st = resp->h2s;
     if (!st || st->h->dead) return 0;
     return st->h->out_bytes + io_queued(st->h);
 }
 
-int64_t irn_h2_resp_write(irn_resp *resp, const void *data, size_t len) {
+static int64_t h2_resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
+    (void)last; /* END_STREAM goes with the end, after the buffered bytes */
     if (!resp || resp->state != 1) return IRN_EINVAL;
     h2st *st = resp->h2s;
     if (!st || resp->aborted || st->h->dead) return IRN_ECLOSED;
-    irn_h2s *h = st->h;
-    if (resp->no_body || len == 0) return (int64_t)irn_h2_resp_queued(resp);
+    irn__h2s *h = st->h;
+    if (resp->no_body || len == 0) return (int64_t)h2_resp_queued(resp);
     if (resp->content_length >= 0 && resp->written + len > (uint64_t)resp->content_length)
         return IRN_EINVAL;
     if (out_pending(st) >= resp->maxq || h->out_bytes + io_queued(h) >= h->max_out ||
         h->buffered >= h->max_buffered)
         return IRN_ENOBUFS;
     if (ir_buf_append(&st->out, data, len) != 0) return IRN_ENOMEM;
-    if (!st->stalled) st->stalled = now_ms(); /* until read_out frames some */
+    if (!st->stalled) st->stalled = irn__now_ms(); /* until read_out frames some */
     h->buffered += len;
     h->out_bytes += len;
     resp->written += len;
     nghttp2_session_resume_data(h->s, st->id);
     schedule(h);
-    size_t q = irn_h2_resp_queued(resp);
+    size_t q = h2_resp_queued(resp);
     if (q >= resp->high) resp->above_high = true;
     return (int64_t)q;
 }
 
-int irn_h2_resp_end(irn_resp *resp) {
+static int h2_resp_end(irn_resp *resp) {
     h2st *st = resp->h2s;
     int rc = 0;
     if (st && !st->h->dead && !resp->aborted && resp->state == 0) {
-        rc = irn_resp_default_500(resp);
+        rc = irn__resp_default_500(resp);
     }
     if (st) {
-        irn_h2s *h = st->h;
+        irn__h2s *h = st->h;
         st->resp = NULL;
         st->ended = true;
         h->buffered = h->buffered > st->held ? h->buffered - st->held : 0;
@@ -886,14 +856,14 @@ int irn_h2_resp_end(irn_resp *resp) {
             schedule(h);
         }
     }
-    irn_resp_release(resp);
+    irn__resp_release(resp);
     return rc;
 }
 
-int irn_h2_resp_close(irn_resp *resp) {
+static int h2_resp_close(irn_resp *resp) {
     h2st *st = resp->h2s;
     if (st) {
-        irn_h2s *h = st->h;
+        irn__h2s *h = st->h;
         st->resp = NULL; /* no on_abort: the handler chose this */
         st->ended = true;
         if (!h->dead) {
@@ -901,6 +871,14 @@ int irn_h2_resp_close(irn_resp *resp) {
             schedule(h);
         }
     }
-    irn_resp_release(resp);
+    irn__resp_release(resp);
     return 0;
 }
+
+const irn__resp_ops irn__h2_resp_ops = {
+    .start = h2_resp_start,
+    .write = h2_resp_write,
+    .end = h2_resp_end,
+    .close = h2_resp_close,
+    .queued = h2_resp_queued,
+};

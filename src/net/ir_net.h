@@ -334,6 +334,15 @@ void irn_pool_stats_get(const irn_pool *pool, irn_pool_stats *st);
  * `cb` fires when all are gone; the pool is freed after it returns. */
 void irn_pool_close(irn_pool *pool, irn_close_cb cb, void *ud);
 
+/* One piece of a request body sent in several (scatter-gather): a proxy that
+ * rewrites one field sends the bytes before it, the new value and the bytes
+ * after it, without copying the body. */
+typedef struct irn_part {
+    const void *data;
+    size_t len;
+} irn_part;
+#define IRN_MAX_BODY_PARTS 4
+
 typedef struct irn_client_req {
     const char *host; /* numeric IPs connect directly; names go via uv_getaddrinfo */
     uint16_t port;
@@ -344,6 +353,12 @@ typedef struct irn_client_req {
     const void *body; /* sent as given with Content-Length; kept alive by the
                          caller until on_done */
     size_t body_len;
+    /* Instead of body: the body as up to IRN_MAX_BODY_PARTS pieces, sent in order
+     * (h1: one vectored write with the head; h2c: DATA framed from them). The
+     * array is copied, the bytes are not: they stay valid until on_done, and
+     * across any retry. body and body_parts together: IRN_EINVAL. */
+    const irn_part *body_parts;
+    size_t nbody_parts;
     uint64_t connect_timeout_ns; /* resolving + connecting; 0: none */
     uint64_t head_timeout_ns;    /* request sent -> the whole final response head, a
                                     deadline that bytes dribbled in or 1xx heads do not

@@ -20,8 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define READ_BUF_SIZE (64 * 1024)
-#define LINGER_MS     2000
+#define LINGER_MS 2000
 
 typedef struct conn conn;
 
@@ -38,7 +37,7 @@ struct irn_server {
     irn_close_cb close_cb;
     void *close_ud;
     int port;
-    char readbuf[READ_BUF_SIZE];
+    char readbuf[IRN__READ_BUF_SIZE];
 };
 
 typedef enum { T_NONE, T_HEADER, T_BODY, T_RESUME, T_LINGER, T_H2 } timer_kind;
@@ -51,11 +50,11 @@ struct conn {
     conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;
-    irn_lazy tz;       /* tk's deadline */
+    irn__lazy tz;      /* tk's deadline */
     uv_timer_t ftimer; /* h2: deferred flushes */
     uv_shutdown_t shut;
     irn_h1_parser *parser; /* NULL once the connection speaks h2 */
-    irn_h2s *h2;
+    irn__h2s *h2;
     ir_buf in; /* bytes read but not parsed yet */
     irn_resp *resp;
     size_t queued;
@@ -72,13 +71,6 @@ struct conn {
     char peer[64];
 };
 
-typedef struct wreq {
-    uv_write_t w;
-    conn *c;
-    size_t n;
-    char data[];
-} wreq;
-
 static void conn_process(conn *c);
 static void conn_close(conn *c);
 static void conn_finish(conn *c);
@@ -87,10 +79,10 @@ static void conn_finish(conn *c);
 
 static void on_timer(uv_timer_t *t);
 
-/* Lazy (irn_lazy): only an earlier deadline re-arms the uv timer. */
+/* Lazy (irn__lazy): only an earlier deadline re-arms the uv timer. */
 static void timer_set(conn *c, timer_kind k, uint64_t ms) {
     c->tk = k;
-    irn_lazy_set(&c->tz, &c->timer, on_timer, ms);
+    irn__lazy_set(&c->tz, &c->timer, on_timer, ms);
 }
 
 static void timer_stop(conn *c) {
@@ -116,14 +108,14 @@ static void read_stop(conn *c) {
 }
 
 static size_t in_cap(const conn *c) {
-    return c->srv->lim.max_header_bytes + READ_BUF_SIZE;
+    return c->srv->lim.max_header_bytes + IRN__READ_BUF_SIZE;
 }
 
 /* ---- writing ---------------------------------------------------------------- */
 
 static void on_write(uv_write_t *w, int status) {
-    wreq *r = (wreq *)w;
-    conn *c = r->c;
+    irn__wreq *r = (irn__wreq *)w;
+    conn *c = w->data;
     c->queued -= r->n;
     free(r);
     if (c->closing) return;
@@ -132,7 +124,7 @@ static void on_write(uv_write_t *w, int status) {
         return;
     }
     if (c->h2) {
-        irn_h2s_on_written(c->h2);
+        irn__h2s_on_written(c->h2);
         return;
     }
     irn_resp *resp = c->resp;
@@ -162,29 +154,11 @@ static int conn_write(conn *c, const uv_buf_t *parts, int nparts) {
         if (w > 0) skip = (size_t)w;
         if (skip == total) return 0;
     }
-    total -= skip;
-    wreq *r = malloc(sizeof *r + total);
-    if (!r) return IRN_ENOMEM;
-    size_t off = 0;
-    for (int i = 0; i < nparts; i++) {
-        size_t n = parts[i].len, from = 0;
-        if (skip) {
-            from = skip < n ? skip : n;
-            skip -= from;
-        }
-        memcpy(r->data + off, parts[i].base + from, n - from);
-        off += n - from;
-    }
-    r->c = c;
-    r->n = total;
-    uv_buf_t b = uv_buf_init(r->data, (unsigned)total);
-    if (uv_write(&r->w, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
-        free(r);
-        conn_close(c);
-        return IRN_ECLOSED;
-    }
-    c->queued += total;
-    return 0;
+    size_t n = 0;
+    int rc = irn__write_copy((uv_stream_t *)&c->tcp, parts, nparts, skip, c, on_write, &n);
+    if (rc == IRN_ECLOSED) conn_close(c);
+    c->queued += n;
+    return rc;
 }
 
 /* ---- closing ------------------------------------------------------------------ */
@@ -203,9 +177,9 @@ static void on_conn_closed(uv_handle_t *h) {
     if (++c->nclosed < 3) return;
     irn_server *srv = c->srv;
     if (c->h2) {
-        irn_h2s *h2 = c->h2;
+        irn__h2s *h2 = c->h2;
         c->h2 = NULL;
-        irn_h2s_free(h2); /* on_abort for the open streams */
+        irn__h2s_free(h2); /* on_abort for the open streams */
     }
     irn_resp *resp = c->resp;
     c->resp = NULL;
@@ -230,7 +204,7 @@ static void conn_close(conn *c) {
     if (c->closing) return;
     c->closing = true;
     if (c->resp) c->resp->aborted = true;
-    if (c->h2) irn_h2s_mark_aborted(c->h2);
+    if (c->h2) irn__h2s_mark_aborted(c->h2);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
     uv_close((uv_handle_t *)&c->ftimer, on_conn_closed);
@@ -267,7 +241,7 @@ static void send_error(conn *c, int status, const char *msg, const irn_request *
     ir_buf body, head;
     ir_buf_init(&body, 4096);
     ir_buf_init(&head, srv->lim.max_header_bytes + 4096);
-    int rc = irn_error_answer_make(&srv->cfg, req, status, msg, &e, &body);
+    int rc = irn__error_answer_make(&srv->cfg, req, status, msg, &e, &body);
     rc |= ir_buf_appendf(&head,
                          "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
                          "Content-Length: %zu\r\n",
@@ -301,12 +275,12 @@ static void on_timer(uv_timer_t *t) {
         c->tz.armed = 0; /* cleared since it was armed */
         return;
     }
-    if (!irn_lazy_fired(&c->tz, t, on_timer)) return;
+    if (!irn__lazy_fired(&c->tz, t, on_timer)) return;
     timer_kind k = c->tk;
     c->tk = T_NONE;
     switch (k) {
     case T_H2:
-        if (c->h2) irn_h2s_on_timer(c->h2);
+        if (c->h2) irn__h2s_on_timer(c->h2);
         break;
     case T_HEADER:
         if (!c->parser)
@@ -349,7 +323,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     if (c->dead_input) return; /* draining after the last response */
     if (c->h2) {
-        irn_h2s_feed(c->h2, buf->base, (size_t)nread);
+        irn__h2s_feed(c->h2, buf->base, (size_t)nread);
         return;
     }
     if (ir_buf_append(&c->in, buf->base, (size_t)nread) != 0) {
@@ -375,7 +349,7 @@ static size_t h2io_queued(void *ctx) {
 
 static void on_ftimer(uv_timer_t *t) {
     conn *c = t->data;
-    if (c->h2 && !c->closing) irn_h2s_flush(c->h2);
+    if (c->h2 && !c->closing) irn__h2s_flush(c->h2);
 }
 
 static void h2io_schedule(void *ctx) {
@@ -404,25 +378,25 @@ static void h2io_done(void *ctx, bool graceful) {
 /* Hands the connection to an h2 session. req: the Upgrade request (taken). */
 static void conn_to_h2(conn *c, const uint8_t *settings, size_t slen, irn_request *req) {
     irn_server *srv = c->srv;
-    irn_h2s_io io = {c, h2io_write, h2io_queued, h2io_schedule, h2io_timer, h2io_done};
+    irn__h2s_io io = {c, h2io_write, h2io_queued, h2io_schedule, h2io_timer, h2io_done};
     timer_stop(c);
     irn_h1_parser_free(c->parser);
     c->parser = NULL;
-    c->h2 = irn_h2s_new(&srv->cfg, &srv->lim, &srv->st, c->peer, &io);
+    c->h2 = irn__h2s_new(&srv->cfg, &srv->lim, &srv->st, c->peer, &io);
     if (!c->h2) {
         irn_request_free(req);
         conn_close(c);
         return;
     }
     srv->st.h2_conns++;
-    if (irn_h2s_start(c->h2, settings, slen, req) != 0) {
+    if (irn__h2s_start(c->h2, settings, slen, req) != 0) {
         conn_close(c);
         return;
     }
     if (c->closing || c->lingering || !c->in.len) return;
     ir_buf in = c->in; /* the bytes after the preface / the upgrade request */
     ir_buf_init(&c->in, 0);
-    irn_h2s_feed(c->h2, in.data, in.len);
+    irn__h2s_feed(c->h2, in.data, in.len);
     ir_buf_free(&in);
 }
 
@@ -431,10 +405,10 @@ static void conn_to_h2(conn *c, const uint8_t *settings, size_t slen, irn_reques
 static bool wants_upgrade(const conn *c, const irn_request *req, uint8_t *settings, size_t *slen) {
     const char *up = irn_request_header(req, "upgrade");
     const char *hs = irn_request_header(req, "http2-settings");
-    if (!up || !hs || !irn_has_token(up, strlen(up), "h2c") || req->http_major != 1 ||
+    if (!up || !hs || !irn__has_token(up, strlen(up), "h2c") || req->http_major != 1 ||
         req->http_minor != 1 || c->srv->closing)
         return false;
-    return irn_base64url_decode(hs, strlen(hs), settings, 512, slen) == 0 && *slen % 6 == 0;
+    return irn__base64url_decode(hs, strlen(hs), settings, 512, slen) == 0 && *slen % 6 == 0;
 }
 
 /* Answers 101 and switches; req becomes stream 1. */
@@ -464,7 +438,7 @@ static int sniff_preface(conn *c) {
 
 static void dispatch(conn *c, irn_request *req) {
     irn_server *srv = c->srv;
-    irn_resp *resp = irn_resp_new(req, &srv->cfg);
+    irn_resp *resp = irn__resp_new(req, &srv->cfg);
     if (!resp) {
         send_error(c, 500, "Out of memory", req);
         irn_request_free(req);
@@ -472,6 +446,7 @@ static void dispatch(conn *c, irn_request *req) {
     }
     req->peer = ir_arena_strdup(req->arena, c->peer);
     if (!req->peer) req->peer = "";
+    resp->ops = &irn__h1_resp_ops;
     resp->c = c;
     c->resp = resp;
     timer_stop(c);
@@ -558,10 +533,8 @@ static void conn_process(conn *c) {
 
 /* ---- responses ----------------------------------------------------------------- */
 
-int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
-                   int64_t content_length) {
-    if (!resp || resp->state != 0 || status < 100 || status > 999) return IRN_EINVAL;
-    if (resp->is_h2) return irn_h2_resp_start(resp, status, headers, nheaders, content_length);
+static int h1_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
+                         int64_t content_length) {
     conn *c = resp->c;
     if (!c || c->closing) {
         resp->state = 1;
@@ -582,15 +555,15 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
         const irn_header *h = &headers[i];
         size_t nl = h->name_len ? h->name_len : strlen(h->name);
         size_t vl = h->value_len ? h->value_len : strlen(h->value);
-        if (!nl || irn_bad_text(h->name, nl, true) || irn_bad_text(h->value, vl, true)) {
+        if (!nl || irn__bad_text(h->name, nl, true) || irn__bad_text(h->value, vl, true)) {
             ir_buf_reset(head);
             return IRN_EINVAL;
         }
-        if (irn_streq_ci(h->name, nl, "content-length") ||
-            irn_streq_ci(h->name, nl, "transfer-encoding"))
+        if (irn__streq_ci(h->name, nl, "content-length") ||
+            irn__streq_ci(h->name, nl, "transfer-encoding"))
             continue;
-        if (irn_streq_ci(h->name, nl, "connection")) {
-            if (irn_has_token(h->value, vl, "close")) close = true;
+        if (irn__streq_ci(h->name, nl, "connection")) {
+            if (irn__has_token(h->value, vl, "close")) close = true;
             continue;
         }
         rc = ir_buf_append(head, h->name, nl) || ir_buf_append(head, ": ", 2) ||
@@ -640,7 +613,7 @@ static int resp_write_parts(irn_resp *resp, uv_buf_t *parts, int nparts) {
     return rc;
 }
 
-static int64_t resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
+static int64_t h1_resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
     if (!resp || resp->state != 1) return IRN_EINVAL;
     conn *c = resp->c;
     if (!c || c->closing || resp->aborted) return IRN_ECLOSED;
@@ -671,41 +644,11 @@ static int64_t resp_write(irn_resp *resp, const void *data, size_t len, bool las
     return (int64_t)c->queued;
 }
 
-int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
-    if (resp && resp->is_h2) return irn_h2_resp_write(resp, data, len);
-    return resp_write(resp, data, len, false);
-}
-
-int irn_resp_finish(irn_resp *resp, const void *data, size_t len) {
-    int64_t w = 0;
-    if (resp && resp->is_h2)
-        w = len ? irn_h2_resp_write(resp, data, len) : 0;
-    else
-        w = len ? resp_write(resp, data, len, true) : 0;
-    int rc = irn_resp_end(resp);
-    return w < 0 ? (int)w : rc;
-}
-
-int irn_resp_default_500(irn_resp *resp) {
-    IR_WARN("net", "handler ended %s %s without a response", resp->req->method, resp->req->path);
-    ir_buf body;
-    ir_buf_init(&body, 4096);
-    irn_error_body(&body, 500, NULL, "The handler produced no response");
-    irn_header ct = {"Content-Type", 12, "application/json", 16};
-    /* irn_resp_start and irn_resp_write serve h1 and h2 alike. */
-    int rc = irn_resp_start(resp, 500, &ct, 1, (int64_t)body.len);
-    if (rc == 0) irn_resp_write(resp, body.data, body.len);
-    ir_buf_free(&body);
-    return rc;
-}
-
-int irn_resp_end(irn_resp *resp) {
-    if (!resp) return IRN_EINVAL;
-    if (resp->is_h2) return irn_h2_resp_end(resp);
+static int h1_resp_end(irn_resp *resp) {
     conn *c = resp->c;
     int rc = 0;
     if (c && !c->closing && resp->state == 0) {
-        rc = irn_resp_default_500(resp);
+        rc = irn__resp_default_500(resp);
         c = resp->c;
     }
     if (c) {
@@ -731,68 +674,30 @@ int irn_resp_end(irn_resp *resp) {
             }
         }
     }
-    irn_resp_release(resp);
+    irn__resp_release(resp);
     return rc;
 }
 
-int irn_resp_send(irn_resp *resp, int status, const char *content_type, const void *body,
-                  size_t len, const irn_header *extra, size_t nextra) {
-    if (!resp || resp->state != 0 || nextra > 64) return IRN_EINVAL;
-    irn_header hs[65];
-    size_t n = 0;
-    if (content_type)
-        hs[n++] = (irn_header){"Content-Type", 12, content_type, strlen(content_type)};
-    for (size_t i = 0; i < nextra; i++) hs[n++] = extra[i];
-    int rc = irn_resp_start(resp, status, hs, n, (int64_t)len);
-    if (rc == 0 && len) {
-        int64_t w = irn_resp_write(resp, body, len);
-        if (w < 0) rc = (int)w;
-    }
-    int rc2 = irn_resp_end(resp);
-    return rc ? rc : rc2;
-}
-
-int irn_resp_send_error(irn_resp *resp, int status, const char *type, const char *message) {
-    ir_buf body;
-    ir_buf_init(&body, 1024 * 1024);
-    if (irn_error_body(&body, status, type, message) != 0) {
-        ir_buf_free(&body);
-        return irn_resp_send(resp, status, "application/json", "{}", 2, NULL, 0);
-    }
-    int rc = irn_resp_send(resp, status, "application/json", body.data, body.len, NULL, 0);
-    ir_buf_free(&body);
-    return rc;
-}
-
-void irn_resp_on_abort(irn_resp *resp, irn_resp_cb cb, void *ud) {
-    resp->on_abort = cb;
-    resp->abort_ud = ud;
-}
-
-void irn_resp_on_drain(irn_resp *resp, irn_resp_cb cb, void *ud) {
-    resp->on_drain = cb;
-    resp->drain_ud = ud;
-}
-
-size_t irn_resp_queued(const irn_resp *resp) {
-    if (resp->is_h2) return irn_h2_resp_queued(resp);
+static size_t h1_resp_queued(const irn_resp *resp) {
     return resp->c ? resp->c->queued : 0;
 }
-bool irn_resp_aborted(const irn_resp *resp) {
-    return resp->aborted;
-}
-
-int irn_resp_close(irn_resp *resp) {
-    if (!resp) return IRN_EINVAL;
-    if (resp->is_h2) return irn_h2_resp_close(resp);
+static int h1_resp_close(irn_resp *resp) {
     conn *c = resp->c;
     if (c) {
         c->resp = NULL; /* no on_abort: the handler chose this */
         if (!c->closing) conn_close(c);
     }
-    irn_resp_release(resp);
+    irn__resp_release(resp);
     return 0;
 }
+
+const irn__resp_ops irn__h1_resp_ops = {
+    .start = h1_resp_start,
+    .write = h1_resp_write,
+    .end = h1_resp_end,
+    .close = h1_resp_close,
+    .queued = h1_resp_queued,
+};
 
 /* ---- accepting ------------------------------------------------------------------- */
 
@@ -853,7 +758,7 @@ void irn_server_cfg_init(irn_server_cfg *cfg) {
 
 static int resolve_listen(const char *host, uint16_t port, struct sockaddr_storage *out) {
     struct sockaddr_storage ss;
-    if (irn_addr_numeric(host, port, &ss) != 0) {
+    if (irn__addr_numeric(host, port, &ss) != 0) {
         struct addrinfo hints, *res = NULL;
         memset(&hints, 0, sizeof hints);
         hints.ai_family = AF_UNSPEC;
@@ -937,8 +842,8 @@ int irn_server_new(uv_loop_t *loop, const irn_server_cfg *cfg, irn_server **out)
     srv->lim =
         (irn_h1_limits){c->max_header_bytes, c->max_headers, c->max_body_bytes, c->max_arena_bytes};
     if (!srv->lim.max_header_bytes) srv->lim.max_header_bytes = 64 * 1024;
-    srv->header_ms = irn_ns_to_ms(c->header_timeout_ns);
-    srv->body_ms = irn_ns_to_ms(c->body_timeout_ns);
+    srv->header_ms = irn__ns_to_ms(c->header_timeout_ns);
+    srv->body_ms = irn__ns_to_ms(c->body_timeout_ns);
     int fd = -1;
     int rc = bind_socket(cfg, c->backlog, &fd);
     if (rc != 0) {
@@ -986,7 +891,7 @@ void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
     for (conn *c = srv->conns; c; c = c->next) {
         if (c->closing || c->lingering) continue;
         if (c->h2)
-            irn_h2s_shutdown(c->h2); /* GOAWAY; ends once its streams are done */
+            irn__h2s_shutdown(c->h2); /* GOAWAY; ends once its streams are done */
         else if (!c->resp && c->queued == 0 && c->in.len == 0 && c->parser &&
                  irn_h1_parser_idle(c->parser))
             conn_close(c);

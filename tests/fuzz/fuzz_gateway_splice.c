@@ -1,11 +1,28 @@
 /* libFuzzer: the gateway's model scan and splice on arbitrary bodies. Whatever
  * the input, the scan never reads out of bounds; when it accepts a body, the
  * spliced body parses, carries the new model, and equals the old one in every
- * other member. */
+ * other member; the parts the gateway sends (gw_splice_parts) are that body. */
 #include <stdint.h>
 #include <string.h>
 
-#include "gateway/gateway.h"
+#include "gateway/request.h"
+
+/* The parts, laid end to end, are the spliced body. */
+static void check_parts(const char *doc, size_t size, const ir_json_span *sp, bool found,
+                        const ir_buf *want) {
+    ir_arena *a = ir_arena_new(256, 1 << 20);
+    irn_part parts[GW_SPLICE_PARTS];
+    size_t n = 0, off = 0;
+    if (!a || gw_splice_parts(doc, size, sp, found, "inferrail/sim-8b", a, parts, &n) != 0)
+        __builtin_trap();
+    for (size_t i = 0; i < n; i++) {
+        if (off + parts[i].len > want->len || memcmp(want->data + off, parts[i].data, parts[i].len))
+            __builtin_trap();
+        off += parts[i].len;
+    }
+    if (off != want->len) __builtin_trap();
+    ir_arena_free(a);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *doc = (const char *)data;
@@ -15,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ir_buf out;
     ir_buf_init(&out, 0);
     if (gw_splice_model(doc, size, &sp, rc == IR_JSON_FOUND, "inferrail/sim-8b", &out) == 0) {
+        check_parts(doc, size, &sp, rc == IR_JSON_FOUND, &out);
         ir_json_span sp2;
         if (ir_json_scan_key(out.data, out.len, "model", &sp2, 128) != IR_JSON_FOUND)
             __builtin_trap();

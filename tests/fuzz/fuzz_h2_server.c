@@ -84,10 +84,10 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     }
 }
 
-static void flush_if(irn_h2s *h, fz *f) {
+static void flush_if(irn__h2s *h, fz *f) {
     for (int i = 0; f->scheduled && i < 8; i++) {
         f->scheduled = false;
-        irn_h2s_flush(h);
+        irn__h2s_flush(h);
     }
 }
 
@@ -109,15 +109,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cfg.on_headers = on_headers;
     cfg.ud = &f;
     irn_h1_limits lim = {.max_header_bytes = 2048, .max_headers = 16, .max_body_bytes = 4096};
-    irn_h2s_io io = {&f, io_write, io_queued, io_schedule, io_timer, io_done};
-    irn_h2s *h = irn_h2s_new(&cfg, &lim, NULL, "fuzz:1", &io);
+    irn__h2s_io io = {&f, io_write, io_queued, io_schedule, io_timer, io_done};
+    irn__h2s *h = irn__h2s_new(&cfg, &lim, NULL, "fuzz:1", &io);
     if (!h) abort();
-    if (irn_h2s_start(h, NULL, 0, NULL) != 0) abort();
+    if (irn__h2s_start(h, NULL, 0, NULL) != 0) abort();
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    irn_h2s_feed(h, preface, sizeof preface - 1);
+    irn__h2s_feed(h, preface, sizeof preface - 1);
     for (size_t off = 0; off < size && !f.done;) {
         size_t n = size - off < chunk ? size - off : chunk;
-        irn_h2s_feed(h, (const char *)data + off, n);
+        irn__h2s_feed(h, (const char *)data + off, n);
         flush_if(h, &f);
         off += n;
     }
@@ -129,9 +129,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         irn_resp_finish(r, "0123456789", 10); /* short of its length: reset */
     }
     flush_if(h, &f);
-    irn_h2s_on_timer(h);
-    irn_h2s_shutdown(h);
+    irn__h2s_on_timer(h);
+    irn__h2s_shutdown(h);
     flush_if(h, &f);
-    irn_h2s_free(h); /* aborts whatever is left */
+    irn__h2s_free(h); /* aborts whatever is left */
     return 0;
 }

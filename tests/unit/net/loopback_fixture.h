@@ -119,7 +119,7 @@ static inline void fx_hold(fx *f, irn_resp *resp) {
 /* /hello: "hello <method> <host header|-> <x-test header|-> <major>.<minor>"
  * and the peer in X-Peer; /echo: the body back; /stream: three chunks 5 ms
  * apart; /big: big_n chunks with backpressure (/bigchunked: the same, chunked);
- * /p0../p2: answered later;
+ * /target: "<path>|<query, or (null)>|<target>"; /p0../p2: answered later;
  * /slow: never answered; /rst: dropped unanswered; /rstmid: dropped after
  * part of a body (by the test, through held). */
 static inline void fx_on_request(void *ud, irn_request *req, irn_resp *resp) {
@@ -134,6 +134,11 @@ static inline void fx_on_request(void *ud, irn_request *req, irn_resp *resp) {
                          xt ? xt : "-", req->http_major, req->http_minor);
         irn_header xh = {"X-Peer", 6, req->peer, strlen(req->peer)};
         irn_resp_send(resp, 200, "text/plain", info, (size_t)n, &xh, 1);
+    } else if (strcmp(p, "/target") == 0) {
+        char info[512];
+        int n = snprintf(info, sizeof info, "%s|%s|%s", req->path,
+                         req->query ? req->query : "(null)", req->target);
+        irn_resp_send(resp, 200, "text/plain", info, (size_t)n, NULL, 0);
     } else if (strcmp(p, "/echo") == 0) {
         irn_resp_send(resp, 200, "application/octet-stream", req->body.data, req->body.len, NULL,
                       0);

@@ -72,6 +72,50 @@ static void test_h2_get_post(void **st) {
     fx_teardown(&f);
 }
 
+/* :path splits into path and query as an HTTP/1.1 target does: query "" when
+ * there is none. */
+static void test_h2_target_split(void **st) {
+    fx f;
+    h2_setup(&f, NULL, true);
+    const char *paths[] = {"/target", "/target?a=1&b=?"};
+    const char *want[] = {"/target||/target", "/target|a=1&b=?|/target?a=1&b=?"};
+    for (int i = 0; i < 2; i++) {
+        call c;
+        call_init(&c);
+        irn_client_req r = mkreq(&f, "GET", paths[i]);
+        do_call(&f, &r, &c);
+        assert_int_equal(c.status, 200);
+        assert_string_equal(c.body.data, want[i]);
+        ir_buf_free(&c.body);
+    }
+    fx_teardown(&f);
+}
+
+/* A body in parts is framed as one body, in order, over several DATA frames. */
+static void test_h2_body_parts(void **st) {
+    fx f;
+    h2_setup(&f, NULL, true);
+    size_t n = 100 * 1024;
+    char *payload = malloc(n);
+    for (size_t i = 0; i < n; i++) payload[i] = (char)('a' + i % 26);
+    irn_part parts[] = {{payload, 40000}, {"", 0}, {"<mid>", 5}, {payload + 40000, n - 40000}};
+    call c;
+    call_init(&c);
+    irn_client_req r = mkreq(&f, "POST", "/echo");
+    r.body_parts = parts;
+    r.nbody_parts = 4;
+    do_call(&f, &r, &c);
+    assert_int_equal(c.err, 0);
+    assert_int_equal(c.status, 200);
+    assert_int_equal(c.body.len, n + 5);
+    assert_memory_equal(c.body.data, payload, 40000);
+    assert_memory_equal(c.body.data + 40000, "<mid>", 5);
+    assert_memory_equal(c.body.data + 40005, payload + 40000, n - 40000);
+    ir_buf_free(&c.body);
+    free(payload);
+    fx_teardown(&f);
+}
+
 static void test_h2_concurrent(void **st) {
     fx f;
     h2_setup(&f, NULL, true);
@@ -454,7 +498,8 @@ static void test_h2_graceful_close(void **st) {
 int main(void) {
     if (getenv("H2DEBUG")) ir_log_set_level(IR_LOG_DEBUG);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_h2_get_post),       cmocka_unit_test(test_h2_concurrent),
+        cmocka_unit_test(test_h2_get_post),       cmocka_unit_test(test_h2_body_parts),
+        cmocka_unit_test(test_h2_target_split),   cmocka_unit_test(test_h2_concurrent),
         cmocka_unit_test(test_h2_flow_control),   cmocka_unit_test(test_h2_cancel_aborts),
         cmocka_unit_test(test_h2_server_errors),  cmocka_unit_test(test_h2_client_errors),
         cmocka_unit_test(test_h1_on_h2c_server),  cmocka_unit_test(test_h2_upgrade),

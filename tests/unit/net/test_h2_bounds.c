@@ -23,7 +23,7 @@
 #define LOW      (8 * 1024)
 
 typedef struct tb {
-    irn_h2s *h;
+    irn__h2s *h;
     nghttp2_session *cli;
     ir_buf wire; /* server -> client bytes not yet given to the client */
     irn_resp *resp[NSTREAMS];
@@ -83,10 +83,10 @@ static void exchange(tb *t) {
         const uint8_t *data;
         ssize_t n;
         while ((n = nghttp2_session_mem_send(t->cli, &data)) > 0) {
-            irn_h2s_feed(t->h, (const char *)data, (size_t)n);
+            irn__h2s_feed(t->h, (const char *)data, (size_t)n);
             moved = true;
         }
-        irn_h2s_flush(t->h);
+        irn__h2s_flush(t->h);
         if (t->wire.len) {
             assert_true(nghttp2_session_mem_recv(t->cli, (uint8_t *)t->wire.data, t->wire.len) >=
                         0);
@@ -110,12 +110,12 @@ static void setup(tb *t, uint32_t window) {
     cfg.on_request = on_request;
     cfg.ud = t;
     irn_h1_limits lim = {0};
-    irn_h2s_io io = {t, io_write, io_queued, io_schedule, io_timer, io_done};
-    t->h = irn_h2s_new(&cfg, &lim, NULL, "test:1", &io);
+    irn__h2s_io io = {t, io_write, io_queued, io_schedule, io_timer, io_done};
+    t->h = irn__h2s_new(&cfg, &lim, NULL, "test:1", &io);
     assert_non_null(t->h);
-    assert_int_equal(irn_h2s_start(t->h, NULL, 0, NULL), 0);
+    assert_int_equal(irn__h2s_start(t->h, NULL, 0, NULL), 0);
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    irn_h2s_feed(t->h, preface, sizeof preface - 1);
+    irn__h2s_feed(t->h, preface, sizeof preface - 1);
 
     nghttp2_session_callbacks *cbs;
     nghttp2_session_callbacks_new(&cbs);
@@ -133,7 +133,7 @@ static void skip_client_preface(tb *t) {
     const uint8_t *data;
     ssize_t n = nghttp2_session_mem_send(t->cli, &data);
     assert_true(n >= 24);
-    irn_h2s_feed(t->h, (const char *)data + 24, (size_t)n - 24);
+    irn__h2s_feed(t->h, (const char *)data + 24, (size_t)n - 24);
 }
 
 static void open_streams(tb *t, int n) {
@@ -152,7 +152,7 @@ static void open_streams(tb *t, int n) {
 static void teardown(tb *t) {
     for (int i = 0; i < t->nresp; i++)
         if (t->resp[i]) irn_resp_end(t->resp[i]);
-    irn_h2s_free(t->h);
+    irn__h2s_free(t->h);
     nghttp2_session_del(t->cli);
     ir_buf_free(&t->wire);
 }
@@ -202,7 +202,7 @@ static void test_stalled_streams_are_reset(void **state) {
     exchange(&t);
     assert_true(t.timer_ms > 0 && t.timer_ms <= 100); /* the stall deadline is armed */
     usleep(120 * 1000);
-    irn_h2s_on_timer(t.h);
+    irn__h2s_on_timer(t.h);
     exchange(&t);
     assert_int_equal(t.aborts, 2);
     assert_int_equal(t.closed_streams, 2);

@@ -340,6 +340,37 @@ static void test_request_bytes(void **st) {
     snprintf(expect, sizeof expect,
              "POST / HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Length: 123456\r\n\r\n", port);
     cap_check(&f, &k, &r, expect, sizeof big);
+
+    /* a body in parts goes out in order as one body (empty parts skipped), even
+     * when the socket takes only some of it at once */
+    static char big2[234567];
+    memset(big2, 'r', sizeof big2);
+    irn_part parts[] = {{big, sizeof big}, {"", 0}, {"<m>", 3}, {big2, sizeof big2}};
+    r.body = NULL;
+    r.body_len = 0;
+    r.body_parts = parts;
+    r.nbody_parts = 4;
+    snprintf(expect, sizeof expect,
+             "POST / HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Length: %zu\r\n\r\n", port,
+             sizeof big + 3 + sizeof big2);
+    cap_check(&f, &k, &r, expect, sizeof big + 3 + sizeof big2);
+    const char *got = k.in.data + strlen(expect);
+    assert_memory_equal(got, big, sizeof big);
+    assert_memory_equal(got + sizeof big, "<m>", 3);
+    assert_memory_equal(got + sizeof big + 3, big2, sizeof big2);
+    /* a body and parts together, or too many parts: refused */
+    irn_client *h = NULL;
+    r.body = "x";
+    r.body_len = 1;
+    assert_int_equal(irn_client_request(f.pool, &r, &CBS, NULL, &h), IRN_EINVAL);
+    irn_part many[IRN_MAX_BODY_PARTS + 1] = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}};
+    r.body = NULL;
+    r.body_parts = many;
+    r.nbody_parts = IRN_MAX_BODY_PARTS + 1;
+    assert_int_equal(irn_client_request(f.pool, &r, &CBS, NULL, &h), IRN_EINVAL);
+    assert_null(h);
+    r.body_parts = NULL;
+    r.nbody_parts = 0;
     assert_int_equal(pstats(&f).conns_created, 1);
     cap_free(&k);
 

@@ -29,23 +29,23 @@ static void bad_text_matches_reference(void **state) {
                     memset(s, backgrounds[bg], sizeof s);
                     s[at] = (char)c;
                     for (int sp = 0; sp < 2; sp++)
-                        if (irn_bad_text(s, n, sp) != reference_bad(s, n, sp))
+                        if (irn__bad_text(s, n, sp) != reference_bad(s, n, sp))
                             fail_msg("n=%zu at=%zu byte=%d background=%d allow_space=%d", n, at, c,
                                      backgrounds[bg], sp);
                 }
     /* bytes past n are not looked at */
     memcpy(s, "abcdefgh\r", 9);
-    assert_false(irn_bad_text(s, 8, true));
-    assert_true(irn_bad_text(s, 9, true));
+    assert_false(irn__bad_text(s, 8, true));
+    assert_true(irn__bad_text(s, 9, true));
 }
 
 static void streq_ci(void **state) {
     (void)state;
-    assert_true(irn_streq_ci("Content-Length", 14, "content-length"));
-    assert_false(irn_streq_ci("Content-Lengt", 13, "content-length"));
-    assert_false(irn_streq_ci("Content-Lengthx", 15, "content-length"));
-    assert_false(irn_streq_ci("Content_Length", 14, "content-length"));
-    assert_true(irn_streq_ci("", 0, ""));
+    assert_true(irn__streq_ci("Content-Length", 14, "content-length"));
+    assert_false(irn__streq_ci("Content-Lengt", 13, "content-length"));
+    assert_false(irn__streq_ci("Content-Lengthx", 15, "content-length"));
+    assert_false(irn__streq_ci("Content_Length", 14, "content-length"));
+    assert_true(irn__streq_ci("", 0, ""));
 }
 
 int main(void) {
