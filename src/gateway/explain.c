@@ -9,10 +9,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The value of the query's parameter `path` (a whole parameter name, after `?` or
+ * `&`), or NULL. */
+static const char *path_param(const char *target) {
+    const char *q = strchr(target, '?');
+    for (const char *p = q; p; p = strchr(p + 1, '&'))
+        if (strncmp(p + 1, "path=", 5) == 0) return p + 1;
+    return NULL;
+}
+
 /* chat or completions: ?path= when given, else whether the body has `messages`. */
 static int which_path(const char *target, const char *body, size_t len, bool *chat) {
-    const char *q = strchr(target, '?');
-    const char *p = q ? strstr(q, "path=") : NULL;
+    const char *p = path_param(target);
     if (p) {
         p += 5;
         size_t n = strcspn(p, "&");

@@ -115,6 +115,9 @@ void gw_predict_feedback(gw_req *r) {
         atomic_load_explicit(&rep->reports_cached, memory_order_relaxed))
         reported = 0;
     if (reported < 0) return;
+    /* No engine caches more than the prompt: a larger count is garbage, not a counter
+     * to add (it would wrap the total). */
+    if ((uint64_t)reported > r->prompt.ids.len) reported = (int64_t)r->prompt.ids.len;
     atomic_fetch_add_explicit(&rep->reported_tokens, (uint64_t)reported, memory_order_relaxed);
     _Atomic uint64_t *bucket = (uint64_t)reported == predicted  ? &rep->predictions_exact
                                : (uint64_t)reported < predicted ? &rep->predictions_over

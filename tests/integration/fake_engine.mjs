@@ -53,6 +53,9 @@ const H1 = {
     eng.timers.add(t);
   },
   'close-early': (sock) => sock.destroy(),
+  // A usage whose cached_tokens no prompt can have (near INT64_MAX).
+  'absurd-cached': (sock) => sock.write(okResponse(OK_BODY.slice(0, -1) +
+    ',"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":9223372036854775000}}}')),
 };
 
 // ---- h2c, raw frames ----------------------------------------------------------------

@@ -140,3 +140,14 @@ test('h2c: endless 1xx HEADERS are bounded by response_timeout', async () => {
     await assertNotWedged(gw, eng, 'h2-ok');
   });
 });
+
+test('h1: an absurd cached_tokens in the usage counts no more than the prompt', async () => {
+  const gateway = { models: [{ name: 'fake', tokenizer: 'builtin:sim' }] };
+  await withGateway('absurd-cached', { gateway }, async (gw) => {
+    for (let i = 0; i < 3; i++) assert.equal((await post(gw)).status, 200);
+    const page = await metrics(gw.admin);
+    const reported = metricValue(page, 'inferrail_reported_cached_tokens_total', 'replica="f0"');
+    // three one-word prompts: a handful of tokens each, never 2^63 (nor a wrapped counter)
+    assert.ok(reported >= 0 && reported < 1000, `reported ${reported}`);
+  });
+});

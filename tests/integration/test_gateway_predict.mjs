@@ -221,6 +221,12 @@ test('POST /admin/explain shows the decision and each replica\'s prediction, and
     const comp = await (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: '{"prompt":"abc"}' })).json();
     assert.equal(comp.path, '/v1/completions');
     assert.equal((await fetch(gw.admin + '/admin/explain?path=/nope', { method: 'POST', body: '{}' })).status, 400);
+    // Only a parameter named exactly `path` counts: not `xpath=`, nor `path=` inside another value.
+    const explainAt = async (q, b) => (await (await fetch(gw.admin + '/admin/explain' + q, { method: 'POST', body: b })).json()).path;
+    const chatBody = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(await explainAt('?xpath=/v1/completions', chatBody), '/v1/chat/completions');
+    assert.equal(await explainAt('?q=path=/v1/completions', chatBody), '/v1/chat/completions');
+    assert.equal(await explainAt('?q=1&path=/v1/completions', chatBody), '/v1/completions');
     assert.equal((await fetch(gw.admin + '/admin/explain', { method: 'POST', body: '{"model":"nope"}' })).status, 404);
     assert.equal((await fetch(gw.admin + '/admin/explain')).status, 405);
   } finally {
