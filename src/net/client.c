@@ -334,8 +334,9 @@ static int r_headers_complete(llhttp_t *ll) {
         return 0;
     }
     /* 101 answers an Upgrade, which this client never asks for; other 1xx are
-     * unknown to it; a status under 100 is no status. */
-    if (status < 200) return head_error(c, status == 101 ? "101 unasked" : "bad status");
+     * unknown to it; a status under 100 or over 599 is no status. */
+    if (status < 200 || status > 599)
+        return head_error(c, status == 101 ? "101 unasked" : "bad status");
     c->head_seen = true;
     c->status = status;
     if (!cl || cl->canceled) return -1;
