@@ -238,8 +238,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
         if (st->status == 100 || st->status == 103) {
             irn__hdrs_reset(&st->rh); /* informational: skipped (the head deadline stays) */
             st->status = 0;
-        } else if (st->status < 200) {
-            /* no 101 in HTTP/2, and no other interim status this client knows */
+        } else if (st->status < 200 || st->status > 599) {
+            /* no 101 in HTTP/2, no other interim status this client knows, and no
+             * status over 599 */
             st->parse_err = true;
             nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_PROTOCOL_ERROR);
             return 0;

@@ -43,6 +43,7 @@ const H1 = {
   'status-101': (sock) => sock.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'),
   'status-102': (sock) => sock.write('HTTP/1.1 102 Processing\r\n\r\n' + okResponse()),
   'status-103': (sock) => sock.write('HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n' + okResponse()),
+  'status-999': (sock) => sock.write('HTTP/1.1 999 Beyond\r\nContent-Length: 2\r\n\r\nok'),
   'status-000': (sock) => sock.write('HTTP/1.1 000 Zero\r\nContent-Length: 2\r\n\r\nok'),
   'huge-chunk': (sock) => sock.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nxx\r\n'),
   // The head a byte at a time (opts.dribbleMs, default 100 ms).
@@ -102,6 +103,10 @@ const H2 = {
   'h2-content-length-mismatch': (sock, id) => sock.write(Buffer.concat([
     h2headers(id, 200, [['content-type', 'application/json'], ['content-length', '3']], false),
     frame(T.DATA, F.END_STREAM, id, Buffer.from('x'.repeat(36))),
+  ])),
+  'h2-status-999': (sock, id) => sock.write(Buffer.concat([
+    h2headers(id, 999, [['content-length', '2']], false),
+    frame(T.DATA, F.END_STREAM, id, Buffer.from('ok')),
   ])),
   'h2-dribble-1xx': (sock, id, eng) => {
     const t = setInterval(() => { if (sock.destroyed) clearInterval(t); else sock.write(h2headers(id, 100, [], false)); }, eng.opts.dribbleMs ?? 100);

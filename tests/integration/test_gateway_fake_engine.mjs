@@ -79,7 +79,7 @@ test('h1: extra bytes in the same read as a response are not taken for the next 
   });
 });
 
-for (const scenario of ['status-101', 'status-102', 'status-000', 'huge-chunk']) {
+for (const scenario of ['status-101', 'status-102', 'status-000', 'status-999', 'huge-chunk']) {
   test(`h1: ${scenario} from the engine is a 502, and the replica stays usable`, async () => {
     await withGateway(scenario, {}, async (gw, eng) => {
       const r = await post(gw);
@@ -128,6 +128,13 @@ test('h2c: content-length 3 with 36 bytes of DATA is a 502', async () => {
   await withGateway('h2-content-length-mismatch', { http2: true }, async (gw, eng) => {
     const r = await post(gw);
     assertJsonError(r, 502);
+    await assertNotWedged(gw, eng, 'h2-ok');
+  });
+});
+
+test('h2c: a status above 599 is a 502', async () => {
+  await withGateway('h2-status-999', { http2: true }, async (gw, eng) => {
+    assertJsonError(await post(gw), 502);
     await assertNotWedged(gw, eng, 'h2-ok');
   });
 });
