@@ -303,32 +303,7 @@ static bool resp_head(void *ud, int status, const irn_header *headers, size_t n)
 static int resp_body(void *ud, const char *at, size_t len) {
     cconn *c = ud;
     irn_client *cl = c->cl;
-<<<<<<< HEAD
     if (!cl || cl->canceled || c->closing) return -1;
-=======
-    int status = ll->status_code;
-    if (status == 100 || status == 103) {
-        c->in_1xx = true; /* informational: skipped */
-        irn_hdrs_reset(&c->hdrs);
-        return 0;
-    }
-    /* 101 answers an Upgrade, which this client never asks for; other 1xx are
-     * unknown to it; a status under 100 or over 599 is no status. */
-    if (status < 200 || status > 599)
-        return head_error(c, status == 101 ? "101 unasked" : "bad status");
-    c->head_seen = true;
-    c->status = status;
-    if (!cl || cl->canceled) return -1;
-    /* The head is in: from here the idle timer bounds the wait for each byte. */
-    ctimer_set(c, cl->idle_ms ? CT_READ : CT_NONE, cl->idle_ms);
-    return cl->head_method ? 1 : 0;
-}
-
-static int r_body(llhttp_t *ll, const char *at, size_t len) {
-    cconn *c = C(ll);
-    irn_client *cl = c->cl;
-    if (!cl || cl->canceled || !deliver_head(c)) return -1;
->>>>>>> red
     if (cl->cbs.on_body && len) cl->cbs.on_body(cl->ud, at, len);
     if (c->closing || cl->canceled) return -1;
     return cl->paused ? 1 : 0; /* the rest of the read waits in held */

@@ -48,8 +48,8 @@ static int r_headers_complete(llhttp_t *ll) {
         return 0;
     }
     /* 101 answers an Upgrade, which the client never asks for; other 1xx are
-     * unknown to it; a status under 100 is no status. */
-    if (status < 200) {
+     * unknown to it; a status under 100 or over 599 is no status. */
+    if (status < 200 || status > 599) {
         p->why = status == 101 ? "101 unasked" : "bad status";
         return -1;
     }
