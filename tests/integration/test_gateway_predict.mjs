@@ -19,6 +19,10 @@ async function startFleetWith(blocks, policy = 'random') {
     models: [{ name: 'inferrail/sim-8b', tokenizer: 'builtin:sim' }],
     replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url, kv_capacity_blocks: blocks })),
     routing: { default_policy: policy, seed: 7 },
+    // One worker: with two, a client can read the last byte of a content-length answer
+    // and send its next request to the other worker before the first one has released
+    // the finished request's blocks (seen once under TSan).
+    server: { workers: 1 },
     health: { interval: '10s' },
   });
 }
