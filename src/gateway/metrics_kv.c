@@ -4,17 +4,10 @@
 
 #include <string.h>
 
-/* replica="<id>", escaped as the text exposition format asks (\\, \", \n). */
+/* {replica="<id>" (the caller closes the brace), escaped by gw_prom_label_value. */
 static void replica_label(ir_buf *o, const char *id) {
     ir_buf_append_str(o, "{replica=\"");
-    for (const char *p = id; *p; p++) {
-        if (*p == '\\' || *p == '"')
-            ir_buf_appendf(o, "\\%c", *p);
-        else if (*p == '\n')
-            ir_buf_append_str(o, "\\n");
-        else
-            ir_buf_append(o, p, 1);
-    }
+    gw_prom_label_value(o, id);
     ir_buf_append_str(o, "\"");
 }
 
