@@ -261,20 +261,3 @@ size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, cons
     }
     return n;
 }
-
-int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
-                    const char *name, ir_buf *out) {
-    if (found) {
-        return ir_buf_append(out, body, sp->start) ||
-                       ir_json_append_string(out, name, strlen(name)) ||
-                       ir_buf_append(out, body + sp->end, len - sp->end)
-                   ? -1
-                   : 0;
-    }
-    size_t at = sp->obj_open + 1;
-    if (ir_buf_append(out, body, at) || ir_buf_append_str(out, "\"model\":") ||
-        ir_json_append_string(out, name, strlen(name)) ||
-        (!sp->obj_empty && ir_buf_append(out, ",", 1)) || ir_buf_append(out, body + at, len - at))
-        return -1;
-    return 0;
-}

@@ -219,12 +219,6 @@ bool gw_replica_available(const gw_replica *r, uint64_t now);
 size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
                            irp_candidate *out, size_t *healthy);
 
-/* Writes body with its top-level `model` value replaced by the JSON string
- * `name` (found) or inserted as the first member (absent); every other byte is
- * kept. sp comes from ir_json_scan_key. */
-int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
-                    const char *name, ir_buf *out);
-
 /* The 404 message for an unknown model. A name over GW_SHOWN_NAME bytes is cut at a
  * character boundary and marked with an ellipsis and its full length. */
 #define GW_SHOWN_NAME 256

@@ -246,8 +246,8 @@ typedef struct gw_resolution {
 } gw_resolution;
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
 /* The body with its top-level `model` replaced by the JSON string `name` (found) or
- * inserted as the first member (absent), as gw_splice_model writes it, but as parts
- * that point into body and a short piece (the new value) made in arena. -1 when
+ * inserted as the first member (absent), as the tests' reference (tests/fuzz/splice_model.h) writes
+ * it, but as parts that point into body and a short piece (the new value) made in arena. -1 when
  * the arena is full. */
 int gw_splice_parts(const char *body, size_t len, const ir_json_span *sp, bool found,
                     const char *name, ir_arena *arena, irn_part out[GW_SPLICE_PARTS],

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gateway/gateway.h"
+#include "../../fuzz/splice_model.h"
 
 static const char *conf_text =
     "models:\n"
@@ -258,7 +259,7 @@ static void splice_changes_only_model(void **state) {
             ir_buf out;
             ir_buf_init(&out, 0);
             assert_int_equal(
-                gw_splice_model(b, strlen(b), &sp, rc == IR_JSON_FOUND, names[k], &out), 0);
+                splice_model_ref(b, strlen(b), &sp, rc == IR_JSON_FOUND, names[k], &out), 0);
             json_error_t e;
             json_t *before = json_loads(b, 0, &e), *after = json_loadb(out.data, out.len, 0, &e);
             assert_non_null(after);
