@@ -38,18 +38,6 @@ static int which_path(const char *target, const char *body, size_t len, bool *ch
 }
 
 /* Why replica r cannot take the request now; NULL when it can. */
-static const char *ineligible(const gw_fleet *f, const gw_replica *r, uint32_t model,
-                              uint64_t now) {
-    if (!gw_replica_serves(r, model)) return "does not serve the model";
-    if (!atomic_load(&r->healthy)) return "unhealthy";
-    if (atomic_load(&r->ejected_until) > now) return "ejected";
-    if (atomic_load(&r->in_flight) >= (uint32_t)r->cfg->max_concurrency ||
-        atomic_load(&r->pending) >= (uint32_t)r->cfg->max_pending)
-        return "full";
-    (void)f;
-    return NULL;
-}
-
 static json_t *number_or_null(double v) {
     return isnan(v) ? json_null() : json_real(v);
 }
@@ -85,7 +73,8 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     uint64_t now = ir_now_ns();
     irp_candidate cand[GW_MAX_REPLICAS];
     irp_explain ex[GW_MAX_REPLICAS];
-    size_t healthy, n = gw_fleet_candidates(f, m->index, now, NULL, cand, &healthy);
+    const char *why[GW_MAX_REPLICAS];
+    size_t healthy, n = gw_fleet_candidates_why(f, m->index, now, NULL, cand, &healthy, why);
     gw_predictions(f, p, cand, n);
     ir_rng rng;
     ir_rng_seed(&rng, now);
@@ -98,10 +87,8 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
         const gw_replica *r = &f->replicas[i];
         size_t k = 0;
         while (k < n && cand[k].replica != i) k++;
-        const char *why = k < n ? NULL : ineligible(f, r, m->index, now);
-        if (k == n && !why) why = "full"; /* lost its room between the two reads */
         json_array_append_new(
-            rows, candidate_json(f, r, why, k < n ? &cand[k] : NULL, k < n ? &ex[k] : NULL));
+            rows, candidate_json(f, r, why[i], k < n ? &cand[k] : NULL, k < n ? &ex[k] : NULL));
     }
     json_t *o = json_object();
     json_object_set_new(o, "winner",

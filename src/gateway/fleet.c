@@ -233,19 +233,33 @@ void gw_replica_succeeded(gw_replica *r) {
         atomic_store_explicit(&r->consecutive_failures, 0, memory_order_relaxed);
 }
 
-size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
-                           irp_candidate *out, size_t *healthy) {
+/* Why replica rep is not offered, or NULL when it is; counts it in *healthy
+ * when it serves the model and is up. The one place that decides eligibility. */
+static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now, bool excluded,
+                            uint32_t inf, uint32_t pen, size_t *healthy) {
+    if (!gw_replica_serves(rep, model)) return "does not serve the model";
+    if (!atomic_load_explicit(&rep->healthy, memory_order_relaxed)) return "unhealthy";
+    if (atomic_load_explicit(&rep->ejected_until, memory_order_relaxed) > now) return "ejected";
+    (*healthy)++;
+    if (excluded) return "already tried";
+    if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
+        return "full";
+    return NULL;
+}
+
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+                               const uint64_t *exclude, irp_candidate *out, size_t *healthy,
+                               const char **why) {
     size_t n = 0;
     *healthy = 0;
     for (size_t i = 0; i < f->nreplicas; i++) {
         gw_replica *rep = &f->replicas[i];
-        if (!gw_replica_serves(rep, model) || !gw_replica_available(rep, now)) continue;
-        (*healthy)++;
-        if (exclude && (exclude[i / 64] >> (i % 64)) & 1) continue;
+        bool excluded = exclude && (exclude[i / 64] >> (i % 64)) & 1;
         uint32_t inf = atomic_load_explicit(&rep->in_flight, memory_order_relaxed);
         uint32_t pen = atomic_load_explicit(&rep->pending, memory_order_relaxed);
-        if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
-            continue;
+        const char *reason = left_out(rep, model, now, excluded, inf, pen, healthy);
+        if (why) why[i] = reason;
+        if (reason) continue;
         out[n++] = (irp_candidate){
             .replica = (uint32_t)i,
             .in_flight = inf,
@@ -260,4 +274,9 @@ size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, cons
             .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
     }
     return n;
+}
+
+size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
+                           irp_candidate *out, size_t *healthy) {
+    return gw_fleet_candidates_why(f, model, now, exclude, out, healthy, NULL);
 }

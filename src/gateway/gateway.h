@@ -218,6 +218,12 @@ bool gw_replica_available(const gw_replica *r, uint64_t now);
  * ones that serve the model, with or without room. */
 size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
                            irp_candidate *out, size_t *healthy);
+/* The same, and why[i] (f->nreplicas entries) says why replica i was left out, or
+ * NULL when it is offered: "does not serve the model", "unhealthy", "ejected",
+ * "already tried" (in exclude) or "full". /admin/explain shows these. */
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+                               const uint64_t *exclude, irp_candidate *out, size_t *healthy,
+                               const char **why);
 
 /* The 404 message for an unknown model. A name over GW_SHOWN_NAME bytes is cut at a
  * character boundary and marked with an ellipsis and its full length. */
