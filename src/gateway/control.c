@@ -56,6 +56,7 @@ static void on_probe_done(void *ud, int err) {
             atomic_store(&r->healthy, 0);
             IR_WARN("health", "replica %s is unhealthy: %s", r->cfg->id,
                     err ? irn_strerror(err) : "status not 200");
+            if (!p->ctl->stopping) gw_app_replica_down(app);
         }
     }
 }
@@ -183,6 +184,12 @@ int gw_metrics_render(gw_app *app, ir_buf *o) {
     C("inferrail_rejected_full_total", "Requests answered 503 because every replica was full.",
       s->rejected_full);
     C("inferrail_upstream_errors_total", "Failed upstream attempts.", s->upstream_errors);
+    C("inferrail_upstream_moved_total",
+      "Attempts moved off a replica that its health checks marked down before it answered.",
+      s->moved_hung);
+    C("inferrail_upstream_stalls_total",
+      "Responses cut because the engine sent nothing for upstream.idle_timeout mid-response.",
+      s->stalled_streams);
 #undef C
     const char *gauges[][2] = {
         {"inferrail_replica_in_flight", "Requests in flight to the replica."},

@@ -260,6 +260,8 @@ int gw_cards_render(gw_cards *c, ir_buf *out);
 typedef struct gw_stats {
     _Atomic uint64_t requests, responses_2xx, responses_4xx, responses_5xx;
     _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
+    _Atomic uint64_t moved_hung;      /* attempts moved off a replica marked down */
+    _Atomic uint64_t stalled_streams; /* responses cut by upstream.idle_timeout */
 } gw_stats;
 
 typedef struct gw_worker gw_worker;
@@ -292,6 +294,11 @@ void gw_worker_stop(gw_worker *w, uint64_t grace_ns); /* asynchronous */
 void gw_worker_join(gw_worker *w);
 void gw_worker_free(gw_worker *w);
 int gw_worker_port(const gw_worker *w);
+/* From the control thread: a replica went down; w moves the attempts that wait on
+ * it (gw_stream_move_hung). A no-op once w was asked to stop. */
+void gw_worker_recheck(gw_worker *w);
+/* gw_worker_recheck on every started worker. */
+void gw_app_replica_down(gw_app *app);
 
 /* The control loop (control.c): admin port, health checks, model cards. */
 typedef struct gw_control gw_control;
