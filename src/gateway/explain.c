@@ -96,6 +96,7 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     json_t *rows = json_array();
     for (size_t i = 0; i < f->nreplicas; i++) {
         const gw_replica *r = &f->replicas[i];
+        if (!gw_replica_member(r)) continue;
         size_t k = 0;
         while (k < n && cand[k].replica != i) k++;
         const char *why = k < n ? NULL : ineligible(f, r, m->index, now);
