@@ -245,6 +245,47 @@ static const ir_cfg_field replica_fields[] = {
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
 
+static const ir_cfg_field dns_group_fields[] = {
+    {.key = "name",
+     .type = IR_CFG_STRING,
+     .offset = offsetof(gw_dns_group_cfg, name),
+     .required = true,
+     .doc = "the group's name; its members are named <name>-<ip>-<port>"},
+    {.key = "url",
+     .type = IR_CFG_URL,
+     .offset = offsetof(gw_dns_group_cfg, url),
+     .required = true,
+     .doc = "http://NAME:PORT[/base]: NAME's A and AAAA records are the members, on PORT; "
+            "with srv, NAME is an SRV name whose records give targets and ports"},
+    F(gw_dns_group_cfg, "models", IR_CFG_STRLIST, models, NULL,
+      "models its members serve; default every configured model"),
+    F(gw_dns_group_cfg, "refresh", IR_CFG_DURATION, refresh, "5s",
+      "how often NAME is looked up again; an answer whose TTL runs out first brings the next "
+      "lookup sooner, but a TTL never below 1s; at least 10ms"),
+    F(gw_dns_group_cfg, "srv", IR_CFG_BOOL, srv, "false",
+      "look up SRV records (as Kubernetes headless Services publish) for targets and ports"),
+    FI(gw_dns_group_cfg, "max_concurrency", max_concurrency, "256", 1, 1000000,
+       "requests in flight to each member"),
+    FI(gw_dns_group_cfg, "max_pending", max_pending, "64", 1, 1000000,
+       "requests waiting for each member's response head"),
+    FI(gw_dns_group_cfg, "kv_capacity_blocks", kv_capacity_blocks, "0", 0, INT64_MAX,
+       "each member's KV cache in blocks; 0 means learn it from the engine"),
+};
+static const ir_cfg_schema dns_group_schema = {
+    "dns group", dns_group_fields, IR_ARRAY_LEN(dns_group_fields), sizeof(gw_dns_group_cfg)};
+
+static const ir_cfg_field discovery_fields[] = {
+    {.key = "dns",
+     .type = IR_CFG_LIST,
+     .offset = offsetof(gw_discovery_cfg, dns),
+     .sub = &dns_group_schema,
+     .doc = "DNS groups: every address a name resolves to is a replica"},
+    F(gw_discovery_cfg, "nameservers", IR_CFG_STRLIST, nameservers, NULL,
+      "DNS servers as host:port, instead of /etc/resolv.conf's"),
+};
+static const ir_cfg_schema discovery_schema = {
+    "discovery", discovery_fields, IR_ARRAY_LEN(discovery_fields), sizeof(gw_discovery_cfg)};
+
 static const ir_cfg_field top_fields[] = {
     {.key = "models",
      .type = IR_CFG_LIST,
@@ -256,8 +297,11 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_LIST,
      .offset = offsetof(gw_config, replicas),
      .sub = &replica_schema,
-     .required = true,
-     .doc = "the engines"},
+     .doc = "the engines; required unless discovery.dns names some"},
+    {.key = "discovery",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, discovery),
+     .sub = &discovery_schema},
     {.key = "server",
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, server),
@@ -396,7 +440,7 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
         }
     }
     for (size_t k = 0; k < c->models.n; k++) {
-        if (!models[k].name) continue;
+        if (!models[k].name || gw_dns_serves(c, models[k].name)) continue;
         bool served = false;
         for (size_t i = 0; i < c->replicas.n && !served; i++) {
             served = reps[i].models.n == 0;
@@ -412,7 +456,9 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
 void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     const gw_model_cfg *models = c->models.items;
     if (c->models.n == 0) ir_cfg_errors_add(errs, "models: at least one model is required");
-    if (c->replicas.n == 0) ir_cfg_errors_add(errs, "replicas: at least one replica is required");
+    if (c->replicas.n == 0 && c->discovery.dns.n == 0)
+        ir_cfg_errors_add(errs, "replicas: at least one replica (or a discovery.dns group) is "
+                                "required");
     if (c->models.n > 256) ir_cfg_errors_add(errs, "models: at most 256 models");
     if (c->replicas.n > GW_MAX_REPLICAS)
         ir_cfg_errors_add(errs, "replicas: at most %d replicas", GW_MAX_REPLICAS);
@@ -446,6 +492,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     free(names);
     free(paths);
     check_replicas(c, errs);
+    gw_check_discovery(c, errs);
     check_ports(c, errs);
     check_nonzero(c, errs);
 }

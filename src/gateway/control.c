@@ -27,6 +27,7 @@ struct probe {
     int status;
     ir_buf body;
     uint32_t fails, passes;
+    uint32_t gen; /* the replica's gen the counts are for */
 };
 
 /* ---- health probes --------------------------------------------------------------------------- */
@@ -41,6 +42,7 @@ static void on_probe_done(void *ud, int err) {
     p->health = NULL;
     gw_app *app = p->ctl->app;
     gw_replica *r = &app->fleet.replicas[p->replica];
+    if (!gw_replica_member(r) || p->gen != atomic_load(&r->gen)) return; /* left meanwhile */
     bool ok = err == 0 && p->status == 200;
     const gw_health_cfg *h = &app->cfg.health;
     if (ok) {
@@ -56,6 +58,7 @@ static void on_probe_done(void *ud, int err) {
             atomic_store(&r->healthy, 0);
             IR_WARN("health", "replica %s is unhealthy: %s", r->cfg->id,
                     err ? irn_strerror(err) : "status not 200");
+            if (!p->ctl->stopping) gw_app_replica_down(app);
         }
     }
 }
@@ -103,6 +106,14 @@ static void on_tick(uv_timer_t *t) {
     if (cards) c->last_cards = now;
     for (size_t i = 0; i < c->app->fleet.nreplicas; i++) {
         probe *p = &c->probes[i];
+        gw_replica *r = &c->app->fleet.replicas[i];
+        if (!gw_replica_member(r)) continue;
+        uint32_t gen = atomic_load(&r->gen);
+        if (p->gen != gen && !p->health && !p->cards) { /* a new member in this slot */
+            p->gen = gen;
+            p->fails = p->passes = 0;
+        }
+        if (p->gen != gen) continue; /* the old member's probes are still out */
         if (!p->health) start_get(c, p, "/health", &probe_cbs, &p->health);
         if (cards && !p->cards) start_get(c, p, "/v1/models", &cards_cbs, &p->cards);
     }
@@ -183,6 +194,12 @@ int gw_metrics_render(gw_app *app, ir_buf *o) {
     C("inferrail_rejected_full_total", "Requests answered 503 because every replica was full.",
       s->rejected_full);
     C("inferrail_upstream_errors_total", "Failed upstream attempts.", s->upstream_errors);
+    C("inferrail_upstream_moved_total",
+      "Attempts moved off a replica that its health checks marked down before it answered.",
+      s->moved_hung);
+    C("inferrail_upstream_stalls_total",
+      "Responses cut because the engine sent nothing for upstream.idle_timeout mid-response.",
+      s->stalled_streams);
 #undef C
     const char *gauges[][2] = {
         {"inferrail_replica_in_flight", "Requests in flight to the replica."},
@@ -199,6 +216,7 @@ int gw_metrics_render(gw_app *app, ir_buf *o) {
                        counter ? "counter" : "gauge");
         for (size_t i = 0; i < app->fleet.nreplicas; i++) {
             gw_replica *r = &app->fleet.replicas[i];
+            if (!gw_replica_member(r)) continue; /* departed: its series are gone */
             unsigned long long v = 0;
             switch (g) {
             case 0:
@@ -234,12 +252,12 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop) {
     if (!c) return NULL;
     c->app = app;
     c->loop = loop;
-    c->probes = calloc(app->fleet.nreplicas ? app->fleet.nreplicas : 1, sizeof *c->probes);
+    c->probes = calloc(app->fleet.nslots, sizeof *c->probes);
     if (!c->probes) {
         free(c);
         return NULL;
     }
-    for (size_t i = 0; i < app->fleet.nreplicas; i++) {
+    for (size_t i = 0; i < app->fleet.nslots; i++) {
         c->probes[i].ctl = c;
         c->probes[i].replica = (uint32_t)i;
         ir_buf_init(&c->probes[i].body, 4 << 20);
@@ -283,7 +301,7 @@ void gw_control_stop(gw_control *c) {
 
 void gw_control_free(gw_control *c) {
     if (!c) return;
-    for (size_t i = 0; i < c->app->fleet.nreplicas; i++) ir_buf_free(&c->probes[i].body);
+    for (size_t i = 0; i < c->app->fleet.nslots; i++) ir_buf_free(&c->probes[i].body);
     free(c->probes);
     free(c);
 }

@@ -74,6 +74,8 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     irp_candidate cand[GW_MAX_REPLICAS];
     irp_explain ex[GW_MAX_REPLICAS];
     const char *why[GW_MAX_REPLICAS];
+    /* Slots only grow, so the candidates' read covers every slot below this one. */
+    size_t slots = atomic_load_explicit(&f->nreplicas, memory_order_acquire);
     size_t healthy, n = gw_fleet_candidates_why(f, m->index, now, NULL, cand, &healthy, why);
     gw_predictions(f, p, cand, n);
     ir_rng rng;
@@ -83,8 +85,9 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     irp_policy_explain(m->policy, &q, cand, n, ex);
     size_t win = n ? irp_choose(m->policy, &q, cand, n) : 0;
     json_t *rows = json_array();
-    for (size_t i = 0; i < f->nreplicas; i++) {
+    for (size_t i = 0; i < slots; i++) {
         const gw_replica *r = &f->replicas[i];
+        if (!gw_replica_member(r)) continue;
         size_t k = 0;
         while (k < n && cand[k].replica != i) k++;
         json_array_append_new(

@@ -35,7 +35,7 @@ static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
  * default (the engine's own number replaces it once the load scraper reads it). */
 static int init_index(gw_fleet *f, char *err, size_t errlen) {
     f->block_size = (uint32_t)f->cfg->index.block_size;
-    f->index = irx_new((uint32_t)(f->nreplicas ? f->nreplicas : 1));
+    f->index = irx_new((uint32_t)f->nslots);
     if (!f->index) {
         snprintf(err, errlen, "out of memory (KV index)");
         return -1;
@@ -75,8 +75,10 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
     f->cfg = cfg;
     f->nmodels = cfg->models.n;
     f->nreplicas = cfg->replicas.n;
-    f->models = calloc(f->nmodels, sizeof *f->models);
-    f->replicas = calloc(f->nreplicas, sizeof *f->replicas);
+    /* With discovery, every slot exists from the start: members come and go in them. */
+    f->nslots = cfg->discovery.dns.n ? GW_MAX_REPLICAS : IR_MAX(cfg->replicas.n, 1);
+    f->models = calloc(f->nmodels ? f->nmodels : 1, sizeof *f->models);
+    f->replicas = calloc(f->nslots, sizeof *f->replicas);
     if (!f->models || !f->replicas) {
         snprintf(err, errlen, "out of memory");
         gw_fleet_free(f);
@@ -111,12 +113,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
             gw_fleet_free(f);
             return -1;
         }
-        for (size_t m = 0; m < f->nmodels; m++) {
-            bool serves = rc[i].models.n == 0;
-            for (size_t k = 0; k < rc[i].models.n && !serves; k++)
-                serves = strcmp(rc[i].models.items[k], mc[m].name) == 0;
-            if (serves) r->model_mask[m / 64] |= 1ull << (m % 64);
-        }
+        gw_replica_models(f, r);
         if (gw_replica_headers_init(r)) {
             snprintf(err, errlen, "out of memory");
             gw_fleet_free(f);
@@ -124,6 +121,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         }
         /* Optimistic until the first probe says otherwise. */
         atomic_store(&r->healthy, 1);
+        atomic_store(&r->active, 1);
     }
     if (init_index(f, err, errlen)) {
         gw_fleet_free(f);
@@ -157,12 +155,23 @@ const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len) 
     return NULL;
 }
 
+void gw_replica_models(const gw_fleet *f, gw_replica *r) {
+    const ir_cfg_strlist *want = &r->cfg->models;
+    memset(r->model_mask, 0, sizeof r->model_mask);
+    for (size_t m = 0; m < f->nmodels; m++) {
+        bool serves = want->n == 0;
+        for (size_t k = 0; k < want->n && !serves; k++)
+            serves = strcmp(want->items[k], f->models[m].cfg->name) == 0;
+        if (serves) r->model_mask[m / 64] |= 1ull << (m % 64);
+    }
+}
+
 bool gw_replica_serves(const gw_replica *r, uint32_t model) {
     return model < 256 && (r->model_mask[model / 64] >> (model % 64)) & 1;
 }
 
 bool gw_replica_available(const gw_replica *r, uint64_t now) {
-    return atomic_load_explicit(&r->healthy, memory_order_relaxed) &&
+    return gw_replica_member(r) && atomic_load_explicit(&r->healthy, memory_order_relaxed) &&
            atomic_load_explicit(&r->ejected_until, memory_order_relaxed) <= now;
 }
 
@@ -208,7 +217,9 @@ void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now) {
     if (n < (uint32_t)h->unhealthy_threshold) return;
     size_t healthy = 0, ejected = 0;
     for (size_t i = 0; i < f->nreplicas; i++) {
-        if (!atomic_load_explicit(&f->replicas[i].healthy, memory_order_relaxed)) continue;
+        if (!gw_replica_member(&f->replicas[i]) ||
+            !atomic_load_explicit(&f->replicas[i].healthy, memory_order_relaxed))
+            continue;
         healthy++;
         if (atomic_load_explicit(&f->replicas[i].ejected_until, memory_order_relaxed) > now)
             ejected++;
@@ -237,6 +248,7 @@ void gw_replica_succeeded(gw_replica *r) {
  * when it serves the model and is up. The one place that decides eligibility. */
 static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now, bool excluded,
                             uint32_t inf, uint32_t pen, size_t *healthy) {
+    if (!gw_replica_member(rep)) return "not a member";
     if (!gw_replica_serves(rep, model)) return "does not serve the model";
     if (!atomic_load_explicit(&rep->healthy, memory_order_relaxed)) return "unhealthy";
     if (atomic_load_explicit(&rep->ejected_until, memory_order_relaxed) > now) return "ejected";
@@ -250,9 +262,9 @@ static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now,
 size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
                                const uint64_t *exclude, irp_candidate *out, size_t *healthy,
                                const char **why) {
-    size_t n = 0;
+    size_t n = 0, slots = atomic_load_explicit(&f->nreplicas, memory_order_acquire);
     *healthy = 0;
-    for (size_t i = 0; i < f->nreplicas; i++) {
+    for (size_t i = 0; i < slots; i++) {
         gw_replica *rep = &f->replicas[i];
         bool excluded = exclude && (exclude[i / 64] >> (i % 64)) & 1;
         uint32_t inf = atomic_load_explicit(&rep->in_flight, memory_order_relaxed);

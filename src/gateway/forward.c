@@ -74,7 +74,9 @@ void gw_forward(gw_req *r) {
         gw_predict_undo(r);
         gw_req_release(r);
         gw_req_fail(r, 502, "cannot start the upstream request");
+        return;
     }
+    gw_req_wait_head(r);
 }
 
 static void on_backoff(uv_timer_t *t) {
@@ -88,9 +90,13 @@ static void on_backoff(uv_timer_t *t) {
 }
 
 /* The backoff before attempt number r->attempt + 1: doubling, capped, and never
- * past the deadline. */
-static uint64_t backoff_ns(const gw_req *r, uint64_t now) {
+ * past the deadline; none for a request moved off a replica that went down. */
+static uint64_t backoff_ns(gw_req *r, uint64_t now) {
     const gw_retry_cfg *c = &r->w->app->cfg.retry;
+    if (r->move_now) {
+        r->move_now = false;
+        return 0;
+    }
     uint64_t b = c->backoff;
     for (int i = 1; i < r->attempt && b < c->max_backoff; i++) b *= 2;
     if (b > c->max_backoff) b = c->max_backoff;

@@ -134,6 +134,21 @@ typedef struct gw_replica_cfg {
     ir_cfg_map headers; /* name -> value, added to every request sent to it */
 } gw_replica_cfg;
 
+/* discovery.dns[]: a DNS name whose addresses are replicas. */
+typedef struct gw_dns_group_cfg {
+    char *name;            /* members are named <name>-<ip>-<port> */
+    char *url;             /* http://NAME:PORT[/base]; with srv, NAME is the SRV name */
+    ir_cfg_strlist models; /* empty: every model */
+    uint64_t refresh;
+    bool srv; /* ports (and targets) from SRV records */
+    int64_t max_concurrency, max_pending, kv_capacity_blocks;
+} gw_dns_group_cfg;
+
+typedef struct gw_discovery_cfg {
+    ir_cfg_list dns;            /* gw_dns_group_cfg */
+    ir_cfg_strlist nameservers; /* host:port; empty: /etc/resolv.conf */
+} gw_discovery_cfg;
+
 typedef struct gw_config {
     gw_server_cfg server;
     gw_upstream_cfg upstream;
@@ -144,6 +159,7 @@ typedef struct gw_config {
     gw_index_cfg index;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
+    gw_discovery_cfg discovery;
 } gw_config;
 
 extern const ir_cfg_schema gw_config_schema;
@@ -152,6 +168,10 @@ extern const ir_cfg_schema gw_config_schema;
  * names known). Every problem goes to errs with its path. */
 ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs);
 void gw_config_check(const gw_config *c, ir_cfg_errors *errs);
+/* discovery.* (discovery_cfg.c): group names, urls, models, nameservers. */
+void gw_check_discovery(const gw_config *c, ir_cfg_errors *errs);
+/* Whether a DNS group serves the model (names it, or names none). */
+bool gw_dns_serves(const gw_config *c, const char *model);
 /* Replica ids: 1 to GW_REPLICA_ID_MAX of A-Z a-z 0-9 . _ - : */
 #define GW_REPLICA_ID_MAX 64
 bool gw_replica_id_ok(const char *id);
@@ -183,6 +203,15 @@ typedef struct gw_replica {
     /* replicas[i].headers, checked, lowercase names; point into the config */
     irn_header *extra;
     size_t nextra;
+    /* Membership (members.c). A slot never moves: a request's pointer to it stays
+     * valid after the replica leaves. Readers check gw_replica_member first. */
+    _Atomic int active;       /* a member now; configured replicas always are */
+    _Atomic uint32_t gen;     /* bumped on every join: the prober restarts its counts */
+    _Atomic uint64_t left_at; /* monotonic ns of its leaving; 0 while a member */
+    bool dynamic;             /* from discovery: cfg is dyn_cfg */
+    gw_replica_cfg dyn_cfg;   /* its group's settings, with its own id and url */
+    char dyn_id[GW_REPLICA_ID_MAX + 1];
+    char dyn_url[320];
 } gw_replica;
 
 typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
@@ -199,8 +228,9 @@ typedef struct gw_fleet {
     const gw_config *cfg;
     irx_index *index; /* the approximate KV index, shared by every worker */
     uint32_t block_size;
-    gw_replica *replicas;
-    size_t nreplicas;
+    gw_replica *replicas;     /* nslots of them */
+    _Atomic size_t nreplicas; /* slots in use (members or not), grows only */
+    size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
     gw_model *models;
     size_t nmodels;
 } gw_fleet;
@@ -210,6 +240,22 @@ void gw_fleet_free(gw_fleet *f);
 /* A model by name or alias; NULL when unknown. */
 const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len);
 bool gw_replica_serves(const gw_replica *r, uint32_t model);
+/* Sets r->model_mask from r->cfg->models. */
+void gw_replica_models(const gw_fleet *f, gw_replica *r);
+
+/* ---- membership (members.c) ---------------------------------------------------------
+ * Called on the control thread only (discovery); readers on any thread never wait.
+ * A replica that joins takes a slot: its own old one when the same id comes back,
+ * else a fresh one, else the slot of a departed member that has been idle (no
+ * request in flight) for GW_SLOT_QUARANTINE_NS, so that no reader that saw it a
+ * member can still be using it. tmpl gives every setting but id and url (its
+ * models and headers must outlive the member). Returns the slot, or -1 (fleet
+ * full, bad url). A replica that leaves finishes its running requests, gets no
+ * new ones, drops out of the KV index and of the metrics. */
+#define GW_SLOT_QUARANTINE_NS (10ull * 1000000000ull)
+int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica_cfg *tmpl);
+void gw_fleet_leave(gw_fleet *f, uint32_t slot);
+bool gw_replica_member(const gw_replica *r);
 bool gw_replica_available(const gw_replica *r, uint64_t now);
 
 /* The replicas a request of `model` may be offered: they serve it, are healthy
@@ -218,8 +264,9 @@ bool gw_replica_available(const gw_replica *r, uint64_t now);
  * ones that serve the model, with or without room. */
 size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
                            irp_candidate *out, size_t *healthy);
-/* The same, and why[i] (f->nreplicas entries) says why replica i was left out, or
- * NULL when it is offered: "does not serve the model", "unhealthy", "ejected",
+/* The same, and why[i] (an entry for each slot below f->nreplicas as read at the
+ * call) says why replica i was left out, or NULL when it is offered: "not a
+ * member" (a free slot), "does not serve the model", "unhealthy", "ejected",
  * "already tried" (in exclude) or "full". /admin/explain shows these. */
 size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
                                const uint64_t *exclude, irp_candidate *out, size_t *healthy,
@@ -260,6 +307,8 @@ int gw_cards_render(gw_cards *c, ir_buf *out);
 typedef struct gw_stats {
     _Atomic uint64_t requests, responses_2xx, responses_4xx, responses_5xx;
     _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
+    _Atomic uint64_t moved_hung;      /* attempts moved off a replica marked down */
+    _Atomic uint64_t stalled_streams; /* responses cut by upstream.idle_timeout */
 } gw_stats;
 
 typedef struct gw_worker gw_worker;
@@ -276,9 +325,10 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;   /* set by the first SIGTERM/SIGINT: draining */
-    struct gw_control *ctl; /* the control loop, owned */
-    bool *started;          /* started[i]: workers[i] is bound and running */
+    _Atomic int stopping;      /* set by the first SIGTERM/SIGINT: draining */
+    struct gw_control *ctl;    /* the control loop, owned */
+    struct gw_discovery *disc; /* DNS discovery on the control loop, owned; NULL: none */
+    bool *started;             /* started[i]: workers[i] is bound and running */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -292,6 +342,11 @@ void gw_worker_stop(gw_worker *w, uint64_t grace_ns); /* asynchronous */
 void gw_worker_join(gw_worker *w);
 void gw_worker_free(gw_worker *w);
 int gw_worker_port(const gw_worker *w);
+/* From the control thread: a replica went down; w moves the attempts that wait on
+ * it (gw_stream_move_hung). A no-op once w was asked to stop. */
+void gw_worker_recheck(gw_worker *w);
+/* gw_worker_recheck on every started worker. */
+void gw_app_replica_down(gw_app *app);
 
 /* The control loop (control.c): admin port, health checks, model cards. */
 typedef struct gw_control gw_control;
@@ -302,6 +357,19 @@ void gw_control_free(gw_control *c);
 int gw_metrics_render(gw_app *app, ir_buf *out);
 /* The KV index's metrics (metrics_kv.c). */
 void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
+
+/* DNS discovery (discovery.c), on the control loop: every discovery.dns[] group is
+ * looked up at start and then every refresh, its addresses joining and leaving
+ * the fleet (gw_fleet_join, gw_fleet_leave). NULL (err says why) on a channel that
+ * cannot be set up, such as a bad nameserver. settled: every group has had its
+ * first answer (or failure). stop closes its handles (the loop then ends them);
+ * free after the loop has run. */
+typedef struct gw_discovery gw_discovery;
+gw_discovery *gw_discovery_new(gw_app *app, uv_loop_t *loop, char *err, size_t errlen);
+int gw_discovery_start(gw_discovery *d);
+bool gw_discovery_settled(const gw_discovery *d);
+void gw_discovery_stop(gw_discovery *d);
+void gw_discovery_free(gw_discovery *d);
 
 /* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
  * fwd (the client's, less hop-by-hop ones) less the ones rep's configured

@@ -102,6 +102,7 @@ static void on_signal(uv_signal_t *s, int signum) {
     for (size_t i = 0; i < app->nworkers; i++)
         if (app->workers[i]) gw_worker_stop(app->workers[i], app->cfg.server.shutdown_timeout);
     gw_control_stop(sc->ctl);
+    gw_discovery_stop(app->disc);
     if (uv_thread_create(&sc->reaper, reaper_main, sc) == 0)
         sc->reaper_started = true;
     else
@@ -112,6 +113,25 @@ static void print_errors(const char *path, ir_cfg_errors *errs) {
     fprintf(stderr, "inferrail-gateway: %s: %zu problem%s:\n", path, errs->n,
             errs->n == 1 ? "" : "s");
     for (size_t i = 0; i < errs->n; i++) fprintf(stderr, "  %s\n", errs->msgs[i]);
+}
+
+/* Discovery starts before the workers: its groups are resolved before the first
+ * request (a group whose first lookup fails starts empty, and is retried every
+ * refresh). */
+#define GW_FIRST_LOOKUP_NS (10ull * 1000000000ull)
+static int start_discovery(gw_app *app) {
+    if (app->cfg.discovery.dns.n == 0) return 0;
+    char err[512];
+    app->disc = gw_discovery_new(app, uv_default_loop(), err, sizeof err);
+    if (!app->disc) {
+        fprintf(stderr, "inferrail-gateway: %s\n", err);
+        return UV_EINVAL;
+    }
+    gw_discovery_start(app->disc);
+    uint64_t until = ir_now_ns() + GW_FIRST_LOOKUP_NS;
+    while (!gw_discovery_settled(app->disc) && ir_now_ns() < until)
+        uv_run(uv_default_loop(), UV_RUN_ONCE);
+    return 0;
 }
 
 /* Binds the client port in every worker and the admin port, or explains in
@@ -125,6 +145,8 @@ static int start_all(gw_app *app) {
                 irn_strerror(rc));
         return rc;
     }
+    rc = start_discovery(app);
+    if (rc) return rc;
     app->cards = gw_cards_new(&app->fleet);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     app->nworkers =
@@ -161,6 +183,7 @@ static void stop_failed_start(gw_app *app, int rc) {
     for (size_t i = 0; i < app->nworkers; i++)
         if (app->workers && app->started && app->started[i]) gw_worker_stop(app->workers[i], 0);
     if (app->ctl) gw_control_stop(app->ctl);
+    gw_discovery_stop(app->disc);
     uv_run(uv_default_loop(), UV_RUN_DEFAULT);
 }
 
@@ -309,6 +332,7 @@ static void free_app(gw_app *app) {
     }
     uv_loop_close(uv_default_loop());
     gw_control_free(app->ctl);
+    gw_discovery_free(app->disc);
     free(app->workers);
     free(app->started);
     gw_cards_free(app->cards);

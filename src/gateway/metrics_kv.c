@@ -20,6 +20,7 @@ static void per_replica(ir_buf *o, const gw_fleet *f, const char *name, const ch
     head(o, name, type, help);
     for (size_t i = 0; i < f->nreplicas; i++) {
         const gw_replica *r = &f->replicas[i];
+        if (!gw_replica_member(r)) continue;
         ir_buf_append_str(o, name);
         replica_label(o, r->cfg->id);
         uint64_t v = atomic_load((_Atomic uint64_t *)((const char *)r + field));
@@ -34,6 +35,7 @@ static void predictions(ir_buf *o, const gw_fleet *f) {
          "index predicted more than the engine had).");
     for (size_t i = 0; i < f->nreplicas; i++) {
         const gw_replica *r = &f->replicas[i];
+        if (!gw_replica_member(r)) continue;
         const _Atomic uint64_t *v[] = {&r->predictions_exact, &r->predictions_over,
                                        &r->predictions_under};
         for (size_t k = 0; k < 3; k++) {
@@ -58,6 +60,7 @@ static void index_size(ir_buf *o, const gw_fleet *f) {
     head(o, "inferrail_index_replica_blocks", "gauge",
          "Blocks the KV index believes the replica holds.");
     for (size_t i = 0; i < f->nreplicas; i++) {
+        if (!gw_replica_member(&f->replicas[i])) continue;
         ir_buf_append_str(o, "inferrail_index_replica_blocks");
         replica_label(o, f->replicas[i].cfg->id);
         ir_buf_appendf(o, "} %u\n", irx_replica_blocks(f->index, (uint32_t)i));
@@ -65,6 +68,7 @@ static void index_size(ir_buf *o, const gw_fleet *f) {
     head(o, "inferrail_index_replica_capacity_blocks", "gauge",
          "The replica's KV cache size the index uses, in blocks.");
     for (size_t i = 0; i < f->nreplicas; i++) {
+        if (!gw_replica_member(&f->replicas[i])) continue;
         ir_buf_append_str(o, "inferrail_index_replica_capacity_blocks");
         replica_label(o, f->replicas[i].cfg->id);
         ir_buf_appendf(o, "} %u\n", irx_capacity(f->index, (uint32_t)i));

@@ -92,7 +92,7 @@ void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p) {
 
 void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
     if (p->state != GW_PREDICT_OK) return;
-    p->cached = calloc(f->nreplicas ? f->nreplicas : 1, sizeof *p->cached);
+    p->cached = calloc(f->nslots, sizeof *p->cached);
     if (!p->cached) {
         p->state = GW_PREDICT_NONE;
         return;

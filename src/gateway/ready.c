@@ -49,9 +49,12 @@ void gw_state_render(gw_app *app, ir_buf *o) {
     ir_buf_appendf(o, ",\"draining\":%s,\"ready\":%s,\"workers\":%zu,\"replicas\":[",
                    atomic_load(&app->stopping) ? "true" : "false",
                    gw_app_ready(app, now, NULL) ? "true" : "false", app->nworkers);
+    bool first = true;
     for (size_t i = 0; i < app->fleet.nreplicas; i++) {
         gw_replica *r = &app->fleet.replicas[i];
-        ir_buf_append_str(o, i ? ",{\"id\":" : "{\"id\":");
+        if (!gw_replica_member(r)) continue;
+        ir_buf_append_str(o, first ? "{\"id\":" : ",{\"id\":");
+        first = false;
         ir_json_append_string(o, r->cfg->id, strlen(r->cfg->id));
         ir_buf_append_lit(o, ",\"url\":");
         ir_json_append_string(o, r->cfg->url, strlen(r->cfg->url));

@@ -134,6 +134,27 @@ void gw_req_release(gw_req *r) {
     r->lease_pending = false;
 }
 
+void gw_req_wait_head(gw_req *r) {
+    if (r->waiting) return;
+    gw_worker *w = r->w;
+    r->waiting = true;
+    r->wprev = NULL;
+    r->wnext = w->waiting;
+    if (w->waiting) w->waiting->wprev = r;
+    w->waiting = r;
+}
+
+void gw_req_unwait(gw_req *r) {
+    if (!r->waiting) return;
+    if (r->wprev)
+        r->wprev->wnext = r->wnext;
+    else
+        r->w->waiting = r->wnext;
+    if (r->wnext) r->wnext->wprev = r->wprev;
+    r->waiting = false;
+    r->wprev = r->wnext = NULL;
+}
+
 static void on_timer_closed(uv_handle_t *h) {
     gw_req *r = h->data;
     free(h);

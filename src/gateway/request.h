@@ -32,6 +32,8 @@
 
 #include "gateway/gateway.h"
 
+typedef struct gw_req gw_req;
+
 /* One worker thread: its loop, listener, upstream pool and recycling lists. */
 struct gw_worker {
     gw_app *app;
@@ -50,9 +52,11 @@ struct gw_worker {
     bool stopping, started;
     uint64_t live; /* requests in this worker */
     int port;
+    /* Attempts still waiting for their response head (stream.c moves those whose
+     * replica the health checks mark down); recheck is set by gw_worker_recheck. */
+    gw_req *waiting;
+    _Atomic int recheck;
 };
-
-typedef struct gw_req gw_req;
 
 /* The body sent on, as parts: the client's bytes before `model`'s value, the
  * new value (in the request's arena), the client's bytes after it. */
@@ -127,6 +131,13 @@ struct gw_req {
     int timers_closing; /* closed timers whose close callback is still due */
     gw_again_fn again;  /* set by the forward stage */
     bool head_sent, client_gone, retry_on_done, paused;
+    /* In w->waiting (an attempt sent, no head yet); moving: cancelled because its
+     * replica went down, to be sent elsewhere at once; sse: the engine's answer is
+     * an event stream (a stall mid-stream ends it with an error event). */
+    bool waiting, moving, move_now, sse;
+    gw_req *wprev, *wnext;
+    char sse_end[4]; /* an event stream's last 4 bytes sent, oldest first */
+    uint8_t sse_seen;
     int last_status; /* the last retryable engine answer, for the final error */
     int status;      /* what the client got, for the access log */
     int last_err;
@@ -173,6 +184,10 @@ void gw_req_end_client(gw_req *r);
 void gw_req_release(gw_req *r);
 /* Closes the backoff timer (if any); gw_req_done waits for its close callback. */
 void gw_req_close_timer(gw_req *r);
+/* Puts r in its worker's list of attempts waiting for a head, or takes it out
+ * (either is a no-op when already done). */
+void gw_req_wait_head(gw_req *r);
+void gw_req_unwait(gw_req *r);
 
 /* inferrail_responses_total: every answer the client port gives, by class. */
 void gw_count_response(gw_stats *st, int status);
@@ -284,6 +299,10 @@ void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, 
 extern const irn_client_cbs gw_stream_cbs;
 /* The client's write queue drained: the engine may send again. */
 void gw_stream_on_drain(irn_resp *resp, void *ud);
+/* Cancels every attempt of w still waiting for a head on a replica that the health
+ * checks marked down; each goes to another replica at once (nothing reached its
+ * client yet) without counting against retry.max_attempts. */
+void gw_stream_move_hung(gw_worker *w);
 
 /* ---- forward.c ------------------------------------------------------------------------- */
 /* Stage 8: one attempt: choose a replica, send the request to it. On failure before
