@@ -1,12 +1,13 @@
 /* ir_load.h: the load module's public header (prefix irl_).
  *
- * Load signals of the engines: for now the reader of the Prometheus text
- * exposition format (version 0.0.4) that their /metrics pages use. The scraper
- * that fetches those pages on a schedule will live here too.
+ * Load signals of the engines: the reader of the Prometheus text exposition
+ * format (version 0.0.4) that their /metrics pages use, the reader of a vLLM
+ * or SGLang page into one engine report, and the scraper that fetches every
+ * replica's page on a schedule.
  *
- * Ownership: the reader never copies or keeps the page; every pointer it
- * hands out points into the caller's page and lives as long as it does. The
- * page need not be NUL-terminated. Nothing here allocates.
+ * Ownership: the readers never copy or keep the page; every pointer they
+ * hand out points into the caller's page and lives as long as it does. The
+ * page need not be NUL-terminated. The readers never allocate.
  */
 #ifndef IR_LOAD_H
 #define IR_LOAD_H
@@ -52,6 +53,58 @@ double irl_prom_sum(const char *page, size_t len, const char *family);
 /* Copies the unescaped value of label `key` of s into out (NUL-terminated,
  * cut to outlen - 1 bytes). False when s has no such label. */
 bool irl_prom_label(const irl_sample *s, const char *key, char *out, size_t outlen);
+
+/* ---- engine reports -----------------------------------------------------------
+ * One engine's load, read from its metrics page. The engine is told by the
+ * metric prefix (vllm: or sglang:). Every sample of a family is summed, so the
+ * data-parallel ranks (vLLM's `engine` label, SGLang's `dp_rank`) add up and
+ * extra labels change nothing; a sample with a `priority` label is one of
+ * SGLang's per-priority breakdowns of a total the page also has, and is skipped.
+ *
+ * Required: running, waiting and KV usage (vLLM: vllm:num_requests_running,
+ * vllm:num_requests_waiting, vllm:kv_cache_usage_perc or the older
+ * vllm:gpu_cache_usage_perc; SGLang: sglang:num_running_reqs,
+ * sglang:num_queue_reqs, sglang:token_usage). A page that lacks one, or gives
+ * one a value that is not a finite number >= 0, is unreadable: an error, never
+ * an idle engine. Everything else is optional and flagged when present. */
+typedef enum irl_engine { IRL_ENGINE_NONE = 0, IRL_ENGINE_VLLM, IRL_ENGINE_SGLANG } irl_engine;
+
+/* "vllm", "sglang" or "none". */
+const char *irl_engine_name(irl_engine e);
+
+typedef struct irl_report {
+    irl_engine engine;
+    uint32_t ranks;          /* samples of the running family: data-parallel ranks */
+    double running, waiting; /* requests, summed over the ranks */
+    double kv_usage;         /* 0..1, the mean over the ranks (a value above 1 reads as 1) */
+    /* Prefix cache counters, in tokens, summed. vLLM: prefix_cache_queries_total
+     * and prefix_cache_hits_total; SGLang: prompt_tokens_total and
+     * cached_tokens_total (the tokens looked up and the tokens found). */
+    bool has_prefix;
+    double prefix_queries, prefix_hits;
+    bool has_preemptions; /* vllm:num_preemptions_total */
+    double preemptions;
+    /* KV capacity. vLLM: vllm:cache_config_info's num_gpu_blocks summed over
+     * the engines and its block_size; SGLang: sglang:max_total_num_tokens
+     * summed. 0: not on the page (or "None" while an engine starts). */
+    uint64_t capacity_blocks;
+    uint32_t block_size;
+    uint64_t capacity_tokens; /* SGLang; for vLLM, blocks * block_size when both known */
+    size_t malformed;         /* lines the text reader skipped */
+} irl_report;
+
+/* Reads page[0..len) into *out. Returns 0, or -1 when the page is unreadable;
+ * then why (may be NULL) gets the reason, NUL-terminated and cut to whylen. */
+int irl_report_parse(const char *page, size_t len, irl_report *out, char *why, size_t whylen);
+
+/* Whether cur says the engine restarted since prev: both have prefix counters
+ * and one of them went backwards. */
+bool irl_report_restarted(const irl_report *prev, const irl_report *cur);
+
+/* The engine's KV capacity in blocks of block_size tokens: vLLM's num_gpu_blocks
+ * (rescaled when its block size differs), or SGLang's token pool divided by
+ * block_size. 0 when unknown. */
+uint64_t irl_report_capacity_blocks(const irl_report *r, uint32_t block_size);
 
 #ifdef __cplusplus
 }
