@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/ir_core.h"
+#include "net/ir_net.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,6 +106,72 @@ bool irl_report_restarted(const irl_report *prev, const irl_report *cur);
  * (rescaled when its block size differs), or SGLang's token pool divided by
  * block_size. 0 when unknown. */
 uint64_t irl_report_capacity_blocks(const irl_report *r, uint32_t block_size);
+
+/* ---- the scraper ------------------------------------------------------------------
+ * Scrapes every target's metrics page in parallel, every interval, on a thread
+ * of its own with its own libuv loop and connection pool, so nothing it does
+ * ever waits on, or delays, the gateway's workers. Each scrape is bounded by
+ * the timeout (connect, head and the whole body together) and by the page cap;
+ * a target whose last scrape is still running when its turn comes is skipped
+ * for that round, so a hung or endless engine costs one connection and never
+ * delays the other targets. A target that stops answering (an error, a
+ * timeout, a bad status, a page too large or unreadable) is logged once, and
+ * once again when it answers again.
+ *
+ * Threads: new, start, stop and free from one thread; irl_scraper_stats from any
+ * thread at any time; the report callback runs on the scraper's thread. */
+#define IRL_MAX_PAGE (4u << 20) /* 4 MiB */
+
+typedef enum irl_result {
+    IRL_SCRAPE_OK,
+    IRL_SCRAPE_ERROR,      /* connect refused, reset, closed early, malformed HTTP */
+    IRL_SCRAPE_TIMEOUT,    /* the whole scrape took longer than the timeout */
+    IRL_SCRAPE_STATUS,     /* a status other than 200 */
+    IRL_SCRAPE_TOO_LARGE,  /* the page passed the cap */
+    IRL_SCRAPE_UNREADABLE, /* irl_report_parse refused the page */
+    IRL_SCRAPE_RESULTS
+} irl_result;
+
+/* "ok", "error", "timeout", "status", "too_large", "unreadable". */
+const char *irl_result_name(irl_result r);
+
+typedef struct irl_target {
+    const char *id;   /* for the logs */
+    const char *host; /* numeric or a name */
+    uint16_t port;
+    const char *path; /* the page, e.g. "/metrics" */
+} irl_target;         /* all copied by irl_scraper_new */
+
+/* After every scrape of target `i`, on the scraper's thread: r is the report
+ * when res is IRL_SCRAPE_OK, else NULL. at_ns (monotonic) is when the page's
+ * response head arrived, the moment the report describes. */
+typedef void (*irl_report_cb)(void *ud, size_t i, irl_result res, const irl_report *r,
+                              uint64_t at_ns);
+
+typedef struct irl_scraper_cfg {
+    uint64_t interval_ns; /* 0: 100 ms */
+    uint64_t timeout_ns;  /* 0: 100 ms */
+    size_t max_page;      /* 0: IRL_MAX_PAGE */
+    irl_report_cb on_report;
+    void *ud;
+} irl_scraper_cfg;
+
+typedef struct irl_scraper irl_scraper;
+
+typedef struct irl_scrape_stats {
+    uint64_t results[IRL_SCRAPE_RESULTS]; /* scrapes by outcome */
+    bool answering;                       /* the last scrape was OK */
+} irl_scrape_stats;
+
+/* NULL on OOM or a bad argument. n may be 0 (then nothing is scraped). */
+irl_scraper *irl_scraper_new(const irl_scraper_cfg *cfg, const irl_target *targets, size_t n);
+/* Starts the thread; the first round runs at once. 0 or a UV_E* code. */
+int irl_scraper_start(irl_scraper *s);
+/* Cancels the scrapes in flight and joins the thread; no callback after it
+ * returns. Harmless when not started or already stopped. */
+void irl_scraper_stop(irl_scraper *s);
+void irl_scraper_free(irl_scraper *s); /* stops first; NULL is fine */
+void irl_scraper_stats(const irl_scraper *s, size_t i, irl_scrape_stats *out);
 
 #ifdef __cplusplus
 }

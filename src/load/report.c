@@ -23,17 +23,19 @@ typedef enum fam {
 } fam;
 
 static const char *const vllm_names[F_COUNT] = {
-    "vllm:num_requests_running",      "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",       "vllm:gpu_cache_usage_perc",
-    "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
-    "vllm:num_preemptions_total",     "vllm:cache_config_info",
-    NULL,
+    "vllm:num_requests_running",  "vllm:num_requests_waiting",       "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",  "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+    "vllm:num_preemptions_total", "vllm:cache_config_info",          NULL,
 };
 static const char *const sglang_names[F_COUNT] = {
-    "sglang:num_running_reqs",  "sglang:num_queue_reqs",
-    "sglang:token_usage",       NULL,
-    "sglang:prompt_tokens_total", "sglang:cached_tokens_total",
-    NULL,                       NULL,
+    "sglang:num_running_reqs",
+    "sglang:num_queue_reqs",
+    "sglang:token_usage",
+    NULL,
+    "sglang:prompt_tokens_total",
+    "sglang:cached_tokens_total",
+    NULL,
+    NULL,
     "sglang:max_total_num_tokens",
 };
 

@@ -118,12 +118,14 @@ static void unreadable_pages(void **st) {
                                "vllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0\n",
                                &r, why),
                      -1);
-    assert_string_equal(why, "a value that is not a finite number >= 0 in vllm:num_requests_running");
+    assert_string_equal(why,
+                        "a value that is not a finite number >= 0 in vllm:num_requests_running");
     assert_int_equal(read_page("vllm:num_requests_running 1\nvllm:num_requests_waiting -3\n"
                                "vllm:kv_cache_usage_perc 0\n",
                                &r, why),
                      -1);
-    assert_string_equal(why, "a value that is not a finite number >= 0 in vllm:num_requests_waiting");
+    assert_string_equal(why,
+                        "a value that is not a finite number >= 0 in vllm:num_requests_waiting");
     /* Cut mid-line: the last family is gone, so the page is unreadable, not idle. */
     const char *cut = "vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_us";
     assert_int_equal(read_page(cut, &r, why), -1);
@@ -167,8 +169,8 @@ static void tolerant_reading(void **st) {
 }
 
 static void restart_detection(void **st) {
-    irl_report a = {.engine = IRL_ENGINE_VLLM, .has_prefix = true, .prefix_queries = 100,
-                    .prefix_hits = 50};
+    irl_report a = {
+        .engine = IRL_ENGINE_VLLM, .has_prefix = true, .prefix_queries = 100, .prefix_hits = 50};
     irl_report b = a;
     assert_false(irl_report_restarted(&a, &b));
     b.prefix_queries = 200, b.prefix_hits = 60;
