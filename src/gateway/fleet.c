@@ -125,7 +125,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         /* Optimistic until the first probe says otherwise. */
         atomic_store(&r->healthy, 1);
     }
-    if (init_index(f, err, errlen)) {
+    if (init_index(f, err, errlen) || gw_kvsub_start(f, err, errlen)) {
         gw_fleet_free(f);
         return -1;
     }
@@ -137,6 +137,7 @@ void gw_fleet_free(gw_fleet *f) {
         irp_policy_free(f->models[i].policy);
         irt_free(f->models[i].hf);
     }
+    gw_kvsub_stop(f);
     irx_free(f->index);
     f->index = NULL;
     for (size_t i = 0; f->replicas && i < f->nreplicas; i++) free(f->replicas[i].extra);

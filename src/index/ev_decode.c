@@ -32,7 +32,8 @@ static int fail(dec *d, const char *what) {
 
 static bool is_str(const msgpack_object *o, const char *s) {
     size_t n = strlen(s);
-    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && memcmp(o->via.str.ptr, s, n) == 0;
+    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
+           memcmp(o->via.str.ptr, s, n) == 0;
 }
 
 /* An engine block hash, opaque: an integer (its 64-bit pattern, so signed and
@@ -147,23 +148,28 @@ static const char *const stored_names[] = {"block_hashes", "parent_block_hash", 
 static int field(dec *d, irx_ev *ev, int f, const msgpack_object *v) {
     bool bad = false;
     switch (f) {
-    case F_HASHES: return hash_list(d, v, ev);
+    case F_HASHES:
+        return hash_list(d, v, ev);
     case F_PARENT:
         if (v->type == MSGPACK_OBJECT_NIL) return 0;
         ev->has_parent = true;
         return engine_key(d, v, &ev->parent);
-    case F_TOKENS: return tokens(d, v, ev);
+    case F_TOKENS:
+        return tokens(d, v, ev);
     case F_BSIZE:
         if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 == 0 || v->via.u64 > 1u << 16)
             return fail(d, "block_size: not a positive integer");
         ev->block_size = (uint32_t)v->via.u64;
         return 0;
-    case F_MEDIUM: return medium(d, v, ev);
+    case F_MEDIUM:
+        return medium(d, v, ev);
     case F_LORA_NAME:
         ev->lora_name = opt_str(d, v, &bad);
         return bad ? fail(d, "lora_name: not a string") : 0;
-    case F_EXTRA: return extra_keys(d, v, ev);
-    default: return 0; /* lora_id (deprecated) and anything newer: ignored */
+    case F_EXTRA:
+        return extra_keys(d, v, ev);
+    default:
+        return 0; /* lora_id (deprecated) and anything newer: ignored */
     }
 }
 
@@ -200,7 +206,8 @@ static int check_stored(dec *d, irx_ev *ev) {
     if (ev->type == IRX_EV_CLEARED) return 0;
     if (!ev->blocks) return fail(d, "event: no block_hashes");
     if (ev->type == IRX_EV_REMOVED) return 0;
-    if (!ev->tokens || ev->block_size == 0) return fail(d, "BlockStored: no token_ids or block_size");
+    if (!ev->tokens || ev->block_size == 0)
+        return fail(d, "BlockStored: no token_ids or block_size");
     return 0;
 }
 
@@ -209,10 +216,11 @@ static int event(dec *d, const msgpack_object *o, irx_ev *ev) {
     ev->medium = IRX_MEDIUM_GPU;
     if (o->type == MSGPACK_OBJECT_ARRAY) {
         const msgpack_object_array *a = &o->via.array;
-        if (a->size == 0 || tag(d, &a->ptr[0], &ev->type)) return a->size ? -1 : fail(d, "event: empty");
+        if (a->size == 0 || tag(d, &a->ptr[0], &ev->type))
+            return a->size ? -1 : fail(d, "event: empty");
         /* lora_name comes before extra_keys, so cache_salt can skip it. */
         for (uint32_t i = 1; i < a->size; i++) {
-            int f = ev->type == IRX_EV_STORED ? stored_field((int)i - 1)
+            int f = ev->type == IRX_EV_STORED    ? stored_field((int)i - 1)
                     : ev->type == IRX_EV_REMOVED ? removed_field((int)i - 1)
                                                  : F_NONE;
             if (field(d, ev, f, &a->ptr[i])) return -1;
@@ -243,10 +251,17 @@ static int event(dec *d, const msgpack_object *o, irx_ev *ev) {
 static int number(const msgpack_object *o, double *out) {
     switch (o->type) {
     case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: *out = o->via.f64; return 0;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: *out = (double)o->via.u64; return 0;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *out = (double)o->via.i64; return 0;
-    default: return -1;
+    case MSGPACK_OBJECT_FLOAT64:
+        *out = o->via.f64;
+        return 0;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        *out = (double)o->via.u64;
+        return 0;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        *out = (double)o->via.i64;
+        return 0;
+    default:
+        return -1;
     }
 }
 

@@ -23,12 +23,12 @@
 #include "index/index_internal.h"
 #include "index/ir_index.h"
 
-#define NIL           UINT32_MAX
-#define MAX_NODES     (1u << 26) /* per replica: about 4 GiB of engine cache at 16 tokens */
-#define MAX_ORPHANS   (1u << 24)
-#define GPU           1u
-#define CPU           2u
-#define ATTACHED      4u
+#define NIL         UINT32_MAX
+#define MAX_NODES   (1u << 26) /* per replica: about 4 GiB of engine cache at 16 tokens */
+#define MAX_ORPHANS (1u << 24)
+#define GPU         1u
+#define CPU         2u
+#define ATTACHED    4u
 
 typedef struct evnode {
     ir_hash128 ekey, gkey;

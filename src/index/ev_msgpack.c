@@ -33,17 +33,37 @@ static int header(const uint8_t *p, size_t left, size_t *hdr, uint64_t *skip, ui
     if (c >= 0xca && c <= 0xd8) return *skip = fixed[c - 0xc4], 0;
     int lb; /* bytes of the length that follows */
     switch (c) {
-    case 0xc4: case 0xc7: case 0xd9: lb = 1; break;
-    case 0xc5: case 0xc8: case 0xda: case 0xdc: case 0xde: lb = 2; break;
-    case 0xc6: case 0xc9: case 0xdb: case 0xdd: case 0xdf: lb = 4; break;
-    default: return -1;
+    case 0xc4:
+    case 0xc7:
+    case 0xd9:
+        lb = 1;
+        break;
+    case 0xc5:
+    case 0xc8:
+    case 0xda:
+    case 0xdc:
+    case 0xde:
+        lb = 2;
+        break;
+    case 0xc6:
+    case 0xc9:
+    case 0xdb:
+    case 0xdd:
+    case 0xdf:
+        lb = 4;
+        break;
+    default:
+        return -1;
     }
     if (left < 1 + (size_t)lb) return -1;
     uint64_t n = be(p + 1, lb);
     *hdr = 1 + (size_t)lb;
-    if (c == 0xdc || c == 0xdd) *items = n;
-    else if (c == 0xde || c == 0xdf) *items = 2 * n;
-    else *skip = n + (c >= 0xc7 && c <= 0xc9); /* ext: its type byte */
+    if (c == 0xdc || c == 0xdd)
+        *items = n;
+    else if (c == 0xde || c == 0xdf)
+        *items = 2 * n;
+    else
+        *skip = n + (c >= 0xc7 && c <= 0xc9); /* ext: its type byte */
     return 0;
 }
 

@@ -39,9 +39,16 @@ static void store(irx_index *ix, uint32_t r, uint32_t p, uint32_t from, uint32_t
     uint32_t t[64 * BS];
     for (uint32_t i = 0; i < n; i++) keys[i] = ekey(base + from + i);
     toks(t, p, from, n);
-    irx_ev ev = {.type = IRX_EV_STORED, .nblocks = n, .blocks = keys, .has_parent = from > 0,
-                 .parent = ekey(base + from - 1), .ntokens = n * BS, .block_size = BS,
-                 .tokens = t, .medium = m, .cache_salt = salt};
+    irx_ev ev = {.type = IRX_EV_STORED,
+                 .nblocks = n,
+                 .blocks = keys,
+                 .has_parent = from > 0,
+                 .parent = ekey(base + from - 1),
+                 .ntokens = n * BS,
+                 .block_size = BS,
+                 .tokens = t,
+                 .medium = m,
+                 .cache_salt = salt};
     irx_ev_counts c = {0};
     irx_ev_apply(ix, r, &ev, &c);
 }
@@ -86,7 +93,7 @@ static void chain_remove_reattach(void **state) {
     irx_ev_view v;
     irx_ev_view_get(ix, 1, &v);
     assert_int_equal(v.gpu_blocks, 3);
-    assert_int_equal(v.nodes, 4); /* block 1 kept for its children */
+    assert_int_equal(v.nodes, 4);                     /* block 1 kept for its children */
     store(ix, 1, 7, 1, 1, 100, IRX_MEDIUM_GPU, NULL); /* recomputed: 2 and 3 hit again */
     assert_int_equal(depth(ix, 1, 7, 6), 4);
     check(ix);
@@ -136,8 +143,12 @@ static void tiers_orphans_clear(void **state) {
     /* A block size other than the index's is refused. */
     ir_hash128 k = ekey(9999);
     uint32_t t[8] = {0};
-    irx_ev bad = {.type = IRX_EV_STORED, .nblocks = 1, .blocks = &k, .ntokens = 8,
-                  .block_size = 8, .tokens = t};
+    irx_ev bad = {.type = IRX_EV_STORED,
+                  .nblocks = 1,
+                  .blocks = &k,
+                  .ntokens = 8,
+                  .block_size = 8,
+                  .tokens = t};
     memset(&c, 0, sizeof c);
     irx_ev_apply(ix, 2, &bad, &c);
     assert_int_equal(c.refused, 1);
@@ -218,9 +229,15 @@ static void store_one(irx_index *ix, uint32_t r, uint32_t p, uint32_t i) {
     ir_hash128 k = ekey(key_of(p, i));
     uint32_t t[BS];
     block_toks(t, p, i);
-    irx_ev ev = {.type = IRX_EV_STORED, .nblocks = 1, .blocks = &k, .has_parent = i > 0,
-                 .parent = ekey(i ? key_of(p, i - 1) : 0), .ntokens = BS, .block_size = BS,
-                 .tokens = t, .medium = IRX_MEDIUM_GPU};
+    irx_ev ev = {.type = IRX_EV_STORED,
+                 .nblocks = 1,
+                 .blocks = &k,
+                 .has_parent = i > 0,
+                 .parent = ekey(i ? key_of(p, i - 1) : 0),
+                 .ntokens = BS,
+                 .block_size = BS,
+                 .tokens = t,
+                 .medium = IRX_MEDIUM_GPU};
     irx_ev_counts c = {0};
     irx_ev_apply(ix, r, &ev, &c);
 }
@@ -322,10 +339,8 @@ static void readers_race_a_writer(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(chain_remove_reattach),
-        cmocka_unit_test(tiers_orphans_clear),
-        cmocka_unit_test(salts_duplicates_and_fallback),
-        cmocka_unit_test(randomized_against_naive),
+        cmocka_unit_test(chain_remove_reattach),         cmocka_unit_test(tiers_orphans_clear),
+        cmocka_unit_test(salts_duplicates_and_fallback), cmocka_unit_test(randomized_against_naive),
         cmocka_unit_test(readers_race_a_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -119,18 +119,18 @@ static void map_encoding(void **state) {
 /* Integer 7 and bytes 0x07 are different keys; -1 and 2^64-1 are the same bits. */
 static void keys_are_opaque(void **state) {
     (void)state;
-    const unsigned char a[] = {0x92, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0x91, 0x93, 0xac, 'B', 'l', 'o',
-                               'c', 'k', 'R', 'e', 'm', 'o', 'v', 'e', 'd', 0x93, 0x07, 0xc4,
-                               0x01, 0x07, 0xff, 0xc0};
+    const unsigned char a[] = {0x92, 0xcb, 0,   0,    0,    0,    0,    0,    0,    0,   0x91,
+                               0x93, 0xac, 'B', 'l',  'o',  'c',  'k',  'R',  'e',  'm', 'o',
+                               'v',  'e',  'd', 0x93, 0x07, 0xc4, 0x01, 0x07, 0xff, 0xc0};
     irx_ev_batch b;
     char err[128];
     assert_int_equal(irx_ev_decode(a, sizeof a, &b, err, sizeof err), 0);
     assert_int_equal(b.ev[0].nblocks, 3);
     assert_false(same(b.ev[0].blocks[0], b.ev[0].blocks[1]));
     irx_ev_batch_free(&b);
-    const unsigned char u[] = {0x92, 0x00, 0x91, 0x93, 0xac, 'B', 'l', 'o', 'c', 'k', 'R', 'e',
-                               'm',  'o',  'v',  'e',  'd',  0x92, 0xff, 0xcf, 0xff, 0xff, 0xff,
-                               0xff, 0xff, 0xff, 0xff, 0xff, 0xc0};
+    const unsigned char u[] = {0x92, 0x00, 0x91, 0x93, 0xac, 'B',  'l',  'o',  'c',  'k',
+                               'R',  'e',  'm',  'o',  'v',  'e',  'd',  0x92, 0xff, 0xcf,
+                               0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc0};
     assert_int_equal(irx_ev_decode(u, sizeof u, &b, err, sizeof err), 0);
     assert_true(same(b.ev[0].blocks[0], b.ev[0].blocks[1]));
     irx_ev_batch_free(&b);
@@ -138,9 +138,9 @@ static void keys_are_opaque(void **state) {
 
 static void bad_payloads(void **state) {
     (void)state;
-    const char *bad[] = {"bad_truncated.msgpack",  "bad_unknown_type.msgpack",
-                         "bad_hash_type.msgpack",  "bad_huge_count.msgpack",
-                         "bad_no_events.msgpack",  "bad_trailing.msgpack"};
+    const char *bad[] = {"bad_truncated.msgpack", "bad_unknown_type.msgpack",
+                         "bad_hash_type.msgpack", "bad_huge_count.msgpack",
+                         "bad_no_events.msgpack", "bad_trailing.msgpack"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         irx_ev_batch b;
         char err[128] = "";
@@ -153,8 +153,8 @@ static void bad_payloads(void **state) {
     char err[64];
     assert_int_equal(irx_ev_decode("", 0, &b, err, sizeof err), -1);
     /* A BlockStored without token_ids cannot be placed: refused. */
-    const unsigned char s[] = {0x92, 0x00, 0x91, 0x93, 0xab, 'B', 'l', 'o', 'c', 'k',
-                               'S',  't',  'o',  'r',  'e',  'd',  0x91, 0x01, 0xc0};
+    const unsigned char s[] = {0x92, 0x00, 0x91, 0x93, 0xab, 'B', 'l',  'o',  'c', 'k',
+                               'S',  't',  'o',  'r',  'e',  'd', 0x91, 0x01, 0xc0};
     assert_int_equal(irx_ev_decode(s, sizeof s, &b, err, sizeof err), -1);
 }
 
