@@ -217,6 +217,17 @@ static const ir_cfg_field model_fields[] = {
 static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(model_fields),
                                            sizeof(gw_model_cfg)};
 
+static const ir_cfg_field kv_events_fields[] = {
+    F(gw_kv_events_cfg, "endpoint", IR_CFG_STRING, endpoint, NULL,
+      "the engine's KV event PUB socket, tcp://host:port (vLLM's --kv-events-config endpoint, "
+      "with the host the gateway reaches); none: the replica is tracked approximately"),
+    F(gw_kv_events_cfg, "replay_endpoint", IR_CFG_STRING, replay_endpoint, NULL,
+      "its replay ROUTER socket, tcp://host:port; none: a gap clears the replica's view"),
+    F(gw_kv_events_cfg, "topic", IR_CFG_STRING, topic, "\"\"", "the topic the engine publishes on"),
+};
+static const ir_cfg_schema kv_events_schema = {
+    "kv_events", kv_events_fields, IR_ARRAY_LEN(kv_events_fields), sizeof(gw_kv_events_cfg)};
+
 static const ir_cfg_field replica_fields[] = {
     {.key = "id",
      .type = IR_CFG_STRING,
@@ -241,6 +252,11 @@ static const ir_cfg_field replica_fields[] = {
      .offset = offsetof(gw_replica_cfg, headers),
      .doc = "headers added to every request to it, e.g. {Authorization: Bearer KEY}; they "
             "replace the client's of the same name"},
+    {.key = "kv_events",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_replica_cfg, kv_events),
+     .sub = &kv_events_schema,
+     .doc = "track its KV cache exactly from its engine's events (vLLM --kv-events-config)"},
 };
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
@@ -428,6 +444,7 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
             }
         check_url(&reps[i], i, errs);
         gw_check_replica_headers(&reps[i], i, errs);
+        gw_check_kv_events(&reps[i].kv_events, i, errs);
         for (size_t m = 0; m < reps[i].models.n; m++) {
             const char *want = reps[i].models.items[m];
             bool known = false;

@@ -123,7 +123,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         atomic_store(&r->healthy, 1);
         atomic_store(&r->active, 1);
     }
-    if (init_index(f, err, errlen)) {
+    if (init_index(f, err, errlen) || gw_kvsub_start(f, err, errlen)) {
         gw_fleet_free(f);
         return -1;
     }
@@ -135,6 +135,7 @@ void gw_fleet_free(gw_fleet *f) {
         irp_policy_free(f->models[i].policy);
         irt_free(f->models[i].hf);
     }
+    gw_kvsub_stop(f);
     irx_free(f->index);
     f->index = NULL;
     for (size_t i = 0; f->replicas && i < f->nreplicas; i++) free(f->replicas[i].extra);

@@ -124,6 +124,13 @@ typedef struct gw_index_cfg {
     int64_t default_capacity_blocks; /* a replica's KV cache when nothing else says */
 } gw_index_cfg;
 
+/* replicas[].kv_events: the engine's KV event publisher (vLLM's --kv-events-config). */
+typedef struct gw_kv_events_cfg {
+    char *endpoint;        /* tcp://host:5557 (its PUB socket); NULL: tracked approximately */
+    char *replay_endpoint; /* tcp://host:5558 (its ROUTER socket); NULL: gaps cannot be replayed */
+    char *topic;           /* the topic it publishes on; "" */
+} gw_kv_events_cfg;
+
 typedef struct gw_replica_cfg {
     char *id;
     char *url;
@@ -132,6 +139,7 @@ typedef struct gw_replica_cfg {
     int64_t max_pending;
     int64_t kv_capacity_blocks;
     ir_cfg_map headers; /* name -> value, added to every request sent to it */
+    gw_kv_events_cfg kv_events;
 } gw_replica_cfg;
 
 /* discovery.dns[]: a DNS name whose addresses are replicas. */
@@ -224,9 +232,29 @@ typedef struct gw_model {
     irt_tokenizer *hf; /* GW_TOK_HF: the loaded tokenizer.json */
 } gw_model;
 
+typedef struct gw_kvsub gw_kvsub;
+
+/* The KV event subscriber (kvsub.c): one thread owns a SUB socket (and a DEALER
+ * for replays) per replica with kv_events, and applies what its engine publishes
+ * to the index. What each replica's view rests on: */
+enum {
+    GW_KV_SOURCE_APPROX = 0,   /* no events configured: the gateway's own guesses */
+    GW_KV_SOURCE_EVENTS = 1,   /* the engine's events, complete */
+    GW_KV_SOURCE_PARTIAL = 2,  /* events, with orphans (joined late or after a gap) */
+    GW_KV_SOURCE_FALLBACK = 3, /* approximate after a gap that could not be replayed */
+};
+typedef struct gw_kvsub_stats {
+    _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
+    _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts;
+    _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
+    _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
+    _Atomic int source;             /* GW_KV_SOURCE_* */
+} gw_kvsub_stats;
+
 typedef struct gw_fleet {
     const gw_config *cfg;
-    irx_index *index; /* the approximate KV index, shared by every worker */
+    irx_index *index; /* the KV index, shared by every worker */
+    gw_kvsub *kvsub;  /* the KV event subscriber (kvsub.c), NULL when no replica has events */
     uint32_t block_size;
     gw_replica *replicas;     /* nslots of them */
     _Atomic size_t nreplicas; /* slots in use (members or not), grows only */
@@ -236,6 +264,18 @@ typedef struct gw_fleet {
 } gw_fleet;
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
+/* Starts f->kvsub when some replica has kv_events (0 and nothing when none). */
+int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen);
+void gw_kvsub_stop(gw_fleet *f);
+/* The counters of the replica in slot, or NULL when it has no kv_events. */
+const gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
+void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs);
+/* Adds index_source ("approximate", "events", "events-partial" or
+ * "approximate-after-gap") and, for event-fed replicas, index_view_age_ms and
+ * index_orphan_blocks to an /admin/explain row. */
+void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row);
+/* The subscriber's metrics (metrics_kv.c calls it). */
+void gw_kvsub_metrics(const gw_fleet *f, ir_buf *out);
 void gw_fleet_free(gw_fleet *f);
 /* A model by name or alias; NULL when unknown. */
 const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len);

@@ -85,4 +85,5 @@ void gw_metrics_render_kv(const gw_fleet *f, ir_buf *o) {
                 "Cached prompt tokens the replica's engine reported in usage.",
                 offsetof(gw_replica, reported_tokens));
     predictions(o, f);
+    gw_kvsub_metrics(f, o);
 }
