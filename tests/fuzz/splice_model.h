@@ -14,8 +14,8 @@
 
 #include "core/ir_core.h"
 
-static inline int splice_model_ref(const char *body, size_t len, const ir_json_span *sp,
-                                   bool found, const char *name, ir_buf *out) {
+static inline int splice_model_ref(const char *body, size_t len, const ir_json_span *sp, bool found,
+                                   const char *name, ir_buf *out) {
     if (found) {
         return ir_buf_append(out, body, sp->start) ||
                        ir_json_append_string(out, name, strlen(name)) ||
