@@ -12,12 +12,25 @@ void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t b
                        .nblocks = ok ? p->nhashes : 0,
                        .block_size = block_size,
                        .text = p->text.len ? p->text.data : NULL,
-                       .text_len = p->text.len};
+                       .text_len = p->text.len,
+                       .session = p->user,
+                       .session_len = p->user ? p->user_len : 0};
+}
+
+void gw_session_of(const irn_header *hs, size_t n, const gw_prompt *p, const char **s,
+                   size_t *len) {
+    const irn_header *h = hs ? irn_headers_find(hs, n, GW_SESSION_HEADER) : NULL;
+    if (h && h->value_len) {
+        *s = h->value, *len = h->value_len;
+        return;
+    }
+    *s = p->user, *len = p->user ? p->user_len : 0;
 }
 
 /* What the policy is told of the request. */
 void gw_policy_request(gw_req *r, irp_request *q) {
     gw_policy_request_of(&r->prompt, r->prompt_tokens, r->w->app->fleet.block_size, &r->w->rng, q);
+    gw_session_of(r->req->headers, r->req->nheaders, &r->prompt, &q->session, &q->session_len);
 }
 
 /* Each candidate's predicted cached tokens, from stage 5's match. */

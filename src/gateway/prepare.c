@@ -17,6 +17,7 @@ void gw_prompt_free(gw_prompt *p) {
     free(p->hashes);
     free(p->cached);
     free(p->cache_salt);
+    free(p->user);
     ir_buf_free(&p->text);
     memset(p, 0, sizeof *p);
 }
@@ -51,9 +52,25 @@ static int prompt_ids(const gw_model *m, const json_t *body, bool chat, gw_promp
     return hf_prompt_ids(m->hf, body, p);
 }
 
+/* A copy of the string member `key` with its length (a JSON string may hold NULs,
+ * "a\u0000b"), NUL-terminated; NULL when absent, not a string, or out of memory. */
+static char *string_member(const json_t *body, const char *key, size_t *len) {
+    json_t *s = json_object_get(body, key);
+    if (!json_is_string(s)) return NULL;
+    size_t n = json_string_length(s);
+    char *c = malloc(n + 1);
+    if (!c) return NULL;
+    memcpy(c, json_string_value(s), n);
+    c[n] = '\0';
+    *len = n;
+    return c;
+}
+
+/* What of the body salts the chain (cache_salt) and keys a session (user). */
 static void keep_cache_salt(gw_prompt *p, const json_t *body) {
-    json_t *s = json_object_get(body, "cache_salt");
-    if (json_is_string(s)) p->cache_salt = strdup(json_string_value(s));
+    p->cache_salt = string_member(body, "cache_salt", &p->cache_salt_len);
+    p->user = string_member(body, "user", &p->user_len);
+    if (p->user && !p->user_len) free(p->user), p->user = NULL;
 }
 
 void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool chat, gw_prompt *p) {
@@ -85,7 +102,7 @@ void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p) {
         p->state = GW_PREDICT_NONE;
         return;
     }
-    ir_hash128 root = ir_block_hash_root(m->cfg->name, NULL, p->cache_salt);
+    ir_hash128 root = ir_block_hash_root_n(m->cfg->name, NULL, p->cache_salt, p->cache_salt_len);
     p->nhashes = ir_block_hash_chain(root, p->ids.ids, p->ids.len, bs, p->hashes, n);
     p->usable = irx_usable_blocks(p->nhashes, p->ids.len, bs);
 }

@@ -87,7 +87,10 @@ typedef struct gw_prompt {
     size_t usable;      /* blocks an engine can report cached (irx_usable_blocks) */
     uint32_t *cached;   /* per replica slot: leading blocks the index says it holds */
     ir_buf text;        /* the text the engine will tokenize, when known */
-    char *cache_salt;   /* the body's cache_salt, NUL-terminated, or NULL */
+    char *cache_salt;   /* the body's cache_salt (may hold NULs; NUL-terminated), or NULL */
+    size_t cache_salt_len;
+    char *user; /* the body's `user` (a session key, NUL-terminated), or NULL */
+    size_t user_len;
 } gw_prompt;
 
 /* Stages 3 to 5 as pure steps on a body (the request's stages and /admin/explain
@@ -288,6 +291,12 @@ typedef enum { GW_CHOSEN, GW_NONE_HEALTHY, GW_ALL_FULL } gw_choice;
 gw_choice gw_choose(gw_req *r);
 /* What the policy is told of r (valid while r's prompt is). */
 void gw_policy_request(gw_req *r, irp_request *q);
+/* The request's session key (cost_model's session affinity): the header
+ * x-session-id when present and not empty, else the body's `user` (p->user, known
+ * when the model's prompts are tokenized), else none (NULL, 0). Points into hs or
+ * p. */
+#define GW_SESSION_HEADER "x-session-id"
+void gw_session_of(const irn_header *hs, size_t n, const gw_prompt *p, const char **s, size_t *len);
 void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t block_size,
                           ir_rng *rng, irp_request *q);
 /* Sets each candidate's predicted_cached_tokens from r's match (stage 5). */
