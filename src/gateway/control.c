@@ -50,6 +50,8 @@ static void on_probe_done(void *ud, int err) {
         if (++p->passes >= (uint32_t)h->healthy_threshold && !atomic_load(&r->healthy)) {
             atomic_store(&r->healthy, 1);
             atomic_store(&r->ejections, 0);
+            /* Its probes say it is back (a restart, say): a passive ejection ends too. */
+            atomic_store(&r->ejected_until, 0);
             IR_INFO("health", "replica %s is healthy again", r->cfg->id);
         }
     } else {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DNS_TICK_MS 20
+#define DNS_TICK_MS      20
 #define DNS_TTL_FLOOR_NS 1000000000ull /* a TTL brings a round sooner, never under this */
 
 typedef struct dns_addr {
@@ -285,11 +285,10 @@ static int init_channel(gw_discovery *d, char *err, size_t errlen) {
         snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
         return -1;
     }
-    struct ares_options o = {.sock_state_cb = on_sock_state,
-                             .sock_state_cb_data = d,
-                             .timeout = 1000,
-                             .tries = 2};
-    rc = ares_init_options(&d->ch, &o, ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+    struct ares_options o = {
+        .sock_state_cb = on_sock_state, .sock_state_cb_data = d, .timeout = 1000, .tries = 2};
+    rc =
+        ares_init_options(&d->ch, &o, ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
     if (rc != ARES_SUCCESS) {
         ares_library_cleanup();
         snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));

@@ -26,8 +26,9 @@ static bool model_known(const gw_config *c, const char *name) {
 static void check_group(const gw_config *c, size_t i, ir_cfg_errors *errs) {
     const gw_dns_group_cfg *g = &((const gw_dns_group_cfg *)c->discovery.dns.items)[i];
     if (g->name && (!gw_replica_id_ok(g->name) || strlen(g->name) > GW_DNS_NAME_MAX))
-        ir_cfg_errors_add(errs, "discovery.dns[%zu].name: must be 1 to %d of A-Z a-z 0-9 . _ - :",
-                          i, GW_DNS_NAME_MAX);
+        ir_cfg_errors_add(errs,
+                          "discovery.dns[%zu].name: must be 1 to %d of A-Z a-z 0-9 . _ - :", i,
+                          GW_DNS_NAME_MAX);
     for (size_t j = 0; g->name && j < i; j++) {
         const gw_dns_group_cfg *o = &((const gw_dns_group_cfg *)c->discovery.dns.items)[j];
         if (o->name && strcmp(o->name, g->name) == 0) {
