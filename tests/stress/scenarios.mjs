@@ -267,3 +267,132 @@ export async function sigtermStreams({ streams }) {
     for (const s of sims) await s.stop();
   }
 }
+
+// SIGHUP reloads every 500 ms under load, alternating two configs: no request lost,
+// every request routed to a replica of one config or the other, every reload applied.
+export async function reloadUnderLoad({ seconds }) {
+  const fs = await import('node:fs');
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
+  const rep = (i) => ({ id: `s${i}`, url: sims[i].url });
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b', aliases: ['a'] }],
+    replicas: [rep(0), rep(1)],
+    routing: { default_policy: 'round_robin' },
+  });
+  const base = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  const configs = [
+    { ...base, replicas: [rep(0), rep(1)], routing: { default_policy: 'round_robin' } },
+    { ...base, replicas: [rep(1), rep(2)], routing: { default_policy: 'least_request' }, retry: { max_attempts: 4 } },
+  ];
+  let reloads = 0, stop = false;
+  const flip = (async () => {
+    while (!stop) {
+      await sleep(500);
+      if (stop) break;
+      fs.writeFileSync(gw.file, JSON.stringify(configs[++reloads % 2], null, 1));
+      gw.child.kill('SIGHUP');
+    }
+  })();
+  try {
+    const results = await drive(gw.url, { seconds, body: JSON.stringify({ model: 'a', prompt: 'x', max_tokens: 1 }) });
+    stop = true;
+    await flip;
+    assertAllOk(results, 'reloads');
+    const used = new Set(results.map((r) => r.replica));
+    for (const u of used) assert.ok(['s0', 's1', 's2'].includes(u), u);
+    assert.ok(used.has('s0') && used.has('s2'), `both configs routed: ${[...used]}`);
+    await until('every reload to be applied', () => gw.log.text.split('reload: ').length - 1 >= reloads);
+    assert.ok(!gw.log.text.includes('the file is refused'), gw.log.text.slice(-2000));
+    return { requests: results.length, reloads };
+  } finally {
+    stop = true;
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+async function engineAborts(sims) {
+  let n = 0;
+  for (const s of sims) n += metricValue(await metrics(s.url), 'vllm:request_success_total', 'finished_reason="abort"') || 0;
+  return n;
+}
+
+// `streams` streams, about 70% of them disconnecting at random points: every
+// disconnect is aborted in the engine (by its counters), and the gateway exits
+// cleanly (a sanitizer build reports any leak at exit).
+export async function disconnects({ streams }) {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--decode-token-ms', '5', '--prefill-fixed-ms', '0', '--max-num-seqs', '4096']));
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: sims.map((s, i) => ({ id: `s${i}`, url: s.url, max_concurrency: 4096, max_pending: 4096 })),
+  });
+  try {
+    let cut = 0, whole = 0, seed = 12345;
+    const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+    const body = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'go', max_tokens: 80, stream: true });
+    await Promise.all(Array.from({ length: streams }, async () => {
+      const leave = rnd() < 0.7, after = Math.floor(rnd() * 40);
+      const ac = new AbortController();
+      try {
+        const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body, signal: ac.signal });
+        const reader = r.body.getReader();
+        let events = 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          events += (Buffer.from(value).toString().match(/\n\n/g) || []).length;
+          if (leave && events > after) { ac.abort(); break; }
+        }
+        if (leave) cut++; else whole++;
+      } catch (e) {
+        if (!leave) throw e;
+        cut++;
+      }
+    }));
+    await until('every cut stream to be aborted in an engine', async () => (await engineAborts(sims)) >= cut, 60000);
+    const aborted = await engineAborts(sims);
+    assert.equal(aborted, cut, `engines aborted ${aborted}, clients cut ${cut}`);
+    const page = await metrics(gw.admin);
+    for (let i = 0; i < 3; i++) assert.equal(metricValue(page, 'inferrail_replica_in_flight', `replica="s${i}"`), 0);
+    return { streams, cut, whole, aborted };
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+// `requests` requests (a fifth of them streamed) after a warm-up: resident memory
+// grows at most `maxGrowthKiB`.
+export async function soak({ requests, maxGrowthKiB }) {
+  const fs = await import('node:fs');
+  const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
+  const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: sims.map((s, i) => ({ id: `s${i}`, url: s.url })) });
+  const run = async (n) => {
+    let next = 0, ok = 0;
+    const lane = async () => {
+      while (next < n) {
+        const stream = next++ % 5 === 0;
+        const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'soak', max_tokens: 2, stream }) });
+        await r.arrayBuffer();
+        if (r.status === 200) ok++;
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, lane));
+    return ok;
+  };
+  try {
+    assert.equal(await run(Math.min(2000, requests)), Math.min(2000, requests));
+    const before = rss(gw.child.pid);
+    assert.equal(await run(requests), requests);
+    const after = rss(gw.child.pid);
+    assert.ok(after - before <= maxGrowthKiB, `resident memory grew ${after - before} KiB`);
+    return { requests, rss_before_kib: before, rss_after_kib: after };
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
