@@ -44,7 +44,7 @@ static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp
     r->rep = rep;
     r->lease_pending = true;
     r->predicted_cached = c->predicted_cached_tokens;
-    irp_policy_assigned(r->model->policy, rep->index, q);
+    irp_policy_assigned(r->policy, rep->index, q);
 }
 
 gw_choice gw_choose(gw_req *r) {
@@ -53,6 +53,7 @@ gw_choice gw_choose(gw_req *r) {
     irp_candidate cand[GW_MAX_REPLICAS];
     irp_request q;
     gw_policy_request(r, &q);
+    r->policy = r->model->policy;
     for (int pass = 0; pass < 2; pass++) { /* untried replicas first, then any */
         size_t healthy = 0;
         size_t n = gw_fleet_candidates(f, r->model->index, now, pass == 0 ? r->tried : NULL, cand,
@@ -60,7 +61,7 @@ gw_choice gw_choose(gw_req *r) {
         if (healthy == 0) return GW_NONE_HEALTHY;
         gw_predictions(f, &r->prompt, cand, n);
         while (n > 0) {
-            size_t k = irp_choose(r->model->policy, &q, cand, n);
+            size_t k = irp_choose(r->policy, &q, cand, n);
             gw_replica *rep = &f->replicas[cand[k].replica];
             uint64_t cached = IR_MIN(cand[k].predicted_cached_tokens, r->prompt_tokens);
             r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached};

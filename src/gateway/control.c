@@ -44,12 +44,14 @@ static void on_probe_done(void *ud, int err) {
     gw_replica *r = &app->fleet.replicas[p->replica];
     if (!gw_replica_member(r) || p->gen != atomic_load(&r->gen)) return; /* left meanwhile */
     bool ok = err == 0 && p->status == 200;
-    const gw_health_cfg *h = &app->cfg.health;
+    const gw_health_cfg *h = &gw_live(app)->health;
     if (ok) {
         p->fails = 0;
         if (++p->passes >= (uint32_t)h->healthy_threshold && !atomic_load(&r->healthy)) {
             atomic_store(&r->healthy, 1);
             atomic_store(&r->ejections, 0);
+            /* Its probes say it is back (a restart, say): a passive ejection ends too. */
+            atomic_store(&r->ejected_until, 0);
             IR_INFO("health", "replica %s is healthy again", r->cfg->id);
         }
     } else {
@@ -86,7 +88,7 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
     const gw_replica *r = &c->app->fleet.replicas[p->replica];
     char path[600];
     snprintf(path, sizeof path, "%s%s", r->url.path, suffix);
-    uint64_t to = c->app->cfg.health.timeout;
+    uint64_t to = gw_live(c->app)->health.timeout;
     irn_client_req q = {.host = r->url.host,
                         .port = r->url.port,
                         .method = "GET",

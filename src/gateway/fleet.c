@@ -76,7 +76,10 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
     f->nmodels = cfg->models.n;
     f->nreplicas = cfg->replicas.n;
     /* With discovery, every slot exists from the start: members come and go in them. */
-    f->nslots = cfg->discovery.dns.n ? GW_MAX_REPLICAS : IR_MAX(cfg->replicas.n, 1);
+    /* Room for replicas that a reload adds: twice the configured ones, at least 8 more. */
+    f->nslots = cfg->discovery.dns.n
+                    ? GW_MAX_REPLICAS
+                    : IR_MIN(GW_MAX_REPLICAS, IR_MAX(2 * cfg->replicas.n, cfg->replicas.n + 8));
     f->models = calloc(f->nmodels ? f->nmodels : 1, sizeof *f->models);
     f->replicas = calloc(f->nslots, sizeof *f->replicas);
     if (!f->models || !f->replicas) {
@@ -158,17 +161,21 @@ const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len) 
 
 void gw_replica_models(const gw_fleet *f, gw_replica *r) {
     const ir_cfg_strlist *want = &r->cfg->models;
-    memset(r->model_mask, 0, sizeof r->model_mask);
+    uint64_t mask[4] = {0};
     for (size_t m = 0; m < f->nmodels; m++) {
         bool serves = want->n == 0;
         for (size_t k = 0; k < want->n && !serves; k++)
             serves = strcmp(want->items[k], f->models[m].cfg->name) == 0;
-        if (serves) r->model_mask[m / 64] |= 1ull << (m % 64);
+        if (serves) mask[m / 64] |= 1ull << (m % 64);
     }
+    for (size_t w = 0; w < 4; w++)
+        atomic_store_explicit(&r->model_mask[w], mask[w], memory_order_relaxed);
 }
 
 bool gw_replica_serves(const gw_replica *r, uint32_t model) {
-    return model < 256 && (r->model_mask[model / 64] >> (model % 64)) & 1;
+    return model < 256 && (atomic_load_explicit(&r->model_mask[model / 64], memory_order_relaxed) >>
+                           (model % 64)) &
+                              1;
 }
 
 bool gw_replica_available(const gw_replica *r, uint64_t now) {

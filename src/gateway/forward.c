@@ -30,7 +30,7 @@ static char *upstream_path(gw_req *r) {
 }
 
 static int send_upstream(gw_req *r, uint64_t now) {
-    const gw_config *cfg = &r->w->app->cfg;
+    const gw_config *cfg = gw_live(r->w->app);
     char *path = upstream_path(r);
     size_t nh;
     irn_header *hs = gw_upstream_headers(r->w->app, r->rep, r->req, r->fwd, r->nfwd, &nh);
@@ -92,7 +92,7 @@ static void on_backoff(uv_timer_t *t) {
 /* The backoff before attempt number r->attempt + 1: doubling, capped, and never
  * past the deadline; none for a request moved off a replica that went down. */
 static uint64_t backoff_ns(gw_req *r, uint64_t now) {
-    const gw_retry_cfg *c = &r->w->app->cfg.retry;
+    const gw_retry_cfg *c = &gw_live(r->w->app)->retry;
     if (r->move_now) {
         r->move_now = false;
         return 0;
@@ -107,7 +107,7 @@ static uint64_t backoff_ns(gw_req *r, uint64_t now) {
 /* Waits the backoff, then tries again; or answers when nothing is left. The caller
  * still refers to r and calls gw_req_done. */
 static void again(gw_req *r, int status, const char *msg) {
-    const gw_config *cfg = &r->w->app->cfg;
+    const gw_config *cfg = gw_live(r->w->app);
     uint64_t now = ir_now_ns();
     if (gw_req_client_left(r)) {
         gw_req_end_client(r);

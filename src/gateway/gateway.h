@@ -188,10 +188,11 @@ bool gw_replica_id_ok(const char *id);
 #define GW_MAX_REPLICAS 256
 
 typedef struct gw_replica {
-    const gw_replica_cfg *cfg;
+    /* Its settings: a SIGHUP reload may swap them for new ones (the old stay valid). */
+    _Atomic(const gw_replica_cfg *) cfg;
     ir_url url;
     uint32_t index;
-    uint64_t model_mask[4]; /* bit m: serves model m */
+    _Atomic uint64_t model_mask[4]; /* bit m: serves model m */
     _Atomic uint32_t in_flight;
     _Atomic uint32_t pending;
     _Atomic uint64_t prompt_tokens;
@@ -225,11 +226,11 @@ typedef struct gw_replica {
 typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
 
 typedef struct gw_model {
-    const gw_model_cfg *cfg;
+    _Atomic(const gw_model_cfg *) cfg; /* a reload may swap it (new aliases, policy) */
     uint32_t index;
-    irp_policy *policy;
-    gw_tok_kind tok;   /* how its prompts are tokenized */
-    irt_tokenizer *hf; /* GW_TOK_HF: the loaded tokenizer.json */
+    _Atomic(irp_policy *) policy; /* a reload may swap it; requests keep the one they used */
+    gw_tok_kind tok;              /* how its prompts are tokenized */
+    irt_tokenizer *hf;            /* GW_TOK_HF: the loaded tokenizer.json */
 } gw_model;
 
 typedef struct gw_kvsub gw_kvsub;
@@ -252,7 +253,9 @@ typedef struct gw_kvsub_stats {
 } gw_kvsub_stats;
 
 typedef struct gw_fleet {
-    const gw_config *cfg;
+    /* The running configuration: the one loaded at start, then each SIGHUP reload's
+     * (reload.c). What it points to never changes and lives until exit. */
+    _Atomic(const gw_config *) cfg;
     irx_index *index; /* the KV index, shared by every worker */
     gw_kvsub *kvsub;  /* the KV event subscriber (kvsub.c), NULL when no replica has events */
     uint32_t block_size;
@@ -294,6 +297,9 @@ void gw_replica_models(const gw_fleet *f, gw_replica *r);
  * new ones, drops out of the KV index and of the metrics. */
 #define GW_SLOT_QUARANTINE_NS (10ull * 1000000000ull)
 int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica_cfg *tmpl);
+/* A configured replica (a reload added or replaced it): a fresh slot, with cfg as
+ * its settings (cfg must outlive the member). The slot, or -1 (no room, bad url). */
+int gw_fleet_add(gw_fleet *f, const gw_replica_cfg *cfg);
 void gw_fleet_leave(gw_fleet *f, uint32_t slot);
 bool gw_replica_member(const gw_replica *r);
 bool gw_replica_available(const gw_replica *r, uint64_t now);
@@ -365,10 +371,12 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;      /* set by the first SIGTERM/SIGINT: draining */
-    struct gw_control *ctl;    /* the control loop, owned */
-    struct gw_discovery *disc; /* DNS discovery on the control loop, owned; NULL: none */
-    bool *started;             /* started[i]: workers[i] is bound and running */
+    _Atomic int stopping;       /* set by the first SIGTERM/SIGINT: draining */
+    const char *cfg_path;       /* the file SIGHUP rereads */
+    struct gw_retired *retired; /* what reloads replaced, kept until exit (reload.c) */
+    struct gw_control *ctl;     /* the control loop, owned */
+    struct gw_discovery *disc;  /* DNS discovery on the control loop, owned; NULL: none */
+    bool *started;              /* started[i]: workers[i] is bound and running */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -433,6 +441,22 @@ int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size
 void gw_state_render(gw_app *app, ir_buf *out);
 /* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
 void gw_prom_label_value(ir_buf *out, const char *s);
+
+/* The running configuration (see gw_fleet.cfg). */
+static inline const gw_config *gw_live(const gw_app *app) {
+    return atomic_load_explicit(&app->fleet.cfg, memory_order_acquire);
+}
+
+/* SIGHUP (reload.c): rereads path. A file with problems is refused, each problem
+ * logged with its path, and the running configuration kept. Otherwise replicas,
+ * models' aliases and policies, routing, retry, health (but its interval),
+ * upstream timeouts and logging levels take effect at once, without dropping a
+ * connection: requests already running finish under the settings they started
+ * with. Keys that need a restart are named in a warning and keep their running
+ * value. 0 when applied, -1 when refused. Main thread only. */
+int gw_reload(gw_app *app, const char *path);
+/* Frees what reloads replaced (at exit, once nothing runs). */
+void gw_reload_free(gw_app *app);
 
 int gw_main(int argc, char **argv);
 

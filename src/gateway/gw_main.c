@@ -26,7 +26,9 @@ static void usage(FILE *f) {
                "\n"
                "Signals: the first SIGTERM or SIGINT drains (no new requests, /ready answers\n"
                "503, running ones get server.shutdown_timeout); a second one cuts what is left\n"
-               "and exits at once.\n"
+               "and exits at once. SIGHUP rereads the configuration: replicas, models' aliases\n"
+               "and policies, routing, retry, health and upstream timeouts change at once; a\n"
+               "file with problems is refused and the running configuration kept.\n"
                "\n"
                "Exit status: 0 on success, 2 for a bad command line or configuration, 1 when the\n"
                "gateway cannot start (for example, a port in use).\n");
@@ -40,7 +42,7 @@ static void usage(FILE *f) {
 typedef struct sigctx {
     gw_app *app;
     gw_control *ctl;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     uv_async_t done;
     uv_timer_t force;
     uv_thread_t reaper;
@@ -66,6 +68,7 @@ static void on_workers_done(uv_async_t *a) {
     sigctx *sc = a->data;
     uv_close((uv_handle_t *)&sc->sigint, NULL);
     uv_close((uv_handle_t *)&sc->sigterm, NULL);
+    uv_close((uv_handle_t *)&sc->sighup, NULL);
     uv_close((uv_handle_t *)&sc->done, NULL);
     if (sc->force_started) uv_timer_stop(&sc->force);
     uv_close((uv_handle_t *)&sc->force, NULL);
@@ -107,6 +110,15 @@ static void on_signal(uv_signal_t *s, int signum) {
         sc->reaper_started = true;
     else
         on_workers_done(&sc->done); /* the main thread joins them after uv_run */
+}
+
+/* SIGHUP: reread the config file (reload.c); ignored while draining. */
+static void on_hup(uv_signal_t *s, int signum) {
+    (void)signum;
+    sigctx *sc = s->data;
+    if (atomic_load(&sc->app->stopping)) return;
+    IR_INFO("gateway", "SIGHUP: reloading %s", sc->app->cfg_path);
+    gw_reload(sc->app, sc->app->cfg_path);
 }
 
 static void print_errors(const char *path, ir_cfg_errors *errs) {
@@ -192,11 +204,13 @@ static void run_until_drained(gw_app *app) {
     sigctx sc = {.app = app, .ctl = app->ctl};
     uv_signal_init(loop, &sc.sigint);
     uv_signal_init(loop, &sc.sigterm);
+    uv_signal_init(loop, &sc.sighup);
     uv_async_init(loop, &sc.done, on_workers_done);
     uv_timer_init(loop, &sc.force);
-    sc.sigint.data = sc.sigterm.data = sc.done.data = sc.force.data = &sc;
+    sc.sigint.data = sc.sigterm.data = sc.sighup.data = sc.done.data = sc.force.data = &sc;
     uv_signal_start(&sc.sigint, on_signal, SIGINT);
     uv_signal_start(&sc.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&sc.sighup, on_hup, SIGHUP);
     IR_INFO("gateway",
             "inferrail-gateway %s (%s) listening on %s:%u with %zu workers, admin on %s:%u; %zu "
             "models, %zu replicas",
@@ -283,6 +297,7 @@ static gw_app *load_app(const char *path) {
         free(app);
         return NULL;
     }
+    app->cfg_path = path;
     ir_log_level lvl = IR_LOG_INFO;
     ir_log_parse_level(app->cfg.logging.level, &lvl);
     ir_log_set_level(lvl);
@@ -337,6 +352,7 @@ static void free_app(gw_app *app) {
     free(app->started);
     gw_cards_free(app->cards);
     gw_fleet_free(&app->fleet);
+    gw_reload_free(app);
     ir_cfg_free(app->cfg_owner);
     free(app);
 }

@@ -32,27 +32,32 @@ static void zero_counters(gw_replica *r) {
     atomic_store(&r->ejections, 0);
 }
 
-/* Fills slot r (not a member, not in use) as replica id at url. */
-static int fill(gw_fleet *f, gw_replica *r, uint32_t slot, const char *id, const char *url,
-                const gw_replica_cfg *tmpl) {
-    if (strlen(id) >= sizeof r->dyn_id || strlen(url) >= sizeof r->dyn_url) return -1;
+/* Fills slot r (not a member, not in use) with cfg. */
+static int fill_cfg(gw_fleet *f, gw_replica *r, uint32_t slot, const gw_replica_cfg *cfg) {
     ir_url u;
-    if (ir_url_parse(url, &u)) return -1;
+    if (ir_url_parse(cfg->url, &u)) return -1;
     free(r->extra);
     r->extra = NULL;
     r->nextra = 0;
+    r->cfg = cfg;
+    r->url = u;
+    r->index = slot;
+    gw_replica_models(f, r);
+    zero_counters(r);
+    return gw_replica_headers_init(r);
+}
+
+/* Fills slot r as discovered replica id at url, with its group's settings. */
+static int fill(gw_fleet *f, gw_replica *r, uint32_t slot, const char *id, const char *url,
+                const gw_replica_cfg *tmpl) {
+    if (strlen(id) >= sizeof r->dyn_id || strlen(url) >= sizeof r->dyn_url) return -1;
     snprintf(r->dyn_id, sizeof r->dyn_id, "%s", id);
     snprintf(r->dyn_url, sizeof r->dyn_url, "%s", url);
     r->dyn_cfg = *tmpl;
     r->dyn_cfg.id = r->dyn_id;
     r->dyn_cfg.url = r->dyn_url;
-    r->cfg = &r->dyn_cfg;
-    r->url = u;
-    r->index = slot;
     r->dynamic = true;
-    gw_replica_models(f, r);
-    zero_counters(r);
-    return gw_replica_headers_init(r);
+    return fill_cfg(f, r, slot, &r->dyn_cfg);
 }
 
 /* Publishes r as a member: optimistic health until its first probes. */
@@ -68,8 +73,23 @@ static void activate(gw_fleet *f, gw_replica *r) {
 
 static bool reusable(const gw_replica *r, uint64_t now) {
     uint64_t left = atomic_load(&r->left_at);
-    return r->dynamic && !gw_replica_member(r) && left && now - left >= GW_SLOT_QUARANTINE_NS &&
+    return !gw_replica_member(r) && left && now - left >= GW_SLOT_QUARANTINE_NS &&
            atomic_load(&r->in_flight) == 0 && atomic_load(&r->pending) == 0;
+}
+
+/* A slot never used, else a departed member's whose quarantine is over; -1: none. */
+static int free_slot(gw_fleet *f) {
+    size_t used = atomic_load(&f->nreplicas);
+    if (used < f->nslots) return (int)used;
+    uint64_t now = ir_now_ns();
+    for (size_t slot = 0; slot < used; slot++)
+        if (reusable(&f->replicas[slot], now)) return (int)slot;
+    return -1;
+}
+
+static void publish(gw_fleet *f, gw_replica *r, size_t slot) {
+    activate(f, r);
+    if (slot == atomic_load(&f->nreplicas)) atomic_store(&f->nreplicas, slot + 1);
 }
 
 int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica_cfg *tmpl) {
@@ -80,17 +100,23 @@ int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica
         if (!gw_replica_member(r)) activate(f, r);
         return (int)i;
     }
-    size_t slot = used;
-    if (used >= f->nslots) {
-        uint64_t now = ir_now_ns();
-        for (slot = 0; slot < used && !reusable(&f->replicas[slot], now); slot++) continue;
-        if (slot == used) return -1;
-    }
+    int slot = free_slot(f);
+    if (slot < 0) return -1;
     gw_replica *r = &f->replicas[slot];
     if (fill(f, r, (uint32_t)slot, id, url, tmpl)) return -1;
-    activate(f, r);
-    if (slot == used) atomic_store(&f->nreplicas, used + 1);
-    return (int)slot;
+    publish(f, r, (size_t)slot);
+    return slot;
+}
+
+int gw_fleet_add(gw_fleet *f, const gw_replica_cfg *cfg) {
+    int slot = free_slot(f);
+    if (slot < 0) return -1;
+    gw_replica *r = &f->replicas[slot];
+    r->dynamic = false;
+    r->dyn_id[0] = '\0';
+    if (fill_cfg(f, r, (uint32_t)slot, cfg)) return -1;
+    publish(f, r, (size_t)slot);
+    return slot;
 }
 
 void gw_fleet_leave(gw_fleet *f, uint32_t slot) {

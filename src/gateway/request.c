@@ -57,7 +57,7 @@ gw_req *gw_req_new(gw_worker *w, irn_request *req, irn_resp *resp) {
     r->req = req;
     r->resp = resp;
     r->arrival = ir_now_ns();
-    r->deadline = r->arrival + w->app->cfg.server.request_timeout;
+    r->deadline = r->arrival + gw_live(w->app)->server.request_timeout;
     r->body = req->body.data ? req->body.data : "";
     r->body_len = req->body.len;
     gw_request_id(w, req, r->rid, sizeof r->rid);
@@ -128,7 +128,7 @@ void gw_req_end_client(gw_req *r) {
 void gw_req_release(gw_req *r) {
     if (!r->rep) return;
     irp_request q = {.prompt_tokens = r->prompt_tokens, .rng = &r->w->rng};
-    irp_policy_released(r->model->policy, r->rep->index, &q);
+    irp_policy_released(r->policy, r->rep->index, &q);
     gw_lease_release(r->rep, r->lease_pending, r->lease);
     r->rep = NULL;
     r->lease_pending = false;

@@ -124,7 +124,8 @@ struct gw_req {
     uint64_t prompt_tokens;
     int attempt;
     uint64_t tried[GW_MAX_REPLICAS / 64];
-    gw_replica *rep; /* the replica of the current lease */
+    gw_replica *rep;    /* the replica of the current lease */
+    irp_policy *policy; /* the policy that chose it (a reload may replace the model's) */
     const char *last_replica;
     bool lease_pending;
     irn_client *up;

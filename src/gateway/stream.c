@@ -17,7 +17,7 @@ void gw_stream_on_drain(irn_resp *resp, void *ud) {
 
 /* A 502, 503 or 504 before anything reached the client: another replica may do. */
 static bool retry_status(gw_req *r, int status) {
-    const gw_config *cfg = &r->w->app->cfg;
+    const gw_config *cfg = gw_live(r->w->app);
     return (status == 502 || status == 503 || status == 504) &&
            r->attempt < cfg->retry.max_attempts && ir_now_ns() < r->deadline;
 }
@@ -176,7 +176,8 @@ static void broke_mid_stream(gw_req *r, int err) {
     if (err == IRN_EIDLE_TIMEOUT) {
         atomic_fetch_add_explicit(&app->stats.stalled_streams, 1, memory_order_relaxed);
         IR_WARN("proxy", "request %s: replica %s stalled mid-response for over %llu ms", r->rid,
-                r->rep->cfg->id, (unsigned long long)(app->cfg.upstream.idle_timeout / 1000000));
+                r->rep->cfg->id,
+                (unsigned long long)(gw_live(app)->upstream.idle_timeout / 1000000));
     }
     gw_req_release(r);
     if (err == IRN_EIDLE_TIMEOUT && end_with_error_event(r)) return;
