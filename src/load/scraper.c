@@ -84,8 +84,7 @@ static irl_result classify(target *t, int err, irl_report *r, char *why, size_t 
     }
     if (err) {
         snprintf(why, whylen, "%s", irn_strerror(err));
-        return err == IRN_ECONNECT_TIMEOUT || err == IRN_EHEAD_TIMEOUT ||
-                       err == IRN_EIDLE_TIMEOUT
+        return err == IRN_ECONNECT_TIMEOUT || err == IRN_EHEAD_TIMEOUT || err == IRN_EIDLE_TIMEOUT
                    ? IRL_SCRAPE_TIMEOUT
                    : IRL_SCRAPE_ERROR;
     }
@@ -112,8 +111,8 @@ static void on_done(void *ud, int err) {
     irl_result res = classify(t, err, &r, why, sizeof why);
     atomic_fetch_add_explicit(&t->results[res], 1, memory_order_relaxed);
     note_state(t, res, why);
-    if (s->cfg.on_report) s->cfg.on_report(s->cfg.ud, t->i, res, res == IRL_SCRAPE_OK ? &r : NULL,
-                                           t->head_at);
+    if (s->cfg.on_report)
+        s->cfg.on_report(s->cfg.ud, t->i, res, res == IRL_SCRAPE_OK ? &r : NULL, t->head_at);
     ir_buf_reset(&t->page);
 }
 

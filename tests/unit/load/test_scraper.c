@@ -141,8 +141,8 @@ static void misbehaving_engines(void **st) {
                              "/hang/metrics", "/endless/metrics", "/x"};
     irl_target t[NT];
     for (int i = 0; i < NT; i++)
-        t[i] = (irl_target){.id = paths[i], .host = "127.0.0.1", .port = (uint16_t)srv.port,
-                            .path = paths[i]};
+        t[i] = (irl_target){
+            .id = paths[i], .host = "127.0.0.1", .port = (uint16_t)srv.port, .path = paths[i]};
     t[REFUSED].port = 1; /* nothing listens on a privileged port here: refused */
     seen s;
     memset(&s, 0, sizeof s);
