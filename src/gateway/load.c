@@ -63,8 +63,7 @@ static void on_report(void *ud, size_t i, irl_result res, const irl_report *rep,
     atomic_store_explicit(&e->waiting, clamp_u32(rep->waiting), memory_order_relaxed);
     atomic_store_explicit(&e->kv_usage_ppm, (uint32_t)(rep->kv_usage * 1e6 + 0.5),
                           memory_order_relaxed);
-    atomic_store_explicit(&e->prefix_queries, clamp_u64(rep->prefix_queries),
-                          memory_order_relaxed);
+    atomic_store_explicit(&e->prefix_queries, clamp_u64(rep->prefix_queries), memory_order_relaxed);
     atomic_store_explicit(&e->prefix_hits, clamp_u64(rep->prefix_hits), memory_order_relaxed);
     atomic_store_explicit(&e->preemptions, clamp_u64(rep->preemptions), memory_order_relaxed);
     atomic_store_explicit(&e->at_ns, at ? at : ir_now_ns(), memory_order_release);
@@ -134,15 +133,13 @@ void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate
     _Atomic uint64_t *seen = &r->engine.max_age_seen_ns;
     uint64_t rec = IR_MIN(age, 2 * max_age);
     uint64_t old = atomic_load_explicit(seen, memory_order_relaxed);
-    while (rec > old && !atomic_compare_exchange_weak_explicit(seen, &old, rec, memory_order_relaxed,
-                                                               memory_order_relaxed)) {
-    }
+    while (rec > old && !atomic_compare_exchange_weak_explicit(
+                            seen, &old, rec, memory_order_relaxed, memory_order_relaxed)) {}
     if (age > max_age) return; /* stale: the gateway's own counters only */
     c->engine_fresh = true;
     c->engine_running = atomic_load_explicit(&r->engine.running, memory_order_relaxed);
     c->engine_waiting = atomic_load_explicit(&r->engine.waiting, memory_order_relaxed);
-    c->engine_kv_usage =
-        atomic_load_explicit(&r->engine.kv_usage_ppm, memory_order_relaxed) / 1e6;
+    c->engine_kv_usage = atomic_load_explicit(&r->engine.kv_usage_ppm, memory_order_relaxed) / 1e6;
 }
 
 void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *o) {
