@@ -128,6 +128,14 @@ test('replica gauges move under load, and a restart resets the index view', asyn
     const gauge = async (name) => metricValue(await metrics(gw.admin), name, 'replica="r0"');
     assert.equal(await until('a first report', async () => (await gauge('inferrail_replica_engine_fresh')) === 1), true);
     assert.equal(await gauge('inferrail_replica_engine_running'), 0);
+    // /admin/explain shows the fresh engine numbers the policy was handed.
+    const row = await until('engine numbers in explain', async () => {
+      const r = await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: '{"prompt":"abc"}' });
+      const c = (await r.json()).candidates[0];
+      return c.engine_waiting !== null ? c : null;
+    });
+    assert.equal(row.engine_running, 0);
+    assert.equal(row.engine_kv_usage, 0);
     const prompt = 'the same long prefix for every request '.repeat(20);
     const running = [];
     for (let i = 0; i < 6; i++) running.push(stream(gw, 150, prompt + i));
