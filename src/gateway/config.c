@@ -194,6 +194,18 @@ static const ir_cfg_field index_fields[] = {
 static const ir_cfg_schema index_schema = {"index", index_fields, IR_ARRAY_LEN(index_fields),
                                            sizeof(gw_index_cfg)};
 
+static const ir_cfg_field load_fields[] = {
+    F(gw_load_cfg, "scrape_interval", IR_CFG_DURATION, scrape_interval, "100ms",
+      "every replica's /metrics page is read this often, all in parallel; at least 10ms"),
+    F(gw_load_cfg, "scrape_timeout", IR_CFG_DURATION, scrape_timeout, "100ms",
+      "one scrape, connect and whole page; > 0 (pages are capped at 4 MiB)"),
+    F(gw_load_cfg, "max_age", IR_CFG_DURATION, max_age, "250ms",
+      "an engine report older than this is missing: policies use the gateway's own counts; "
+      "at least scrape_interval"),
+};
+static const ir_cfg_schema load_schema = {"load", load_fields, IR_ARRAY_LEN(load_fields),
+                                          sizeof(gw_load_cfg)};
+
 static const ir_cfg_field model_fields[] = {
     {.key = "name",
      .type = IR_CFG_STRING,
@@ -346,6 +358,10 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, index),
      .sub = &index_schema},
+    {.key = "load",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, load),
+     .sub = &load_schema},
 };
 
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),
@@ -380,6 +396,18 @@ static void check_ports(const gw_config *c, ir_cfg_errors *errs) {
                           c->server.admin_listen, c->server.listen);
 }
 
+/* A report must be able to stay fresh until the next one lands. */
+static void check_load(const gw_load_cfg *l, ir_cfg_errors *errs) {
+    if (l->scrape_interval < 10 * 1000000ull)
+        ir_cfg_errors_add(errs, "load.scrape_interval: at least 10ms");
+    else if (l->max_age && l->max_age < l->scrape_interval)
+        ir_cfg_errors_add(errs,
+                          "load.max_age: %llu ms is shorter than load.scrape_interval (%llu ms): "
+                          "every report would go stale before the next one",
+                          (unsigned long long)(l->max_age / 1000000),
+                          (unsigned long long)(l->scrape_interval / 1000000));
+}
+
 /* Zeros that would mean a silent default or a busy loop are refused. */
 static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
     const struct {
@@ -398,6 +426,8 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
         {"upstream.max_idle_per_replica", (uint64_t)c->upstream.max_idle_per_replica},
         {"health.interval", c->health.interval},
         {"health.timeout", c->health.timeout},
+        {"load.scrape_timeout", c->load.scrape_timeout},
+        {"load.max_age", c->load.max_age},
     };
     for (size_t i = 0; i < IR_ARRAY_LEN(must); i++)
         if (must[i].v == 0)
@@ -405,6 +435,7 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
                               must[i].path);
     if (c->health.interval && c->health.interval < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "health.interval: at least 10ms");
+    check_load(&c->load, errs);
 }
 
 /* The replica URL is a base: the client's path (/v1/...) is appended to it. */

@@ -243,6 +243,7 @@ int gw_metrics_render(gw_app *app, ir_buf *o) {
         }
     }
     gw_metrics_render_kv(&app->fleet, o);
+    gw_metrics_render_load(app, o);
     return 0;
 }
 
@@ -283,6 +284,8 @@ int gw_control_start(gw_control *c) {
     uint64_t every = c->app->cfg.health.interval / 1000000;
     uv_timer_start(&c->tick, on_tick, 0, every ? every : 1);
     c->started = true;
+    rc = gw_load_start(c->app);
+    if (rc) IR_WARN("load", "cannot start the engine scraper: %s", irn_strerror(rc));
     return 0;
 }
 
@@ -292,6 +295,7 @@ void gw_control_stop(gw_control *c) {
     if (!c->started) return; /* gw_control_start failed: nothing to close */
     uv_timer_stop(&c->tick);
     uv_close((uv_handle_t *)&c->tick, NULL);
+    gw_load_stop(c->app);
     if (c->admin) {
         irn_server_close(c->admin, NULL, NULL);
         irn_server_close_all(c->admin);
@@ -303,6 +307,7 @@ void gw_control_stop(gw_control *c) {
 
 void gw_control_free(gw_control *c) {
     if (!c) return;
+    gw_load_stop(c->app);
     for (size_t i = 0; i < c->app->fleet.nslots; i++) ir_buf_free(&c->probes[i].body);
     free(c->probes);
     free(c);

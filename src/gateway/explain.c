@@ -55,7 +55,11 @@ static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char
     json_object_set_new(o, "pending", json_integer(atomic_load(&r->pending)));
     json_object_set_new(o, "pending_prompt_tokens",
                         json_integer((json_int_t)atomic_load(&r->pending_tokens)));
-    json_object_set_new(o, "engine_waiting", json_null()); /* no load scraper yet */
+    /* The engine's numbers when its report is fresh (null: stale, none yet, or not a candidate). */
+    bool fresh = c && c->engine_fresh;
+    json_object_set_new(o, "engine_waiting", fresh ? json_integer(c->engine_waiting) : json_null());
+    json_object_set_new(o, "engine_running", fresh ? json_integer(c->engine_running) : json_null());
+    json_object_set_new(o, "engine_kv_usage", fresh ? json_real(c->engine_kv_usage) : json_null());
     json_object_set_new(o, "index_blocks", json_integer(irx_replica_blocks(f->index, r->index)));
     json_object_set_new(o, "estimated_ttft_ms", number_or_null(ex ? ex->estimated_ttft_ms : NAN));
     json_object_set_new(o, "score", number_or_null(ex ? ex->score : NAN));

@@ -292,6 +292,7 @@ size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
                 atomic_load_explicit(&rep->pending_uncached, memory_order_relaxed),
             .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
             .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
+        gw_engine_fill(rep, now, f->cfg->load.max_age, &out[n - 1]);
     }
     return n;
 }

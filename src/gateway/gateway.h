@@ -26,6 +26,7 @@
 
 #include "core/ir_core.h"
 #include "index/ir_index.h"
+#include "load/ir_load.h"
 #include "net/ir_net.h"
 #include "policy/ir_policy.h"
 #include "tokenize/ir_tokenize.h"
@@ -131,6 +132,12 @@ typedef struct gw_kv_events_cfg {
     char *topic;           /* the topic it publishes on; "" */
 } gw_kv_events_cfg;
 
+typedef struct gw_load_cfg {
+    uint64_t scrape_interval; /* ns */
+    uint64_t scrape_timeout;
+    uint64_t max_age;
+} gw_load_cfg;
+
 typedef struct gw_replica_cfg {
     char *id;
     char *url;
@@ -165,6 +172,7 @@ typedef struct gw_config {
     gw_health_cfg health;
     gw_logging_cfg logging;
     gw_index_cfg index;
+    gw_load_cfg load;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
     gw_discovery_cfg discovery;
@@ -186,6 +194,20 @@ bool gw_replica_id_ok(const char *id);
 
 /* ---- fleet -------------------------------------------------------------------------- */
 #define GW_MAX_REPLICAS 256
+
+/* The engine's own view of its load, from its last readable metrics page.
+ * Written by the scraper's thread only (load.c), read by any; at_ns is stored
+ * last (release), so a reader that sees it sees the numbers of that report or
+ * a later one. */
+typedef struct gw_engine_load {
+    _Atomic uint64_t at_ns; /* when the report's page answered (monotonic); 0: none yet */
+    _Atomic uint32_t running, waiting;
+    _Atomic uint32_t kv_usage_ppm; /* KV usage in millionths */
+    _Atomic uint64_t prefix_queries, prefix_hits, preemptions;
+    _Atomic uint64_t capacity_blocks; /* the engine's KV capacity in index blocks; 0: unknown */
+    _Atomic uint64_t restarts;        /* prefix counters seen going backwards */
+    _Atomic uint64_t max_age_seen_ns; /* the oldest report a policy was handed */
+} gw_engine_load;
 
 typedef struct gw_replica {
     /* Its settings: a SIGHUP reload may swap them for new ones (the old stay valid). */
@@ -209,6 +231,7 @@ typedef struct gw_replica {
     _Atomic uint64_t predicted_tokens, reported_tokens;
     _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
     _Atomic int reports_cached; /* its engine has reported cached_tokens at least once */
+    gw_engine_load engine;      /* its engine's last report (load.c) */
     /* replicas[i].headers, checked, lowercase names; point into the config */
     irn_header *extra;
     size_t nextra;
@@ -376,6 +399,8 @@ typedef struct gw_app {
     struct gw_retired *retired; /* what reloads replaced, kept until exit (reload.c) */
     struct gw_control *ctl;     /* the control loop, owned */
     struct gw_discovery *disc;  /* DNS discovery on the control loop, owned; NULL: none */
+    irl_scraper *scraper;       /* engine metrics (load.c), owned; NULL until started */
+    struct gw_load *load;       /* what load.c keeps between reports, owned */
     bool *started;              /* started[i]: workers[i] is bound and running */
 } gw_app;
 
@@ -405,6 +430,22 @@ void gw_control_free(gw_control *c);
 int gw_metrics_render(gw_app *app, ir_buf *out);
 /* The KV index's metrics (metrics_kv.c). */
 void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
+/* The engines' load reports and the scrapes (metrics_load.c). */
+void gw_metrics_render_load(gw_app *app, ir_buf *out);
+
+/* Engine load (load.c): the scraper of every replica's /metrics, started and
+ * stopped by the control loop. Its reports land in each gw_replica's engine,
+ * size the replica's shadow in the KV index when kv_capacity_blocks is not set,
+ * and reset that shadow when the engine restarted. */
+int gw_load_start(gw_app *app);
+void gw_load_stop(gw_app *app);
+/* Age of replica r's last report at `now`, or UINT64_MAX when it has none. */
+uint64_t gw_engine_report_age(const gw_replica *r, uint64_t now);
+/* ,"engine":{...} for GET /admin/state: the report's age in ms, whether it is
+ * fresh, its numbers, and the scrapes by result (null age before any report). */
+void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *out);
+/* Fills c's engine fields from r's report when it is younger than max_age. */
+void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate *c);
 
 /* DNS discovery (discovery.c), on the control loop: every discovery.dns[] group is
  * looked up at start and then every refresh, its addresses joining and leaving

@@ -58,9 +58,11 @@ void gw_state_render(gw_app *app, ir_buf *o) {
         ir_json_append_string(o, r->cfg->id, strlen(r->cfg->id));
         ir_buf_append_lit(o, ",\"url\":");
         ir_json_append_string(o, r->cfg->url, strlen(r->cfg->url));
-        ir_buf_appendf(o, ",\"healthy\":%s,\"in_flight\":%u,\"pending\":%u}",
+        ir_buf_appendf(o, ",\"healthy\":%s,\"in_flight\":%u,\"pending\":%u",
                        gw_replica_available(r, now) ? "true" : "false",
                        (unsigned)atomic_load(&r->in_flight), (unsigned)atomic_load(&r->pending));
+        gw_engine_state_json(app, r, now, o);
+        ir_buf_append_lit(o, "}");
     }
     ir_buf_append_lit(o, "]}");
 }
