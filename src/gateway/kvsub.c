@@ -82,8 +82,8 @@ void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs
                           "or ipc://path",
                           i, c->replay_endpoint);
     if (c->replay_endpoint && !c->endpoint)
-        ir_cfg_errors_add(errs,
-                          "replicas[%zu].kv_events.replay_endpoint: needs kv_events.endpoint", i);
+        ir_cfg_errors_add(errs, "replicas[%zu].kv_events.replay_endpoint: needs kv_events.endpoint",
+                          i);
 }
 
 /* ---- clocks and counters -------------------------------------------------------------- */
@@ -156,8 +156,7 @@ static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
     ADD(s, orphans, c.orphans);
     ADD(s, refused, c.refused);
     double lag = wall_s() - b.ts;
-    atomic_store_explicit(&s->st.lag_us, lag > 0 ? (uint64_t)(lag * 1e6) : 0,
-                          memory_order_relaxed);
+    atomic_store_explicit(&s->st.lag_us, lag > 0 ? (uint64_t)(lag * 1e6) : 0, memory_order_relaxed);
     atomic_store_explicit(&s->st.last_batch_ns, now_ns(), memory_order_relaxed);
     irx_ev_view v;
     irx_ev_view_get(k->fleet->index, s->slot, &v);
@@ -187,9 +186,10 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
     if (s->next >= 0 && seq > s->next) {
         ADD(s, gaps, 1);
         if (replayed || !s->dealer) {
-            fall_back(k, s, replayed ? "the engine no longer buffers the missing KV event "
-                                       "batches"
-                                     : "KV event batches were lost and there is no replay socket");
+            fall_back(k, s,
+                      replayed ? "the engine no longer buffers the missing KV event "
+                                 "batches"
+                               : "KV event batches were lost and there is no replay socket");
         } else {
             ask_replay(s, s->next);
             if (s->replaying) return;
@@ -274,8 +274,7 @@ static void drain_dealer(gw_kvsub *k, kvstream *s) {
             ADD(s, decode_errors, 1);
         else if (seq == -1) {
             if (s->replaying) on_replay_end(k, s); /* else the end of a replay given up */
-        }
-        else if (s->replaying)
+        } else if (s->replaying)
             on_batch(k, s, seq, zmq_msg_data(&f[2]), zmq_msg_size(&f[2]), true);
         close_frames(f, n, 4);
     }
@@ -353,8 +352,12 @@ int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
         const gw_kv_events_cfg *c = &r->cfg->kv_events;
         if (!c->endpoint) continue;
         kvstream *s = &k->s[k->n++];
-        *s = (kvstream){.slot = r->index, .id = r->cfg->id, .cfg = c, .model = model_of(f, r),
-                        .next = -1, .live_last = -1};
+        *s = (kvstream){.slot = r->index,
+                        .id = r->cfg->id,
+                        .cfg = c,
+                        .model = model_of(f, r),
+                        .next = -1,
+                        .live_last = -1};
         s->sub = open_socket(k, ZMQ_SUB, c->endpoint, c->topic ? c->topic : "");
         if (c->replay_endpoint) s->dealer = open_socket(k, ZMQ_DEALER, c->replay_endpoint, "");
         if (!s->sub || (c->replay_endpoint && !s->dealer)) {

@@ -33,7 +33,8 @@ typedef struct counter {
     size_t off;
 } counter;
 
-#define C(n, field, help) {"inferrail_kv_events_" n, help, offsetof(gw_kvsub_stats, field)}
+#define C(n, field, help)                                                                          \
+    { "inferrail_kv_events_" n, help, offsetof(gw_kvsub_stats, field) }
 static const counter counters[] = {
     C("batches_total", batches, "Event batches applied to the index."),
     C("received_total", events, "Engine KV events applied to the index."),
