@@ -22,9 +22,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define FLUSH_MS       2
-#define MAX_PENDING    65536 /* events in one batch before it is flushed early */
-#define MAX_BUFFER     100000
+#define FLUSH_MS    2
+#define MAX_PENDING 65536 /* events in one batch before it is flushed early */
+#define MAX_BUFFER  100000
 
 typedef struct pev {
     int type; /* 1 stored, 2 removed, 3 cleared */
@@ -72,14 +72,16 @@ int sim_kvpub_parse(const char *json, sim_kvpub_cfg *out, char *err, size_t errl
     json_t *bs = o ? json_object_get(o, "buffer_steps") : NULL;
     json_t *tp = o ? json_object_get(o, "topic") : NULL;
     if (!why && en && !json_is_boolean(en)) why = "enable_kv_cache_events: not a boolean";
-    if (!why && pub && !(json_is_string(pub) && (strcmp(json_string_value(pub), "zmq") == 0 ||
-                                                  strcmp(json_string_value(pub), "null") == 0)))
+    if (!why && pub &&
+        !(json_is_string(pub) && (strcmp(json_string_value(pub), "zmq") == 0 ||
+                                  strcmp(json_string_value(pub), "null") == 0)))
         why = "publisher: only \"zmq\" (or \"null\")";
     if (!why && ep && !json_is_string(ep)) why = "endpoint: not a string";
     if (!why && rep && !json_is_null(rep) && !json_is_string(rep))
         why = "replay_endpoint: not a string";
-    if (!why && bs && !(json_is_integer(bs) && json_integer_value(bs) > 0 &&
-                        json_integer_value(bs) <= MAX_BUFFER))
+    if (!why && bs &&
+        !(json_is_integer(bs) && json_integer_value(bs) > 0 &&
+          json_integer_value(bs) <= MAX_BUFFER))
         why = "buffer_steps: not an integer in 1..100000";
     if (!why && tp && !json_is_string(tp)) why = "topic: not a string";
     if (why) {
@@ -105,7 +107,8 @@ static void pack_key(msgpack_packer *pk, const sim_kvpub *p, ir_hash128 h) {
         msgpack_pack_int64(pk, (int64_t)XXH3_64bits_withSeed(&h, sizeof h, 0x6b76657674ull));
         return;
     }
-    XXH128_hash_t a = XXH3_128bits_withSeed(&h, sizeof h, 1), b = XXH3_128bits_withSeed(&h, sizeof h, 2);
+    XXH128_hash_t a = XXH3_128bits_withSeed(&h, sizeof h, 1),
+                  b = XXH3_128bits_withSeed(&h, sizeof h, 2);
     unsigned char d[32];
     memcpy(d, &a, 16);
     memcpy(d + 16, &b, 16);
@@ -288,7 +291,8 @@ static int add_hash(sim_kvpub *p, ir_hash128 h, const uint32_t *tokens) {
         p->tokens = nt, p->hashcap = nc;
     }
     p->hashes[p->nhash] = h;
-    if (tokens) memcpy(p->tokens + p->nhash * p->block_size, tokens, p->block_size * sizeof *tokens);
+    if (tokens)
+        memcpy(p->tokens + p->nhash * p->block_size, tokens, p->block_size * sizeof *tokens);
     p->nhash++;
     return 0;
 }
@@ -345,8 +349,8 @@ static void *bind_socket(sim_kvpub *p, int type, const char *ep, char *err, size
     return z;
 }
 
-sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block_size,
-                         bool map, bool bytes, char *err, size_t errlen) {
+sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block_size, bool map,
+                         bool bytes, char *err, size_t errlen) {
     sim_kvpub *p = calloc(1, sizeof *p);
     if (!p || !(p->ctx = zmq_ctx_new()) || !(p->topic = strdup(c->topic)) ||
         !(p->buf = calloc(c->buffer_steps, sizeof *p->buf))) {
