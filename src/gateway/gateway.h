@@ -220,7 +220,22 @@ typedef struct gw_kvsub_stats {
     _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
     _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
     _Atomic int source;             /* GW_KV_SOURCE_* */
+    /* the parity self-test: requests answered, and of those the ones whose every full
+     * prompt block the engine's events then showed stored */
+    _Atomic uint64_t parity_checks, parity_agree;
+    /* a check whose blocks had not all arrived yet when the response ended: the
+     * subscriber thread looks again as batches come, until GW_PARITY_WAIT_NS */
+    _Atomic(struct gw_parity *) parity_pending;
 } gw_kvsub_stats;
+
+#define GW_PARITY_WAIT_NS (500ull * 1000000ull)
+/* One parity check still open: owned by whoever took it out of parity_pending. */
+typedef struct gw_parity {
+    uint64_t deadline_ns;
+    uint32_t slot, n;
+    char rid[160];  /* the request's id, for the log */
+    ir_hash128 h[]; /* the prompt's n full blocks */
+} gw_parity;
 
 typedef struct gw_fleet {
     const gw_config *cfg;
@@ -238,8 +253,15 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
 int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen);
 void gw_kvsub_stop(gw_fleet *f);
 /* The counters of the replica in slot, or NULL when it has no kv_events. */
-const gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
+gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
 void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs);
+/* Closes a check: agreed when the events now show its blocks, or when final is
+ * false puts it back for a later look (returns false then). */
+bool gw_parity_settle(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p, bool final);
+/* Hands a check that could not settle at once to the subscriber thread. */
+void gw_parity_defer(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p);
+/* The subscriber thread settles the pending check when it can (all of it: final). */
+void gw_parity_poll(const gw_fleet *f, gw_kvsub_stats *st, bool final);
 /* Adds index_source ("approximate", "events", "events-partial" or
  * "approximate-after-gap") and, for event-fed replicas, index_view_age_ms and
  * index_orphan_blocks to an /admin/explain row. */

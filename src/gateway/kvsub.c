@@ -297,6 +297,7 @@ static void *run(void *arg) {
             kvstream *s = &k->s[i];
             drain_sub(k, s);
             if (s->dealer) drain_dealer(k, s);
+            gw_parity_poll(k->fleet, &s->st, false);
             if (s->replaying && now > s->replay_deadline) {
                 s->replaying = false;
                 if (s->next >= 0 && s->live_last >= s->next)
@@ -390,6 +391,7 @@ void gw_kvsub_stop(gw_fleet *f) {
     atomic_store(&k->stop, 1);
     if (k->thread_started) pthread_join(k->thread, NULL);
     for (size_t i = 0; i < k->n; i++) {
+        gw_parity_poll(f, &k->s[i].st, true);
         if (k->s[i].sub) zmq_close(k->s[i].sub);
         if (k->s[i].dealer) zmq_close(k->s[i].dealer);
     }
@@ -399,8 +401,8 @@ void gw_kvsub_stop(gw_fleet *f) {
     f->kvsub = NULL;
 }
 
-const gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot) {
-    const gw_kvsub *k = f->kvsub;
+gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot) {
+    gw_kvsub *k = f->kvsub;
     for (size_t i = 0; k && i < k->n; i++)
         if (k->s[i].slot == slot) return &k->s[i].st;
     return NULL;

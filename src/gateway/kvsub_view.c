@@ -50,6 +50,8 @@ static const counter counters[] = {
       "Gaps no replay could fill: the view was cleared and tracked approximately."),
     C("decode_errors_total", decode_errors, "Messages or payloads that did not decode (skipped)."),
     C("restarts_total", restarts, "Sequences that went back: the engine restarted."),
+    C("parity_checks_total", parity_checks,
+      "Requests answered by the replica whose stored blocks the parity self-test checked."),
 };
 
 static void labelled(ir_buf *o, const char *name, const char *id) {
@@ -72,6 +74,18 @@ void gw_kvsub_metrics(const gw_fleet *f, ir_buf *o) {
                 (const _Atomic uint64_t *)((const char *)st + counters[c].off);
             ir_buf_appendf(o, "%llu\n", (unsigned long long)atomic_load(v));
         }
+    }
+    ir_buf_append_str(o,
+                      "# HELP inferrail_index_parity_ratio Of the requests an event-fed "
+                      "replica answered, the share whose every full prompt block its events "
+                      "then showed stored (1 when none yet).\n# TYPE inferrail_index_parity_ratio "
+                      "gauge\n");
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        const gw_kvsub_stats *st = gw_kvsub_replica(f, (uint32_t)i);
+        if (!st) continue;
+        uint64_t n = atomic_load(&st->parity_checks), ok = atomic_load(&st->parity_agree);
+        labelled(o, "inferrail_index_parity_ratio", f->replicas[i].cfg->id);
+        ir_buf_appendf(o, "%.6f\n", n ? (double)ok / (double)n : 1.0);
     }
     ir_buf_append_str(o, "# HELP inferrail_kv_events_lag_seconds The last batch's arrival time "
                          "minus its engine timestamp.\n# TYPE inferrail_kv_events_lag_seconds "

@@ -140,4 +140,32 @@ test('a gateway fed by two simulators\' events predicts exactly, through a gap a
   assert.equal(sum('inferrail_kv_events_decode_errors_total'), 0);
   assert.equal(exact, total, `${exact}/${total} exact; misses ${JSON.stringify(misses.slice(0, 10))}`);
   assert.ok(hits >= 40, `only ${hits} of ${total} requests hit the cache`);
+  // The parity self-test: every answered prompt's blocks showed up in the events.
+  for (let k = 0; k < sims.length; k++) {
+    assert.ok(metricValue(page, 'inferrail_kv_events_parity_checks_total', `replica="sim-${k}"`) >= 20);
+    assert.ok(metricValue(page, 'inferrail_index_parity_ratio', `replica="sim-${k}"`) >= 0.95, page);
+  }
+});
+
+test('the parity self-test catches an engine that hashes other blocks', async () => {
+  // The engine runs 8-token blocks while the gateway expects 16: its events cannot
+  // be placed, and nothing the gateway predicts ever shows up stored.
+  const sim = await eventSim('map', 'bytes', ['--block-size', '8']);
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: [{ id: 'odd', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  for (let i = 0; i < 5; i++) await complete(gw.url, `Request ${i}: ` + 'kv cache router '.repeat(30));
+  let page;
+  for (let i = 0; i < 200; i++) { // each check waits up to 500 ms for its events
+    page = await metrics(gw.admin);
+    if (metricValue(page, 'inferrail_kv_events_parity_checks_total', 'replica="odd"') === 5) break;
+    await sleep(25);
+  }
+  assert.equal(metricValue(page, 'inferrail_kv_events_parity_checks_total', 'replica="odd"'), 5);
+  assert.equal(metricValue(page, 'inferrail_index_parity_ratio', 'replica="odd"'), 0);
+  assert.ok(metricValue(page, 'inferrail_kv_events_refused_total', 'replica="odd"') > 0);
+  assert.match(gw.log.text, /parity: replica odd: the engine's KV events show 0 of the/);
 });
