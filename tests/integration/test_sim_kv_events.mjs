@@ -169,3 +169,53 @@ test('the parity self-test catches an engine that hashes other blocks', async ()
   assert.ok(metricValue(page, 'inferrail_kv_events_refused_total', 'replica="odd"') > 0);
   assert.match(gw.log.text, /parity: replica odd: the engine's KV events show 0 of the/);
 });
+
+test('two gateways hold one view; one that joins late catches up by replay', async () => {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await eventSim(i % 2 ? 'array' : 'map', i % 2 ? 'int' : 'bytes', ['--num-gpu-blocks-override', '64', '--max-model-len', '900']));
+  const config = {
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url, kv_events: { endpoint: `tcp://127.0.0.1:${s.pub}`, replay_endpoint: `tcp://127.0.0.1:${s.replay}` } })),
+    routing: { default_policy: 'random', seed: 5 },
+    health: { interval: '10s' },
+  };
+  const a = await startGateway(config);
+  cleanup.push(async () => { assert.equal(await a.stop(), 0, a.log.text); });
+  let seed = 21;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'router', 'token', 'block', 'prefix'];
+  const heads = Array.from({ length: 6 }, (_, i) => `Shared ${i}: ` + Array.from({ length: 50 + 15 * i }, () => words[rnd(10)]).join(' '));
+  const prompt = () => heads[rnd(heads.length)] + ' ' + Array.from({ length: 3 + rnd(20) }, () => words[rnd(10)]).join(' ');
+  for (let i = 0; i < 30; i++) await complete(a.url, prompt());
+  const b = await startGateway(config); // joins late: it asks each engine for everything buffered
+  cleanup.push(async () => { assert.equal(await b.stop(), 0, b.log.text); });
+  for (let i = 0; i < 30; i++) await complete(i % 2 ? a.url : b.url, prompt());
+  const counts = async (gw) => {
+    const page = await metrics(gw.admin);
+    return sims.map((_, k) => metricValue(page, 'inferrail_kv_events_batches_total', `replica="sim-${k}"`) + metricValue(page, 'inferrail_kv_events_decode_errors_total', `replica="sim-${k}"`));
+  };
+  // Both have applied the same batches: the late one replayed what it missed.
+  let ca, cb;
+  for (let i = 0; i < 200; i++) {
+    ca = await counts(a); cb = await counts(b);
+    if (ca.join() === cb.join()) break;
+    await sleep(25);
+  }
+  assert.deepEqual(cb, ca);
+  const pb = await metrics(b.admin);
+  assert.ok(sims.reduce((x, _, k) => x + metricValue(pb, 'inferrail_kv_events_replayed_batches_total', `replica="sim-${k}"`), 0) >= 1);
+  let nonzero = 0;
+  for (const h of heads) {
+    const p = h + ' alpha beta';
+    const body = JSON.stringify({ model: MODEL, prompt: p, max_tokens: 1 });
+    const [ea, eb] = await Promise.all([a, b].map(async (gw) => (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body })).json()));
+    for (const row of ea.candidates) {
+      const other = eb.candidates.find((c) => c.replica === row.replica);
+      assert.equal(other.predicted_cached_tokens, row.predicted_cached_tokens, `${row.replica} for ${h.slice(0, 10)}`);
+      assert.equal(row.index_source, 'events');
+      assert.equal(other.index_source, 'events');
+      if (row.predicted_cached_tokens > 0) nonzero++;
+    }
+  }
+  assert.ok(nonzero >= 3, `only ${nonzero} nonzero predictions`);
+});
