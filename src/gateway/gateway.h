@@ -122,6 +122,11 @@ typedef struct gw_model_cfg {
 typedef struct gw_index_cfg {
     int64_t block_size;              /* tokens per KV block, as the engines use */
     int64_t default_capacity_blocks; /* a replica's KV cache when nothing else says */
+    /* What the policies take of a prediction, by its source (docs/internals/kv-events.md):
+     * events are exact (1); these scale the others' predicted cached tokens. */
+    double approximate_trust; /* the gateway's own guesses */
+    double fallback_trust;    /* approximate after a gap no replay covered */
+    double stale_trust;       /* events, while the engine's event socket is disconnected */
 } gw_index_cfg;
 
 /* replicas[].kv_events: the engine's KV event publisher (vLLM's --kv-events-config). */
@@ -213,6 +218,7 @@ enum {
     GW_KV_SOURCE_EVENTS = 1,   /* the engine's events, complete */
     GW_KV_SOURCE_PARTIAL = 2,  /* events, with orphans (joined late or after a gap) */
     GW_KV_SOURCE_FALLBACK = 3, /* approximate after a gap that could not be replayed */
+    GW_KV_SOURCE_STALE = 4,    /* events, but the engine's PUB socket is disconnected */
 };
 typedef struct gw_kvsub_stats {
     _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
@@ -220,6 +226,7 @@ typedef struct gw_kvsub_stats {
     _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
     _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
     _Atomic int source;             /* GW_KV_SOURCE_* */
+    _Atomic int connected;          /* the SUB socket is connected to the engine */
     /* the parity self-test: requests answered, and of those the ones whose every full
      * prompt block the engine's events then showed stored */
     _Atomic uint64_t parity_checks, parity_agree;
@@ -249,6 +256,11 @@ typedef struct gw_fleet {
 } gw_fleet;
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
+/* What the policies take of replica slot's prediction: 1 for events, else the
+ * configured trust of its source (index.*_trust). */
+double gw_prediction_trust(const gw_fleet *f, uint32_t slot);
+/* Its source now, GW_KV_SOURCE_*. */
+int gw_index_source(const gw_fleet *f, uint32_t slot);
 /* Starts f->kvsub when some replica has kv_events (0 and nothing when none). */
 int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen);
 void gw_kvsub_stop(gw_fleet *f);

@@ -7,14 +7,38 @@
 
 static const char *source_name(int s) {
     static const char *names[] = {"approximate", "events", "events-partial",
-                                  "approximate-after-gap"};
-    return s >= 0 && s <= GW_KV_SOURCE_FALLBACK ? names[s] : "approximate";
+                                  "approximate-after-gap", "events-stale"};
+    return s >= 0 && s <= GW_KV_SOURCE_STALE ? names[s] : "approximate";
+}
+
+int gw_index_source(const gw_fleet *f, uint32_t slot) {
+    const gw_kvsub_stats *st = gw_kvsub_replica(f, slot);
+    if (!st) return GW_KV_SOURCE_APPROX;
+    int src = atomic_load_explicit(&st->source, memory_order_relaxed);
+    if (src != GW_KV_SOURCE_FALLBACK && !atomic_load_explicit(&st->connected, memory_order_relaxed))
+        return GW_KV_SOURCE_STALE;
+    return src;
+}
+
+double gw_prediction_trust(const gw_fleet *f, uint32_t slot) {
+    const gw_index_cfg *c = &f->cfg->index;
+    switch (gw_index_source(f, slot)) {
+    case GW_KV_SOURCE_EVENTS:
+    case GW_KV_SOURCE_PARTIAL:
+        return 1.0; /* a partial view only lacks blocks */
+    case GW_KV_SOURCE_FALLBACK:
+        return c->fallback_trust;
+    case GW_KV_SOURCE_STALE:
+        return c->stale_trust;
+    default:
+        return c->approximate_trust;
+    }
 }
 
 void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row) {
     const gw_kvsub_stats *st = gw_kvsub_replica(f, slot);
-    int src = st ? atomic_load_explicit(&st->source, memory_order_relaxed) : GW_KV_SOURCE_APPROX;
-    json_object_set_new(row, "index_source", json_string(source_name(src)));
+    json_object_set_new(row, "index_source", json_string(source_name(gw_index_source(f, slot))));
+    json_object_set_new(row, "prediction_trust", json_real(gw_prediction_trust(f, slot)));
     if (!st) return;
     uint64_t last = atomic_load_explicit(&st->last_batch_ns, memory_order_relaxed);
     uint64_t now = ir_now_ns();
