@@ -36,14 +36,23 @@ void gw_policy_request(gw_req *r, irp_request *q) {
 /* Each candidate's predicted cached tokens, from stage 5's match. */
 void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, size_t n) {
     if (p->state != GW_PREDICT_OK || !p->cached) return;
-    for (size_t i = 0; i < n; i++)
-        cand[i].predicted_cached_tokens = (uint64_t)p->cached[cand[i].replica] * f->block_size;
+    /* The policies see each prediction scaled by how far its source is trusted
+     * (events 1, else index.*_trust); the attempt keeps the raw one (leased()). */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t raw = (uint64_t)p->cached[cand[i].replica] * f->block_size;
+        double t =
+            f->kvsub ? gw_prediction_trust(f, cand[i].replica) : f->cfg->index.approximate_trust;
+        cand[i].predicted_cached_tokens = t >= 1.0 ? raw : (uint64_t)((double)raw * t);
+    }
 }
 
 static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q) {
     r->rep = rep;
     r->lease_pending = true;
-    r->predicted_cached = c->predicted_cached_tokens;
+    const gw_prompt *p = &r->prompt;
+    r->predicted_cached = p->state == GW_PREDICT_OK && p->cached
+                              ? (uint64_t)p->cached[rep->index] * r->w->app->fleet.block_size
+                              : c->predicted_cached_tokens;
     irp_policy_assigned(r->policy, rep->index, q);
 }
 

@@ -190,6 +190,12 @@ static const ir_cfg_field index_fields[] = {
        "tokens per KV block, as the engines use (vLLM's --block-size)"),
     FI(gw_index_cfg, "default_capacity_blocks", default_capacity_blocks, "16384", 1, 1 << 30,
        "a replica's KV cache in blocks when neither kv_capacity_blocks nor the engine says"),
+    FF(gw_index_cfg, "approximate_trust", approximate_trust, "1", 0, 1,
+       "share of an approximate prediction the policies count (events-fed ones count whole)"),
+    FF(gw_index_cfg, "fallback_trust", fallback_trust, "0.5", 0, 1,
+       "share counted for a replica tracked approximately after a gap in its KV events"),
+    FF(gw_index_cfg, "stale_trust", stale_trust, "0.5", 0, 1,
+       "share counted for an events-fed replica while its event socket is disconnected"),
 };
 static const ir_cfg_schema index_schema = {"index", index_fields, IR_ARRAY_LEN(index_fields),
                                            sizeof(gw_index_cfg)};

@@ -123,6 +123,11 @@ typedef struct gw_model_cfg {
 typedef struct gw_index_cfg {
     int64_t block_size;              /* tokens per KV block, as the engines use */
     int64_t default_capacity_blocks; /* a replica's KV cache when nothing else says */
+    /* What the policies take of a prediction, by its source (docs/internals/kv-events.md):
+     * events are exact (1); these scale the others' predicted cached tokens. */
+    double approximate_trust; /* the gateway's own guesses */
+    double fallback_trust;    /* approximate after a gap no replay covered */
+    double stale_trust;       /* events, while the engine's event socket is disconnected */
 } gw_index_cfg;
 
 /* replicas[].kv_events: the engine's KV event publisher (vLLM's --kv-events-config). */
@@ -266,6 +271,7 @@ enum {
     GW_KV_SOURCE_EVENTS = 1,   /* the engine's events, complete */
     GW_KV_SOURCE_PARTIAL = 2,  /* events, with orphans (joined late or after a gap) */
     GW_KV_SOURCE_FALLBACK = 3, /* approximate after a gap that could not be replayed */
+    GW_KV_SOURCE_STALE = 4,    /* events, but the engine's PUB socket is disconnected */
 };
 typedef struct gw_kvsub_stats {
     _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
@@ -273,7 +279,23 @@ typedef struct gw_kvsub_stats {
     _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
     _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
     _Atomic int source;             /* GW_KV_SOURCE_* */
+    _Atomic int connected;          /* the SUB socket is connected to the engine */
+    /* the parity self-test: requests answered, and of those the ones whose every full
+     * prompt block the engine's events then showed stored */
+    _Atomic uint64_t parity_checks, parity_agree;
+    /* a check whose blocks had not all arrived yet when the response ended: the
+     * subscriber thread looks again as batches come, until GW_PARITY_WAIT_NS */
+    _Atomic(struct gw_parity *) parity_pending;
 } gw_kvsub_stats;
+
+#define GW_PARITY_WAIT_NS (500ull * 1000000ull)
+/* One parity check still open: owned by whoever took it out of parity_pending. */
+typedef struct gw_parity {
+    uint64_t deadline_ns;
+    uint32_t slot, n;
+    char rid[160];  /* the request's id, for the log */
+    ir_hash128 h[]; /* the prompt's n full blocks */
+} gw_parity;
 
 typedef struct gw_fleet {
     /* The running configuration: the one loaded at start, then each SIGHUP reload's
@@ -290,12 +312,24 @@ typedef struct gw_fleet {
 } gw_fleet;
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
+/* What the policies take of replica slot's prediction: 1 for events, else the
+ * configured trust of its source (index.*_trust). */
+double gw_prediction_trust(const gw_fleet *f, uint32_t slot);
+/* Its source now, GW_KV_SOURCE_*. */
+int gw_index_source(const gw_fleet *f, uint32_t slot);
 /* Starts f->kvsub when some replica has kv_events (0 and nothing when none). */
 int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen);
 void gw_kvsub_stop(gw_fleet *f);
 /* The counters of the replica in slot, or NULL when it has no kv_events. */
-const gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
+gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
 void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs);
+/* Closes a check: agreed when the events now show its blocks, or when final is
+ * false puts it back for a later look (returns false then). */
+bool gw_parity_settle(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p, bool final);
+/* Hands a check that could not settle at once to the subscriber thread. */
+void gw_parity_defer(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p);
+/* The subscriber thread settles the pending check when it can (all of it: final). */
+void gw_parity_poll(const gw_fleet *f, gw_kvsub_stats *st, bool final);
 /* Adds index_source ("approximate", "events", "events-partial" or
  * "approximate-after-gap") and, for event-fed replicas, index_view_age_ms and
  * index_orphan_blocks to an /admin/explain row. */

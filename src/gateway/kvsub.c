@@ -40,9 +40,9 @@ typedef struct kvstream {
     const char *id;
     const gw_kv_events_cfg *cfg;
     const char *model;
-    void *sub, *dealer;
-    int64_t next;      /* the sequence the index needs next; -1: any (nothing applied yet) */
-    int64_t live_last; /* the last sequence seen live; -1 none */
+    void *sub, *dealer, *mon; /* mon: the SUB socket's monitor (connects, disconnects) */
+    int64_t next;             /* the sequence the index needs next; -1: any (nothing applied yet) */
+    int64_t live_last;        /* the last sequence seen live; -1 none */
     bool replaying, tracked, logged_fallback, retried;
     uint64_t replay_deadline;
     uint64_t replay_got; /* batches the running replay brought */
@@ -282,9 +282,30 @@ static void drain_dealer(gw_kvsub *k, kvstream *s) {
     }
 }
 
+/* The SUB socket's monitor: while it is disconnected the view may be going stale
+ * (gw_index_source says events-stale); on reconnecting, ask for what was missed. */
+static void drain_monitor(kvstream *s) {
+    zmq_msg_t f[4];
+    for (int budget = 0; budget < 64; budget++) {
+        int n = recv_frames(s->mon, f, 4);
+        if (n < 0) return;
+        if (n >= 1 && zmq_msg_size(&f[0]) >= 2) {
+            const unsigned char *b = zmq_msg_data(&f[0]);
+            uint16_t ev = (uint16_t)(b[0] | b[1] << 8); /* little-endian, as libzmq writes it */
+            if (ev == ZMQ_EVENT_CONNECTED) {
+                atomic_store_explicit(&s->st.connected, 1, memory_order_relaxed);
+                if (s->next >= 0) ask_replay(s, s->next);
+            } else if (ev == ZMQ_EVENT_DISCONNECTED) {
+                atomic_store_explicit(&s->st.connected, 0, memory_order_relaxed);
+            }
+        }
+        close_frames(f, n, 4);
+    }
+}
+
 static void *run(void *arg) {
     gw_kvsub *k = arg;
-    zmq_pollitem_t *items = calloc(2 * k->n, sizeof *items);
+    zmq_pollitem_t *items = calloc(3 * k->n, sizeof *items);
     if (!items) return NULL;
     for (size_t i = 0; i < k->n; i++) ask_replay(&k->s[i], 0); /* joining late: all buffered */
     while (!atomic_load(&k->stop)) {
@@ -292,13 +313,16 @@ static void *run(void *arg) {
         for (size_t i = 0; i < k->n; i++) {
             items[n++] = (zmq_pollitem_t){k->s[i].sub, 0, ZMQ_POLLIN, 0};
             if (k->s[i].dealer) items[n++] = (zmq_pollitem_t){k->s[i].dealer, 0, ZMQ_POLLIN, 0};
+            if (k->s[i].mon) items[n++] = (zmq_pollitem_t){k->s[i].mon, 0, ZMQ_POLLIN, 0};
         }
         if (zmq_poll(items, (int)n, POLL_MS) < 0 && zmq_errno() != EINTR) break;
         uint64_t now = now_ns();
         for (size_t i = 0; i < k->n; i++) {
             kvstream *s = &k->s[i];
+            if (s->mon) drain_monitor(s);
             drain_sub(k, s);
             if (s->dealer) drain_dealer(k, s);
+            gw_parity_poll(k->fleet, &s->st, false);
             if (s->replaying && now > s->replay_deadline) {
                 s->replaying = false;
                 if (s->next >= 0 && s->live_last >= s->next)
@@ -314,7 +338,7 @@ static void *run(void *arg) {
 
 /* ---- start and stop ------------------------------------------------------------------ */
 
-static void *open_socket(gw_kvsub *k, int type, const char *ep, const char *topic) {
+static void *new_socket(gw_kvsub *k, int type, const char *topic) {
     void *z = zmq_socket(k->ctx, type);
     if (!z) return NULL;
     int hwm = RCV_HWM, linger = 0;
@@ -323,11 +347,32 @@ static void *open_socket(gw_kvsub *k, int type, const char *ep, const char *topi
     zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     if (type == ZMQ_SUB) zmq_setsockopt(z, ZMQ_SUBSCRIBE, topic, strlen(topic));
-    if (zmq_connect(z, ep)) {
+    return z;
+}
+
+static void *open_socket(gw_kvsub *k, int type, const char *ep, const char *topic) {
+    void *z = new_socket(k, type, topic);
+    if (z && zmq_connect(z, ep)) {
         zmq_close(z);
         return NULL;
     }
     return z;
+}
+
+/* A PAIR socket that receives sub's connect and disconnect events. NULL when the
+ * monitor cannot be set up (the view is then never marked stale). */
+static void *open_monitor(gw_kvsub *k, void *sub, size_t i) {
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://inferrail-kvmon-%zu", i);
+    if (zmq_socket_monitor(sub, ep, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED)) return NULL;
+    void *m = zmq_socket(k->ctx, ZMQ_PAIR);
+    int linger = 0;
+    if (m) zmq_setsockopt(m, ZMQ_LINGER, &linger, sizeof linger);
+    if (m && zmq_connect(m, ep)) {
+        zmq_close(m);
+        m = NULL;
+    }
+    return m;
 }
 
 static const char *model_of(const gw_fleet *f, const gw_replica *r) {
@@ -361,7 +406,14 @@ int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
                         .model = model_of(f, r),
                         .next = -1,
                         .live_last = -1};
-        s->sub = open_socket(k, ZMQ_SUB, c->endpoint, c->topic ? c->topic : "");
+        /* The monitor first, so that it sees the first connection too. */
+        s->sub = new_socket(k, ZMQ_SUB, c->topic ? c->topic : "");
+        s->mon = s->sub ? open_monitor(k, s->sub, k->n - 1) : NULL;
+        if (!s->mon) atomic_store(&s->st.connected, 1); /* never marked stale, then */
+        if (s->sub && zmq_connect(s->sub, c->endpoint)) {
+            zmq_close(s->sub);
+            s->sub = NULL;
+        }
         if (c->replay_endpoint) s->dealer = open_socket(k, ZMQ_DEALER, c->replay_endpoint, "");
         if (!s->sub || (c->replay_endpoint && !s->dealer)) {
             snprintf(err, errlen, "replicas[%zu].kv_events: cannot connect: %s", i,
@@ -393,8 +445,10 @@ void gw_kvsub_stop(gw_fleet *f) {
     atomic_store(&k->stop, 1);
     if (k->thread_started) pthread_join(k->thread, NULL);
     for (size_t i = 0; i < k->n; i++) {
+        gw_parity_poll(f, &k->s[i].st, true);
         if (k->s[i].sub) zmq_close(k->s[i].sub);
         if (k->s[i].dealer) zmq_close(k->s[i].dealer);
+        if (k->s[i].mon) zmq_close(k->s[i].mon);
     }
     zmq_ctx_term(k->ctx);
     free(k->s);
@@ -402,8 +456,8 @@ void gw_kvsub_stop(gw_fleet *f) {
     f->kvsub = NULL;
 }
 
-const gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot) {
-    const gw_kvsub *k = f->kvsub;
+gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot) {
+    gw_kvsub *k = f->kvsub;
     for (size_t i = 0; k && i < k->n; i++)
         if (k->s[i].slot == slot) return &k->s[i].st;
     return NULL;

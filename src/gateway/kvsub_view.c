@@ -7,14 +7,38 @@
 
 static const char *source_name(int s) {
     static const char *names[] = {"approximate", "events", "events-partial",
-                                  "approximate-after-gap"};
-    return s >= 0 && s <= GW_KV_SOURCE_FALLBACK ? names[s] : "approximate";
+                                  "approximate-after-gap", "events-stale"};
+    return s >= 0 && s <= GW_KV_SOURCE_STALE ? names[s] : "approximate";
+}
+
+int gw_index_source(const gw_fleet *f, uint32_t slot) {
+    const gw_kvsub_stats *st = gw_kvsub_replica(f, slot);
+    if (!st) return GW_KV_SOURCE_APPROX;
+    int src = atomic_load_explicit(&st->source, memory_order_relaxed);
+    if (src != GW_KV_SOURCE_FALLBACK && !atomic_load_explicit(&st->connected, memory_order_relaxed))
+        return GW_KV_SOURCE_STALE;
+    return src;
+}
+
+double gw_prediction_trust(const gw_fleet *f, uint32_t slot) {
+    const gw_index_cfg *c = &f->cfg->index;
+    switch (gw_index_source(f, slot)) {
+    case GW_KV_SOURCE_EVENTS:
+    case GW_KV_SOURCE_PARTIAL:
+        return 1.0; /* a partial view only lacks blocks */
+    case GW_KV_SOURCE_FALLBACK:
+        return c->fallback_trust;
+    case GW_KV_SOURCE_STALE:
+        return c->stale_trust;
+    default:
+        return c->approximate_trust;
+    }
 }
 
 void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row) {
     const gw_kvsub_stats *st = gw_kvsub_replica(f, slot);
-    int src = st ? atomic_load_explicit(&st->source, memory_order_relaxed) : GW_KV_SOURCE_APPROX;
-    json_object_set_new(row, "index_source", json_string(source_name(src)));
+    json_object_set_new(row, "index_source", json_string(source_name(gw_index_source(f, slot))));
+    json_object_set_new(row, "prediction_trust", json_real(gw_prediction_trust(f, slot)));
     if (!st) return;
     uint64_t last = atomic_load_explicit(&st->last_batch_ns, memory_order_relaxed);
     uint64_t now = ir_now_ns();
@@ -50,6 +74,8 @@ static const counter counters[] = {
       "Gaps no replay could fill: the view was cleared and tracked approximately."),
     C("decode_errors_total", decode_errors, "Messages or payloads that did not decode (skipped)."),
     C("restarts_total", restarts, "Sequences that went back: the engine restarted."),
+    C("parity_checks_total", parity_checks,
+      "Requests answered by the replica whose stored blocks the parity self-test checked."),
 };
 
 static void labelled(ir_buf *o, const char *name, const char *id) {
@@ -72,6 +98,18 @@ void gw_kvsub_metrics(const gw_fleet *f, ir_buf *o) {
                 (const _Atomic uint64_t *)((const char *)st + counters[c].off);
             ir_buf_appendf(o, "%llu\n", (unsigned long long)atomic_load(v));
         }
+    }
+    ir_buf_append_str(o,
+                      "# HELP inferrail_index_parity_ratio Of the requests an event-fed "
+                      "replica answered, the share whose every full prompt block its events "
+                      "then showed stored (1 when none yet).\n# TYPE inferrail_index_parity_ratio "
+                      "gauge\n");
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        const gw_kvsub_stats *st = gw_kvsub_replica(f, (uint32_t)i);
+        if (!st) continue;
+        uint64_t n = atomic_load(&st->parity_checks), ok = atomic_load(&st->parity_agree);
+        labelled(o, "inferrail_index_parity_ratio", f->replicas[i].cfg->id);
+        ir_buf_appendf(o, "%.6f\n", n ? (double)ok / (double)n : 1.0);
     }
     ir_buf_append_str(o, "# HELP inferrail_kv_events_lag_seconds The last batch's arrival time "
                          "minus its engine timestamp.\n# TYPE inferrail_kv_events_lag_seconds "

@@ -3,6 +3,7 @@
  * the engine's reported cached tokens against the prediction. */
 #include "gateway/request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,11 +121,36 @@ int64_t gw_reported_cached(const char *tail, size_t len) {
     return found ? last_number(tail, len, key, sizeof key - 1) : -1;
 }
 
+/* The parity self-test, for a replica tracked from its events: the engine has just
+ * computed this prompt, so its events should show every full block of it stored,
+ * under the gateway's own hashes of the gateway's own tokens. When they do not,
+ * the gateway tokenizes (or templates) differently from the engine, or its block
+ * size differs: predictions for that replica cannot hit. The events may still be
+ * on their way, so a check that fails now is left to the subscriber thread
+ * (kvsub_parity.c), which looks again as batches arrive. */
+static void parity(gw_req *r) {
+    const gw_fleet *f = &r->w->app->fleet;
+    gw_kvsub_stats *st = gw_kvsub_replica(f, r->rep->index);
+    if (!st || r->prompt.nhashes == 0) return;
+    int src = atomic_load_explicit(&st->source, memory_order_relaxed);
+    if (src != GW_KV_SOURCE_EVENTS && src != GW_KV_SOURCE_PARTIAL) return;
+    size_t n = r->prompt.nhashes;
+    gw_parity *p = malloc(sizeof *p + n * sizeof p->h[0]);
+    if (!p) return;
+    p->deadline_ns = ir_now_ns() + GW_PARITY_WAIT_NS;
+    p->slot = r->rep->index;
+    p->n = (uint32_t)n;
+    snprintf(p->rid, sizeof p->rid, "%s", r->rid);
+    memcpy(p->h, r->prompt.hashes, n * sizeof p->h[0]);
+    if (!gw_parity_settle(f, st, p, false)) gw_parity_defer(f, st, p);
+}
+
 /* A finished attempt: the prediction against what the engine said it had cached.
  * When the engine had less, the shadow held blocks it had evicted: correct it. */
 void gw_predict_feedback(gw_req *r) {
     if (r->prompt.state != GW_PREDICT_OK || !r->rep) return;
     gw_replica *rep = r->rep;
+    parity(r);
     uint64_t predicted = r->predicted_cached;
     atomic_fetch_add_explicit(&rep->predicted_tokens, predicted, memory_order_relaxed);
     int64_t reported = gw_reported_cached(r->tail, r->tail_len);

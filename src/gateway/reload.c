@@ -208,7 +208,8 @@ static bool routing_differs(const gw_routing_cfg *a, const gw_routing_cfg *b) {
            a->sglang_cache_aware.cache_threshold != b->sglang_cache_aware.cache_threshold ||
            a->sglang_cache_aware.balance_abs_threshold !=
                b->sglang_cache_aware.balance_abs_threshold ||
-           a->sglang_cache_aware.balance_rel_threshold != b->sglang_cache_aware.balance_rel_threshold;
+           a->sglang_cache_aware.balance_rel_threshold !=
+               b->sglang_cache_aware.balance_rel_threshold;
 }
 
 /* New policies for the models whose policy or routing knobs changed; the replaced

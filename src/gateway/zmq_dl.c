@@ -30,14 +30,23 @@ static void load(void) {
         return;
     }
     const sym syms[] = {
-        {"zmq_ctx_new", (void **)&gw_zmq.ctx_new},     {"zmq_ctx_term", (void **)&gw_zmq.ctx_term},
-        {"zmq_socket", (void **)&gw_zmq.socket},       {"zmq_close", (void **)&gw_zmq.close},
-        {"zmq_connect", (void **)&gw_zmq.connect},     {"zmq_setsockopt", (void **)&gw_zmq.setsockopt},
-        {"zmq_send", (void **)&gw_zmq.send},           {"zmq_msg_init", (void **)&gw_zmq.msg_init},
-        {"zmq_msg_close", (void **)&gw_zmq.msg_close}, {"zmq_msg_recv", (void **)&gw_zmq.msg_recv},
-        {"zmq_msg_data", (void **)&gw_zmq.msg_data},   {"zmq_msg_size", (void **)&gw_zmq.msg_size},
-        {"zmq_msg_more", (void **)&gw_zmq.msg_more},   {"zmq_poll", (void **)&gw_zmq.poll},
-        {"zmq_errno", (void **)&gw_zmq.errno_},        {"zmq_strerror", (void **)&gw_zmq.strerror},
+        {"zmq_ctx_new", (void **)&gw_zmq.ctx_new},
+        {"zmq_ctx_term", (void **)&gw_zmq.ctx_term},
+        {"zmq_socket", (void **)&gw_zmq.socket},
+        {"zmq_close", (void **)&gw_zmq.close},
+        {"zmq_connect", (void **)&gw_zmq.connect},
+        {"zmq_socket_monitor", (void **)&gw_zmq.socket_monitor},
+        {"zmq_setsockopt", (void **)&gw_zmq.setsockopt},
+        {"zmq_send", (void **)&gw_zmq.send},
+        {"zmq_msg_init", (void **)&gw_zmq.msg_init},
+        {"zmq_msg_close", (void **)&gw_zmq.msg_close},
+        {"zmq_msg_recv", (void **)&gw_zmq.msg_recv},
+        {"zmq_msg_data", (void **)&gw_zmq.msg_data},
+        {"zmq_msg_size", (void **)&gw_zmq.msg_size},
+        {"zmq_msg_more", (void **)&gw_zmq.msg_more},
+        {"zmq_poll", (void **)&gw_zmq.poll},
+        {"zmq_errno", (void **)&gw_zmq.errno_},
+        {"zmq_strerror", (void **)&gw_zmq.strerror},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(h, syms[i].name);

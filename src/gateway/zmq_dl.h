@@ -22,6 +22,7 @@ typedef struct gw_zmq_api {
     void *(*socket)(void *ctx, int type);
     int (*close)(void *s);
     int (*connect)(void *s, const char *ep);
+    int (*socket_monitor)(void *s, const char *addr, int events);
     int (*setsockopt)(void *s, int opt, const void *v, size_t len);
     int (*send)(void *s, const void *buf, size_t len, int flags);
     int (*msg_init)(zmq_msg_t *m);
@@ -41,21 +42,22 @@ int gw_zmq_load(char *err, size_t errlen);
 /* The table; valid only after gw_zmq_load returned 0. */
 extern gw_zmq_api gw_zmq;
 
-#define zmq_ctx_new gw_zmq.ctx_new
-#define zmq_ctx_term gw_zmq.ctx_term
-#define zmq_socket gw_zmq.socket
-#define zmq_close gw_zmq.close
-#define zmq_connect gw_zmq.connect
-#define zmq_setsockopt gw_zmq.setsockopt
-#define zmq_send gw_zmq.send
-#define zmq_msg_init gw_zmq.msg_init
-#define zmq_msg_close gw_zmq.msg_close
-#define zmq_msg_recv gw_zmq.msg_recv
-#define zmq_msg_data gw_zmq.msg_data
-#define zmq_msg_size gw_zmq.msg_size
-#define zmq_msg_more gw_zmq.msg_more
-#define zmq_poll gw_zmq.poll
-#define zmq_errno gw_zmq.errno_
-#define zmq_strerror gw_zmq.strerror
+#define zmq_ctx_new        gw_zmq.ctx_new
+#define zmq_ctx_term       gw_zmq.ctx_term
+#define zmq_socket         gw_zmq.socket
+#define zmq_close          gw_zmq.close
+#define zmq_connect        gw_zmq.connect
+#define zmq_socket_monitor gw_zmq.socket_monitor
+#define zmq_setsockopt     gw_zmq.setsockopt
+#define zmq_send           gw_zmq.send
+#define zmq_msg_init       gw_zmq.msg_init
+#define zmq_msg_close      gw_zmq.msg_close
+#define zmq_msg_recv       gw_zmq.msg_recv
+#define zmq_msg_data       gw_zmq.msg_data
+#define zmq_msg_size       gw_zmq.msg_size
+#define zmq_msg_more       gw_zmq.msg_more
+#define zmq_poll           gw_zmq.poll
+#define zmq_errno          gw_zmq.errno_
+#define zmq_strerror       gw_zmq.strerror
 
 #endif

@@ -85,18 +85,19 @@ static uint32_t find(const irx_evrep *e, ir_hash128 key) {
 /* ---- the map's bits ----------------------------------------------------------------- */
 
 static void bit_on(irx_index *ix, uint32_t r, irx_evrep *e, ir_hash128 g) {
-    uint64_t n = 0;
-    ir_map_get(&e->gref, &g, sizeof g, &n);
-    if (n == 0) {
-        if (irx_map_add(&ix->map, g, r)) return; /* OOM: the block stays invisible */
-        if (ir_map_put(&e->gref, &g, sizeof g, 1)) {
-            irx_map_remove(&ix->map, g, r);
-            return;
-        }
-        atomic_fetch_add(&ix->ev_bits, 1);
+    int added = ir_map_add(&e->gref, &g, sizeof g, 1); /* one probe in the common case */
+    if (added == 1) {                                  /* another node has this hash */
+        uint64_t n = 0;
+        ir_map_get(&e->gref, &g, sizeof g, &n);
+        ir_map_put(&e->gref, &g, sizeof g, n + 1); /* an existing key: never fails */
         return;
     }
-    ir_map_put(&e->gref, &g, sizeof g, n + 1); /* an existing key: never fails */
+    if (added < 0) return; /* OOM: the block stays invisible */
+    if (irx_map_add(&ix->map, g, r)) {
+        ir_map_del(&e->gref, &g, sizeof g);
+        return;
+    }
+    atomic_fetch_add(&ix->ev_bits, 1);
 }
 
 static void bit_off(irx_index *ix, uint32_t r, irx_evrep *e, ir_hash128 g) {
@@ -270,7 +271,8 @@ static void stored(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, ir
             c->refused++;
             return;
         }
-        ir_map_del(&e->orphans, &ev->blocks[i], sizeof ev->blocks[i]);
+        if (ir_map_count(&e->orphans))
+            ir_map_del(&e->orphans, &ev->blocks[i], sizeof ev->blocks[i]);
         tier_on(ix, r, e, k, t);
         c->stored++;
         parent = k;
@@ -283,7 +285,8 @@ static void removed(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, i
     for (uint32_t i = 0; i < ev->nblocks; i++) {
         uint32_t k = find(e, ev->blocks[i]);
         if (k == NIL) {
-            ir_map_del(&e->orphans, &ev->blocks[i], sizeof ev->blocks[i]);
+            if (ir_map_count(&e->orphans))
+                ir_map_del(&e->orphans, &ev->blocks[i], sizeof ev->blocks[i]);
             continue;
         }
         if (t) tier_off(ix, r, e, k, t);

@@ -53,6 +53,7 @@ struct sim_engine {
     sim_stats stats;
     /* pre-tokenized words for generated text: [0] without, [1] with a leading space */
     irt_ids words[64][2];
+    sim_kvpub *pub; /* KV events, or NULL */
 };
 
 static const double ttft_b[] = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
@@ -272,8 +273,11 @@ static void release_blocks(sim_engine *e, sim_seq *s) {
 static void hash_full_blocks(sim_engine *e, sim_seq *s) {
     size_t bs = e->cfg.block_size;
     while (s->nhashed < s->nblocks && (s->nhashed + 1) * bs <= s->ntok) {
-        s->chain = ir_block_hash_next(s->chain, s->tokens + s->nhashed * bs, bs);
-        sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], s->chain);
+        ir_hash128 parent = s->chain;
+        const uint32_t *ids = s->tokens + s->nhashed * bs;
+        s->chain = ir_block_hash_next(s->chain, ids, bs);
+        if (sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], s->chain))
+            sim_kvpub_stored(e->pub, s->nhashed ? &parent : NULL, s->chain, ids);
         s->nhashed++;
     }
 }
@@ -616,7 +620,32 @@ void sim_engine_abort(sim_engine *e, sim_seq *s) {
 }
 
 uint32_t sim_engine_reset_prefix_cache(sim_engine *e) {
-    return sim_kv_reset(&e->kv);
+    /* Every cached block free: one AllBlocksCleared, as vLLM publishes; else the
+     * blocks in use stay cached and each freed hash is a BlockRemoved. */
+    uint32_t free_hashed = 0;
+    for (int32_t i = e->kv.free_head; i >= 0; i = e->kv.b[i].next) free_hashed += e->kv.b[i].hashed;
+    bool all = free_hashed == e->kv.nhashed;
+    if (all) e->kv.on_removed = NULL;
+    uint32_t n = sim_kv_reset(&e->kv);
+    if (all && e->pub) {
+        sim_kvpub_cleared(e->pub);
+        sim_engine_set_publisher(e, e->pub);
+    }
+    return n;
+}
+
+static void on_removed(void *ud, ir_hash128 h) {
+    sim_kvpub_removed(ud, h);
+}
+
+void sim_engine_set_publisher(sim_engine *e, sim_kvpub *p) {
+    e->pub = p;
+    e->kv.on_removed = p ? on_removed : NULL;
+    e->kv.removed_ud = p;
+}
+
+sim_kvpub *sim_engine_publisher(const sim_engine *e) {
+    return e->pub;
 }
 
 const sim_stats *sim_engine_stats(const sim_engine *e) {

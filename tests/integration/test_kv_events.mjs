@@ -88,9 +88,10 @@ for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
     const prompt = 'System: ' + sentence(80);
     const ids = tokens(prompt);
     assert.ok(ids.length > 64);
-    let r = row(await explain(gw, prompt), 'ev');
-    assert.equal(r.index_source, 'events');
+    // Events once the SUB socket has connected (events-stale until then).
+    let r = await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
     assert.equal(r.predicted_cached_tokens, 0);
+    assert.equal(r.prediction_trust, 1);
     assert.equal(row(await explain(gw, prompt), 'approx').index_source, 'approximate');
     // The engine holds the prompt's first 3 blocks: exactly 48 tokens predicted.
     await pub.cmd({ op: 'store', tokens: ids.slice(0, 48) });
@@ -166,4 +167,17 @@ test('a gap the replay cannot cover falls back, then follows the events again', 
   const r = await until(gw, 'ev', cp, (x) => x.predicted_cached_tokens === usable(c), 'followed again');
   assert.ok(['events', 'events-partial'].includes(r.index_source), r.index_source);
   assert.equal(row(await explain(gw, a), 'ev').predicted_cached_tokens, 0);
+});
+
+test('a publisher that goes away leaves a stale view, trusted at index.stale_trust', async () => {
+  const { pub, gw } = await fleet('map', 'int');
+  const prompt = 'Zeta ' + sentence(80), ids = tokens(prompt);
+  await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
+  await pub.cmd({ op: 'store', tokens: ids });
+  await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === usable(ids), 'stored');
+  await pub.stop();
+  const r = await until(gw, 'ev', prompt, (c) => c.index_source === 'events-stale', 'stale after the publisher left');
+  assert.equal(r.prediction_trust, 0.5);
+  assert.equal(r.predicted_cached_tokens, Math.floor(usable(ids) * 0.5)); // what the policy counts
+  assert.equal(row(await explain(gw, prompt), 'approx').prediction_trust, 1);
 });
