@@ -20,6 +20,16 @@ static bool retry_status(gw_req *r, int status) {
            r->attempt < cfg->retry.max_attempts && ir_now_ns() < r->deadline;
 }
 
+/* The request stops counting as pending (waiting for its prefill) at the first byte
+ * of a successful answer's body, not at its head: an engine that streams sends the
+ * head at once (vLLM's server starts the response before the first token) and the
+ * first chunk after the prefill, so pending measures the prefill queue. */
+static void prefill_done(gw_req *r) {
+    if (!r->lease_pending) return;
+    gw_lease_head(r->rep, r->lease);
+    r->lease_pending = false;
+}
+
 static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     gw_req *r = ud;
     if (gw_req_client_left(r)) {
@@ -34,8 +44,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
         irn_client_cancel(r->up);
         return;
     }
-    gw_lease_head(r->rep, r->lease);
-    r->lease_pending = false;
+    if (status < 200 || status >= 300) prefill_done(r);
     if (!r->resp) return;
     size_t k;
     int64_t cl;
@@ -53,6 +62,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
 
 static void on_body(void *ud, const char *data, size_t len) {
     gw_req *r = ud;
+    if (len) prefill_done(r);
     if (!r->resp || r->client_gone) return;
     gw_predict_keep_tail(r, data, len);
     int64_t q = irn_resp_write(r->resp, data, len);
