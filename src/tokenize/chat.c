@@ -19,10 +19,21 @@ struct irt_chat {
 
 /* apply_chat_template's own parameters: accepted in chat_template_kwargs
  * whether or not the template reads them, and not passed on as variables. */
-static const char *const HF_PARAMS[] = {
-    "conversation",   "tools",       "documents",  "chat_template",  "add_generation_prompt",
-    "continue_final_message", "tokenize", "padding", "truncation", "max_length",
-    "return_tensors", "return_dict", "return_assistant_tokens_mask", "tokenizer_kwargs", NULL};
+static const char *const HF_PARAMS[] = {"conversation",
+                                        "tools",
+                                        "documents",
+                                        "chat_template",
+                                        "add_generation_prompt",
+                                        "continue_final_message",
+                                        "tokenize",
+                                        "padding",
+                                        "truncation",
+                                        "max_length",
+                                        "return_tensors",
+                                        "return_dict",
+                                        "return_assistant_tokens_mask",
+                                        "tokenizer_kwargs",
+                                        NULL};
 
 static bool is_hf_param(const char *k) {
     for (size_t i = 0; HF_PARAMS[i]; i++)
@@ -31,7 +42,7 @@ static bool is_hf_param(const char *k) {
 }
 
 json_t *irt_special_tokens(const json_t *cfg) {
-    static const char *const keys[] = {"bos_token", "eos_token",  "unk_token", "sep_token",
+    static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                        "pad_token", "cls_token", "mask_token"};
     json_t *out = json_object();
     if (!out || !json_is_object(cfg)) return out;
@@ -40,7 +51,8 @@ json_t *irt_special_tokens(const json_t *cfg) {
         if (json_is_object(v)) v = json_object_get(v, "content");
         /* transformers passes only the tokens that are set (truthy) */
         if (json_is_string(v) && json_string_length(v))
-            json_object_set_new(out, keys[i], json_stringn(json_string_value(v), json_string_length(v)));
+            json_object_set_new(out, keys[i],
+                                json_stringn(json_string_value(v), json_string_length(v)));
     }
     json_t *extra = json_object_get(cfg, "additional_special_tokens");
     if (json_is_array(extra) && json_array_size(extra)) {
@@ -87,7 +99,7 @@ irt_chat *irt_chat_new(const json_t *cfg, const char *template_src, const irt_ch
             const char *name = json_string_value(json_object_get(x, "name"));
             const char *src = json_string_value(json_object_get(x, "template"));
             if (!name || !src) continue;
-            irt_template **slot = !strcmp(name, "default") ? &c->tmpl
+            irt_template **slot = !strcmp(name, "default")    ? &c->tmpl
                                   : !strcmp(name, "tool_use") ? &c->tool_use
                                                               : NULL;
             if (slot && !*slot && !(*slot = compile(src, what, err, errlen))) goto fail;
@@ -101,7 +113,8 @@ irt_chat *irt_chat_new(const json_t *cfg, const char *template_src, const irt_ch
     else if (!strcmp(fmt, "auto"))
         c->openai = c->tmpl && irt_template_iterates_content(c->tmpl);
     else {
-        snprintf(err, errlen, "chat_template_content_format: '%s' is not auto, string or openai", fmt);
+        snprintf(err, errlen, "chat_template_content_format: '%s' is not auto, string or openai",
+                 fmt);
         goto fail;
     }
     return c;
@@ -206,13 +219,14 @@ static const char *part_text(prep *p, json_t *part, size_t *len) {
         *len = json_string_length(part);
         return json_string_value(part);
     }
-    if (!json_is_object(part)) return refuse(p, IRT_EINVAL, "a content part is not an object"), NULL;
+    if (!json_is_object(part))
+        return refuse(p, IRT_EINVAL, "a content part is not an object"), NULL;
     const char *type = json_string_value(json_object_get(part, "type"));
     const char *field = NULL;
     if (!type) {
-        static const char *const media[] = {"image_url", "image_pil", "image_embeds",
-                                            "audio_embeds", "audio_url", "input_audio",
-                                            "video_url", "prompt_embeds", NULL};
+        static const char *const media[] = {"image_url",    "image_pil",     "image_embeds",
+                                            "audio_embeds", "audio_url",     "input_audio",
+                                            "video_url",    "prompt_embeds", NULL};
         for (size_t i = 0; media[i]; i++)
             if (json_object_get(part, media[i]))
                 return refuse(p, IRT_EUNSUPPORTED, "image, audio or video content"), NULL;
@@ -234,7 +248,8 @@ static const char *part_text(prep *p, json_t *part, size_t *len) {
         return refuse(p, IRT_EINVAL, "Unsupported chat content part type"), NULL;
     json_t *t = json_object_get(part, field);
     if (!t || json_is_null(t)) return NULL;
-    if (!json_is_string(t)) return refuse(p, IRT_EINVAL, "a text part's text is not a string"), NULL;
+    if (!json_is_string(t))
+        return refuse(p, IRT_EINVAL, "a text part's text is not a string"), NULL;
     *len = json_string_length(t);
     return json_string_value(t);
 }
@@ -360,7 +375,8 @@ static json_t *conversation(prep *p, json_t *msgs, bool openai) {
                     json_t *t = json_object_get(x, "text");
                     ir_buf_append(&b, json_string_value(t), json_string_length(t));
                 }
-                json_object_set_new(out, "content", json_stringn_nocheck(b.data ? b.data : "", b.len));
+                json_object_set_new(out, "content",
+                                    json_stringn_nocheck(b.data ? b.data : "", b.len));
                 ir_buf_free(&b);
             }
         }
@@ -414,8 +430,8 @@ static bool flag(const json_t *body, const char *key, bool dflt) {
     return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *cont_out,
-                         char *err, size_t errlen) {
+static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *cont_out, char *err,
+                         size_t errlen) {
     prep p = {.err = err, .errlen = errlen};
     *rc = IRT_OK;
     json_t *ct = json_object_get(body, "chat_template");
@@ -462,16 +478,16 @@ static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *c
     json_t *tools = json_object_get(kw, "tools") ? json_object_get(kw, "tools")
                                                  : json_object_get(body, "tools");
     json_t *vars = json_object();
-    json_object_set_new(vars, "messages", conversation(&p, json_object_get(body, "messages"), c->openai));
+    json_object_set_new(vars, "messages",
+                        conversation(&p, json_object_get(body, "messages"), c->openai));
     if (!p.rc) json_object_set_new(vars, "tools", tool_dicts(&p, tools));
     json_t *docs = json_object_get(kw, "documents") ? json_object_get(kw, "documents")
                                                     : json_object_get(body, "documents");
     json_object_set_new(vars, "documents", docs ? json_incref(docs) : json_null());
     json_object_set_new(vars, "add_generation_prompt", json_boolean(agp));
     json_object_update(vars, c->specials);
-    const irt_template *t = c->tool_use && json_is_array(json_object_get(vars, "tools"))
-                                ? c->tool_use
-                                : c->tmpl;
+    const irt_template *t =
+        c->tool_use && json_is_array(json_object_get(vars, "tools")) ? c->tool_use : c->tmpl;
     /* kwargs reach the template only when it reads them, as vLLM filters them */
     json_object_foreach(kw, k, v) if (!is_hf_param(k) && irt_template_reads(t, k))
         json_object_set(vars, k, v);
@@ -493,7 +509,8 @@ json_t *irt_chat_vars(const irt_chat *c, const json_t *body, int *rc, char *err,
 /* transformers' continue_final_message: cut the text after the final
  * message's content, keeping or dropping its trailing white space as the
  * template kept it. */
-static int continue_final(const json_t *vars, ir_buf *text, size_t start, char *err, size_t errlen) {
+static int continue_final(const json_t *vars, ir_buf *text, size_t start, char *err,
+                          size_t errlen) {
     json_t *msgs = json_object_get(vars, "messages");
     json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
     json_t *content = json_object_get(last, "content");
@@ -520,8 +537,9 @@ static int continue_final(const json_t *vars, ir_buf *text, size_t start, char *
             break;
         }
     if (loc == SIZE_MAX) {
-        snprintf(err, errlen, "continue_final_message: the final message does not appear in the "
-                              "rendered chat");
+        snprintf(err, errlen,
+                 "continue_final_message: the final message does not appear in the "
+                 "rendered chat");
         return IRT_ETEMPLATE;
     }
     size_t keep = n - a; /* len(final_message.lstrip()) */
@@ -538,9 +556,8 @@ int irt_chat_render(const irt_chat *c, const json_t *body, ir_buf *text, char *e
     bool cont = false;
     json_t *vars = chat_vars(c, body, &rc, &cont, err, errlen);
     if (!vars) return rc;
-    const irt_template *t = c->tool_use && json_is_array(json_object_get(vars, "tools"))
-                                ? c->tool_use
-                                : c->tmpl;
+    const irt_template *t =
+        c->tool_use && json_is_array(json_object_get(vars, "tools")) ? c->tool_use : c->tmpl;
     size_t start = text->len;
     rc = irt_template_render(t, vars, 0, text, err, errlen);
     if (rc == IRT_EINVAL) rc = IRT_ETEMPLATE;

@@ -116,8 +116,7 @@ static void efail(trender *r, const tnode *at, const char *fmt, ...) {
 }
 
 static _Noreturn void undefined_fail(trender *r, const tnode *at, tv u) {
-    if (u.s)
-        efail(r, at, "'%.*s' is undefined", (int)(u.n > 80 ? 80 : u.n), u.s);
+    if (u.s) efail(r, at, "'%.*s' is undefined", (int)(u.n > 80 ? 80 : u.n), u.s);
     efail(r, at, "a value is undefined");
 }
 
@@ -164,7 +163,8 @@ static tv bound(trender *r, tv self, const char *name, size_t n) {
 
 tv tmpl_getattr(trender *r, const tnode *at, tv obj, const char *name, size_t n) {
     switch (obj.t) {
-    case TV_UNDEF: undefined_fail(r, at, obj);
+    case TV_UNDEF:
+        undefined_fail(r, at, obj);
     case TV_DICT:
         if (tmpl_has_method(obj, name, n)) return bound(r, obj, name, n);
         /* fall through */
@@ -172,7 +172,8 @@ tv tmpl_getattr(trender *r, const tnode *at, tv obj, const char *name, size_t n)
         tv *v = tv_dict_gets(obj.d, name, n);
         return v ? *v : tv_undef(name, n);
     }
-    case TV_LOOP: return loop_attr(r, at, obj, name, n);
+    case TV_LOOP:
+        return loop_attr(r, at, obj, name, n);
     default:
         if (tmpl_has_method(obj, name, n)) return bound(r, obj, name, n);
         return tv_undef(name, n);
@@ -220,8 +221,10 @@ tv tmpl_getitem(trender *r, const tnode *at, tv obj, tv key) {
 
 tlist *tmpl_iter(trender *r, const tnode *at, tv v) {
     switch (v.t) {
-    case TV_UNDEF: return tv_list_new(r->a, 0);
-    case TV_LIST: return v.l;
+    case TV_UNDEF:
+        return tv_list_new(r->a, 0);
+    case TV_LIST:
+        return v.l;
     case TV_DICT:
     case TV_NS: {
         tlist *l = tv_list_new(r->a, v.d->n);
@@ -240,7 +243,8 @@ tlist *tmpl_iter(trender *r, const tnode *at, tv v) {
         }
         return l;
     }
-    default: efail(r, at, "'%s' object is not iterable", tv_typename(v));
+    default:
+        efail(r, at, "'%s' object is not iterable", tv_typename(v));
     }
 }
 
@@ -455,24 +459,31 @@ static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
             if (tv_eq(hay.l->v[i], needle)) return true;
         return false;
     case TV_DICT:
-    case TV_NS: return tv_dict_get(hay.d, needle) != NULL;
-    case TV_UNDEF: return false;
-    default: efail(r, at, "argument of type '%s' is not iterable", tv_typename(hay));
+    case TV_NS:
+        return tv_dict_get(hay.d, needle) != NULL;
+    case TV_UNDEF:
+        return false;
+    default:
+        efail(r, at, "argument of type '%s' is not iterable", tv_typename(hay));
     }
 }
 
 static bool compare_one(trender *r, const tnode *at, int op, tv a, tv b) {
     switch (op) {
-    case OP_EQ: return tv_eq(a, b);
-    case OP_NE: return !tv_eq(a, b);
-    case OP_IN: return contains(r, at, a, b);
-    case OP_NOTIN: return !contains(r, at, a, b);
-    default: break;
+    case OP_EQ:
+        return tv_eq(a, b);
+    case OP_NE:
+        return !tv_eq(a, b);
+    case OP_IN:
+        return contains(r, at, a, b);
+    case OP_NOTIN:
+        return !contains(r, at, a, b);
+    default:
+        break;
     }
     if (a.t == TV_UNDEF) undefined_fail(r, at, a);
     if (b.t == TV_UNDEF) undefined_fail(r, at, b);
-    static const char *const sym[] = {[OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">",
-                                      [OP_GE] = ">="};
+    static const char *const sym[] = {[OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">="};
     if (!((num(a) && num(b)) || (a.t == TV_STR && b.t == TV_STR) ||
           (a.t == TV_LIST && b.t == TV_LIST && a.l->tuple == b.l->tuple)))
         efail(r, at, "'%s' not supported between instances of '%s' and '%s'", sym[op],
@@ -480,10 +491,14 @@ static bool compare_one(trender *r, const tnode *at, int op, tv a, tv b) {
     if ((a.t == TV_FLOAT && isnan(a.f)) || (b.t == TV_FLOAT && isnan(b.f))) return false;
     int c = tv_cmp(r->e, a, b);
     switch (op) {
-    case OP_LT: return c < 0;
-    case OP_LE: return c <= 0;
-    case OP_GT: return c > 0;
-    default: return c >= 0;
+    case OP_LT:
+        return c < 0;
+    case OP_LE:
+        return c <= 0;
+    case OP_GT:
+        return c > 0;
+    default:
+        return c >= 0;
     }
 }
 
@@ -516,8 +531,9 @@ static tv call_macro(trender *r, const tnode *at, tmacro *m, tv *args, size_t na
         bool found = false;
         for (size_t i = 0; i < d->nnames; i++)
             if (strcmp(d->names[i], kwn[k]) == 0) {
-                if (given[i]) efail(r, at, "macro '%s' got multiple values for argument '%s'",
-                                    m->name, kwn[k]);
+                if (given[i])
+                    efail(r, at, "macro '%s' got multiple values for argument '%s'", m->name,
+                          kwn[k]);
                 frame_set(r, f, d->names[i], strlen(d->names[i]), kwv[k]);
                 given[i] = found = true;
             }
@@ -545,8 +561,8 @@ static tv call_macro(trender *r, const tnode *at, tmacro *m, tv *args, size_t na
     return out;
 }
 
-static tv global_call(trender *r, const tnode *at, int id, tv *args, size_t nargs,
-                      const char **kwn, tv *kwv, size_t nkw) {
+static tv global_call(trender *r, const tnode *at, int id, tv *args, size_t nargs, const char **kwn,
+                      tv *kwv, size_t nkw) {
     switch (id) {
     case TF_RANGE: {
         if (nargs < 1 || nargs > 3) efail(r, at, "range expected 1 to 3 arguments");
@@ -606,7 +622,8 @@ static tv global_call(trender *r, const tnode *at, int id, tv *args, size_t narg
         if (!p) tmpl_fail(r->e, 0, 0, "out of memory");
         return tv_str(p, n);
     }
-    default: efail(r, at, "not callable");
+    default:
+        efail(r, at, "not callable");
     }
 }
 
@@ -615,11 +632,16 @@ tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs, c
     tv caller = r->caller;
     r->caller = tv_undef(NULL, 0);
     switch (fn.t) {
-    case TV_MACRO: return call_macro(r, at, fn.m, args, nargs, kwn, kwv, nkw, caller);
-    case TV_FUNC: return global_call(r, at, (int)fn.i, args, nargs, kwn, kwv, nkw);
-    case TV_METHOD: return tmpl_method(r, at, *fn.self, fn.s, fn.n, args, nargs, kwn, kwv, nkw);
-    case TV_UNDEF: undefined_fail(r, at, fn);
-    default: efail(r, at, "'%s' object is not callable", tv_typename(fn));
+    case TV_MACRO:
+        return call_macro(r, at, fn.m, args, nargs, kwn, kwv, nkw, caller);
+    case TV_FUNC:
+        return global_call(r, at, (int)fn.i, args, nargs, kwn, kwv, nkw);
+    case TV_METHOD:
+        return tmpl_method(r, at, *fn.self, fn.s, fn.n, args, nargs, kwn, kwv, nkw);
+    case TV_UNDEF:
+        undefined_fail(r, at, fn);
+    default:
+        efail(r, at, "'%s' object is not callable", tv_typename(fn));
     }
 }
 
@@ -673,12 +695,14 @@ static tv seq_value(trender *r, tframe *f, const tnode *x, bool tuple) {
 
 static tv eval(trender *r, tframe *f, const tnode *x) {
     switch (x->kind) {
-    case E_LIT: return x->val;
+    case E_LIT:
+        return x->val;
     case E_NAME: {
         tv *v = frame_get(f, x->str, x->slen);
         return v ? *v : builtin(x->str, x->slen);
     }
-    case E_ATTR: return tmpl_getattr(r, x, eval(r, f, x->a), x->str, x->slen);
+    case E_ATTR:
+        return tmpl_getattr(r, x, eval(r, f, x->a), x->str, x->slen);
     case E_ITEM: {
         tv obj = eval(r, f, x->a);
         return tmpl_getitem(r, x, obj, eval(r, f, x->b));
@@ -698,14 +722,16 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
     case E_POS: {
         tv a = eval(r, f, x->a);
         if (a.t == TV_UNDEF) undefined_fail(r, x, a);
-        if (!num(a)) efail(r, x, "bad operand type for unary %c: '%s'",
-                           x->kind == E_NEG ? '-' : '+', tv_typename(a));
+        if (!num(a))
+            efail(r, x, "bad operand type for unary %c: '%s'", x->kind == E_NEG ? '-' : '+',
+                  tv_typename(a));
         if (x->kind == E_POS) return a.t == TV_BOOL ? tv_int(a.b) : a;
         if (a.t == TV_FLOAT) return tv_float(-a.f);
         if (iv(a) == INT64_MIN) overflow(r, x);
         return tv_int(-iv(a));
     }
-    case E_NOT: return tv_bool(!tv_truthy(eval(r, f, x->a)));
+    case E_NOT:
+        return tv_bool(!tv_truthy(eval(r, f, x->a)));
     case E_AND: {
         tv a = eval(r, f, x->a);
         return tv_truthy(a) ? eval(r, f, x->b) : a;
@@ -726,8 +752,10 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
     case E_COND:
         if (tv_truthy(eval(r, f, x->a))) return eval(r, f, x->b);
         return x->c ? eval(r, f, x->c) : tv_undef(NULL, 0);
-    case E_LIST: return seq_value(r, f, x, false);
-    case E_TUPLE: return seq_value(r, f, x, true);
+    case E_LIST:
+        return seq_value(r, f, x, false);
+    case E_TUPLE:
+        return seq_value(r, f, x, true);
     case E_DICT: {
         tdict *d = tv_dict_new(r->a, x->n);
         if (!d) tmpl_fail(r->e, 0, 0, "out of memory");
@@ -739,7 +767,8 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
         v.d = d;
         return v;
     }
-    case E_CALL: return eval_call(r, f, x);
+    case E_CALL:
+        return eval_call(r, f, x);
     case E_FILTER: {
         tv v = eval(r, f, x->a);
         targs a = eval_args(r, f, x, 0);
@@ -751,7 +780,8 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
         bool ok = tmpl_test(r, x, x->str, v, a.args, a.n);
         return tv_bool(x->op ? !ok : ok);
     }
-    default: efail(r, x, "not an expression");
+    default:
+        efail(r, x, "not an expression");
     }
 }
 
@@ -819,17 +849,23 @@ static tv apply_filters(trender *r, tframe *f, tnode *const *chain, size_t n, tv
 
 static int exec_one(trender *r, tframe *f, const tnode *x) {
     switch (x->kind) {
-    case N_TEXT: tsb_add(r->out, x->str, x->slen); return FLOW_NORMAL;
-    case N_OUTPUT: emit(r, eval(r, f, x->a)); return FLOW_NORMAL;
+    case N_TEXT:
+        tsb_add(r->out, x->str, x->slen);
+        return FLOW_NORMAL;
+    case N_OUTPUT:
+        emit(r, eval(r, f, x->a));
+        return FLOW_NORMAL;
     case N_IF:
         if (tv_truthy(eval(r, f, x->a))) return exec_list(r, f, x->list, x->n);
         return exec_list(r, f, x->list2, x->n2);
-    case N_FOR: return exec_for(r, f, x);
+    case N_FOR:
+        return exec_for(r, f, x);
     case N_SET: {
         tv v = eval(r, f, x->a);
         if (x->str) {
             tv *ns = frame_get(f, x->names[0], strlen(x->names[0]));
-            if (!ns || ns->t != TV_NS) efail(r, x, "cannot assign attribute on non-namespace object");
+            if (!ns || ns->t != TV_NS)
+                efail(r, x, "cannot assign attribute on non-namespace object");
             tv_dict_set(r->a, r->e, ns->d, tv_str(x->str, x->slen), v);
         } else if (x->nnames > 1) {
             bind_targets(r, f, x, v);
@@ -875,10 +911,14 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
         emit(r, apply_filters(r, f, x->list2, x->n2, v));
         return FLOW_NORMAL;
     }
-    case N_BREAK: return FLOW_BREAK;
-    case N_CONTINUE: return FLOW_CONTINUE;
-    case N_BLOCK: return exec_list(r, f, x->list, x->n);
-    default: efail(r, x, "not a statement");
+    case N_BREAK:
+        return FLOW_BREAK;
+    case N_CONTINUE:
+        return FLOW_CONTINUE;
+    case N_BLOCK:
+        return exec_list(r, f, x->list, x->n);
+    default:
+        efail(r, x, "not a statement");
     }
 }
 
@@ -897,8 +937,9 @@ irt_template *irt_template_new(const char *src, size_t len, const irt_template_l
     limits_fill(&lim, limits);
     if (err && errlen) err[0] = '\0';
     if (len > lim.max_template) {
-        if (err) snprintf(err, errlen, "template of %zu bytes is past the limit of %zu", len,
-                          lim.max_template);
+        if (err)
+            snprintf(err, errlen, "template of %zu bytes is past the limit of %zu", len,
+                     lim.max_template);
         return NULL;
     }
     irt_template *t = calloc(1, sizeof *t);

@@ -8,7 +8,7 @@
 
 #include "tokenize/tmpl_strings.h"
 
-#define EQ(s) (strcmp(name, s) == 0)
+#define EQ(s)  (strcmp(name, s) == 0)
 #define OOM(r) tmpl_fail((r)->e, 0, 0, "out of memory (the render's memory limit)")
 
 static _Noreturn void ffail(trender *r, const tnode *at, const char *fmt, const char *a,
@@ -61,12 +61,17 @@ static const char *need_str(trender *r, const tnode *at, const tv *v, size_t *n,
 
 static int64_t py_len(trender *r, const tnode *at, tv v) {
     switch (v.t) {
-    case TV_STR: return (int64_t)tmpl_utf8_len(v.s, v.n);
-    case TV_LIST: return (int64_t)v.l->n;
+    case TV_STR:
+        return (int64_t)tmpl_utf8_len(v.s, v.n);
+    case TV_LIST:
+        return (int64_t)v.l->n;
     case TV_DICT:
-    case TV_NS: return (int64_t)v.d->n;
-    case TV_UNDEF: return 0;
-    default: ffail(r, at, "object of type '%s' has no len()%s", tv_typename(v), "");
+    case TV_NS:
+        return (int64_t)v.d->n;
+    case TV_UNDEF:
+        return 0;
+    default:
+        ffail(r, at, "object of type '%s' has no len()%s", tv_typename(v), "");
     }
 }
 
@@ -81,11 +86,14 @@ static tv get_path(trender *r, const tnode *at, tv obj, tv path) {
         bool digits = n > 0;
         int64_t iv = 0;
         for (size_t k = 0; k < n; k++) {
-            if (s[k] < '0' || s[k] > '9' || k > 17) digits = false;
-            else iv = iv * 10 + (s[k] - '0');
+            if (s[k] < '0' || s[k] > '9' || k > 17)
+                digits = false;
+            else
+                iv = iv * 10 + (s[k] - '0');
         }
         if (obj.t == TV_UNDEF) return obj;
-        obj = digits ? tmpl_getitem(r, at, obj, tv_int(iv)) : tmpl_getitem(r, at, obj, tv_str(s, n));
+        obj =
+            digits ? tmpl_getitem(r, at, obj, tv_int(iv)) : tmpl_getitem(r, at, obj, tv_str(s, n));
         if (!dot) break;
         s = dot + 1;
     }
@@ -205,7 +213,8 @@ static tv f_indent(trender *r, const tnode *at, tv v, tv *width, bool first, boo
 static tv f_truncate(trender *r, const tnode *at, tv v, tv *args, size_t nargs, const char **kwn,
                      tv *kwv, size_t nkw) {
     tv s = str_of(r, v);
-    int64_t length = int_arg(r, at, tmpl_arg(args, nargs, kwn, kwv, nkw, 0, "length"), 255, "length");
+    int64_t length =
+        int_arg(r, at, tmpl_arg(args, nargs, kwn, kwv, nkw, 0, "length"), 255, "length");
     tv *kw = tmpl_arg(args, nargs, kwn, kwv, nkw, 1, "killwords");
     tv *endv = tmpl_arg(args, nargs, kwn, kwv, nkw, 2, "end");
     int64_t leeway = int_arg(r, at, tmpl_arg(args, nargs, kwn, kwv, nkw, 3, "leeway"), 5, "leeway");
@@ -303,8 +312,10 @@ static tv f_int(trender *r, const tnode *at, tv v, tv *dflt) {
     tv d = dflt ? *dflt : tv_int(0);
     (void)at;
     switch (v.t) {
-    case TV_INT: return v;
-    case TV_BOOL: return tv_int(v.b);
+    case TV_INT:
+        return v;
+    case TV_BOOL:
+        return tv_int(v.b);
     case TV_FLOAT:
         if (!isfinite(v.f) || fabs(v.f) >= 9.2e18) return d;
         return tv_int((int64_t)v.f);
@@ -315,16 +326,21 @@ static tv f_int(trender *r, const tnode *at, tv v, tv *dflt) {
         if (parse_float(v.s, v.n, &f) && isfinite(f) && fabs(f) < 9.2e18) return tv_int((int64_t)f);
         return d;
     }
-    default: (void)r; return d;
+    default:
+        (void)r;
+        return d;
     }
 }
 
 static tv f_float(tv v, tv *dflt) {
     tv d = dflt ? *dflt : tv_float(0.0);
     switch (v.t) {
-    case TV_INT: return tv_float((double)v.i);
-    case TV_BOOL: return tv_float(v.b);
-    case TV_FLOAT: return v;
+    case TV_INT:
+        return tv_float((double)v.i);
+    case TV_BOOL:
+        return tv_float(v.b);
+    case TV_FLOAT:
+        return v;
     case TV_STR: {
         double f;
         if (parse_float(v.s, v.n, &f)) return tv_float(f);
@@ -342,7 +358,8 @@ static tv f_float(tv v, tv *dflt) {
         }
         return d;
     }
-    default: return d;
+    default:
+        return d;
     }
 }
 
@@ -478,8 +495,8 @@ static tv f_minmax(trender *r, const tnode *at, tv v, tv *args, size_t nargs, co
     tv *attr = tmpl_arg(args, nargs, kwn, kwv, nkw, 1, "attribute");
     if (!items->n) return tv_undef(NULL, 0);
     size_t best = 0;
-    tv bk = sort_key(r, attr ? get_path(r, at, items->v[0], *attr) : items->v[0],
-                     cs && tv_truthy(*cs));
+    tv bk =
+        sort_key(r, attr ? get_path(r, at, items->v[0], *attr) : items->v[0], cs && tv_truthy(*cs));
     for (size_t i = 1; i < items->n; i++) {
         tv k = sort_key(r, attr ? get_path(r, at, items->v[i], *attr) : items->v[i],
                         cs && tv_truthy(*cs));
@@ -540,12 +557,23 @@ static tv f_escape(trender *r, tv v) {
     tsb_init(&b, r->a, r->e, r->lim->max_output);
     for (size_t i = 0; i < s.n; i++) {
         switch (s.s[i]) {
-        case '&': tsb_adds(&b, "&amp;"); break;
-        case '<': tsb_adds(&b, "&lt;"); break;
-        case '>': tsb_adds(&b, "&gt;"); break;
-        case '"': tsb_adds(&b, "&#34;"); break;
-        case '\'': tsb_adds(&b, "&#39;"); break;
-        default: tsb_addc(&b, s.s[i]);
+        case '&':
+            tsb_adds(&b, "&amp;");
+            break;
+        case '<':
+            tsb_adds(&b, "&lt;");
+            break;
+        case '>':
+            tsb_adds(&b, "&gt;");
+            break;
+        case '"':
+            tsb_adds(&b, "&#34;");
+            break;
+        case '\'':
+            tsb_adds(&b, "&#39;");
+            break;
+        default:
+            tsb_addc(&b, s.s[i]);
         }
     }
     return sb_val(&b);
@@ -696,7 +724,8 @@ tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, si
         return f_batch(r, at, v, int_arg(r, at, ARG(0, "linecount"), 0, "linecount"),
                        ARG(1, "fill_with"));
     if (EQ("wordcount")) return f_wordcount(r, v);
-    if (EQ("center")) return f_center(r, str_of(r, v), int_arg(r, at, ARG(0, "width"), 80, "width"));
+    if (EQ("center"))
+        return f_center(r, str_of(r, v), int_arg(r, at, ARG(0, "width"), 80, "width"));
     if (EQ("truncate")) return f_truncate(r, at, v, args, nargs, kwn, kwv, nkw);
     if (EQ("escape") || EQ("e") || EQ("forceescape")) return f_escape(r, v);
     if (EQ("sum")) return f_sum(r, at, v, args, nargs, kwn, kwv, nkw);
@@ -727,8 +756,7 @@ bool tmpl_test(trender *r, const tnode *at, const char *name, tv v, tv *args, si
     if (EQ("false")) return v.t == TV_BOOL && !v.b;
     if (EQ("mapping")) return v.t == TV_DICT;
     if (EQ("iterable"))
-        return v.t == TV_STR || v.t == TV_LIST || v.t == TV_DICT || v.t == TV_UNDEF ||
-               v.t == TV_NS;
+        return v.t == TV_STR || v.t == TV_LIST || v.t == TV_DICT || v.t == TV_UNDEF || v.t == TV_NS;
     if (EQ("sequence")) return v.t == TV_STR || v.t == TV_LIST || v.t == TV_DICT || v.t == TV_UNDEF;
     if (EQ("callable")) return v.t == TV_MACRO || v.t == TV_FUNC || v.t == TV_METHOD;
     if (EQ("odd") || EQ("even") || EQ("divisibleby")) {
@@ -746,8 +774,8 @@ bool tmpl_test(trender *r, const tnode *at, const char *name, tv v, tv *args, si
         return ts_is(s.s, s.n, EQ("lower") ? TS_LOWERCASE : TS_UPPERCASE);
     }
     if (EQ("escaped")) return false;
-    if (!a0 && (EQ("eq") || EQ("ne") || EQ("lt") || EQ("gt") || EQ("le") || EQ("ge") ||
-                EQ("in") || EQ("sameas") || EQ("equalto")))
+    if (!a0 && (EQ("eq") || EQ("ne") || EQ("lt") || EQ("gt") || EQ("le") || EQ("ge") || EQ("in") ||
+                EQ("sameas") || EQ("equalto")))
         ffail(r, at, "the %s test needs an argument%s", name, "");
     if (EQ("eq") || EQ("equalto") || EQ("==")) return tv_eq(v, *a0);
     if (EQ("ne") || EQ("!=")) return !tv_eq(v, *a0);
@@ -766,7 +794,8 @@ bool tmpl_test(trender *r, const tnode *at, const char *name, tv v, tv *args, si
     }
     if (EQ("in")) {
         if (a0->t == TV_STR) {
-            if (v.t != TV_STR) ffail(r, at, "'in <string>' requires string as left operand%s%s", "", "");
+            if (v.t != TV_STR)
+                ffail(r, at, "'in <string>' requires string as left operand%s%s", "", "");
             return ts_find(a0->s, a0->n, v.s, v.n) != NULL;
         }
         if (a0->t == TV_DICT) return tv_dict_get(a0->d, v) != NULL;
@@ -780,10 +809,10 @@ bool tmpl_test(trender *r, const tnode *at, const char *name, tv v, tv *args, si
 
 /* ---- methods -------------------------------------------------------------------------- */
 static const char *const STR_METHODS[] = {
-    "startswith", "endswith", "split",   "rsplit",  "strip",      "lstrip",  "rstrip",
-    "upper",      "lower",    "replace", "title",   "capitalize", "find",    "rfind",
-    "count",      "format",   "join",    "splitlines", "isdigit", "isalpha", "isalnum",
-    "isspace",    "islower",  "isupper", "index",   "rindex",     NULL};
+    "startswith", "endswith", "split",   "rsplit",     "strip",      "lstrip",  "rstrip",
+    "upper",      "lower",    "replace", "title",      "capitalize", "find",    "rfind",
+    "count",      "format",   "join",    "splitlines", "isdigit",    "isalpha", "isalnum",
+    "isspace",    "islower",  "isupper", "index",      "rindex",     NULL};
 static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", NULL};
 static const char *const LIST_METHODS[] = {"count", "index", NULL};
 
@@ -795,11 +824,16 @@ static bool in_names(const char *const *names, const char *s, size_t n) {
 
 bool tmpl_has_method(tv obj, const char *name, size_t n) {
     switch (obj.t) {
-    case TV_STR: return in_names(STR_METHODS, name, n);
-    case TV_DICT: return in_names(DICT_METHODS, name, n);
-    case TV_LIST: return in_names(LIST_METHODS, name, n);
-    case TV_LOOP: return n == 5 && memcmp(name, "cycle", 5) == 0;
-    default: return false;
+    case TV_STR:
+        return in_names(STR_METHODS, name, n);
+    case TV_DICT:
+        return in_names(DICT_METHODS, name, n);
+    case TV_LIST:
+        return in_names(LIST_METHODS, name, n);
+    case TV_LOOP:
+        return n == 5 && memcmp(name, "cycle", 5) == 0;
+    default:
+        return false;
     }
 }
 
@@ -840,8 +874,8 @@ static bool affix(trender *r, const tnode *at, tv self, tv *args, size_t nargs, 
 }
 
 /* str.format with {} / {0} / {name} fields, each printed with str(). */
-static tv str_format(trender *r, const tnode *at, tv self, tv *args, size_t nargs,
-                     const char **kwn, tv *kwv, size_t nkw) {
+static tv str_format(trender *r, const tnode *at, tv self, tv *args, size_t nargs, const char **kwn,
+                     tv *kwv, size_t nkw) {
     tsb b;
     tsb_init(&b, r->a, r->e, r->lim->max_output);
     size_t auto_i = 0;
@@ -881,10 +915,11 @@ static tv str_format(trender *r, const tnode *at, tv self, tv *args, size_t narg
     return sb_val(&b);
 }
 
-static tv str_method(trender *r, const tnode *at, tv self, const char *name, tv *args,
-                     size_t nargs, const char **kwn, tv *kwv, size_t nkw) {
+static tv str_method(trender *r, const tnode *at, tv self, const char *name, tv *args, size_t nargs,
+                     const char **kwn, tv *kwv, size_t nkw) {
 #define ARG(i, kw) tmpl_arg(args, nargs, kwn, kwv, nkw, i, kw)
-    if (EQ("startswith") || EQ("endswith")) return tv_bool(affix(r, at, self, args, nargs, EQ("startswith")));
+    if (EQ("startswith") || EQ("endswith"))
+        return tv_bool(affix(r, at, self, args, nargs, EQ("startswith")));
     if (EQ("strip") || EQ("lstrip") || EQ("rstrip")) {
         tv *chars = ARG(0, "chars");
         size_t cn = 0;
@@ -929,12 +964,12 @@ static tv str_method(trender *r, const tnode *at, tv self, const char *name, tv 
         return sb_val(&b);
     }
     if (EQ("find") || EQ("rfind") || EQ("index") || EQ("rindex") || EQ("count")) {
-        if (!nargs || args[0].t != TV_STR)
-            ffail(r, at, "%s needs a string argument%s", name, "");
+        if (!nargs || args[0].t != TV_STR) ffail(r, at, "%s needs a string argument%s", name, "");
         size_t from = cp_index(&self, nargs > 1 ? &args[1] : NULL, 0);
         size_t to = cp_index(&self, nargs > 2 ? &args[2] : NULL, self.n);
         if (to < from) to = from;
-        if (EQ("count")) return tv_int((int64_t)ts_count(self.s + from, to - from, args[0].s, args[0].n));
+        if (EQ("count"))
+            return tv_int((int64_t)ts_count(self.s + from, to - from, args[0].s, args[0].n));
         bool rev = name[0] == 'r';
         const char *p = rev ? ts_rfind(self.s + from, to - from, args[0].s, args[0].n)
                             : ts_find(self.s + from, to - from, args[0].s, args[0].n);

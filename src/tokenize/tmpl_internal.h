@@ -21,19 +21,19 @@
 
 /* ---- values ----------------------------------------------------------------- */
 typedef enum {
-    TV_UNDEF,   /* Jinja2's default Undefined; s/n: the missing name (may be NULL) */
+    TV_UNDEF, /* Jinja2's default Undefined; s/n: the missing name (may be NULL) */
     TV_NONE,
     TV_BOOL,
     TV_INT,
     TV_FLOAT,
-    TV_STR,     /* s, n: UTF-8 bytes (not NUL-terminated) */
-    TV_LIST,    /* l (tuple when l->tuple) */
-    TV_DICT,    /* d */
-    TV_NS,      /* d: a namespace() object, the one mutable value */
-    TV_MACRO,   /* m */
-    TV_FUNC,    /* i: a global function (TF_*) */
-    TV_METHOD,  /* bound method: self + method name in s/n */
-    TV_LOOP,    /* lp */
+    TV_STR,    /* s, n: UTF-8 bytes (not NUL-terminated) */
+    TV_LIST,   /* l (tuple when l->tuple) */
+    TV_DICT,   /* d */
+    TV_NS,     /* d: a namespace() object, the one mutable value */
+    TV_MACRO,  /* m */
+    TV_FUNC,   /* i: a global function (TF_*) */
+    TV_METHOD, /* bound method: self + method name in s/n */
+    TV_LOOP,   /* lp */
 } tv_type;
 
 typedef struct tlist tlist;
@@ -61,7 +61,7 @@ struct tlist {
     tv *v;
     size_t n, cap;
     bool tuple;
-    bool range;         /* made by range(): prints as range(r0, r1[, r2]) */
+    bool range; /* made by range(): prints as range(r0, r1[, r2]) */
     int64_t r0, r1, r2;
 };
 
@@ -75,25 +75,25 @@ enum { TF_RANGE, TF_NAMESPACE, TF_DICT, TF_RAISE, TF_STRFTIME, TF_CALLER_NONE };
 /* ---- the AST ------------------------------------------------------------------ */
 typedef enum {
     /* statements */
-    N_TEXT,   /* str */
-    N_OUTPUT, /* a */
-    N_IF,     /* a: cond; list: body; list2: else body */
-    N_FOR,    /* names: targets; a: iterable; b: filter or NULL; list: body; list2: else */
-    N_SET,    /* names[0] (and str = attribute for ns.attr); a: value */
-    N_SETBLK, /* names[0]; list: body; list2: filters (N_FILTER with a == NULL) */
-    N_MACRO,  /* str: name; names: params; list2: defaults (NULL entries); list: body */
-    N_CALLBLK,/* a: the call; names: caller params; list: body */
-    N_FILTBLK,/* list2: filters; list: body */
+    N_TEXT,    /* str */
+    N_OUTPUT,  /* a */
+    N_IF,      /* a: cond; list: body; list2: else body */
+    N_FOR,     /* names: targets; a: iterable; b: filter or NULL; list: body; list2: else */
+    N_SET,     /* names[0] (and str = attribute for ns.attr); a: value */
+    N_SETBLK,  /* names[0]; list: body; list2: filters (N_FILTER with a == NULL) */
+    N_MACRO,   /* str: name; names: params; list2: defaults (NULL entries); list: body */
+    N_CALLBLK, /* a: the call; names: caller params; list: body */
+    N_FILTBLK, /* list2: filters; list: body */
     N_BREAK,
     N_CONTINUE,
-    N_BLOCK,  /* list: body (generation, scoped-less blocks) */
+    N_BLOCK, /* list: body (generation, scoped-less blocks) */
     /* expressions */
-    E_LIT,    /* val */
-    E_NAME,   /* str */
-    E_ATTR,   /* a.str */
-    E_ITEM,   /* a[b] */
-    E_SLICE,  /* a[b:c:d] (NULL parts) */
-    E_BIN,    /* op: a, b */
+    E_LIT,   /* val */
+    E_NAME,  /* str */
+    E_ATTR,  /* a.str */
+    E_ITEM,  /* a[b] */
+    E_SLICE, /* a[b:c:d] (NULL parts) */
+    E_BIN,   /* op: a, b */
     E_NEG,
     E_POS,
     E_NOT,
@@ -109,8 +109,24 @@ typedef enum {
     E_TEST,   /* str: name; a: value; list: args; op: negated */
 } tnode_kind;
 
-enum { OP_ADD = 1, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW, OP_CONCAT,
-       OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_NOTIN };
+enum {
+    OP_ADD = 1,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_FLOORDIV,
+    OP_MOD,
+    OP_POW,
+    OP_CONCAT,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP_IN,
+    OP_NOTIN
+};
 
 typedef struct tnode tnode;
 struct tnode {
@@ -270,8 +286,8 @@ struct trender {
 
 /* Checks the iteration budget. */
 void tmpl_step(trender *r, const tnode *at);
-tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs,
-                   const char **kwn, tv *kwv, size_t nkw);
+tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs, const char **kwn,
+                   tv *kwv, size_t nkw);
 tv tmpl_getattr(trender *r, const tnode *at, tv obj, const char *name, size_t n);
 tv tmpl_getitem(trender *r, const tnode *at, tv obj, tv key);
 /* The items of an iterable (str: its characters; dict: its keys). */

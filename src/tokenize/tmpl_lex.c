@@ -112,17 +112,38 @@ static void lx_string(lx *l) {
         char d = l->s[l->i + 1];
         l->i += 2;
         switch (d) {
-        case '\n': break;
-        case '\\': tsb_addc(&b, '\\'); break;
-        case '\'': tsb_addc(&b, '\''); break;
-        case '"': tsb_addc(&b, '"'); break;
-        case 'n': tsb_addc(&b, '\n'); break;
-        case 't': tsb_addc(&b, '\t'); break;
-        case 'r': tsb_addc(&b, '\r'); break;
-        case 'b': tsb_addc(&b, '\b'); break;
-        case 'f': tsb_addc(&b, '\f'); break;
-        case 'v': tsb_addc(&b, '\v'); break;
-        case 'a': tsb_addc(&b, '\a'); break;
+        case '\n':
+            break;
+        case '\\':
+            tsb_addc(&b, '\\');
+            break;
+        case '\'':
+            tsb_addc(&b, '\'');
+            break;
+        case '"':
+            tsb_addc(&b, '"');
+            break;
+        case 'n':
+            tsb_addc(&b, '\n');
+            break;
+        case 't':
+            tsb_addc(&b, '\t');
+            break;
+        case 'r':
+            tsb_addc(&b, '\r');
+            break;
+        case 'b':
+            tsb_addc(&b, '\b');
+            break;
+        case 'f':
+            tsb_addc(&b, '\f');
+            break;
+        case 'v':
+            tsb_addc(&b, '\v');
+            break;
+        case 'a':
+            tsb_addc(&b, '\a');
+            break;
         case 'x':
         case 'u':
         case 'U': {
@@ -141,8 +162,7 @@ static void lx_string(lx *l) {
         default:
             if (d >= '0' && d <= '7') {
                 uint32_t cp = (uint32_t)(d - '0');
-                for (int k = 0; k < 2 && l->i < l->n && l->s[l->i] >= '0' && l->s[l->i] <= '7';
-                     k++)
+                for (int k = 0; k < 2 && l->i < l->n && l->s[l->i] >= '0' && l->s[l->i] <= '7'; k++)
                     cp = cp * 8 + (uint32_t)(l->s[l->i++] - '0');
                 tsb_cp(&b, cp);
             } else {
@@ -215,8 +235,10 @@ static char lx_tag(lx *l, bool var, size_t tag_at) {
     char endc = var ? '}' : '%';
     for (;;) {
         while (l->i < l->n && is_ws(l->s[l->i])) l->i++;
-        if (l->i >= l->n) lx_fail(l, tag_at, var ? "unexpected end of template, expected '}}'"
-                                                  : "unexpected end of template, expected '%}'");
+        if (l->i >= l->n)
+            lx_fail(l, tag_at,
+                    var ? "unexpected end of template, expected '}}'"
+                        : "unexpected end of template, expected '%}'");
         const char *p = l->s + l->i;
         size_t left = l->n - l->i;
         if (depth == 0) {

@@ -62,13 +62,20 @@ static bool is_name(const ttok *k, const char *name) {
 
 static const char *tok_desc(const ttok *k) {
     switch (k->t) {
-    case TK_EOF: return "end of template";
-    case TK_VAR_END: return "end of print statement";
-    case TK_BLOCK_END: return "end of statement block";
-    case TK_STRING: return "string";
-    case TK_INT: return "integer";
-    case TK_FLOAT: return "float";
-    default: return "token";
+    case TK_EOF:
+        return "end of template";
+    case TK_VAR_END:
+        return "end of print statement";
+    case TK_BLOCK_END:
+        return "end of statement block";
+    case TK_STRING:
+        return "string";
+    case TK_INT:
+        return "integer";
+    case TK_FLOAT:
+        return "float";
+    default:
+        return "token";
     }
 }
 
@@ -413,9 +420,11 @@ static tnode *math2(ps *p) {
     tnode *l = pow_(p);
     for (;;) {
         const ttok *k = cur(p);
-        int op = is_op(k, "*") ? OP_MUL : is_op(k, "/") ? OP_DIV : is_op(k, "//") ? OP_FLOORDIV
-                                                          : is_op(k, "%")  ? OP_MOD
-                                                                           : 0;
+        int op = is_op(k, "*")    ? OP_MUL
+                 : is_op(k, "/")  ? OP_DIV
+                 : is_op(k, "//") ? OP_FLOORDIV
+                 : is_op(k, "%")  ? OP_MOD
+                                  : 0;
         if (!op) return l;
         p->i++;
         l = bin(p, op, l, pow_(p), k);
@@ -451,12 +460,12 @@ static tnode *compare(ps *p) {
     size_t nops = 0;
     for (;;) {
         const ttok *k = cur(p);
-        int op = is_op(k, "==")   ? OP_EQ
-                 : is_op(k, "!=") ? OP_NE
-                 : is_op(k, "<")  ? OP_LT
-                 : is_op(k, "<=") ? OP_LE
-                 : is_op(k, ">")  ? OP_GT
-                 : is_op(k, ">=") ? OP_GE
+        int op = is_op(k, "==")     ? OP_EQ
+                 : is_op(k, "!=")   ? OP_NE
+                 : is_op(k, "<")    ? OP_LT
+                 : is_op(k, "<=")   ? OP_LE
+                 : is_op(k, ">")    ? OP_GT
+                 : is_op(k, ">=")   ? OP_GE
                  : is_name(k, "in") ? OP_IN
                                     : 0;
         if (!op && is_name(k, "not") && is_name(&p->t[p->i + 1], "in")) {
@@ -548,7 +557,8 @@ static tnode *tuple_expr(ps *p, bool cond) {
     while (is_op(cur(p), ",")) {
         p->i++;
         const ttok *k = cur(p);
-        if (k->t == TK_VAR_END || k->t == TK_BLOCK_END || is_name(k, "if") || is_name(k, "recursive"))
+        if (k->t == TK_VAR_END || k->t == TK_BLOCK_END || is_name(k, "if") ||
+            is_name(k, "recursive"))
             break;
         nv_push(p, &v, cond ? expr(p) : expr_nocond(p));
     }
@@ -560,8 +570,8 @@ static tnode *tuple_expr(ps *p, bool cond) {
 
 /* ---- statements ---------------------------------------------------------------- */
 static void block_end(ps *p) {
-    if (cur(p)->t != TK_BLOCK_END) pfail(p, cur(p), "expected end of statement block, got %s",
-                                          tok_desc(cur(p)));
+    if (cur(p)->t != TK_BLOCK_END)
+        pfail(p, cur(p), "expected end of statement block, got %s", tok_desc(cur(p)));
     p->i++;
 }
 
@@ -774,8 +784,8 @@ static tnode *stmt(ps *p) {
         p->i++;
         tnode *x = nn(p, N_OUTPUT, k);
         x->a = tuple_expr(p, true);
-        if (cur(p)->t != TK_VAR_END) pfail(p, cur(p), "expected end of print statement, got %s",
-                                            tok_desc(cur(p)));
+        if (cur(p)->t != TK_VAR_END)
+            pfail(p, cur(p), "expected end of print statement, got %s", tok_desc(cur(p)));
         p->i++;
         return x;
     }

@@ -14,14 +14,29 @@ static bool cased(uint32_t cp) {
  * that matter in text; utf8proc gives the simple mappings). */
 static void add_upper(tsb *b, uint32_t cp) {
     switch (cp) {
-    case 0xDF: tsb_adds(b, "SS"); return;
-    case 0xFB00: tsb_adds(b, "FF"); return;
-    case 0xFB01: tsb_adds(b, "FI"); return;
-    case 0xFB02: tsb_adds(b, "FL"); return;
-    case 0xFB03: tsb_adds(b, "FFI"); return;
-    case 0xFB04: tsb_adds(b, "FFL"); return;
-    case 0x149: tsb_adds(b, "\xCA\xBCN"); return;
-    default: tsb_cp(b, (uint32_t)utf8proc_toupper((utf8proc_int32_t)cp));
+    case 0xDF:
+        tsb_adds(b, "SS");
+        return;
+    case 0xFB00:
+        tsb_adds(b, "FF");
+        return;
+    case 0xFB01:
+        tsb_adds(b, "FI");
+        return;
+    case 0xFB02:
+        tsb_adds(b, "FL");
+        return;
+    case 0xFB03:
+        tsb_adds(b, "FFI");
+        return;
+    case 0xFB04:
+        tsb_adds(b, "FFL");
+        return;
+    case 0x149:
+        tsb_adds(b, "\xCA\xBCN");
+        return;
+    default:
+        tsb_cp(b, (uint32_t)utf8proc_toupper((utf8proc_int32_t)cp));
     }
 }
 
@@ -42,10 +57,17 @@ static void add_lower_at(tsb *b, const char *s, size_t n, size_t st, size_t i, u
 
 static void add_title(tsb *b, uint32_t cp) {
     switch (cp) {
-    case 0xDF: tsb_adds(b, "Ss"); return;
-    case 0xFB01: tsb_adds(b, "Fi"); return;
-    case 0xFB02: tsb_adds(b, "Fl"); return;
-    default: tsb_cp(b, (uint32_t)utf8proc_totitle((utf8proc_int32_t)cp));
+    case 0xDF:
+        tsb_adds(b, "Ss");
+        return;
+    case 0xFB01:
+        tsb_adds(b, "Fi");
+        return;
+    case 0xFB02:
+        tsb_adds(b, "Fl");
+        return;
+    default:
+        tsb_cp(b, (uint32_t)utf8proc_totitle((utf8proc_int32_t)cp));
     }
 }
 
@@ -88,8 +110,8 @@ void ts_case(tsb *b, const char *s, size_t n, ts_casemode mode) {
         uint32_t cp = tmpl_utf8_next(s, n, &i);
         if (cp < 0x80 && mode != TS_TITLE_JINJA) { /* fast path */
             char c = (char)cp;
-            bool up = mode == TS_UPPER || ((mode == TS_TITLE && !prev_cased) ||
-                                           (mode == TS_CAPITALIZE && first));
+            bool up = mode == TS_UPPER ||
+                      ((mode == TS_TITLE && !prev_cased) || (mode == TS_CAPITALIZE && first));
             if (up && c >= 'a' && c <= 'z') c = (char)(c - 32);
             if (!up && c >= 'A' && c <= 'Z') c = (char)(c + 32);
             tsb_addc(b, c);
@@ -98,8 +120,12 @@ void ts_case(tsb *b, const char *s, size_t n, ts_casemode mode) {
             continue;
         }
         switch (mode) {
-        case TS_UPPER: add_upper(b, cp); break;
-        case TS_LOWER: add_lower_at(b, s, n, st, i, cp); break;
+        case TS_UPPER:
+            add_upper(b, cp);
+            break;
+        case TS_LOWER:
+            add_lower_at(b, s, n, st, i, cp);
+            break;
         case TS_TITLE:
             if (prev_cased)
                 add_lower_at(b, s, n, st, i, cp);
@@ -113,8 +139,8 @@ void ts_case(tsb *b, const char *s, size_t n, ts_casemode mode) {
                 add_lower_at(b, s, n, st, i, cp);
             break;
         case TS_TITLE_JINJA: {
-            bool sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' ||
-                       tmpl_isspace(cp);
+            bool sep =
+                cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || tmpl_isspace(cp);
             if (prev_sep && !sep)
                 add_upper(b, cp);
             else

@@ -235,17 +235,24 @@ void tv_dict_set(ir_arena *a, terr *e, tdict *d, tv k, tv v) {
 tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
     if (depth > 256) tmpl_fail(e, 0, 0, "input nested too deeply");
     switch (json_typeof(j)) {
-    case JSON_NULL: return tv_none();
-    case JSON_TRUE: return tv_bool(true);
-    case JSON_FALSE: return tv_bool(false);
-    case JSON_INTEGER: return tv_int((int64_t)json_integer_value(j));
-    case JSON_REAL: return tv_float(json_real_value(j));
-    case JSON_STRING: return tv_str(json_string_value(j), json_string_length(j));
+    case JSON_NULL:
+        return tv_none();
+    case JSON_TRUE:
+        return tv_bool(true);
+    case JSON_FALSE:
+        return tv_bool(false);
+    case JSON_INTEGER:
+        return tv_int((int64_t)json_integer_value(j));
+    case JSON_REAL:
+        return tv_float(json_real_value(j));
+    case JSON_STRING:
+        return tv_str(json_string_value(j), json_string_length(j));
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
         tlist *l = tv_list_new(a, n);
         if (!l) tmpl_fail(e, 0, 0, "out of memory (the render's memory limit)");
-        for (size_t i = 0; i < n; i++) l->v[i] = tv_from_json(a, e, json_array_get(j, i), depth + 1);
+        for (size_t i = 0; i < n; i++)
+            l->v[i] = tv_from_json(a, e, json_array_get(j, i), depth + 1);
         l->n = n;
         tv v = {.t = TV_LIST};
         v.l = l;
@@ -280,14 +287,22 @@ tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
 bool tv_truthy(tv v) {
     switch (v.t) {
     case TV_UNDEF:
-    case TV_NONE: return false;
-    case TV_BOOL: return v.b;
-    case TV_INT: return v.i != 0;
-    case TV_FLOAT: return v.f != 0.0;
-    case TV_STR: return v.n != 0;
-    case TV_LIST: return v.l->n != 0;
-    case TV_DICT: return v.d->n != 0;
-    default: return true;
+    case TV_NONE:
+        return false;
+    case TV_BOOL:
+        return v.b;
+    case TV_INT:
+        return v.i != 0;
+    case TV_FLOAT:
+        return v.f != 0.0;
+    case TV_STR:
+        return v.n != 0;
+    case TV_LIST:
+        return v.l->n != 0;
+    case TV_DICT:
+        return v.d->n != 0;
+    default:
+        return true;
     }
 }
 
@@ -311,8 +326,10 @@ bool tv_eq(tv a, tv b) {
     if (a.t != b.t) return false;
     switch (a.t) {
     case TV_UNDEF:
-    case TV_NONE: return true;
-    case TV_STR: return a.n == b.n && memcmp(a.s, b.s, a.n) == 0;
+    case TV_NONE:
+        return true;
+    case TV_STR:
+        return a.n == b.n && memcmp(a.s, b.s, a.n) == 0;
     case TV_LIST:
         if (a.l->tuple != b.l->tuple || a.l->n != b.l->n) return false;
         for (size_t i = 0; i < a.l->n; i++)
@@ -325,29 +342,47 @@ bool tv_eq(tv a, tv b) {
             if (!o || !tv_eq(a.d->v[i], *o)) return false;
         }
         return true;
-    case TV_NS: return a.d == b.d;
-    case TV_MACRO: return a.m == b.m;
-    case TV_FUNC: return a.i == b.i;
-    case TV_LOOP: return a.lp == b.lp;
-    default: return false;
+    case TV_NS:
+        return a.d == b.d;
+    case TV_MACRO:
+        return a.m == b.m;
+    case TV_FUNC:
+        return a.i == b.i;
+    case TV_LOOP:
+        return a.lp == b.lp;
+    default:
+        return false;
     }
 }
 
 const char *tv_typename(tv v) {
     switch (v.t) {
-    case TV_UNDEF: return "Undefined";
-    case TV_NONE: return "NoneType";
-    case TV_BOOL: return "bool";
-    case TV_INT: return "int";
-    case TV_FLOAT: return "float";
-    case TV_STR: return "str";
-    case TV_LIST: return v.l->tuple ? "tuple" : "list";
-    case TV_DICT: return "dict";
-    case TV_NS: return "Namespace";
-    case TV_MACRO: return "Macro";
-    case TV_FUNC: return "function";
-    case TV_METHOD: return "builtin_function_or_method";
-    default: return "LoopContext";
+    case TV_UNDEF:
+        return "Undefined";
+    case TV_NONE:
+        return "NoneType";
+    case TV_BOOL:
+        return "bool";
+    case TV_INT:
+        return "int";
+    case TV_FLOAT:
+        return "float";
+    case TV_STR:
+        return "str";
+    case TV_LIST:
+        return v.l->tuple ? "tuple" : "list";
+    case TV_DICT:
+        return "dict";
+    case TV_NS:
+        return "Namespace";
+    case TV_MACRO:
+        return "Macro";
+    case TV_FUNC:
+        return "function";
+    case TV_METHOD:
+        return "builtin_function_or_method";
+    default:
+        return "LoopContext";
     }
 }
 
@@ -446,8 +481,10 @@ static bool printable(uint32_t cp) {
     case UTF8PROC_CATEGORY_CN:
     case UTF8PROC_CATEGORY_ZL:
     case UTF8PROC_CATEGORY_ZP:
-    case UTF8PROC_CATEGORY_ZS: return false;
-    default: return true;
+    case UTF8PROC_CATEGORY_ZS:
+        return false;
+    default:
+        return true;
     }
 }
 
@@ -483,11 +520,20 @@ static void repr_str(tsb *b, const char *s, size_t n) {
 static void print_v(tsb *b, tv v, bool repr, int depth) {
     if (depth > 200) tmpl_fail(b->e, 0, 0, "value nested too deeply to print");
     switch (v.t) {
-    case TV_UNDEF: return;
-    case TV_NONE: tsb_adds(b, "None"); return;
-    case TV_BOOL: tsb_adds(b, v.b ? "True" : "False"); return;
-    case TV_INT: tsb_addf(b, "%lld", (long long)v.i); return;
-    case TV_FLOAT: tv_float_repr(b, v.f); return;
+    case TV_UNDEF:
+        return;
+    case TV_NONE:
+        tsb_adds(b, "None");
+        return;
+    case TV_BOOL:
+        tsb_adds(b, v.b ? "True" : "False");
+        return;
+    case TV_INT:
+        tsb_addf(b, "%lld", (long long)v.i);
+        return;
+    case TV_FLOAT:
+        tv_float_repr(b, v.f);
+        return;
     case TV_STR:
         if (repr)
             repr_str(b, v.s, v.n);
@@ -523,9 +569,15 @@ static void print_v(tsb *b, tv v, bool repr, int depth) {
         tsb_addc(b, '}');
         if (v.t == TV_NS) tsb_addc(b, '>');
         return;
-    case TV_MACRO: tsb_addf(b, "<Macro '%s'>", v.m->name); return;
-    case TV_FUNC: tsb_adds(b, "<function>"); return;
-    case TV_METHOD: tsb_adds(b, "<built-in method>"); return;
+    case TV_MACRO:
+        tsb_addf(b, "<Macro '%s'>", v.m->name);
+        return;
+    case TV_FUNC:
+        tsb_adds(b, "<function>");
+        return;
+    case TV_METHOD:
+        tsb_adds(b, "<built-in method>");
+        return;
     case TV_LOOP:
         tsb_addf(b, "<LoopContext %zu/%zu>", v.lp->index0 + 1, v.lp->items ? v.lp->items->n : 0);
         return;
@@ -548,7 +600,8 @@ tv tv_to_string(ir_arena *a, terr *e, tv v, size_t max) {
     return tv_str(b.p ? b.p : "", b.n);
 }
 
-/* ---- json.dumps ------------------------------------------------------------------------------- */
+/* ---- json.dumps -------------------------------------------------------------------------------
+ */
 static void json_str(tsb *b, const char *s, size_t n, bool ascii) {
     tsb_addc(b, '"');
     size_t run = 0;
@@ -556,14 +609,29 @@ static void json_str(tsb *b, const char *s, size_t n, bool ascii) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        default: break;
+        case '"':
+            esc = "\\\"";
+            break;
+        case '\\':
+            esc = "\\\\";
+            break;
+        case '\n':
+            esc = "\\n";
+            break;
+        case '\r':
+            esc = "\\r";
+            break;
+        case '\t':
+            esc = "\\t";
+            break;
+        case '\b':
+            esc = "\\b";
+            break;
+        case '\f':
+            esc = "\\f";
+            break;
+        default:
+            break;
         }
         if (!esc && c >= 0x20 && (c < 0x80 || !ascii)) {
             i++;
@@ -617,18 +685,25 @@ static void json_v(tsb *b, tv v, const json_opts *o, int level);
  * converted; anything else is a TypeError. */
 static void json_key(tsb *b, tv k, const json_opts *o) {
     switch (k.t) {
-    case TV_STR: json_str(b, k.s, k.n, o->ascii); return;
-    case TV_BOOL: tsb_adds(b, k.b ? "\"true\"" : "\"false\""); return;
-    case TV_NONE: tsb_adds(b, "\"null\""); return;
-    case TV_INT: tsb_addf(b, "\"%lld\"", (long long)k.i); return;
+    case TV_STR:
+        json_str(b, k.s, k.n, o->ascii);
+        return;
+    case TV_BOOL:
+        tsb_adds(b, k.b ? "\"true\"" : "\"false\"");
+        return;
+    case TV_NONE:
+        tsb_adds(b, "\"null\"");
+        return;
+    case TV_INT:
+        tsb_addf(b, "\"%lld\"", (long long)k.i);
+        return;
     case TV_FLOAT:
         tsb_addc(b, '"');
         tv_float_repr(b, k.f);
         tsb_addc(b, '"');
         return;
     default:
-        tmpl_fail(o->e, 0, 0, "keys must be str, int, float, bool or None, not %s",
-                  tv_typename(k));
+        tmpl_fail(o->e, 0, 0, "keys must be str, int, float, bool or None, not %s", tv_typename(k));
     }
 }
 
@@ -667,9 +742,15 @@ static void json_dict(tsb *b, const tdict *d, const json_opts *o, int level) {
 static void json_v(tsb *b, tv v, const json_opts *o, int level) {
     if (level > 200) tmpl_fail(o->e, 0, 0, "value nested too deeply for tojson");
     switch (v.t) {
-    case TV_NONE: tsb_adds(b, "null"); return;
-    case TV_BOOL: tsb_adds(b, v.b ? "true" : "false"); return;
-    case TV_INT: tsb_addf(b, "%lld", (long long)v.i); return;
+    case TV_NONE:
+        tsb_adds(b, "null");
+        return;
+    case TV_BOOL:
+        tsb_adds(b, v.b ? "true" : "false");
+        return;
+    case TV_INT:
+        tsb_addf(b, "%lld", (long long)v.i);
+        return;
     case TV_FLOAT:
         if (isnan(v.f))
             tsb_adds(b, "NaN");
@@ -678,7 +759,9 @@ static void json_v(tsb *b, tv v, const json_opts *o, int level) {
         else
             tv_float_repr(b, v.f);
         return;
-    case TV_STR: json_str(b, v.s, v.n, o->ascii); return;
+    case TV_STR:
+        json_str(b, v.s, v.n, o->ascii);
+        return;
     case TV_LIST:
         if (!v.l->n) {
             tsb_adds(b, "[]");
@@ -693,7 +776,9 @@ static void json_v(tsb *b, tv v, const json_opts *o, int level) {
         if (o->indent >= 0) newline_indent(b, o->indent, level);
         tsb_addc(b, ']');
         return;
-    case TV_DICT: json_dict(b, v.d, o, level); return;
+    case TV_DICT:
+        json_dict(b, v.d, o, level);
+        return;
     default:
         tmpl_fail(o->e, 0, 0, "Object of type %s is not JSON serializable", tv_typename(v));
     }
