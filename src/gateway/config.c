@@ -211,6 +211,7 @@ static const ir_cfg_field load_fields[] = {
 };
 static const ir_cfg_schema load_schema = {"load", load_fields, IR_ARRAY_LEN(load_fields),
                                           sizeof(gw_load_cfg)};
+static const char *const content_formats[] = {"auto", "string", "openai", NULL};
 
 static const ir_cfg_field model_fields[] = {
     {.key = "name",
@@ -231,6 +232,20 @@ static const ir_cfg_field model_fields[] = {
     F(gw_model_cfg, "tokenizer_optional", IR_CFG_BOOL, tokenizer_optional, "false",
       "a tokenizer that cannot load is a warning (the model routes without predictions), not "
       "an error"),
+    F(gw_model_cfg, "chat_template", IR_CFG_STRING, chat_template, NULL,
+      "a Jinja2 chat template file used instead of the tokenizer's (vLLM's --chat-template)"),
+    {.key = "chat_template_content_format",
+     .type = IR_CFG_ENUM,
+     .offset = offsetof(gw_model_cfg, chat_template_content_format),
+     .def = "auto",
+     .choices = content_formats,
+     .doc = "how message content reaches the template: auto (detected from it), string or "
+            "openai (vLLM's --chat-template-content-format)"},
+    {.key = "chat_template_kwargs",
+     .type = IR_CFG_MAP,
+     .offset = offsetof(gw_model_cfg, chat_template_kwargs),
+     .doc = "default template variables, under each request's chat_template_kwargs (vLLM's "
+            "--default-chat-template-kwargs)"},
 };
 static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(model_fields),
                                            sizeof(gw_model_cfg)};

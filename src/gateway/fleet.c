@@ -17,8 +17,24 @@ static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
     char why[512];
     m->hf = irt_load(spec, why, sizeof why);
     if (m->hf) {
-        m->tok = GW_TOK_HF;
-        return 0;
+        irt_chat_opts o = {.template_path = m->cfg->chat_template,
+                           .content_format = m->cfg->chat_template_content_format,
+                           .kwargs = m->cfg->chat_template_kwargs.obj};
+        m->chat = irt_chat_load(spec, &o, why, sizeof why);
+        if (m->chat) {
+            m->tok = GW_TOK_HF;
+            return 0;
+        }
+        irt_free(m->hf);
+        m->hf = NULL;
+        const char *key = m->cfg->chat_template ? "chat_template" : "tokenizer";
+        if (m->cfg->tokenizer_optional) {
+            IR_WARN("fleet", "models[%zu].%s: %s; model %s routes without cache predictions", i,
+                    key, why, m->cfg->name);
+            return 0;
+        }
+        snprintf(err, errlen, "models[%zu].%s: %s", i, key, why);
+        return -1;
     }
     if (m->cfg->tokenizer_optional) {
         IR_WARN("fleet",
@@ -137,6 +153,7 @@ void gw_fleet_free(gw_fleet *f) {
     for (size_t i = 0; f->models && i < f->nmodels; i++) {
         irp_policy_free(f->models[i].policy);
         irt_free(f->models[i].hf);
+        irt_chat_free(f->models[i].chat);
     }
     gw_kvsub_stop(f);
     irx_free(f->index);

@@ -118,6 +118,9 @@ typedef struct gw_model_cfg {
     char *policy;            /* NULL: routing.default_policy */
     char *tokenizer;         /* NULL: prompts are not tokenized, nothing is predicted */
     bool tokenizer_optional; /* a tokenizer that cannot load is a warning, not an error */
+    char *chat_template;     /* a chat template file instead of the tokenizer's, or NULL */
+    char *chat_template_content_format; /* auto, string or openai (vLLM's flag) */
+    ir_cfg_map chat_template_kwargs;    /* default kwargs, under each request's */
 } gw_model_cfg;
 
 typedef struct gw_index_cfg {
@@ -259,6 +262,7 @@ typedef struct gw_model {
     _Atomic(irp_policy *) policy; /* a reload may swap it; requests keep the one they used */
     gw_tok_kind tok;              /* how its prompts are tokenized */
     irt_tokenizer *hf;            /* GW_TOK_HF: the loaded tokenizer.json */
+    irt_chat *chat;               /* GW_TOK_HF: its chat template and special tokens */
 } gw_model;
 
 typedef struct gw_kvsub gw_kvsub;

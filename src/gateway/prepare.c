@@ -3,7 +3,8 @@
  *
  * A model with a tokenizer (models[].tokenizer) has its prompts tokenized as its
  * engines will tokenize them: builtin:sim for chats and completions, a tokenizer.json
- * for completions (chats wait for the chat-template renderer). Anything else routes
+ * for completions and for chats rendered with the model's chat template (irt_chat,
+ * as vLLM prepares a chat). Anything else routes
  * without a prediction, its prompt length estimated from the body (four bytes a
  * token). Tokenizing runs on the loop today; gw_stage_prepare calls next() when it
  * is done, so that large bodies can move to a worker pool without changing callers. */
@@ -43,12 +44,23 @@ static int hf_prompt_ids(const irt_tokenizer *t, const json_t *body, gw_prompt *
     return IRT_OK;
 }
 
+/* A chat through the model's template, prepared as vLLM prepares it, then
+ * tokenized as vLLM tokenizes chats: without adding special tokens (the
+ * template wrote them) unless the body asks for add_special_tokens. */
+static int hf_chat_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
+    char err[256];
+    int rc = irt_chat_render(m->chat, body, &p->text, err, sizeof err);
+    if (rc != IRT_OK) return rc;
+    bool add = json_is_true(json_object_get(body, "add_special_tokens"));
+    return irt_encode(m->hf, p->text.data ? p->text.data : "", p->text.len, add, &p->ids);
+}
+
 static int prompt_ids(const gw_model *m, const json_t *body, bool chat, gw_prompt *p) {
     if (m->tok == GW_TOK_SIM) {
         const char *param, *msg;
         return irt_sim_prompt_ids(body, chat, &p->ids, &p->text, &param, &msg);
     }
-    if (chat) return IRT_EUNSUPPORTED; /* no chat template renderer yet */
+    if (chat) return hf_chat_ids(m, body, p);
     return hf_prompt_ids(m->hf, body, p);
 }
 
@@ -85,12 +97,13 @@ void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool ch
     }
     /* The text is the body's strings plus the template's markers: bounded by twice
      * the body, and a margin for very short ones. */
-    ir_buf_init(&p->text, 2 * len + 4096);
+    ir_buf_init(&p->text, 4 * len + 65536);
     keep_cache_salt(p, doc);
     int rc = prompt_ids(m, doc, chat, p);
     json_decref(doc);
     p->state = rc == IRT_OK             ? GW_PREDICT_OK
                : rc == IRT_EUNSUPPORTED ? GW_PREDICT_UNSUPPORTED
+               : rc == IRT_ETEMPLATE    ? GW_PREDICT_TEMPLATE
                                         : GW_PREDICT_INVALID;
 }
 

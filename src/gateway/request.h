@@ -77,6 +77,7 @@ typedef enum {
     GW_PREDICT_UNSUPPORTED, /* a request the tokenizer does not follow (a batch, a chat
                                without a template the gateway renders) */
     GW_PREDICT_INVALID,     /* the engine will refuse it (no prompt, bad messages) */
+    GW_PREDICT_TEMPLATE,    /* the chat template refused it, or ran past a bound */
 } gw_predict_state;
 
 typedef struct gw_prompt {
