@@ -212,8 +212,10 @@ function serveH2(sock, eng, first) {
 
 // Starts the engine on a free loopback port. opts: evilDelayMs, dribbleMs, metrics.
 export function startFakeEngine(scenario = 'ok', opts = {}) {
-  const eng = { scenario, opts, requests: 0, connections: 0, healthStatus: 200, timers: new Set(), sockets: new Set() };
-  const eng = { scenario, opts, metrics: opts.metrics, requests: 0, metricsRequests: 0, connections: 0, timers: new Set(), sockets: new Set() };
+  const eng = {
+    scenario, opts, metrics: opts.metrics, requests: 0, metricsRequests: 0, connections: 0,
+    healthStatus: 200, timers: new Set(), sockets: new Set(),
+  };
   const server = net.createServer((sock) => {
     eng.connections++;
     eng.sockets.add(sock);
