@@ -110,6 +110,7 @@ static void scrapes(gw_app *app, ir_buf *o) {
          "Scrapes of the engines' metrics pages by result: ok, error, timeout, status (not "
          "200), too_large (past 4 MiB), unreadable (a required family missing).");
     for (size_t i = 0; i < app->fleet.nreplicas; i++) {
+        if (!gw_replica_member(&app->fleet.replicas[i])) continue; /* departed: no series */
         irl_scrape_stats st;
         irl_scraper_stats(app->scraper, i, &st);
         for (int k = 0; k < IRL_SCRAPE_RESULTS; k++) {
@@ -126,6 +127,7 @@ void gw_metrics_render_load(gw_app *app, ir_buf *o) {
         head(o, series[s].name, series[s].type, series[s].help);
         for (size_t i = 0; i < app->fleet.nreplicas; i++) {
             gw_replica *r = &app->fleet.replicas[i];
+            if (!gw_replica_member(r)) continue; /* departed: no series */
             sample_start(o, series[s].name, r);
             value(o, series[s].read(app, r, now));
         }

@@ -68,6 +68,7 @@ test('headers named by Connection are hop-by-hop: dropped on the way to the engi
   let received = null;
   const srv = http.createServer((req, res) => {
     if (req.url === '/health' || req.url === '/v1/models') { res.end(req.url === '/health' ? '' : '{"object":"list","data":[]}'); return; }
+    if (req.url === '/metrics') { res.statusCode = 404; res.end(); return; } // the load scraper's
     received = req.headers;
     req.resume();
     req.on('end', () => {
@@ -172,6 +173,7 @@ test('per-replica upstream headers replace the client\'s, and X-Forwarded-For ca
   let received = null;
   const srv = http.createServer((req, res) => {
     if (req.url === '/health' || req.url === '/v1/models') { res.end(req.url === '/health' ? '' : '{"object":"list","data":[]}'); return; }
+    if (req.url === '/metrics') { res.statusCode = 404; res.end(); return; } // the load scraper's
     received = req.headers;
     req.resume();
     req.on('end', () => res.end('{}'));
