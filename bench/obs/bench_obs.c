@@ -35,7 +35,8 @@ static void *run(void *ud) {
 }
 
 static rec make(iro_registry *reg, const char *replica, long n) {
-    const char *mrs[] = {"model", "replica", "status", NULL}, *mpr[] = {"model", "policy", "replica", NULL};
+    const char *mrs[] = {"model", "replica", "status", NULL},
+               *mpr[] = {"model", "policy", "replica", NULL};
     const char *p[] = {"policy", NULL}, *m[] = {"model", NULL};
     const double *lb = iro_latency_buckets;
     size_t nb = iro_latency_nbuckets;

@@ -179,7 +179,9 @@ typedef struct gw_replica {
      * what the engine reported (usage.prompt_tokens_details.cached_tokens) */
     _Atomic uint64_t predicted_tokens, reported_tokens;
     _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
-    _Atomic int reports_cached; /* its engine has reported cached_tokens at least once */
+    _Atomic int reports_cached;       /* its engine has reported cached_tokens at least once */
+    _Atomic uint64_t ejections_total; /* passive ejections, never reset */
+    struct gw_rmetrics *metrics;      /* its series in the metrics registry (metrics.c) */
     /* replicas[i].headers, checked, lowercase names; point into the config */
     irn_header *extra;
     size_t nextra;
@@ -276,9 +278,10 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;   /* set by the first SIGTERM/SIGINT: draining */
-    struct gw_control *ctl; /* the control loop, owned */
-    bool *started;          /* started[i]: workers[i] is bound and running */
+    _Atomic int stopping;       /* set by the first SIGTERM/SIGINT: draining */
+    struct gw_control *ctl;     /* the control loop, owned */
+    bool *started;              /* started[i]: workers[i] is bound and running */
+    struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -299,9 +302,15 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop);
 int gw_control_start(gw_control *c);
 void gw_control_stop(gw_control *c);
 void gw_control_free(gw_control *c);
+/* Metrics (metrics.c): one obs registry per gateway. gw_metrics_init after the
+ * fleet (it makes every replica's series); a replica that joins later gets its
+ * series from gw_metrics_replica_join, one that leaves loses them from the page
+ * with gw_metrics_replica_leave. gw_metrics_render appends GET /metrics. */
+int gw_metrics_init(gw_app *app);
+void gw_metrics_free(gw_app *app);
+int gw_metrics_replica_join(gw_app *app, gw_replica *r);
+void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
-/* The KV index's metrics (metrics_kv.c). */
-void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
 
 /* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
  * fwd (the client's, less hop-by-hop ones) less the ones rep's configured

@@ -278,7 +278,11 @@ int gw_main(int argc, char **argv) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    int rc = start_all(app);
+    int rc = gw_metrics_init(app) ? UV_ENOMEM : 0;
+    if (rc)
+        fprintf(stderr, "inferrail-gateway: out of memory\n");
+    else
+        rc = start_all(app);
     if (rc == 0) run_until_drained(app);
     stop_failed_start(app, rc);
     for (size_t i = 0; i < app->nworkers; i++) {
@@ -291,6 +295,7 @@ int gw_main(int argc, char **argv) {
     free(app->workers);
     free(app->started);
     gw_cards_free(app->cards);
+    gw_metrics_free(app);
     gw_fleet_free(&app->fleet);
     ir_cfg_free(app->cfg_owner);
     free(app);

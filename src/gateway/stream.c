@@ -4,6 +4,8 @@
 #include "gateway/request.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 void gw_stream_on_drain(irn_resp *resp, void *ud) {
     gw_req *r = ud;
@@ -18,6 +20,13 @@ static bool retry_status(gw_req *r, int status) {
     const gw_config *cfg = &r->w->app->cfg;
     return (status == 502 || status == 503 || status == 504) &&
            r->attempt < cfg->retry.max_attempts && ir_now_ns() < r->deadline;
+}
+
+static bool is_event_stream(const irn_header *h, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (h[i].name_len == 12 && strncasecmp(h[i].name, "content-type", 12) == 0)
+            return memmem(h[i].value, h[i].value_len, "text/event-stream", 17) != NULL;
+    return false;
 }
 
 static void on_head(void *ud, int status, const irn_header *h, size_t n) {
@@ -46,6 +55,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     }
     r->head_sent = true;
     r->status = status;
+    r->streamed = status < 300 && is_event_stream(h, n);
     int rc = irn_resp_start(r->resp, status, out, k, cl);
     gw_count_response(&r->w->app->stats, status);
     if (rc) irn_client_cancel(r->up);
@@ -55,6 +65,10 @@ static void on_body(void *ud, const char *data, size_t len) {
     gw_req *r = ud;
     if (!r->resp || r->client_gone) return;
     gw_predict_keep_tail(r, data, len);
+    if (r->streamed && !r->first_byte_seen && len) {
+        r->first_byte_seen = true;
+        gw_metrics_first_byte(r);
+    }
     int64_t q = irn_resp_write(r->resp, data, len);
     if (q < 0) {
         if (q == IRN_ENOBUFS && !gw_req_client_left(r)) {
@@ -117,6 +131,7 @@ static void failed_before_head(gw_req *r, int err) {
 /* The response broke after it started: it is never replayed; the client sees the
  * connection end without a clean finish. */
 static void broke_mid_stream(gw_req *r) {
+    r->aborted = true;
     gw_predict_release(r);
     atomic_fetch_add_explicit(&r->w->app->stats.upstream_errors, 1, memory_order_relaxed);
     gw_req_release(r);

@@ -36,9 +36,9 @@ extern "C" {
 /* Shards per series (a power of two); threads beyond this share them. */
 #define IRO_SHARDS 8
 /* Caps: labels of one family, buckets of a histogram, bytes of a label value. */
-#define IRO_MAX_LABELS 8
+#define IRO_MAX_LABELS  8
 #define IRO_MAX_BUCKETS 40
-#define IRO_MAX_VALUE 1024
+#define IRO_MAX_VALUE   1024
 
 typedef enum { IRO_COUNTER, IRO_GAUGE, IRO_HISTOGRAM } iro_type;
 
@@ -88,7 +88,9 @@ void iro_series_remove(iro_series *s);
 size_t iro_remove_label(iro_registry *r, const char *label, const char *value);
 
 /* Recording; s may be NULL (then nothing happens). Counters: iro_inc adds n,
- * iro_add adds v >= 0. Gauges: iro_set, iro_add (v may be negative). Histograms:
+ * iro_add adds v >= 0; a counter that another structure keeps (read in a collect
+ * hook) is iro_set instead, to values that never go back, and never also
+ * incremented. Gauges: iro_set, iro_add (v may be negative). Histograms:
  * iro_observe. */
 void iro_inc(iro_series *s, uint64_t n);
 void iro_add(iro_series *s, double v);
@@ -108,8 +110,8 @@ size_t iro_read_hist(const iro_series *s, uint64_t *cum, size_t cap, double *sum
 int iro_write(iro_registry *r, ir_buf *out);
 
 /* Helpers, public for the other writers and the tests. */
-void iro_escape_label(ir_buf *out, const char *s);             /* \\ \" \n */
-void iro_escape_help(ir_buf *out, const char *s);              /* \\ \n */
+void iro_escape_label(ir_buf *out, const char *s);                    /* \\ \" \n */
+void iro_escape_help(ir_buf *out, const char *s);                     /* \\ \n */
 void iro_format_value(double v, iro_format fmt, char *out, size_t n); /* n >= 32 */
 bool iro_name_ok(const char *name);
 bool iro_label_name_ok(const char *name);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const double iro_latency_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+const double iro_latency_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
                                       0.5,   1.0,    2.5,   5.0,  10.0,  20.0, 30.0, 60.0};
 const size_t iro_latency_nbuckets = IR_ARRAY_LEN(iro_latency_buckets);
 
@@ -264,8 +264,7 @@ static inline uint64_t double_bits(double d) {
 static inline void add_double(_Atomic uint64_t *cell, double v) {
     uint64_t old = atomic_load_explicit(cell, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(cell, &old, double_bits(bits_double(old) + v),
-                                                  memory_order_relaxed, memory_order_relaxed)) {
-    }
+                                                  memory_order_relaxed, memory_order_relaxed)) {}
 }
 
 void iro_inc(iro_series *s, uint64_t n) {
@@ -283,8 +282,10 @@ void iro_add(iro_series *s, double v) {
 }
 
 void iro_set(iro_series *s, double v) {
-    if (!s || s->fam->type != IRO_GAUGE) return;
-    atomic_store_explicit(&s->cells[0], double_bits(v), memory_order_relaxed);
+    if (!s || s->fam->type == IRO_HISTOGRAM) return;
+    /* a counter kept elsewhere: its value goes to the fractional cell of shard 0 */
+    size_t cell = s->fam->type == IRO_GAUGE ? 0 : 1;
+    atomic_store_explicit(&s->cells[cell], double_bits(v), memory_order_relaxed);
 }
 
 void iro_observe(iro_series *s, double v) {

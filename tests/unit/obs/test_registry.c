@@ -153,12 +153,18 @@ static void test_format(void **st) {
         iro_format f;
         const char *want;
     } cases[] = {
-        {0, IRO_FMT_PLAIN, "0"},         {12, IRO_FMT_PLAIN, "12"},
-        {-3, IRO_FMT_PLAIN, "-3"},       {0.1, IRO_FMT_PLAIN, "0.1"},
-        {1e20, IRO_FMT_PLAIN, "1e+20"},  {INFINITY, IRO_FMT_PLAIN, "+Inf"},
-        {-INFINITY, IRO_FMT_PLAIN, "-Inf"}, {NAN, IRO_FMT_PLAIN, "NaN"},
-        {12, IRO_FMT_PYTHON, "12.0"},    {0.0001, IRO_FMT_PYTHON, "0.0001"},
-        {1e-05, IRO_FMT_PYTHON, "1e-05"}, {15000000, IRO_FMT_PYTHON, "1.5e+07"},
+        {0, IRO_FMT_PLAIN, "0"},
+        {12, IRO_FMT_PLAIN, "12"},
+        {-3, IRO_FMT_PLAIN, "-3"},
+        {0.1, IRO_FMT_PLAIN, "0.1"},
+        {1e20, IRO_FMT_PLAIN, "1e+20"},
+        {INFINITY, IRO_FMT_PLAIN, "+Inf"},
+        {-INFINITY, IRO_FMT_PLAIN, "-Inf"},
+        {NAN, IRO_FMT_PLAIN, "NaN"},
+        {12, IRO_FMT_PYTHON, "12.0"},
+        {0.0001, IRO_FMT_PYTHON, "0.0001"},
+        {1e-05, IRO_FMT_PYTHON, "1e-05"},
+        {15000000, IRO_FMT_PYTHON, "1.5e+07"},
         {123456, IRO_FMT_PYTHON, "123456.0"},
     };
     for (size_t i = 0; i < IR_ARRAY_LEN(cases); i++) {
@@ -175,7 +181,7 @@ typedef struct shared {
 } shared;
 
 #define PER_THREAD 200000
-#define THREADS 4
+#define THREADS    4
 
 static void *recorder(void *ud) {
     shared *x = ud;
@@ -208,7 +214,8 @@ static void test_threads(void **st) {
     iro_read_hist(x.h, cum, 4, &sum);
     assert_int_equal(cum[3], THREADS * PER_THREAD);
     /* i % 7 over 0..6: 0,1 <= 1; 2,3 <= 3; 4,5 <= 5; 6 over */
-    uint64_t per = PER_THREAD / 7, rest = PER_THREAD % 7; /* 200000 = 28571*7 + 3: 0,1,2 once more */
+    uint64_t per = PER_THREAD / 7,
+             rest = PER_THREAD % 7; /* 200000 = 28571*7 + 3: 0,1,2 once more */
     assert_int_equal(cum[0], THREADS * (2 * per + 2));
     assert_int_equal(cum[1], THREADS * (4 * per + 3));
     assert_true(rest == 3);
@@ -232,10 +239,14 @@ static void test_collect_hook(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counter_gauge_page), cmocka_unit_test(test_histogram_page),
-        cmocka_unit_test(test_bad_names),          cmocka_unit_test(test_remove_and_revive),
-        cmocka_unit_test(test_cap),                cmocka_unit_test(test_format),
-        cmocka_unit_test(test_threads),            cmocka_unit_test(test_collect_hook),
+        cmocka_unit_test(test_counter_gauge_page),
+        cmocka_unit_test(test_histogram_page),
+        cmocka_unit_test(test_bad_names),
+        cmocka_unit_test(test_remove_and_revive),
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_collect_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
