@@ -129,9 +129,22 @@ static void answer_explain(gw_control *c, irn_request *req, irn_resp *resp) {
     ir_buf_free(&b);
 }
 
+/* GET /: the console, one self-contained page (src/gateway/console/index.html, compiled
+ * in by cmake/embed.cmake); it reaches nothing but this port. */
+static void answer_console(irn_resp *resp) {
+    static const char csp[] = "default-src 'none'; script-src 'unsafe-inline'; "
+                              "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'";
+    irn_header hs[] = {{"content-security-policy", 23, csp, sizeof csp - 1},
+                       {"cache-control", 13, "no-store", 8}};
+    irn_resp_send(resp, 200, "text/html; charset=utf-8", gw_console_html, gw_console_html_len, hs,
+                  IR_ARRAY_LEN(hs));
+}
+
 static void on_admin(void *ud, irn_request *req, irn_resp *resp) {
     gw_control *c = ud;
-    if (strcmp(req->path, "/health") == 0) {
+    if (strcmp(req->path, "/") == 0) {
+        answer_console(resp);
+    } else if (strcmp(req->path, "/health") == 0) {
         irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
     } else if (strcmp(req->path, "/ready") == 0) {
         gw_ready_answer(c->app, resp, NULL, 0);

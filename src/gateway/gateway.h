@@ -311,6 +311,10 @@ void gw_metrics_free(gw_app *app);
 int gw_metrics_replica_join(gw_app *app, gw_replica *r);
 void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
+/* Members of GET /admin/state from the registry, each starting with a comma (see
+ * README, "The admin console"). */
+void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *out);
+void gw_metrics_state_model(gw_app *app, const gw_model *m, ir_buf *out);
 
 /* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
  * fwd (the client's, less hop-by-hop ones) less the ones rep's configured
@@ -330,7 +334,10 @@ int gw_replica_headers_init(gw_replica *r);
  * /ready. gw_ready_answer sends it: 200 when ready, else 503. */
 bool gw_app_ready(gw_app *app, uint64_t now, ir_buf *why);
 int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size_t nheaders);
-/* GET /admin/state: version, commit, drain state, replicas, as JSON. */
+/* The admin console's page (generated from src/gateway/console/index.html). */
+extern const char gw_console_html[];
+extern const size_t gw_console_html_len;
+/* GET /admin/state: version, commit, drain state, models, replicas, as JSON (README). */
 void gw_state_render(gw_app *app, ir_buf *out);
 /* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
 void gw_prom_label_value(ir_buf *out, const char *s);

@@ -21,7 +21,7 @@ static const char *const st_names[ST_N] = {"2xx", "3xx", "4xx", "5xx", "aborted"
 /* A replica's series for one model it serves. */
 typedef struct rmodel {
     iro_series *status[ST_N];
-    iro_series *ttft, *duration, *decisions;
+    iro_series *ttft, *duration, *decisions, *prompt_tokens;
 } rmodel;
 
 typedef struct gw_rmetrics gw_rmetrics;
@@ -36,18 +36,18 @@ struct gw_rmetrics {
 
 /* A model's series. */
 typedef struct mmetrics {
-    iro_series *retries, *disconnects, *prompt_tokens, *predicted, *tokenized[4];
+    iro_series *retries, *disconnects, *tokenized[4];
 } mmetrics;
 
 #define N_ERR 10
 static const char *const err_names[N_ERR] = {
-    "bad_request",  "model_not_found", "method_not_allowed", "timeout",        "too_large",
+    "bad_request",  "model_not_found", "method_not_allowed", "timeout",          "too_large",
     "rate_limited", "upstream_error",  "unavailable",        "upstream_timeout", "other"};
 
 struct gw_metrics {
     iro_registry *reg;
-    iro_family *requests, *ttft, *duration, *decisions, *decision_s, *errors;
-    iro_series **decision_by_policy; /* per model: its policy's decision time */
+    iro_family *requests, *ttft, *duration, *decisions, *decision_s, *errors, *prompt_tokens;
+    iro_series **decision_by_policy;  /* per model: its policy's decision time */
     _Atomic(iro_series *) *errors_by; /* (nmodels + 1) times N_ERR, made when first seen */
     mmetrics *models;
     mmetrics none; /* requests whose model is not known */
@@ -58,7 +58,7 @@ struct gw_metrics {
 };
 
 static const double decision_buckets[] = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5,
-                                          1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3,  1e-2};
+                                          1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3,   1e-2};
 
 static const char *const L_REPLICA[] = {"replica", NULL};
 static const char *const L_MODEL[] = {"model", NULL};
@@ -85,29 +85,29 @@ enum {
 
 static void replica_families(gw_metrics *m) {
     iro_registry *g = m->reg;
-    m->fam_rep[F_IN_FLIGHT] =
-        iro_gauge(g, "inferrail_replica_in_flight", "Requests in flight to the replica.", L_REPLICA);
-    m->fam_rep[F_PENDING] = iro_gauge(g, "inferrail_replica_pending",
-                                      "Requests waiting for the replica's response head.", L_REPLICA);
-    m->fam_rep[F_PROMPT_TOKENS] = iro_gauge(g, "inferrail_replica_prompt_tokens",
-                                            "Prompt tokens of the requests in flight to the replica.",
-                                            L_REPLICA);
-    m->fam_rep[F_PENDING_TOKENS] =
-        iro_gauge(g, "inferrail_replica_pending_prompt_tokens",
-                  "Prompt tokens of the requests still waiting for the replica's first byte.",
-                  L_REPLICA);
+    m->fam_rep[F_IN_FLIGHT] = iro_gauge(g, "inferrail_replica_in_flight",
+                                        "Requests in flight to the replica.", L_REPLICA);
+    m->fam_rep[F_PENDING] =
+        iro_gauge(g, "inferrail_replica_pending",
+                  "Requests waiting for the replica's response head.", L_REPLICA);
+    m->fam_rep[F_PROMPT_TOKENS] =
+        iro_gauge(g, "inferrail_replica_prompt_tokens",
+                  "Prompt tokens of the requests in flight to the replica.", L_REPLICA);
+    m->fam_rep[F_PENDING_TOKENS] = iro_gauge(
+        g, "inferrail_replica_pending_prompt_tokens",
+        "Prompt tokens of the requests still waiting for the replica's first byte.", L_REPLICA);
     m->fam_rep[F_HEALTHY] =
         iro_gauge(g, "inferrail_replica_healthy",
                   "1 when the replica passes its health checks and is not ejected.", L_REPLICA);
-    m->fam_rep[F_EJECTED] = iro_gauge(
-        g, "inferrail_replica_ejected", "1 while the replica is ejected for failing requests.",
-        L_REPLICA);
-    m->fam_rep[F_REQUESTS] =
-        iro_counter(g, "inferrail_replica_requests_total", "Requests sent to the replica.", L_REPLICA);
+    m->fam_rep[F_EJECTED] =
+        iro_gauge(g, "inferrail_replica_ejected",
+                  "1 while the replica is ejected for failing requests.", L_REPLICA);
+    m->fam_rep[F_REQUESTS] = iro_counter(g, "inferrail_replica_requests_total",
+                                         "Requests sent to the replica.", L_REPLICA);
     m->fam_rep[F_FAILURES] = iro_counter(g, "inferrail_replica_failures_total",
                                          "Failed attempts on the replica.", L_REPLICA);
-    m->fam_rep[F_EJECTIONS] = iro_counter(g, "inferrail_ejections_total",
-                                          "Passive ejections of the replica.", L_REPLICA);
+    m->fam_rep[F_EJECTIONS] =
+        iro_counter(g, "inferrail_ejections_total", "Passive ejections of the replica.", L_REPLICA);
 }
 
 static void index_families(gw_metrics *m) {
@@ -142,43 +142,37 @@ static void index_families(gw_metrics *m) {
 
 static void totals(gw_metrics *m) {
     iro_registry *g = m->reg;
-    m->received = iro_series_get(
-        iro_counter(g, "inferrail_requests_received_total", "Requests received on the client port.",
-                    NULL),
-        NULL);
+    m->received = iro_series_get(iro_counter(g, "inferrail_requests_received_total",
+                                             "Requests received on the client port.", NULL),
+                                 NULL);
     const char *const lc[] = {"class", NULL};
     iro_family *resp = iro_counter(g, "inferrail_responses_total",
                                    "Responses the client port gave, by status class.", lc);
     m->responses[0] = iro_series_of(resp, "2xx");
     m->responses[1] = iro_series_of(resp, "4xx");
     m->responses[2] = iro_series_of(resp, "5xx");
-    m->rejected = iro_series_get(
-        iro_counter(g, "inferrail_rejected_full_total",
-                    "Requests answered 503 because every replica was full.", NULL),
-        NULL);
+    m->rejected =
+        iro_series_get(iro_counter(g, "inferrail_rejected_full_total",
+                                   "Requests answered 503 because every replica was full.", NULL),
+                       NULL);
     m->upstream_err = iro_series_get(
         iro_counter(g, "inferrail_upstream_errors_total", "Failed upstream attempts.", NULL), NULL);
 }
 
 static void model_series(gw_metrics *m, mmetrics *mm, const char *name) {
     iro_registry *g = m->reg;
-    mm->retries =
-        iro_series_of(iro_counter(g, "inferrail_upstream_retries_total",
-                                  "Attempts moved to another replica before the first byte.",
-                                  L_MODEL),
-                      name);
-    mm->disconnects = iro_series_of(
-        iro_counter(g, "inferrail_client_disconnects_total",
-                    "Clients that left before their response ended.", L_MODEL),
+    mm->retries = iro_series_of(
+        iro_counter(g, "inferrail_upstream_retries_total",
+                    "Attempts moved to another replica before the first byte.", L_MODEL),
         name);
+    mm->disconnects =
+        iro_series_of(iro_counter(g, "inferrail_client_disconnects_total",
+                                  "Clients that left before their response ended.", L_MODEL),
+                      name);
 }
 
 static void model_token_series(gw_metrics *m, mmetrics *mm, const char *name) {
     iro_registry *g = m->reg;
-    mm->prompt_tokens = iro_series_of(
-        iro_counter(g, "inferrail_prompt_tokens_total",
-                    "Prompt tokens of the requests routed, per routing decision.", L_MODEL),
-        name);
     const char *const lr[] = {"model", "result", NULL};
     iro_family *t = iro_counter(g, "inferrail_tokenized_requests_total",
                                 "Prompts tokenized (ok), or why a request got no prediction.", lr);
@@ -247,15 +241,16 @@ int gw_metrics_replica_join(gw_app *app, gw_replica *r) {
         return -1;
     }
     const char *id = r->cfg->id;
-    iro_series **g[] = {&x->in_flight, &x->pending,   &x->prompt_tokens, &x->pending_tokens,
-                        &x->healthy,   &x->ejected,   &x->requests,      &x->failures,
-                        &x->ejections};
+    iro_series **g[] = {&x->in_flight,      &x->pending,  &x->prompt_tokens,
+                        &x->pending_tokens, &x->healthy,  &x->ejected,
+                        &x->requests,       &x->failures, &x->ejections};
     for (size_t k = 0; k < IR_ARRAY_LEN(g); k++) *g[k] = iro_series_of(m->fam_rep[k], id);
     if (f->index) {
         x->predicted = iro_series_of(m->fam_rep[F_PREDICTED], id);
         x->reported = iro_series_of(m->fam_rep[F_REPORTED], id);
         static const char *const res[3] = {"exact", "over", "under"};
-        for (int k = 0; k < 3; k++) x->pred[k] = iro_series_of(m->fam_rep[F_PREDICTIONS], id, res[k]);
+        for (int k = 0; k < 3; k++)
+            x->pred[k] = iro_series_of(m->fam_rep[F_PREDICTIONS], id, res[k]);
         x->index_blocks = iro_series_of(m->fam_rep[F_INDEX_BLOCKS], id);
         x->index_capacity = iro_series_of(m->fam_rep[F_INDEX_CAPACITY], id);
     }
@@ -264,10 +259,12 @@ int gw_metrics_replica_join(gw_app *app, gw_replica *r) {
         const gw_model *md = &f->models[mi];
         const char *name = md->cfg->name, *pol = policy_of(md);
         rmodel *rm = &x->models[mi];
-        for (int k = 0; k < ST_N; k++) rm->status[k] = iro_series_of(m->requests, name, id, st_names[k]);
+        for (int k = 0; k < ST_N; k++)
+            rm->status[k] = iro_series_of(m->requests, name, id, st_names[k]);
         rm->ttft = iro_series_of(m->ttft, name, pol, id);
         rm->duration = iro_series_of(m->duration, name, pol, id);
         rm->decisions = iro_series_of(m->decisions, name, pol, id);
+        rm->prompt_tokens = iro_series_of(m->prompt_tokens, name, id);
     }
     r->metrics = x;
     return 0;
@@ -301,6 +298,10 @@ static void request_families(gw_metrics *m) {
                       pol, decision_buckets, IR_ARRAY_LEN(decision_buckets));
     m->errors = iro_counter(g, "inferrail_request_errors_total",
                             "Errors the gateway answered itself, by reason.", mr);
+    const char *const lmr[] = {"model", "replica", NULL};
+    m->prompt_tokens = iro_counter(
+        g, "inferrail_prompt_tokens_total",
+        "Prompt tokens of the requests routed to the replica, per routing decision.", lmr);
 }
 
 int gw_metrics_init(gw_app *app) {
@@ -355,7 +356,8 @@ int gw_metrics_render(gw_app *app, ir_buf *out) {
     return app->metrics ? iro_write(app->metrics->reg, out) : 0;
 }
 
-/* ---- recording (worker threads) --------------------------------------------------------------- */
+/* ---- recording (worker threads) ---------------------------------------------------------------
+ */
 
 static rmodel *rmodel_of(const gw_replica *rep, const gw_model *md) {
     if (!rep || !md || !rep->metrics) return NULL;
@@ -370,10 +372,11 @@ void gw_metrics_decision(gw_req *r, const gw_replica *rep, uint64_t ns) {
     gw_metrics *m = r->w->app->metrics;
     if (!m) return;
     rmodel *rm = rmodel_of(rep, r->model);
-    if (rm) iro_inc(rm->decisions, 1);
+    if (rm) {
+        iro_inc(rm->decisions, 1);
+        iro_inc(rm->prompt_tokens, r->prompt_tokens);
+    }
     iro_observe(m->decision_by_policy[r->model->index], (double)ns / 1e9);
-    mmetrics *mm = mmetrics_of(m, r->model);
-    iro_inc(mm->prompt_tokens, r->prompt_tokens);
 }
 
 void gw_metrics_first_byte(gw_req *r) {
@@ -402,16 +405,26 @@ void gw_metrics_tokenized(gw_req *r) {
 
 static int err_reason(int status) {
     switch (status) {
-    case 400: return 0;
-    case 404: return 1;
-    case 405: return 2;
-    case 408: return 3;
-    case 413: return 4;
-    case 429: return 5;
-    case 502: return 6;
-    case 503: return 7;
-    case 504: return 8;
-    default: return 9;
+    case 400:
+        return 0;
+    case 404:
+        return 1;
+    case 405:
+        return 2;
+    case 408:
+        return 3;
+    case 413:
+        return 4;
+    case 429:
+        return 5;
+    case 502:
+        return 6;
+    case 503:
+        return 7;
+    case 504:
+        return 8;
+    default:
+        return 9;
     }
 }
 
@@ -433,8 +446,8 @@ void gw_metrics_error(gw_req *r, int status) {
 void gw_metrics_finish(gw_req *r, const gw_replica *last) {
     gw_metrics *m = r->w->app->metrics;
     if (!m || !r->model) return;
-    int k = r->client_gone ? ST_CANCELLED
-            : r->aborted   ? ST_ABORTED
+    int k = r->client_gone     ? ST_CANCELLED
+            : r->aborted       ? ST_ABORTED
             : r->status >= 500 ? ST_5XX
             : r->status >= 400 ? ST_4XX
             : r->status >= 300 ? ST_3XX
@@ -446,4 +459,58 @@ void gw_metrics_finish(gw_req *r, const gw_replica *last) {
     }
     iro_inc(rm->status[k], 1);
     iro_observe(rm->duration, (double)(ir_now_ns() - r->arrival) / 1e9);
+}
+
+/* ---- GET /admin/state: what the registry knows of a replica and a model -------------------- */
+
+static void json_num(ir_buf *o, const char *key, double v) {
+    char num[64];
+    iro_format_value(v, IRO_FMT_PLAIN, num, sizeof num);
+    ir_buf_appendf(o, ",\"%s\":%s", key, num);
+}
+
+/* ,"outcomes":{...},"prompt_tokens_total":N,"ttft":{"count","sum","buckets":[[le,cum]..]} summed
+ * over the models the replica serves (the +Inf bucket's le is null). */
+void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *o) {
+    const gw_rmetrics *x = r->metrics;
+    if (!app->metrics || !x) return;
+    double st[ST_N] = {0}, prompt = 0, sum = 0;
+    uint64_t cum[IRO_MAX_BUCKETS + 1] = {0};
+    size_t nb = 0;
+    for (size_t mi = 0; mi < app->fleet.nmodels; mi++) {
+        const rmodel *rm = &x->models[mi];
+        if (!rm->ttft) continue;
+        for (int k = 0; k < ST_N; k++) st[k] += iro_read(rm->status[k]);
+        prompt += iro_read(rm->prompt_tokens);
+        uint64_t c[IRO_MAX_BUCKETS + 1];
+        double s = 0;
+        nb = iro_read_hist(rm->ttft, c, IR_ARRAY_LEN(c), &s);
+        for (size_t b = 0; b < nb; b++) cum[b] += c[b];
+        sum += s;
+    }
+    ir_buf_append_lit(o, ",\"outcomes\":{");
+    for (int k = 0; k < ST_N; k++)
+        ir_buf_appendf(o, "%s\"%s\":%.0f", k ? "," : "", st_names[k], st[k]);
+    ir_buf_append_lit(o, "}");
+    json_num(o, "prompt_tokens_total", prompt);
+    json_num(o, "ejections", iro_read(x->ejections));
+    ir_buf_append_lit(o, ",\"ttft\":{");
+    ir_buf_appendf(o, "\"count\":%llu", (unsigned long long)(nb ? cum[nb - 1] : 0));
+    json_num(o, "sum", sum);
+    ir_buf_append_lit(o, ",\"buckets\":[");
+    for (size_t b = 0; b < nb; b++) {
+        char le[64] = "null";
+        if (b < iro_latency_nbuckets)
+            iro_format_value(iro_latency_buckets[b], IRO_FMT_PLAIN, le, sizeof le);
+        ir_buf_appendf(o, "%s[%s,%llu]", b ? "," : "", le, (unsigned long long)cum[b]);
+    }
+    ir_buf_append_lit(o, "]}");
+}
+
+/* ,"retries":N,"disconnects":N for a model. */
+void gw_metrics_state_model(gw_app *app, const gw_model *md, ir_buf *o) {
+    if (!app->metrics) return;
+    const mmetrics *mm = &app->metrics->models[md->index];
+    json_num(o, "retries", iro_read(mm->retries));
+    json_num(o, "disconnects", iro_read(mm->disconnects));
 }
