@@ -46,8 +46,10 @@ void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, 
     }
 }
 
-static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q) {
+static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q,
+                   uint64_t since) {
     r->rep = rep;
+    gw_metrics_decision(r, rep, ir_now_ns() - since);
     r->lease_pending = true;
     const gw_prompt *p = &r->prompt;
     r->predicted_cached = p->state == GW_PREDICT_OK && p->cached
@@ -75,7 +77,7 @@ gw_choice gw_choose(gw_req *r) {
             uint64_t cached = IR_MIN(cand[k].predicted_cached_tokens, r->prompt_tokens);
             r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached};
             if (gw_lease_take(rep, r->lease)) {
-                leased(r, rep, &cand[k], &q);
+                leased(r, rep, &cand[k], &q, now);
                 return GW_CHOSEN;
             }
             cand[k] = cand[--n]; /* lost the race for its last slot */

@@ -255,6 +255,7 @@ void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now) {
     }
     /* Ejected for a backoff that doubles on every repeat, up to the cap. */
     uint32_t times = atomic_fetch_add_explicit(&r->ejections, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&r->ejections_total, 1, memory_order_relaxed);
     uint64_t backoff = h->ejection_backoff;
     for (uint32_t i = 0; i < times && backoff < h->max_ejection_backoff; i++) backoff *= 2;
     if (backoff > h->max_ejection_backoff) backoff = h->max_ejection_backoff;

@@ -238,8 +238,11 @@ typedef struct gw_replica {
      * what the engine reported (usage.prompt_tokens_details.cached_tokens) */
     _Atomic uint64_t predicted_tokens, reported_tokens;
     _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
-    _Atomic int reports_cached; /* its engine has reported cached_tokens at least once */
-    gw_engine_load engine;      /* its engine's last report (load.c) */
+    _Atomic int reports_cached;       /* its engine has reported cached_tokens at least once */
+    gw_engine_load engine;            /* its engine's last report (load.c) */
+    _Atomic uint64_t ejections_total; /* passive ejections, never reset */
+    /* its series in the metrics registry (metrics.c); a reused slot gets new ones */
+    _Atomic(struct gw_rmetrics *) metrics;
     /* replicas[i].headers, checked, lowercase names; point into the config */
     irn_header *extra;
     size_t nextra;
@@ -313,6 +316,11 @@ typedef struct gw_fleet {
     size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
     gw_model *models;
     size_t nmodels;
+    /* Called on the control thread (the only writer of membership) after a replica
+     * joins (joined) and after it leaves (!joined): the metrics follow members so.
+     * NULL: nobody listens. */
+    void (*on_member)(void *ud, gw_replica *r, bool joined);
+    void *member_ud;
 } gw_fleet;
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
@@ -440,6 +448,7 @@ typedef struct gw_app {
     irl_scraper *scraper;       /* engine metrics (load.c), owned; NULL until started */
     struct gw_load *load;       /* what load.c keeps between reports, owned */
     bool *started;              /* started[i]: workers[i] is bound and running */
+    struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -465,10 +474,17 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop);
 int gw_control_start(gw_control *c);
 void gw_control_stop(gw_control *c);
 void gw_control_free(gw_control *c);
+/* Metrics (metrics.c): one obs registry per gateway. gw_metrics_init after the
+ * fleet (it makes every replica's series); a replica that joins later gets its
+ * series from gw_metrics_replica_join, one that leaves loses them from the page
+ * with gw_metrics_replica_leave. gw_metrics_render appends GET /metrics. */
+int gw_metrics_init(gw_app *app);
+void gw_metrics_free(gw_app *app);
+int gw_metrics_replica_join(gw_app *app, gw_replica *r);
+void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
-/* The KV index's metrics (metrics_kv.c). */
-void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
-/* The engines' load reports and the scrapes (metrics_load.c). */
+/* The engines' load reports and the scrapes (metrics_load.c), appended as text
+ * to the registry's page by gw_metrics_render. */
 void gw_metrics_render_load(gw_app *app, ir_buf *out);
 
 /* Engine load (load.c): the scraper of every replica's /metrics, started and
@@ -498,6 +514,11 @@ bool gw_discovery_settled(const gw_discovery *d);
 void gw_discovery_stop(gw_discovery *d);
 void gw_discovery_free(gw_discovery *d);
 
+/* Members of GET /admin/state from the registry, each starting with a comma (see
+ * README, "The admin console"). */
+void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *out);
+void gw_metrics_state_model(gw_app *app, const gw_model *m, ir_buf *out);
+
 /* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
  * fwd (the client's, less hop-by-hop ones) less the ones rep's configured
  * headers replace (an Authorization with the replica's API key, say) and,
@@ -516,7 +537,10 @@ int gw_replica_headers_init(gw_replica *r);
  * /ready. gw_ready_answer sends it: 200 when ready, else 503. */
 bool gw_app_ready(gw_app *app, uint64_t now, ir_buf *why);
 int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size_t nheaders);
-/* GET /admin/state: version, commit, drain state, replicas, as JSON. */
+/* The admin console's page (generated from src/gateway/console/index.html). */
+extern const char gw_console_html[];
+extern const size_t gw_console_html_len;
+/* GET /admin/state: version, commit, drain state, models, replicas, as JSON (README). */
 void gw_state_render(gw_app *app, ir_buf *out);
 /* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
 void gw_prom_label_value(ir_buf *out, const char *s);

@@ -351,6 +351,7 @@ static void free_app(gw_app *app) {
     free(app->workers);
     free(app->started);
     gw_cards_free(app->cards);
+    gw_metrics_free(app);
     gw_fleet_free(&app->fleet);
     gw_reload_free(app);
     ir_cfg_free(app->cfg_owner);
@@ -369,7 +370,11 @@ int gw_main(int argc, char **argv) {
         return 0;
     }
     process_setup();
-    rc = start_all(app);
+    rc = gw_metrics_init(app) ? UV_ENOMEM : 0;
+    if (rc)
+        fprintf(stderr, "inferrail-gateway: out of memory\n");
+    else
+        rc = start_all(app);
     if (rc == 0) run_until_drained(app);
     stop_failed_start(app, rc);
     free_app(app);

@@ -133,6 +133,7 @@ void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {
     bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
     gw_prompt_tokenize(r->model, r->body, r->body_len, chat, &r->prompt);
+    gw_metrics_tokenized(r);
     /* tokenized, or an estimate (four bytes a token) */
     r->prompt_tokens = r->prompt.state == GW_PREDICT_OK ? r->prompt.ids.len : r->body_len / 4;
     next(r);

@@ -153,6 +153,10 @@ struct gw_req {
     gw_lease_tokens lease;     /* what the current lease counts */
     char tail[GW_TAIL_BYTES];  /* the last bytes of the engine's body (for its usage) */
     size_t tail_len;
+    const gw_replica *last_rep; /* the replica of the last attempt, for the metrics */
+    bool streamed;              /* the engine answers with an event stream */
+    bool first_byte_seen;       /* its TTFT was recorded */
+    bool aborted;               /* the engine broke the response after it started */
 };
 
 /* ---- request.c: the object and its lifecycle ---------------------------------------- */
@@ -193,6 +197,20 @@ void gw_req_close_timer(gw_req *r);
  * (either is a no-op when already done). */
 void gw_req_wait_head(gw_req *r);
 void gw_req_unwait(gw_req *r);
+
+/* ---- metrics.c: recording, on the worker's thread, lock-free ----------------------- */
+/* A lease was taken on rep after ns of choosing (stage 7). */
+void gw_metrics_decision(gw_req *r, const gw_replica *rep, uint64_t ns);
+/* The first body byte of a streamed response went to the client. */
+void gw_metrics_first_byte(gw_req *r);
+void gw_metrics_retry(gw_req *r);
+void gw_metrics_disconnect(gw_req *r);
+/* The prepare stage's outcome (r->prompt.state). */
+void gw_metrics_tokenized(gw_req *r);
+/* The gateway answered status itself. */
+void gw_metrics_error(gw_req *r, int status);
+/* The request's one outcome and its duration, on the replica of its last attempt. */
+void gw_metrics_finish(gw_req *r, const gw_replica *last);
 
 /* inferrail_responses_total: every answer the client port gives, by class. */
 void gw_count_response(gw_stats *st, int status);

@@ -88,7 +88,9 @@ void iro_series_remove(iro_series *s);
 size_t iro_remove_label(iro_registry *r, const char *label, const char *value);
 
 /* Recording; s may be NULL (then nothing happens). Counters: iro_inc adds n,
- * iro_add adds v >= 0. Gauges: iro_set, iro_add (v may be negative). Histograms:
+ * iro_add adds v >= 0; a counter that another structure keeps (read in a collect
+ * hook) is iro_set instead, to values that never go back, and never also
+ * incremented. Gauges: iro_set, iro_add (v may be negative). Histograms:
  * iro_observe. */
 void iro_inc(iro_series *s, uint64_t n);
 void iro_add(iro_series *s, double v);

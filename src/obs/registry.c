@@ -282,8 +282,10 @@ void iro_add(iro_series *s, double v) {
 }
 
 void iro_set(iro_series *s, double v) {
-    if (!s || s->fam->type != IRO_GAUGE) return;
-    atomic_store_explicit(&s->cells[0], double_bits(v), memory_order_relaxed);
+    if (!s || s->fam->type == IRO_HISTOGRAM) return;
+    /* a counter kept elsewhere: its value goes to the fractional cell of shard 0 */
+    size_t cell = s->fam->type == IRO_GAUGE ? 0 : 1;
+    atomic_store_explicit(&s->cells[cell], double_bits(v), memory_order_relaxed);
 }
 
 void iro_observe(iro_series *s, double v) {

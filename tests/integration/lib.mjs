@@ -132,6 +132,19 @@ export function metricValue(page, name, labelFilter = '') {
   return undefined;
 }
 
+// The sum of every sample of a family (all its label sets) that includes labelFilter,
+// e.g. metricSum(page, 'inferrail_upstream_retries_total'); undefined when there is none.
+export function metricSum(page, name, labelFilter = '') {
+  let sum;
+  for (const line of page.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    const key = line.slice(0, sp);
+    if ((key === name || key.startsWith(name + '{')) && key.includes(labelFilter)) sum = (sum ?? 0) + Number(line.slice(sp + 1));
+  }
+  return sum;
+}
+
 // The shape of a JSON value: keys in order, types, and null-ness; the values
 // named in `keep` are compared literally.
 export function shape(v, keep = new Set()) {

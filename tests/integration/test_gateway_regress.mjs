@@ -113,7 +113,7 @@ test('requests that wait in a retry backoff are freed, whether a retry succeeds 
       await r.arrayBuffer();
     }
     const page = await (await fetch(g.admin + '/metrics')).text();
-    retried = Number(/^inferrail_upstream_retries_total (\d+)/m.exec(page)[1]);
+    retried = Number(/^inferrail_upstream_retries_total\{[^}]*\} (\d+)/m.exec(page)[1]);
     assert.ok(retried >= 5, `only ${retried} retries`);
   } finally {
     // Under ASan, LeakSanitizer fails the exit when a request was never freed.

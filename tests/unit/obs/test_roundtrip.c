@@ -132,7 +132,8 @@ static void one_page(iro_format fmt) {
             for (size_t i = 0; i < nl; i++) {
                 snprintf(lv[i][0], 64, "%s", labels[i]);
                 random_value(lv[i][1], 40);
-                if (i == 0) snprintf(lv[i][1] + strlen(lv[i][1]), 8, "%zu", si); /* distinct */
+                if (i == 0) /* distinct */
+                    snprintf(lv[i][1] + strlen(lv[i][1]), 8, "%u", (unsigned)(si & 63));
                 vals[i] = lv[i][1];
             }
             iro_series *s = iro_series_get(f, vals);
