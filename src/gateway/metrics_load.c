@@ -55,13 +55,6 @@ static double rd_age_max(gw_app *a, gw_replica *r, uint64_t now) {
 static double rd_fresh(gw_app *a, gw_replica *r, uint64_t now) {
     return gw_engine_report_age(r, now) <= a->cfg.load.max_age;
 }
-static double rd_prompt(gw_app *a, gw_replica *r, uint64_t now) {
-    return (double)atomic_load(&r->prompt_tokens);
-}
-static double rd_pending_prompt(gw_app *a, gw_replica *r, uint64_t now) {
-    return (double)atomic_load(&r->pending_tokens);
-}
-
 static const struct series {
     const char *name, *type, *help;
     read_fn read;
@@ -88,12 +81,6 @@ static const struct series {
      "The oldest engine report a policy was handed, capped at twice load.max_age.", rd_age_max},
     {"inferrail_replica_engine_fresh", "gauge",
      "1 when the engine's report is younger than load.max_age and policies use it.", rd_fresh},
-    {"inferrail_replica_prompt_tokens_in_flight", "gauge",
-     "Prompt tokens of the requests in flight to the replica (the gateway's own count).",
-     rd_prompt},
-    {"inferrail_replica_pending_prompt_tokens", "gauge",
-     "Prompt tokens of the requests still waiting for the replica's first byte.",
-     rd_pending_prompt},
 };
 
 static void value(ir_buf *o, double v) {
