@@ -123,7 +123,7 @@ function consistent(page, prev) {
 }
 
 test('scraping 100 times a second during concurrent streams: every page consistent', async () => {
-  const fleet = await startFleet({ simArgs: ['--decode-token-ms', '2'] });
+  const fleet = await startFleet({ simArgs: ['--decode-token-ms', '2'], replica: { max_pending: 1024 } });
   try {
     const STREAMS = 400, ROUNDS = 3;
     let stop = false, scrapes = 0, prev = new Map();
