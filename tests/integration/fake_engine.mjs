@@ -57,6 +57,11 @@ const H1 = {
     eng.timers.add(t);
   },
   'close-early': (sock) => sock.destroy(),
+  // A 503 with vLLM's error body: the gateway retries it on another replica.
+  'status-503': (sock) => {
+    const b = '{"error":{"message":"busy","type":"ServiceUnavailable","param":null,"code":503}}';
+    sock.write(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n\r\n${b}`);
+  },
   // Never answers: the connection stays open and silent.
   hang: () => {},
   // A 200 page of bytes that are no metrics at all.
