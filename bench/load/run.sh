@@ -42,12 +42,14 @@ while not os.path.exists(stop):
 print(json.dumps({"admin_oldest_ms": oldest, "admin_samples": samples, "admin_stale": stale}))
 PY
   poller=$!
+  read -r load0 _ < /proc/loadavg
   "$B/inferrail-bench" run --base-url "http://127.0.0.1:$port" --workload w6 --rate "$RATE" \
     --requests "$N" --seed "$rep" --param p_min=50 --param p_max=200 --param out_min=8 \
     --param out_max=8 --out "$tmp/run.json" 2>/dev/null
   touch "$tmp/stop"; wait "$poller"; rm -f "$tmp/stop"
+  read -r load1 _ < /proc/loadavg
   curl -s "http://127.0.0.1:$admin/metrics" > "$tmp/metrics.txt"
-  python3 - "$tmp/run.json" "$tmp/poll.json" "$tmp/metrics.txt" "$RATE" "$rep" <<'PY' | tee -a "$OUT/results.jsonl"
+  python3 - "$tmp/run.json" "$tmp/poll.json" "$tmp/metrics.txt" "$RATE" "$rep" "$load0" "$load1" <<'PY' | tee -a "$OUT/results.jsonl"
 import json, re, sys
 run = json.load(open(sys.argv[1]))["summary"]
 poll = json.load(open(sys.argv[2]))
@@ -58,12 +60,17 @@ seen = per_replica("inferrail_replica_report_age_max_seconds")
 scr = {}
 for m in re.finditer(r'inferrail_load_scrapes_total\{replica="([^"]+)",result="([^"]+)"\} (\d+)', page):
     scr.setdefault(m.group(1), {})[m.group(2)] = int(m.group(3))
-bad = sum(v for s in scr.values() for k, v in s.items() if k != "ok")
+bad = {}
+for s in scr.values():
+    for k, v in s.items():
+        if k != "ok" and v:
+            bad[k] = bad.get(k, 0) + v
 policy_ms = max(seen.values()) * 1000
 out = {"bench": "load_freshness", "rep": int(sys.argv[5]), "rate": float(sys.argv[4]),
        "requests": run["requests"], "errors": run["errors"],
        "policy_oldest_ms": round(policy_ms, 3), "per_replica_ms": {k: round(v * 1000, 3) for k, v in seen.items()},
        **poll, "scrapes_ok": sum(s.get("ok", 0) for s in scr.values()), "scrapes_failed": bad,
+       "loadavg_before": float(sys.argv[6]), "loadavg_after": float(sys.argv[7]), "cores": __import__("os").cpu_count(),
        "goal_ms": 105, "met": policy_ms <= 105 and poll["admin_oldest_ms"] <= 105 and poll["admin_stale"] == 0}
 print(json.dumps(out))
 PY

@@ -481,7 +481,7 @@ test('request bytes reach the engine unchanged and response bytes reach the clie
   let received = null;
   const payload = Buffer.from(Array.from({ length: 5000 }, (_, i) => `data: {"n":${i},"t":"\u00e9\u65e5"}\n\n`).join(''));
   const srv = http.createServer((req, res) => {
-    if (req.url === '/health' || req.url === '/v1/models') { res.end(req.url === '/health' ? '' : '{"object":"list","data":[]}'); return; }
+    if (req.url === '/health' || req.url === '/v1/models' || req.url === '/metrics') { res.end(req.url === '/v1/models' ? '{"object":"list","data":[]}' : ''); return; } // /metrics: the load scraper
     const parts = [];
     req.on('data', (d) => parts.push(d));
     req.on('end', async () => {

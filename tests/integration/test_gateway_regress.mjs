@@ -67,7 +67,7 @@ test('a huge unknown model name is echoed truncated, visibly, not as an empty na
 test('headers named by Connection are hop-by-hop: dropped on the way to the engine and back', async () => {
   let received = null;
   const srv = http.createServer((req, res) => {
-    if (req.url === '/health' || req.url === '/v1/models') { res.end(req.url === '/health' ? '' : '{"object":"list","data":[]}'); return; }
+    if (req.url === '/health' || req.url === '/v1/models' || req.url === '/metrics') { res.end(req.url === '/v1/models' ? '{"object":"list","data":[]}' : ''); return; } // /metrics: the load scraper
     received = req.headers;
     req.resume();
     req.on('end', () => {
@@ -171,7 +171,7 @@ test('logging.format json: the access log\'s values are fields of the event, not
 test('per-replica upstream headers replace the client\'s, and X-Forwarded-For carries the client', async () => {
   let received = null;
   const srv = http.createServer((req, res) => {
-    if (req.url === '/health' || req.url === '/v1/models') { res.end(req.url === '/health' ? '' : '{"object":"list","data":[]}'); return; }
+    if (req.url === '/health' || req.url === '/v1/models' || req.url === '/metrics') { res.end(req.url === '/v1/models' ? '{"object":"list","data":[]}' : ''); return; } // /metrics: the load scraper
     received = req.headers;
     req.resume();
     req.on('end', () => res.end('{}'));
