@@ -28,7 +28,7 @@ for rep in $(seq "$REPS"); do
   python3 - "$admin" "$POLL_MS" "$tmp/stop" > "$tmp/poll.json" <<'PY' &
 import json, os, sys, time, urllib.request
 admin, every, stop = sys.argv[1], int(sys.argv[2]) / 1000, sys.argv[3]
-oldest, samples, stale = 0.0, 0, 0
+ages, samples, stale = [], 0, 0
 while not os.path.exists(stop):
     st = json.load(urllib.request.urlopen(f"http://127.0.0.1:{admin}/admin/state"))
     for r in st["replicas"]:
@@ -37,9 +37,12 @@ while not os.path.exists(stop):
         if e["age_ms"] is None or not e["fresh"]:
             stale += 1
         else:
-            oldest = max(oldest, e["age_ms"])
+            ages.append(e["age_ms"])
     time.sleep(every)
-print(json.dumps({"admin_oldest_ms": oldest, "admin_samples": samples, "admin_stale": stale}))
+ages.sort()
+q = lambda p: ages[min(len(ages) - 1, int(p * len(ages)))] if ages else None
+print(json.dumps({"admin_oldest_ms": ages[-1] if ages else None, "admin_p50_ms": q(0.5),
+                  "admin_p99_ms": q(0.99), "admin_samples": samples, "admin_stale": stale}))
 PY
   poller=$!
   read -r load0 _ < /proc/loadavg
