@@ -89,8 +89,7 @@ static void sampling_by_id(void **st) {
 
 static void *drain(void *arg) {
     char b[65536];
-    while (read(*(int *)arg, b, sizeof b) > 0) {
-    }
+    while (read(*(int *)arg, b, sizeof b) > 0) {}
     return NULL;
 }
 
