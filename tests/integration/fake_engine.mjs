@@ -69,6 +69,21 @@ const H1 = {
     const junk = '\x00\x01{{{ <html>not a metrics page</html> }}}\n'.repeat(50);
     sock.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(junk)}\r\n\r\n${junk}`);
   },
+  // A 50 MB page (Content-Length), written as fast as the reader takes it.
+  'huge-page': (sock) => {
+    const total = 50 * 1024 * 1024;
+    sock.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${total}\r\n\r\n`);
+    const block = Buffer.alloc(64 * 1024, 'x');
+    let sent = 0;
+    const pour = () => {
+      while (!sock.destroyed && sent < total) {
+        sent += block.length;
+        if (!sock.write(block)) return;
+      }
+    };
+    sock.on('drain', pour);
+    pour();
+  },
   // A chunked page that never ends, written as fast as the reader takes it.
   'endless-page': (sock) => {
     sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
