@@ -78,6 +78,7 @@ gw_choice gw_choose(gw_req *r) {
             r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached};
             if (gw_lease_take(rep, r->lease)) {
                 leased(r, rep, &cand[k], &q, now);
+                gw_decision_log(r, cand, n, k);
                 return GW_CHOSEN;
             }
             cand[k] = cand[--n]; /* lost the race for its last slot */

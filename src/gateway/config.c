@@ -213,6 +213,27 @@ static const ir_cfg_schema load_schema = {"load", load_fields, IR_ARRAY_LEN(load
                                           sizeof(gw_load_cfg)};
 static const char *const content_formats[] = {"auto", "string", "openai", NULL};
 
+static const ir_cfg_field decision_log_fields[] = {
+    F(gw_decision_log_cfg, "path", IR_CFG_STRING, path, NULL,
+      "file the decision log appends JSON lines to; required when sample_rate is above 0"),
+    FF(gw_decision_log_cfg, "sample_rate", sample_rate, "0", 0, 1,
+       "share of requests (by request id, all their attempts) whose routing decisions are "
+       "logged; 0: off"),
+};
+static const ir_cfg_schema decision_log_schema = {"decision_log", decision_log_fields,
+                                                  IR_ARRAY_LEN(decision_log_fields),
+                                                  sizeof(gw_decision_log_cfg)};
+
+static const ir_cfg_field observability_fields[] = {
+    {.key = "decision_log",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_observability_cfg, decision_log),
+     .sub = &decision_log_schema},
+};
+static const ir_cfg_schema observability_schema = {"observability", observability_fields,
+                                                   IR_ARRAY_LEN(observability_fields),
+                                                   sizeof(gw_observability_cfg)};
+
 static const ir_cfg_field model_fields[] = {
     {.key = "name",
      .type = IR_CFG_STRING,
@@ -383,6 +404,10 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, load),
      .sub = &load_schema},
+    {.key = "observability",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, observability),
+     .sub = &observability_schema},
 };
 
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),
@@ -457,6 +482,10 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
     if (c->health.interval && c->health.interval < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "health.interval: at least 10ms");
     check_load(&c->load, errs);
+    const gw_decision_log_cfg *dl = &c->observability.decision_log;
+    if (dl->sample_rate > 0 && (!dl->path || !*dl->path))
+        ir_cfg_errors_add(errs, "observability.decision_log.path: required when sample_rate is "
+                                "above 0 (the file the decisions go to)");
 }
 
 /* The replica URL is a base: the client's path (/v1/...) is appended to it. */

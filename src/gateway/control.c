@@ -220,7 +220,7 @@ int gw_control_start(gw_control *c) {
     c->started = true;
     rc = gw_load_start(c->app);
     if (rc) IR_WARN("load", "cannot start the engine scraper: %s", irn_strerror(rc));
-    return 0;
+    return gw_decisions_open(c->app) ? UV_EINVAL : 0;
 }
 
 void gw_control_stop(gw_control *c) {
@@ -242,6 +242,7 @@ void gw_control_stop(gw_control *c) {
 void gw_control_free(gw_control *c) {
     if (!c) return;
     gw_load_stop(c->app);
+    gw_decisions_close(c->app); /* the workers are joined: no decision comes after */
     for (size_t i = 0; i < c->app->fleet.nslots; i++) ir_buf_free(&c->probes[i].body);
     free(c->probes);
     free(c);

@@ -28,6 +28,7 @@
 #include "index/ir_index.h"
 #include "load/ir_load.h"
 #include "net/ir_net.h"
+#include "obs/ir_obs.h"
 #include "policy/ir_policy.h"
 #include "tokenize/ir_tokenize.h"
 
@@ -146,6 +147,15 @@ typedef struct gw_load_cfg {
     uint64_t max_age;
 } gw_load_cfg;
 
+typedef struct gw_decision_log_cfg {
+    char *path;         /* NULL: none */
+    double sample_rate; /* 0..1; 0: off */
+} gw_decision_log_cfg;
+
+typedef struct gw_observability_cfg {
+    gw_decision_log_cfg decision_log;
+} gw_observability_cfg;
+
 typedef struct gw_replica_cfg {
     char *id;
     char *url;
@@ -181,6 +191,7 @@ typedef struct gw_config {
     gw_logging_cfg logging;
     gw_index_cfg index;
     gw_load_cfg load;
+    gw_observability_cfg observability;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
     gw_discovery_cfg discovery;
@@ -449,6 +460,7 @@ typedef struct gw_app {
     struct gw_load *load;       /* what load.c keeps between reports, owned */
     bool *started;              /* started[i]: workers[i] is bound and running */
     struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
+    iro_dlog *dlog;             /* the decision log (decision.c), owned; NULL when off */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -493,6 +505,12 @@ void gw_metrics_render_load(gw_app *app, ir_buf *out);
  * and reset that shadow when the engine restarted. */
 int gw_load_start(gw_app *app);
 void gw_load_stop(gw_app *app);
+/* The decision log (decision.c): opened by the control loop's start, closed by
+ * gw_control_free once the workers are joined. */
+int gw_decisions_open(gw_app *app);
+void gw_decisions_close(gw_app *app);
+void gw_metrics_render_decisions(gw_app *app, ir_buf *out);
+
 /* Age of replica r's last report at `now`, or UINT64_MAX when it has none. */
 uint64_t gw_engine_report_age(const gw_replica *r, uint64_t now);
 /* ,"engine":{...} for GET /admin/state: the report's age in ms, whether it is

@@ -120,4 +120,5 @@ void gw_metrics_render_load(gw_app *app, ir_buf *o) {
         }
     }
     scrapes(app, o);
+    gw_metrics_render_decisions(app, o);
 }

@@ -361,4 +361,8 @@ void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route 
  * status of the answer (out then holds an error body when it is not 200). */
 int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir_buf *out);
 
+/* One JSON line for the decision log when r is sampled (decision.c): the
+ * candidates c[0..n) offered, c[winner] chosen. */
+void gw_decision_log(gw_req *r, const irp_candidate *c, size_t n, size_t winner);
+
 #endif

@@ -121,6 +121,10 @@ uint64_t irl_report_capacity_blocks(const irl_report *r, uint32_t block_size);
  * Threads: new, start, stop and free from one thread; irl_scraper_stats from any
  * thread at any time; the report callback runs on the scraper's thread. */
 #define IRL_MAX_PAGE (4u << 20) /* 4 MiB */
+/* A target whose page passed the cap (a Content-Length past it is not read at
+ * all) is scraped again only every this many rounds: an endless page costs the
+ * cap in reading each time, and it must not starve the other targets. */
+#define IRL_TOO_LARGE_ROUNDS 10
 
 typedef enum irl_result {
     IRL_SCRAPE_OK,

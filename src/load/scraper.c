@@ -18,7 +18,8 @@ typedef struct target {
     uint64_t head_at; /* when the head arrived */
     bool too_large, timed_out;
     ir_buf page;
-    int state; /* 0: not scraped yet, 1: answering, 2: not answering */
+    int state;     /* 0: not scraped yet, 1: answering, 2: not answering */
+    uint32_t skip; /* rounds to sit out after a page past the cap */
     _Atomic uint64_t results[IRL_SCRAPE_RESULTS];
     _Atomic int answering;
 } target;
@@ -47,6 +48,12 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     target *t = ud;
     t->status = status;
     t->head_at = ir_now_ns();
+    /* A page announced past the cap is not read at all. */
+    const irn_header *cl = irn_headers_find(h, n, "content-length");
+    if (cl && strtoull(cl->value, NULL, 10) > t->s->cfg.max_page) {
+        t->too_large = true;
+        irn_client_cancel(t->req);
+    }
 }
 
 static void on_body(void *ud, const char *d, size_t n) {
@@ -113,6 +120,13 @@ static void on_done(void *ud, int err) {
     note_state(t, res, why);
     if (s->cfg.on_report)
         s->cfg.on_report(s->cfg.ud, t->i, res, res == IRL_SCRAPE_OK ? &r : NULL, t->head_at);
+    if (res == IRL_SCRAPE_TOO_LARGE) {
+        /* Reading a huge or endless page costs the cap each time: such a target
+         * is asked again every IRL_TOO_LARGE_ROUNDS rounds only, and the buffer
+         * it grew is given back. */
+        t->skip = IRL_TOO_LARGE_ROUNDS - 1;
+        ir_buf_rearm(&t->page, s->cfg.max_page, 256 * 1024);
+    }
     ir_buf_reset(&t->page);
 }
 
@@ -149,8 +163,15 @@ static void start_scrape(irl_scraper *s, target *t) {
 static void on_tick(uv_timer_t *h) {
     irl_scraper *s = h->data;
     if (s->stopping) return;
-    for (size_t i = 0; i < s->n; i++)
-        if (!s->t[i].req) start_scrape(s, &s->t[i]); /* one in flight per target */
+    for (size_t i = 0; i < s->n; i++) {
+        target *t = &s->t[i];
+        if (t->req) continue; /* one in flight per target */
+        if (t->skip) {
+            t->skip--;
+            continue;
+        }
+        start_scrape(s, t);
+    }
 }
 
 /* ---- the thread ------------------------------------------------------------------------ */

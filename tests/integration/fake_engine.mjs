@@ -62,6 +62,11 @@ const H1 = {
     eng.timers.add(t);
   },
   'close-early': (sock) => sock.destroy(),
+  // A 503 with vLLM's error body: the gateway retries it on another replica.
+  'status-503': (sock) => {
+    const b = '{"error":{"message":"busy","type":"ServiceUnavailable","param":null,"code":503}}';
+    sock.write(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n\r\n${b}`);
+  },
   // Reads the request and never answers (a hung engine).
   hang: () => {},
   // An event stream: its head and one whole event, then nothing (a stall between events).
@@ -74,6 +79,21 @@ const H1 = {
   'garbage-page': (sock) => {
     const junk = '\x00\x01{{{ <html>not a metrics page</html> }}}\n'.repeat(50);
     sock.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(junk)}\r\n\r\n${junk}`);
+  },
+  // A 50 MB page (Content-Length), written as fast as the reader takes it.
+  'huge-page': (sock) => {
+    const total = 50 * 1024 * 1024;
+    sock.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${total}\r\n\r\n`);
+    const block = Buffer.alloc(64 * 1024, 'x');
+    let sent = 0;
+    const pour = () => {
+      while (!sock.destroyed && sent < total) {
+        sent += block.length;
+        if (!sock.write(block)) return;
+      }
+    };
+    sock.on('drain', pour);
+    pour();
   },
   // A chunked page that never ends, written as fast as the reader takes it.
   'endless-page': (sock) => {

@@ -53,6 +53,10 @@ static void config_errors(void **st) {
         {"load: {scrape_timeout: 0s}\n", "load.scrape_timeout: must be greater than 0"},
         {"load: {scrape_timeout: soon}\n", "load.scrape_timeout"},
         {"load: {scrape_intervall: 1s}\n", "load.scrape_intervall"},
+        {"observability: {decision_log: {sample_rate: 0.5}}\n",
+         "observability.decision_log.path: required when sample_rate is above 0"},
+        {"observability: {decision_log: {sample_rate: 2, path: /tmp/x}}\n",
+         "observability.decision_log.sample_rate"},
     };
     for (size_t i = 0; i < IR_ARRAY_LEN(cases); i++) {
         char text[512];

@@ -1,8 +1,8 @@
 /* The scraper against a server in this process whose paths misbehave as
  * engines do: a good page, garbage, a 503, a page that never comes, a page
- * that never ends, and a port that refuses. Each gets its own outcome, the
- * good one is read every round and never fails whatever the others do, and a
- * stop in the middle of it all leaves nothing behind (ASan). */
+ * that never ends, one that announces 64 MiB, and a port that refuses. Each gets its own outcome,
+ * the good one is read every round and never fails whatever the others do, and a stop in the middle
+ * of it all leaves nothing behind (ASan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,6 +54,11 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
         irn_resp_send(resp, 503, "text/plain", "busy", 4, NULL, 0);
     } else if (strcmp(p, "/hang/metrics") == 0) {
         irn_resp_on_abort(resp, end_on_abort, NULL); /* never answered */
+    } else if (strcmp(p, "/huge/metrics") == 0) {
+        /* Announces 64 MiB, sends a little, then waits: the head alone is enough. */
+        irn_resp_on_abort(resp, end_on_abort, NULL);
+        irn_resp_start(resp, 200, NULL, 0, 64 << 20);
+        irn_resp_write(resp, chunk, 1024);
     } else if (strcmp(p, "/endless/metrics") == 0) {
         irn_resp_on_abort(resp, end_on_abort, NULL);
         irn_resp_on_drain(resp, pour, NULL);
@@ -104,7 +109,7 @@ static void server_stop(server *s) {
 
 /* ---- the scraper's view ------------------------------------------------------------------ */
 
-enum { GOOD, GARBAGE, STATUS, HANG, ENDLESS, REFUSED, NT };
+enum { GOOD, GARBAGE, STATUS, HANG, ENDLESS, HUGE, REFUSED, NT };
 
 typedef struct seen {
     _Atomic uint64_t results[NT][IRL_SCRAPE_RESULTS];
@@ -131,14 +136,20 @@ static uint64_t got(seen *s, int i, irl_result r) {
 static bool enough(seen *s) {
     return got(s, GOOD, IRL_SCRAPE_OK) >= 20 && got(s, GARBAGE, IRL_SCRAPE_UNREADABLE) >= 2 &&
            got(s, STATUS, IRL_SCRAPE_STATUS) >= 2 && got(s, HANG, IRL_SCRAPE_TIMEOUT) >= 2 &&
-           got(s, ENDLESS, IRL_SCRAPE_TOO_LARGE) >= 2 && got(s, REFUSED, IRL_SCRAPE_ERROR) >= 2;
+           got(s, ENDLESS, IRL_SCRAPE_TOO_LARGE) >= 2 && got(s, HUGE, IRL_SCRAPE_TOO_LARGE) >= 2 &&
+           got(s, REFUSED, IRL_SCRAPE_ERROR) >= 2;
 }
 
 static void misbehaving_engines(void **st) {
     server srv;
     server_start(&srv);
-    const char *paths[NT] = {"/good/metrics", "/garbage/metrics", "/status/metrics",
-                             "/hang/metrics", "/endless/metrics", "/x"};
+    const char *paths[NT] = {"/good/metrics",
+                             "/garbage/metrics",
+                             "/status/metrics",
+                             "/hang/metrics",
+                             "/endless/metrics",
+                             "/huge/metrics",
+                             "/x"};
     irl_target t[NT];
     for (int i = 0; i < NT; i++)
         t[i] = (irl_target){
@@ -171,6 +182,9 @@ static void misbehaving_engines(void **st) {
     /* One scrape in flight per target: the hung page, timed out at 1.5 s, was
      * scraped far fewer times than the good one. */
     assert_true(got(&s, HANG, IRL_SCRAPE_TIMEOUT) * 5 < got(&s, GOOD, IRL_SCRAPE_OK));
+    /* A page past the cap is asked again every IRL_TOO_LARGE_ROUNDS rounds only. */
+    assert_true(got(&s, ENDLESS, IRL_SCRAPE_TOO_LARGE) * 5 < got(&s, GOOD, IRL_SCRAPE_OK));
+    assert_true(got(&s, HUGE, IRL_SCRAPE_TOO_LARGE) * 5 < got(&s, GOOD, IRL_SCRAPE_OK));
     uint64_t before = got(&s, GOOD, IRL_SCRAPE_OK);
     uv_sleep(100);
     assert_int_equal(got(&s, GOOD, IRL_SCRAPE_OK), before); /* nothing after stop */

@@ -1,0 +1,181 @@
+/* decision_log.c: the decision log's bounded queue and its writer thread (see
+ * ir_obs.h). The queue is a ring of malloc'd lines behind a mutex; the writer
+ * takes every queued line at once and writes them outside the lock. */
+#include "obs/ir_obs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+typedef struct line {
+    char *data;
+    size_t len;
+} line;
+
+struct iro_dlog {
+    iro_dlog_cfg cfg;
+    uint64_t threshold; /* ids hashing below this are sampled */
+    bool all;           /* sample_rate >= 1 */
+    int fd;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    line *ring;
+    size_t head, count; /* under mu */
+    bool stop;          /* under mu */
+    _Atomic uint64_t written, dropped;
+};
+
+static void drop(iro_dlog *d) {
+    atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
+}
+
+/* Writes all of b[0..n) (a short write is continued); false on an error. */
+static bool write_all(int fd, const char *b, size_t n) {
+    while (n) {
+        ssize_t k = write(fd, b, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        b += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* Writes one batch as a single buffer, so lines never interleave. */
+static void flush_batch(iro_dlog *d, line *batch, size_t n) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += batch[i].len + 1;
+    char *buf = malloc(total ? total : 1);
+    size_t at = 0;
+    for (size_t i = 0; buf && i < n; i++) {
+        memcpy(buf + at, batch[i].data, batch[i].len);
+        at += batch[i].len;
+        buf[at++] = '\n';
+    }
+    bool ok = buf && write_all(d->fd, buf, at);
+    atomic_fetch_add_explicit(ok ? &d->written : &d->dropped, n, memory_order_relaxed);
+    free(buf);
+    for (size_t i = 0; i < n; i++) free(batch[i].data);
+}
+
+static void *writer(void *arg) {
+    iro_dlog *d = arg;
+    size_t cap = d->cfg.queue;
+    line *batch = malloc(cap * sizeof *batch);
+    for (;;) {
+        pthread_mutex_lock(&d->mu);
+        while (d->count == 0 && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
+        size_t n = 0;
+        while (d->count && batch) {
+            batch[n++] = d->ring[d->head];
+            d->head = (d->head + 1) % cap;
+            d->count--;
+        }
+        bool stop = d->stop && d->count == 0;
+        pthread_mutex_unlock(&d->mu);
+        if (n) flush_batch(d, batch, n);
+        if (stop || !batch) break;
+    }
+    free(batch);
+    return NULL;
+}
+
+iro_dlog *iro_dlog_open(const iro_dlog_cfg *cfg, char *err, size_t errlen) {
+    iro_dlog *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->cfg = *cfg;
+    if (!d->cfg.queue) d->cfg.queue = 8192;
+    if (!d->cfg.max_line) d->cfg.max_line = 256 * 1024;
+    double rate = cfg->sample_rate;
+    d->all = rate >= 1;
+    d->threshold = rate <= 0 || d->all ? 0 : (uint64_t)(rate * 18446744073709551616.0); /* < 2^64 */
+    d->ring = calloc(d->cfg.queue, sizeof *d->ring);
+    d->fd = cfg->path ? open(cfg->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640) : -1;
+    if (!d->ring || d->fd < 0) {
+        snprintf(err, errlen, "cannot open '%s': %s", cfg->path ? cfg->path : "",
+                 d->ring ? strerror(errno) : "out of memory");
+        if (d->fd >= 0) close(d->fd);
+        free(d->ring);
+        free(d);
+        return NULL;
+    }
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
+    if (pthread_create(&d->thread, NULL, writer, d)) {
+        snprintf(err, errlen, "cannot start the decision log's writer thread");
+        pthread_mutex_destroy(&d->mu);
+        pthread_cond_destroy(&d->cv);
+        close(d->fd);
+        free(d->ring);
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void iro_dlog_close(iro_dlog *d) {
+    if (!d) return;
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->thread, NULL);
+    for (size_t i = 0; i < d->count; i++) free(d->ring[(d->head + i) % d->cfg.queue].data);
+    close(d->fd);
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    free(d->ring);
+    free(d);
+}
+
+bool iro_dlog_sampled(const iro_dlog *d, const char *id, size_t len) {
+    if (!d) return false;
+    if (d->all) return true;
+    if (d->threshold == 0) return false;
+    return XXH3_64bits(id, len) < d->threshold;
+}
+
+int iro_dlog_write(iro_dlog *d, const char *s, size_t len) {
+    if (!d) return -1;
+    if (len > d->cfg.max_line) {
+        drop(d);
+        return -1;
+    }
+    char *copy = malloc(len ? len : 1);
+    if (!copy) {
+        drop(d);
+        return -1;
+    }
+    memcpy(copy, s, len);
+    pthread_mutex_lock(&d->mu);
+    bool room = d->count < d->cfg.queue && !d->stop;
+    if (room) {
+        d->ring[(d->head + d->count) % d->cfg.queue] = (line){copy, len};
+        d->count++;
+        pthread_cond_signal(&d->cv);
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (!room) {
+        free(copy);
+        drop(d);
+        return -1;
+    }
+    return 0;
+}
+
+void iro_dlog_stats_get(const iro_dlog *d, iro_dlog_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!d) return;
+    out->written = atomic_load_explicit(&d->written, memory_order_relaxed);
+    out->dropped = atomic_load_explicit(&d->dropped, memory_order_relaxed);
+}
