@@ -26,7 +26,7 @@ help:
 	@echo "make run            start three simulators and the gateway (Ctrl-C stops them)"
 	@echo "make stack          the same with a real Prometheus scraping them, and the URLs (Ctrl-C stops)"
 	@echo "make install        install binaries, example config and help texts (PREFIX, DESTDIR)"
-	@echo "make deploy-check   check deploy/ (systemd unit, Dockerfile) statically"
+	@echo "make deploy-check   check deploy/ (systemd unit, Dockerfile, compose stack) statically"
 	@echo "make bench          simulator and gateway-memory benchmarks into a new bench/results/runs/ folder"
 	@echo "make baselines      the committed baselines (about 40 minutes)"
 	@echo "make report         the baselines' report (bench/report/baselines)"
@@ -124,6 +124,7 @@ install: build
 # when it is installed) and the files the Dockerfile copies.
 deploy-check:
 	./scripts/check-deploy
+	./scripts/check-compose
 
 # Each writes to a new bench/results/runs/<name>-<time>/ folder; the committed
 # results change only when a folder is named (see the scripts' headers).
