@@ -159,3 +159,41 @@ test('scraping 100 times a second during concurrent streams: every page consiste
     await fleet.stop();
   }
 });
+
+test('outcomes: an engine that breaks a started response is aborted, a client that leaves is cancelled', async () => {
+  const { startFakeEngine } = await import('./fake_engine.mjs');
+  const { startGateway } = await import('./lib.mjs');
+  const eng = await startFakeEngine('cut-mid-body');
+  const sim = await startSim(['--decode-token-ms', '200']);
+  const gw = await startGateway({
+    models: [{ name: 'fake' }, { name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 'f0', url: eng.url, models: ['fake'] }, { id: 's0', url: sim.url, models: ['inferrail/sim-8b'] }],
+    retry: { max_attempts: 1 },
+  });
+  try {
+    // The fake engine's head says 200, a first event follows, then it closes: the response breaks.
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'fake', prompt: 'x' }) });
+    await r.text().catch(() => {});
+    // A stream the client leaves after its first bytes.
+    const ac = new AbortController();
+    const s = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', signal: ac.signal,
+      body: JSON.stringify({ model: 'inferrail/sim-8b', stream: true, max_tokens: 50, messages: [{ role: 'user', content: 'leave' }] }) });
+    const reader = s.body.getReader();
+    await reader.read();
+    ac.abort();
+    let page;
+    for (let i = 0; i < 200; i++) {
+      page = await metrics(gw.admin);
+      if (metricSum(page, 'inferrail_requests_total', 'status="cancelled"') === 1 && metricSum(page, 'inferrail_requests_total', 'status="aborted"') === 1) break;
+      await sleep(25);
+    }
+    assert.equal(metricSum(page, 'inferrail_requests_total', 'replica="f0",status="aborted"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_requests_total', 'replica="s0",status="cancelled"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_requests_total'), 2, page);
+    assert.equal(metricSum(page, 'inferrail_client_disconnects_total', 'model="inferrail/sim-8b"'), 1, page);
+  } finally {
+    await gw.stop();
+    await sim.stop();
+    await eng.stop();
+  }
+});
