@@ -275,6 +275,13 @@ void gw_metrics_replica_leave(gw_app *app, gw_replica *r) {
     iro_remove_label(app->metrics->reg, "replica", r->cfg->id);
 }
 
+void gw_metrics_replica_free(gw_replica *r) {
+    if (!r->metrics) return;
+    free(r->metrics->models);
+    free(r->metrics);
+    r->metrics = NULL;
+}
+
 static void request_families(gw_metrics *m) {
     iro_registry *g = m->reg;
     const char *const mrs[] = {"model", "replica", "status", NULL};
@@ -337,13 +344,8 @@ int gw_metrics_init(gw_app *app) {
 void gw_metrics_free(gw_app *app) {
     gw_metrics *m = app->metrics;
     if (!m) return;
-    for (size_t i = 0; i < app->fleet.nreplicas; i++) {
-        gw_rmetrics *x = app->fleet.replicas[i].metrics;
-        if (!x) continue;
-        free(x->models);
-        free(x);
-        app->fleet.replicas[i].metrics = NULL;
-    }
+    for (size_t i = 0; i < app->fleet.nreplicas; i++)
+        gw_metrics_replica_free(&app->fleet.replicas[i]);
     iro_registry_free(m->reg);
     free(m->models);
     free(m->decision_by_policy);
