@@ -50,9 +50,9 @@ static void page_and_leave(void **state) {
     assert_non_null(strstr(b.data, "inferrail_replica_in_flight{replica=\"r1\"} 7\n"));
     assert_non_null(strstr(b.data, "inferrail_ejections_total{replica=\"r1\"} 2\n"));
     assert_non_null(strstr(b.data, "# TYPE inferrail_ttft_seconds histogram\n"));
-    assert_non_null(
-        strstr(b.data, "inferrail_ttft_seconds_bucket{model=\"m-a\",policy=\"round_robin\","
-                       "replica=\"r0\",le=\"+Inf\"} 0\n"));
+    assert_non_null(strstr(b.data,
+                           "inferrail_ttft_seconds_bucket{model=\"m-a\",policy=\"round_robin\","
+                           "replica=\"r0\",le=\"+Inf\"} 0\n"));
     assert_non_null(strstr(b.data, "inferrail_upstream_retries_total{model=\"m-b\"} 0\n"));
     /* r1 leaves: none of its series stays, r0's do */
     gw_metrics_replica_leave(app, &app->fleet.replicas[1]);
@@ -89,7 +89,8 @@ static void state_json(void **state) {
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "outcomes"), "2xx")), 0);
     json_t *buckets = json_object_get(json_object_get(r, "ttft"), "buckets");
     assert_int_equal(json_array_size(buckets), iro_latency_nbuckets + 1);
-    assert_true(json_is_null(json_array_get(json_array_get(buckets, json_array_size(buckets) - 1), 0)));
+    assert_true(
+        json_is_null(json_array_get(json_array_get(buckets, json_array_size(buckets) - 1), 0)));
     assert_true(json_is_null(json_object_get(r, "engine")));
     json_t *m = json_array_get(json_object_get(j, "models"), 0);
     assert_string_equal(json_string_value(json_object_get(m, "policy")), "round_robin");
