@@ -94,7 +94,7 @@ test: deps
 
 # The threaded parts (the gateway's workers, its fleet counters, the net layer
 # they share, the tokenizer's thread-safety, the KV index) under ThreadSanitizer.
-TSAN_TESTS = 'unit/(gateway|policy|net|index)/|integration/test_gateway'
+TSAN_TESTS = 'unit/(gateway|policy|net|index|obs)/|integration/test_gateway|integration/test_metrics_page'
 tsan-threaded: tsan
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
 	  ctest --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)
