@@ -37,6 +37,7 @@ struct gw_rmetrics {
 /* A model's series. */
 typedef struct mmetrics {
     iro_series *retries, *disconnects, *tokenized[4];
+    _Atomic(iro_series *) unrouted[ST_N]; /* replica "none", made when first seen */
 } mmetrics;
 
 #define N_ERR 10
@@ -456,7 +457,13 @@ void gw_metrics_finish(gw_req *r, const gw_replica *last) {
                                : ST_2XX;
     rmodel *rm = rmodel_of(last, r->model);
     if (!rm) { /* never reached a replica: counted as replica "none" */
-        iro_inc(iro_series_of(m->requests, r->model->cfg->name, "none", st_names[k]), 1);
+        _Atomic(iro_series *) *slot = &m->models[r->model->index].unrouted[k];
+        iro_series *s = atomic_load_explicit(slot, memory_order_acquire);
+        if (!s) { /* once per model and class, under the registry's mutex */
+            s = iro_series_of(m->requests, r->model->cfg->name, "none", st_names[k]);
+            atomic_store_explicit(slot, s, memory_order_release);
+        }
+        iro_inc(s, 1);
         return;
     }
     iro_inc(rm->status[k], 1);

@@ -6,7 +6,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { startFleet, startSim, metrics, metricSum, sleep } from './lib.mjs';
+import { startFleet, startSim, metrics, metricSum, sleep, freePort } from './lib.mjs';
 import { scrapeDuringStreams } from './scrape_check.mjs';
 import { samples } from './prom_check.mjs';
 
@@ -89,10 +89,13 @@ test('outcomes: an engine that breaks a started response is aborted, a client th
   const { startGateway } = await import('./lib.mjs');
   const eng = await startFakeEngine('cut-mid-body');
   const sim = await startSim(['--decode-token-ms', '200']);
+  const dead = await freePort();
   const gw = await startGateway({
-    models: [{ name: 'fake' }, { name: 'inferrail/sim-8b' }],
-    replicas: [{ id: 'f0', url: eng.url, models: ['fake'] }, { id: 's0', url: sim.url, models: ['inferrail/sim-8b'] }],
+    models: [{ name: 'fake' }, { name: 'inferrail/sim-8b' }, { name: 'nowhere' }],
+    replicas: [{ id: 'f0', url: eng.url, models: ['fake'] }, { id: 's0', url: sim.url, models: ['inferrail/sim-8b'] },
+      { id: 'dead', url: `http://127.0.0.1:${dead}`, models: ['nowhere'] }],
     retry: { max_attempts: 1 },
+    health: { interval: '50ms', timeout: '100ms' },
   });
   try {
     // The fake engine's head says 200, a first event follows, then it closes: the response breaks.
@@ -113,8 +116,16 @@ test('outcomes: an engine that breaks a started response is aborted, a client th
     }
     assert.equal(metricSum(page, 'inferrail_requests_total', 'replica="f0",status="aborted"'), 1, page);
     assert.equal(metricSum(page, 'inferrail_requests_total', 'replica="s0",status="cancelled"'), 1, page);
-    assert.equal(metricSum(page, 'inferrail_requests_total'), 2, page);
     assert.equal(metricSum(page, 'inferrail_client_disconnects_total', 'model="inferrail/sim-8b"'), 1, page);
+    // A model whose only replica is down: answered 503 by the gateway, on replica "none".
+    for (let i = 0; i < 200 && metricSum(await metrics(gw.admin), 'inferrail_replica_healthy', 'replica="dead"') !== 0; i++) await sleep(25);
+    const n = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'nowhere', prompt: 'x' }) });
+    assert.equal(n.status, 503);
+    await n.text();
+    page = await metrics(gw.admin);
+    assert.equal(metricSum(page, 'inferrail_requests_total', 'model="nowhere",replica="none",status="5xx"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_request_errors_total', 'model="nowhere",reason="unavailable"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_requests_total'), 3, page);
   } finally {
     await gw.stop();
     await sim.stop();
