@@ -316,6 +316,10 @@ int gw_metrics_replica_join(gw_app *app, gw_replica *r);
 void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 void gw_metrics_replica_free(gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
+/* The registry itself, for files that add families of their own (the engines' load
+ * gauges, say: register them after gw_metrics_init, read values in a collect hook,
+ * iro_registry_on_collect). NULL before gw_metrics_init. */
+struct iro_registry *gw_metrics_registry(gw_app *app);
 /* Members of GET /admin/state from the registry, each starting with a comma (see
  * README, "The admin console"). */
 void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *out);

@@ -355,6 +355,10 @@ void gw_metrics_free(gw_app *app) {
     app->metrics = NULL;
 }
 
+struct iro_registry *gw_metrics_registry(gw_app *app) {
+    return app->metrics ? app->metrics->reg : NULL;
+}
+
 int gw_metrics_render(gw_app *app, ir_buf *out) {
     return app->metrics ? iro_write(app->metrics->reg, out) : 0;
 }
