@@ -26,7 +26,7 @@ help:
 	@echo "make run            start three simulators and the gateway (Ctrl-C stops them)"
 	@echo "make stack          the same with a real Prometheus scraping them, and the URLs (Ctrl-C stops)"
 	@echo "make install        install binaries, example config and help texts (PREFIX, DESTDIR)"
-	@echo "make deploy-check   check deploy/ (systemd unit, Dockerfile) statically"
+	@echo "make deploy-check   check deploy/ (systemd unit, Dockerfile, compose stack) statically"
 	@echo "make bench          simulator and gateway-memory benchmarks into a new bench/results/runs/ folder"
 	@echo "make baselines      the committed baselines (about 40 minutes)"
 	@echo "make report         the baselines' report (bench/report/baselines)"
@@ -94,7 +94,7 @@ test: deps
 
 # The threaded parts (the gateway's workers, its fleet counters, the net layer
 # they share, the tokenizer's thread-safety, the KV index) under ThreadSanitizer.
-TSAN_TESTS = 'unit/(gateway|policy|net|index)/|integration/test_gateway'
+TSAN_TESTS = 'unit/(gateway|policy|net|index|obs)/|integration/test_gateway|integration/test_metrics_page'
 tsan-threaded: tsan
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
 	  ctest --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)
@@ -124,6 +124,7 @@ install: build
 # when it is installed) and the files the Dockerfile copies.
 deploy-check:
 	./scripts/check-deploy
+	./scripts/check-compose
 
 # Each writes to a new bench/results/runs/<name>-<time>/ folder; the committed
 # results change only when a folder is named (see the scripts' headers).

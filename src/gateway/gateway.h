@@ -489,11 +489,16 @@ void gw_control_free(gw_control *c);
 /* Metrics (metrics.c): one obs registry per gateway. gw_metrics_init after the
  * fleet (it makes every replica's series); a replica that joins later gets its
  * series from gw_metrics_replica_join, one that leaves loses them from the page
- * with gw_metrics_replica_leave. gw_metrics_render appends GET /metrics. */
+ * with gw_metrics_replica_leave; its handles (r->metrics) stay valid for the
+ * requests still on it, and gw_metrics_replica_free frees them once nothing refers
+ * to r (gw_metrics_free frees those of the replicas still in the fleet). The
+ * series themselves live as long as the registry: a replica that comes back by
+ * the same id gets them again, from zero. gw_metrics_render appends GET /metrics. */
 int gw_metrics_init(gw_app *app);
 void gw_metrics_free(gw_app *app);
 int gw_metrics_replica_join(gw_app *app, gw_replica *r);
 void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
+void gw_metrics_replica_free(gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
 /* The engines' load reports and the scrapes (metrics_load.c), appended as text
  * to the registry's page by gw_metrics_render. */
@@ -532,6 +537,10 @@ bool gw_discovery_settled(const gw_discovery *d);
 void gw_discovery_stop(gw_discovery *d);
 void gw_discovery_free(gw_discovery *d);
 
+/* The registry itself, for files that add families of their own (the engines' load
+ * gauges, say: register them after gw_metrics_init, read values in a collect hook,
+ * iro_registry_on_collect). NULL before gw_metrics_init. */
+struct iro_registry *gw_metrics_registry(gw_app *app);
 /* Members of GET /admin/state from the registry, each starting with a comma (see
  * README, "The admin console"). */
 void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *out);

@@ -39,6 +39,7 @@ struct gw_rmetrics {
 /* A model's series. */
 typedef struct mmetrics {
     iro_series *retries, *disconnects, *tokenized[4];
+    _Atomic(iro_series *) unrouted[ST_N]; /* replica "none", made when first seen */
 } mmetrics;
 
 #define N_ERR 10
@@ -330,6 +331,13 @@ static void on_member(void *ud, gw_replica *r, bool joined) {
         IR_WARN("metrics", "replica %s: out of memory for its metric series", r->cfg->id);
 }
 
+void gw_metrics_replica_free(gw_replica *r) {
+    gw_rmetrics *x = atomic_exchange(&r->metrics, NULL);
+    if (!x) return;
+    free(x->models);
+    free(x);
+}
+
 static void request_families(gw_metrics *m) {
     iro_registry *g = m->reg;
     const char *const mrs[] = {"model", "replica", "status", NULL};
@@ -396,12 +404,8 @@ void gw_metrics_free(gw_app *app) {
     gw_metrics *m = app->metrics;
     if (!m) return;
     app->fleet.on_member = NULL;
-    for (size_t i = 0; i < app->fleet.nreplicas; i++) {
-        gw_rmetrics *x = atomic_exchange(&app->fleet.replicas[i].metrics, NULL);
-        if (!x) continue;
-        free(x->models);
-        free(x);
-    }
+    for (size_t i = 0; i < app->fleet.nreplicas; i++)
+        gw_metrics_replica_free(&app->fleet.replicas[i]);
     while (m->retired) {
         gw_rmetrics *x = m->retired;
         m->retired = x->retired_next;
@@ -414,6 +418,10 @@ void gw_metrics_free(gw_app *app) {
     free(m->errors_by);
     free(m);
     app->metrics = NULL;
+}
+
+struct iro_registry *gw_metrics_registry(gw_app *app) {
+    return app->metrics ? app->metrics->reg : NULL;
 }
 
 /* The registry's page, then what load.c and kvsub_view.c write themselves (the
@@ -523,7 +531,13 @@ void gw_metrics_finish(gw_req *r, const gw_replica *last) {
                                : ST_2XX;
     rmodel *rm = rmodel_of(last, r->model);
     if (!rm) { /* never reached a replica: counted as replica "none" */
-        iro_inc(iro_series_of(m->requests, r->model->cfg->name, "none", st_names[k]), 1);
+        _Atomic(iro_series *) *slot = &m->models[r->model->index].unrouted[k];
+        iro_series *s = atomic_load_explicit(slot, memory_order_acquire);
+        if (!s) { /* once per model and class, under the registry's mutex */
+            s = iro_series_of(m->requests, r->model->cfg->name, "none", st_names[k]);
+            atomic_store_explicit(slot, s, memory_order_release);
+        }
+        iro_inc(s, 1);
         return;
     }
     iro_inc(rm->status[k], 1);

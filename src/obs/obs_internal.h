@@ -14,8 +14,8 @@ struct iro_series {
     iro_series *next; /* the family's list, removed ones included */
     _Atomic int live; /* 0: removed (off the page), or not yet set up */
     char *values[IRO_MAX_LABELS];
-    /* IRO_SHARDS shards of fam->stride cells. Counters: [0] integer adds, [1]
-     * fractional adds (double bits). Gauges: [0] of shard 0 (double bits).
+    /* IRO_SHARDS shards of fam->stride cells (gauges: one). Counters: [0] integer
+     * adds, [1] fractional adds (double bits). Gauges: [0] (double bits).
      * Histograms: [0..nbounds] per-bucket counts (not cumulative), then the sum. */
     _Atomic uint64_t *cells;
 };

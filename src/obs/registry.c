@@ -157,8 +157,13 @@ static bool values_same(const iro_series *s, const char *const *v) {
     return true;
 }
 
+/* Gauges keep one cell (set and add must agree): one shard. */
+static size_t ncells(const iro_family *f) {
+    return (f->type == IRO_GAUGE ? 1 : IRO_SHARDS) * f->stride;
+}
+
 static void cells_zero(iro_series *s) {
-    size_t n = IRO_SHARDS * s->fam->stride;
+    size_t n = ncells(s->fam);
     for (size_t i = 0; i < n; i++) atomic_store_explicit(&s->cells[i], 0, memory_order_relaxed);
 }
 
@@ -166,7 +171,7 @@ static iro_series *series_make(iro_family *f, const char *const *values) {
     iro_series *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->fam = f;
-    size_t bytes = IRO_SHARDS * f->stride * sizeof(uint64_t);
+    size_t bytes = ncells(f) * sizeof(uint64_t);
     s->cells = aligned_alloc(64, bytes);
     bool ok = s->cells != NULL;
     for (size_t i = 0; i < f->nlabels; i++) {

@@ -104,6 +104,12 @@ const H1 = {
     sock.on('drain', pour);
     pour();
   },
+  // A head and the start of an event stream, then the connection closes: the response
+  // breaks after it started (opts.cutMs, default 100).
+  'cut-mid-body': (sock, eng) => {
+    sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 100\r\n\r\ndata: {}\n\n');
+    eng.timers.add(setTimeout(() => sock.destroy(), eng.opts.cutMs ?? 100));
+  },
   // A usage whose cached_tokens no prompt can have (near INT64_MAX).
   'absurd-cached': (sock) => sock.write(okResponse(OK_BODY.slice(0, -1) +
     ',"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":9223372036854775000}}}')),

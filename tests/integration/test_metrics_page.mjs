@@ -6,24 +6,14 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { startFleet, startSim, metrics, metricSum, sleep } from './lib.mjs';
+import { startFleet, startSim, metrics, metricSum, sleep, freePort } from './lib.mjs';
+import { scrapeDuringStreams } from './scrape_check.mjs';
+import { samples } from './prom_check.mjs';
 
 function promtool(page) {
   const r = spawnSync('promtool', ['check', 'metrics'], { input: page, encoding: 'utf8' });
   assert.equal(r.error, undefined, 'promtool is missing: scripts/install-deps installs prometheus');
   return r;
-}
-
-// Every sample of a page: [{name, labels (string), value}].
-function samples(page) {
-  const out = [];
-  for (const line of page.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$/.exec(line);
-    assert.ok(m, `a line that does not parse: ${line}`);
-    out.push({ name: m[1], labels: m[2] || '', value: Number(m[3]) });
-  }
-  return out;
 }
 
 const chat = (stream, content = 'hello there, metrics') => JSON.stringify({
@@ -90,72 +80,55 @@ test('promtool accepts the simulator pages, vLLM and SGLang', async () => {
   }
 });
 
-// Checks one page against the previous one: counters never go back; each histogram
-// series' buckets are cumulative, end with +Inf equal to _count.
-function consistent(page, prev) {
-  const ss = samples(page);
-  const types = new Map();
-  for (const line of page.split('\n')) {
-    const m = /^# TYPE (\S+) (\S+)$/.exec(line);
-    if (m) types.set(m[1], m[2]);
-  }
-  const now = new Map();
-  const hist = new Map();
-  for (const s of ss) {
-    const key = s.name + s.labels;
-    now.set(key, s.value);
-    if (types.get(s.name) === 'counter' && prev.has(key)) assert.ok(s.value >= prev.get(key), `${key} went back: ${prev.get(key)} -> ${s.value}`);
-    const hm = /^(.*)_(bucket|count)$/.exec(s.name);
-    if (hm && types.get(hm[1]) === 'histogram') {
-      const series = s.labels.replace(/,?le="[^"]*"/, '');
-      const h = hist.get(hm[1] + series) || { buckets: [] };
-      if (hm[2] === 'bucket') h.buckets.push(s.value);
-      else h.count = s.value;
-      hist.set(hm[1] + series, h);
-      if (types.get(s.name) === undefined && prev.has(key)) assert.ok(s.value >= prev.get(key), `${key} went back`);
-    }
-  }
-  for (const [k, h] of hist) {
-    for (let i = 1; i < h.buckets.length; i++) assert.ok(h.buckets[i - 1] <= h.buckets[i], `${k}: buckets not cumulative ${h.buckets}`);
-    assert.equal(h.buckets.at(-1), h.count, `${k}: +Inf bucket ${h.buckets.at(-1)} != _count ${h.count}`);
-  }
-  return now;
-}
+test('scraping 100 times a second during 400 concurrent streams: every page consistent', async () => {
+  await scrapeDuringStreams(400, 3);
+});
 
-test('scraping 100 times a second during concurrent streams: every page consistent', async () => {
-  const fleet = await startFleet({ simArgs: ['--decode-token-ms', '2'], replica: { max_pending: 1024 } });
+test('outcomes: an engine that breaks a started response is aborted, a client that leaves is cancelled', async () => {
+  const { startFakeEngine } = await import('./fake_engine.mjs');
+  const { startGateway } = await import('./lib.mjs');
+  const eng = await startFakeEngine('cut-mid-body');
+  const sim = await startSim(['--decode-token-ms', '200']);
+  const dead = await freePort();
+  const gw = await startGateway({
+    models: [{ name: 'fake' }, { name: 'inferrail/sim-8b' }, { name: 'nowhere' }],
+    replicas: [{ id: 'f0', url: eng.url, models: ['fake'] }, { id: 's0', url: sim.url, models: ['inferrail/sim-8b'] },
+      { id: 'dead', url: `http://127.0.0.1:${dead}`, models: ['nowhere'] }],
+    retry: { max_attempts: 1 },
+    health: { interval: '50ms', timeout: '100ms' },
+  });
   try {
-    const STREAMS = 400, ROUNDS = 3;
-    let stop = false, scrapes = 0, prev = new Map();
-    const scraper = (async () => {
-      while (!stop) {
-        const t = Date.now();
-        let page;
-        try {
-          page = await metrics(fleet.gw.admin);
-        } catch (e) {
-          throw new Error(`scrape ${scrapes} failed: ${e.cause?.code || e.cause || e}`);
-        }
-        prev = consistent(page, prev);
-        scrapes++;
-        await sleep(Math.max(0, 10 - (Date.now() - t)));
-      }
-    })();
-    for (let round = 0; round < ROUNDS; round++) {
-      const all = [];
-      for (let i = 0; i < STREAMS; i++) all.push(post(fleet.gw.url, JSON.stringify({ model: 'sim', stream: true, max_tokens: 20, messages: [{ role: 'user', content: `r${round} s${i}` }] })));
-      const statuses = await Promise.all(all);
-      assert.ok(statuses.every((s) => s === 200), `statuses: ${[...new Set(statuses)]}`);
+    // The fake engine's head says 200, a first event follows, then it closes: the response breaks.
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'fake', prompt: 'x' }) });
+    await r.text().catch(() => {});
+    // A stream the client leaves after its first bytes.
+    const ac = new AbortController();
+    const s = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', signal: ac.signal,
+      body: JSON.stringify({ model: 'inferrail/sim-8b', stream: true, max_tokens: 50, messages: [{ role: 'user', content: 'leave' }] }) });
+    const reader = s.body.getReader();
+    await reader.read();
+    ac.abort();
+    let page;
+    for (let i = 0; i < 200; i++) {
+      page = await metrics(gw.admin);
+      if (metricSum(page, 'inferrail_requests_total', 'status="cancelled"') === 1 && metricSum(page, 'inferrail_requests_total', 'status="aborted"') === 1) break;
+      await sleep(25);
     }
-    stop = true;
-    await scraper;
-    const page = await metrics(fleet.gw.admin);
-    consistent(page, prev);
-    assert.equal(metricSum(page, 'inferrail_requests_total', 'status="2xx"'), STREAMS * ROUNDS);
-    assert.equal(metricSum(page, 'inferrail_ttft_seconds_count'), STREAMS * ROUNDS);
-    assert.ok(scrapes >= 10, `only ${scrapes} scrapes`);
-    console.log(`${scrapes} consistent scrapes during ${STREAMS * ROUNDS} streams`);
+    assert.equal(metricSum(page, 'inferrail_requests_total', 'replica="f0",status="aborted"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_requests_total', 'replica="s0",status="cancelled"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_client_disconnects_total', 'model="inferrail/sim-8b"'), 1, page);
+    // A model whose only replica is down: answered 503 by the gateway, on replica "none".
+    for (let i = 0; i < 200 && metricSum(await metrics(gw.admin), 'inferrail_replica_healthy', 'replica="dead"') !== 0; i++) await sleep(25);
+    const n = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'nowhere', prompt: 'x' }) });
+    assert.equal(n.status, 503);
+    await n.text();
+    page = await metrics(gw.admin);
+    assert.equal(metricSum(page, 'inferrail_requests_total', 'model="nowhere",replica="none",status="5xx"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_request_errors_total', 'model="nowhere",reason="unavailable"'), 1, page);
+    assert.equal(metricSum(page, 'inferrail_requests_total'), 3, page);
   } finally {
-    await fleet.stop();
+    await gw.stop();
+    await sim.stop();
+    await eng.stop();
   }
 });

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "obs/ir_obs.h"
@@ -222,6 +223,56 @@ static void test_threads(void **st) {
     iro_registry_free(r);
 }
 
+/* A replica leaving while a worker still records into its series: no crash, no race
+ * (TSan), and once removed the series never shows again, however late the records. */
+typedef struct racer {
+    iro_series *s, *h;
+    _Atomic int stop;
+} racer;
+
+static void *late_recorder(void *ud) {
+    racer *x = ud;
+    while (!atomic_load(&x->stop)) {
+        iro_inc(x->s, 1);
+        iro_observe(x->h, 0.5);
+    }
+    return NULL;
+}
+
+static void test_remove_while_recording(void **st) {
+    iro_registry *r = iro_registry_new(IRO_FMT_PLAIN);
+    const char *lab[] = {"replica", NULL};
+    const double b[] = {1};
+    iro_family *c = iro_counter(r, "c_total", "C.", lab);
+    iro_family *hf = iro_histogram(r, "h", "H.", lab, b, 1);
+    racer x = {iro_series_of(c, "gone"), iro_series_of(hf, "gone"), 0};
+    pthread_t t;
+    pthread_create(&t, NULL, late_recorder, &x);
+    ir_buf o;
+    ir_buf_init(&o, 0);
+    for (int i = 0; i < 300; i++) {
+        iro_remove_label(r, "replica", "gone");
+        ir_buf_reset(&o);
+        assert_int_equal(iro_write(r, &o), 0);
+        assert_null(strstr(o.len ? o.data : "", "gone"));
+        assert_ptr_equal(iro_series_of(c, "gone"), x.s); /* back, the same memory */
+        assert_ptr_equal(iro_series_of(hf, "gone"), x.h);
+        ir_buf_reset(&o);
+        assert_int_equal(iro_write(r, &o), 0);
+        assert_non_null(strstr(o.data, "c_total{replica=\"gone\"}"));
+    }
+    iro_remove_label(r, "replica", "gone");
+    for (int i = 0; i < 50; i++) {
+        ir_buf_reset(&o);
+        assert_int_equal(iro_write(r, &o), 0);
+        assert_null(strstr(o.len ? o.data : "", "gone"));
+    }
+    atomic_store(&x.stop, 1);
+    pthread_join(t, NULL);
+    ir_buf_free(&o);
+    iro_registry_free(r);
+}
+
 static void collect(void *ud) {
     iro_set(ud, 42);
 }
@@ -247,6 +298,7 @@ int main(void) {
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_collect_hook),
+        cmocka_unit_test(test_remove_while_recording),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
