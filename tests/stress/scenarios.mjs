@@ -331,12 +331,14 @@ export async function disconnects({ streams }) {
   try {
     let cut = 0, whole = 0, seed = 12345;
     const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
-    const body = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'go', max_tokens: 80, stream: true });
+    // A stream that will be cut is long (1,000 tokens, 5 s), so that its engine cannot
+    // have finished it when its client leaves; the others are short.
+    const body = (n) => JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'go', max_tokens: n, stream: true });
     await Promise.all(Array.from({ length: streams }, async () => {
       const leave = rnd() < 0.7, after = Math.floor(rnd() * 40);
       const ac = new AbortController();
       try {
-        const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body, signal: ac.signal });
+        const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body(leave ? 1000 : 20), signal: ac.signal });
         const reader = r.body.getReader();
         let events = 0;
         for (;;) {
@@ -354,6 +356,9 @@ export async function disconnects({ streams }) {
     await until('every cut stream to be aborted in an engine', async () => (await engineAborts(sims)) >= cut, 60000);
     const aborted = await engineAborts(sims);
     assert.equal(aborted, cut, `engines aborted ${aborted}, clients cut ${cut}`);
+    let finished = 0;
+    for (const s of sims) finished += metricValue(await metrics(s.url), 'vllm:request_success_total', 'finished_reason="length"') || 0;
+    assert.equal(finished, whole, `engines finished ${finished}, clients read ${whole} whole`);
     const page = await metrics(gw.admin);
     for (let i = 0; i < 3; i++) assert.equal(metricValue(page, 'inferrail_replica_in_flight', `replica="s${i}"`), 0);
     return { streams, cut, whole, aborted };
