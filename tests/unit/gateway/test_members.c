@@ -151,21 +151,22 @@ static void readers_race_membership(void **state) {
 }
 
 static void discovery_config_errors(void **state) {
-    const char *bad = "models: [{name: m}]\n"
-                      "discovery:\n"
-                      "  nameservers: [\"nowhere\", \"127.0.0.1:5353\"]\n"
-                      "  dns:\n"
-                      "    - {name: \"bad name!\", url: \"http://a:1/v1\", models: [x], refresh: 1ms}\n"
-                      "    - {name: g, url: \"http://b:1\"}\n"
-                      "    - {name: g, url: \"http://c:1\", srv: true}\n";
+    const char *bad =
+        "models: [{name: m}]\n"
+        "discovery:\n"
+        "  nameservers: [\"nowhere\", \"127.0.0.1:5353\"]\n"
+        "  dns:\n"
+        "    - {name: \"bad name!\", url: \"http://a:1/v1\", models: [x], refresh: 1ms}\n"
+        "    - {name: g, url: \"http://b:1\"}\n"
+        "    - {name: g, url: \"http://c:1\", srv: true}\n";
     gw_config c;
     ir_cfg_errors errs = {0};
     ir_cfg *owner = ir_cfg_load_text(bad, strlen(bad), &gw_config_schema, &c, &errs);
     assert_non_null(owner);
     gw_config_check(&c, &errs);
-    const char *want[] = {"discovery.dns[0].name", "discovery.dns[0].url",
+    const char *want[] = {"discovery.dns[0].name",      "discovery.dns[0].url",
                           "discovery.dns[0].models[0]", "discovery.dns[0].refresh",
-                          "discovery.dns[2].name", "discovery.nameservers[0]"};
+                          "discovery.dns[2].name",      "discovery.nameservers[0]"};
     for (size_t w = 0; w < IR_ARRAY_LEN(want); w++) {
         bool found = false;
         for (size_t i = 0; i < errs.n && !found; i++) found = strstr(errs.msgs[i], want[w]) != NULL;
