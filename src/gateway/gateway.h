@@ -236,6 +236,9 @@ typedef struct gw_fleet {
     size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
     gw_model *models;
     size_t nmodels;
+    /* Held while one ejection is decided (gw_replica_failed, off the hot path), so
+     * that racing workers never eject past health.max_ejection_percent together. */
+    pthread_mutex_t eject_mu;
 } gw_fleet;
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
