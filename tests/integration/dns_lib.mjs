@@ -2,6 +2,7 @@
 // port, answering from a hosts directory that the test rewrites (dnsmasq reads
 // changed files there by itself), plus simulators on 127.0.0.N sharing a port.
 import { spawn } from 'node:child_process';
+import { promises as dns } from 'node:dns';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,7 +37,9 @@ export async function startDns(hosts, srv = []) {
   fs.mkdirSync(hdir);
   let n = 0;
   const setHosts = (h) => {
-    const text = Object.entries(h).flatMap(([name, ips]) => ips.map((ip) => `${ip} ${name}\n`)).join('');
+    // ready.test: the name startDns asks for to know the server answers.
+    const text = Object.entries({ ...h, 'ready.test': ['127.0.0.1'] })
+      .flatMap(([name, ips]) => ips.map((ip) => `${ip} ${name}\n`)).join('');
     const tmp = path.join(dir, `tmp-${n++}`);
     fs.writeFileSync(tmp, text);
     fs.renameSync(tmp, path.join(hdir, 'hosts')); // dnsmasq sees the move and rereads
@@ -52,8 +55,15 @@ export async function startDns(hosts, srv = []) {
     let log = '';
     child.stderr.on('data', (d) => { log += d; });
     child.on('exit', () => children.delete(child));
-    await sleep(200);
-    if (exited(child)) {
+    const resolver = new dns.Resolver({ timeout: 200, tries: 1 });
+    resolver.setServers([`127.0.0.1:${port}`]);
+    let up = false;
+    for (const end = Date.now() + 10000; !up && !exited(child) && Date.now() < end;) {
+      up = await resolver.resolve4('ready.test').then(() => true, () => false);
+      if (!up) await sleep(50);
+    }
+    if (!up) {
+      child.kill('SIGKILL');
       if (/in use/i.test(log)) continue;
       throw new Error(`dnsmasq did not start:\n${log}`);
     }
