@@ -29,9 +29,9 @@ function stopper(child) {
   };
 }
 
-// Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...].
-// Resolves to {port, setHosts(hosts), stop()}.
-export async function startDns(hosts, srv = []) {
+// Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...]; ttl:
+// the TTL of its answers, in seconds. Resolves to {port, setHosts(hosts), stop()}.
+export async function startDns(hosts, srv = [], { ttl = 0 } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ir-dns-'));
   const hdir = path.join(dir, 'hosts');
   fs.mkdirSync(hdir);
@@ -48,7 +48,7 @@ export async function startDns(hosts, srv = []) {
   for (let tries = 0; tries < 20; tries++) {
     const port = randomPort();
     const args = ['-k', '--conf-file=/dev/null', '--no-resolv', '--no-hosts', `--port=${port}`,
-      '--listen-address=127.0.0.1', '--bind-interfaces', `--hostsdir=${hdir}`, '--local-ttl=0',
+      '--listen-address=127.0.0.1', '--bind-interfaces', `--hostsdir=${hdir}`, `--local-ttl=${ttl}`,
       '--pid-file=', '--user=', '--log-facility=-', ...srv.map(([s, t, p]) => `--srv-host=${s},${t},${p}`)];
     const child = spawn(DNSMASQ, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children.add(child);
