@@ -83,7 +83,7 @@ export async function startSimAt(host, port, args = []) {
   let log = '';
   child.stderr.on('data', (d) => { log += d; if (log.length > 1e5) log = log.slice(-5e4); });
   child.on('exit', () => children.delete(child));
-  const url = `http://${host}:${port}`;
+  const url = host.includes(":") ? `http://[${host}]:${port}` : `http://${host}:${port}`;
   const end = Date.now() + 10000;
   while (Date.now() < end) {
     if (exited(child)) return null;
