@@ -12,25 +12,49 @@ void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t b
                        .nblocks = ok ? p->nhashes : 0,
                        .block_size = block_size,
                        .text = p->text.len ? p->text.data : NULL,
-                       .text_len = p->text.len};
+                       .text_len = p->text.len,
+                       .session = p->user,
+                       .session_len = p->user ? p->user_len : 0};
+}
+
+void gw_session_of(const irn_header *hs, size_t n, const gw_prompt *p, const char **s,
+                   size_t *len) {
+    const irn_header *h = hs ? irn_headers_find(hs, n, GW_SESSION_HEADER) : NULL;
+    if (h && h->value_len) {
+        *s = h->value, *len = h->value_len;
+        return;
+    }
+    *s = p->user, *len = p->user ? p->user_len : 0;
 }
 
 /* What the policy is told of the request. */
 void gw_policy_request(gw_req *r, irp_request *q) {
     gw_policy_request_of(&r->prompt, r->prompt_tokens, r->w->app->fleet.block_size, &r->w->rng, q);
+    gw_session_of(r->req->headers, r->req->nheaders, &r->prompt, &q->session, &q->session_len);
 }
 
 /* Each candidate's predicted cached tokens, from stage 5's match. */
 void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, size_t n) {
     if (p->state != GW_PREDICT_OK || !p->cached) return;
-    for (size_t i = 0; i < n; i++)
-        cand[i].predicted_cached_tokens = (uint64_t)p->cached[cand[i].replica] * f->block_size;
+    /* The policies see each prediction scaled by how far its source is trusted
+     * (events 1, else index.*_trust); the attempt keeps the raw one (leased()). */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t raw = (uint64_t)p->cached[cand[i].replica] * f->block_size;
+        double t =
+            f->kvsub ? gw_prediction_trust(f, cand[i].replica) : f->cfg->index.approximate_trust;
+        cand[i].predicted_cached_tokens = t >= 1.0 ? raw : (uint64_t)((double)raw * t);
+    }
 }
 
-static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q) {
+static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q,
+                   uint64_t since) {
     r->rep = rep;
+    gw_metrics_decision(r, rep, ir_now_ns() - since);
     r->lease_pending = true;
-    r->predicted_cached = c->predicted_cached_tokens;
+    const gw_prompt *p = &r->prompt;
+    r->predicted_cached = p->state == GW_PREDICT_OK && p->cached
+                              ? (uint64_t)p->cached[rep->index] * r->w->app->fleet.block_size
+                              : c->predicted_cached_tokens;
     irp_policy_assigned(r->policy, rep->index, q);
 }
 
@@ -53,7 +77,7 @@ gw_choice gw_choose(gw_req *r) {
             uint64_t cached = IR_MIN(cand[k].predicted_cached_tokens, r->prompt_tokens);
             r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached};
             if (gw_lease_take(rep, r->lease)) {
-                leased(r, rep, &cand[k], &q);
+                leased(r, rep, &cand[k], &q, now);
                 return GW_CHOSEN;
             }
             cand[k] = cand[--n]; /* lost the race for its last slot */

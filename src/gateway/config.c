@@ -190,9 +190,28 @@ static const ir_cfg_field index_fields[] = {
        "tokens per KV block, as the engines use (vLLM's --block-size)"),
     FI(gw_index_cfg, "default_capacity_blocks", default_capacity_blocks, "16384", 1, 1 << 30,
        "a replica's KV cache in blocks when neither kv_capacity_blocks nor the engine says"),
+    FF(gw_index_cfg, "approximate_trust", approximate_trust, "1", 0, 1,
+       "share of an approximate prediction the policies count (events-fed ones count whole)"),
+    FF(gw_index_cfg, "fallback_trust", fallback_trust, "0.5", 0, 1,
+       "share counted for a replica tracked approximately after a gap in its KV events"),
+    FF(gw_index_cfg, "stale_trust", stale_trust, "0.5", 0, 1,
+       "share counted for an events-fed replica while its event socket is disconnected"),
 };
 static const ir_cfg_schema index_schema = {"index", index_fields, IR_ARRAY_LEN(index_fields),
                                            sizeof(gw_index_cfg)};
+
+static const ir_cfg_field load_fields[] = {
+    F(gw_load_cfg, "scrape_interval", IR_CFG_DURATION, scrape_interval, "100ms",
+      "every replica's /metrics page is read this often, all in parallel; at least 10ms"),
+    F(gw_load_cfg, "scrape_timeout", IR_CFG_DURATION, scrape_timeout, "100ms",
+      "one scrape, connect and whole page; > 0 (pages are capped at 4 MiB)"),
+    F(gw_load_cfg, "max_age", IR_CFG_DURATION, max_age, "250ms",
+      "an engine report older than this is missing: policies use the gateway's own counts; "
+      "at least scrape_interval"),
+};
+static const ir_cfg_schema load_schema = {"load", load_fields, IR_ARRAY_LEN(load_fields),
+                                          sizeof(gw_load_cfg)};
+static const char *const content_formats[] = {"auto", "string", "openai", NULL};
 
 static const ir_cfg_field model_fields[] = {
     {.key = "name",
@@ -213,9 +232,34 @@ static const ir_cfg_field model_fields[] = {
     F(gw_model_cfg, "tokenizer_optional", IR_CFG_BOOL, tokenizer_optional, "false",
       "a tokenizer that cannot load is a warning (the model routes without predictions), not "
       "an error"),
+    F(gw_model_cfg, "chat_template", IR_CFG_STRING, chat_template, NULL,
+      "a Jinja2 chat template file used instead of the tokenizer's (vLLM's --chat-template)"),
+    {.key = "chat_template_content_format",
+     .type = IR_CFG_ENUM,
+     .offset = offsetof(gw_model_cfg, chat_template_content_format),
+     .def = "auto",
+     .choices = content_formats,
+     .doc = "how message content reaches the template: auto (detected from it), string or "
+            "openai (vLLM's --chat-template-content-format)"},
+    {.key = "chat_template_kwargs",
+     .type = IR_CFG_MAP,
+     .offset = offsetof(gw_model_cfg, chat_template_kwargs),
+     .doc = "default template variables, under each request's chat_template_kwargs (vLLM's "
+            "--default-chat-template-kwargs)"},
 };
 static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(model_fields),
                                            sizeof(gw_model_cfg)};
+
+static const ir_cfg_field kv_events_fields[] = {
+    F(gw_kv_events_cfg, "endpoint", IR_CFG_STRING, endpoint, NULL,
+      "the engine's KV event PUB socket, tcp://host:port (vLLM's --kv-events-config endpoint, "
+      "with the host the gateway reaches); none: the replica is tracked approximately"),
+    F(gw_kv_events_cfg, "replay_endpoint", IR_CFG_STRING, replay_endpoint, NULL,
+      "its replay ROUTER socket, tcp://host:port; none: a gap clears the replica's view"),
+    F(gw_kv_events_cfg, "topic", IR_CFG_STRING, topic, "\"\"", "the topic the engine publishes on"),
+};
+static const ir_cfg_schema kv_events_schema = {
+    "kv_events", kv_events_fields, IR_ARRAY_LEN(kv_events_fields), sizeof(gw_kv_events_cfg)};
 
 static const ir_cfg_field replica_fields[] = {
     {.key = "id",
@@ -241,6 +285,11 @@ static const ir_cfg_field replica_fields[] = {
      .offset = offsetof(gw_replica_cfg, headers),
      .doc = "headers added to every request to it, e.g. {Authorization: Bearer KEY}; they "
             "replace the client's of the same name"},
+    {.key = "kv_events",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_replica_cfg, kv_events),
+     .sub = &kv_events_schema,
+     .doc = "track its KV cache exactly from its engine's events (vLLM --kv-events-config)"},
 };
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
@@ -330,6 +379,10 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, index),
      .sub = &index_schema},
+    {.key = "load",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, load),
+     .sub = &load_schema},
 };
 
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),
@@ -364,6 +417,18 @@ static void check_ports(const gw_config *c, ir_cfg_errors *errs) {
                           c->server.admin_listen, c->server.listen);
 }
 
+/* A report must be able to stay fresh until the next one lands. */
+static void check_load(const gw_load_cfg *l, ir_cfg_errors *errs) {
+    if (l->scrape_interval < 10 * 1000000ull)
+        ir_cfg_errors_add(errs, "load.scrape_interval: at least 10ms");
+    else if (l->max_age && l->max_age < l->scrape_interval)
+        ir_cfg_errors_add(errs,
+                          "load.max_age: %llu ms is shorter than load.scrape_interval (%llu ms): "
+                          "every report would go stale before the next one",
+                          (unsigned long long)(l->max_age / 1000000),
+                          (unsigned long long)(l->scrape_interval / 1000000));
+}
+
 /* Zeros that would mean a silent default or a busy loop are refused. */
 static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
     const struct {
@@ -382,6 +447,8 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
         {"upstream.max_idle_per_replica", (uint64_t)c->upstream.max_idle_per_replica},
         {"health.interval", c->health.interval},
         {"health.timeout", c->health.timeout},
+        {"load.scrape_timeout", c->load.scrape_timeout},
+        {"load.max_age", c->load.max_age},
     };
     for (size_t i = 0; i < IR_ARRAY_LEN(must); i++)
         if (must[i].v == 0)
@@ -389,6 +456,7 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
                               must[i].path);
     if (c->health.interval && c->health.interval < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "health.interval: at least 10ms");
+    check_load(&c->load, errs);
 }
 
 /* The replica URL is a base: the client's path (/v1/...) is appended to it. */
@@ -428,6 +496,7 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
             }
         check_url(&reps[i], i, errs);
         gw_check_replica_headers(&reps[i], i, errs);
+        gw_check_kv_events(&reps[i].kv_events, i, errs);
         for (size_t m = 0; m < reps[i].models.n; m++) {
             const char *want = reps[i].models.items[m];
             bool known = false;

@@ -17,8 +17,24 @@ static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
     char why[512];
     m->hf = irt_load(spec, why, sizeof why);
     if (m->hf) {
-        m->tok = GW_TOK_HF;
-        return 0;
+        irt_chat_opts o = {.template_path = m->cfg->chat_template,
+                           .content_format = m->cfg->chat_template_content_format,
+                           .kwargs = m->cfg->chat_template_kwargs.obj};
+        m->chat = irt_chat_load(spec, &o, why, sizeof why);
+        if (m->chat) {
+            m->tok = GW_TOK_HF;
+            return 0;
+        }
+        irt_free(m->hf);
+        m->hf = NULL;
+        const char *key = m->cfg->chat_template ? "chat_template" : "tokenizer";
+        if (m->cfg->tokenizer_optional) {
+            IR_WARN("fleet", "models[%zu].%s: %s; model %s routes without cache predictions", i,
+                    key, why, m->cfg->name);
+            return 0;
+        }
+        snprintf(err, errlen, "models[%zu].%s: %s", i, key, why);
+        return -1;
     }
     if (m->cfg->tokenizer_optional) {
         IR_WARN("fleet",
@@ -127,7 +143,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         atomic_store(&r->healthy, 1);
         atomic_store(&r->active, 1);
     }
-    if (init_index(f, err, errlen)) {
+    if (init_index(f, err, errlen) || gw_kvsub_start(f, err, errlen)) {
         gw_fleet_free(f);
         return -1;
     }
@@ -138,7 +154,9 @@ void gw_fleet_free(gw_fleet *f) {
     for (size_t i = 0; f->models && i < f->nmodels; i++) {
         irp_policy_free(f->models[i].policy);
         irt_free(f->models[i].hf);
+        irt_chat_free(f->models[i].chat);
     }
+    gw_kvsub_stop(f);
     irx_free(f->index);
     f->index = NULL;
     pthread_mutex_destroy(&f->eject_mu);
@@ -251,6 +269,7 @@ static void eject_capped(gw_fleet *f, gw_replica *r, const gw_health_cfg *h, uin
     }
     /* Ejected for a backoff that doubles on every repeat, up to the cap. */
     uint32_t times = atomic_fetch_add_explicit(&r->ejections, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&r->ejections_total, 1, memory_order_relaxed);
     uint64_t backoff = h->ejection_backoff;
     for (uint32_t i = 0; i < times && backoff < h->max_ejection_backoff; i++) backoff *= 2;
     if (backoff > h->max_ejection_backoff) backoff = h->max_ejection_backoff;
@@ -265,19 +284,34 @@ void gw_replica_succeeded(gw_replica *r) {
         atomic_store_explicit(&r->consecutive_failures, 0, memory_order_relaxed);
 }
 
-size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
-                           irp_candidate *out, size_t *healthy) {
+/* Why replica rep is not offered, or NULL when it is; counts it in *healthy
+ * when it serves the model and is up. The one place that decides eligibility. */
+static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now, bool excluded,
+                            uint32_t inf, uint32_t pen, size_t *healthy) {
+    if (!gw_replica_member(rep)) return "not a member";
+    if (!gw_replica_serves(rep, model)) return "does not serve the model";
+    if (!atomic_load_explicit(&rep->healthy, memory_order_relaxed)) return "unhealthy";
+    if (atomic_load_explicit(&rep->ejected_until, memory_order_relaxed) > now) return "ejected";
+    (*healthy)++;
+    if (excluded) return "already tried";
+    if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
+        return "full";
+    return NULL;
+}
+
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+                               const uint64_t *exclude, irp_candidate *out, size_t *healthy,
+                               const char **why) {
     size_t n = 0, slots = atomic_load_explicit(&f->nreplicas, memory_order_acquire);
     *healthy = 0;
     for (size_t i = 0; i < slots; i++) {
         gw_replica *rep = &f->replicas[i];
-        if (!gw_replica_available(rep, now) || !gw_replica_serves(rep, model)) continue;
-        (*healthy)++;
-        if (exclude && (exclude[i / 64] >> (i % 64)) & 1) continue;
+        bool excluded = exclude && (exclude[i / 64] >> (i % 64)) & 1;
         uint32_t inf = atomic_load_explicit(&rep->in_flight, memory_order_relaxed);
         uint32_t pen = atomic_load_explicit(&rep->pending, memory_order_relaxed);
-        if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
-            continue;
+        const char *reason = left_out(rep, model, now, excluded, inf, pen, healthy);
+        if (why) why[i] = reason;
+        if (reason) continue;
         out[n++] = (irp_candidate){
             .replica = (uint32_t)i,
             .in_flight = inf,
@@ -290,23 +324,12 @@ size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, cons
                 atomic_load_explicit(&rep->pending_uncached, memory_order_relaxed),
             .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
             .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
+        gw_engine_fill(rep, now, f->cfg->load.max_age, &out[n - 1]);
     }
     return n;
 }
 
-int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
-                    const char *name, ir_buf *out) {
-    if (found) {
-        return ir_buf_append(out, body, sp->start) ||
-                       ir_json_append_string(out, name, strlen(name)) ||
-                       ir_buf_append(out, body + sp->end, len - sp->end)
-                   ? -1
-                   : 0;
-    }
-    size_t at = sp->obj_open + 1;
-    if (ir_buf_append(out, body, at) || ir_buf_append_str(out, "\"model\":") ||
-        ir_json_append_string(out, name, strlen(name)) ||
-        (!sp->obj_empty && ir_buf_append(out, ",", 1)) || ir_buf_append(out, body + at, len - at))
-        return -1;
-    return 0;
+size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
+                           irp_candidate *out, size_t *healthy) {
+    return gw_fleet_candidates_why(f, model, now, exclude, out, healthy, NULL);
 }

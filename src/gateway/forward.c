@@ -67,6 +67,7 @@ void gw_forward(gw_req *r) {
     r->attempt++;
     r->again = again;
     r->last_replica = r->rep->cfg->id;
+    r->last_rep = r->rep;
     r->tried[r->rep->index / 64] |= 1ull << (r->rep->index % 64);
     gw_predict_record(r);
     if (send_upstream(r, now)) {
@@ -118,6 +119,7 @@ static void again(gw_req *r, int status, const char *msg) {
         return;
     }
     atomic_fetch_add_explicit(&r->w->app->stats.retries, 1, memory_order_relaxed);
+    gw_metrics_retry(r);
     if (!r->timer) {
         r->timer = malloc(sizeof *r->timer);
         if (!r->timer) {

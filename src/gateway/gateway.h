@@ -27,6 +27,7 @@
 
 #include "core/ir_core.h"
 #include "index/ir_index.h"
+#include "load/ir_load.h"
 #include "net/ir_net.h"
 #include "policy/ir_policy.h"
 #include "tokenize/ir_tokenize.h"
@@ -118,12 +119,33 @@ typedef struct gw_model_cfg {
     char *policy;            /* NULL: routing.default_policy */
     char *tokenizer;         /* NULL: prompts are not tokenized, nothing is predicted */
     bool tokenizer_optional; /* a tokenizer that cannot load is a warning, not an error */
+    char *chat_template;     /* a chat template file instead of the tokenizer's, or NULL */
+    char *chat_template_content_format; /* auto, string or openai (vLLM's flag) */
+    ir_cfg_map chat_template_kwargs;    /* default kwargs, under each request's */
 } gw_model_cfg;
 
 typedef struct gw_index_cfg {
     int64_t block_size;              /* tokens per KV block, as the engines use */
     int64_t default_capacity_blocks; /* a replica's KV cache when nothing else says */
+    /* What the policies take of a prediction, by its source (docs/internals/kv-events.md):
+     * events are exact (1); these scale the others' predicted cached tokens. */
+    double approximate_trust; /* the gateway's own guesses */
+    double fallback_trust;    /* approximate after a gap no replay covered */
+    double stale_trust;       /* events, while the engine's event socket is disconnected */
 } gw_index_cfg;
+
+/* replicas[].kv_events: the engine's KV event publisher (vLLM's --kv-events-config). */
+typedef struct gw_kv_events_cfg {
+    char *endpoint;        /* tcp://host:5557 (its PUB socket); NULL: tracked approximately */
+    char *replay_endpoint; /* tcp://host:5558 (its ROUTER socket); NULL: gaps cannot be replayed */
+    char *topic;           /* the topic it publishes on; "" */
+} gw_kv_events_cfg;
+
+typedef struct gw_load_cfg {
+    uint64_t scrape_interval; /* ns */
+    uint64_t scrape_timeout;
+    uint64_t max_age;
+} gw_load_cfg;
 
 typedef struct gw_replica_cfg {
     char *id;
@@ -133,6 +155,7 @@ typedef struct gw_replica_cfg {
     int64_t max_pending;
     int64_t kv_capacity_blocks;
     ir_cfg_map headers; /* name -> value, added to every request sent to it */
+    gw_kv_events_cfg kv_events;
 } gw_replica_cfg;
 
 /* discovery.dns[]: a DNS name whose addresses are replicas. */
@@ -158,6 +181,7 @@ typedef struct gw_config {
     gw_health_cfg health;
     gw_logging_cfg logging;
     gw_index_cfg index;
+    gw_load_cfg load;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
     gw_discovery_cfg discovery;
@@ -180,6 +204,20 @@ bool gw_replica_id_ok(const char *id);
 /* ---- fleet -------------------------------------------------------------------------- */
 #define GW_MAX_REPLICAS 256
 
+/* The engine's own view of its load, from its last readable metrics page.
+ * Written by the scraper's thread only (load.c), read by any; at_ns is stored
+ * last (release), so a reader that sees it sees the numbers of that report or
+ * a later one. */
+typedef struct gw_engine_load {
+    _Atomic uint64_t at_ns; /* when the report's page answered (monotonic); 0: none yet */
+    _Atomic uint32_t running, waiting;
+    _Atomic uint32_t kv_usage_ppm; /* KV usage in millionths */
+    _Atomic uint64_t prefix_queries, prefix_hits, preemptions;
+    _Atomic uint64_t capacity_blocks; /* the engine's KV capacity in index blocks; 0: unknown */
+    _Atomic uint64_t restarts;        /* prefix counters seen going backwards */
+    _Atomic uint64_t max_age_seen_ns; /* the oldest report a policy was handed */
+} gw_engine_load;
+
 typedef struct gw_replica {
     /* Its settings: a SIGHUP reload may swap them for new ones (the old stay valid). */
     _Atomic(const gw_replica_cfg *) cfg;
@@ -201,7 +239,11 @@ typedef struct gw_replica {
      * what the engine reported (usage.prompt_tokens_details.cached_tokens) */
     _Atomic uint64_t predicted_tokens, reported_tokens;
     _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
-    _Atomic int reports_cached; /* its engine has reported cached_tokens at least once */
+    _Atomic int reports_cached;       /* its engine has reported cached_tokens at least once */
+    gw_engine_load engine;            /* its engine's last report (load.c) */
+    _Atomic uint64_t ejections_total; /* passive ejections, never reset */
+    /* its series in the metrics registry (metrics.c); a reused slot gets new ones */
+    _Atomic(struct gw_rmetrics *) metrics;
     /* replicas[i].headers, checked, lowercase names; point into the config */
     irn_header *extra;
     size_t nextra;
@@ -224,13 +266,51 @@ typedef struct gw_model {
     _Atomic(irp_policy *) policy; /* a reload may swap it; requests keep the one they used */
     gw_tok_kind tok;              /* how its prompts are tokenized */
     irt_tokenizer *hf;            /* GW_TOK_HF: the loaded tokenizer.json */
+    irt_chat *chat;               /* GW_TOK_HF: its chat template and special tokens */
 } gw_model;
+
+typedef struct gw_kvsub gw_kvsub;
+
+/* The KV event subscriber (kvsub.c): one thread owns a SUB socket (and a DEALER
+ * for replays) per replica with kv_events, and applies what its engine publishes
+ * to the index. What each replica's view rests on: */
+enum {
+    GW_KV_SOURCE_APPROX = 0,   /* no events configured: the gateway's own guesses */
+    GW_KV_SOURCE_EVENTS = 1,   /* the engine's events, complete */
+    GW_KV_SOURCE_PARTIAL = 2,  /* events, with orphans (joined late or after a gap) */
+    GW_KV_SOURCE_FALLBACK = 3, /* approximate after a gap that could not be replayed */
+    GW_KV_SOURCE_STALE = 4,    /* events, but the engine's PUB socket is disconnected */
+};
+typedef struct gw_kvsub_stats {
+    _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
+    _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts;
+    _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
+    _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
+    _Atomic int source;             /* GW_KV_SOURCE_* */
+    _Atomic int connected;          /* the SUB socket is connected to the engine */
+    /* the parity self-test: requests answered, and of those the ones whose every full
+     * prompt block the engine's events then showed stored */
+    _Atomic uint64_t parity_checks, parity_agree;
+    /* a check whose blocks had not all arrived yet when the response ended: the
+     * subscriber thread looks again as batches come, until GW_PARITY_WAIT_NS */
+    _Atomic(struct gw_parity *) parity_pending;
+} gw_kvsub_stats;
+
+#define GW_PARITY_WAIT_NS (500ull * 1000000ull)
+/* One parity check still open: owned by whoever took it out of parity_pending. */
+typedef struct gw_parity {
+    uint64_t deadline_ns;
+    uint32_t slot, n;
+    char rid[160];  /* the request's id, for the log */
+    ir_hash128 h[]; /* the prompt's n full blocks */
+} gw_parity;
 
 typedef struct gw_fleet {
     /* The running configuration: the one loaded at start, then each SIGHUP reload's
      * (reload.c). What it points to never changes and lives until exit. */
     _Atomic(const gw_config *) cfg;
-    irx_index *index; /* the approximate KV index, shared by every worker */
+    irx_index *index; /* the KV index, shared by every worker */
+    gw_kvsub *kvsub;  /* the KV event subscriber (kvsub.c), NULL when no replica has events */
     uint32_t block_size;
     gw_replica *replicas;     /* nslots of them */
     _Atomic size_t nreplicas; /* slots in use (members or not), grows only */
@@ -240,9 +320,38 @@ typedef struct gw_fleet {
     /* Held while one ejection is decided (gw_replica_failed, off the hot path), so
      * that racing workers never eject past health.max_ejection_percent together. */
     pthread_mutex_t eject_mu;
+    /* Called on the control thread (the only writer of membership) after a replica
+     * joins (joined) and after it leaves (!joined): the metrics follow members so.
+     * NULL: nobody listens. */
+    void (*on_member)(void *ud, gw_replica *r, bool joined);
+    void *member_ud;
 } gw_fleet;
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
+/* What the policies take of replica slot's prediction: 1 for events, else the
+ * configured trust of its source (index.*_trust). */
+double gw_prediction_trust(const gw_fleet *f, uint32_t slot);
+/* Its source now, GW_KV_SOURCE_*. */
+int gw_index_source(const gw_fleet *f, uint32_t slot);
+/* Starts f->kvsub when some replica has kv_events (0 and nothing when none). */
+int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen);
+void gw_kvsub_stop(gw_fleet *f);
+/* The counters of the replica in slot, or NULL when it has no kv_events. */
+gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
+void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs);
+/* Closes a check: agreed when the events now show its blocks, or when final is
+ * false puts it back for a later look (returns false then). */
+bool gw_parity_settle(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p, bool final);
+/* Hands a check that could not settle at once to the subscriber thread. */
+void gw_parity_defer(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p);
+/* The subscriber thread settles the pending check when it can (all of it: final). */
+void gw_parity_poll(const gw_fleet *f, gw_kvsub_stats *st, bool final);
+/* Adds index_source ("approximate", "events", "events-partial" or
+ * "approximate-after-gap") and, for event-fed replicas, index_view_age_ms and
+ * index_orphan_blocks to an /admin/explain row. */
+void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row);
+/* The subscriber's metrics (metrics_kv.c calls it). */
+void gw_kvsub_metrics(const gw_fleet *f, ir_buf *out);
 void gw_fleet_free(gw_fleet *f);
 /* A model by name or alias; NULL when unknown. */
 const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len);
@@ -274,12 +383,13 @@ bool gw_replica_available(const gw_replica *r, uint64_t now);
  * ones that serve the model, with or without room. */
 size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
                            irp_candidate *out, size_t *healthy);
-
-/* Writes body with its top-level `model` value replaced by the JSON string
- * `name` (found) or inserted as the first member (absent); every other byte is
- * kept. sp comes from ir_json_scan_key. */
-int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
-                    const char *name, ir_buf *out);
+/* The same, and why[i] (an entry for each slot below f->nreplicas as read at the
+ * call) says why replica i was left out, or NULL when it is offered: "not a
+ * member" (a free slot), "does not serve the model", "unhealthy", "ejected",
+ * "already tried" (in exclude) or "full". /admin/explain shows these. */
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+                               const uint64_t *exclude, irp_candidate *out, size_t *healthy,
+                               const char **why);
 
 /* The 404 message for an unknown model. A name over GW_SHOWN_NAME bytes is cut at a
  * character boundary and marked with an ellipsis and its full length. */
@@ -339,7 +449,10 @@ typedef struct gw_app {
     struct gw_retired *retired; /* what reloads replaced, kept until exit (reload.c) */
     struct gw_control *ctl;     /* the control loop, owned */
     struct gw_discovery *disc;  /* DNS discovery on the control loop, owned; NULL: none */
+    irl_scraper *scraper;       /* engine metrics (load.c), owned; NULL until started */
+    struct gw_load *load;       /* what load.c keeps between reports, owned */
     bool *started;              /* started[i]: workers[i] is bound and running */
+    struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -365,9 +478,32 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop);
 int gw_control_start(gw_control *c);
 void gw_control_stop(gw_control *c);
 void gw_control_free(gw_control *c);
+/* Metrics (metrics.c): one obs registry per gateway. gw_metrics_init after the
+ * fleet (it makes every replica's series); a replica that joins later gets its
+ * series from gw_metrics_replica_join, one that leaves loses them from the page
+ * with gw_metrics_replica_leave. gw_metrics_render appends GET /metrics. */
+int gw_metrics_init(gw_app *app);
+void gw_metrics_free(gw_app *app);
+int gw_metrics_replica_join(gw_app *app, gw_replica *r);
+void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
-/* The KV index's metrics (metrics_kv.c). */
-void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
+/* The engines' load reports and the scrapes (metrics_load.c), appended as text
+ * to the registry's page by gw_metrics_render. */
+void gw_metrics_render_load(gw_app *app, ir_buf *out);
+
+/* Engine load (load.c): the scraper of every replica's /metrics, started and
+ * stopped by the control loop. Its reports land in each gw_replica's engine,
+ * size the replica's shadow in the KV index when kv_capacity_blocks is not set,
+ * and reset that shadow when the engine restarted. */
+int gw_load_start(gw_app *app);
+void gw_load_stop(gw_app *app);
+/* Age of replica r's last report at `now`, or UINT64_MAX when it has none. */
+uint64_t gw_engine_report_age(const gw_replica *r, uint64_t now);
+/* ,"engine":{...} for GET /admin/state: the report's age in ms, whether it is
+ * fresh, its numbers, and the scrapes by result (null age before any report). */
+void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *out);
+/* Fills c's engine fields from r's report when it is younger than max_age. */
+void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate *c);
 
 /* DNS discovery (discovery.c), on the control loop: every discovery.dns[] group is
  * looked up at start and then every refresh, its addresses joining and leaving
@@ -381,6 +517,11 @@ int gw_discovery_start(gw_discovery *d);
 bool gw_discovery_settled(const gw_discovery *d);
 void gw_discovery_stop(gw_discovery *d);
 void gw_discovery_free(gw_discovery *d);
+
+/* Members of GET /admin/state from the registry, each starting with a comma (see
+ * README, "The admin console"). */
+void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *out);
+void gw_metrics_state_model(gw_app *app, const gw_model *m, ir_buf *out);
 
 /* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
  * fwd (the client's, less hop-by-hop ones) less the ones rep's configured
@@ -400,7 +541,10 @@ int gw_replica_headers_init(gw_replica *r);
  * /ready. gw_ready_answer sends it: 200 when ready, else 503. */
 bool gw_app_ready(gw_app *app, uint64_t now, ir_buf *why);
 int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size_t nheaders);
-/* GET /admin/state: version, commit, drain state, replicas, as JSON. */
+/* The admin console's page (generated from src/gateway/console/index.html). */
+extern const char gw_console_html[];
+extern const size_t gw_console_html_len;
+/* GET /admin/state: version, commit, drain state, models, replicas, as JSON (README). */
 void gw_state_render(gw_app *app, ir_buf *out);
 /* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
 void gw_prom_label_value(ir_buf *out, const char *s);

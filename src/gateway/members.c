@@ -30,6 +30,7 @@ static void zero_counters(gw_replica *r) {
     atomic_store(&r->predictions_under, 0);
     atomic_store(&r->reports_cached, 0);
     atomic_store(&r->ejections, 0);
+    atomic_store(&r->ejections_total, 0);
 }
 
 /* Fills slot r (not a member, not in use) with cfg. */
@@ -69,6 +70,7 @@ static void activate(gw_fleet *f, gw_replica *r) {
     atomic_fetch_add(&r->gen, 1);
     index_capacity(f, r);
     atomic_store_explicit(&r->active, 1, memory_order_release);
+    if (f->on_member) f->on_member(f->member_ud, r, true);
 }
 
 static bool reusable(const gw_replica *r, uint64_t now) {
@@ -127,4 +129,5 @@ void gw_fleet_leave(gw_fleet *f, uint32_t slot) {
     atomic_store(&r->healthy, 0);
     atomic_store(&r->left_at, ir_now_ns());
     irx_forget_replica(f->index, slot);
+    if (f->on_member) f->on_member(f->member_ud, r, false);
 }

@@ -3,6 +3,7 @@
  * the engine's reported cached tokens against the prediction. */
 #include "gateway/request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,40 +66,83 @@ void gw_predict_keep_tail(gw_req *r, const char *data, size_t len) {
     r->tail_len = keep + len;
 }
 
-static const char *last_of(const char *hay, size_t len, const char *key, size_t klen) {
-    const char *found = NULL;
-    for (const char *s = hay; (s = memmem(s, len - (size_t)(s - hay), key, klen)); s++) found = s;
+static bool is_ws(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Where the value of `"key"` starts when v points just past the key's closing
+ * quote: JSON allows whitespace on both sides of the colon. NULL when no colon
+ * follows (the key's name as a value, or cut). */
+static const char *value_at(const char *v, const char *end) {
+    while (v < end && is_ws(*v)) v++;
+    if (v >= end || *v != ':') return NULL;
+    for (v++; v < end && is_ws(*v);) v++;
+    return v;
+}
+
+/* The value of the last `"key"` (key given with its quotes) in the tail that is
+ * followed by a colon; NULL when there is none. */
+static const char *last_value(const char *hay, size_t len, const char *key, size_t klen) {
+    const char *found = NULL, *end = hay + len;
+    for (const char *s = hay; (s = memmem(s, len - (size_t)(s - hay), key, klen)); s++) {
+        const char *v = value_at(s + klen, end);
+        if (v) found = v;
+    }
     return found;
 }
 
-/* The number after the last `key` in the tail; -1 when absent or not a number. */
+/* The number that is the value of the last `key` in the tail; -1 when absent or
+ * not a number. */
 static int64_t last_number(const char *tail, size_t len, const char *key, size_t klen) {
-    const char *found = last_of(tail, len, key, klen);
-    if (!found) return -1;
-    const char *v = found + klen, *end = tail + len;
-    while (v < end && *v == ' ') v++;
-    if (v >= end || *v < '0' || *v > '9') return -1;
+    const char *v = last_value(tail, len, key, klen), *end = tail + len;
+    if (!v || v >= end || *v < '0' || *v > '9') return -1;
     int64_t n = 0;
     while (v < end && *v >= '0' && *v <= '9' && n < INT64_MAX / 10) n = n * 10 + (*v++ - '0');
     return n;
 }
 
 int64_t gw_reported_completion(const char *tail, size_t len) {
-    static const char key[] = "\"completion_tokens\":";
+    static const char key[] = "\"completion_tokens\"";
     return last_number(tail, len, key, sizeof key - 1);
 }
 
-/* The last `"cached_tokens":N` in the tail: vLLM's usage.prompt_tokens_details, in a
- * JSON body or in the stream's usage chunk. GW_USAGE_NO_DETAILS when the usage has
- * `"prompt_tokens_details":null` (vLLM writes that when nothing was cached, and when
- * it runs without --enable-prompt-tokens-details); -1 when there is no usage. */
+/* The last `"cached_tokens": N` in the tail: vLLM's usage.prompt_tokens_details, in a
+ * JSON body or in the stream's usage chunk, with or without whitespace around the
+ * colon. GW_USAGE_NO_DETAILS when the usage has `"prompt_tokens_details": null`
+ * (vLLM writes that when nothing was cached, and when it runs without
+ * --enable-prompt-tokens-details); -1 when there is no usage. */
 int64_t gw_reported_cached(const char *tail, size_t len) {
-    static const char key[] = "\"cached_tokens\":";
-    static const char none[] = "\"prompt_tokens_details\":null";
-    const char *found = last_of(tail, len, key, sizeof key - 1);
-    const char *null_at = last_of(tail, len, none, sizeof none - 1);
-    if (null_at && (!found || null_at > found)) return GW_USAGE_NO_DETAILS;
+    static const char key[] = "\"cached_tokens\"";
+    static const char details[] = "\"prompt_tokens_details\"";
+    const char *found = last_value(tail, len, key, sizeof key - 1);
+    const char *d = last_value(tail, len, details, sizeof details - 1);
+    bool null_at = d && (size_t)(tail + len - d) >= 4 && memcmp(d, "null", 4) == 0;
+    if (null_at && (!found || d > found)) return GW_USAGE_NO_DETAILS;
     return found ? last_number(tail, len, key, sizeof key - 1) : -1;
+}
+
+/* The parity self-test, for a replica tracked from its events: the engine has just
+ * computed this prompt, so its events should show every full block of it stored,
+ * under the gateway's own hashes of the gateway's own tokens. When they do not,
+ * the gateway tokenizes (or templates) differently from the engine, or its block
+ * size differs: predictions for that replica cannot hit. The events may still be
+ * on their way, so a check that fails now is left to the subscriber thread
+ * (kvsub_parity.c), which looks again as batches arrive. */
+static void parity(gw_req *r) {
+    const gw_fleet *f = &r->w->app->fleet;
+    gw_kvsub_stats *st = gw_kvsub_replica(f, r->rep->index);
+    if (!st || r->prompt.nhashes == 0) return;
+    int src = atomic_load_explicit(&st->source, memory_order_relaxed);
+    if (src != GW_KV_SOURCE_EVENTS && src != GW_KV_SOURCE_PARTIAL) return;
+    size_t n = r->prompt.nhashes;
+    gw_parity *p = malloc(sizeof *p + n * sizeof p->h[0]);
+    if (!p) return;
+    p->deadline_ns = ir_now_ns() + GW_PARITY_WAIT_NS;
+    p->slot = r->rep->index;
+    p->n = (uint32_t)n;
+    snprintf(p->rid, sizeof p->rid, "%s", r->rid);
+    memcpy(p->h, r->prompt.hashes, n * sizeof p->h[0]);
+    if (!gw_parity_settle(f, st, p, false)) gw_parity_defer(f, st, p);
 }
 
 /* A finished attempt: the prediction against what the engine said it had cached.
@@ -106,6 +150,7 @@ int64_t gw_reported_cached(const char *tail, size_t len) {
 void gw_predict_feedback(gw_req *r) {
     if (r->prompt.state != GW_PREDICT_OK || !r->rep) return;
     gw_replica *rep = r->rep;
+    parity(r);
     uint64_t predicted = r->predicted_cached;
     atomic_fetch_add_explicit(&rep->predicted_tokens, predicted, memory_order_relaxed);
     int64_t reported = gw_reported_cached(r->tail, r->tail_len);

@@ -81,6 +81,7 @@ void gw_req_answer_error(gw_req *r, int status, const char *type, const char *ms
     r->resp = NULL;
     r->status = status;
     gw_count_response(&r->w->app->stats, status);
+    gw_metrics_error(r, status);
 }
 
 void gw_req_fail_with(gw_req *r, int status, const char *type, const char *msg,
@@ -107,6 +108,7 @@ void gw_req_mark_gone(gw_req *r) {
     if (r->client_gone) return;
     r->client_gone = true;
     atomic_fetch_add_explicit(&r->w->app->stats.client_disconnects, 1, memory_order_relaxed);
+    gw_metrics_disconnect(r);
 }
 
 /* on_abort is not the only news of the client leaving: once the net layer has marked

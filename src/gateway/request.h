@@ -77,6 +77,7 @@ typedef enum {
     GW_PREDICT_UNSUPPORTED, /* a request the tokenizer does not follow (a batch, a chat
                                without a template the gateway renders) */
     GW_PREDICT_INVALID,     /* the engine will refuse it (no prompt, bad messages) */
+    GW_PREDICT_TEMPLATE,    /* the chat template refused it, or ran past a bound */
 } gw_predict_state;
 
 typedef struct gw_prompt {
@@ -87,7 +88,10 @@ typedef struct gw_prompt {
     size_t usable;      /* blocks an engine can report cached (irx_usable_blocks) */
     uint32_t *cached;   /* per replica slot: leading blocks the index says it holds */
     ir_buf text;        /* the text the engine will tokenize, when known */
-    char *cache_salt;   /* the body's cache_salt, NUL-terminated, or NULL */
+    char *cache_salt;   /* the body's cache_salt (may hold NULs; NUL-terminated), or NULL */
+    size_t cache_salt_len;
+    char *user; /* the body's `user` (a session key, NUL-terminated), or NULL */
+    size_t user_len;
 } gw_prompt;
 
 /* Stages 3 to 5 as pure steps on a body (the request's stages and /admin/explain
@@ -149,6 +153,10 @@ struct gw_req {
     gw_lease_tokens lease;     /* what the current lease counts */
     char tail[GW_TAIL_BYTES];  /* the last bytes of the engine's body (for its usage) */
     size_t tail_len;
+    const gw_replica *last_rep; /* the replica of the last attempt, for the metrics */
+    bool streamed;              /* the engine answers with an event stream */
+    bool first_byte_seen;       /* its TTFT was recorded */
+    bool aborted;               /* the engine broke the response after it started */
 };
 
 /* ---- request.c: the object and its lifecycle ---------------------------------------- */
@@ -189,6 +197,20 @@ void gw_req_close_timer(gw_req *r);
  * (either is a no-op when already done). */
 void gw_req_wait_head(gw_req *r);
 void gw_req_unwait(gw_req *r);
+
+/* ---- metrics.c: recording, on the worker's thread, lock-free ----------------------- */
+/* A lease was taken on rep after ns of choosing (stage 7). */
+void gw_metrics_decision(gw_req *r, const gw_replica *rep, uint64_t ns);
+/* The first body byte of a streamed response went to the client. */
+void gw_metrics_first_byte(gw_req *r);
+void gw_metrics_retry(gw_req *r);
+void gw_metrics_disconnect(gw_req *r);
+/* The prepare stage's outcome (r->prompt.state). */
+void gw_metrics_tokenized(gw_req *r);
+/* The gateway answered status itself. */
+void gw_metrics_error(gw_req *r, int status);
+/* The request's one outcome and its duration, on the replica of its last attempt. */
+void gw_metrics_finish(gw_req *r, const gw_replica *last);
 
 /* inferrail_responses_total: every answer the client port gives, by class. */
 void gw_count_response(gw_stats *st, int status);
@@ -262,8 +284,8 @@ typedef struct gw_resolution {
 } gw_resolution;
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
 /* The body with its top-level `model` replaced by the JSON string `name` (found) or
- * inserted as the first member (absent), as gw_splice_model writes it, but as parts
- * that point into body and a short piece (the new value) made in arena. -1 when
+ * inserted as the first member (absent), as the tests' reference (tests/fuzz/splice_model.h) writes
+ * it, but as parts that point into body and a short piece (the new value) made in arena. -1 when
  * the arena is full. */
 int gw_splice_parts(const char *body, size_t len, const ir_json_span *sp, bool found,
                     const char *name, ir_arena *arena, irn_part out[GW_SPLICE_PARTS],
@@ -289,6 +311,12 @@ typedef enum { GW_CHOSEN, GW_NONE_HEALTHY, GW_ALL_FULL } gw_choice;
 gw_choice gw_choose(gw_req *r);
 /* What the policy is told of r (valid while r's prompt is). */
 void gw_policy_request(gw_req *r, irp_request *q);
+/* The request's session key (cost_model's session affinity): the header
+ * x-session-id when present and not empty, else the body's `user` (p->user, known
+ * when the model's prompts are tokenized), else none (NULL, 0). Points into hs or
+ * p. */
+#define GW_SESSION_HEADER "x-session-id"
+void gw_session_of(const irn_header *hs, size_t n, const gw_prompt *p, const char **s, size_t *len);
 void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t block_size,
                           ir_rng *rng, irp_request *q);
 /* Sets each candidate's predicted_cached_tokens from r's match (stage 5). */

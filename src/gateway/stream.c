@@ -32,6 +32,16 @@ static bool is_event_stream(const irn_header *h, size_t n) {
     return false;
 }
 
+/* The request stops counting as pending (waiting for its prefill) at the first byte
+ * of a successful answer's body, not at its head: an engine that streams sends the
+ * head at once (vLLM's server starts the response before the first token) and the
+ * first chunk after the prefill, so pending measures the prefill queue. */
+static void prefill_done(gw_req *r) {
+    if (!r->lease_pending) return;
+    gw_lease_head(r->rep, r->lease);
+    r->lease_pending = false;
+}
+
 static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     gw_req *r = ud;
     gw_req_unwait(r);
@@ -47,8 +57,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
         irn_client_cancel(r->up);
         return;
     }
-    gw_lease_head(r->rep, r->lease);
-    r->lease_pending = false;
+    if (status < 200 || status >= 300) prefill_done(r);
     if (!r->resp) return;
     size_t k;
     int64_t cl;
@@ -60,6 +69,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     r->head_sent = true;
     r->sse = is_event_stream(h, n);
     r->status = status;
+    r->streamed = status < 300 && is_event_stream(h, n);
     int rc = irn_resp_start(r->resp, status, out, k, cl);
     gw_count_response(&r->w->app->stats, status);
     if (rc) irn_client_cancel(r->up);
@@ -77,9 +87,14 @@ static void keep_sse_end(gw_req *r, const char *data, size_t len) {
 
 static void on_body(void *ud, const char *data, size_t len) {
     gw_req *r = ud;
+    if (len) prefill_done(r);
     if (!r->resp || r->client_gone) return;
     gw_predict_keep_tail(r, data, len);
     if (r->sse) keep_sse_end(r, data, len);
+    if (r->streamed && !r->first_byte_seen && len) {
+        r->first_byte_seen = true;
+        gw_metrics_first_byte(r);
+    }
     int64_t q = irn_resp_write(r->resp, data, len);
     if (q < 0) {
         if (q == IRN_ENOBUFS && !gw_req_client_left(r)) {
@@ -171,6 +186,7 @@ static bool end_with_error_event(gw_req *r) {
  * events of a stream, which then ends with an error event. */
 static void broke_mid_stream(gw_req *r, int err) {
     gw_app *app = r->w->app;
+    r->aborted = true;
     gw_predict_release(r);
     atomic_fetch_add_explicit(&app->stats.upstream_errors, 1, memory_order_relaxed);
     if (err == IRN_EIDLE_TIMEOUT) {

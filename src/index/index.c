@@ -15,22 +15,6 @@
 
 #include "index/index_internal.h"
 
-#define IRX_WORDS (IRX_MAX_REPLICAS / 64u)
-
-typedef struct irx_replica {
-    pthread_mutex_t mu;
-    irx_shadow sh;
-    uint32_t epoch, stamp;
-    _Atomic uint64_t resets;
-} irx_replica;
-
-struct irx_index {
-    irx_map map;
-    uint32_t nrep, nwords;
-    _Atomic uint64_t held, shadow_bytes, resets;
-    irx_replica rep[];
-};
-
 static int map_add(irx_index *ix, ir_hash128 h, uint32_t r) {
     return irx_map_add(&ix->map, h, r);
 }
@@ -95,6 +79,10 @@ static void drop_all(irx_index *ix, uint32_t r) {
     s->nreserved = 0;
     rp->epoch++;
 }
+void irx_replica_drop(irx_index *ix, uint32_t r) {
+    drop_all(ix, r);
+}
+
 static void set_shadow_bytes(irx_index *ix, size_t before, size_t after) {
     atomic_fetch_add(&ix->shadow_bytes, after);
     atomic_fetch_sub(&ix->shadow_bytes, before);
@@ -162,6 +150,7 @@ void irx_forget_replica(irx_index *ix, uint32_t r) {
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
     drop_all(ix, r);
+    irx_evrep_free(ix, r);
     set_shadow_bytes(ix, irx_shadow_bytes(&rp->sh), 0);
     irx_shadow_free(&rp->sh);
     pthread_mutex_unlock(&rp->mu);
@@ -172,6 +161,7 @@ void irx_reset_replica(irx_index *ix, uint32_t r) {
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
     drop_all(ix, r);
+    if (rp->ev) irx_evrep_clear(ix, r);
     pthread_mutex_unlock(&rp->mu);
     atomic_fetch_add(&rp->resets, 1);
     atomic_fetch_add(&ix->resets, 1);
@@ -244,7 +234,7 @@ irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
     irx_shadow *s = &rp->sh;
-    if (s->cap == 0) goto out;
+    if (s->cap == 0 || rp->ev) goto out; /* an event-tracked replica is not guessed at */
     size_t m = pinnable(s, h, n < s->cap ? n : s->cap);
     if (m == 0) goto out;
     rp->stamp = (rp->stamp + 1) & ~IRX_FRESH;
@@ -328,7 +318,7 @@ size_t irx_correct(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n, siz
     size_t evicted = 0, excess = predicted - engine_cached;
     pthread_mutex_lock(&rp->mu);
     irx_shadow *s = &rp->sh;
-    if (s->cap) {
+    if (s->cap && !rp->ev) {
         size_t m = n < s->cap ? n : s->cap;
         touch_present(s, h, m);
         /* The prompt's listed blocks are now the most recent: never evict them. */
@@ -414,8 +404,8 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
 void irx_stats_get(irx_index *ix, irx_stats *out) {
     out->entries = atomic_load(&ix->map.entries);
     out->held = atomic_load(&ix->held);
-    out->bytes = atomic_load(&ix->map.bytes) + atomic_load(&ix->shadow_bytes) + sizeof *ix +
-                 ix->nrep * sizeof ix->rep[0];
+    out->bytes = atomic_load(&ix->map.bytes) + atomic_load(&ix->shadow_bytes) +
+                 atomic_load(&ix->ev_bytes) + sizeof *ix + ix->nrep * sizeof ix->rep[0];
     out->resets = atomic_load(&ix->resets);
 }
 
@@ -443,16 +433,20 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
 }
 
 int irx_check(irx_index *ix, char *err, size_t errlen) {
-    uint64_t held = 0, bits = 0, entries = 0;
-    for (uint32_t r = 0; r < ix->nrep; r++)
+    uint64_t held = 0, bits = 0, entries = 0, evbits = 0;
+    for (uint32_t r = 0; r < ix->nrep; r++) {
         if (check_replica(ix, r, &held, err, errlen)) return -1;
+        if (ix->rep[r].ev) evbits += irx_evrep_bits(ix->rep[r].ev);
+    }
     /* Every bit in the map is one held block: equal totals and the inclusion
      * above make the map the union of the shadows, exactly. */
     irx_map_census(&ix->map, &entries, &bits);
-    if (bits != held || entries != atomic_load(&ix->map.entries) ||
-        held != atomic_load(&ix->held)) {
-        snprintf(err, errlen, "map has %llu bits in %llu entries; shadows hold %llu blocks",
-                 (unsigned long long)bits, (unsigned long long)entries, (unsigned long long)held);
+    if (bits != held + evbits || entries != atomic_load(&ix->map.entries) ||
+        held != atomic_load(&ix->held) || evbits != atomic_load(&ix->ev_bits)) {
+        snprintf(err, errlen,
+                 "map has %llu bits in %llu entries; shadows hold %llu blocks, events %llu",
+                 (unsigned long long)bits, (unsigned long long)entries, (unsigned long long)held,
+                 (unsigned long long)evbits);
         return -1;
     }
     return 0;

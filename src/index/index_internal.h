@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/ir_core.h"
+#include "index/ir_index.h"
 
 #define IRX_NIL   UINT32_MAX
 #define IRX_FRESH 0x80000000u /* stamp bit: the block was added by that stamp's record */
@@ -106,5 +107,38 @@ void irx_read_lock(void);
 void irx_read_unlock(void);
 /* Counts live entries and set bits, shard by shard (for irx_check). */
 void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits);
+
+/* ---- the index itself (index.c), shared with ev_index.c ---------------------------- */
+#define IRX_WORDS (IRX_MAX_REPLICAS / 64u)
+
+typedef struct irx_evrep irx_evrep; /* a replica tracked from its events (ev_index.c) */
+
+typedef struct irx_replica {
+    pthread_mutex_t mu;
+    irx_shadow sh;
+    uint32_t epoch, stamp;
+    _Atomic uint64_t resets;
+    irx_evrep *ev; /* non-NULL: tracked from events; the shadow stays empty */
+} irx_replica;
+
+struct irx_index {
+    irx_map map;
+    uint32_t nrep, nwords;
+    _Atomic uint64_t held, shadow_bytes, resets;
+    _Atomic uint64_t ev_bits, ev_bytes; /* map bits and memory of the event replicas */
+    irx_replica rep[];
+};
+
+/* index.c, with r's lock held: drops r's shadow blocks and voids its records. */
+void irx_replica_drop(struct irx_index *ix, uint32_t r);
+/* ev_index.c, with r's lock held. */
+void irx_evrep_free(struct irx_index *ix, uint32_t r);
+void irx_evrep_clear(struct irx_index *ix, uint32_t r);
+/* Map bits r's event state owns (for irx_check). */
+uint64_t irx_evrep_bits(const irx_evrep *e);
+
+/* ev_msgpack.c: 0 when buf starts with one whole msgpack value whose containers
+ * never claim more elements than the bytes left could hold. */
+int irx_msgpack_sane(const void *buf, size_t len);
 
 #endif

@@ -23,6 +23,7 @@
 #ifndef IR_INDEX_H
 #define IR_INDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -160,6 +161,87 @@ uint64_t irx_replica_resets(irx_index *ix, uint32_t r);
  * c below 1 is taken as 1. */
 size_t irx_bounded_hash_pick(uint64_t key, const uint64_t *ids, const uint32_t *loads, size_t n,
                              double c);
+
+/* ---- exact tracking from engine KV events (docs/internals/kv-events.md) -------
+ * vLLM publishes what its prefix cache stores and evicts (--kv-events-config):
+ * msgpack event batches over ZMQ, in the format of vllm/distributed/kv_events.py.
+ * irx_ev_decode reads one batch; irx_ev_apply applies its events to a replica
+ * that irx_ev_track switched to event tracking. */
+#define IRX_EV_MAX_PAYLOAD   (64u << 20) /* bytes of one batch */
+#define IRX_EV_MAX_EVENTS    (1u << 20)  /* events in one batch */
+#define IRX_EV_MAX_BLOCKS    (1u << 20)  /* block hashes in one event */
+#define IRX_EV_MAX_TOKENS    (1u << 24)  /* token ids in one event */
+#define IRX_EV_MAX_KEY_BYTES 64          /* a byte-string block hash (sha256_cbor: 32) */
+
+typedef enum { IRX_EV_STORED = 1, IRX_EV_REMOVED = 2, IRX_EV_CLEARED = 3 } irx_ev_type;
+typedef enum { IRX_MEDIUM_GPU = 0, IRX_MEDIUM_CPU = 1, IRX_MEDIUM_OTHER = 2 } irx_medium;
+
+/* One event. Engine block hashes are opaque: each is digested (with its kind,
+ * integer or bytes) to 128 bits, never compared with the gateway's hashes. */
+typedef struct irx_ev {
+    irx_ev_type type;
+    uint32_t nblocks;
+    const ir_hash128 *blocks; /* engine keys, parent first (STORED, REMOVED) */
+    bool has_parent;          /* STORED: parent_block_hash was not nil */
+    ir_hash128 parent;
+    uint32_t ntokens, block_size; /* STORED */
+    const uint32_t *tokens;
+    irx_medium medium;      /* nil or absent: GPU */
+    const char *lora_name;  /* STORED, or NULL */
+    const char *cache_salt; /* STORED: from the first block's extra_keys, or NULL */
+} irx_ev;
+
+typedef struct irx_ev_batch {
+    double ts;       /* the engine's clock, seconds since the epoch */
+    int64_t dp_rank; /* data_parallel_rank, or -1 when absent */
+    size_t nev;
+    irx_ev *ev;
+    void *mem; /* owned: irx_ev_batch_free */
+} irx_ev_batch;
+
+/* Decodes one payload, in either encoding (arrays with the tag first, or maps
+ * with "type"). Missing trailing fields take their defaults; unknown fields
+ * are ignored. Returns 0, or -1 with a reason in err (the batch is then empty
+ * and needs no free). The batch owns copies of everything it points to. */
+int irx_ev_decode(const void *payload, size_t len, irx_ev_batch *out, char *err, size_t errlen);
+void irx_ev_batch_free(irx_ev_batch *b);
+
+/* Replica r is tracked from its events from now on: its approximate blocks are
+ * dropped, records on it do nothing, and its chains start at
+ * ir_block_hash_root(model, lora_name, cache_salt) with block_size tokens per
+ * block (events with another block size are refused). -1 on a bad argument or OOM. */
+int irx_ev_track(irx_index *ix, uint32_t r, const char *model, uint32_t block_size);
+/* Back to approximate tracking (events stopped or a gap could not be replayed):
+ * r's event blocks are dropped. */
+void irx_ev_untrack(irx_index *ix, uint32_t r);
+bool irx_ev_tracked(irx_index *ix, uint32_t r);
+
+/* What one irx_ev_apply did (added to the caller's counters). */
+typedef struct irx_ev_counts {
+    uint64_t stored, removed, cleared; /* blocks stored, blocks removed, clears */
+    uint64_t orphans;                  /* stored blocks whose chain began unseen */
+    uint64_t refused;                  /* events that could not be applied */
+} irx_ev_counts;
+
+/* Applies one event to replica r (a no-op unless r is tracked). A stored
+ * block's own hash is recomputed from its token ids, chained from its parent's
+ * (or the root), and mapped from its engine key; it is visible to irx_lookup
+ * while it and all its ancestors are on the GPU, so what a lookup reports is
+ * the prefix the engine would hit. Removed blocks leave; AllBlocksCleared
+ * drops everything. Writers lock r; lookups never wait. */
+void irx_ev_apply(irx_index *ix, uint32_t r, const irx_ev *ev, irx_ev_counts *c);
+/* Drops r's event blocks, still tracked (a restart, a clear, a gap). */
+void irx_ev_clear(irx_index *ix, uint32_t r);
+
+typedef struct irx_ev_view {
+    uint64_t gpu_blocks; /* blocks on the GPU that lookups see */
+    uint64_t cpu_blocks; /* blocks in the CPU tier */
+    uint64_t nodes;      /* blocks known (GPU, CPU or parents kept for their children) */
+    uint64_t orphans;    /* blocks held whose parents are unknown */
+    uint64_t bytes;      /* memory of r's event tables */
+    bool partial;        /* orphans > 0: index_source "events-partial" */
+} irx_ev_view;
+void irx_ev_view_get(irx_index *ix, uint32_t r, irx_ev_view *out);
 
 /* Test and benchmark hook: checks the invariant (shared map == union of the
  * shadows, each shadow's LRU and table consistent). Returns 0 when it holds,

@@ -875,9 +875,14 @@ static int h2_resp_close(irn_resp *resp) {
     return 0;
 }
 
+static int h2_resp_send_head(irn_resp *resp) {
+    return resp->state == 1 ? 0 : IRN_EINVAL; /* submitted at start */
+}
+
 const irn__resp_ops irn__h2_resp_ops = {
     .start = h2_resp_start,
     .write = h2_resp_write,
+    .send_head = h2_resp_send_head,
     .end = h2_resp_end,
     .close = h2_resp_close,
     .queued = h2_resp_queued,

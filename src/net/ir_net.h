@@ -278,6 +278,10 @@ int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t
  * IRN_ENOBUFS when the queue already holds max_write_queue, IRN_ECLOSED after
  * an abort, IRN_EINVAL past the Content-Length or before irn_resp_start. */
 int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len);
+/* Sends the held head now, before any body byte: an event stream whose first
+ * event waits for work (an engine's prefill) shows its head at once, as vLLM's
+ * server does. 0, IRN_ECLOSED after an abort, IRN_EINVAL before irn_resp_start. */
+int irn_resp_send_head(irn_resp *resp);
 /* Ends the response and releases resp and its request. */
 int irn_resp_end(irn_resp *resp);
 /* irn_resp_write of the last bytes then irn_resp_end, in one write to the socket. */

@@ -197,6 +197,9 @@ typedef struct irn__resp_ops {
     /* last: the response ends after these bytes (h1 chunked: the terminator goes
      * out in the same write). */
     int64_t (*write)(irn_resp *resp, const void *data, size_t len, bool last);
+    /* Sends a held head now (h1 holds it for the first body bytes; h2 sends it at
+     * start). */
+    int (*send_head)(irn_resp *resp);
     int (*end)(irn_resp *resp);   /* frees resp */
     int (*close)(irn_resp *resp); /* frees resp */
     size_t (*queued)(const irn_resp *resp);

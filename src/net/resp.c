@@ -19,6 +19,11 @@ int64_t irn_resp_write(irn_resp *resp, const void *data, size_t len) {
     return resp->ops->write(resp, data, len, false);
 }
 
+int irn_resp_send_head(irn_resp *resp) {
+    if (!resp) return IRN_EINVAL;
+    return resp->ops->send_head(resp);
+}
+
 int irn_resp_end(irn_resp *resp) {
     if (!resp) return IRN_EINVAL;
     return resp->ops->end(resp);

@@ -691,9 +691,16 @@ static int h1_resp_close(irn_resp *resp) {
     return 0;
 }
 
+static int h1_resp_send_head(irn_resp *resp) {
+    if (resp->state != 1) return IRN_EINVAL;
+    if (!resp->c || resp->c->closing || resp->aborted) return IRN_ECLOSED;
+    return resp->head.len ? resp_write_parts(resp, NULL, 0) : 0;
+}
+
 const irn__resp_ops irn__h1_resp_ops = {
     .start = h1_resp_start,
     .write = h1_resp_write,
+    .send_head = h1_resp_send_head,
     .end = h1_resp_end,
     .close = h1_resp_close,
     .queued = h1_resp_queued,

@@ -536,8 +536,10 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
                 usage_json(&f->chunk, f, true);
             }
             ir_buf_append_str(&f->chunk, "}");
+            /* Queued, not written: it goes out with the first token, after the
+             * prefill, as vLLM sends its role chunk; the head goes now. */
             emit(f);
-            flush(f);
+            irn_resp_send_head(f->resp);
         }
     }
 out:
@@ -613,6 +615,9 @@ int sim_fault_parse(const char *spec, sim_fault *out) {
     } else if (strcmp(mode, "status") == 0 && eq && arg >= 400 && arg <= 599) {
         out->mode = SIM_FAULT_STATUS;
         out->status = (int)arg;
+    } else if (strcmp(mode, "drop-events") == 0 && eq && arg > 0) {
+        out->mode = SIM_FAULT_DROP_EVENTS;
+        out->delay_ms = (uint64_t)arg;
     } else if (strcmp(mode, "refuse") == 0 && eq && arg > 0) {
         /* Listening stops, so the admin route is unreachable too: the
          * duration is required and the listener comes back by itself. */
@@ -662,6 +667,9 @@ static bool apply_fault(sim_api *api, const sim_fault *f, irn_request *req, irn_
     switch (f->mode) {
     case SIM_FAULT_NONE:
         return false;
+    case SIM_FAULT_DROP_EVENTS: /* a request header asks it of this request's events */
+        sim_kvpub_drop(sim_engine_publisher(api->eng), f->delay_ms);
+        return false;
     case SIM_FAULT_REFUSE:
         if (api->hooks.on_refuse) api->hooks.on_refuse(api->hooks.ud, f->delay_ms, true);
         irn_resp_close(resp);
@@ -705,12 +713,25 @@ static void handle_admin_fault(sim_api *api, irn_request *req, irn_resp *resp) {
     sim_fault f;
     if (!spec || sim_fault_parse(spec, &f)) {
         send_error(resp, 400, "BadRequestError", "fault", "%s",
-                   "expected {\"fault\": \"close|hang|delay=MS|status=CODE|refuse=MS|none\", "
+                   "expected {\"fault\": \"close|hang|delay=MS|status=CODE|refuse=MS|drop-events=N|"
+                   "none\", "
                    "\"count\": N}");
         json_decref(body);
         return;
     }
     json_t *cnt = json_object_get(body, "count");
+    if (f.mode == SIM_FAULT_DROP_EVENTS) { /* not a request fault: it acts once, on the events */
+        json_decref(body);
+        sim_kvpub *pub = sim_engine_publisher(api->eng);
+        if (!pub) {
+            send_error(resp, 400, "BadRequestError", "fault", "%s",
+                       "drop-events needs --kv-events-config");
+            return;
+        }
+        sim_kvpub_drop(pub, f.delay_ms);
+        irn_resp_send(resp, 200, "application/json", "{\"fault\":\"set\"}", 15, NULL, 0);
+        return;
+    }
     if (f.mode == SIM_FAULT_REFUSE) {
         json_decref(body);
         /* Stop listening first: once the client reads the answer, connects fail. */

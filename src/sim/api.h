@@ -7,11 +7,12 @@
 
 typedef enum {
     SIM_FAULT_NONE,
-    SIM_FAULT_CLOSE,  /* close the connection without answering */
-    SIM_FAULT_HANG,   /* never answer */
-    SIM_FAULT_DELAY,  /* wait delay_ms, then answer normally */
-    SIM_FAULT_STATUS, /* answer `status` with an error body */
-    SIM_FAULT_REFUSE, /* stop listening for delay_ms: connections are refused */
+    SIM_FAULT_CLOSE,       /* close the connection without answering */
+    SIM_FAULT_HANG,        /* never answer */
+    SIM_FAULT_DELAY,       /* wait delay_ms, then answer normally */
+    SIM_FAULT_STATUS,      /* answer `status` with an error body */
+    SIM_FAULT_REFUSE,      /* stop listening for delay_ms: connections are refused */
+    SIM_FAULT_DROP_EVENTS, /* the next `delay_ms` KV event batches skip the PUB socket */
 } sim_fault_mode;
 
 typedef struct sim_fault {

@@ -2,6 +2,8 @@
  * batch-dependent decode, a real prefix cache and preemption. */
 #include "sim/sim.h"
 
+#include "obs/ir_obs.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +55,7 @@ struct sim_engine {
     sim_stats stats;
     /* pre-tokenized words for generated text: [0] without, [1] with a leading space */
     irt_ids words[64][2];
+    sim_kvpub *pub; /* KV events, or NULL */
 };
 
 static const double ttft_b[] = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
@@ -125,15 +128,11 @@ uint64_t sim_decode_ns(const sim_cfg *c, uint32_t running) {
 void sim_hist_init(sim_hist *h, const double *bounds, size_t nb) {
     memset(h, 0, sizeof *h);
     h->bounds = bounds;
-    h->nb = nb > SIM_HIST_MAX_BUCKETS ? SIM_HIST_MAX_BUCKETS : nb;
+    h->nb = nb > IRO_MAX_BUCKETS ? IRO_MAX_BUCKETS : nb;
 }
 
 void sim_hist_observe(sim_hist *h, double v) {
-    size_t i = 0;
-    while (i < h->nb && v > h->bounds[i]) i++;
-    h->counts[i]++;
-    h->total++;
-    h->sum += v;
+    iro_observe(h->s, v);
 }
 
 /* ---- lists and the timer heap --------------------------------------------------------- */
@@ -272,8 +271,11 @@ static void release_blocks(sim_engine *e, sim_seq *s) {
 static void hash_full_blocks(sim_engine *e, sim_seq *s) {
     size_t bs = e->cfg.block_size;
     while (s->nhashed < s->nblocks && (s->nhashed + 1) * bs <= s->ntok) {
-        s->chain = ir_block_hash_next(s->chain, s->tokens + s->nhashed * bs, bs);
-        sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], s->chain);
+        ir_hash128 parent = s->chain;
+        const uint32_t *ids = s->tokens + s->nhashed * bs;
+        s->chain = ir_block_hash_next(s->chain, ids, bs);
+        if (sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], s->chain))
+            sim_kvpub_stored(e->pub, s->nhashed ? &parent : NULL, s->chain, ids);
         s->nhashed++;
     }
 }
@@ -539,6 +541,15 @@ sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg) {
     sim_hist_init(&st->prompt_len, tok_b, IR_ARRAY_LEN(tok_b));
     sim_hist_init(&st->gen_len, tok_b, IR_ARRAY_LEN(tok_b));
     st->created = ir_wall_time();
+    if (sim_metrics_init(st, &e->cfg)) {
+        sim_kv_free(&e->kv);
+        for (int i = 0; i < 64; i++) {
+            irt_ids_free(&e->words[i][0]);
+            irt_ids_free(&e->words[i][1]);
+        }
+        free(e);
+        return NULL;
+    }
     uv_timer_init(loop, &e->timer);
     e->timer.data = e;
     return e;
@@ -561,6 +572,7 @@ void sim_engine_free(sim_engine *e) {
         free_seq(s);
     }
     free(e->heap);
+    sim_metrics_free(&e->stats);
     sim_kv_free(&e->kv);
     for (int i = 0; i < 64; i++) {
         irt_ids_free(&e->words[i][0]);
@@ -616,7 +628,32 @@ void sim_engine_abort(sim_engine *e, sim_seq *s) {
 }
 
 uint32_t sim_engine_reset_prefix_cache(sim_engine *e) {
-    return sim_kv_reset(&e->kv);
+    /* Every cached block free: one AllBlocksCleared, as vLLM publishes; else the
+     * blocks in use stay cached and each freed hash is a BlockRemoved. */
+    uint32_t free_hashed = 0;
+    for (int32_t i = e->kv.free_head; i >= 0; i = e->kv.b[i].next) free_hashed += e->kv.b[i].hashed;
+    bool all = free_hashed == e->kv.nhashed;
+    if (all) e->kv.on_removed = NULL;
+    uint32_t n = sim_kv_reset(&e->kv);
+    if (all && e->pub) {
+        sim_kvpub_cleared(e->pub);
+        sim_engine_set_publisher(e, e->pub);
+    }
+    return n;
+}
+
+static void on_removed(void *ud, ir_hash128 h) {
+    sim_kvpub_removed(ud, h);
+}
+
+void sim_engine_set_publisher(sim_engine *e, sim_kvpub *p) {
+    e->pub = p;
+    e->kv.on_removed = p ? on_removed : NULL;
+    e->kv.removed_ud = p;
+}
+
+sim_kvpub *sim_engine_publisher(const sim_engine *e) {
+    return e->pub;
 }
 
 const sim_stats *sim_engine_stats(const sim_engine *e) {

@@ -71,6 +71,7 @@ static void unhash(sim_kv *kv, int32_t i) {
     ir_map_del(&kv->hashed, &b->hash, sizeof b->hash);
     b->hashed = false;
     kv->nhashed--;
+    if (kv->on_removed) kv->on_removed(kv->removed_ud, b->hash);
 }
 
 int32_t sim_kv_lookup(const sim_kv *kv, ir_hash128 h) {
@@ -107,15 +108,16 @@ void sim_kv_release(sim_kv *kv, int32_t i) {
     if (--b->ref == 0) free_push_tail(kv, i);
 }
 
-void sim_kv_set_hash(sim_kv *kv, int32_t i, ir_hash128 h) {
+bool sim_kv_set_hash(sim_kv *kv, int32_t i, ir_hash128 h) {
     sim_block *b = &kv->b[i];
-    if (b->hashed) return;
+    if (b->hashed) return false;
     /* A hash already cached keeps its first block. The map holds at most one
      * entry per block and was sized for all, so it cannot be full. */
-    if (ir_map_add(&kv->hashed, &h, sizeof h, (uint64_t)i) != 0) return;
+    if (ir_map_add(&kv->hashed, &h, sizeof h, (uint64_t)i) != 0) return false;
     b->hash = h;
     b->hashed = true;
     kv->nhashed++;
+    return true;
 }
 
 uint32_t sim_kv_reset(sim_kv *kv) {

@@ -17,7 +17,12 @@ typedef struct app {
     uv_timer_t refuse_timer;
     uv_signal_t sigint, sigterm;
     bool stopping;
+    sim_kvpub *pub;        /* KV events, or NULL */
+    const char *kv_json;   /* --kv-events-config */
+    bool kv_map, kv_bytes; /* --kv-events-encoding map, --kv-events-hash bytes */
 } app;
+
+static app *the_app; /* for the flags that belong to the app rather than the engine */
 
 static void usage(FILE *f) {
     fprintf(
@@ -55,10 +60,22 @@ static void usage(FILE *f) {
         "  --enable-faults                   allow fault injection (POST/DELETE /admin/fault and\n"
         "                                    the x-inferrail-fault request header); off by "
         "default\n"
+        "  --kv-events-config JSON           publish KV events as vLLM does, e.g.\n"
+        "                                    '{\"enable_kv_cache_events\": true, \"publisher\":\n"
+        "                                    \"zmq\", \"endpoint\": \"tcp://*:5557\",\n"
+        "                                    \"replay_endpoint\": \"tcp://*:5558\"}' (also\n"
+        "                                    \"topic\", \"buffer_steps\": batches kept for "
+        "replay)\n"
+        "  --kv-events-encoding array|map    vLLM's older (array) or newer (map) encoding\n"
+        "                                    (default map)\n"
+        "  --kv-events-hash int|bytes        engine block hashes as 64-bit integers or 32 bytes\n"
+        "                                    (default bytes)\n"
         "  --log-level LEVEL                 debug, info, warn, error (default info)\n"
         "  --help                            this text\n"
         "\n"
-        "Faults (with --enable-faults): close | hang | delay=MS | status=CODE | refuse=MS | none\n"
+        "Faults (with --enable-faults): close | hang | delay=MS | status=CODE | refuse=MS |\n"
+        "  drop-events=N (the next N KV event batches skip the PUB socket, replay keeps them) |\n"
+        "  none\n"
         "  curl -X POST localhost:8000/admin/fault -d '{\"fault\":\"status=503\",\"count\":2}'\n"
         "  curl -H 'x-inferrail-fault: hang' localhost:8000/v1/completions ...\n");
 }
@@ -133,6 +150,9 @@ static void on_signal(uv_signal_t *s, int signum) {
     }
     sim_api_free(a->api);
     a->api = NULL;
+    if (a->eng) sim_engine_set_publisher(a->eng, NULL);
+    sim_kvpub_free(a->pub);
+    a->pub = NULL;
     sim_engine_free(a->eng);
     a->eng = NULL;
     uv_timer_stop(&a->refuse_timer);
@@ -173,6 +193,9 @@ enum {
     OPT_BODY,
     OPT_WQUEUE,
     OPT_LOG,
+    OPT_KVCFG,
+    OPT_KVENC,
+    OPT_KVHASH,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -197,6 +220,9 @@ static const struct option opts[] = {
     {"max-body-bytes", required_argument, 0, OPT_BODY},
     {"max-write-queue", required_argument, 0, OPT_WQUEUE},
     {"log-level", required_argument, 0, OPT_LOG},
+    {"kv-events-config", required_argument, 0, OPT_KVCFG},
+    {"kv-events-encoding", required_argument, 0, OPT_KVENC},
+    {"kv-events-hash", required_argument, 0, OPT_KVHASH},
     {"help", no_argument, 0, OPT_HELP},
     {"version", no_argument, 0, OPT_VERSION},
     {0, 0, 0, 0},
@@ -281,6 +307,15 @@ static flags_result take_host(sim_cfg *cfg) {
     return FLAGS_RUN;
 }
 
+static flags_result take_choice(const char *flag, const char *a, const char *b, bool *is_b) {
+    if (strcmp(optarg, a) != 0 && strcmp(optarg, b) != 0) {
+        fprintf(stderr, "inferrail-sim: %s: expected %s or %s\n", flag, a, b);
+        return FLAGS_BAD;
+    }
+    *is_b = strcmp(optarg, b) == 0;
+    return FLAGS_RUN;
+}
+
 /* Applies one option that getopt_long returned (its argument in optarg). */
 static flags_result apply_flag(sim_cfg *cfg, int opt, int argc, char **argv) {
     uint32_t port;
@@ -328,6 +363,13 @@ static flags_result apply_flag(sim_cfg *cfg, int opt, int argc, char **argv) {
         return take_write_queue(cfg);
     case OPT_LOG:
         return take_log_level();
+    case OPT_KVCFG:
+        the_app->kv_json = optarg;
+        return FLAGS_RUN;
+    case OPT_KVENC:
+        return take_choice("--kv-events-encoding", "array", "map", &the_app->kv_map);
+    case OPT_KVHASH:
+        return take_choice("--kv-events-hash", "int", "bytes", &the_app->kv_bytes);
     case OPT_HELP:
     case 'h':
         usage(stdout);
@@ -379,6 +421,26 @@ static void prepare_process(void) {
     }
 }
 
+/* --kv-events-config: the publisher, bound before the HTTP port (vLLM binds at start-up). */
+static int start_publisher(app *a) {
+    if (!a->kv_json) return 0;
+    sim_kvpub_cfg c;
+    char err[512] = "";
+    if (sim_kvpub_parse(a->kv_json, &c, err, sizeof err) == 0 && c.enabled)
+        a->pub =
+            sim_kvpub_new(a->loop, &c, a->cfg.block_size, a->kv_map, a->kv_bytes, err, sizeof err);
+    if (err[0]) {
+        fprintf(stderr, "inferrail-sim: %s\n", err);
+        return -1;
+    }
+    if (!a->pub) return 0; /* enable_kv_cache_events false */
+    sim_engine_set_publisher(a->eng, a->pub);
+    IR_INFO("sim", "publishing KV events on %s%s%s (%s encoding, %s hashes)", c.endpoint,
+            c.replay_endpoint[0] ? ", replay on " : "", c.replay_endpoint,
+            a->kv_map ? "map" : "array", a->kv_bytes ? "bytes" : "int");
+    return 0;
+}
+
 /* The engine, its HTTP API, the server and the signals, on the default loop. */
 static int start(app *a) {
     a->loop = uv_default_loop();
@@ -391,7 +453,8 @@ static int start(app *a) {
     }
     uv_timer_init(a->loop, &a->refuse_timer);
     a->refuse_timer.data = a;
-    if (start_server(a)) {
+    if (start_publisher(a) || start_server(a)) {
+        sim_kvpub_free(a->pub);
         /* Free what was started: the loop then has nothing left. */
         sim_api_free(a->api);
         sim_engine_free(a->eng);
@@ -412,9 +475,22 @@ static int start(app *a) {
     return 0;
 }
 
+#if defined(__SANITIZE_THREAD__)
+/* libzmq is not built with ThreadSanitizer: its I/O threads hand messages over
+ * through its own lock-free pipes, which TSan cannot see, so it reports races
+ * inside the library (never in our code, which touches a socket from one thread
+ * only). Reports whose stack runs through libzmq are suppressed. */
+const char *__tsan_default_suppressions(void);
+const char *__tsan_default_suppressions(void) {
+    return "called_from_lib:libzmq.so.5\nrace:libzmq.so.5\n";
+}
+#endif
+
 int main(int argc, char **argv) {
     app a;
     memset(&a, 0, sizeof a);
+    a.kv_map = a.kv_bytes = true;
+    the_app = &a;
     sim_cfg_defaults(&a.cfg);
     flags_result flags = parse_flags(&a.cfg, argc, argv);
     if (flags != FLAGS_RUN) return flags == FLAGS_HELP ? 0 : 2;

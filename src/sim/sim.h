@@ -73,6 +73,9 @@ typedef struct sim_kv {
     uint32_t nfree;
     ir_map hashed; /* a registered block's hash (its 16 bytes) -> its index; at most n */
     uint32_t nhashed;
+    /* Called when a registered hash goes (evicted or reset), for KV events. */
+    void (*on_removed)(void *ud, ir_hash128 h);
+    void *removed_ud;
 } sim_kv;
 
 int sim_kv_init(sim_kv *kv, uint32_t nblocks);
@@ -88,22 +91,23 @@ int32_t sim_kv_alloc(sim_kv *kv);
 void sim_kv_release(sim_kv *kv, int32_t idx);
 /* Registers a full block's hash. A hash that is already cached stays with its
  * first block (this one then remains unregistered). */
-void sim_kv_set_hash(sim_kv *kv, int32_t idx, ir_hash128 h);
+bool sim_kv_set_hash(sim_kv *kv, int32_t idx, ir_hash128 h); /* true: newly registered */
 /* Forgets the hashes of every free block. Returns the number forgotten. */
 uint32_t sim_kv_reset(sim_kv *kv);
 
 /* ---- metrics ------------------------------------------------------------------------ */
-#define SIM_HIST_MAX_BUCKETS 32
+/* A histogram: its buckets, and its series in the engine's metrics registry
+ * (metrics.c), which counts. */
 typedef struct sim_hist {
     const double *bounds; /* upper bounds, ascending, +Inf implied */
     size_t nb;
-    uint64_t counts[SIM_HIST_MAX_BUCKETS + 1];
-    uint64_t total;
-    double sum;
+    struct iro_series *s; /* NULL until sim_metrics_init */
 } sim_hist;
 
 void sim_hist_init(sim_hist *h, const double *bounds, size_t nb);
 void sim_hist_observe(sim_hist *h, double v);
+
+typedef struct sim_metrics sim_metrics;
 
 typedef enum { SIM_FINISH_STOP, SIM_FINISH_LENGTH, SIM_FINISH_ABORT, SIM_FINISH_COUNT } sim_finish;
 
@@ -114,7 +118,8 @@ typedef struct sim_stats {
     uint64_t finished[SIM_FINISH_COUNT];
     uint64_t requests_received;
     sim_hist ttft, itl, e2e, queue, prefill, decode, inference, prompt_len, gen_len;
-    double created; /* wall time the counters started, for _created series */
+    double created;       /* wall time the counters started, for _created series */
+    sim_metrics *metrics; /* the registry of the page, owned (metrics.c) */
 } sim_stats;
 
 /* ---- engine ------------------------------------------------------------------------ */
@@ -148,6 +153,30 @@ sim_seq *sim_engine_submit(sim_engine *e, const sim_submit *req);
 void sim_engine_abort(sim_engine *e, sim_seq *s);
 uint32_t sim_engine_reset_prefix_cache(sim_engine *e);
 
+/* ---- KV events (kvevents.c): vLLM's --kv-events-config, in its wire format ---------------- */
+typedef struct sim_kvpub_cfg {
+    bool enabled;              /* enable_kv_cache_events */
+    char endpoint[256];        /* PUB, bound (vLLM binds only a wildcard one) */
+    char replay_endpoint[256]; /* ROUTER, bound; "" none */
+    char topic[128];
+    uint32_t buffer_steps; /* batches kept for replay */
+} sim_kvpub_cfg;
+typedef struct sim_kvpub sim_kvpub;
+/* Reads vLLM's JSON; -1 with a message naming the field. */
+int sim_kvpub_parse(const char *json, sim_kvpub_cfg *out, char *err, size_t errlen);
+/* map: the map encoding (newer vLLM), else arrays; bytes: 32-byte block hashes, else
+ * signed 64-bit integers. NULL with a message when a socket cannot be set up. */
+sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block_size, bool map,
+                         bool bytes, char *err, size_t errlen);
+void sim_kvpub_free(sim_kvpub *p); /* closes its timer: the loop must run once more */
+/* Every call is a no-op on NULL. tokens: block_size token ids. */
+void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h, const uint32_t *tokens);
+void sim_kvpub_removed(sim_kvpub *p, ir_hash128 h);
+void sim_kvpub_cleared(sim_kvpub *p);
+void sim_kvpub_drop(sim_kvpub *p, uint64_t batches); /* a fault: the next batches skip PUB */
+void sim_engine_set_publisher(sim_engine *e, sim_kvpub *p);
+sim_kvpub *sim_engine_publisher(const sim_engine *e);
+
 /* Read-only views. */
 const sim_stats *sim_engine_stats(const sim_engine *e);
 uint32_t sim_engine_running(const sim_engine *e);
@@ -166,6 +195,10 @@ const uint32_t *sim_seq_output(const sim_seq *s); /* the output ids so far */
 uint64_t sim_seq_arrival_ns(const sim_seq *s);
 
 /* ---- metrics page ------------------------------------------------------------------ */
+/* The page's registry, vLLM or SGLang flavoured as c says; made when the engine is
+ * (after its histograms' buckets are set), freed with it. -1: no memory. */
+int sim_metrics_init(sim_stats *st, const sim_cfg *c);
+void sim_metrics_free(sim_stats *st);
 /* Renders the Prometheus text page of the engine, vLLM or SGLang flavoured. */
 int sim_metrics_render(const sim_engine *e, ir_buf *out);
 /* A float as prometheus_client writes it ("1.0", "0.25", "+Inf", "1.5e+07"). */

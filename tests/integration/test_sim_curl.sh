@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's curl examples against a real inferrail-sim.
 set -euo pipefail
+. "$(dirname "$0")/ports.sh"
 BUILD=${IR_BUILD:-build}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(freeport)
 "$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details --zero-latency 2>/tmp/ir-sim-curl.$$ &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -f /tmp/ir-sim-curl.$$' EXIT
@@ -32,4 +33,15 @@ billed=$(curl -s "localhost:$port/v1/chat/completions" -d "$body" | python3 -c '
 counted=$(echo "$body" | "$BUILD/inferrail-gateway" tokenize --tokenizer builtin:sim | python3 -c 'import json,sys; print(json.load(sys.stdin)["prompt_tokens"])')
 [ "$billed" = "$counted" ] || fail "builtin:sim counted $counted, the simulator billed $billed"
 "$BUILD/inferrail-sim" --bogus 2>/dev/null && fail "bad flag accepted"
+# A stream's head leaves at once, before the prefill (as vLLM's server sends it):
+# with a 5 s prefill, the head is there within 3 s, and no event yet.
+slow=$(freeport)
+"$BUILD/inferrail-sim" --port "$slow" --prefill-fixed-ms 5000 2>/dev/null &
+slow_pid=$!
+for _ in $(seq 100); do curl -sf "localhost:$slow/health" >/dev/null && break; sleep 0.05; done
+head=$(curl -sN -D - -m 3 "localhost:$slow/v1/chat/completions" -H 'content-type: application/json' \
+  -d '{"model":"inferrail/sim-8b","stream":true,"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}' || true)
+kill "$slow_pid" 2>/dev/null
+grep -q '^HTTP/1.1 200' <<<"$head" || fail "no head before the prefill ended: $head"
+grep -q '^data:' <<<"$head" && fail "an event before the prefill ended: $head"
 echo "1 passed, 0 failed"

@@ -92,6 +92,29 @@ static void urls_ports_and_zeros(void **state) {
     ir_cfg_errors_free(&e);
 }
 
+static void kv_events_config(void **state) {
+    (void)state;
+    ir_cfg_errors e = load_errors(
+        "models: [{name: m}]\n"
+        "replicas:\n"
+        "  - {id: r0, url: \"http://h:1\", kv_events: {endpoint: \"tcp://*:5557\"}}\n"
+        "  - {id: r1, url: \"http://h:2\", kv_events: {replay_endpoint: \"tcp://h:5558\"}}\n"
+        "  - {id: r2, url: \"http://h:3\", kv_events: {endpoint: \"tcp://h:99999\", "
+        "replay_endpoint: \"http://h:1\"}}\n"
+        "  - {id: r3, url: \"http://h:4\", kv_events: {endpoint: \"tcp://h:5557\", "
+        "replay_endpoint: \"tcp://h:5558\", topic: kv}}\n"
+        "  - {id: r4, url: \"http://h:5\", kv_events: {endpont: \"tcp://h:5557\"}}\n");
+    const char *want[] = {"replicas[0].kv_events.endpoint: 'tcp://*:5557' is not",
+                          "replicas[1].kv_events.replay_endpoint: needs kv_events.endpoint",
+                          "replicas[2].kv_events.endpoint: 'tcp://h:99999' is not",
+                          "replicas[2].kv_events.replay_endpoint: 'http://h:1' is not",
+                          "replicas[4].kv_events.endpont"};
+    expect(&e, want, IR_ARRAY_LEN(want));
+    for (size_t k = 0; k < e.n; k++) assert_null(strstr(e.msgs[k], "replicas[3]"));
+    assert_int_equal(e.n, IR_ARRAY_LEN(want));
+    ir_cfg_errors_free(&e);
+}
+
 static void label_values_escaped(void **state) {
     ir_buf b;
     ir_buf_init(&b, 0);
@@ -190,11 +213,9 @@ static void upstream_headers(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_problem_in_one_pass),
-        cmocka_unit_test(replica_ids_are_plain),
-        cmocka_unit_test(urls_ports_and_zeros),
-        cmocka_unit_test(label_values_escaped),
-        cmocka_unit_test(readiness),
+        cmocka_unit_test(every_problem_in_one_pass), cmocka_unit_test(replica_ids_are_plain),
+        cmocka_unit_test(urls_ports_and_zeros),      cmocka_unit_test(label_values_escaped),
+        cmocka_unit_test(kv_events_config),          cmocka_unit_test(readiness),
         cmocka_unit_test(upstream_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

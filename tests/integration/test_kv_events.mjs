@@ -1,0 +1,183 @@
+// The exact KV index fed by engine KV events, end to end: a publisher written to
+// vLLM's wire format (tests/tools/kv-events-pub.py, python3-zmq and python3-msgpack)
+// in both encodings and both hash kinds, a simulator as the replica's HTTP side, and
+// the gateway's /admin/explain. Stored blocks become predictions of exactly the
+// stored prefix, removals and clears take them back, a dropped batch is replayed,
+// a gap no replay covers falls back, a restart clears, and garbage is skipped.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { ROOT, BUILD, startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
+
+const PY = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+const MODEL = 'inferrail/sim-8b';
+const cleanup = [];
+after(async () => { for (const f of cleanup.reverse()) await f(); });
+
+// A publisher: resolves to {pub, replay, cmd(obj) -> "ok SEQ", stop()}.
+async function startPublisher(args) {
+  const child = spawn(PY, [path.join(ROOT, 'tests/tools/kv-events-pub.py'), ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = readline.createInterface({ input: child.stdout });
+  const waiting = [];
+  lines.on('line', (l) => waiting.shift()?.(l));
+  const next = () => new Promise((r) => waiting.push(r));
+  const ports = JSON.parse(await next());
+  const p = {
+    ...ports,
+    async cmd(obj) { const r = next(); child.stdin.write(JSON.stringify(obj) + '\n'); return r; },
+    async stop() { child.stdin.end(); child.kill(); },
+  };
+  cleanup.push(() => p.stop());
+  return p;
+}
+
+function tokens(prompt) {
+  const out = execFileSync(path.join(BUILD, 'inferrail-gateway'), ['tokenize', '--tokenizer', 'builtin:sim'],
+    { input: JSON.stringify({ model: MODEL, prompt }) });
+  return JSON.parse(out).token_ids;
+}
+
+async function explain(gw, prompt) {
+  const r = await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) });
+  assert.equal(r.status, 200);
+  return await r.json();
+}
+const row = (ex, id) => ex.candidates.find((c) => c.replica === id);
+
+// Polls until the replica's prediction for prompt is want (the subscriber applies
+// events on its own thread).
+async function until(gw, id, prompt, pred, what) {
+  let last;
+  for (let i = 0; i < 400; i++) {
+    last = row(await explain(gw, prompt), id);
+    if (pred(last)) return last;
+    await sleep(25);
+  }
+  assert.fail(`${what}: ${JSON.stringify(last)}`);
+}
+
+const words = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'router', 'token', 'block', 'prefix', 'engine'];
+let seed = 5;
+const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+const sentence = (n) => Array.from({ length: n }, () => words[rnd(words.length)]).join(' ');
+
+async function fleet(encoding, hash, extra = []) {
+  const pub = await startPublisher(['--encoding', encoding, '--hash', hash, ...extra]);
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: [
+      { id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${pub.pub}`, replay_endpoint: `tcp://127.0.0.1:${pub.replay}` } },
+      { id: 'approx', url: sim.url },
+    ],
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  return { pub, sim, gw };
+}
+
+const usable = (ids) => Math.floor((ids.length - 1) / 16) * 16;
+
+for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
+  test(`stored, removed, cleared: ${encoding} encoding, ${hash} hashes`, async () => {
+    const { pub, gw } = await fleet(encoding, hash);
+    const prompt = 'System: ' + sentence(80);
+    const ids = tokens(prompt);
+    assert.ok(ids.length > 64);
+    // Events once the SUB socket has connected (events-stale until then).
+    let r = await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
+    assert.equal(r.predicted_cached_tokens, 0);
+    assert.equal(r.prediction_trust, 1);
+    assert.equal(row(await explain(gw, prompt), 'approx').index_source, 'approximate');
+    // The engine holds the prompt's first 3 blocks: exactly 48 tokens predicted.
+    await pub.cmd({ op: 'store', tokens: ids.slice(0, 48) });
+    r = await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === 48, 'three blocks stored');
+    assert.equal(r.index_event_blocks, 3);
+    // Then all of it: every usable block (the last token is always computed).
+    await pub.cmd({ op: 'store', tokens: ids });
+    await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === usable(ids), 'all stored');
+    // A different prompt sharing the head hits only the head.
+    const other = prompt.split(' ').slice(0, 20).join(' ') + ' ' + sentence(40);
+    const oids = tokens(other);
+    let common = 0;
+    while (common < oids.length && oids[common] === ids[common]) common++;
+    const ex = row(await explain(gw, other), 'ev');
+    assert.equal(ex.predicted_cached_tokens, Math.min(Math.floor(common / 16), Math.floor((oids.length - 1) / 16)) * 16);
+    // Block 2 evicted: the engine's hit stops at 2 blocks, whatever follows.
+    await pub.cmd({ op: 'remove', tokens: ids, from: 2 });
+    await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === 32, 'removed from block 2');
+    await pub.cmd({ op: 'clear' });
+    await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === 0, 'cleared');
+    // Garbage is counted and skipped; what follows still applies.
+    await pub.cmd({ op: 'garbage' });
+    await pub.cmd({ op: 'store', tokens: ids.slice(0, 32) });
+    await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === 32, 'after garbage');
+    const page = await metrics(gw.admin);
+    assert.equal(metricValue(page, 'inferrail_kv_events_decode_errors_total', 'replica="ev"'), 1);
+    assert.equal(metricValue(page, 'inferrail_kv_events_clears_total', 'replica="ev"'), 1);
+    assert.equal(metricValue(page, 'inferrail_kv_events_gaps_total', 'replica="ev"'), 0);
+  });
+}
+
+test('a dropped batch is replayed; a restart clears', async () => {
+  const { pub, gw } = await fleet('map', 'bytes');
+  const a = 'Alpha ' + sentence(70), b = 'Beta ' + sentence(70);
+  const ia = tokens(a), ib = tokens(b);
+  await pub.cmd({ op: 'store', tokens: ia.slice(0, 16) });
+  await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === 16, 'first batch');
+  await pub.cmd({ op: 'drop' });
+  await pub.cmd({ op: 'store', tokens: ia }); // lost on the live socket
+  await pub.cmd({ op: 'store', tokens: ib }); // its sequence shows the gap
+  await until(gw, 'ev', b, (c) => c.predicted_cached_tokens === usable(ib), 'the batch after the gap');
+  await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'the dropped batch, replayed');
+  let page = await metrics(gw.admin);
+  assert.equal(metricValue(page, 'inferrail_kv_events_gaps_total', 'replica="ev"'), 1);
+  assert.ok(metricValue(page, 'inferrail_kv_events_replayed_batches_total', 'replica="ev"') >= 1);
+  assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"'), 0);
+  assert.equal(row(await explain(gw, a), 'ev').index_source, 'events');
+  // The engine restarts: sequence 0 again, its cache empty, then it stores b's head.
+  await pub.cmd({ op: 'restart' });
+  await pub.cmd({ op: 'store', tokens: ib.slice(0, 16) });
+  await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === 0, 'restart cleared a');
+  await until(gw, 'ev', b, (c) => c.predicted_cached_tokens === 16, 'b after the restart');
+  page = await metrics(gw.admin);
+  assert.equal(metricValue(page, 'inferrail_kv_events_restarts_total', 'replica="ev"'), 1);
+});
+
+test('a gap the replay cannot cover falls back, then follows the events again', async () => {
+  const { pub, gw } = await fleet('array', 'int', ['--buffer-steps', '1']);
+  const a = 'Gamma ' + sentence(70), b = 'Delta ' + sentence(70);
+  const ia = tokens(a), ib = tokens(b);
+  await pub.cmd({ op: 'store', tokens: ia });
+  await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'a stored');
+  for (let i = 0; i < 3; i++) { await pub.cmd({ op: 'drop' }); await pub.cmd({ op: 'store', tokens: tokens(sentence(30)) }); }
+  await pub.cmd({ op: 'store', tokens: ib });
+  // The view was cleared (a's blocks may be gone on the engine for all the gateway knows).
+  await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === 0, 'a cleared by the fallback');
+  const page = await metrics(gw.admin);
+  assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"'), 1);
+  assert.match(gw.log.text, /no longer buffers the missing KV event batches/);
+  // The next batch is followed again.
+  const cp = 'Epsilon ' + sentence(50), c = tokens(cp);
+  await pub.cmd({ op: 'store', tokens: c });
+  const r = await until(gw, 'ev', cp, (x) => x.predicted_cached_tokens === usable(c), 'followed again');
+  assert.ok(['events', 'events-partial'].includes(r.index_source), r.index_source);
+  assert.equal(row(await explain(gw, a), 'ev').predicted_cached_tokens, 0);
+});
+
+test('a publisher that goes away leaves a stale view, trusted at index.stale_trust', async () => {
+  const { pub, gw } = await fleet('map', 'int');
+  const prompt = 'Zeta ' + sentence(80), ids = tokens(prompt);
+  await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
+  await pub.cmd({ op: 'store', tokens: ids });
+  await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === usable(ids), 'stored');
+  await pub.stop();
+  const r = await until(gw, 'ev', prompt, (c) => c.index_source === 'events-stale', 'stale after the publisher left');
+  assert.equal(r.prediction_trust, 0.5);
+  assert.equal(r.predicted_cached_tokens, Math.floor(usable(ids) * 0.5)); // what the policy counts
+  assert.equal(row(await explain(gw, prompt), 'approx').prediction_trust, 1);
+});

@@ -1,0 +1,221 @@
+// The simulator's KV events end to end: inferrail-sim --kv-events-config publishes in
+// vLLM's wire format (checked by a subscriber written as vLLM's example reads them,
+// tests/tools/kv-events-sub.py), and a gateway in front of two event-publishing
+// simulators under eviction pressure predicts every request's cached tokens exactly
+// (x-inferrail-cached-tokens against usage.prompt_tokens_details.cached_tokens),
+// through a dropped batch (replayed) and a /reset_prefix_cache (AllBlocksCleared).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
+
+const PY = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+const MODEL = 'inferrail/sim-8b';
+const cleanup = [];
+after(async () => { for (const f of cleanup.reverse()) await f(); });
+
+// A simulator publishing events on two random loopback ports in 10000-19999; a port
+// that is taken makes it exit 1, and another pair is tried.
+async function eventSim(encoding, hash, extra = []) {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const pub = 10000 + Math.floor(Math.random() * 9998), replay = pub + 1;
+    const cfg = { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://127.0.0.1:${pub}`, replay_endpoint: `tcp://127.0.0.1:${replay}`, buffer_steps: 1000 };
+    try {
+      const sim = await startSim(['--zero-latency', '--enable-prompt-tokens-details', '--enable-faults', '--kv-events-config', JSON.stringify(cfg),
+        '--kv-events-encoding', encoding, '--kv-events-hash', hash, ...extra]);
+      cleanup.push(() => sim.stop());
+      return { ...sim, pub, replay };
+    } catch (e) {
+      if (!/cannot bind/.test(String(e.message))) throw e;
+    }
+  }
+  throw new Error('no free port pair for the KV events');
+}
+
+function subscribe(sim, seconds = 0.3) {
+  return new Promise((resolve, reject) => {
+    const c = spawn(PY, [path.join(ROOT, 'tests/tools/kv-events-sub.py'), String(sim.pub), String(sim.replay), '--seconds', String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    c.stdout.on('data', (d) => { out += d; });
+    c.on('exit', (code) => code === 0 ? resolve(out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))) : reject(new Error(`subscriber exited ${code}`)));
+  });
+}
+
+async function complete(url, prompt, maxTokens = 3) {
+  const r = await fetch(url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: maxTokens }) });
+  assert.equal(r.status, 200);
+  const j = await r.json();
+  return { j, r };
+}
+
+for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
+  test(`the simulator publishes vLLM's format: ${encoding} encoding, ${hash} hashes`, async () => {
+    const sim = await eventSim(encoding, hash);
+    const prompt = 'one two three four five six seven eight nine ten '.repeat(8);
+    await complete(sim.url, prompt);
+    await sleep(50); // the publisher flushes every 2 ms
+    const batches = await subscribe(sim);
+    assert.ok(batches.length >= 1);
+    assert.equal(batches[0].seq, 0);
+    for (const b of batches) { assert.equal(b.encoding, encoding); assert.equal(b.rank, 0); assert.ok(Math.abs(b.ts - Date.now() / 1000) < 60); }
+    const stored = batches.flatMap((b) => b.events).filter((e) => e.type === 'BlockStored');
+    assert.ok(stored.length >= 1);
+    const first = stored[0];
+    assert.equal(first.parent_block_hash, null);
+    assert.equal(first.block_size, 16);
+    assert.equal(first.medium, 'GPU');
+    assert.equal(first.token_ids.length, first.block_hashes.length * 16);
+    for (const h of first.block_hashes) {
+      if (hash === 'bytes') assert.match(h, /^[0-9a-f]{64}$/);
+      else assert.ok(Number.isInteger(h) || typeof h === 'number');
+    }
+    // /reset_prefix_cache with nothing running: AllBlocksCleared.
+    const r = await fetch(sim.url + '/reset_prefix_cache', { method: 'POST' });
+    assert.equal(r.status, 200);
+    await sleep(50);
+    const after2 = await subscribe(sim);
+    assert.equal(after2.at(-1).events.at(-1).type, 'AllBlocksCleared');
+  });
+}
+
+test('a gateway fed by two simulators\' events predicts exactly, through a gap and a reset', async () => {
+  // 40-block caches against prompts of 6-12 blocks over 8 shared heads: evictions.
+  const sims = [await eventSim('map', 'bytes', ['--num-gpu-blocks-override', '40', '--max-model-len', '600']),
+    await eventSim('array', 'int', ['--num-gpu-blocks-override', '40', '--max-model-len', '600'])];
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url, kv_events: { endpoint: `tcp://127.0.0.1:${s.pub}`, replay_endpoint: `tcp://127.0.0.1:${s.replay}` } })),
+    routing: { default_policy: 'random', seed: 3 },
+    server: { workers: 1 },
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  let seed = 11;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'router', 'token', 'block', 'prefix'];
+  const heads = Array.from({ length: 8 }, (_, i) => `Head ${i}: ` + Array.from({ length: 40 + 10 * i }, () => words[rnd(10)]).join(' '));
+  let exact = 0, total = 0, hits = 0;
+  const misses = [];
+  async function one() {
+    const prompt = heads[rnd(heads.length)] + ' ' + Array.from({ length: 5 + rnd(30) }, () => words[rnd(10)]).join(' ');
+    const { j, r } = await complete(gw.url, prompt);
+    const predicted = Number(r.headers.get('x-inferrail-cached-tokens'));
+    const reported = j.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    total++;
+    if (reported > 0) hits++;
+    if (predicted === reported) exact++; else misses.push({ predicted, reported, replica: r.headers.get('x-inferrail-replica') });
+  }
+  // The subscriber applies events on its own thread: give each answer's events a
+  // moment to land before the next prediction (what a sequential client would race).
+  const batches = async () => {
+    const page = await metrics(gw.admin);
+    return sims.map((_, k) => metricValue(page, 'inferrail_kv_events_batches_total', `replica="sim-${k}"`)).join();
+  };
+  const settle = async () => { // until the applied batch counts stop moving
+    let last = await batches();
+    for (let i = 0; i < 100; i++) {
+      await sleep(15);
+      const now = await batches();
+      if (now === last) return;
+      last = now;
+    }
+  };
+  for (let i = 0; i < 60; i++) { await one(); await settle(); }
+  // A dropped batch on sim-0: the gateway sees the gap and replays it.
+  const f = await fetch(sims[0].url + '/admin/fault', { method: 'POST', body: JSON.stringify({ fault: 'drop-events=1' }) });
+  assert.equal(f.status, 200);
+  for (let i = 0; i < 60; i++) { await one(); await settle(); }
+  // Both caches reset: AllBlocksCleared, and nothing is predicted from stale blocks.
+  for (const s of sims) assert.equal((await fetch(s.url + '/reset_prefix_cache', { method: 'POST' })).status, 200);
+  await settle();
+  for (let i = 0; i < 60; i++) { await one(); await settle(); }
+  const page = await metrics(gw.admin);
+  const sum = (name) => sims.reduce((a, _, k) => a + metricValue(page, name, `replica="sim-${k}"`), 0);
+  assert.ok(sum('inferrail_kv_events_gaps_total') >= 1, 'the dropped batch was seen as a gap');
+  assert.ok(sum('inferrail_kv_events_replayed_batches_total') >= 1);
+  assert.equal(sum('inferrail_kv_events_fallbacks_total'), 0);
+  assert.equal(sum('inferrail_kv_events_clears_total'), 2);
+  assert.equal(sum('inferrail_kv_events_decode_errors_total'), 0);
+  assert.equal(exact, total, `${exact}/${total} exact; misses ${JSON.stringify(misses.slice(0, 10))}`);
+  assert.ok(hits >= 40, `only ${hits} of ${total} requests hit the cache`);
+  // The parity self-test: every answered prompt's blocks showed up in the events.
+  for (let k = 0; k < sims.length; k++) {
+    assert.ok(metricValue(page, 'inferrail_kv_events_parity_checks_total', `replica="sim-${k}"`) >= 20);
+    assert.ok(metricValue(page, 'inferrail_index_parity_ratio', `replica="sim-${k}"`) >= 0.95, page);
+  }
+});
+
+test('the parity self-test catches an engine that hashes other blocks', async () => {
+  // The engine runs 8-token blocks while the gateway expects 16: its events cannot
+  // be placed, and nothing the gateway predicts ever shows up stored.
+  const sim = await eventSim('map', 'bytes', ['--block-size', '8']);
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: [{ id: 'odd', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  for (let i = 0; i < 5; i++) await complete(gw.url, `Request ${i}: ` + 'kv cache router '.repeat(30));
+  let page;
+  for (let i = 0; i < 200; i++) { // each check waits up to 500 ms for its events
+    page = await metrics(gw.admin);
+    if (metricValue(page, 'inferrail_kv_events_parity_checks_total', 'replica="odd"') === 5) break;
+    await sleep(25);
+  }
+  assert.equal(metricValue(page, 'inferrail_kv_events_parity_checks_total', 'replica="odd"'), 5);
+  assert.equal(metricValue(page, 'inferrail_index_parity_ratio', 'replica="odd"'), 0);
+  assert.ok(metricValue(page, 'inferrail_kv_events_refused_total', 'replica="odd"') > 0);
+  assert.match(gw.log.text, /parity: replica odd: the engine's KV events show 0 of the/);
+});
+
+test('two gateways hold one view; one that joins late catches up by replay', async () => {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await eventSim(i % 2 ? 'array' : 'map', i % 2 ? 'int' : 'bytes', ['--num-gpu-blocks-override', '64', '--max-model-len', '900']));
+  const config = {
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url, kv_events: { endpoint: `tcp://127.0.0.1:${s.pub}`, replay_endpoint: `tcp://127.0.0.1:${s.replay}` } })),
+    routing: { default_policy: 'random', seed: 5 },
+    health: { interval: '10s' },
+  };
+  const a = await startGateway(config);
+  cleanup.push(async () => { assert.equal(await a.stop(), 0, a.log.text); });
+  let seed = 21;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'router', 'token', 'block', 'prefix'];
+  const heads = Array.from({ length: 6 }, (_, i) => `Shared ${i}: ` + Array.from({ length: 50 + 15 * i }, () => words[rnd(10)]).join(' '));
+  const prompt = () => heads[rnd(heads.length)] + ' ' + Array.from({ length: 3 + rnd(20) }, () => words[rnd(10)]).join(' ');
+  for (let i = 0; i < 30; i++) await complete(a.url, prompt());
+  const b = await startGateway(config); // joins late: it asks each engine for everything buffered
+  cleanup.push(async () => { assert.equal(await b.stop(), 0, b.log.text); });
+  for (let i = 0; i < 30; i++) await complete(i % 2 ? a.url : b.url, prompt());
+  const counts = async (gw) => {
+    const page = await metrics(gw.admin);
+    return sims.map((_, k) => metricValue(page, 'inferrail_kv_events_batches_total', `replica="sim-${k}"`) + metricValue(page, 'inferrail_kv_events_decode_errors_total', `replica="sim-${k}"`));
+  };
+  // Both have applied the same batches: the late one replayed what it missed.
+  let ca, cb;
+  for (let i = 0; i < 200; i++) {
+    ca = await counts(a); cb = await counts(b);
+    if (ca.join() === cb.join()) break;
+    await sleep(25);
+  }
+  assert.deepEqual(cb, ca);
+  const pb = await metrics(b.admin);
+  assert.ok(sims.reduce((x, _, k) => x + metricValue(pb, 'inferrail_kv_events_replayed_batches_total', `replica="sim-${k}"`), 0) >= 1);
+  let nonzero = 0;
+  for (const h of heads) {
+    const p = h + ' alpha beta';
+    const body = JSON.stringify({ model: MODEL, prompt: p, max_tokens: 1 });
+    const [ea, eb] = await Promise.all([a, b].map(async (gw) => (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body })).json()));
+    for (const row of ea.candidates) {
+      const other = eb.candidates.find((c) => c.replica === row.replica);
+      assert.equal(other.predicted_cached_tokens, row.predicted_cached_tokens, `${row.replica} for ${h.slice(0, 10)}`);
+      assert.equal(row.index_source, 'events');
+      assert.equal(other.index_source, 'events');
+      if (row.predicted_cached_tokens > 0) nonzero++;
+    }
+  }
+  assert.ok(nonzero >= 3, `only ${nonzero} nonzero predictions`);
+});

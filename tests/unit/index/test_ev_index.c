@@ -1,0 +1,347 @@
+/* The exact index fed by engine KV events: chaining the gateway's own hashes
+ * from token ids, removal in the middle of a chain, reattachment, tiers,
+ * orphans, clears, salts, duplicate hashes, fallback to approximate tracking,
+ * a randomized comparison with a naive model of the engine's prefix hits, and
+ * readers racing a writer (run under TSan by make test-tsan). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/ir_index.h"
+
+#define BS 4
+
+static void check(irx_index *ix) {
+    char err[200];
+    if (irx_check(ix, err, sizeof err)) fail_msg("%s", err);
+}
+
+static ir_hash128 ekey(uint64_t n) { /* an engine's opaque hash: anything but the gateway's */
+    return (ir_hash128){n * 0x9e3779b97f4a7c15ull + 1, ~n};
+}
+
+/* Block i of prompt `p` has tokens p*1000 + i*BS + j. */
+static void toks(uint32_t *out, uint32_t p, uint32_t from, uint32_t n) {
+    for (uint32_t i = 0; i < n * BS; i++) out[i] = p * 1000 + from * BS + i;
+}
+
+/* BlockStored for blocks [from, from + n) of prompt p, engine keys base + i. */
+static void store(irx_index *ix, uint32_t r, uint32_t p, uint32_t from, uint32_t n, uint64_t base,
+                  irx_medium m, const char *salt) {
+    ir_hash128 keys[64];
+    uint32_t t[64 * BS];
+    for (uint32_t i = 0; i < n; i++) keys[i] = ekey(base + from + i);
+    toks(t, p, from, n);
+    irx_ev ev = {.type = IRX_EV_STORED,
+                 .nblocks = n,
+                 .blocks = keys,
+                 .has_parent = from > 0,
+                 .parent = ekey(base + from - 1),
+                 .ntokens = n * BS,
+                 .block_size = BS,
+                 .tokens = t,
+                 .medium = m,
+                 .cache_salt = salt};
+    irx_ev_counts c = {0};
+    irx_ev_apply(ix, r, &ev, &c);
+}
+
+static void removes(irx_index *ix, uint32_t r, uint64_t key, irx_medium m) {
+    ir_hash128 k = ekey(key);
+    irx_ev ev = {.type = IRX_EV_REMOVED, .nblocks = 1, .blocks = &k, .medium = m};
+    irx_ev_counts c = {0};
+    irx_ev_apply(ix, r, &ev, &c);
+}
+
+/* The gateway's hashes of prompt p's first n blocks. */
+static void prompt(ir_hash128 *h, uint32_t p, uint32_t n, const char *salt) {
+    uint32_t t[64 * BS];
+    toks(t, p, 0, n);
+    ir_block_hash_chain(ir_block_hash_root("m", NULL, salt), t, n * BS, BS, h, n);
+}
+
+static uint32_t depth(irx_index *ix, uint32_t r, uint32_t p, uint32_t n) {
+    ir_hash128 h[64];
+    uint32_t out[8];
+    prompt(h, p, n, NULL);
+    irx_lookup(ix, h, n, out);
+    return out[r];
+}
+
+static void chain_remove_reattach(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(8);
+    assert_int_equal(irx_ev_track(ix, 1, "m", BS), 0);
+    assert_true(irx_ev_tracked(ix, 1));
+    assert_false(irx_ev_tracked(ix, 0));
+    store(ix, 1, 7, 0, 3, 100, IRX_MEDIUM_GPU, NULL);
+    assert_int_equal(depth(ix, 1, 7, 6), 3);
+    assert_int_equal(depth(ix, 1, 8, 6), 0); /* another prompt */
+    store(ix, 1, 7, 3, 1, 100, IRX_MEDIUM_GPU, NULL);
+    assert_int_equal(depth(ix, 1, 7, 6), 4);
+    check(ix);
+    removes(ix, 1, 101, IRX_MEDIUM_GPU); /* block 1: the engine stops hitting at 1 */
+    assert_int_equal(depth(ix, 1, 7, 6), 1);
+    check(ix);
+    irx_ev_view v;
+    irx_ev_view_get(ix, 1, &v);
+    assert_int_equal(v.gpu_blocks, 3);
+    assert_int_equal(v.nodes, 4);                     /* block 1 kept for its children */
+    store(ix, 1, 7, 1, 1, 100, IRX_MEDIUM_GPU, NULL); /* recomputed: 2 and 3 hit again */
+    assert_int_equal(depth(ix, 1, 7, 6), 4);
+    check(ix);
+    /* Leaves first, as an engine evicts: the tree shrinks to nothing. */
+    for (int k = 103; k >= 100; k--) removes(ix, 1, (uint64_t)k, IRX_MEDIUM_GPU);
+    irx_ev_view_get(ix, 1, &v);
+    assert_int_equal(v.nodes, 0);
+    assert_int_equal(depth(ix, 1, 7, 6), 0);
+    check(ix);
+    irx_free(ix);
+}
+
+static void tiers_orphans_clear(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(8);
+    assert_int_equal(irx_ev_track(ix, 2, "m", BS), 0);
+    store(ix, 2, 1, 0, 2, 0, IRX_MEDIUM_GPU, NULL);
+    store(ix, 2, 1, 2, 1, 0, IRX_MEDIUM_CPU, NULL); /* offloaded: not a GPU hit */
+    assert_int_equal(depth(ix, 2, 1, 4), 2);
+    irx_ev_view v;
+    irx_ev_view_get(ix, 2, &v);
+    assert_int_equal(v.cpu_blocks, 1);
+    store(ix, 2, 1, 2, 1, 0, IRX_MEDIUM_GPU, NULL); /* loaded back to the GPU */
+    assert_int_equal(depth(ix, 2, 1, 4), 3);
+    removes(ix, 2, 2, IRX_MEDIUM_CPU); /* the CPU copy goes; the GPU one stays */
+    assert_int_equal(depth(ix, 2, 1, 4), 3);
+    /* An orphan: its parent was never seen. */
+    store(ix, 2, 5, 3, 2, 500, IRX_MEDIUM_GPU, NULL);
+    irx_ev_view_get(ix, 2, &v);
+    assert_true(v.partial);
+    assert_int_equal(v.orphans, 2);
+    removes(ix, 2, 503, IRX_MEDIUM_GPU);
+    removes(ix, 2, 504, IRX_MEDIUM_GPU);
+    irx_ev_view_get(ix, 2, &v);
+    assert_false(v.partial);
+    check(ix);
+    /* AllBlocksCleared */
+    irx_ev cl = {.type = IRX_EV_CLEARED};
+    irx_ev_counts c = {0};
+    irx_ev_apply(ix, 2, &cl, &c);
+    assert_int_equal(c.cleared, 1);
+    assert_int_equal(depth(ix, 2, 1, 4), 0);
+    check(ix);
+    /* After the clear the same engine keys are new blocks again. */
+    store(ix, 2, 1, 0, 2, 0, IRX_MEDIUM_GPU, NULL);
+    assert_int_equal(depth(ix, 2, 1, 4), 2);
+    /* A block size other than the index's is refused. */
+    ir_hash128 k = ekey(9999);
+    uint32_t t[8] = {0};
+    irx_ev bad = {.type = IRX_EV_STORED,
+                  .nblocks = 1,
+                  .blocks = &k,
+                  .ntokens = 8,
+                  .block_size = 8,
+                  .tokens = t};
+    memset(&c, 0, sizeof c);
+    irx_ev_apply(ix, 2, &bad, &c);
+    assert_int_equal(c.refused, 1);
+    check(ix);
+    irx_free(ix);
+}
+
+static void salts_duplicates_and_fallback(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(8);
+    assert_int_equal(irx_set_capacity(ix, 3, 64), 0);
+    ir_hash128 h[8];
+    prompt(h, 4, 4, NULL);
+    irx_rec rec = irx_record(ix, 3, h, 4); /* an approximate guess, dropped by tracking */
+    irx_release(ix, rec, h, 4, 0);
+    assert_int_equal(depth(ix, 3, 4, 4), 4);
+    assert_int_equal(irx_ev_track(ix, 3, "m", BS), 0);
+    assert_int_equal(depth(ix, 3, 4, 4), 0);
+    assert_int_equal(irx_record(ix, 3, h, 4).n, 0); /* no guesses on a tracked replica */
+    /* A salted chain: visible to the salted prompt only. */
+    store(ix, 3, 4, 0, 2, 40, IRX_MEDIUM_GPU, "s1");
+    assert_int_equal(depth(ix, 3, 4, 4), 0);
+    ir_hash128 hs[4];
+    uint32_t out[8];
+    prompt(hs, 4, 4, "s1");
+    irx_lookup(ix, hs, 4, out);
+    assert_int_equal(out[3], 2);
+    /* Two engine blocks with one gateway hash (the engine salted something the
+     * gateway does not): the bit stays until both are gone. */
+    store(ix, 3, 4, 0, 2, 60, IRX_MEDIUM_GPU, NULL);
+    store(ix, 3, 4, 0, 2, 80, IRX_MEDIUM_GPU, NULL);
+    assert_int_equal(depth(ix, 3, 4, 4), 2);
+    removes(ix, 3, 61, IRX_MEDIUM_GPU);
+    assert_int_equal(depth(ix, 3, 4, 4), 2);
+    removes(ix, 3, 81, IRX_MEDIUM_GPU);
+    assert_int_equal(depth(ix, 3, 4, 4), 1);
+    check(ix);
+    /* A restart (counters back) clears events too. */
+    irx_reset_replica(ix, 3);
+    assert_int_equal(depth(ix, 3, 4, 4), 0);
+    check(ix);
+    /* Fallback: approximate again, and records count. */
+    store(ix, 3, 4, 0, 2, 60, IRX_MEDIUM_GPU, NULL);
+    irx_ev_untrack(ix, 3);
+    assert_false(irx_ev_tracked(ix, 3));
+    assert_int_equal(depth(ix, 3, 4, 4), 0);
+    rec = irx_record(ix, 3, h, 4);
+    assert_int_equal(rec.n, 4);
+    irx_release(ix, rec, h, 4, 0);
+    assert_int_equal(depth(ix, 3, 4, 4), 4);
+    check(ix);
+    irx_stats st;
+    irx_stats_get(ix, &st);
+    assert_true(st.bytes > 0);
+    irx_free(ix);
+}
+
+/* ---- randomized: the index against a naive engine --------------------------------- */
+/* Prompts 0..P-1 share a trie: prompt p's block i has tokens of prompt (p % 3) for
+ * i < 2 (a common head), else its own. The naive model keeps, per engine key, its
+ * tier; the engine's hit for a prompt is the leading run of blocks on the GPU. */
+#define P     12
+#define DEPTH 10
+
+static uint32_t owner(uint32_t p, uint32_t i) {
+    return i < 2 ? p % 3 : p;
+}
+static uint64_t key_of(uint32_t p, uint32_t i) { /* an engine key per distinct block */
+    uint32_t o = owner(p, i);
+    return (uint64_t)o * 100 + i + 1;
+}
+
+static void block_toks(uint32_t *t, uint32_t p, uint32_t i) {
+    for (uint32_t j = 0; j < BS; j++) t[j] = owner(p, i) * 1000 + i * BS + j;
+}
+
+static void store_one(irx_index *ix, uint32_t r, uint32_t p, uint32_t i) {
+    ir_hash128 k = ekey(key_of(p, i));
+    uint32_t t[BS];
+    block_toks(t, p, i);
+    irx_ev ev = {.type = IRX_EV_STORED,
+                 .nblocks = 1,
+                 .blocks = &k,
+                 .has_parent = i > 0,
+                 .parent = ekey(i ? key_of(p, i - 1) : 0),
+                 .ntokens = BS,
+                 .block_size = BS,
+                 .tokens = t,
+                 .medium = IRX_MEDIUM_GPU};
+    irx_ev_counts c = {0};
+    irx_ev_apply(ix, r, &ev, &c);
+}
+
+static void chain_of(ir_hash128 *h, uint32_t p) {
+    ir_hash128 g = ir_block_hash_root("m", NULL, NULL);
+    for (uint32_t i = 0; i < DEPTH; i++) {
+        uint32_t t[BS];
+        block_toks(t, p, i);
+        h[i] = g = ir_block_hash_next(g, t, BS);
+    }
+}
+
+static void randomized_against_naive(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(4);
+    assert_int_equal(irx_ev_track(ix, 0, "m", BS), 0);
+    bool gpu[P * 100 + DEPTH + 1] = {false};
+    uint64_t seed = 12345;
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t p = (uint32_t)(seed >> 33) % P, i = (uint32_t)(seed >> 45) % DEPTH;
+        uint32_t op = (uint32_t)(seed >> 20) % 100;
+        uint64_t k = key_of(p, i);
+        if (op < 55) {
+            /* An engine computes a block only after its parent, which is then cached. */
+            if (i == 0 || gpu[key_of(p, i - 1)]) {
+                store_one(ix, 0, p, i);
+                gpu[k] = true;
+            }
+        } else if (op < 99) { /* any block may go, children or not (LRU ties, offload) */
+            removes(ix, 0, k, IRX_MEDIUM_GPU);
+            gpu[k] = false;
+        } else {
+            irx_ev cl = {.type = IRX_EV_CLEARED};
+            irx_ev_counts c = {0};
+            irx_ev_apply(ix, 0, &cl, &c);
+            memset(gpu, 0, sizeof gpu);
+        }
+        if (step % 7 == 0) {
+            uint32_t q = (uint32_t)(seed >> 50) % P, want = 0, out[4];
+            while (want < DEPTH && gpu[key_of(q, want)]) want++;
+            ir_hash128 h[DEPTH];
+            chain_of(h, q);
+            irx_lookup(ix, h, DEPTH, out);
+            if (out[0] != want)
+                fail_msg("step %d prompt %u: index %u, engine %u", step, q, out[0], want);
+        }
+        if (step % 997 == 0) check(ix);
+    }
+    check(ix);
+    irx_free(ix);
+}
+
+/* ---- a writer thread and lock-free readers -------------------------------------------- */
+static atomic_bool stop;
+static irx_index *shared;
+
+static void *writer(void *arg) {
+    (void)arg;
+    uint64_t seed = 7;
+    for (int n = 0; n < 40000 && !atomic_load(&stop); n++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t p = (uint32_t)(seed >> 33) % P, i = (uint32_t)(seed >> 45) % DEPTH;
+        if ((seed >> 20) % 3)
+            store_one(shared, 1, p, i);
+        else
+            removes(shared, 1, key_of(p, i), IRX_MEDIUM_GPU);
+    }
+    atomic_store(&stop, true);
+    return NULL;
+}
+
+static void *reader(void *arg) {
+    (void)arg;
+    ir_hash128 h[P][DEPTH];
+    for (uint32_t p = 0; p < P; p++) chain_of(h[p], p);
+    uint32_t out[4];
+    for (uint64_t n = 0; !atomic_load(&stop); n++) {
+        irx_lookup(shared, h[n % P], DEPTH, out);
+        if (out[1] > DEPTH) abort();
+    }
+    return NULL;
+}
+
+static void readers_race_a_writer(void **state) {
+    (void)state;
+    shared = irx_new(4);
+    assert_int_equal(irx_ev_track(shared, 1, "m", BS), 0);
+    pthread_t w, rd[2];
+    atomic_store(&stop, false);
+    for (int i = 0; i < 2; i++) pthread_create(&rd[i], NULL, reader, NULL);
+    pthread_create(&w, NULL, writer, NULL);
+    pthread_join(w, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(rd[i], NULL);
+    check(shared);
+    irx_free(shared);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(chain_remove_reattach),         cmocka_unit_test(tiers_orphans_clear),
+        cmocka_unit_test(salts_duplicates_and_fallback), cmocka_unit_test(randomized_against_naive),
+        cmocka_unit_test(readers_race_a_writer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
