@@ -4,9 +4,10 @@
  * and an upstream connection pool; plus the control thread (the process's
  * main thread) that runs the admin port, the health checker and the model-card
  * refresher. Shared between them, without a lock on the hot path: the config
- * (immutable after start), the fleet's per-replica atomic counters and health,
- * the policies (atomic state), and the model cards (behind a mutex, read only
- * by GET /v1/models).
+ * (each version immutable; a SIGHUP reload publishes a new one through an atomic
+ * pointer, gw_live), the fleet's slots (members join and leave through an atomic
+ * flag, members.c), per-replica atomic counters and health, the policies (atomic
+ * state), and the model cards (behind a mutex, read only by GET /v1/models).
  *
  * The port is the process's own: before the workers bind with SO_REUSEPORT,
  * irn_listen_probe binds it without, which fails while any other process
@@ -327,6 +328,9 @@ typedef struct gw_fleet {
     size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
     gw_model *models;
     size_t nmodels;
+    /* Held while one ejection is decided (gw_replica_failed, off the hot path), so
+     * that racing workers never eject past health.max_ejection_percent together. */
+    pthread_mutex_t eject_mu;
     /* Called on the control thread (the only writer of membership) after a replica
      * joins (joined) and after it leaves (!joined): the metrics follow members so.
      * NULL: nobody listens. */
