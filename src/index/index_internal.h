@@ -98,6 +98,8 @@ int irx_map_init(irx_map *m, uint32_t nwords);
 void irx_map_destroy(irx_map *m);
 /* Sets bit r of block h, creating its entry. -1 on OOM (nothing changed). */
 int irx_map_add(irx_map *m, ir_hash128 h, uint32_t r);
+/* irx_map_add that says whether the bit was set already. */
+int irx_map_add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set);
 /* Clears bit r of block h. */
 void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r);
 /* Reader: h's bitset (zeros when absent) into out[nwords]. Call inside
