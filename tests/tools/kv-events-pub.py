@@ -83,16 +83,24 @@ def main():
     ap.add_argument("--block-size", type=int, default=16)
     ap.add_argument("--buffer-steps", type=int, default=10000)
     ap.add_argument("--topic", default="")
+    ap.add_argument("--pub-port", type=int, default=0, help="bind this port (default: random)")
+    ap.add_argument("--replay-port", type=int, default=0)
+    ap.add_argument("--first-seq", type=int, default=0, help="the first sequence number")
     a = ap.parse_args()
     ctx = zmq.Context.instance()
     pub, router = ctx.socket(zmq.PUB), ctx.socket(zmq.ROUTER)
     pub.setsockopt(zmq.LINGER, 0)
     router.setsockopt(zmq.LINGER, 0)
-    pport = pub.bind_to_random_port("tcp://127.0.0.1", 10000, 20000, 200)
-    rport = router.bind_to_random_port("tcp://127.0.0.1", 10000, 20000, 200)
+    def bind(sock, port):
+        if not port:
+            return sock.bind_to_random_port("tcp://127.0.0.1", 10000, 20000, 200)
+        sock.bind("tcp://127.0.0.1:%d" % port)
+        return port
+
+    pport, rport = bind(pub, a.pub_port), bind(router, a.replay_port)
     print(json.dumps({"pub": pport, "replay": rport}), flush=True)
     eng = Engine(a.hash, a.block_size)
-    seq, buf, drop_next = 0, [], False
+    seq, buf, drop_next = a.first_seq, [], False
     topic = a.topic.encode()
     poller = zmq.Poller()
     poller.register(router, zmq.POLLIN)
