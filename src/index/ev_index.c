@@ -32,7 +32,8 @@
 #define GPU         1u
 #define CPU         2u
 #define ATTACHED    4u
-#define NOBIT       8u /* attached, but its bit could not be counted (OOM): leaves nothing */
+#define NOBIT       8u  /* attached, but its bit could not be counted (OOM): leaves nothing */
+#define CPUBIT      16u /* its bit is set in the CPU map (held, and not attached) */
 
 typedef struct evnode {
     ir_hash128 ekey, gkey;
@@ -48,6 +49,7 @@ struct irx_evrep {
     ir_map byekey;              /* engine key -> node */
     ir_map dups;                /* gateway hash -> attached nodes beyond the bit's first */
     uint64_t bits;              /* bits set in the shared map */
+    uint64_t cpubits;           /* nodes with CPUBIT */
     ir_map orphans;             /* engine keys of orphan blocks */
     uint32_t *stack;            /* tree walks */
     uint32_t nstack, stackcap;
@@ -69,6 +71,31 @@ static void account(irx_index *ix, irx_evrep *e, size_t before) {
 
 uint64_t irx_evrep_bits(const irx_evrep *e) {
     return e->bits;
+}
+uint64_t irx_evrep_cpu_bits(const irx_evrep *e) {
+    return e->cpubits;
+}
+
+/* Node k's bit in the CPU map follows its state: held in a tier and not attached.
+ * (Two nodes with one gateway hash share the bit; the first to go clears it: a CPU
+ * hit can be under-counted then, never over-counted.) */
+static void cpu_sync(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
+    bool want = (n->flags & (GPU | CPU)) && !(n->flags & ATTACHED);
+    bool has = n->flags & CPUBIT;
+    if (want == has) return;
+    if (want) {
+        bool was;
+        /* OOM, or another node with this gateway hash holds the bit: not counted. */
+        if (irx_map_add_bit(&ix->cpu, n->gkey, r, &was) || was) return;
+        n->flags |= CPUBIT;
+        e->cpubits++;
+        atomic_fetch_add(&ix->cpu_bits, 1);
+    } else {
+        irx_map_remove(&ix->cpu, n->gkey, r);
+        n->flags &= ~CPUBIT;
+        e->cpubits--;
+        atomic_fetch_sub(&ix->cpu_bits, 1);
+    }
 }
 
 static int push(irx_evrep *e, uint32_t k) {
@@ -134,6 +161,7 @@ static void attach(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k) {
         if ((n->flags & (GPU | ATTACHED)) != GPU) continue;
         n->flags |= ATTACHED;
         bit_on(ix, r, e, n);
+        cpu_sync(ix, r, e, n);
         for (uint32_t c = n->child; c != NIL; c = e->nodes[c].sib)
             if (push(e, c)) return;
     }
@@ -147,6 +175,7 @@ static void detach(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k) {
     if (push(e, k)) { /* OOM: at least k itself */
         e->nodes[k].flags &= ~ATTACHED;
         bit_off(ix, r, e, &e->nodes[k]);
+        cpu_sync(ix, r, e, &e->nodes[k]);
         return;
     }
     /* Preorder into the stack (attached nodes only), then undo it in reverse. */
@@ -159,6 +188,7 @@ static void detach(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k) {
         evnode *n = &e->nodes[e->stack[at]];
         n->flags &= ~ATTACHED;
         bit_off(ix, r, e, n);
+        cpu_sync(ix, r, e, n);
     }
 }
 
@@ -228,11 +258,15 @@ static void tier_on(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_
     n->flags |= t;
     if (t == CPU) {
         e->cpu++;
+        cpu_sync(ix, r, e, n);
         return;
     }
     e->gpu++;
     uint32_t p = n->parent;
-    if (p == NIL || (e->nodes[p].flags & ATTACHED)) attach(ix, r, e, k);
+    if (p == NIL || (e->nodes[p].flags & ATTACHED))
+        attach(ix, r, e, k);
+    else
+        cpu_sync(ix, r, e, n); /* on the GPU below a block that is not: a CPU-hit block */
 }
 
 static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_t t) {
@@ -245,6 +279,7 @@ static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32
         e->cpu--;
     }
     e->nodes[k].flags &= ~t;
+    cpu_sync(ix, r, e, &e->nodes[k]);
     collect(e, k);
 }
 
@@ -312,11 +347,14 @@ static void removed(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, i
 void irx_evrep_clear(irx_index *ix, uint32_t r) {
     irx_evrep *e = ix->rep[r].ev;
     /* Every bit goes (a duplicate's second removal finds it gone: a no-op). */
-    for (uint32_t k = 0; k < e->nnodes; k++)
+    for (uint32_t k = 0; k < e->nnodes; k++) {
         if ((e->nodes[k].flags & (ATTACHED | NOBIT)) == ATTACHED)
             irx_map_remove(&ix->map, e->nodes[k].gkey, r);
+        if (e->nodes[k].flags & CPUBIT) irx_map_remove(&ix->cpu, e->nodes[k].gkey, r);
+    }
     atomic_fetch_sub(&ix->ev_bits, e->bits);
-    e->bits = 0;
+    atomic_fetch_sub(&ix->cpu_bits, e->cpubits);
+    e->bits = e->cpubits = 0;
     ir_map_clear(&e->dups);
     ir_map_clear(&e->byekey);
     ir_map_clear(&e->orphans);
@@ -430,4 +468,23 @@ void irx_ev_view_get(irx_index *ix, uint32_t r, irx_ev_view *out) {
         out->partial = out->orphans > 0;
     }
     pthread_mutex_unlock(&ix->rep[r].mu);
+}
+
+void irx_ev_lookup_cpu(irx_index *ix, const ir_hash128 *h, size_t n, const uint32_t *gpu,
+                       uint32_t *out) {
+    memset(out, 0, ix->nrep * sizeof *out);
+    if (n == 0 || atomic_load_explicit(&ix->cpu_bits, memory_order_relaxed) == 0) return;
+    uint64_t w[IRX_WORDS];
+    irx_read_lock();
+    for (uint32_t r = 0; r < ix->nrep; r++) {
+        /* The run of blocks after r's GPU prefix that r holds somewhere else. */
+        size_t j = gpu[r];
+        while (j < n) {
+            irx_map_bits(&ix->cpu, h[j], w);
+            if (!(w[r / 64] >> (r % 64) & 1)) break;
+            j++;
+        }
+        out[r] = (uint32_t)(j - gpu[r]);
+    }
+    irx_read_unlock();
 }
