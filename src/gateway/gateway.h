@@ -64,6 +64,7 @@ typedef struct gw_cost_model_cfg {
     double prefill_pair_ns;  /* b */
     double prefill_fixed_ms; /* d */
     double decode_token_ms;  /* time per output token */
+    double cpu_token_us;     /* loading one token's KV from the CPU tier */
     double kv_pressure;      /* engine KV usage above which a replica is avoided */
     int64_t hot_replicas;    /* most replicas a hot prefix spreads over; 0: all */
     bool session_affinity;

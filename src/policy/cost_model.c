@@ -118,9 +118,13 @@ static double cached_of(const irp_request *req, const irp_candidate *c) {
     return cached < pt ? cached : pt;
 }
 
+/* A CPU-tier hit is priced between a GPU hit and a recompute: its tokens are loaded
+ * at cpu_token_s each, and then count as context for the tokens still computed. */
 double irp_cost_ttft(const irp_config *cfg, const irp_request *req, const irp_candidate *c) {
-    double cached = cached_of(req, c);
-    return queue_wait(cfg, req, c) + prefill(cfg, (double)req->prompt_tokens - cached, cached);
+    double cached = cached_of(req, c), rest = (double)req->prompt_tokens - cached;
+    double cpu = (double)c->predicted_cpu_tokens < rest ? (double)c->predicted_cpu_tokens : rest;
+    return queue_wait(cfg, req, c) + cpu * cfg->cpu_token_s +
+           prefill(cfg, rest - cpu, cached + cpu);
 }
 
 /* ---- per-prefix arrival rates ----------------------------------------- */

@@ -208,3 +208,32 @@ test('an engine that comes back on the same endpoint is rebuilt from scratch', a
   const page = await metrics(gw.admin);
   assert.equal(metricValue(page, 'inferrail_kv_events_reconnects_total', 'replica="ev"'), 1);
 });
+
+test('the CPU tier: offloaded blocks are predicted as CPU hits and priced by cost_model', async () => {
+  const pub = await startPublisher(['--encoding', 'array', '--hash', 'int']);
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim', policy: 'cost_model' }],
+    replicas: [
+      { id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${pub.pub}`, replay_endpoint: `tcp://127.0.0.1:${pub.replay}` } },
+      { id: 'approx', url: sim.url },
+    ],
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  const prompt = 'Iota ' + sentence(120), ids = tokens(prompt);
+  await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
+  await pub.cmd({ op: 'store', tokens: ids });
+  await pub.cmd({ op: 'offload', tokens: ids, from: 2 });
+  await pub.cmd({ op: 'evict-gpu', tokens: ids, from: 2 });
+  const r = await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === 32, 'two GPU blocks left');
+  assert.equal(r.predicted_cpu_tokens, usable(ids) - 32);
+  assert.equal(r.index_cpu_blocks, Math.floor(ids.length / 16) - 2);
+  const ex = await explain(gw, prompt);
+  const other = row(ex, 'approx');
+  assert.equal(other.predicted_cpu_tokens, 0);
+  // A CPU hit costs transfer time, far less than recomputing: cost_model picks it.
+  assert.ok(r.estimated_ttft_ms < other.estimated_ttft_ms, JSON.stringify(ex.candidates));
+  assert.equal(ex.winner, 'ev');
+});

@@ -16,6 +16,8 @@ JSON command per line on stdin, publishes one batch per command, and prints
 "ok SEQ" (or "ok -" when nothing was published):
   {"op": "store", "tokens": [...]}   the prompt's full blocks it does not hold yet
   {"op": "remove", "tokens": [...], "from": i}   blocks i.. of that prompt
+  {"op": "offload", "tokens": [...], "from": i}  CPU copies of blocks i.. (medium CPU)
+  {"op": "evict-gpu", "tokens": [...], "from": i}  their GPU copies go (medium GPU)
   {"op": "clear"}                    AllBlocksCleared (and its cache forgets)
   {"op": "drop"}                     the next batch goes to the replay buffer only
   {"op": "garbage"}                  a payload that is not msgpack, next sequence
@@ -51,18 +53,18 @@ class Engine:
         return out
 
 
-def stored(enc, hashes, parent, tokens, bs):
+def stored(enc, hashes, parent, tokens, bs, medium="GPU"):
     if enc == "array":  # lora_id, medium and lora_name given; extra_keys etc. omitted
-        return ["BlockStored", hashes, parent, tokens, bs, None, "GPU", None]
+        return ["BlockStored", hashes, parent, tokens, bs, None, medium, None]
     return {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": parent,
-            "token_ids": tokens, "block_size": bs, "lora_id": None, "medium": "GPU",
+            "token_ids": tokens, "block_size": bs, "lora_id": None, "medium": medium,
             "lora_name": None}
 
 
-def removed(enc, hashes):
+def removed(enc, hashes, medium="GPU"):
     if enc == "array":
-        return ["BlockRemoved", hashes, "GPU"]
-    return {"type": "BlockRemoved", "block_hashes": hashes, "medium": "GPU"}
+        return ["BlockRemoved", hashes, medium]
+    return {"type": "BlockRemoved", "block_hashes": hashes, "medium": medium}
 
 
 def cleared(enc):
@@ -156,6 +158,19 @@ def main():
                 for h in hs:
                     del eng.held[h]
                 out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1])], 0))
+            elif op == "offload":  # CPU copies of blocks from.. (vLLM's offloading connector)
+                chain = eng.chain(cmd["tokens"])
+                f = cmd.get("from", 0)
+                hs = [h for h, _ in chain[f:]]
+                toks = [t for _, blk in chain[f:] for t in blk]
+                parent = chain[f - 1][0] if f > 0 else None
+                out = publish(batch(a.encoding, [stored(a.encoding, hs, parent, toks, a.block_size,
+                                                        "CPU")], 0))
+            elif op == "evict-gpu":  # GPU copies of blocks from.. go; CPU copies stay
+                hs = [h for h, _ in eng.chain(cmd["tokens"])[cmd.get("from", 0):] if h in eng.held]
+                for h in hs:
+                    del eng.held[h]
+                out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1], "GPU")], 0))
             elif op == "clear":
                 eng.held.clear()
                 out = publish(batch(a.encoding, [cleared(a.encoding)], 0))
