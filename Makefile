@@ -24,6 +24,7 @@ help:
 	@echo "make fuzz           build the libFuzzer targets and run each briefly"
 	@echo "make stress         the long scenarios of tests/stress (minutes; loopback only)"
 	@echo "make run            start three simulators and the gateway (Ctrl-C stops them)"
+	@echo "make stack          the same with a real Prometheus scraping them, and the URLs (Ctrl-C stops)"
 	@echo "make install        install binaries, example config and help texts (PREFIX, DESTDIR)"
 	@echo "make deploy-check   check deploy/ (systemd unit, Dockerfile) statically"
 	@echo "make bench          simulator and gateway-memory benchmarks into a new bench/results/runs/ folder"
@@ -107,6 +108,11 @@ test-tsan: deps tsan
 
 run: deps build
 	./scripts/run-local
+
+# Prometheus, three simulators and the gateway on localhost (no Docker); prints the URLs.
+.PHONY: stack
+stack: deps build
+	./scripts/stack
 
 # PREFIX/bin: the three programs; PREFIX/share/inferrail: the example config;
 # PREFIX/share/doc/inferrail: each program's --help text. DESTDIR for staging.

@@ -17,7 +17,7 @@ fresh_out() {
   mkdir -p "$d" && echo "$d"
 }
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/integration/ports.sh"
 waitup() { for _ in $(seq 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; exit 1; }
 
 # start_sims N [PREFIX...] -- [SIM FLAGS...]: starts N simulators on free ports,

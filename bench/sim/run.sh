@@ -6,12 +6,13 @@
 # committed results) and prints a summary. Loopback only; bounded in time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/tests/integration/ports.sh"
 B=${IR_BUILD:-$root/build}
 out=${1:-$root/bench/results/runs/sim-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 res="$out/results.jsonl"
 : > "$res"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(freeport)
 ncpu=$(nproc)
 pin_sim=(); pin_client=()
 # The simulator is single-threaded: pin it to one core. The client is left to

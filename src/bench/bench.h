@@ -20,6 +20,13 @@ int bench_compare_main(int argc, char **argv);
 int bench_capacity_main(int argc, char **argv);
 int bench_report_main(int argc, char **argv);
 int bench_workload_main(int argc, char **argv);
+int bench_calibrate_main(int argc, char **argv);
+/* calibrate.c: the least-squares fit of t = a*u + b*u*(c + u/2) + d over n points
+ * (seconds, tokens). -1 when fewer than 3 points or they do not determine it. */
+int bench_cal_fit(const double *u, const double *c, const double *t, size_t n, double *a, double *b,
+                  double *d);
+/* The number after the last `"key"` and its colon in s[0..len); -1 when none. */
+double bench_cal_usage(const char *s, size_t len, const char *key);
 
 /* Sorted-sample percentiles. */
 double bench_percentile(double *sorted, size_t n, double p);

@@ -14,6 +14,7 @@ static void usage(FILE *f) {
             "  capacity      the highest rate at which the SLO holds\n"
             "  report        a Markdown report with gnuplot charts from result folders\n"
             "  workload      print a workload's requests (determinism checks)\n"
+            "  calibrate     fit cost_model's prefill shape and decode time on an engine\n"
             "  streams       N concurrent SSE streams against one server; total time, errors\n"
             "  soak          many requests at fixed concurrency; resident memory growth of a pid\n"
             "  rps           closed-loop requests per second at fixed concurrency\n"
@@ -38,6 +39,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "capacity") == 0) return bench_capacity_main(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return bench_report_main(argc - 1, argv + 1);
     if (strcmp(cmd, "workload") == 0) return bench_workload_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "calibrate") == 0) return bench_calibrate_main(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize-sim") == 0) return bench_tokenize_sim(argc - 1, argv + 1);
     if (strcmp(cmd, "streams") == 0) return bench_streams(argc - 1, argv + 1);
     if (strcmp(cmd, "soak") == 0) return bench_soak(argc - 1, argv + 1);

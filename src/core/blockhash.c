@@ -9,22 +9,27 @@
  * larger ones go through the streaming API, which yields the same digest. */
 #define ONE_SHOT_BYTES 4096
 
-static void absorb_salt(XXH3_state_t *st, const char *s) {
+static void absorb_salt(XXH3_state_t *st, const char *s, size_t len) {
     /* Length-prefixed, so ("ab","c") and ("a","bc") differ; an absent salt has
      * its own length marker, so (NULL,"x") and ("x",NULL) differ too. */
-    uint64_t n = s ? strlen(s) : UINT64_MAX;
+    uint64_t n = s ? (uint64_t)len : UINT64_MAX;
     XXH3_128bits_update(st, &n, sizeof n);
-    if (s) XXH3_128bits_update(st, s, n);
+    if (s) XXH3_128bits_update(st, s, len);
+}
+
+ir_hash128 ir_block_hash_root_n(const char *model, const char *adapter, const char *cache_salt,
+                                size_t salt_len) {
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    absorb_salt(&st, model, model ? strlen(model) : 0);
+    absorb_salt(&st, adapter, adapter ? strlen(adapter) : 0);
+    absorb_salt(&st, cache_salt, salt_len);
+    XXH128_hash_t h = XXH3_128bits_digest(&st);
+    return (ir_hash128){h.low64, h.high64};
 }
 
 ir_hash128 ir_block_hash_root(const char *model, const char *adapter, const char *cache_salt) {
-    XXH3_state_t st;
-    XXH3_128bits_reset(&st);
-    absorb_salt(&st, model);
-    absorb_salt(&st, adapter);
-    absorb_salt(&st, cache_salt);
-    XXH128_hash_t h = XXH3_128bits_digest(&st);
-    return (ir_hash128){h.low64, h.high64};
+    return ir_block_hash_root_n(model, adapter, cache_salt, cache_salt ? strlen(cache_salt) : 0);
 }
 
 /* vLLM's default block of 16 tokens: 80 bytes go straight to XXH3's 17-to-128

@@ -84,6 +84,10 @@ typedef struct ir_hash128 {
 } ir_hash128;
 
 ir_hash128 ir_block_hash_root(const char *model, const char *adapter, const char *cache_salt);
+/* The same with a cache_salt of salt_len bytes that may hold NULs (a JSON string
+ * "a\u0000b" is three bytes); ir_block_hash_root is this with strlen(cache_salt). */
+ir_hash128 ir_block_hash_root_n(const char *model, const char *adapter, const char *cache_salt,
+                                size_t salt_len);
 /* The hash of one full block under its parent's hash (or the root). */
 ir_hash128 ir_block_hash_next(ir_hash128 parent, const uint32_t *ids, size_t block_size);
 /* Hashes the full blocks of ids[0..n); returns how many were written (<= max_out,

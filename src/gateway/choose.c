@@ -12,12 +12,25 @@ void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t b
                        .nblocks = ok ? p->nhashes : 0,
                        .block_size = block_size,
                        .text = p->text.len ? p->text.data : NULL,
-                       .text_len = p->text.len};
+                       .text_len = p->text.len,
+                       .session = p->user,
+                       .session_len = p->user ? p->user_len : 0};
+}
+
+void gw_session_of(const irn_header *hs, size_t n, const gw_prompt *p, const char **s,
+                   size_t *len) {
+    const irn_header *h = hs ? irn_headers_find(hs, n, GW_SESSION_HEADER) : NULL;
+    if (h && h->value_len) {
+        *s = h->value, *len = h->value_len;
+        return;
+    }
+    *s = p->user, *len = p->user ? p->user_len : 0;
 }
 
 /* What the policy is told of the request. */
 void gw_policy_request(gw_req *r, irp_request *q) {
     gw_policy_request_of(&r->prompt, r->prompt_tokens, r->w->app->fleet.block_size, &r->w->rng, q);
+    gw_session_of(r->req->headers, r->req->nheaders, &r->prompt, &q->session, &q->session_len);
 }
 
 /* Each candidate's predicted cached tokens, from stage 5's match. */
@@ -31,20 +44,21 @@ void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, 
         double t = f->kvsub ? gw_prediction_trust(f, slot) : f->cfg->index.approximate_trust;
         cand[i].predicted_cached_tokens = t >= 1.0 ? raw : (uint64_t)((double)raw * t);
         /* cached[n + slot]: its CPU-tier blocks after those (prepare.c) */
-        uint64_t cpu =
-            (uint64_t)p->cached[(f->nreplicas ? f->nreplicas : 1) + slot] * f->block_size;
+        uint64_t cpu = (uint64_t)p->cached[f->nslots + slot] * f->block_size;
         cand[i].predicted_cpu_tokens = t >= 1.0 ? cpu : (uint64_t)((double)cpu * t);
     }
 }
 
-static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q) {
+static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp_request *q,
+                   uint64_t since) {
     r->rep = rep;
+    gw_metrics_decision(r, rep, ir_now_ns() - since);
     r->lease_pending = true;
     const gw_prompt *p = &r->prompt;
     r->predicted_cached = p->state == GW_PREDICT_OK && p->cached
                               ? (uint64_t)p->cached[rep->index] * r->w->app->fleet.block_size
                               : c->predicted_cached_tokens;
-    irp_policy_assigned(r->model->policy, rep->index, q);
+    irp_policy_assigned(r->policy, rep->index, q);
 }
 
 gw_choice gw_choose(gw_req *r) {
@@ -53,6 +67,7 @@ gw_choice gw_choose(gw_req *r) {
     irp_candidate cand[GW_MAX_REPLICAS];
     irp_request q;
     gw_policy_request(r, &q);
+    r->policy = r->model->policy;
     for (int pass = 0; pass < 2; pass++) { /* untried replicas first, then any */
         size_t healthy = 0;
         size_t n = gw_fleet_candidates(f, r->model->index, now, pass == 0 ? r->tried : NULL, cand,
@@ -60,12 +75,12 @@ gw_choice gw_choose(gw_req *r) {
         if (healthy == 0) return GW_NONE_HEALTHY;
         gw_predictions(f, &r->prompt, cand, n);
         while (n > 0) {
-            size_t k = irp_choose(r->model->policy, &q, cand, n);
+            size_t k = irp_choose(r->policy, &q, cand, n);
             gw_replica *rep = &f->replicas[cand[k].replica];
             uint64_t cached = IR_MIN(cand[k].predicted_cached_tokens, r->prompt_tokens);
             r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached};
             if (gw_lease_take(rep, r->lease)) {
-                leased(r, rep, &cand[k], &q);
+                leased(r, rep, &cand[k], &q, now);
                 return GW_CHOSEN;
             }
             cand[k] = cand[--n]; /* lost the race for its last slot */

@@ -203,6 +203,19 @@ static const ir_cfg_field index_fields[] = {
 static const ir_cfg_schema index_schema = {"index", index_fields, IR_ARRAY_LEN(index_fields),
                                            sizeof(gw_index_cfg)};
 
+static const ir_cfg_field load_fields[] = {
+    F(gw_load_cfg, "scrape_interval", IR_CFG_DURATION, scrape_interval, "100ms",
+      "every replica's /metrics page is read this often, all in parallel; at least 10ms"),
+    F(gw_load_cfg, "scrape_timeout", IR_CFG_DURATION, scrape_timeout, "100ms",
+      "one scrape, connect and whole page; > 0 (pages are capped at 4 MiB)"),
+    F(gw_load_cfg, "max_age", IR_CFG_DURATION, max_age, "250ms",
+      "an engine report older than this is missing: policies use the gateway's own counts; "
+      "at least scrape_interval"),
+};
+static const ir_cfg_schema load_schema = {"load", load_fields, IR_ARRAY_LEN(load_fields),
+                                          sizeof(gw_load_cfg)};
+static const char *const content_formats[] = {"auto", "string", "openai", NULL};
+
 static const ir_cfg_field model_fields[] = {
     {.key = "name",
      .type = IR_CFG_STRING,
@@ -222,6 +235,20 @@ static const ir_cfg_field model_fields[] = {
     F(gw_model_cfg, "tokenizer_optional", IR_CFG_BOOL, tokenizer_optional, "false",
       "a tokenizer that cannot load is a warning (the model routes without predictions), not "
       "an error"),
+    F(gw_model_cfg, "chat_template", IR_CFG_STRING, chat_template, NULL,
+      "a Jinja2 chat template file used instead of the tokenizer's (vLLM's --chat-template)"),
+    {.key = "chat_template_content_format",
+     .type = IR_CFG_ENUM,
+     .offset = offsetof(gw_model_cfg, chat_template_content_format),
+     .def = "auto",
+     .choices = content_formats,
+     .doc = "how message content reaches the template: auto (detected from it), string or "
+            "openai (vLLM's --chat-template-content-format)"},
+    {.key = "chat_template_kwargs",
+     .type = IR_CFG_MAP,
+     .offset = offsetof(gw_model_cfg, chat_template_kwargs),
+     .doc = "default template variables, under each request's chat_template_kwargs (vLLM's "
+            "--default-chat-template-kwargs)"},
 };
 static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(model_fields),
                                            sizeof(gw_model_cfg)};
@@ -270,6 +297,47 @@ static const ir_cfg_field replica_fields[] = {
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
 
+static const ir_cfg_field dns_group_fields[] = {
+    {.key = "name",
+     .type = IR_CFG_STRING,
+     .offset = offsetof(gw_dns_group_cfg, name),
+     .required = true,
+     .doc = "the group's name; its members are named <name>-<ip>-<port>"},
+    {.key = "url",
+     .type = IR_CFG_URL,
+     .offset = offsetof(gw_dns_group_cfg, url),
+     .required = true,
+     .doc = "http://NAME:PORT[/base]: NAME's A and AAAA records are the members, on PORT; "
+            "with srv, NAME is an SRV name whose records give targets and ports"},
+    F(gw_dns_group_cfg, "models", IR_CFG_STRLIST, models, NULL,
+      "models its members serve; default every configured model"),
+    F(gw_dns_group_cfg, "refresh", IR_CFG_DURATION, refresh, "5s",
+      "how often NAME is looked up again; an answer whose TTL runs out first brings the next "
+      "lookup sooner, but a TTL never below 1s; at least 10ms"),
+    F(gw_dns_group_cfg, "srv", IR_CFG_BOOL, srv, "false",
+      "look up SRV records (as Kubernetes headless Services publish) for targets and ports"),
+    FI(gw_dns_group_cfg, "max_concurrency", max_concurrency, "256", 1, 1000000,
+       "requests in flight to each member"),
+    FI(gw_dns_group_cfg, "max_pending", max_pending, "64", 1, 1000000,
+       "requests waiting for each member's response head"),
+    FI(gw_dns_group_cfg, "kv_capacity_blocks", kv_capacity_blocks, "0", 0, INT64_MAX,
+       "each member's KV cache in blocks; 0 means learn it from the engine"),
+};
+static const ir_cfg_schema dns_group_schema = {
+    "dns group", dns_group_fields, IR_ARRAY_LEN(dns_group_fields), sizeof(gw_dns_group_cfg)};
+
+static const ir_cfg_field discovery_fields[] = {
+    {.key = "dns",
+     .type = IR_CFG_LIST,
+     .offset = offsetof(gw_discovery_cfg, dns),
+     .sub = &dns_group_schema,
+     .doc = "DNS groups: every address a name resolves to is a replica"},
+    F(gw_discovery_cfg, "nameservers", IR_CFG_STRLIST, nameservers, NULL,
+      "DNS servers as host:port, instead of /etc/resolv.conf's"),
+};
+static const ir_cfg_schema discovery_schema = {
+    "discovery", discovery_fields, IR_ARRAY_LEN(discovery_fields), sizeof(gw_discovery_cfg)};
+
 static const ir_cfg_field top_fields[] = {
     {.key = "models",
      .type = IR_CFG_LIST,
@@ -281,8 +349,11 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_LIST,
      .offset = offsetof(gw_config, replicas),
      .sub = &replica_schema,
-     .required = true,
-     .doc = "the engines"},
+     .doc = "the engines; required unless discovery.dns names some"},
+    {.key = "discovery",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, discovery),
+     .sub = &discovery_schema},
     {.key = "server",
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, server),
@@ -311,6 +382,10 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, index),
      .sub = &index_schema},
+    {.key = "load",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, load),
+     .sub = &load_schema},
 };
 
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),
@@ -345,6 +420,18 @@ static void check_ports(const gw_config *c, ir_cfg_errors *errs) {
                           c->server.admin_listen, c->server.listen);
 }
 
+/* A report must be able to stay fresh until the next one lands. */
+static void check_load(const gw_load_cfg *l, ir_cfg_errors *errs) {
+    if (l->scrape_interval < 10 * 1000000ull)
+        ir_cfg_errors_add(errs, "load.scrape_interval: at least 10ms");
+    else if (l->max_age && l->max_age < l->scrape_interval)
+        ir_cfg_errors_add(errs,
+                          "load.max_age: %llu ms is shorter than load.scrape_interval (%llu ms): "
+                          "every report would go stale before the next one",
+                          (unsigned long long)(l->max_age / 1000000),
+                          (unsigned long long)(l->scrape_interval / 1000000));
+}
+
 /* Zeros that would mean a silent default or a busy loop are refused. */
 static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
     const struct {
@@ -363,6 +450,8 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
         {"upstream.max_idle_per_replica", (uint64_t)c->upstream.max_idle_per_replica},
         {"health.interval", c->health.interval},
         {"health.timeout", c->health.timeout},
+        {"load.scrape_timeout", c->load.scrape_timeout},
+        {"load.max_age", c->load.max_age},
     };
     for (size_t i = 0; i < IR_ARRAY_LEN(must); i++)
         if (must[i].v == 0)
@@ -370,6 +459,7 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
                               must[i].path);
     if (c->health.interval && c->health.interval < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "health.interval: at least 10ms");
+    check_load(&c->load, errs);
 }
 
 /* The replica URL is a base: the client's path (/v1/...) is appended to it. */
@@ -422,7 +512,7 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
         }
     }
     for (size_t k = 0; k < c->models.n; k++) {
-        if (!models[k].name) continue;
+        if (!models[k].name || gw_dns_serves(c, models[k].name)) continue;
         bool served = false;
         for (size_t i = 0; i < c->replicas.n && !served; i++) {
             served = reps[i].models.n == 0;
@@ -438,7 +528,9 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
 void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     const gw_model_cfg *models = c->models.items;
     if (c->models.n == 0) ir_cfg_errors_add(errs, "models: at least one model is required");
-    if (c->replicas.n == 0) ir_cfg_errors_add(errs, "replicas: at least one replica is required");
+    if (c->replicas.n == 0 && c->discovery.dns.n == 0)
+        ir_cfg_errors_add(errs, "replicas: at least one replica (or a discovery.dns group) is "
+                                "required");
     if (c->models.n > 256) ir_cfg_errors_add(errs, "models: at most 256 models");
     if (c->replicas.n > GW_MAX_REPLICAS)
         ir_cfg_errors_add(errs, "replicas: at most %d replicas", GW_MAX_REPLICAS);
@@ -472,6 +564,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     free(names);
     free(paths);
     check_replicas(c, errs);
+    gw_check_discovery(c, errs);
     check_ports(c, errs);
     check_nonzero(c, errs);
 }

@@ -27,6 +27,7 @@ struct probe {
     int status;
     ir_buf body;
     uint32_t fails, passes;
+    uint32_t gen; /* the replica's gen the counts are for */
 };
 
 /* ---- health probes --------------------------------------------------------------------------- */
@@ -41,13 +42,16 @@ static void on_probe_done(void *ud, int err) {
     p->health = NULL;
     gw_app *app = p->ctl->app;
     gw_replica *r = &app->fleet.replicas[p->replica];
+    if (!gw_replica_member(r) || p->gen != atomic_load(&r->gen)) return; /* left meanwhile */
     bool ok = err == 0 && p->status == 200;
-    const gw_health_cfg *h = &app->cfg.health;
+    const gw_health_cfg *h = &gw_live(app)->health;
     if (ok) {
         p->fails = 0;
         if (++p->passes >= (uint32_t)h->healthy_threshold && !atomic_load(&r->healthy)) {
             atomic_store(&r->healthy, 1);
             atomic_store(&r->ejections, 0);
+            /* Its probes say it is back (a restart, say): a passive ejection ends too. */
+            atomic_store(&r->ejected_until, 0);
             IR_INFO("health", "replica %s is healthy again", r->cfg->id);
         }
     } else {
@@ -56,6 +60,7 @@ static void on_probe_done(void *ud, int err) {
             atomic_store(&r->healthy, 0);
             IR_WARN("health", "replica %s is unhealthy: %s", r->cfg->id,
                     err ? irn_strerror(err) : "status not 200");
+            if (!p->ctl->stopping) gw_app_replica_down(app);
         }
     }
 }
@@ -83,7 +88,7 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
     const gw_replica *r = &c->app->fleet.replicas[p->replica];
     char path[600];
     snprintf(path, sizeof path, "%s%s", r->url.path, suffix);
-    uint64_t to = c->app->cfg.health.timeout;
+    uint64_t to = gw_live(c->app)->health.timeout;
     irn_client_req q = {.host = r->url.host,
                         .port = r->url.port,
                         .method = "GET",
@@ -103,6 +108,14 @@ static void on_tick(uv_timer_t *t) {
     if (cards) c->last_cards = now;
     for (size_t i = 0; i < c->app->fleet.nreplicas; i++) {
         probe *p = &c->probes[i];
+        gw_replica *r = &c->app->fleet.replicas[i];
+        if (!gw_replica_member(r)) continue;
+        uint32_t gen = atomic_load(&r->gen);
+        if (p->gen != gen && !p->health && !p->cards) { /* a new member in this slot */
+            p->gen = gen;
+            p->fails = p->passes = 0;
+        }
+        if (p->gen != gen) continue; /* the old member's probes are still out */
         if (!p->health) start_get(c, p, "/health", &probe_cbs, &p->health);
         if (cards && !p->cards) start_get(c, p, "/v1/models", &cards_cbs, &p->cards);
     }
@@ -129,9 +142,22 @@ static void answer_explain(gw_control *c, irn_request *req, irn_resp *resp) {
     ir_buf_free(&b);
 }
 
+/* GET /: the console, one self-contained page (src/gateway/console/index.html, compiled
+ * in by cmake/embed.cmake); it reaches nothing but this port. */
+static void answer_console(irn_resp *resp) {
+    static const char csp[] = "default-src 'none'; script-src 'unsafe-inline'; "
+                              "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'";
+    irn_header hs[] = {{"content-security-policy", 23, csp, sizeof csp - 1},
+                       {"cache-control", 13, "no-store", 8}};
+    irn_resp_send(resp, 200, "text/html; charset=utf-8", gw_console_html, gw_console_html_len, hs,
+                  IR_ARRAY_LEN(hs));
+}
+
 static void on_admin(void *ud, irn_request *req, irn_resp *resp) {
     gw_control *c = ud;
-    if (strcmp(req->path, "/health") == 0) {
+    if (strcmp(req->path, "/") == 0) {
+        answer_console(resp);
+    } else if (strcmp(req->path, "/health") == 0) {
         irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
     } else if (strcmp(req->path, "/ready") == 0) {
         gw_ready_answer(c->app, resp, NULL, 0);
@@ -155,77 +181,6 @@ static void on_admin(void *ud, irn_request *req, irn_resp *resp) {
     }
 }
 
-int gw_metrics_render(gw_app *app, ir_buf *o) {
-    gw_stats *s = &app->stats;
-    ir_buf_append_lit(o, "# HELP inferrail_build_info The gateway's version and git commit.\n"
-                         "# TYPE inferrail_build_info gauge\n"
-                         "inferrail_build_info{version=\"");
-    gw_prom_label_value(o, ir_version());
-    ir_buf_append_lit(o, "\",commit=\"");
-    gw_prom_label_value(o, ir_commit());
-    ir_buf_append_lit(o, "\"} 1\n");
-#define C(name, help, v)                                                                           \
-    ir_buf_appendf(o, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,        \
-                   (unsigned long long)atomic_load(&(v)))
-    C("inferrail_requests_received_total", "Requests received on the client port.", s->requests);
-    ir_buf_appendf(o, "# HELP inferrail_responses_total Responses by status class.\n"
-                      "# TYPE inferrail_responses_total counter\n");
-    ir_buf_appendf(o, "inferrail_responses_total{class=\"2xx\"} %llu\n",
-                   (unsigned long long)atomic_load(&s->responses_2xx));
-    ir_buf_appendf(o, "inferrail_responses_total{class=\"4xx\"} %llu\n",
-                   (unsigned long long)atomic_load(&s->responses_4xx));
-    ir_buf_appendf(o, "inferrail_responses_total{class=\"5xx\"} %llu\n",
-                   (unsigned long long)atomic_load(&s->responses_5xx));
-    C("inferrail_upstream_retries_total",
-      "Attempts moved to another replica before the first byte.", s->retries);
-    C("inferrail_client_disconnects_total", "Clients that left before their response ended.",
-      s->client_disconnects);
-    C("inferrail_rejected_full_total", "Requests answered 503 because every replica was full.",
-      s->rejected_full);
-    C("inferrail_upstream_errors_total", "Failed upstream attempts.", s->upstream_errors);
-#undef C
-    const char *gauges[][2] = {
-        {"inferrail_replica_in_flight", "Requests in flight to the replica."},
-        {"inferrail_replica_pending", "Requests waiting for the replica's response head."},
-        {"inferrail_replica_healthy",
-         "1 when the replica passes its health checks and is not ejected."},
-        {"inferrail_replica_requests_total", "Requests sent to the replica."},
-        {"inferrail_replica_failures_total", "Failed attempts on the replica."},
-    };
-    uint64_t now = ir_now_ns();
-    for (size_t g = 0; g < IR_ARRAY_LEN(gauges); g++) {
-        bool counter = strstr(gauges[g][0], "_total") != NULL;
-        ir_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n", gauges[g][0], gauges[g][1], gauges[g][0],
-                       counter ? "counter" : "gauge");
-        for (size_t i = 0; i < app->fleet.nreplicas; i++) {
-            gw_replica *r = &app->fleet.replicas[i];
-            unsigned long long v = 0;
-            switch (g) {
-            case 0:
-                v = atomic_load(&r->in_flight);
-                break;
-            case 1:
-                v = atomic_load(&r->pending);
-                break;
-            case 2:
-                v = gw_replica_available(r, now);
-                break;
-            case 3:
-                v = atomic_load(&r->requests);
-                break;
-            case 4:
-                v = atomic_load(&r->failures);
-                break;
-            }
-            ir_buf_appendf(o, "%s{replica=\"", gauges[g][0]);
-            gw_prom_label_value(o, r->cfg->id);
-            ir_buf_appendf(o, "\"} %llu\n", v);
-        }
-    }
-    gw_metrics_render_kv(&app->fleet, o);
-    return 0;
-}
-
 /* ---- lifetime
  * ------------------------------------------------------------------------------------ */
 
@@ -234,12 +189,12 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop) {
     if (!c) return NULL;
     c->app = app;
     c->loop = loop;
-    c->probes = calloc(app->fleet.nreplicas ? app->fleet.nreplicas : 1, sizeof *c->probes);
+    c->probes = calloc(app->fleet.nslots, sizeof *c->probes);
     if (!c->probes) {
         free(c);
         return NULL;
     }
-    for (size_t i = 0; i < app->fleet.nreplicas; i++) {
+    for (size_t i = 0; i < app->fleet.nslots; i++) {
         c->probes[i].ctl = c;
         c->probes[i].replica = (uint32_t)i;
         ir_buf_init(&c->probes[i].body, 4 << 20);
@@ -263,6 +218,8 @@ int gw_control_start(gw_control *c) {
     uint64_t every = c->app->cfg.health.interval / 1000000;
     uv_timer_start(&c->tick, on_tick, 0, every ? every : 1);
     c->started = true;
+    rc = gw_load_start(c->app);
+    if (rc) IR_WARN("load", "cannot start the engine scraper: %s", irn_strerror(rc));
     return 0;
 }
 
@@ -272,6 +229,7 @@ void gw_control_stop(gw_control *c) {
     if (!c->started) return; /* gw_control_start failed: nothing to close */
     uv_timer_stop(&c->tick);
     uv_close((uv_handle_t *)&c->tick, NULL);
+    gw_load_stop(c->app);
     if (c->admin) {
         irn_server_close(c->admin, NULL, NULL);
         irn_server_close_all(c->admin);
@@ -283,7 +241,8 @@ void gw_control_stop(gw_control *c) {
 
 void gw_control_free(gw_control *c) {
     if (!c) return;
-    for (size_t i = 0; i < c->app->fleet.nreplicas; i++) ir_buf_free(&c->probes[i].body);
+    gw_load_stop(c->app);
+    for (size_t i = 0; i < c->app->fleet.nslots; i++) ir_buf_free(&c->probes[i].body);
     free(c->probes);
     free(c);
 }

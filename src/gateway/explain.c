@@ -38,18 +38,6 @@ static int which_path(const char *target, const char *body, size_t len, bool *ch
 }
 
 /* Why replica r cannot take the request now; NULL when it can. */
-static const char *ineligible(const gw_fleet *f, const gw_replica *r, uint32_t model,
-                              uint64_t now) {
-    if (!gw_replica_serves(r, model)) return "does not serve the model";
-    if (!atomic_load(&r->healthy)) return "unhealthy";
-    if (atomic_load(&r->ejected_until) > now) return "ejected";
-    if (atomic_load(&r->in_flight) >= (uint32_t)r->cfg->max_concurrency ||
-        atomic_load(&r->pending) >= (uint32_t)r->cfg->max_pending)
-        return "full";
-    (void)f;
-    return NULL;
-}
-
 static json_t *number_or_null(double v) {
     return isnan(v) ? json_null() : json_real(v);
 }
@@ -69,7 +57,11 @@ static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char
     json_object_set_new(o, "pending", json_integer(atomic_load(&r->pending)));
     json_object_set_new(o, "pending_prompt_tokens",
                         json_integer((json_int_t)atomic_load(&r->pending_tokens)));
-    json_object_set_new(o, "engine_waiting", json_null()); /* no load scraper yet */
+    /* The engine's numbers when its report is fresh (null: stale, none yet, or not a candidate). */
+    bool fresh = c && c->engine_fresh;
+    json_object_set_new(o, "engine_waiting", fresh ? json_integer(c->engine_waiting) : json_null());
+    json_object_set_new(o, "engine_running", fresh ? json_integer(c->engine_running) : json_null());
+    json_object_set_new(o, "engine_kv_usage", fresh ? json_real(c->engine_kv_usage) : json_null());
     json_object_set_new(o, "index_blocks", json_integer(irx_replica_blocks(f->index, r->index)));
     json_object_set_new(o, "estimated_ttft_ms", number_or_null(ex ? ex->estimated_ttft_ms : NAN));
     json_object_set_new(o, "score", number_or_null(ex ? ex->score : NAN));
@@ -87,7 +79,10 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     uint64_t now = ir_now_ns();
     irp_candidate cand[GW_MAX_REPLICAS];
     irp_explain ex[GW_MAX_REPLICAS];
-    size_t healthy, n = gw_fleet_candidates(f, m->index, now, NULL, cand, &healthy);
+    const char *why[GW_MAX_REPLICAS];
+    /* Slots only grow, so the candidates' read covers every slot below this one. */
+    size_t slots = atomic_load_explicit(&f->nreplicas, memory_order_acquire);
+    size_t healthy, n = gw_fleet_candidates_why(f, m->index, now, NULL, cand, &healthy, why);
     gw_predictions(f, p, cand, n);
     ir_rng rng;
     ir_rng_seed(&rng, now);
@@ -96,14 +91,13 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     irp_policy_explain(m->policy, &q, cand, n, ex);
     size_t win = n ? irp_choose(m->policy, &q, cand, n) : 0;
     json_t *rows = json_array();
-    for (size_t i = 0; i < f->nreplicas; i++) {
+    for (size_t i = 0; i < slots; i++) {
         const gw_replica *r = &f->replicas[i];
+        if (!gw_replica_member(r)) continue;
         size_t k = 0;
         while (k < n && cand[k].replica != i) k++;
-        const char *why = k < n ? NULL : ineligible(f, r, m->index, now);
-        if (k == n && !why) why = "full"; /* lost its room between the two reads */
         json_array_append_new(
-            rows, candidate_json(f, r, why, k < n ? &cand[k] : NULL, k < n ? &ex[k] : NULL));
+            rows, candidate_json(f, r, why[i], k < n ? &cand[k] : NULL, k < n ? &ex[k] : NULL));
     }
     json_t *o = json_object();
     json_object_set_new(o, "winner",

@@ -18,7 +18,8 @@ static void access_json(const gw_req *r, double ms) {
 }
 
 void gw_finish(gw_req *r) {
-    if (!r->w->app->cfg.logging.access_log) return;
+    gw_metrics_finish(r, r->last_rep);
+    if (!gw_live(r->w->app)->logging.access_log) return;
     double ms = (double)(ir_now_ns() - r->arrival) / 1e6;
     if (ir_log_is_json()) {
         access_json(r, ms);

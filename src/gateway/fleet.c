@@ -17,8 +17,24 @@ static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
     char why[512];
     m->hf = irt_load(spec, why, sizeof why);
     if (m->hf) {
-        m->tok = GW_TOK_HF;
-        return 0;
+        irt_chat_opts o = {.template_path = m->cfg->chat_template,
+                           .content_format = m->cfg->chat_template_content_format,
+                           .kwargs = m->cfg->chat_template_kwargs.obj};
+        m->chat = irt_chat_load(spec, &o, why, sizeof why);
+        if (m->chat) {
+            m->tok = GW_TOK_HF;
+            return 0;
+        }
+        irt_free(m->hf);
+        m->hf = NULL;
+        const char *key = m->cfg->chat_template ? "chat_template" : "tokenizer";
+        if (m->cfg->tokenizer_optional) {
+            IR_WARN("fleet", "models[%zu].%s: %s; model %s routes without cache predictions", i,
+                    key, why, m->cfg->name);
+            return 0;
+        }
+        snprintf(err, errlen, "models[%zu].%s: %s", i, key, why);
+        return -1;
     }
     if (m->cfg->tokenizer_optional) {
         IR_WARN("fleet",
@@ -35,7 +51,7 @@ static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
  * default (the engine's own number replaces it once the load scraper reads it). */
 static int init_index(gw_fleet *f, char *err, size_t errlen) {
     f->block_size = (uint32_t)f->cfg->index.block_size;
-    f->index = irx_new((uint32_t)(f->nreplicas ? f->nreplicas : 1));
+    f->index = irx_new((uint32_t)f->nslots);
     if (!f->index) {
         snprintf(err, errlen, "out of memory (KV index)");
         return -1;
@@ -76,8 +92,13 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
     f->cfg = cfg;
     f->nmodels = cfg->models.n;
     f->nreplicas = cfg->replicas.n;
-    f->models = calloc(f->nmodels, sizeof *f->models);
-    f->replicas = calloc(f->nreplicas, sizeof *f->replicas);
+    /* With discovery, every slot exists from the start: members come and go in them. */
+    /* Room for replicas that a reload adds: twice the configured ones, at least 8 more. */
+    f->nslots = cfg->discovery.dns.n
+                    ? GW_MAX_REPLICAS
+                    : IR_MIN(GW_MAX_REPLICAS, IR_MAX(2 * cfg->replicas.n, cfg->replicas.n + 8));
+    f->models = calloc(f->nmodels ? f->nmodels : 1, sizeof *f->models);
+    f->replicas = calloc(f->nslots, sizeof *f->replicas);
     if (!f->models || !f->replicas) {
         snprintf(err, errlen, "out of memory");
         gw_fleet_free(f);
@@ -112,12 +133,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
             gw_fleet_free(f);
             return -1;
         }
-        for (size_t m = 0; m < f->nmodels; m++) {
-            bool serves = rc[i].models.n == 0;
-            for (size_t k = 0; k < rc[i].models.n && !serves; k++)
-                serves = strcmp(rc[i].models.items[k], mc[m].name) == 0;
-            if (serves) r->model_mask[m / 64] |= 1ull << (m % 64);
-        }
+        gw_replica_models(f, r);
         if (gw_replica_headers_init(r)) {
             snprintf(err, errlen, "out of memory");
             gw_fleet_free(f);
@@ -125,6 +141,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         }
         /* Optimistic until the first probe says otherwise. */
         atomic_store(&r->healthy, 1);
+        atomic_store(&r->active, 1);
     }
     if (init_index(f, err, errlen) || gw_kvsub_start(f, err, errlen)) {
         gw_fleet_free(f);
@@ -137,6 +154,7 @@ void gw_fleet_free(gw_fleet *f) {
     for (size_t i = 0; f->models && i < f->nmodels; i++) {
         irp_policy_free(f->models[i].policy);
         irt_free(f->models[i].hf);
+        irt_chat_free(f->models[i].chat);
     }
     gw_kvsub_stop(f);
     irx_free(f->index);
@@ -159,12 +177,27 @@ const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len) 
     return NULL;
 }
 
+void gw_replica_models(const gw_fleet *f, gw_replica *r) {
+    const ir_cfg_strlist *want = &r->cfg->models;
+    uint64_t mask[4] = {0};
+    for (size_t m = 0; m < f->nmodels; m++) {
+        bool serves = want->n == 0;
+        for (size_t k = 0; k < want->n && !serves; k++)
+            serves = strcmp(want->items[k], f->models[m].cfg->name) == 0;
+        if (serves) mask[m / 64] |= 1ull << (m % 64);
+    }
+    for (size_t w = 0; w < 4; w++)
+        atomic_store_explicit(&r->model_mask[w], mask[w], memory_order_relaxed);
+}
+
 bool gw_replica_serves(const gw_replica *r, uint32_t model) {
-    return model < 256 && (r->model_mask[model / 64] >> (model % 64)) & 1;
+    return model < 256 && (atomic_load_explicit(&r->model_mask[model / 64], memory_order_relaxed) >>
+                           (model % 64)) &
+                              1;
 }
 
 bool gw_replica_available(const gw_replica *r, uint64_t now) {
-    return atomic_load_explicit(&r->healthy, memory_order_relaxed) &&
+    return gw_replica_member(r) && atomic_load_explicit(&r->healthy, memory_order_relaxed) &&
            atomic_load_explicit(&r->ejected_until, memory_order_relaxed) <= now;
 }
 
@@ -210,7 +243,9 @@ void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now) {
     if (n < (uint32_t)h->unhealthy_threshold) return;
     size_t healthy = 0, ejected = 0;
     for (size_t i = 0; i < f->nreplicas; i++) {
-        if (!atomic_load_explicit(&f->replicas[i].healthy, memory_order_relaxed)) continue;
+        if (!gw_replica_member(&f->replicas[i]) ||
+            !atomic_load_explicit(&f->replicas[i].healthy, memory_order_relaxed))
+            continue;
         healthy++;
         if (atomic_load_explicit(&f->replicas[i].ejected_until, memory_order_relaxed) > now)
             ejected++;
@@ -221,6 +256,7 @@ void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now) {
     }
     /* Ejected for a backoff that doubles on every repeat, up to the cap. */
     uint32_t times = atomic_fetch_add_explicit(&r->ejections, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&r->ejections_total, 1, memory_order_relaxed);
     uint64_t backoff = h->ejection_backoff;
     for (uint32_t i = 0; i < times && backoff < h->max_ejection_backoff; i++) backoff *= 2;
     if (backoff > h->max_ejection_backoff) backoff = h->max_ejection_backoff;
@@ -235,19 +271,34 @@ void gw_replica_succeeded(gw_replica *r) {
         atomic_store_explicit(&r->consecutive_failures, 0, memory_order_relaxed);
 }
 
-size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
-                           irp_candidate *out, size_t *healthy) {
-    size_t n = 0;
+/* Why replica rep is not offered, or NULL when it is; counts it in *healthy
+ * when it serves the model and is up. The one place that decides eligibility. */
+static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now, bool excluded,
+                            uint32_t inf, uint32_t pen, size_t *healthy) {
+    if (!gw_replica_member(rep)) return "not a member";
+    if (!gw_replica_serves(rep, model)) return "does not serve the model";
+    if (!atomic_load_explicit(&rep->healthy, memory_order_relaxed)) return "unhealthy";
+    if (atomic_load_explicit(&rep->ejected_until, memory_order_relaxed) > now) return "ejected";
+    (*healthy)++;
+    if (excluded) return "already tried";
+    if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
+        return "full";
+    return NULL;
+}
+
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+                               const uint64_t *exclude, irp_candidate *out, size_t *healthy,
+                               const char **why) {
+    size_t n = 0, slots = atomic_load_explicit(&f->nreplicas, memory_order_acquire);
     *healthy = 0;
-    for (size_t i = 0; i < f->nreplicas; i++) {
+    for (size_t i = 0; i < slots; i++) {
         gw_replica *rep = &f->replicas[i];
-        if (!gw_replica_serves(rep, model) || !gw_replica_available(rep, now)) continue;
-        (*healthy)++;
-        if (exclude && (exclude[i / 64] >> (i % 64)) & 1) continue;
+        bool excluded = exclude && (exclude[i / 64] >> (i % 64)) & 1;
         uint32_t inf = atomic_load_explicit(&rep->in_flight, memory_order_relaxed);
         uint32_t pen = atomic_load_explicit(&rep->pending, memory_order_relaxed);
-        if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
-            continue;
+        const char *reason = left_out(rep, model, now, excluded, inf, pen, healthy);
+        if (why) why[i] = reason;
+        if (reason) continue;
         out[n++] = (irp_candidate){
             .replica = (uint32_t)i,
             .in_flight = inf,
@@ -260,23 +311,12 @@ size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, cons
                 atomic_load_explicit(&rep->pending_uncached, memory_order_relaxed),
             .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
             .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
+        gw_engine_fill(rep, now, f->cfg->load.max_age, &out[n - 1]);
     }
     return n;
 }
 
-int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
-                    const char *name, ir_buf *out) {
-    if (found) {
-        return ir_buf_append(out, body, sp->start) ||
-                       ir_json_append_string(out, name, strlen(name)) ||
-                       ir_buf_append(out, body + sp->end, len - sp->end)
-                   ? -1
-                   : 0;
-    }
-    size_t at = sp->obj_open + 1;
-    if (ir_buf_append(out, body, at) || ir_buf_append_str(out, "\"model\":") ||
-        ir_json_append_string(out, name, strlen(name)) ||
-        (!sp->obj_empty && ir_buf_append(out, ",", 1)) || ir_buf_append(out, body + at, len - at))
-        return -1;
-    return 0;
+size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
+                           irp_candidate *out, size_t *healthy) {
+    return gw_fleet_candidates_why(f, model, now, exclude, out, healthy, NULL);
 }

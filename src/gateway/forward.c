@@ -30,7 +30,7 @@ static char *upstream_path(gw_req *r) {
 }
 
 static int send_upstream(gw_req *r, uint64_t now) {
-    const gw_config *cfg = &r->w->app->cfg;
+    const gw_config *cfg = gw_live(r->w->app);
     char *path = upstream_path(r);
     size_t nh;
     irn_header *hs = gw_upstream_headers(r->w->app, r->rep, r->req, r->fwd, r->nfwd, &nh);
@@ -67,6 +67,7 @@ void gw_forward(gw_req *r) {
     r->attempt++;
     r->again = again;
     r->last_replica = r->rep->cfg->id;
+    r->last_rep = r->rep;
     r->tried[r->rep->index / 64] |= 1ull << (r->rep->index % 64);
     gw_predict_record(r);
     if (send_upstream(r, now)) {
@@ -74,7 +75,9 @@ void gw_forward(gw_req *r) {
         gw_predict_undo(r);
         gw_req_release(r);
         gw_req_fail(r, 502, "cannot start the upstream request");
+        return;
     }
+    gw_req_wait_head(r);
 }
 
 static void on_backoff(uv_timer_t *t) {
@@ -88,9 +91,13 @@ static void on_backoff(uv_timer_t *t) {
 }
 
 /* The backoff before attempt number r->attempt + 1: doubling, capped, and never
- * past the deadline. */
-static uint64_t backoff_ns(const gw_req *r, uint64_t now) {
-    const gw_retry_cfg *c = &r->w->app->cfg.retry;
+ * past the deadline; none for a request moved off a replica that went down. */
+static uint64_t backoff_ns(gw_req *r, uint64_t now) {
+    const gw_retry_cfg *c = &gw_live(r->w->app)->retry;
+    if (r->move_now) {
+        r->move_now = false;
+        return 0;
+    }
     uint64_t b = c->backoff;
     for (int i = 1; i < r->attempt && b < c->max_backoff; i++) b *= 2;
     if (b > c->max_backoff) b = c->max_backoff;
@@ -101,7 +108,7 @@ static uint64_t backoff_ns(const gw_req *r, uint64_t now) {
 /* Waits the backoff, then tries again; or answers when nothing is left. The caller
  * still refers to r and calls gw_req_done. */
 static void again(gw_req *r, int status, const char *msg) {
-    const gw_config *cfg = &r->w->app->cfg;
+    const gw_config *cfg = gw_live(r->w->app);
     uint64_t now = ir_now_ns();
     if (gw_req_client_left(r)) {
         gw_req_end_client(r);
@@ -112,6 +119,7 @@ static void again(gw_req *r, int status, const char *msg) {
         return;
     }
     atomic_fetch_add_explicit(&r->w->app->stats.retries, 1, memory_order_relaxed);
+    gw_metrics_retry(r);
     if (!r->timer) {
         r->timer = malloc(sizeof *r->timer);
         if (!r->timer) {

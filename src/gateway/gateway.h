@@ -26,6 +26,7 @@
 
 #include "core/ir_core.h"
 #include "index/ir_index.h"
+#include "load/ir_load.h"
 #include "net/ir_net.h"
 #include "policy/ir_policy.h"
 #include "tokenize/ir_tokenize.h"
@@ -118,6 +119,9 @@ typedef struct gw_model_cfg {
     char *policy;            /* NULL: routing.default_policy */
     char *tokenizer;         /* NULL: prompts are not tokenized, nothing is predicted */
     bool tokenizer_optional; /* a tokenizer that cannot load is a warning, not an error */
+    char *chat_template;     /* a chat template file instead of the tokenizer's, or NULL */
+    char *chat_template_content_format; /* auto, string or openai (vLLM's flag) */
+    ir_cfg_map chat_template_kwargs;    /* default kwargs, under each request's */
 } gw_model_cfg;
 
 typedef struct gw_index_cfg {
@@ -137,6 +141,12 @@ typedef struct gw_kv_events_cfg {
     char *topic;           /* the topic it publishes on; "" */
 } gw_kv_events_cfg;
 
+typedef struct gw_load_cfg {
+    uint64_t scrape_interval; /* ns */
+    uint64_t scrape_timeout;
+    uint64_t max_age;
+} gw_load_cfg;
+
 typedef struct gw_replica_cfg {
     char *id;
     char *url;
@@ -148,6 +158,21 @@ typedef struct gw_replica_cfg {
     gw_kv_events_cfg kv_events;
 } gw_replica_cfg;
 
+/* discovery.dns[]: a DNS name whose addresses are replicas. */
+typedef struct gw_dns_group_cfg {
+    char *name;            /* members are named <name>-<ip>-<port> */
+    char *url;             /* http://NAME:PORT[/base]; with srv, NAME is the SRV name */
+    ir_cfg_strlist models; /* empty: every model */
+    uint64_t refresh;
+    bool srv; /* ports (and targets) from SRV records */
+    int64_t max_concurrency, max_pending, kv_capacity_blocks;
+} gw_dns_group_cfg;
+
+typedef struct gw_discovery_cfg {
+    ir_cfg_list dns;            /* gw_dns_group_cfg */
+    ir_cfg_strlist nameservers; /* host:port; empty: /etc/resolv.conf */
+} gw_discovery_cfg;
+
 typedef struct gw_config {
     gw_server_cfg server;
     gw_upstream_cfg upstream;
@@ -156,8 +181,10 @@ typedef struct gw_config {
     gw_health_cfg health;
     gw_logging_cfg logging;
     gw_index_cfg index;
+    gw_load_cfg load;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
+    gw_discovery_cfg discovery;
 } gw_config;
 
 extern const ir_cfg_schema gw_config_schema;
@@ -166,6 +193,10 @@ extern const ir_cfg_schema gw_config_schema;
  * names known). Every problem goes to errs with its path. */
 ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs);
 void gw_config_check(const gw_config *c, ir_cfg_errors *errs);
+/* discovery.* (discovery_cfg.c): group names, urls, models, nameservers. */
+void gw_check_discovery(const gw_config *c, ir_cfg_errors *errs);
+/* Whether a DNS group serves the model (names it, or names none). */
+bool gw_dns_serves(const gw_config *c, const char *model);
 /* Replica ids: 1 to GW_REPLICA_ID_MAX of A-Z a-z 0-9 . _ - : */
 #define GW_REPLICA_ID_MAX 64
 bool gw_replica_id_ok(const char *id);
@@ -173,11 +204,26 @@ bool gw_replica_id_ok(const char *id);
 /* ---- fleet -------------------------------------------------------------------------- */
 #define GW_MAX_REPLICAS 256
 
+/* The engine's own view of its load, from its last readable metrics page.
+ * Written by the scraper's thread only (load.c), read by any; at_ns is stored
+ * last (release), so a reader that sees it sees the numbers of that report or
+ * a later one. */
+typedef struct gw_engine_load {
+    _Atomic uint64_t at_ns; /* when the report's page answered (monotonic); 0: none yet */
+    _Atomic uint32_t running, waiting;
+    _Atomic uint32_t kv_usage_ppm; /* KV usage in millionths */
+    _Atomic uint64_t prefix_queries, prefix_hits, preemptions;
+    _Atomic uint64_t capacity_blocks; /* the engine's KV capacity in index blocks; 0: unknown */
+    _Atomic uint64_t restarts;        /* prefix counters seen going backwards */
+    _Atomic uint64_t max_age_seen_ns; /* the oldest report a policy was handed */
+} gw_engine_load;
+
 typedef struct gw_replica {
-    const gw_replica_cfg *cfg;
+    /* Its settings: a SIGHUP reload may swap them for new ones (the old stay valid). */
+    _Atomic(const gw_replica_cfg *) cfg;
     ir_url url;
     uint32_t index;
-    uint64_t model_mask[4]; /* bit m: serves model m */
+    _Atomic uint64_t model_mask[4]; /* bit m: serves model m */
     _Atomic uint32_t in_flight;
     _Atomic uint32_t pending;
     _Atomic uint64_t prompt_tokens;
@@ -193,20 +239,34 @@ typedef struct gw_replica {
      * what the engine reported (usage.prompt_tokens_details.cached_tokens) */
     _Atomic uint64_t predicted_tokens, reported_tokens;
     _Atomic uint64_t predictions_exact, predictions_over, predictions_under;
-    _Atomic int reports_cached; /* its engine has reported cached_tokens at least once */
+    _Atomic int reports_cached;       /* its engine has reported cached_tokens at least once */
+    gw_engine_load engine;            /* its engine's last report (load.c) */
+    _Atomic uint64_t ejections_total; /* passive ejections, never reset */
+    /* its series in the metrics registry (metrics.c); a reused slot gets new ones */
+    _Atomic(struct gw_rmetrics *) metrics;
     /* replicas[i].headers, checked, lowercase names; point into the config */
     irn_header *extra;
     size_t nextra;
+    /* Membership (members.c). A slot never moves: a request's pointer to it stays
+     * valid after the replica leaves. Readers check gw_replica_member first. */
+    _Atomic int active;       /* a member now; configured replicas always are */
+    _Atomic uint32_t gen;     /* bumped on every join: the prober restarts its counts */
+    _Atomic uint64_t left_at; /* monotonic ns of its leaving; 0 while a member */
+    bool dynamic;             /* from discovery: cfg is dyn_cfg */
+    gw_replica_cfg dyn_cfg;   /* its group's settings, with its own id and url */
+    char dyn_id[GW_REPLICA_ID_MAX + 1];
+    char dyn_url[320];
 } gw_replica;
 
 typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
 
 typedef struct gw_model {
-    const gw_model_cfg *cfg;
+    _Atomic(const gw_model_cfg *) cfg; /* a reload may swap it (new aliases, policy) */
     uint32_t index;
-    irp_policy *policy;
-    gw_tok_kind tok;   /* how its prompts are tokenized */
-    irt_tokenizer *hf; /* GW_TOK_HF: the loaded tokenizer.json */
+    _Atomic(irp_policy *) policy; /* a reload may swap it; requests keep the one they used */
+    gw_tok_kind tok;              /* how its prompts are tokenized */
+    irt_tokenizer *hf;            /* GW_TOK_HF: the loaded tokenizer.json */
+    irt_chat *chat;               /* GW_TOK_HF: its chat template and special tokens */
 } gw_model;
 
 typedef struct gw_kvsub gw_kvsub;
@@ -246,14 +306,22 @@ typedef struct gw_parity {
 } gw_parity;
 
 typedef struct gw_fleet {
-    const gw_config *cfg;
+    /* The running configuration: the one loaded at start, then each SIGHUP reload's
+     * (reload.c). What it points to never changes and lives until exit. */
+    _Atomic(const gw_config *) cfg;
     irx_index *index; /* the KV index, shared by every worker */
     gw_kvsub *kvsub;  /* the KV event subscriber (kvsub.c), NULL when no replica has events */
     uint32_t block_size;
-    gw_replica *replicas;
-    size_t nreplicas;
+    gw_replica *replicas;     /* nslots of them */
+    _Atomic size_t nreplicas; /* slots in use (members or not), grows only */
+    size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
     gw_model *models;
     size_t nmodels;
+    /* Called on the control thread (the only writer of membership) after a replica
+     * joins (joined) and after it leaves (!joined): the metrics follow members so.
+     * NULL: nobody listens. */
+    void (*on_member)(void *ud, gw_replica *r, bool joined);
+    void *member_ud;
 } gw_fleet;
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
@@ -285,6 +353,25 @@ void gw_fleet_free(gw_fleet *f);
 /* A model by name or alias; NULL when unknown. */
 const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len);
 bool gw_replica_serves(const gw_replica *r, uint32_t model);
+/* Sets r->model_mask from r->cfg->models. */
+void gw_replica_models(const gw_fleet *f, gw_replica *r);
+
+/* ---- membership (members.c) ---------------------------------------------------------
+ * Called on the control thread only (discovery); readers on any thread never wait.
+ * A replica that joins takes a slot: its own old one when the same id comes back,
+ * else a fresh one, else the slot of a departed member that has been idle (no
+ * request in flight) for GW_SLOT_QUARANTINE_NS, so that no reader that saw it a
+ * member can still be using it. tmpl gives every setting but id and url (its
+ * models and headers must outlive the member). Returns the slot, or -1 (fleet
+ * full, bad url). A replica that leaves finishes its running requests, gets no
+ * new ones, drops out of the KV index and of the metrics. */
+#define GW_SLOT_QUARANTINE_NS (10ull * 1000000000ull)
+int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica_cfg *tmpl);
+/* A configured replica (a reload added or replaced it): a fresh slot, with cfg as
+ * its settings (cfg must outlive the member). The slot, or -1 (no room, bad url). */
+int gw_fleet_add(gw_fleet *f, const gw_replica_cfg *cfg);
+void gw_fleet_leave(gw_fleet *f, uint32_t slot);
+bool gw_replica_member(const gw_replica *r);
 bool gw_replica_available(const gw_replica *r, uint64_t now);
 
 /* The replicas a request of `model` may be offered: they serve it, are healthy
@@ -293,12 +380,13 @@ bool gw_replica_available(const gw_replica *r, uint64_t now);
  * ones that serve the model, with or without room. */
 size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
                            irp_candidate *out, size_t *healthy);
-
-/* Writes body with its top-level `model` value replaced by the JSON string
- * `name` (found) or inserted as the first member (absent); every other byte is
- * kept. sp comes from ir_json_scan_key. */
-int gw_splice_model(const char *body, size_t len, const ir_json_span *sp, bool found,
-                    const char *name, ir_buf *out);
+/* The same, and why[i] (an entry for each slot below f->nreplicas as read at the
+ * call) says why replica i was left out, or NULL when it is offered: "not a
+ * member" (a free slot), "does not serve the model", "unhealthy", "ejected",
+ * "already tried" (in exclude) or "full". /admin/explain shows these. */
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+                               const uint64_t *exclude, irp_candidate *out, size_t *healthy,
+                               const char **why);
 
 /* The 404 message for an unknown model. A name over GW_SHOWN_NAME bytes is cut at a
  * character boundary and marked with an ellipsis and its full length. */
@@ -335,6 +423,8 @@ int gw_cards_render(gw_cards *c, ir_buf *out);
 typedef struct gw_stats {
     _Atomic uint64_t requests, responses_2xx, responses_4xx, responses_5xx;
     _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
+    _Atomic uint64_t moved_hung;      /* attempts moved off a replica marked down */
+    _Atomic uint64_t stalled_streams; /* responses cut by upstream.idle_timeout */
 } gw_stats;
 
 typedef struct gw_worker gw_worker;
@@ -351,9 +441,15 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;   /* set by the first SIGTERM/SIGINT: draining */
-    struct gw_control *ctl; /* the control loop, owned */
-    bool *started;          /* started[i]: workers[i] is bound and running */
+    _Atomic int stopping;       /* set by the first SIGTERM/SIGINT: draining */
+    const char *cfg_path;       /* the file SIGHUP rereads */
+    struct gw_retired *retired; /* what reloads replaced, kept until exit (reload.c) */
+    struct gw_control *ctl;     /* the control loop, owned */
+    struct gw_discovery *disc;  /* DNS discovery on the control loop, owned; NULL: none */
+    irl_scraper *scraper;       /* engine metrics (load.c), owned; NULL until started */
+    struct gw_load *load;       /* what load.c keeps between reports, owned */
+    bool *started;              /* started[i]: workers[i] is bound and running */
+    struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -367,6 +463,11 @@ void gw_worker_stop(gw_worker *w, uint64_t grace_ns); /* asynchronous */
 void gw_worker_join(gw_worker *w);
 void gw_worker_free(gw_worker *w);
 int gw_worker_port(const gw_worker *w);
+/* From the control thread: a replica went down; w moves the attempts that wait on
+ * it (gw_stream_move_hung). A no-op once w was asked to stop. */
+void gw_worker_recheck(gw_worker *w);
+/* gw_worker_recheck on every started worker. */
+void gw_app_replica_down(gw_app *app);
 
 /* The control loop (control.c): admin port, health checks, model cards. */
 typedef struct gw_control gw_control;
@@ -374,9 +475,50 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop);
 int gw_control_start(gw_control *c);
 void gw_control_stop(gw_control *c);
 void gw_control_free(gw_control *c);
+/* Metrics (metrics.c): one obs registry per gateway. gw_metrics_init after the
+ * fleet (it makes every replica's series); a replica that joins later gets its
+ * series from gw_metrics_replica_join, one that leaves loses them from the page
+ * with gw_metrics_replica_leave. gw_metrics_render appends GET /metrics. */
+int gw_metrics_init(gw_app *app);
+void gw_metrics_free(gw_app *app);
+int gw_metrics_replica_join(gw_app *app, gw_replica *r);
+void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
-/* The KV index's metrics (metrics_kv.c). */
-void gw_metrics_render_kv(const gw_fleet *f, ir_buf *out);
+/* The engines' load reports and the scrapes (metrics_load.c), appended as text
+ * to the registry's page by gw_metrics_render. */
+void gw_metrics_render_load(gw_app *app, ir_buf *out);
+
+/* Engine load (load.c): the scraper of every replica's /metrics, started and
+ * stopped by the control loop. Its reports land in each gw_replica's engine,
+ * size the replica's shadow in the KV index when kv_capacity_blocks is not set,
+ * and reset that shadow when the engine restarted. */
+int gw_load_start(gw_app *app);
+void gw_load_stop(gw_app *app);
+/* Age of replica r's last report at `now`, or UINT64_MAX when it has none. */
+uint64_t gw_engine_report_age(const gw_replica *r, uint64_t now);
+/* ,"engine":{...} for GET /admin/state: the report's age in ms, whether it is
+ * fresh, its numbers, and the scrapes by result (null age before any report). */
+void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *out);
+/* Fills c's engine fields from r's report when it is younger than max_age. */
+void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate *c);
+
+/* DNS discovery (discovery.c), on the control loop: every discovery.dns[] group is
+ * looked up at start and then every refresh, its addresses joining and leaving
+ * the fleet (gw_fleet_join, gw_fleet_leave). NULL (err says why) on a channel that
+ * cannot be set up, such as a bad nameserver. settled: every group has had its
+ * first answer (or failure). stop closes its handles (the loop then ends them);
+ * free after the loop has run. */
+typedef struct gw_discovery gw_discovery;
+gw_discovery *gw_discovery_new(gw_app *app, uv_loop_t *loop, char *err, size_t errlen);
+int gw_discovery_start(gw_discovery *d);
+bool gw_discovery_settled(const gw_discovery *d);
+void gw_discovery_stop(gw_discovery *d);
+void gw_discovery_free(gw_discovery *d);
+
+/* Members of GET /admin/state from the registry, each starting with a comma (see
+ * README, "The admin console"). */
+void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *out);
+void gw_metrics_state_model(gw_app *app, const gw_model *m, ir_buf *out);
 
 /* Upstream headers (upstream_headers.c). The headers of one attempt on rep:
  * fwd (the client's, less hop-by-hop ones) less the ones rep's configured
@@ -396,10 +538,29 @@ int gw_replica_headers_init(gw_replica *r);
  * /ready. gw_ready_answer sends it: 200 when ready, else 503. */
 bool gw_app_ready(gw_app *app, uint64_t now, ir_buf *why);
 int gw_ready_answer(gw_app *app, irn_resp *resp, const irn_header *headers, size_t nheaders);
-/* GET /admin/state: version, commit, drain state, replicas, as JSON. */
+/* The admin console's page (generated from src/gateway/console/index.html). */
+extern const char gw_console_html[];
+extern const size_t gw_console_html_len;
+/* GET /admin/state: version, commit, drain state, models, replicas, as JSON (README). */
 void gw_state_render(gw_app *app, ir_buf *out);
 /* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
 void gw_prom_label_value(ir_buf *out, const char *s);
+
+/* The running configuration (see gw_fleet.cfg). */
+static inline const gw_config *gw_live(const gw_app *app) {
+    return atomic_load_explicit(&app->fleet.cfg, memory_order_acquire);
+}
+
+/* SIGHUP (reload.c): rereads path. A file with problems is refused, each problem
+ * logged with its path, and the running configuration kept. Otherwise replicas,
+ * models' aliases and policies, routing, retry, health (but its interval),
+ * upstream timeouts and logging levels take effect at once, without dropping a
+ * connection: requests already running finish under the settings they started
+ * with. Keys that need a restart are named in a warning and keep their running
+ * value. 0 when applied, -1 when refused. Main thread only. */
+int gw_reload(gw_app *app, const char *path);
+/* Frees what reloads replaced (at exit, once nothing runs). */
+void gw_reload_free(gw_app *app);
 
 int gw_main(int argc, char **argv);
 

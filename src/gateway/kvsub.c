@@ -29,6 +29,8 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "gateway/zmq_dl.h" /* after <zmq.h>: libzmq is opened on first use */
+
 #define RCV_HWM        100000
 #define REPLAY_TIMEOUT (3ull * 1000000000ull)
 #define POLL_MS        50
@@ -396,6 +398,7 @@ int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
     size_t n = 0;
     for (size_t i = 0; i < f->nreplicas; i++) n += f->replicas[i].cfg->kv_events.endpoint != NULL;
     if (n == 0) return 0;
+    if (gw_zmq_load(err, errlen)) return -1;
     gw_kvsub *k = calloc(1, sizeof *k);
     if (!k || !(k->s = calloc(n, sizeof *k->s)) || !(k->ctx = zmq_ctx_new())) {
         if (k) free(k->s);

@@ -15,7 +15,7 @@ struct gw_cards {
 gw_cards *gw_cards_new(const gw_fleet *f) {
     gw_cards *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->by_replica = calloc(f->nreplicas ? f->nreplicas : 1, sizeof *c->by_replica);
+    c->by_replica = calloc(f->nslots, sizeof *c->by_replica);
     if (!c->by_replica) {
         free(c);
         return NULL;
@@ -28,14 +28,14 @@ gw_cards *gw_cards_new(const gw_fleet *f) {
 
 void gw_cards_free(gw_cards *c) {
     if (!c) return;
-    for (size_t i = 0; i < c->fleet->nreplicas; i++) json_decref(c->by_replica[i]);
+    for (size_t i = 0; i < c->fleet->nslots; i++) json_decref(c->by_replica[i]);
     free(c->by_replica);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
 void gw_cards_update(gw_cards *c, uint32_t replica, const char *body, size_t len) {
-    if (replica >= c->fleet->nreplicas) return;
+    if (replica >= c->fleet->nslots) return;
     json_error_t e;
     json_t *doc = json_loadb(body, len, 0, &e);
     json_t *data = json_object_get(doc, "data");
@@ -56,7 +56,7 @@ void gw_cards_update(gw_cards *c, uint32_t replica, const char *body, size_t len
 static json_t *find_card(gw_cards *c, const gw_model *m) {
     for (size_t i = 0; i < c->fleet->nreplicas; i++) {
         const gw_replica *r = &c->fleet->replicas[i];
-        if (!gw_replica_serves(r, m->index) || !c->by_replica[i]) continue;
+        if (!gw_replica_member(r) || !gw_replica_serves(r, m->index) || !c->by_replica[i]) continue;
         size_t k;
         json_t *card;
         json_array_foreach(c->by_replica[i], k, card) {

@@ -29,7 +29,7 @@ void gw_on_request(void *ud, irn_request *req, irn_resp *resp) {
         irn_resp_send_error(resp, 500, NULL, "out of memory");
         return;
     }
-    if (w->app->cfg.logging.log_prompts)
+    if (gw_live(w->app)->logging.log_prompts)
         IR_DEBUG("proxy", "request %s body: %.*s", r->rid, (int)IR_MIN(req->body.len, 65536),
                  r->body);
     if (gw_stage_resolve(r)) return;    /* 2 */

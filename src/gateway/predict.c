@@ -66,39 +66,58 @@ void gw_predict_keep_tail(gw_req *r, const char *data, size_t len) {
     r->tail_len = keep + len;
 }
 
-static const char *last_of(const char *hay, size_t len, const char *key, size_t klen) {
-    const char *found = NULL;
-    for (const char *s = hay; (s = memmem(s, len - (size_t)(s - hay), key, klen)); s++) found = s;
+static bool is_ws(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Where the value of `"key"` starts when v points just past the key's closing
+ * quote: JSON allows whitespace on both sides of the colon. NULL when no colon
+ * follows (the key's name as a value, or cut). */
+static const char *value_at(const char *v, const char *end) {
+    while (v < end && is_ws(*v)) v++;
+    if (v >= end || *v != ':') return NULL;
+    for (v++; v < end && is_ws(*v);) v++;
+    return v;
+}
+
+/* The value of the last `"key"` (key given with its quotes) in the tail that is
+ * followed by a colon; NULL when there is none. */
+static const char *last_value(const char *hay, size_t len, const char *key, size_t klen) {
+    const char *found = NULL, *end = hay + len;
+    for (const char *s = hay; (s = memmem(s, len - (size_t)(s - hay), key, klen)); s++) {
+        const char *v = value_at(s + klen, end);
+        if (v) found = v;
+    }
     return found;
 }
 
-/* The number after the last `key` in the tail; -1 when absent or not a number. */
+/* The number that is the value of the last `key` in the tail; -1 when absent or
+ * not a number. */
 static int64_t last_number(const char *tail, size_t len, const char *key, size_t klen) {
-    const char *found = last_of(tail, len, key, klen);
-    if (!found) return -1;
-    const char *v = found + klen, *end = tail + len;
-    while (v < end && *v == ' ') v++;
-    if (v >= end || *v < '0' || *v > '9') return -1;
+    const char *v = last_value(tail, len, key, klen), *end = tail + len;
+    if (!v || v >= end || *v < '0' || *v > '9') return -1;
     int64_t n = 0;
     while (v < end && *v >= '0' && *v <= '9' && n < INT64_MAX / 10) n = n * 10 + (*v++ - '0');
     return n;
 }
 
 int64_t gw_reported_completion(const char *tail, size_t len) {
-    static const char key[] = "\"completion_tokens\":";
+    static const char key[] = "\"completion_tokens\"";
     return last_number(tail, len, key, sizeof key - 1);
 }
 
-/* The last `"cached_tokens":N` in the tail: vLLM's usage.prompt_tokens_details, in a
- * JSON body or in the stream's usage chunk. GW_USAGE_NO_DETAILS when the usage has
- * `"prompt_tokens_details":null` (vLLM writes that when nothing was cached, and when
- * it runs without --enable-prompt-tokens-details); -1 when there is no usage. */
+/* The last `"cached_tokens": N` in the tail: vLLM's usage.prompt_tokens_details, in a
+ * JSON body or in the stream's usage chunk, with or without whitespace around the
+ * colon. GW_USAGE_NO_DETAILS when the usage has `"prompt_tokens_details": null`
+ * (vLLM writes that when nothing was cached, and when it runs without
+ * --enable-prompt-tokens-details); -1 when there is no usage. */
 int64_t gw_reported_cached(const char *tail, size_t len) {
-    static const char key[] = "\"cached_tokens\":";
-    static const char none[] = "\"prompt_tokens_details\":null";
-    const char *found = last_of(tail, len, key, sizeof key - 1);
-    const char *null_at = last_of(tail, len, none, sizeof none - 1);
-    if (null_at && (!found || null_at > found)) return GW_USAGE_NO_DETAILS;
+    static const char key[] = "\"cached_tokens\"";
+    static const char details[] = "\"prompt_tokens_details\"";
+    const char *found = last_value(tail, len, key, sizeof key - 1);
+    const char *d = last_value(tail, len, details, sizeof details - 1);
+    bool null_at = d && (size_t)(tail + len - d) >= 4 && memcmp(d, "null", 4) == 0;
+    if (null_at && (!found || d > found)) return GW_USAGE_NO_DETAILS;
     return found ? last_number(tail, len, key, sizeof key - 1) : -1;
 }
 

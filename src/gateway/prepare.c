@@ -3,7 +3,8 @@
  *
  * A model with a tokenizer (models[].tokenizer) has its prompts tokenized as its
  * engines will tokenize them: builtin:sim for chats and completions, a tokenizer.json
- * for completions (chats wait for the chat-template renderer). Anything else routes
+ * for completions and for chats rendered with the model's chat template (irt_chat,
+ * as vLLM prepares a chat). Anything else routes
  * without a prediction, its prompt length estimated from the body (four bytes a
  * token). Tokenizing runs on the loop today; gw_stage_prepare calls next() when it
  * is done, so that large bodies can move to a worker pool without changing callers. */
@@ -17,6 +18,7 @@ void gw_prompt_free(gw_prompt *p) {
     free(p->hashes);
     free(p->cached);
     free(p->cache_salt);
+    free(p->user);
     ir_buf_free(&p->text);
     memset(p, 0, sizeof *p);
 }
@@ -42,18 +44,45 @@ static int hf_prompt_ids(const irt_tokenizer *t, const json_t *body, gw_prompt *
     return IRT_OK;
 }
 
+/* A chat through the model's template, prepared as vLLM prepares it, then
+ * tokenized as vLLM tokenizes chats: without adding special tokens (the
+ * template wrote them) unless the body asks for add_special_tokens. */
+static int hf_chat_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
+    char err[256];
+    int rc = irt_chat_render(m->chat, body, &p->text, err, sizeof err);
+    if (rc != IRT_OK) return rc;
+    bool add = json_is_true(json_object_get(body, "add_special_tokens"));
+    return irt_encode(m->hf, p->text.data ? p->text.data : "", p->text.len, add, &p->ids);
+}
+
 static int prompt_ids(const gw_model *m, const json_t *body, bool chat, gw_prompt *p) {
     if (m->tok == GW_TOK_SIM) {
         const char *param, *msg;
         return irt_sim_prompt_ids(body, chat, &p->ids, &p->text, &param, &msg);
     }
-    if (chat) return IRT_EUNSUPPORTED; /* no chat template renderer yet */
+    if (chat) return hf_chat_ids(m, body, p);
     return hf_prompt_ids(m->hf, body, p);
 }
 
+/* A copy of the string member `key` with its length (a JSON string may hold NULs,
+ * "a\u0000b"), NUL-terminated; NULL when absent, not a string, or out of memory. */
+static char *string_member(const json_t *body, const char *key, size_t *len) {
+    json_t *s = json_object_get(body, key);
+    if (!json_is_string(s)) return NULL;
+    size_t n = json_string_length(s);
+    char *c = malloc(n + 1);
+    if (!c) return NULL;
+    memcpy(c, json_string_value(s), n);
+    c[n] = '\0';
+    *len = n;
+    return c;
+}
+
+/* What of the body salts the chain (cache_salt) and keys a session (user). */
 static void keep_cache_salt(gw_prompt *p, const json_t *body) {
-    json_t *s = json_object_get(body, "cache_salt");
-    if (json_is_string(s)) p->cache_salt = strdup(json_string_value(s));
+    p->cache_salt = string_member(body, "cache_salt", &p->cache_salt_len);
+    p->user = string_member(body, "user", &p->user_len);
+    if (p->user && !p->user_len) free(p->user), p->user = NULL;
 }
 
 void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool chat, gw_prompt *p) {
@@ -68,12 +97,13 @@ void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool ch
     }
     /* The text is the body's strings plus the template's markers: bounded by twice
      * the body, and a margin for very short ones. */
-    ir_buf_init(&p->text, 2 * len + 4096);
+    ir_buf_init(&p->text, 4 * len + 65536);
     keep_cache_salt(p, doc);
     int rc = prompt_ids(m, doc, chat, p);
     json_decref(doc);
     p->state = rc == IRT_OK             ? GW_PREDICT_OK
                : rc == IRT_EUNSUPPORTED ? GW_PREDICT_UNSUPPORTED
+               : rc == IRT_ETEMPLATE    ? GW_PREDICT_TEMPLATE
                                         : GW_PREDICT_INVALID;
 }
 
@@ -85,7 +115,7 @@ void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p) {
         p->state = GW_PREDICT_NONE;
         return;
     }
-    ir_hash128 root = ir_block_hash_root(m->cfg->name, NULL, p->cache_salt);
+    ir_hash128 root = ir_block_hash_root_n(m->cfg->name, NULL, p->cache_salt, p->cache_salt_len);
     p->nhashes = ir_block_hash_chain(root, p->ids.ids, p->ids.len, bs, p->hashes, n);
     p->usable = irx_usable_blocks(p->nhashes, p->ids.len, bs);
 }
@@ -93,7 +123,7 @@ void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p) {
 void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
     if (p->state != GW_PREDICT_OK) return;
     /* cached[0..n): GPU blocks per replica slot; cached[n..2n): CPU-tier blocks after them */
-    size_t n = f->nreplicas ? f->nreplicas : 1;
+    size_t n = f->nslots;
     p->cached = calloc(2 * n, sizeof *p->cached);
     if (!p->cached) {
         p->state = GW_PREDICT_NONE;
@@ -106,6 +136,7 @@ void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {
     bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
     gw_prompt_tokenize(r->model, r->body, r->body_len, chat, &r->prompt);
+    gw_metrics_tokenized(r);
     /* tokenized, or an estimate (four bytes a token) */
     r->prompt_tokens = r->prompt.state == GW_PREDICT_OK ? r->prompt.ids.len : r->body_len / 4;
     next(r);

@@ -57,7 +57,7 @@ gw_req *gw_req_new(gw_worker *w, irn_request *req, irn_resp *resp) {
     r->req = req;
     r->resp = resp;
     r->arrival = ir_now_ns();
-    r->deadline = r->arrival + w->app->cfg.server.request_timeout;
+    r->deadline = r->arrival + gw_live(w->app)->server.request_timeout;
     r->body = req->body.data ? req->body.data : "";
     r->body_len = req->body.len;
     gw_request_id(w, req, r->rid, sizeof r->rid);
@@ -81,6 +81,7 @@ void gw_req_answer_error(gw_req *r, int status, const char *type, const char *ms
     r->resp = NULL;
     r->status = status;
     gw_count_response(&r->w->app->stats, status);
+    gw_metrics_error(r, status);
 }
 
 void gw_req_fail_with(gw_req *r, int status, const char *type, const char *msg,
@@ -107,6 +108,7 @@ void gw_req_mark_gone(gw_req *r) {
     if (r->client_gone) return;
     r->client_gone = true;
     atomic_fetch_add_explicit(&r->w->app->stats.client_disconnects, 1, memory_order_relaxed);
+    gw_metrics_disconnect(r);
 }
 
 /* on_abort is not the only news of the client leaving: once the net layer has marked
@@ -128,10 +130,31 @@ void gw_req_end_client(gw_req *r) {
 void gw_req_release(gw_req *r) {
     if (!r->rep) return;
     irp_request q = {.prompt_tokens = r->prompt_tokens, .rng = &r->w->rng};
-    irp_policy_released(r->model->policy, r->rep->index, &q);
+    irp_policy_released(r->policy, r->rep->index, &q);
     gw_lease_release(r->rep, r->lease_pending, r->lease);
     r->rep = NULL;
     r->lease_pending = false;
+}
+
+void gw_req_wait_head(gw_req *r) {
+    if (r->waiting) return;
+    gw_worker *w = r->w;
+    r->waiting = true;
+    r->wprev = NULL;
+    r->wnext = w->waiting;
+    if (w->waiting) w->waiting->wprev = r;
+    w->waiting = r;
+}
+
+void gw_req_unwait(gw_req *r) {
+    if (!r->waiting) return;
+    if (r->wprev)
+        r->wprev->wnext = r->wnext;
+    else
+        r->w->waiting = r->wnext;
+    if (r->wnext) r->wnext->wprev = r->wprev;
+    r->waiting = false;
+    r->wprev = r->wnext = NULL;
 }
 
 static void on_timer_closed(uv_handle_t *h) {

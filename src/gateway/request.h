@@ -32,6 +32,8 @@
 
 #include "gateway/gateway.h"
 
+typedef struct gw_req gw_req;
+
 /* One worker thread: its loop, listener, upstream pool and recycling lists. */
 struct gw_worker {
     gw_app *app;
@@ -50,9 +52,11 @@ struct gw_worker {
     bool stopping, started;
     uint64_t live; /* requests in this worker */
     int port;
+    /* Attempts still waiting for their response head (stream.c moves those whose
+     * replica the health checks mark down); recheck is set by gw_worker_recheck. */
+    gw_req *waiting;
+    _Atomic int recheck;
 };
-
-typedef struct gw_req gw_req;
 
 /* The body sent on, as parts: the client's bytes before `model`'s value, the
  * new value (in the request's arena), the client's bytes after it. */
@@ -73,6 +77,7 @@ typedef enum {
     GW_PREDICT_UNSUPPORTED, /* a request the tokenizer does not follow (a batch, a chat
                                without a template the gateway renders) */
     GW_PREDICT_INVALID,     /* the engine will refuse it (no prompt, bad messages) */
+    GW_PREDICT_TEMPLATE,    /* the chat template refused it, or ran past a bound */
 } gw_predict_state;
 
 typedef struct gw_prompt {
@@ -83,7 +88,10 @@ typedef struct gw_prompt {
     size_t usable;      /* blocks an engine can report cached (irx_usable_blocks) */
     uint32_t *cached;   /* per replica slot: leading blocks the index says it holds */
     ir_buf text;        /* the text the engine will tokenize, when known */
-    char *cache_salt;   /* the body's cache_salt, NUL-terminated, or NULL */
+    char *cache_salt;   /* the body's cache_salt (may hold NULs; NUL-terminated), or NULL */
+    size_t cache_salt_len;
+    char *user; /* the body's `user` (a session key, NUL-terminated), or NULL */
+    size_t user_len;
 } gw_prompt;
 
 /* Stages 3 to 5 as pure steps on a body (the request's stages and /admin/explain
@@ -117,7 +125,8 @@ struct gw_req {
     uint64_t prompt_tokens;
     int attempt;
     uint64_t tried[GW_MAX_REPLICAS / 64];
-    gw_replica *rep; /* the replica of the current lease */
+    gw_replica *rep;    /* the replica of the current lease */
+    irp_policy *policy; /* the policy that chose it (a reload may replace the model's) */
     const char *last_replica;
     bool lease_pending;
     irn_client *up;
@@ -127,6 +136,13 @@ struct gw_req {
     int timers_closing; /* closed timers whose close callback is still due */
     gw_again_fn again;  /* set by the forward stage */
     bool head_sent, client_gone, retry_on_done, paused;
+    /* In w->waiting (an attempt sent, no head yet); moving: cancelled because its
+     * replica went down, to be sent elsewhere at once; sse: the engine's answer is
+     * an event stream (a stall mid-stream ends it with an error event). */
+    bool waiting, moving, move_now, sse;
+    gw_req *wprev, *wnext;
+    char sse_end[4]; /* an event stream's last 4 bytes sent, oldest first */
+    uint8_t sse_seen;
     int last_status; /* the last retryable engine answer, for the final error */
     int status;      /* what the client got, for the access log */
     int last_err;
@@ -137,6 +153,10 @@ struct gw_req {
     gw_lease_tokens lease;     /* what the current lease counts */
     char tail[GW_TAIL_BYTES];  /* the last bytes of the engine's body (for its usage) */
     size_t tail_len;
+    const gw_replica *last_rep; /* the replica of the last attempt, for the metrics */
+    bool streamed;              /* the engine answers with an event stream */
+    bool first_byte_seen;       /* its TTFT was recorded */
+    bool aborted;               /* the engine broke the response after it started */
 };
 
 /* ---- request.c: the object and its lifecycle ---------------------------------------- */
@@ -173,6 +193,24 @@ void gw_req_end_client(gw_req *r);
 void gw_req_release(gw_req *r);
 /* Closes the backoff timer (if any); gw_req_done waits for its close callback. */
 void gw_req_close_timer(gw_req *r);
+/* Puts r in its worker's list of attempts waiting for a head, or takes it out
+ * (either is a no-op when already done). */
+void gw_req_wait_head(gw_req *r);
+void gw_req_unwait(gw_req *r);
+
+/* ---- metrics.c: recording, on the worker's thread, lock-free ----------------------- */
+/* A lease was taken on rep after ns of choosing (stage 7). */
+void gw_metrics_decision(gw_req *r, const gw_replica *rep, uint64_t ns);
+/* The first body byte of a streamed response went to the client. */
+void gw_metrics_first_byte(gw_req *r);
+void gw_metrics_retry(gw_req *r);
+void gw_metrics_disconnect(gw_req *r);
+/* The prepare stage's outcome (r->prompt.state). */
+void gw_metrics_tokenized(gw_req *r);
+/* The gateway answered status itself. */
+void gw_metrics_error(gw_req *r, int status);
+/* The request's one outcome and its duration, on the replica of its last attempt. */
+void gw_metrics_finish(gw_req *r, const gw_replica *last);
 
 /* inferrail_responses_total: every answer the client port gives, by class. */
 void gw_count_response(gw_stats *st, int status);
@@ -246,8 +284,8 @@ typedef struct gw_resolution {
 } gw_resolution;
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
 /* The body with its top-level `model` replaced by the JSON string `name` (found) or
- * inserted as the first member (absent), as gw_splice_model writes it, but as parts
- * that point into body and a short piece (the new value) made in arena. -1 when
+ * inserted as the first member (absent), as the tests' reference (tests/fuzz/splice_model.h) writes
+ * it, but as parts that point into body and a short piece (the new value) made in arena. -1 when
  * the arena is full. */
 int gw_splice_parts(const char *body, size_t len, const ir_json_span *sp, bool found,
                     const char *name, ir_arena *arena, irn_part out[GW_SPLICE_PARTS],
@@ -273,6 +311,12 @@ typedef enum { GW_CHOSEN, GW_NONE_HEALTHY, GW_ALL_FULL } gw_choice;
 gw_choice gw_choose(gw_req *r);
 /* What the policy is told of r (valid while r's prompt is). */
 void gw_policy_request(gw_req *r, irp_request *q);
+/* The request's session key (cost_model's session affinity): the header
+ * x-session-id when present and not empty, else the body's `user` (p->user, known
+ * when the model's prompts are tokenized), else none (NULL, 0). Points into hs or
+ * p. */
+#define GW_SESSION_HEADER "x-session-id"
+void gw_session_of(const irn_header *hs, size_t n, const gw_prompt *p, const char **s, size_t *len);
 void gw_policy_request_of(const gw_prompt *p, uint64_t prompt_tokens, uint32_t block_size,
                           ir_rng *rng, irp_request *q);
 /* Sets each candidate's predicted_cached_tokens from r's match (stage 5). */
@@ -284,6 +328,10 @@ void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, 
 extern const irn_client_cbs gw_stream_cbs;
 /* The client's write queue drained: the engine may send again. */
 void gw_stream_on_drain(irn_resp *resp, void *ud);
+/* Cancels every attempt of w still waiting for a head on a replica that the health
+ * checks marked down; each goes to another replica at once (nothing reached its
+ * client yet) without counting against retry.max_attempts. */
+void gw_stream_move_hung(gw_worker *w);
 
 /* ---- forward.c ------------------------------------------------------------------------- */
 /* Stage 8: one attempt: choose a replica, send the request to it. On failure before

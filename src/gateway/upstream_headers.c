@@ -102,7 +102,7 @@ static bool forwarded_for(irn_request *req, irn_header *out) {
 
 irn_header *gw_upstream_headers(const gw_app *app, const gw_replica *rep, irn_request *req,
                                 const irn_header *fwd, size_t nfwd, size_t *n) {
-    bool xff = app->cfg.upstream.x_forwarded_for;
+    bool xff = gw_live(app)->upstream.x_forwarded_for;
     *n = 0;
     if (!xff && rep->nextra == 0) {
         *n = nfwd;

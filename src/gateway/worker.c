@@ -21,6 +21,7 @@ static void on_server_closed(void *ud) {
 
 static void on_wake(uv_async_t *a) {
     gw_worker *w = a->data;
+    if (atomic_exchange(&w->recheck, 0) && !w->stopping) gw_stream_move_hung(w);
     if (!atomic_load(&w->stop_requested)) return;
     if (w->stopping) { /* a second SIGTERM (grace 0): cut every request now */
         if (atomic_load(&w->stop_grace_ns) == 0) on_grace(&w->grace);
@@ -114,6 +115,20 @@ void gw_worker_stop(gw_worker *w, uint64_t grace_ns) {
     atomic_store(&w->stop_grace_ns, grace_ns);
     atomic_store(&w->stop_requested, 1);
     uv_async_send(&w->wake);
+}
+
+/* Runs on the main thread, which is also the only one that sets stop_requested: a
+ * worker that has not been asked to stop still has its wake handle open. */
+void gw_worker_recheck(gw_worker *w) {
+    if (!w->started || atomic_load(&w->stop_requested)) return;
+    atomic_store(&w->recheck, 1);
+    uv_async_send(&w->wake);
+}
+
+void gw_app_replica_down(gw_app *app) {
+    if (atomic_load(&app->stopping)) return;
+    for (size_t i = 0; i < app->nworkers; i++)
+        if (app->workers[i]) gw_worker_recheck(app->workers[i]);
 }
 
 void gw_worker_join(gw_worker *w) {

@@ -1,12 +1,13 @@
 /* ir_load.h: the load module's public header (prefix irl_).
  *
- * Load signals of the engines: for now the reader of the Prometheus text
- * exposition format (version 0.0.4) that their /metrics pages use. The scraper
- * that fetches those pages on a schedule will live here too.
+ * Load signals of the engines: the reader of the Prometheus text exposition
+ * format (version 0.0.4) that their /metrics pages use, the reader of a vLLM
+ * or SGLang page into one engine report, and the scraper that fetches every
+ * replica's page on a schedule.
  *
- * Ownership: the reader never copies or keeps the page; every pointer it
- * hands out points into the caller's page and lives as long as it does. The
- * page need not be NUL-terminated. Nothing here allocates.
+ * Ownership: the readers never copy or keep the page; every pointer they
+ * hand out points into the caller's page and lives as long as it does. The
+ * page need not be NUL-terminated. The readers never allocate.
  */
 #ifndef IR_LOAD_H
 #define IR_LOAD_H
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/ir_core.h"
+#include "net/ir_net.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +54,124 @@ double irl_prom_sum(const char *page, size_t len, const char *family);
 /* Copies the unescaped value of label `key` of s into out (NUL-terminated,
  * cut to outlen - 1 bytes). False when s has no such label. */
 bool irl_prom_label(const irl_sample *s, const char *key, char *out, size_t outlen);
+
+/* ---- engine reports -----------------------------------------------------------
+ * One engine's load, read from its metrics page. The engine is told by the
+ * metric prefix (vllm: or sglang:). Every sample of a family is summed, so the
+ * data-parallel ranks (vLLM's `engine` label, SGLang's `dp_rank`) add up and
+ * extra labels change nothing; a sample with a `priority` label is one of
+ * SGLang's per-priority breakdowns of a total the page also has, and is skipped.
+ *
+ * Required: running, waiting and KV usage (vLLM: vllm:num_requests_running,
+ * vllm:num_requests_waiting, vllm:kv_cache_usage_perc or the older
+ * vllm:gpu_cache_usage_perc; SGLang: sglang:num_running_reqs,
+ * sglang:num_queue_reqs, sglang:token_usage). A page that lacks one, or gives
+ * one a value that is not a finite number >= 0, is unreadable: an error, never
+ * an idle engine. Everything else is optional and flagged when present. */
+typedef enum irl_engine { IRL_ENGINE_NONE = 0, IRL_ENGINE_VLLM, IRL_ENGINE_SGLANG } irl_engine;
+
+/* "vllm", "sglang" or "none". */
+const char *irl_engine_name(irl_engine e);
+
+typedef struct irl_report {
+    irl_engine engine;
+    uint32_t ranks;          /* samples of the running family: data-parallel ranks */
+    double running, waiting; /* requests, summed over the ranks */
+    double kv_usage;         /* 0..1, the mean over the ranks (a value above 1 reads as 1) */
+    /* Prefix cache counters, in tokens, summed. vLLM: prefix_cache_queries_total
+     * and prefix_cache_hits_total; SGLang: prompt_tokens_total and
+     * cached_tokens_total (the tokens looked up and the tokens found). */
+    bool has_prefix;
+    double prefix_queries, prefix_hits;
+    bool has_preemptions; /* vllm:num_preemptions_total */
+    double preemptions;
+    /* KV capacity. vLLM: vllm:cache_config_info's num_gpu_blocks summed over
+     * the engines and its block_size; SGLang: sglang:max_total_num_tokens
+     * summed. 0: not on the page (or "None" while an engine starts). */
+    uint64_t capacity_blocks;
+    uint32_t block_size;
+    uint64_t capacity_tokens; /* SGLang; for vLLM, blocks * block_size when both known */
+    size_t malformed;         /* lines the text reader skipped */
+} irl_report;
+
+/* Reads page[0..len) into *out. Returns 0, or -1 when the page is unreadable;
+ * then why (may be NULL) gets the reason, NUL-terminated and cut to whylen. */
+int irl_report_parse(const char *page, size_t len, irl_report *out, char *why, size_t whylen);
+
+/* Whether cur says the engine restarted since prev: both have prefix counters
+ * and one of them went backwards. */
+bool irl_report_restarted(const irl_report *prev, const irl_report *cur);
+
+/* The engine's KV capacity in blocks of block_size tokens: vLLM's num_gpu_blocks
+ * (rescaled when its block size differs), or SGLang's token pool divided by
+ * block_size. 0 when unknown. */
+uint64_t irl_report_capacity_blocks(const irl_report *r, uint32_t block_size);
+
+/* ---- the scraper ------------------------------------------------------------------
+ * Scrapes every target's metrics page in parallel, every interval, on a thread
+ * of its own with its own libuv loop and connection pool, so nothing it does
+ * ever waits on, or delays, the gateway's workers. Each scrape is bounded by
+ * the timeout (connect, head and the whole body together) and by the page cap;
+ * a target whose last scrape is still running when its turn comes is skipped
+ * for that round, so a hung or endless engine costs one connection and never
+ * delays the other targets. A target that stops answering (an error, a
+ * timeout, a bad status, a page too large or unreadable) is logged once, and
+ * once again when it answers again.
+ *
+ * Threads: new, start, stop and free from one thread; irl_scraper_stats from any
+ * thread at any time; the report callback runs on the scraper's thread. */
+#define IRL_MAX_PAGE (4u << 20) /* 4 MiB */
+
+typedef enum irl_result {
+    IRL_SCRAPE_OK,
+    IRL_SCRAPE_ERROR,      /* connect refused, reset, closed early, malformed HTTP */
+    IRL_SCRAPE_TIMEOUT,    /* the whole scrape took longer than the timeout */
+    IRL_SCRAPE_STATUS,     /* a status other than 200 */
+    IRL_SCRAPE_TOO_LARGE,  /* the page passed the cap */
+    IRL_SCRAPE_UNREADABLE, /* irl_report_parse refused the page */
+    IRL_SCRAPE_RESULTS
+} irl_result;
+
+/* "ok", "error", "timeout", "status", "too_large", "unreadable". */
+const char *irl_result_name(irl_result r);
+
+typedef struct irl_target {
+    const char *id;   /* for the logs */
+    const char *host; /* numeric or a name */
+    uint16_t port;
+    const char *path; /* the page, e.g. "/metrics" */
+} irl_target;         /* all copied by irl_scraper_new */
+
+/* After every scrape of target `i`, on the scraper's thread: r is the report
+ * when res is IRL_SCRAPE_OK, else NULL. at_ns (monotonic) is when the page's
+ * response head arrived, the moment the report describes. */
+typedef void (*irl_report_cb)(void *ud, size_t i, irl_result res, const irl_report *r,
+                              uint64_t at_ns);
+
+typedef struct irl_scraper_cfg {
+    uint64_t interval_ns; /* 0: 100 ms */
+    uint64_t timeout_ns;  /* 0: 100 ms */
+    size_t max_page;      /* 0: IRL_MAX_PAGE */
+    irl_report_cb on_report;
+    void *ud;
+} irl_scraper_cfg;
+
+typedef struct irl_scraper irl_scraper;
+
+typedef struct irl_scrape_stats {
+    uint64_t results[IRL_SCRAPE_RESULTS]; /* scrapes by outcome */
+    bool answering;                       /* the last scrape was OK */
+} irl_scrape_stats;
+
+/* NULL on OOM or a bad argument. n may be 0 (then nothing is scraped). */
+irl_scraper *irl_scraper_new(const irl_scraper_cfg *cfg, const irl_target *targets, size_t n);
+/* Starts the thread; the first round runs at once. 0 or a UV_E* code. */
+int irl_scraper_start(irl_scraper *s);
+/* Cancels the scrapes in flight and joins the thread; no callback after it
+ * returns. Harmless when not started or already stopped. */
+void irl_scraper_stop(irl_scraper *s);
+void irl_scraper_free(irl_scraper *s); /* stops first; NULL is fine */
+void irl_scraper_stats(const irl_scraper *s, size_t i, irl_scrape_stats *out);
 
 #ifdef __cplusplus
 }

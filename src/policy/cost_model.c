@@ -75,10 +75,22 @@
 #define CM_STRIPE_SLOTS  16u
 #define CM_SESSION_SLOTS 4096u
 
+/* Depths (in blocks) at which a prefix's arrivals are compared with the one before:
+ * from prefix_blocks, each about 19% deeper than the last (CM_DEPTHS of them reach
+ * 577 blocks from 4). */
+#define CM_DEPTHS 32u
+
 typedef struct cm_rate {
     uint64_t key;
     double rate;   /* arrivals per second, as of t_ns */
     uint64_t t_ns; /* 0: empty */
+    /* The last arrival: its block hashes at the depths, its length and last block. */
+    uint64_t at[CM_DEPTHS];
+    uint64_t last;
+    uint32_t nblocks;
+    /* How many leading blocks the prefix's arrivals share, a moving average of each
+     * arrival against the previous one; < 0: not measured yet. */
+    double shared;
 } cm_rate;
 
 typedef struct cm_stripe {
@@ -88,6 +100,7 @@ typedef struct cm_stripe {
 
 typedef struct cm_state {
     irp_config cfg;
+    uint32_t depth[CM_DEPTHS]; /* the comparison depths, in blocks, increasing */
     cm_stripe stripes[CM_STRIPES];
     /* session slot: the session key's high 40 bits << 24 | (replica + 1); 0 empty */
     _Atomic uint64_t sessions[CM_SESSION_SLOTS];
@@ -118,13 +131,18 @@ static double cached_of(const irp_request *req, const irp_candidate *c) {
     return cached < pt ? cached : pt;
 }
 
-/* A CPU-tier hit is priced between a GPU hit and a recompute: its tokens are loaded
- * at cpu_token_s each, and then count as context for the tokens still computed. */
-double irp_cost_ttft(const irp_config *cfg, const irp_request *req, const irp_candidate *c) {
-    double cached = cached_of(req, c), rest = (double)req->prompt_tokens - cached;
+/* The prompt's own time with `cached` tokens hit on the GPU. A CPU-tier hit is
+ * priced between a GPU hit and a recompute: its tokens are loaded at cpu_token_s
+ * each, and then count as context for the tokens still computed. */
+static double compute(const irp_config *cfg, const irp_request *req, const irp_candidate *c,
+                      double cached) {
+    double rest = (double)req->prompt_tokens - cached;
     double cpu = (double)c->predicted_cpu_tokens < rest ? (double)c->predicted_cpu_tokens : rest;
-    return queue_wait(cfg, req, c) + cpu * cfg->cpu_token_s +
-           prefill(cfg, rest - cpu, cached + cpu);
+    return cpu * cfg->cpu_token_s + prefill(cfg, rest - cpu, cached + cpu);
+}
+
+double irp_cost_ttft(const irp_config *cfg, const irp_request *req, const irp_candidate *c) {
+    return queue_wait(cfg, req, c) + compute(cfg, req, c, cached_of(req, c));
 }
 
 /* ---- per-prefix arrival rates ----------------------------------------- */
@@ -156,25 +174,63 @@ static cm_rate *rate_victim(cm_stripe *st, uint64_t now, double tau) {
     return v;
 }
 
-/* The current arrival rate of `key` (per second). */
-static double rate_get(cm_state *s, uint64_t key) {
+/* The current arrival rate of `key` (per second), and in *shared the blocks its
+ * arrivals share (< 0: not measured). */
+static double rate_get(cm_state *s, uint64_t key, double *shared) {
     cm_stripe *st = &s->stripes[key % CM_STRIPES];
     pthread_mutex_lock(&st->mu);
     cm_rate *e = rate_find(st, key);
     double r = e ? decayed(e, ir_now_ns(), tau_of(&s->cfg)) : 0.0;
+    *shared = e ? e->shared : -1.0;
     pthread_mutex_unlock(&st->mu);
     return r;
 }
 
-/* Counts one arrival of `key`. */
-static void rate_add(cm_state *s, uint64_t key) {
+static uint64_t lo_of(const irp_request *req, size_t nb) {
+    return req->blocks[nb - 1].lo;
+}
+
+/* How many leading blocks req shares with the prefix's previous arrival e: the
+ * deepest depth where both have the same hash (chained: equal there means equal
+ * before), or the shorter whole prompt when it is a prefix of the other. */
+static double shared_with(const cm_state *s, const cm_rate *e, const irp_request *req) {
+    size_t n = req->nblocks, m = e->nblocks, lo = n < m ? n : m, got = 0;
+    for (size_t j = 0; j < CM_DEPTHS && s->depth[j] <= lo; j++) {
+        if (lo_of(req, s->depth[j]) != e->at[j]) return (double)got;
+        got = s->depth[j];
+    }
+    /* the previous prompt whole: a prefix of this one (or the same prompt) */
+    if (m && m <= n && lo_of(req, m) == e->last) got = m;
+    return (double)got;
+}
+
+/* Remembers req as the prefix's last arrival. */
+static void remember(const cm_state *s, cm_rate *e, const irp_request *req) {
+    size_t n = req->nblocks;
+    for (size_t j = 0; j < CM_DEPTHS; j++)
+        e->at[j] = s->depth[j] <= n ? lo_of(req, s->depth[j]) : 0;
+    e->last = n ? lo_of(req, n) : 0;
+    e->nblocks = (uint32_t)(n < UINT32_MAX ? n : UINT32_MAX);
+}
+
+/* Counts one arrival of `key`, and measures how much of it the prefix shares. */
+static void rate_add(cm_state *s, uint64_t key, const irp_request *req) {
     cm_stripe *st = &s->stripes[key % CM_STRIPES];
     uint64_t now = ir_now_ns();
     double tau = tau_of(&s->cfg);
+    bool blocks = req->blocks && req->nblocks;
     pthread_mutex_lock(&st->mu);
     cm_rate *e = rate_find(st, key);
     double r = e ? decayed(e, now, tau) : 0.0;
-    if (!e) e = rate_victim(st, now, tau), e->key = key;
+    if (!e) {
+        e = rate_victim(st, now, tau);
+        memset(e, 0, sizeof *e);
+        e->key = key, e->shared = -1.0;
+    } else if (blocks && e->nblocks) {
+        double l = shared_with(s, e, req);
+        e->shared = e->shared < 0 ? l : e->shared + (l - e->shared) / 8.0;
+    }
+    if (blocks) remember(s, e, req);
     e->rate = r + 1.0 / tau;
     e->t_ns = now ? now : 1;
     pthread_mutex_unlock(&st->mu);
@@ -273,8 +329,8 @@ static void select_top(cm_rank *r, size_t m, size_t k) {
 }
 
 /* How many replicas the prefix should be spread over (1: not hot). */
-static size_t hot_k(cm_state *s, uint64_t key, double w, size_t ne) {
-    double r = rate_get(s, key);
+static size_t hot_k(cm_state *s, uint64_t key, double w, size_t ne, double *shared) {
+    double r = rate_get(s, key, shared);
     double util = s->cfg.hot_util > 0 ? s->cfg.hot_util : 0.7;
     double want = ceil(r * w / util);
     size_t lim = s->cfg.hot_replicas && s->cfg.hot_replicas < ne ? s->cfg.hot_replicas : ne;
@@ -300,6 +356,19 @@ static void hot_set(cm_scan *sc, uint64_t key, const irp_candidate *c, size_t k)
     sc->ne = k;
 }
 
+/* The tokens of req every member of its prefix's hot set counts as holding: the
+ * part of the prompt that the prefix's arrivals share (what replication puts on
+ * every member), at most what the warmest candidate holds (cmax). Only that part:
+ * a conversation's own history is on its replica alone, and counting it warm
+ * everywhere scattered conversations off their history (w2's shared system
+ * prompt made every chat one hot prefix). Not measured (no block hashes, or one
+ * arrival): cmax, as before. */
+static double hot_warm(const irp_request *req, double shared_blocks, double cmax) {
+    if (shared_blocks < 0 || !req->blocks || !req->block_size) return cmax;
+    double t = shared_blocks * (double)req->block_size;
+    return t < cmax ? t : cmax;
+}
+
 static size_t cm_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
     cm_state *s = state;
     cm_scan sc;
@@ -313,18 +382,20 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
                 if (c[i].replica == r && is_elig(&sc, i)) return i;
     }
 
-    /* Hot prefix: the warm cost, and the set it is spread over. */
+    /* Hot prefix: the set it is spread over, and how much of this prompt every
+     * member of it counts as holding (warm). */
     uint64_t key;
     bool hot = false;
     double warm = 0.0;
     if (sc.ne > 1 && irp_prefix_key(req, cfg->prefix_blocks, &key)) {
-        double cmax = 0.0;
+        double cmax = 0.0, shared;
         for (size_t i = 0; i < n; i++)
             if (is_elig(&sc, i) && cached_of(req, &c[i]) > cmax) cmax = cached_of(req, &c[i]);
-        warm = prefill(cfg, (double)req->prompt_tokens - cmax, cmax);
-        size_t k = hot_k(s, key, warm, sc.ne);
+        size_t k =
+            hot_k(s, key, prefill(cfg, (double)req->prompt_tokens - cmax, cmax), sc.ne, &shared);
         if (k > 1) {
             hot = true;
+            warm = hot_warm(req, shared, cmax);
             hot_set(&sc, key, c, k);
         }
     }
@@ -333,8 +404,10 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
     irp_argmin_init(&m);
     for (size_t i = 0; i < n; i++) {
         if (!is_elig(&sc, i)) continue;
-        double est = hot ? queue_wait(cfg, req, &c[i]) + warm : irp_cost_ttft(cfg, req, &c[i]);
-        irp_argmin_offer(&m, req->rng, i, est);
+        double cached = cached_of(req, &c[i]);
+        if (hot && cached < warm) cached = warm;
+        irp_argmin_offer(&m, req->rng, i,
+                         queue_wait(cfg, req, &c[i]) + compute(cfg, req, &c[i], cached));
     }
     return m.ties ? m.pick : irp_least_loaded(req, c, n);
 }
@@ -345,7 +418,7 @@ static void cm_assigned(void *state, uint32_t replica, const irp_request *req) {
     cm_state *s = state;
     if (!s || !req) return;
     uint64_t key;
-    if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_add(s, key);
+    if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_add(s, key, req);
     if (s->cfg.session_affinity && req->session && req->session_len)
         session_put(s, session_key(req), replica);
 }
@@ -354,6 +427,12 @@ static void *cm_create(const irp_config *cfg) {
     cm_state *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->cfg = *cfg;
+    uint32_t d = cfg->prefix_blocks ? cfg->prefix_blocks : 1;
+    for (size_t j = 0; j < CM_DEPTHS; j++) {
+        s->depth[j] = d;
+        uint32_t nd = (uint32_t)((double)d * 1.19);
+        d = nd > d ? nd : d + 1;
+    }
     for (size_t i = 0; i < CM_STRIPES; i++) pthread_mutex_init(&s->stripes[i].mu, NULL);
     return s;
 }

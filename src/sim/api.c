@@ -536,8 +536,9 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
                 usage_json(&f->chunk, f, true);
             }
             ir_buf_append_str(&f->chunk, "}");
+            /* Queued, not written: it goes out with the first token, after the
+             * prefill, as vLLM sends its role chunk (the head goes now). */
             emit(f);
-            flush(f);
         }
     }
 out:

@@ -2,6 +2,8 @@
  * batch-dependent decode, a real prefix cache and preemption. */
 #include "sim/sim.h"
 
+#include "obs/ir_obs.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,15 +128,11 @@ uint64_t sim_decode_ns(const sim_cfg *c, uint32_t running) {
 void sim_hist_init(sim_hist *h, const double *bounds, size_t nb) {
     memset(h, 0, sizeof *h);
     h->bounds = bounds;
-    h->nb = nb > SIM_HIST_MAX_BUCKETS ? SIM_HIST_MAX_BUCKETS : nb;
+    h->nb = nb > IRO_MAX_BUCKETS ? IRO_MAX_BUCKETS : nb;
 }
 
 void sim_hist_observe(sim_hist *h, double v) {
-    size_t i = 0;
-    while (i < h->nb && v > h->bounds[i]) i++;
-    h->counts[i]++;
-    h->total++;
-    h->sum += v;
+    iro_observe(h->s, v);
 }
 
 /* ---- lists and the timer heap --------------------------------------------------------- */
@@ -543,6 +541,15 @@ sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg) {
     sim_hist_init(&st->prompt_len, tok_b, IR_ARRAY_LEN(tok_b));
     sim_hist_init(&st->gen_len, tok_b, IR_ARRAY_LEN(tok_b));
     st->created = ir_wall_time();
+    if (sim_metrics_init(st, &e->cfg)) {
+        sim_kv_free(&e->kv);
+        for (int i = 0; i < 64; i++) {
+            irt_ids_free(&e->words[i][0]);
+            irt_ids_free(&e->words[i][1]);
+        }
+        free(e);
+        return NULL;
+    }
     uv_timer_init(loop, &e->timer);
     e->timer.data = e;
     return e;
@@ -565,6 +572,7 @@ void sim_engine_free(sim_engine *e) {
         free_seq(s);
     }
     free(e->heap);
+    sim_metrics_free(&e->stats);
     sim_kv_free(&e->kv);
     for (int i = 0; i < 64; i++) {
         irt_ids_free(&e->words[i][0]);

@@ -1,250 +1,207 @@
-/* metrics.c: the simulator's Prometheus page, in vLLM V1's or SGLang's names,
- * rendered as prometheus_client renders text format 0.0.4. */
+/* metrics.c: the simulator's Prometheus page, in vLLM V1's or SGLang's names, kept
+ * in an obs registry that writes numbers as prometheus_client does (text format
+ * 0.0.4). The engine records its histograms through the series made here; the
+ * gauges and counters it keeps in sim_stats are copied in when a page is written. */
 #include "sim/sim.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Python's repr() of a float, then prometheus_client's switch to Go-style
- * exponents for large values. */
-static void fmt_value(double d, char *out, size_t n) {
-    if (isinf(d)) {
-        snprintf(out, n, d > 0 ? "+Inf" : "-Inf");
-        return;
-    }
-    if (isnan(d)) {
-        snprintf(out, n, "NaN");
-        return;
-    }
-    /* The shortest %e form that reads back exactly, as repr() picks. */
-    char e[40];
-    int prec = 0;
-    for (prec = 0; prec < 17; prec++) {
-        snprintf(e, sizeof e, "%.*e", prec, d);
-        if (strtod(e, NULL) == d) break;
-    }
-    /* e is "[-]D.DDDDe[+-]XX": split digits and exponent. */
-    char digits[24];
-    size_t nd = 0;
-    const char *p = e;
-    bool neg = false;
-    if (*p == '-') neg = true, p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.') digits[nd++] = *p;
-    digits[nd] = '\0';
-    int exp = atoi(p + 1);
-    char s[64];
-    size_t k = 0;
-    if (neg) s[k++] = '-';
-    if (exp >= -5 + 1 && exp < 16) {
-        /* Fixed notation, at least one digit after the point. */
-        if (exp < 0) {
-            s[k++] = '0';
-            s[k++] = '.';
-            for (int i = 0; i < -exp - 1; i++) s[k++] = '0';
-            for (size_t i = 0; i < nd; i++) s[k++] = digits[i];
-        } else {
-            for (int i = 0; i <= exp; i++) s[k++] = (size_t)i < nd ? digits[i] : '0';
-            s[k++] = '.';
-            if ((size_t)exp + 1 < nd)
-                for (size_t i = (size_t)exp + 1; i < nd; i++) s[k++] = digits[i];
-            else
-                s[k++] = '0';
-        }
-        s[k] = '\0';
-    } else {
-        s[k++] = digits[0];
-        if (nd > 1) {
-            s[k++] = '.';
-            for (size_t i = 1; i < nd; i++) s[k++] = digits[i];
-        }
-        k += (size_t)snprintf(s + k, sizeof s - k, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
-    }
-    /* prometheus_client: positive values with more than six integer digits
-     * switch to Go's exponent form. */
-    const char *dot = strchr(s, '.');
-    if (d > 0 && dot && !strchr(s, 'e') && dot - s > 6) {
-        size_t ip = (size_t)(dot - s);
-        char m[64];
-        size_t mk = 0;
-        m[mk++] = s[0];
-        m[mk++] = '.';
-        for (size_t i = 1; i < ip; i++) m[mk++] = s[i];
-        for (const char *q = dot + 1; *q; q++) m[mk++] = *q;
-        m[mk] = '\0';
-        while (mk > 0 && (m[mk - 1] == '0' || m[mk - 1] == '.')) m[--mk] = '\0';
-        snprintf(out, n, "%se+0%zu", m, ip - 1);
-        return;
-    }
-    snprintf(out, n, "%s", s);
+#include "obs/ir_obs.h"
+
+/* The series written from sim_stats and the engine's state at each page. */
+enum {
+    G_RUNNING,
+    G_WAITING,
+    G_KV_USAGE,
+    G_USED_TOKENS,
+    G_MAX_TOKENS,
+    G_HIT_RATE,
+    C_QUERIES,
+    C_HITS,
+    C_PREEMPTIONS,
+    C_PROMPT,
+    C_GENERATION,
+    C_REQUESTS,
+    C_ABORTED,
+    C_FINISHED, /* SIM_FINISH_COUNT of them */
+    S_N = C_FINISHED + SIM_FINISH_COUNT
+};
+
+struct sim_metrics {
+    iro_registry *reg;
+    iro_series *s[S_N];
+};
+
+static iro_series *one(iro_family *f, const char *const *values) {
+    return iro_series_get(f, values);
 }
 
-static void head(ir_buf *o, const char *name, const char *type, const char *help) {
-    ir_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+static void hist(iro_registry *r, sim_hist *h, const char *name, const char *help,
+                 const char *const *labels, const char *const *values) {
+    h->s = one(iro_histogram(r, name, help, labels, h->bounds, h->nb), values);
 }
 
-static void sample(ir_buf *o, const char *name, const char *labels, double v) {
-    char num[64];
-    fmt_value(v, num, sizeof num);
-    ir_buf_appendf(o, "%s{%s} %s\n", name, labels, num);
+static void init_vllm(sim_metrics *m, sim_stats *st, const sim_cfg *c, const char *model) {
+    iro_registry *r = m->reg;
+    const char *const l[] = {"engine", "model_name", NULL};
+    const char *const v[] = {"0", model};
+    m->s[G_RUNNING] = one(iro_gauge(r, "vllm:num_requests_running",
+                                    "Number of requests in model execution batches.", l),
+                          v);
+    m->s[G_WAITING] = one(
+        iro_gauge(r, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", l),
+        v);
+    m->s[G_KV_USAGE] = one(
+        iro_gauge(r, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", l),
+        v);
+    m->s[C_QUERIES] =
+        one(iro_counter(r, "vllm:prefix_cache_queries_total",
+                        "Prefix cache queries, in terms of number of queried tokens.", l),
+            v);
+    m->s[C_HITS] = one(iro_counter(r, "vllm:prefix_cache_hits_total",
+                                   "Prefix cache hits, in terms of number of cached tokens.", l),
+                       v);
+    m->s[C_PREEMPTIONS] = one(iro_counter(r, "vllm:num_preemptions_total",
+                                          "Cumulative number of preemption from the engine.", l),
+                              v);
+    m->s[C_PROMPT] = one(
+        iro_counter(r, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", l), v);
+    m->s[C_GENERATION] = one(
+        iro_counter(r, "vllm:generation_tokens_total", "Number of generation tokens processed.", l),
+        v);
+    const char *const lr[] = {"engine", "finished_reason", "model_name", NULL};
+    iro_family *succ = iro_counter(r, "vllm:request_success_total",
+                                   "Count of successfully processed requests.", lr);
+    static const char *const reasons[SIM_FINISH_COUNT] = {"stop", "length", "abort"};
+    for (int i = 0; i < SIM_FINISH_COUNT; i++)
+        m->s[C_FINISHED + i] = iro_series_of(succ, "0", reasons[i], model);
+    const char *const li[] = {"block_size", "cache_dtype",    "enable_prefix_caching",
+                              "engine",     "num_gpu_blocks", NULL};
+    char bs[24], nb[24];
+    snprintf(bs, sizeof bs, "%u", c->block_size);
+    snprintf(nb, sizeof nb, "%u", c->num_gpu_blocks);
+    iro_set(iro_series_of(iro_gauge(r, "vllm:cache_config_info",
+                                    "Information of the LLMEngine CacheConfig", li),
+                          bs, "auto", "True", "0", nb),
+            1.0);
+    hist(r, &st->ttft, "vllm:time_to_first_token_seconds",
+         "Histogram of time to first token in seconds.", l, v);
+    hist(r, &st->itl, "vllm:inter_token_latency_seconds",
+         "Histogram of inter-token latency in seconds.", l, v);
+    hist(r, &st->e2e, "vllm:e2e_request_latency_seconds",
+         "Histogram of e2e request latency in seconds.", l, v);
+    hist(r, &st->queue, "vllm:request_queue_time_seconds",
+         "Histogram of time spent in WAITING phase for request.", l, v);
+    hist(r, &st->inference, "vllm:request_inference_time_seconds",
+         "Histogram of time spent in RUNNING phase for request.", l, v);
+    hist(r, &st->prefill, "vllm:request_prefill_time_seconds",
+         "Histogram of time spent in PREFILL phase for request.", l, v);
+    hist(r, &st->decode, "vllm:request_decode_time_seconds",
+         "Histogram of time spent in DECODE phase for request.", l, v);
+    hist(r, &st->prompt_len, "vllm:request_prompt_tokens", "Number of prefill tokens processed.", l,
+         v);
+    hist(r, &st->gen_len, "vllm:request_generation_tokens",
+         "Number of generation tokens processed.", l, v);
 }
 
-static void metric(ir_buf *o, const char *name, const char *type, const char *help,
-                   const char *labels, double v) {
-    head(o, name, type, help);
-    sample(o, name, labels, v);
+static void init_sglang(sim_metrics *m, sim_stats *st, const char *model) {
+    iro_registry *r = m->reg;
+    const char *const lg[] = {"engine_type", "model_name", "pp_rank", "tp_rank", NULL};
+    const char *const vg[] = {"unified", model, "0", "0"};
+    const char *const lm[] = {"model_name", NULL};
+    const char *const vm[] = {model};
+    struct {
+        int k;
+        const char *name, *help;
+    } gauges[] =
+        {
+            {G_RUNNING, "sglang:num_running_reqs", "The number of running requests."},
+            {G_WAITING, "sglang:num_queue_reqs", "The number of requests in the waiting queue."},
+            {G_KV_USAGE, "sglang:token_usage", "The token usage."},
+            {G_USED_TOKENS, "sglang:num_used_tokens", "The number of used tokens."},
+            {G_MAX_TOKENS, "sglang:max_total_num_tokens",
+             "Maximum total number of tokens in the KV cache pool."},
+            {G_HIT_RATE, "sglang:cache_hit_rate", "The prefix cache hit rate."},
+        },
+      counters[] = {
+          {C_PROMPT, "sglang:prompt_tokens_total", "Number of prefill tokens processed."},
+          {C_GENERATION, "sglang:generation_tokens_total",
+           "Number of generation tokens processed."},
+          {C_HITS, "sglang:cached_tokens_total", "Number of cached prompt tokens."},
+          {C_REQUESTS, "sglang:num_requests_total", "Number of requests processed."},
+          {C_ABORTED, "sglang:num_aborted_requests_total", "Number of requests aborted."},
+      };
+    for (size_t i = 0; i < IR_ARRAY_LEN(gauges); i++)
+        m->s[gauges[i].k] = one(iro_gauge(r, gauges[i].name, gauges[i].help, lg), vg);
+    for (size_t i = 0; i < IR_ARRAY_LEN(counters); i++)
+        m->s[counters[i].k] = one(iro_counter(r, counters[i].name, counters[i].help, lm), vm);
+    hist(r, &st->ttft, "sglang:time_to_first_token_seconds",
+         "Histogram of time to first token in seconds.", lm, vm);
+    hist(r, &st->itl, "sglang:inter_token_latency_seconds",
+         "Histogram of inter-token latency in seconds.", lm, vm);
+    hist(r, &st->e2e, "sglang:e2e_request_latency_seconds",
+         "Histogram of End-to-end request latency in seconds", lm, vm);
 }
 
-static void histogram(ir_buf *o, const char *name, const char *help, const char *labels,
-                      const sim_hist *h) {
-    head(o, name, "histogram", help);
-    uint64_t cum = 0;
-    char num[64];
-    for (size_t i = 0; i <= h->nb; i++) {
-        cum += h->counts[i];
-        if (i < h->nb)
-            fmt_value(h->bounds[i], num, sizeof num);
-        else
-            strcpy(num, "+Inf");
-        char cnt[64];
-        fmt_value((double)cum, cnt, sizeof cnt);
-        ir_buf_appendf(o, "%s_bucket{%s,le=\"%s\"} %s\n", name, labels, num, cnt);
+int sim_metrics_init(sim_stats *st, const sim_cfg *c) {
+    sim_metrics *m = calloc(1, sizeof *m);
+    if (!m || !(m->reg = iro_registry_new(IRO_FMT_PYTHON))) {
+        free(m);
+        return -1;
     }
-    ir_buf_appendf(o, "%s_count{%s} ", name, labels);
-    fmt_value((double)h->total, num, sizeof num);
-    ir_buf_appendf(o, "%s\n", num);
-    ir_buf_appendf(o, "%s_sum{%s} ", name, labels);
-    fmt_value(h->sum, num, sizeof num);
-    ir_buf_appendf(o, "%s\n", num);
-}
-
-/* Label values are written as Prometheus escapes them. */
-static void label_escape(const char *in, char *out, size_t n) {
-    size_t k = 0;
-    for (; *in && k + 3 < n; in++) {
-        if (*in == '\\' || *in == '"') {
-            out[k++] = '\\';
-            out[k++] = *in;
-        } else if (*in == '\n') {
-            out[k++] = '\\';
-            out[k++] = 'n';
-        } else {
-            out[k++] = *in;
-        }
-    }
-    out[k] = '\0';
-}
-
-static void render_vllm(const sim_engine *e, ir_buf *o, const char *model) {
-    const sim_cfg *c = sim_engine_cfg(e);
-    const sim_stats *st = sim_engine_stats(e);
-    char l[600];
-    snprintf(l, sizeof l, "engine=\"0\",model_name=\"%s\"", model);
-    metric(o, "vllm:num_requests_running", "gauge",
-           "Number of requests in model execution batches.", l, sim_engine_running(e));
-    metric(o, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
-           l, sim_engine_waiting(e));
-    metric(o, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", l,
-           sim_engine_kv_usage(e));
-    metric(o, "vllm:prefix_cache_queries_total", "counter",
-           "Prefix cache queries, in terms of number of queried tokens.", l,
-           (double)st->prefix_queries);
-    metric(o, "vllm:prefix_cache_hits_total", "counter",
-           "Prefix cache hits, in terms of number of cached tokens.", l, (double)st->prefix_hits);
-    metric(o, "vllm:num_preemptions_total", "counter",
-           "Cumulative number of preemption from the engine.", l, (double)st->preemptions);
-    metric(o, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", l,
-           (double)st->prompt_tokens);
-    metric(o, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
-           l, (double)st->generation_tokens);
-    head(o, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
-    static const char *reasons[SIM_FINISH_COUNT] = {"stop", "length", "abort"};
-    for (int i = 0; i < SIM_FINISH_COUNT; i++) {
-        char lr[700];
-        snprintf(lr, sizeof lr, "engine=\"0\",finished_reason=\"%s\",model_name=\"%s\"", reasons[i],
-                 model);
-        sample(o, "vllm:request_success_total", lr, (double)st->finished[i]);
-    }
-    char info[256];
-    snprintf(info, sizeof info,
-             "block_size=\"%u\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",engine=\"0\","
-             "num_gpu_blocks=\"%u\"",
-             c->block_size, c->num_gpu_blocks);
-    metric(o, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig", info,
-           1.0);
-    histogram(o, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-              l, &st->ttft);
-    histogram(o, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-              l, &st->itl);
-    histogram(o, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-              l, &st->e2e);
-    histogram(o, "vllm:request_queue_time_seconds",
-              "Histogram of time spent in WAITING phase for request.", l, &st->queue);
-    histogram(o, "vllm:request_inference_time_seconds",
-              "Histogram of time spent in RUNNING phase for request.", l, &st->inference);
-    histogram(o, "vllm:request_prefill_time_seconds",
-              "Histogram of time spent in PREFILL phase for request.", l, &st->prefill);
-    histogram(o, "vllm:request_decode_time_seconds",
-              "Histogram of time spent in DECODE phase for request.", l, &st->decode);
-    histogram(o, "vllm:request_prompt_tokens", "Number of prefill tokens processed.", l,
-              &st->prompt_len);
-    histogram(o, "vllm:request_generation_tokens", "Number of generation tokens processed.", l,
-              &st->gen_len);
-}
-
-static void render_sglang(const sim_engine *e, ir_buf *o, const char *model) {
-    const sim_cfg *c = sim_engine_cfg(e);
-    const sim_stats *st = sim_engine_stats(e);
-    char g[600], r[600];
-    snprintf(g, sizeof g, "engine_type=\"unified\",model_name=\"%s\",pp_rank=\"0\",tp_rank=\"0\"",
-             model);
-    snprintf(r, sizeof r, "model_name=\"%s\"", model);
-    double total_tokens = (double)c->num_gpu_blocks * c->block_size;
-    double usage = sim_engine_kv_usage(e);
-    metric(o, "sglang:num_running_reqs", "gauge", "The number of running requests.", g,
-           sim_engine_running(e));
-    metric(o, "sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", g,
-           sim_engine_waiting(e));
-    metric(o, "sglang:token_usage", "gauge", "The token usage.", g, usage);
-    metric(o, "sglang:num_used_tokens", "gauge", "The number of used tokens.", g,
-           usage * total_tokens);
-    metric(o, "sglang:max_total_num_tokens", "gauge",
-           "Maximum total number of tokens in the KV cache pool.", g, total_tokens);
-    metric(o, "sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", g,
-           st->prefix_queries ? (double)st->prefix_hits / (double)st->prefix_queries : 0.0);
-    metric(o, "sglang:prompt_tokens_total", "counter", "Number of prefill tokens processed.", r,
-           (double)st->prompt_tokens);
-    metric(o, "sglang:generation_tokens_total", "counter", "Number of generation tokens processed.",
-           r, (double)st->generation_tokens);
-    metric(o, "sglang:cached_tokens_total", "counter", "Number of cached prompt tokens.", r,
-           (double)st->prefix_hits);
-    metric(o, "sglang:num_requests_total", "counter", "Number of requests processed.", r,
-           (double)(st->finished[SIM_FINISH_STOP] + st->finished[SIM_FINISH_LENGTH] +
-                    st->finished[SIM_FINISH_ABORT]));
-    metric(o, "sglang:num_aborted_requests_total", "counter", "Number of requests aborted.", r,
-           (double)st->finished[SIM_FINISH_ABORT]);
-    histogram(o, "sglang:time_to_first_token_seconds",
-              "Histogram of time to first token in seconds.", r, &st->ttft);
-    histogram(o, "sglang:inter_token_latency_seconds",
-              "Histogram of inter-token latency in seconds.", r, &st->itl);
-    histogram(o, "sglang:e2e_request_latency_seconds",
-              "Histogram of End-to-end request latency in seconds", r, &st->e2e);
-}
-
-int sim_metrics_render(const sim_engine *e, ir_buf *out) {
-    const sim_cfg *c = sim_engine_cfg(e);
-    char model[512];
-    label_escape(c->nmodel_names ? c->model_names[0] : "inferrail/sim-8b", model, sizeof model);
+    const char *model = c->nmodel_names ? c->model_names[0] : "inferrail/sim-8b";
     if (c->engine == SIM_ENGINE_SGLANG)
-        render_sglang(e, out, model);
+        init_sglang(m, st, model);
     else
-        render_vllm(e, out, model);
+        init_vllm(m, st, c, model);
+    st->metrics = m;
     return 0;
 }
 
-/* Exposed for tests of the number format. */
+void sim_metrics_free(sim_stats *st) {
+    if (!st->metrics) return;
+    iro_registry_free(st->metrics->reg);
+    free(st->metrics);
+    st->metrics = NULL;
+}
+
+/* The engine's gauges and counters into their series (a NULL series, one this
+ * engine's names do not have, ignores the value). */
+static void copy_stats(const sim_engine *e, sim_metrics *m) {
+    const sim_cfg *c = sim_engine_cfg(e);
+    const sim_stats *st = sim_engine_stats(e);
+    double total_tokens = (double)c->num_gpu_blocks * c->block_size;
+    double usage = sim_engine_kv_usage(e);
+    iro_set(m->s[G_RUNNING], sim_engine_running(e));
+    iro_set(m->s[G_WAITING], sim_engine_waiting(e));
+    iro_set(m->s[G_KV_USAGE], usage);
+    iro_set(m->s[G_USED_TOKENS], usage * total_tokens);
+    iro_set(m->s[G_MAX_TOKENS], total_tokens);
+    iro_set(m->s[G_HIT_RATE],
+            st->prefix_queries ? (double)st->prefix_hits / (double)st->prefix_queries : 0.0);
+    iro_set(m->s[C_QUERIES], (double)st->prefix_queries);
+    iro_set(m->s[C_HITS], (double)st->prefix_hits);
+    iro_set(m->s[C_PREEMPTIONS], (double)st->preemptions);
+    iro_set(m->s[C_PROMPT], (double)st->prompt_tokens);
+    iro_set(m->s[C_GENERATION], (double)st->generation_tokens);
+    uint64_t done = 0;
+    for (int i = 0; i < SIM_FINISH_COUNT; i++) {
+        iro_set(m->s[C_FINISHED + i], (double)st->finished[i]);
+        done += st->finished[i];
+    }
+    iro_set(m->s[C_REQUESTS], (double)done);
+    iro_set(m->s[C_ABORTED], (double)st->finished[SIM_FINISH_ABORT]);
+}
+
+int sim_metrics_render(const sim_engine *e, ir_buf *out) {
+    sim_metrics *m = sim_engine_stats(e)->metrics;
+    if (!m) return -1;
+    copy_stats(e, m);
+    return iro_write(m->reg, out);
+}
+
 void sim_metrics_format_value(double d, char *out, size_t n) {
-    fmt_value(d, out, n);
+    iro_format_value(d, IRO_FMT_PYTHON, out, n);
 }

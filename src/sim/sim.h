@@ -96,17 +96,18 @@ bool sim_kv_set_hash(sim_kv *kv, int32_t idx, ir_hash128 h); /* true: newly regi
 uint32_t sim_kv_reset(sim_kv *kv);
 
 /* ---- metrics ------------------------------------------------------------------------ */
-#define SIM_HIST_MAX_BUCKETS 32
+/* A histogram: its buckets, and its series in the engine's metrics registry
+ * (metrics.c), which counts. */
 typedef struct sim_hist {
     const double *bounds; /* upper bounds, ascending, +Inf implied */
     size_t nb;
-    uint64_t counts[SIM_HIST_MAX_BUCKETS + 1];
-    uint64_t total;
-    double sum;
+    struct iro_series *s; /* NULL until sim_metrics_init */
 } sim_hist;
 
 void sim_hist_init(sim_hist *h, const double *bounds, size_t nb);
 void sim_hist_observe(sim_hist *h, double v);
+
+typedef struct sim_metrics sim_metrics;
 
 typedef enum { SIM_FINISH_STOP, SIM_FINISH_LENGTH, SIM_FINISH_ABORT, SIM_FINISH_COUNT } sim_finish;
 
@@ -117,7 +118,8 @@ typedef struct sim_stats {
     uint64_t finished[SIM_FINISH_COUNT];
     uint64_t requests_received;
     sim_hist ttft, itl, e2e, queue, prefill, decode, inference, prompt_len, gen_len;
-    double created; /* wall time the counters started, for _created series */
+    double created;       /* wall time the counters started, for _created series */
+    sim_metrics *metrics; /* the registry of the page, owned (metrics.c) */
 } sim_stats;
 
 /* ---- engine ------------------------------------------------------------------------ */
@@ -193,6 +195,10 @@ const uint32_t *sim_seq_output(const sim_seq *s); /* the output ids so far */
 uint64_t sim_seq_arrival_ns(const sim_seq *s);
 
 /* ---- metrics page ------------------------------------------------------------------ */
+/* The page's registry, vLLM or SGLang flavoured as c says; made when the engine is
+ * (after its histograms' buckets are set), freed with it. -1: no memory. */
+int sim_metrics_init(sim_stats *st, const sim_cfg *c);
+void sim_metrics_free(sim_stats *st);
 /* Renders the Prometheus text page of the engine, vLLM or SGLang flavoured. */
 int sim_metrics_render(const sim_engine *e, ir_buf *out);
 /* A float as prometheus_client writes it ("1.0", "0.25", "+Inf", "1.5e+07"). */

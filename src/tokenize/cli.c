@@ -2,8 +2,10 @@
  *
  * INPUT is an OpenAI request body (with --jsonl, one per line). A
  * completions body's string prompt is encoded with special tokens added,
- * as vLLM does. Each body gives one line: {"prompt_tokens": N,
- * "token_ids": [...]} or {"error": "..."}. */
+ * as vLLM does; a chat body is rendered with the model's chat template as
+ * vLLM prepares a chat (irt_chat) and encoded without adding special tokens
+ * (unless the body sets add_special_tokens). Each body gives one line:
+ * {"prompt_tokens": N, "token_ids": [...]} or {"error": "..."}. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,37 @@ static void print_error(const char *msg) {
 }
 
 /* Returns 0 when the body was tokenized, -1 when it got an error line. */
-static int handle_body(const irt_tokenizer *t, const char *body, size_t len, irt_ids *ids) {
+static void print_ids(const irt_ids *ids) {
+    printf("{\"prompt_tokens\": %zu, \"token_ids\": [", ids->len);
+    for (size_t i = 0; i < ids->len; i++) printf(i ? ", %u" : "%u", ids->ids[i]);
+    printf("]}\n");
+}
+
+/* A chat body through the chat template; 0 when tokenized. */
+static int handle_chat(const irt_tokenizer *t, const irt_chat *chat, const json_t *root,
+                       irt_ids *ids) {
+    char err[512], msg[640];
+    ir_buf text;
+    ir_buf_init(&text, (size_t)1 << 30);
+    int e = irt_chat_render(chat, root, &text, err, sizeof err);
+    if (e == IRT_OK) {
+        bool add = json_is_true(json_object_get(root, "add_special_tokens"));
+        e = irt_encode(t, text.data ? text.data : "", text.len, add, ids);
+        if (e) snprintf(err, sizeof err, "cannot tokenize the rendered chat: %s", irt_strerror(e));
+    }
+    ir_buf_free(&text);
+    if (e == IRT_OK) {
+        print_ids(ids);
+        return 0;
+    }
+    snprintf(msg, sizeof msg, "%s%s", e == IRT_ETEMPLATE ? "the chat template refused it: " : "",
+             err);
+    print_error(msg);
+    return -1;
+}
+
+static int handle_body(const irt_tokenizer *t, const irt_chat *chat, const char *body, size_t len,
+                       irt_ids *ids) {
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
     char msg[512];
@@ -64,8 +96,7 @@ static int handle_body(const irt_tokenizer *t, const char *body, size_t len, irt
     } else if (!json_is_object(root)) {
         print_error("the body must be a JSON object");
     } else if (json_object_get(root, "messages")) {
-        print_error("chat bodies need the model's chat template, which is not supported here; "
-                    "send a completions body ({\"prompt\": \"...\"})");
+        rc = handle_chat(t, chat, root, ids);
     } else if (!prompt) {
         print_error("the body has no \"prompt\"");
     } else if (!json_is_string(prompt)) {
@@ -76,9 +107,7 @@ static int handle_body(const irt_tokenizer *t, const char *body, size_t len, irt
             snprintf(msg, sizeof(msg), "cannot tokenize the prompt: %s", irt_strerror(e));
             print_error(msg);
         } else {
-            printf("{\"prompt_tokens\": %zu, \"token_ids\": [", ids->len);
-            for (size_t i = 0; i < ids->len; i++) printf(i ? ", %u" : "%u", ids->ids[i]);
-            printf("]}\n");
+            print_ids(ids);
             rc = 0;
         }
     }
@@ -91,7 +120,9 @@ static void usage(FILE *f) {
                "  SPEC: a model directory, a tokenizer.json path, org/name[@revision] in\n"
                "        the local Hugging Face cache ($HF_HOME/hub; nothing is downloaded),\n"
                "        or builtin:sim (the simulator's tokenizer, chat bodies included)\n"
-               "  INPUT: an OpenAI completions body; with --jsonl, one body per line\n");
+               "  INPUT: an OpenAI completions or chat body; with --jsonl, one body per line.\n"
+               "        Chats are rendered with the model's chat template as vLLM prepares\n"
+               "        them, and tokenized without adding special tokens\n");
 }
 
 int irt_cli_main(int argc, char **argv) {
@@ -124,6 +155,12 @@ int irt_cli_main(int argc, char **argv) {
         fprintf(stderr, "tokenize: %s\n", err);
         return 2;
     }
+    irt_chat *chat = sim ? NULL : irt_chat_load(spec, NULL, err, sizeof(err));
+    if (!chat && !sim) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        irt_free(t);
+        return 2;
+    }
     irt_ids ids = {0};
     int status = 0;
     char *line = NULL;
@@ -136,7 +173,7 @@ int irt_cli_main(int argc, char **argv) {
             size_t k = 0;
             while (k < len && (line[k] == ' ' || line[k] == '\t')) k++;
             if (k == len) continue; /* blank lines carry no body */
-            handle_body(t, line, len, &ids);
+            handle_body(t, chat, line, len, &ids);
         }
     } else {
         size_t len = 0;
@@ -156,11 +193,12 @@ int irt_cli_main(int argc, char **argv) {
                 cap *= 2;
             }
         }
-        if (!status && line && handle_body(t, line, len, &ids)) status = 1;
+        if (!status && line && handle_body(t, chat, line, len, &ids)) status = 1;
     }
     fflush(stdout);
     free(line);
     irt_ids_free(&ids);
+    irt_chat_free(chat);
     irt_free(t);
     return status;
 }

@@ -540,6 +540,8 @@ const char *irt_strerror(int code) {
         return "the model cannot encode this text (unk_token missing from vocab)";
     case IRT_EUNSUPPORTED:
         return "a request the tokenizer does not follow";
+    case IRT_ETEMPLATE:
+        return "the chat template refused the conversation";
     default:
         return "unknown error";
     }

@@ -1252,3 +1252,28 @@ irt_tokenizer *irt_load(const char *spec, char *err, size_t errlen) {
     ir_big_free(txt);
     return t;
 }
+
+int irt_spec_dir(const char *spec, char *dir, size_t n, char *err, size_t errlen) {
+    char dummy[8];
+    if (!err) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    if (!spec || !*spec || !strncmp(spec, "builtin:", 8)) {
+        snprintf(err, errlen, "%s: not a tokenizer.json spec", spec ? spec : "");
+        return -1;
+    }
+    if (is_file(spec)) {
+        const char *slash = strrchr(spec, '/');
+        if (!slash)
+            snprintf(dir, n, ".");
+        else
+            snprintf(dir, n, "%.*s", (int)(slash - spec), spec);
+        return 0;
+    }
+    if (is_dir(spec)) {
+        snprintf(dir, n, "%s", spec);
+        return 0;
+    }
+    return resolve_hub(spec, dir, n, err, errlen);
+}

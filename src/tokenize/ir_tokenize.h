@@ -84,6 +84,7 @@ enum {
     IRT_ETOOLONG = -3,     /* text longer than IRT_MAX_INPUT */
     IRT_EMODEL = -4,       /* the model cannot encode (e.g. unk_token not in vocab) */
     IRT_EUNSUPPORTED = -5, /* a request the tokenizer does not follow (a batch of prompts) */
+    IRT_ETEMPLATE = -6,    /* the chat template refused the conversation (or ran past a bound) */
 };
 
 /* Largest text irt_encode accepts, in bytes; this bounds per-call memory. */
@@ -121,6 +122,90 @@ size_t irt_vocab_size(const irt_tokenizer *t);
 int64_t irt_token_to_id(const irt_tokenizer *t, const char *tok, size_t len);
 /* Short text for an IRT_E* code. */
 const char *irt_strerror(int code);
+
+/* ---- Jinja2 chat templates ---------------------------------------------------
+ * A Jinja2 interpreter for chat templates, with Python's semantics, set up as
+ * transformers' apply_chat_template sets Jinja2 up: an immutable sandbox,
+ * trim_blocks and lstrip_blocks, loop controls, raise_exception, strftime_now
+ * and tojson(ensure_ascii=False). No I/O. See docs/internals/template.md.
+ *
+ * A compiled template is immutable and may be rendered by any number of
+ * threads at once; each render keeps its memory to itself. */
+typedef struct irt_template irt_template;
+
+/* Bounds of one template or render; 0 in a field takes its default. */
+typedef struct irt_template_limits {
+    size_t max_template; /* source bytes (default 1 MiB) */
+    size_t max_output;   /* rendered bytes (default 64 MiB) */
+    size_t max_memory;   /* bytes of values a render may hold (default 512 MiB) */
+    uint64_t max_steps;  /* loop iterations and macro calls (default 10,000,000) */
+    int max_depth;       /* nesting of the source and of macro calls (default 64) */
+} irt_template_limits;
+
+/* Compiles src (limits may be NULL). On failure NULL, with a message such as
+ * "line 3, column 7: unexpected end of template" in err. */
+irt_template *irt_template_new(const char *src, size_t len, const irt_template_limits *limits,
+                               char *err, size_t errlen);
+void irt_template_free(irt_template *t);
+
+/* Renders with the variables of the JSON object vars (messages, tools,
+ * add_generation_prompt, bos_token, ...) and appends the text to out.
+ * now_unix (seconds; 0 for the clock) is what strftime_now formats.
+ * Returns IRT_OK; IRT_EINVAL with the template's message in err (a raised
+ * exception, an undefined value used, a type error, a bound passed);
+ * IRT_ENOMEM. out may hold a partial render after an error. */
+int irt_template_render(const irt_template *t, const json_t *vars, int64_t now_unix, ir_buf *out,
+                        char *err, size_t errlen);
+
+/* Whether the template reads a top-level variable of this name anywhere
+ * (as vLLM checks which chat_template_kwargs to pass). */
+bool irt_template_reads(const irt_template *t, const char *name);
+/* Whether the template loops over a message's content (vLLM's "openai"
+ * content format) rather than printing it as a string. */
+bool irt_template_iterates_content(const irt_template *t);
+
+/* ---- chat requests, prepared as vLLM prepares them --------------------------------
+ * A model's chat template and special tokens (from its tokenizer_config.json,
+ * chat_template.jinja, or a file of its own), and the steps of vLLM's chat
+ * preparation: messages normalised (text parts flattened or wrapped by the
+ * content format, tool-call arguments parsed from JSON), tools, documents,
+ * add_generation_prompt, continue_final_message, chat_template_kwargs passed
+ * only when the template reads them. See docs/tokenizer.md for the version
+ * followed. Immutable once loaded; any number of threads may render. */
+typedef struct irt_chat irt_chat;
+
+typedef struct irt_chat_opts {
+    const char *template_path;  /* a template file (models[].chat_template), or NULL */
+    const char *content_format; /* "auto" (or NULL), "string" or "openai" */
+    const json_t *kwargs;       /* default chat_template_kwargs (an object), or NULL */
+} irt_chat_opts;
+
+/* The chat template of a tokenizer spec (see irt_load): its directory's
+ * chat_template.jinja or tokenizer_config.json. A model without one loads
+ * (irt_chat_has_template is then false). NULL with err on a bad template. */
+irt_chat *irt_chat_load(const char *spec, const irt_chat_opts *o, char *err, size_t errlen);
+/* From a tokenizer_config.json object (may be NULL) and, when template_src is
+ * not NULL, that template instead of the config's. */
+irt_chat *irt_chat_new(const json_t *tokenizer_config, const char *template_src,
+                       const irt_chat_opts *o, char *err, size_t errlen);
+void irt_chat_free(irt_chat *c);
+bool irt_chat_has_template(const irt_chat *c);
+/* "string" or "openai": the content format in force. */
+const char *irt_chat_content_format(const irt_chat *c);
+
+/* The variables the template is rendered with for a chat body (new reference),
+ * as transformers receives them from vLLM. NULL with *rc set: IRT_EINVAL (the
+ * engine refuses the body; err says why), IRT_EUNSUPPORTED (a per-request
+ * chat_template, image/audio/video parts), IRT_ENOMEM. */
+json_t *irt_chat_vars(const irt_chat *c, const json_t *body, int *rc, char *err, size_t errlen);
+/* Renders a chat body's prompt text into text: IRT_OK, IRT_EINVAL,
+ * IRT_EUNSUPPORTED, IRT_ETEMPLATE (the template's message in err), IRT_ENOMEM. */
+int irt_chat_render(const irt_chat *c, const json_t *body, ir_buf *text, char *err, size_t errlen);
+/* The special tokens a template receives (bos_token, eos_token, ...; each a
+ * string) from a tokenizer_config.json object. New reference. */
+json_t *irt_special_tokens(const json_t *tokenizer_config);
+/* The directory holding a spec's tokenizer.json (irt_load's rules). */
+int irt_spec_dir(const char *spec, char *dir, size_t n, char *err, size_t errlen);
 
 /* `inferrail-gateway tokenize --tokenizer SPEC [--jsonl] < INPUT`.
  * argv[0] is the subcommand name. Returns the process exit status. */

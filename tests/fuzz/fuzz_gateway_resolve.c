@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gateway/request.h"
+#include "splice_model.h"
 
 static const char *const confs[] = {
     "models: [{name: only/model}]\nreplicas: [{id: a, url: \"http://127.0.0.1:1\"}]\n",
@@ -48,7 +49,7 @@ static void check(const gw_fleet *f, const char *doc, size_t size) {
     if (!o.rewrite) return;
     ir_buf out;
     ir_buf_init(&out, 0);
-    if (gw_splice_model(doc, size, &o.span, o.found, o.model->cfg->name, &out) == 0) {
+    if (splice_model_ref(doc, size, &o.span, o.found, o.model->cfg->name, &out) == 0) {
         ir_json_span sp;
         if (ir_json_scan_key(out.data, out.len, "model", &sp, 256) != IR_JSON_FOUND ||
             !sp.is_string)

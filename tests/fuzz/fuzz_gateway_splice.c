@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gateway/request.h"
+#include "splice_model.h"
 
 /* The parts, laid end to end, are the spliced body. */
 static void check_parts(const char *doc, size_t size, const ir_json_span *sp, bool found,
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == IR_JSON_INVALID) return 0;
     ir_buf out;
     ir_buf_init(&out, 0);
-    if (gw_splice_model(doc, size, &sp, rc == IR_JSON_FOUND, "inferrail/sim-8b", &out) == 0) {
+    if (splice_model_ref(doc, size, &sp, rc == IR_JSON_FOUND, "inferrail/sim-8b", &out) == 0) {
         check_parts(doc, size, &sp, rc == IR_JSON_FOUND, &out);
         ir_json_span sp2;
         if (ir_json_scan_key(out.data, out.len, "model", &sp2, 128) != IR_JSON_FOUND)

@@ -8,13 +8,21 @@
 //   eng.scenario = 'ok';          // later requests behave
 //   await eng.stop();
 //
-// GET /health and GET /v1/models always answer 200. Every other request is
+// GET /metrics answers with the scenario eng.metrics (opts.metrics), e.g. 'hang',
+// 'garbage-page' or 'endless-page' for the load scraper's tests; 404 without one.
+//
+// GET /health answers eng.healthStatus (200 unless a test changes it) and GET
+// /v1/models 200. Every other request is
 // answered by the current scenario (SCENARIOS lists them). eng.requests counts
 // the requests it answered that way, eng.connections the connections it saw.
 import net from 'node:net';
 
 export const OK_BODY = '{"id":"cmpl-fake","object":"text_completion","model":"fake","choices":[{"index":0,"text":"ok","finish_reason":"stop"}]}';
 const EVIL = 'HTTP/1.1 200 OK\r\nX-Evil: 1\r\nContent-Length: 13\r\n\r\nEVIL-RESPONSE';
+
+function chunk(s) {
+  return `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
+}
 
 function okResponse(body = OK_BODY) {
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
@@ -54,6 +62,28 @@ const H1 = {
     eng.timers.add(t);
   },
   'close-early': (sock) => sock.destroy(),
+  // Reads the request and never answers (a hung engine).
+  hang: () => {},
+  // An event stream: its head and one whole event, then nothing (a stall between events).
+  'stall-sse': (sock) => sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n' +
+    chunk('data: {"id":"cmpl-fake","object":"text_completion","model":"fake","choices":[{"index":0,"text":"a","finish_reason":null}]}\n\n')),
+  // The same, stalled in the middle of its second event.
+  'stall-mid-event': (sock) => sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n' +
+    chunk('data: {"id":"cmpl-fake","object":"text_completion","model":"fake","choices":[{"index":0,"text":"a","finish_reason":null}]}\n\ndata: {"id":')),
+  // A 200 page of bytes that are no metrics at all.
+  'garbage-page': (sock) => {
+    const junk = '\x00\x01{{{ <html>not a metrics page</html> }}}\n'.repeat(50);
+    sock.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(junk)}\r\n\r\n${junk}`);
+  },
+  // A chunked page that never ends, written as fast as the reader takes it.
+  'endless-page': (sock) => {
+    sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
+    const line = 'vllm:num_requests_running{engine="0"} 0.0\n'.repeat(1500);
+    const chunk = `${Buffer.byteLength(line).toString(16)}\r\n${line}\r\n`;
+    const pour = () => { while (!sock.destroyed && sock.write(chunk)) { /* until the socket is full */ } };
+    sock.on('drain', pour);
+    pour();
+  },
   // A usage whose cached_tokens no prompt can have (near INT64_MAX).
   'absurd-cached': (sock) => sock.write(okResponse(OK_BODY.slice(0, -1) +
     ',"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":9223372036854775000}}}')),
@@ -118,7 +148,17 @@ export const SCENARIOS = [...Object.keys(H1), ...Object.keys(H2)];
 
 function h1Answer(sock, eng, method, path) {
   if (method === 'GET' && (path === '/health' || path === '/v1/models')) {
-    sock.write(okResponse(path === '/health' ? '' : '{"object":"list","data":[]}'));
+    if (path === '/health' && eng.healthStatus !== 200) sock.write(`HTTP/1.1 ${eng.healthStatus} Down\r\nContent-Length: 0\r\n\r\n`);
+    else sock.write(okResponse(path === '/health' ? '' : '{"object":"list","data":[]}'));
+    return;
+  }
+  // The gateway's load scraper reads GET /metrics ten times a second: it gets
+  // eng.metrics's scenario (counted in eng.metricsRequests), or a 404 when none
+  // is set, and never counts among eng.requests.
+  if (method === 'GET' && path === '/metrics') {
+    eng.metricsRequests++;
+    if (H1[eng.metrics]) H1[eng.metrics](sock, eng);
+    else sock.write('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
     return;
   }
   eng.requests++;
@@ -170,9 +210,12 @@ function serveH2(sock, eng, first) {
   onData(Buffer.alloc(0));
 }
 
-// Starts the engine on a free loopback port. opts: evilDelayMs, dribbleMs.
+// Starts the engine on a free loopback port. opts: evilDelayMs, dribbleMs, metrics.
 export function startFakeEngine(scenario = 'ok', opts = {}) {
-  const eng = { scenario, opts, requests: 0, connections: 0, timers: new Set(), sockets: new Set() };
+  const eng = {
+    scenario, opts, metrics: opts.metrics, requests: 0, metricsRequests: 0, connections: 0,
+    healthStatus: 200, timers: new Set(), sockets: new Set(),
+  };
   const server = net.createServer((sock) => {
     eng.connections++;
     eng.sockets.add(sock);

@@ -19,15 +19,26 @@ function killAll() {
 process.on('exit', killAll);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(1); });
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
+// Ports come from 20000-31999: below the kernel's ephemeral range, where a port
+// learned by binding port 0 can be taken by any outgoing connection before our
+// child binds it, and apart from the shell tests' band (ports.sh: 10000-19999).
+// A candidate must bind now, and one test process never gets a port twice.
+const portsGiven = new Set();
+function tryBind(port) {
+  return new Promise((resolve) => {
     const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+}
+export async function freePort() {
+  for (let i = 0; i < 500; i++) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    if (portsGiven.has(port)) continue;
+    portsGiven.add(port);
+    if (await tryBind(port)) return port;
+  }
+  throw new Error('freePort: no free port in 20000-31999');
 }
 
 async function waitReady(port, child, log, what) {
@@ -119,6 +130,19 @@ export function metricValue(page, name, labelFilter = '') {
     if ((key === name || key.startsWith(name + '{')) && key.includes(labelFilter)) return Number(line.slice(sp + 1));
   }
   return undefined;
+}
+
+// The sum of every sample of a family (all its label sets) that includes labelFilter,
+// e.g. metricSum(page, 'inferrail_upstream_retries_total'); undefined when there is none.
+export function metricSum(page, name, labelFilter = '') {
+  let sum;
+  for (const line of page.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    const key = line.slice(0, sp);
+    if ((key === name || key.startsWith(name + '{')) && key.includes(labelFilter)) sum = (sum ?? 0) + Number(line.slice(sp + 1));
+  }
+  return sum;
 }
 
 // The shape of a JSON value: keys in order, types, and null-ness; the values

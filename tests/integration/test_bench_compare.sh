@@ -3,6 +3,7 @@
 # fresh gateway per run, two policies, two repetitions; then the report.
 # Also: `run` straight against a simulator agrees with the engine counters.
 set -euo pipefail
+. "$(dirname "$0")/ports.sh"
 BUILD=${IR_BUILD:-build}
 tmp=$(mktemp -d /tmp/ir-bench-cmp.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -11,7 +12,7 @@ B="$BUILD/inferrail-bench"
 py() { python3 -c "$@"; }
 
 # 1. run against one simulator: usage and engine hit rates agree, prompt tokens match the workload.
-port=$(py 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(freeport)
 "$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details 2>"$tmp/sim.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$tmp"' EXIT

@@ -4,11 +4,12 @@
 # prints n/a for what it did not measure; help texts exit 0 and describe every
 # option; make help lists every target and make bench runs scripts that exist.
 set -uo pipefail
+. "$(dirname "$0")/ports.sh"
 BUILD=${IR_BUILD:-build}
 ROOT=${IR_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=$BUILD/inferrail-bench
 T=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(freeport)
 "$BUILD/inferrail-sim" --port "$port" --zero-latency 2>"$T/sim.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$T"' EXIT

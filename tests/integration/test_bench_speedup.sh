@@ -5,6 +5,7 @@
 # Then a Mooncake trace replayed straight against a simulator: the prompt
 # lengths the simulator counts are the trace's, and shared hash_ids hit.
 set -euo pipefail
+. "$(dirname "$0")/ports.sh"
 BUILD=${IR_BUILD:-build}
 FIX=${IR_FIXTURES:-tests/fixtures}
 tmp=$(mktemp -d /tmp/ir-bench-speedup.XXXXXX)
@@ -46,7 +47,7 @@ if command -v gnuplot >/dev/null; then
 fi
 
 # 2. A Mooncake trace against one simulator, at K = 4.
-port=$(py 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(freeport)
 "$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details --zero-latency \
   2>"$tmp/sim.log" &
 pid=$!

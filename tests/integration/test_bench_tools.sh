@@ -3,8 +3,8 @@
 # round robin over its upstreams, and ir-overhead sends every request and
 # accounts for each.
 set -euo pipefail
+. "$(dirname "$0")/ports.sh"
 BUILD=${IR_BUILD:-build}
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 s1=$(freeport); s2=$(freeport); rp=$(freeport)
 pids=()
 trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null || true; done' EXIT

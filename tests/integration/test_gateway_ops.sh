@@ -3,6 +3,7 @@
 # ports are exclusive to one process, --check reports everything at once,
 # versions, readiness, the drain and a second SIGTERM, make run noticing a death.
 set -uo pipefail
+. "$(dirname "$0")/ports.sh"
 BUILD=${IR_BUILD:-build}
 ROOT=${IR_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 GW=$BUILD/inferrail-gateway
@@ -14,7 +15,6 @@ trap cleanup EXIT
 fails=0 passes=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { passes=$((passes + 1)); }
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() { for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; return 1; }
 # A listener held by another process: plain, or with SO_REUSEPORT as a gateway
 # worker has it (which let a second gateway join its group silently).

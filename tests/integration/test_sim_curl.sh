@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's curl examples against a real inferrail-sim.
 set -euo pipefail
+. "$(dirname "$0")/ports.sh"
 BUILD=${IR_BUILD:-build}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(freeport)
 "$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details --zero-latency 2>/tmp/ir-sim-curl.$$ &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -f /tmp/ir-sim-curl.$$' EXIT

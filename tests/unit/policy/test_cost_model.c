@@ -174,6 +174,51 @@ static void hot_prefix_replicated(void **state) {
     }
 }
 
+/* A shared system prompt makes every conversation one hot prefix; the hot set must
+ * count as warm only what the conversations share (their system prompt), not a
+ * conversation's own history, so a conversation stays with the replica that holds
+ * its history while the others are only a little less queued. Counting the whole
+ * prompt warm on every member sent it to the least queued member instead. */
+static void hot_prefix_keeps_conversations(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    cfg.hot_window_s = 1.0;
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 6);
+    /* 300 chats of 40 blocks within milliseconds: the same 12-block system
+     * prompt, then each its own history. */
+    ir_hash128 b[40];
+    for (uint64_t chat = 0; chat < 300; chat++) {
+        fx_blocks(b, 40, 77, 12, 1000 + chat);
+        irp_request q = fx_request(&r, b, 40);
+        irp_policy_assigned(p, (uint32_t)(chat % 3), &q);
+    }
+    /* chat 5000's next turn: replica 1 holds its 39 usable blocks, the others
+     * only the system prompt; replica 1 has one short prompt waiting */
+    fx_blocks(b, 40, 77, 12, 5000);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].predicted_cached_tokens = c[2].predicted_cached_tokens = 12 * FX_BLOCK;
+    c[1].predicted_cached_tokens = 39 * FX_BLOCK;
+    c[1].in_flight = c[1].pending = 1;
+    c[1].pending_prompt_tokens = c[1].pending_uncached_tokens = 20;
+    for (int i = 0; i < 50; i++) {
+        irp_request q = fx_request(&r, b, 40);
+        assert_int_equal(irp_choose(p, &q, c, 3), 1);
+    }
+    /* the prefix is hot (a quiet one would stay anyway): the same prompt, with
+     * its history on every replica, is spread to the idle ones */
+    c[0].predicted_cached_tokens = c[2].predicted_cached_tokens = 39 * FX_BLOCK;
+    bool seen[3] = {false};
+    for (int i = 0; i < 50; i++) {
+        irp_request q = fx_request(&r, b, 40);
+        seen[irp_choose(p, &q, c, 3)] = true;
+    }
+    assert_true(seen[0] && seen[2] && !seen[1]);
+    irp_policy_free(p);
+}
+
 /* The hot set is exactly the k eligible replicas that hold the most of the
  * prefix, for every k (checks the selection, not only its first member). */
 static void hot_set_is_the_top_k(void **state) {
@@ -317,10 +362,15 @@ static void threads_share_one_instance(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(lowest_ttft_wins),           cmocka_unit_test(cpu_tier_priced_between),
-        cmocka_unit_test(bounded_load_guard),         cmocka_unit_test(kv_pressure_guard),
-        cmocka_unit_test(hot_prefix_replicated),      cmocka_unit_test(hot_set_is_the_top_k),
-        cmocka_unit_test(session_affinity),           cmocka_unit_test(bounded_under_a_hot_prefix),
+        cmocka_unit_test(lowest_ttft_wins),
+        cmocka_unit_test(cpu_tier_priced_between),
+        cmocka_unit_test(bounded_load_guard),
+        cmocka_unit_test(kv_pressure_guard),
+        cmocka_unit_test(hot_prefix_replicated),
+        cmocka_unit_test(hot_set_is_the_top_k),
+        cmocka_unit_test(hot_prefix_keeps_conversations),
+        cmocka_unit_test(session_affinity),
+        cmocka_unit_test(bounded_under_a_hot_prefix),
         cmocka_unit_test(threads_share_one_instance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

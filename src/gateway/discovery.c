@@ -1,0 +1,377 @@
+/* discovery.c: DNS groups (discovery.dns[]) resolved with c-ares on the control
+ * loop: c-ares's sockets are libuv polls, its timeouts a timer's tick, so no
+ * thread ever blocks on a lookup. Every address a group's name resolves to is a
+ * fleet member named <group>-<ip>-<port>; members.c does the joining and the
+ * leaving. A failed round keeps the group's last members. */
+#include "gateway/gateway.h"
+
+#include <ares.h>
+#include <arpa/inet.h>
+#include <arpa/nameser.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DNS_TICK_MS      20
+#define DNS_TTL_FLOOR_NS 1000000000ull /* a TTL brings a round sooner, never under this */
+
+typedef struct dns_addr {
+    char ip[INET6_ADDRSTRLEN];
+    uint16_t port;
+} dns_addr;
+
+typedef struct dns_group {
+    gw_discovery *d;
+    const gw_dns_group_cfg *cfg;
+    ir_url url;          /* host: the name looked up */
+    gw_replica_cfg tmpl; /* what every member gets but its id and url */
+    int members[GW_MAX_REPLICAS];
+    size_t nmembers;
+    /* the round in progress */
+    bool busy;
+    int outstanding; /* lookups not answered yet, plus one while they are sent */
+    int status;      /* the round's first failure, or ARES_SUCCESS */
+    dns_addr found[GW_MAX_REPLICAS];
+    size_t nfound;
+    int64_t min_ttl; /* seconds; -1: none */
+    uint64_t next;   /* monotonic ns of the next round */
+    bool failing;    /* the last round failed (logged once) */
+    bool done_once;
+} dns_group;
+
+typedef struct dns_sock {
+    uv_poll_t poll;
+    ares_socket_t fd;
+    gw_discovery *d;
+    struct dns_sock *next;
+} dns_sock;
+
+struct gw_discovery {
+    gw_app *app;
+    uv_loop_t *loop;
+    ares_channel ch;
+    bool channel_ok, started, stopping;
+    uv_timer_t tick;
+    dns_sock *socks;
+    dns_group *groups;
+    size_t ngroups;
+};
+
+/* ---- c-ares on the loop ------------------------------------------------------------ */
+
+static void on_sock_closed(uv_handle_t *h) {
+    free(h->data);
+}
+
+static void on_sock_io(uv_poll_t *p, int status, int events) {
+    dns_sock *s = p->data;
+    ares_socket_t r = ARES_SOCKET_BAD, w = ARES_SOCKET_BAD;
+    if (status < 0 || (events & UV_READABLE)) r = s->fd;
+    if (status < 0 || (events & UV_WRITABLE)) w = s->fd;
+    ares_process_fd(s->d->ch, r, w);
+}
+
+static void on_sock_state(void *data, ares_socket_t fd, int readable, int writable) {
+    gw_discovery *d = data;
+    dns_sock **pp = &d->socks;
+    while (*pp && (*pp)->fd != fd) pp = &(*pp)->next;
+    dns_sock *s = *pp;
+    if (!readable && !writable) {
+        if (!s) return;
+        *pp = s->next;
+        uv_poll_stop(&s->poll);
+        uv_close((uv_handle_t *)&s->poll, on_sock_closed);
+        return;
+    }
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || uv_poll_init_socket(d->loop, &s->poll, fd)) {
+            free(s);
+            IR_ERROR("discovery", "cannot watch a DNS socket");
+            return;
+        }
+        s->fd = fd;
+        s->d = d;
+        s->poll.data = s;
+        s->next = d->socks;
+        d->socks = s;
+    }
+    uv_poll_start(&s->poll, (readable ? UV_READABLE : 0) | (writable ? UV_WRITABLE : 0),
+                  on_sock_io);
+}
+
+/* ---- one group's round --------------------------------------------------------------- */
+
+static void add_found(dns_group *g, const struct sockaddr *sa, int ttl) {
+    dns_addr a = {0};
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &v4->sin_addr, a.ip, sizeof a.ip);
+        a.port = ntohs(v4->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &v6->sin6_addr, a.ip, sizeof a.ip);
+        a.port = ntohs(v6->sin6_port);
+    } else {
+        return;
+    }
+    if (ttl >= 0 && (g->min_ttl < 0 || ttl < g->min_ttl)) g->min_ttl = ttl;
+    for (size_t i = 0; i < g->nfound; i++)
+        if (g->found[i].port == a.port && strcmp(g->found[i].ip, a.ip) == 0) return;
+    if (g->nfound < GW_MAX_REPLICAS) g->found[g->nfound++] = a;
+}
+
+static void member_id(const dns_group *g, const dns_addr *a, char *out, size_t n) {
+    snprintf(out, n, "%s-%s-%u", g->cfg->name, a->ip, a->port);
+}
+
+static bool found_has(const dns_group *g, const char *id) {
+    char mine[GW_REPLICA_ID_MAX + 1];
+    for (size_t i = 0; i < g->nfound; i++) {
+        member_id(g, &g->found[i], mine, sizeof mine);
+        if (strcmp(mine, id) == 0) return true;
+    }
+    return false;
+}
+
+/* The round succeeded: the addresses found are the members now. */
+static void apply(dns_group *g) {
+    gw_fleet *f = &g->d->app->fleet;
+    size_t kept = 0;
+    for (size_t i = 0; i < g->nmembers; i++) { /* who left */
+        gw_replica *r = &f->replicas[g->members[i]];
+        if (found_has(g, r->dyn_id)) {
+            g->members[kept++] = g->members[i];
+            continue;
+        }
+        IR_INFO("discovery", "group %s: replica %s left", g->cfg->name, r->dyn_id);
+        gw_fleet_leave(f, (uint32_t)g->members[i]);
+    }
+    g->nmembers = kept;
+    for (size_t i = 0; i < g->nfound; i++) { /* who joined */
+        char id[GW_REPLICA_ID_MAX + 1], url[640];
+        const dns_addr *a = &g->found[i];
+        member_id(g, a, id, sizeof id);
+        bool have = false;
+        for (size_t k = 0; k < g->nmembers && !have; k++)
+            have = strcmp(f->replicas[g->members[k]].dyn_id, id) == 0;
+        if (have) continue;
+        bool v6 = strchr(a->ip, ':') != NULL;
+        int un = snprintf(url, sizeof url, "http://%s%s%s:%u%s", v6 ? "[" : "", a->ip,
+                          v6 ? "]" : "", a->port, g->url.path);
+        int slot = un > 0 && (size_t)un < sizeof url ? gw_fleet_join(f, id, url, &g->tmpl) : -1;
+        if (slot < 0) {
+            IR_WARN("discovery", "group %s: no room for replica %s (at most %d replicas)",
+                    g->cfg->name, id, GW_MAX_REPLICAS);
+            continue;
+        }
+        g->members[g->nmembers++] = slot;
+        IR_INFO("discovery", "group %s: replica %s joined (%s)", g->cfg->name, id, url);
+    }
+}
+
+static void round_done(dns_group *g) {
+    gw_discovery *d = g->d;
+    uint64_t now = ir_now_ns();
+    if (g->status != ARES_SUCCESS) {
+        if (!g->failing)
+            IR_WARN("discovery", "group %s: looking up %s failed: %s; keeping its %zu members",
+                    g->cfg->name, g->url.host, ares_strerror(g->status), g->nmembers);
+        g->failing = true;
+    } else {
+        if (g->failing)
+            IR_INFO("discovery", "group %s: %s resolves again", g->cfg->name, g->url.host);
+        g->failing = false;
+        apply(g);
+    }
+    uint64_t wait = g->cfg->refresh;
+    if (g->status == ARES_SUCCESS && g->min_ttl >= 0) {
+        uint64_t ttl = (uint64_t)g->min_ttl * 1000000000ull;
+        if (ttl < DNS_TTL_FLOOR_NS) ttl = DNS_TTL_FLOOR_NS;
+        if (ttl < wait) wait = ttl;
+    }
+    g->next = now + wait;
+    g->done_once = true;
+    (void)d;
+}
+
+static void lookup_done(dns_group *g) {
+    if (--g->outstanding > 0) return;
+    g->busy = false;
+    if (!g->d->stopping) round_done(g);
+}
+
+static void on_addrinfo(void *arg, int status, int timeouts, struct ares_addrinfo *res) {
+    (void)timeouts;
+    dns_group *g = arg;
+    if (status == ARES_SUCCESS && res) {
+        for (struct ares_addrinfo_node *n = res->nodes; n; n = n->ai_next)
+            if (n->ai_addr) add_found(g, n->ai_addr, n->ai_ttl);
+    } else if (g->status == ARES_SUCCESS) {
+        g->status = status == ARES_SUCCESS ? ARES_ENODATA : status;
+    }
+    if (res) ares_freeaddrinfo(res);
+    lookup_done(g);
+}
+
+static void lookup_addrs(dns_group *g, const char *host, uint16_t port) {
+    struct ares_addrinfo_hints h = {.ai_family = AF_UNSPEC, .ai_flags = ARES_AI_NUMERICSERV};
+    char service[8];
+    snprintf(service, sizeof service, "%u", port);
+    g->outstanding++;
+    ares_getaddrinfo(g->d->ch, host, service, &h, on_addrinfo, g);
+}
+
+/* SRV records name targets and ports; each target's addresses are then looked up. */
+static void on_srv(void *arg, int status, int timeouts, unsigned char *abuf, int alen) {
+    (void)timeouts;
+    dns_group *g = arg;
+    struct ares_srv_reply *srv = NULL;
+    if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, &srv);
+    if (status != ARES_SUCCESS) {
+        if (g->status == ARES_SUCCESS) g->status = status;
+    } else if (!g->d->stopping) {
+        for (struct ares_srv_reply *s = srv; s; s = s->next) lookup_addrs(g, s->host, s->port);
+    }
+    if (srv) ares_free_data(srv);
+    lookup_done(g);
+}
+
+static void start_round(dns_group *g) {
+    g->busy = true;
+    g->outstanding = 1; /* held until every lookup is sent: answers may come at once */
+    g->status = ARES_SUCCESS;
+    g->nfound = 0;
+    g->min_ttl = -1;
+    if (g->cfg->srv) {
+        g->outstanding++;
+        ares_query(g->d->ch, g->url.host, ns_c_in, ns_t_srv, on_srv, g);
+    } else {
+        lookup_addrs(g, g->url.host, g->url.port);
+    }
+    lookup_done(g);
+}
+
+static void on_tick(uv_timer_t *t) {
+    gw_discovery *d = t->data;
+    if (d->stopping) return;
+    ares_process_fd(d->ch, ARES_SOCKET_BAD, ARES_SOCKET_BAD); /* timeouts and retries */
+    uint64_t now = ir_now_ns();
+    for (size_t i = 0; i < d->ngroups && !d->stopping; i++)
+        if (!d->groups[i].busy && now >= d->groups[i].next) start_round(&d->groups[i]);
+}
+
+/* ---- lifetime ------------------------------------------------------------------------- */
+
+static int set_nameservers(gw_discovery *d, char *err, size_t errlen) {
+    const ir_cfg_strlist *ns = &d->app->cfg.discovery.nameservers;
+    if (ns->n == 0) return 0;
+    ir_buf csv;
+    ir_buf_init(&csv, 1 << 16);
+    for (size_t i = 0; i < ns->n; i++) {
+        if (i) ir_buf_append_lit(&csv, ",");
+        ir_buf_append_str(&csv, ns->items[i]);
+    }
+    int rc = ir_buf_append(&csv, "", 1) ? ARES_ENOMEM : ares_set_servers_ports_csv(d->ch, csv.data);
+    ir_buf_free(&csv);
+    if (rc != ARES_SUCCESS) snprintf(err, errlen, "discovery.nameservers: %s", ares_strerror(rc));
+    return rc == ARES_SUCCESS ? 0 : -1;
+}
+
+static int init_channel(gw_discovery *d, char *err, size_t errlen) {
+    int rc = ares_library_init(ARES_LIB_INIT_ALL);
+    if (rc != ARES_SUCCESS) {
+        snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
+        return -1;
+    }
+    struct ares_options o = {
+        .sock_state_cb = on_sock_state, .sock_state_cb_data = d, .timeout = 1000, .tries = 2};
+    rc =
+        ares_init_options(&d->ch, &o, ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+    if (rc != ARES_SUCCESS) {
+        ares_library_cleanup();
+        snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
+        return -1;
+    }
+    d->channel_ok = true;
+    return set_nameservers(d, err, errlen);
+}
+
+static void init_group(gw_discovery *d, dns_group *g, const gw_dns_group_cfg *c) {
+    g->d = d;
+    g->cfg = c;
+    ir_url_parse(c->url, &g->url); /* checked with the config */
+    size_t hl = strlen(g->url.host);
+    if (hl >= 2 && g->url.host[0] == '[' && g->url.host[hl - 1] == ']') {
+        memmove(g->url.host, g->url.host + 1, hl - 2);
+        g->url.host[hl - 2] = '\0';
+    }
+    g->tmpl = (gw_replica_cfg){.models = c->models,
+                               .max_concurrency = c->max_concurrency,
+                               .max_pending = c->max_pending,
+                               .kv_capacity_blocks = c->kv_capacity_blocks};
+    g->min_ttl = -1;
+}
+
+gw_discovery *gw_discovery_new(gw_app *app, uv_loop_t *loop, char *err, size_t errlen) {
+    gw_discovery *d = calloc(1, sizeof *d);
+    const ir_cfg_list *groups = &app->cfg.discovery.dns;
+    if (d) d->groups = calloc(groups->n ? groups->n : 1, sizeof *d->groups);
+    if (!d || !d->groups) {
+        free(d);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->app = app;
+    d->loop = loop;
+    d->ngroups = groups->n;
+    for (size_t i = 0; i < d->ngroups; i++)
+        init_group(d, &d->groups[i], &((const gw_dns_group_cfg *)groups->items)[i]);
+    if (init_channel(d, err, errlen)) {
+        gw_discovery_stop(d);
+        gw_discovery_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+int gw_discovery_start(gw_discovery *d) {
+    uv_timer_init(d->loop, &d->tick);
+    d->tick.data = d;
+    d->started = true;
+    uv_timer_start(&d->tick, on_tick, 0, DNS_TICK_MS);
+    return 0;
+}
+
+bool gw_discovery_settled(const gw_discovery *d) {
+    for (size_t i = 0; i < d->ngroups; i++)
+        if (!d->groups[i].done_once) return false;
+    return true;
+}
+
+void gw_discovery_stop(gw_discovery *d) {
+    if (!d || d->stopping) return;
+    d->stopping = true;
+    if (d->started) {
+        uv_timer_stop(&d->tick);
+        uv_close((uv_handle_t *)&d->tick, NULL);
+    }
+    if (d->channel_ok) {
+        ares_destroy(d->ch); /* answers ARES_EDESTRUCTION; closes its sockets (on_sock_state) */
+        ares_library_cleanup();
+        d->channel_ok = false;
+    }
+    while (d->socks) {
+        dns_sock *s = d->socks;
+        d->socks = s->next;
+        uv_poll_stop(&s->poll);
+        uv_close((uv_handle_t *)&s->poll, on_sock_closed);
+    }
+}
+
+void gw_discovery_free(gw_discovery *d) {
+    if (!d) return;
+    free(d->groups);
+    free(d);
+}

@@ -1,0 +1,170 @@
+/* load.c: the engines' load reports: the scraper of every replica's /metrics
+ * (src/load), what each report changes in the fleet and the KV index, and the
+ * freshness rule the policies see (docs/adr/0008-load-freshness.md). */
+#include "gateway/gateway.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The previous report of each replica, for restart detection: touched only on
+ * the scraper's thread. */
+struct gw_load {
+    gw_app *app;
+    irl_report *prev;
+    bool *have_prev;
+};
+typedef struct gw_load load_ctx;
+
+static void ctx_free(load_ctx *c) {
+    if (!c) return;
+    free(c->prev);
+    free(c->have_prev);
+    free(c);
+}
+
+static uint32_t clamp_u32(double v) {
+    return v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
+}
+static uint64_t clamp_u64(double v) {
+    return v >= 1.8e19 ? UINT64_MAX : (uint64_t)v;
+}
+
+/* The engine's capacity sizes the replica's shadow, unless the config fixes it. */
+static void learn_capacity(gw_fleet *f, gw_replica *r, const irl_report *rep) {
+    uint64_t cap = irl_report_capacity_blocks(rep, f->block_size);
+    atomic_store_explicit(&r->engine.capacity_blocks, cap, memory_order_relaxed);
+    if (!cap || r->cfg->kv_capacity_blocks > 0 || !f->index) return;
+    uint32_t want = (uint32_t)IR_MIN(cap, 1u << 30);
+    if (irx_capacity(f->index, r->index) == want) return;
+    if (irx_set_capacity(f->index, r->index, want) == 0)
+        IR_INFO("load", "replica %s: the KV index now sizes it at %u blocks, as its engine says",
+                r->cfg->id, want);
+}
+
+static void on_report(void *ud, size_t i, irl_result res, const irl_report *rep, uint64_t at) {
+    load_ctx *c = ud;
+    gw_fleet *f = &c->app->fleet;
+    if (res != IRL_SCRAPE_OK || i >= f->nreplicas) return; /* the report just ages */
+    gw_replica *r = &f->replicas[i];
+    if (c->have_prev[i] && irl_report_restarted(&c->prev[i], rep)) {
+        atomic_fetch_add_explicit(&r->engine.restarts, 1, memory_order_relaxed);
+        if (f->index) irx_reset_replica(f->index, r->index);
+        IR_WARN("load",
+                "replica %s: its engine restarted (prefix cache counters went backwards); its "
+                "KV index view is cleared",
+                r->cfg->id);
+    }
+    c->prev[i] = *rep;
+    c->have_prev[i] = true;
+    learn_capacity(f, r, rep);
+    gw_engine_load *e = &r->engine;
+    atomic_store_explicit(&e->running, clamp_u32(rep->running), memory_order_relaxed);
+    atomic_store_explicit(&e->waiting, clamp_u32(rep->waiting), memory_order_relaxed);
+    atomic_store_explicit(&e->kv_usage_ppm, (uint32_t)(rep->kv_usage * 1e6 + 0.5),
+                          memory_order_relaxed);
+    atomic_store_explicit(&e->prefix_queries, clamp_u64(rep->prefix_queries), memory_order_relaxed);
+    atomic_store_explicit(&e->prefix_hits, clamp_u64(rep->prefix_hits), memory_order_relaxed);
+    atomic_store_explicit(&e->preemptions, clamp_u64(rep->preemptions), memory_order_relaxed);
+    atomic_store_explicit(&e->at_ns, at ? at : ir_now_ns(), memory_order_release);
+}
+
+int gw_load_start(gw_app *app) {
+    gw_fleet *f = &app->fleet;
+    size_t n = f->nreplicas;
+    load_ctx *c = calloc(1, sizeof *c);
+    irl_target *t = calloc(n ? n : 1, sizeof *t);
+    char(*paths)[600] = calloc(n ? n : 1, sizeof *paths);
+    if (c) {
+        c->prev = calloc(n ? n : 1, sizeof *c->prev);
+        c->have_prev = calloc(n ? n : 1, sizeof *c->have_prev);
+    }
+    int rc = UV_ENOMEM;
+    if (!c || !t || !paths || !c->prev || !c->have_prev) goto out;
+    c->app = app;
+    for (size_t i = 0; i < n; i++) {
+        const gw_replica *r = &f->replicas[i];
+        snprintf(paths[i], sizeof paths[i], "%s/metrics", r->url.path);
+        t[i] = (irl_target){
+            .id = r->cfg->id, .host = r->url.host, .port = r->url.port, .path = paths[i]};
+    }
+    irl_scraper_cfg sc = {.interval_ns = app->cfg.load.scrape_interval,
+                          .timeout_ns = app->cfg.load.scrape_timeout,
+                          .max_page = IRL_MAX_PAGE,
+                          .on_report = on_report,
+                          .ud = c};
+    app->scraper = irl_scraper_new(&sc, t, n);
+    if (!app->scraper) goto out;
+    rc = irl_scraper_start(app->scraper);
+    if (rc) {
+        irl_scraper_free(app->scraper);
+        app->scraper = NULL;
+        goto out;
+    }
+    app->load = c;
+    c = NULL;
+out:
+    ctx_free(c);
+    free(t);
+    free(paths);
+    return rc;
+}
+
+void gw_load_stop(gw_app *app) {
+    irl_scraper_free(app->scraper); /* joins: no report after this */
+    app->scraper = NULL;
+    ctx_free(app->load);
+    app->load = NULL;
+}
+
+uint64_t gw_engine_report_age(const gw_replica *r, uint64_t now) {
+    uint64_t at = atomic_load_explicit(&r->engine.at_ns, memory_order_acquire);
+    if (!at) return UINT64_MAX;
+    return now > at ? now - at : 0;
+}
+
+void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate *c) {
+    uint64_t age = gw_engine_report_age(r, now);
+    c->engine_fresh = false;
+    if (age == UINT64_MAX) return;
+    /* The oldest report any policy was handed: a relaxed read, written only when
+     * it grows, and saturated at twice max_age (stale is stale) so that a dead
+     * engine's ever older report stops writing it. */
+    _Atomic uint64_t *seen = &r->engine.max_age_seen_ns;
+    uint64_t rec = IR_MIN(age, 2 * max_age);
+    uint64_t old = atomic_load_explicit(seen, memory_order_relaxed);
+    while (rec > old && !atomic_compare_exchange_weak_explicit(
+                            seen, &old, rec, memory_order_relaxed, memory_order_relaxed)) {}
+    if (age > max_age) return; /* stale: the gateway's own counters only */
+    c->engine_fresh = true;
+    c->engine_running = atomic_load_explicit(&r->engine.running, memory_order_relaxed);
+    c->engine_waiting = atomic_load_explicit(&r->engine.waiting, memory_order_relaxed);
+    c->engine_kv_usage = atomic_load_explicit(&r->engine.kv_usage_ppm, memory_order_relaxed) / 1e6;
+}
+
+void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *o) {
+    uint64_t age = gw_engine_report_age(r, now);
+    const gw_engine_load *e = &r->engine;
+    ir_buf_append_lit(o, ",\"engine\":{\"age_ms\":");
+    if (age == UINT64_MAX)
+        ir_buf_append_lit(o, "null");
+    else
+        ir_buf_appendf(o, "%.3f", age / 1e6);
+    ir_buf_appendf(o,
+                   ",\"fresh\":%s,\"running\":%u,\"waiting\":%u,\"kv_usage\":%.6f,"
+                   "\"prefix_queries\":%llu,\"prefix_hits\":%llu,\"capacity_blocks\":%llu,"
+                   "\"max_age_seen_ms\":%.3f,\"scrapes\":{",
+                   age <= app->cfg.load.max_age ? "true" : "false",
+                   (unsigned)atomic_load(&e->running), (unsigned)atomic_load(&e->waiting),
+                   atomic_load(&e->kv_usage_ppm) / 1e6,
+                   (unsigned long long)atomic_load(&e->prefix_queries),
+                   (unsigned long long)atomic_load(&e->prefix_hits),
+                   (unsigned long long)atomic_load(&e->capacity_blocks),
+                   atomic_load(&e->max_age_seen_ns) / 1e6);
+    irl_scrape_stats st;
+    irl_scraper_stats(app->scraper, r->index, &st);
+    for (int k = 0; k < IRL_SCRAPE_RESULTS; k++)
+        ir_buf_appendf(o, "%s\"%s\":%llu", k ? "," : "", irl_result_name((irl_result)k),
+                       (unsigned long long)st.results[k]);
+    ir_buf_append_lit(o, "}}");
+}

@@ -1,0 +1,306 @@
+/* reload.c: SIGHUP rereads the config file and applies what can change while
+ * requests run. The new settings are published as a whole (gw_fleet.cfg, replica
+ * and model cfg pointers, model policies); nothing they replace is freed before
+ * exit, so a request that started under the old ones finishes under them. */
+#include "gateway/gateway.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One reload's leftovers: its file's strings, its config, the policies it replaced. */
+typedef struct gw_retired {
+    ir_cfg *owner;
+    gw_config *loaded, *live;
+    irp_policy **policies;
+    size_t npolicies;
+    struct gw_retired *next;
+} gw_retired;
+
+static bool str_differs(const char *a, const char *b) {
+    return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+static bool strlist_differs(const ir_cfg_strlist *a, const ir_cfg_strlist *b) {
+    if (a->n != b->n) return true;
+    for (size_t i = 0; i < a->n; i++)
+        if (str_differs(a->items[i], b->items[i])) return true;
+    return false;
+}
+
+/* ---- keys that need a restart ---------------------------------------------------------- */
+
+static bool models_differ(const gw_config *a, const gw_config *b) {
+    if (a->models.n != b->models.n) return true;
+    const gw_model_cfg *x = a->models.items, *y = b->models.items;
+    for (size_t i = 0; i < a->models.n; i++)
+        if (str_differs(x[i].name, y[i].name) || str_differs(x[i].tokenizer, y[i].tokenizer) ||
+            x[i].tokenizer_optional != y[i].tokenizer_optional)
+            return true;
+    return false;
+}
+
+static bool discovery_differs(const gw_config *a, const gw_config *b) {
+    if (a->discovery.dns.n != b->discovery.dns.n ||
+        strlist_differs(&a->discovery.nameservers, &b->discovery.nameservers))
+        return true;
+    const gw_dns_group_cfg *x = a->discovery.dns.items, *y = b->discovery.dns.items;
+    for (size_t i = 0; i < a->discovery.dns.n; i++)
+        if (str_differs(x[i].name, y[i].name) || str_differs(x[i].url, y[i].url) ||
+            strlist_differs(&x[i].models, &y[i].models) || x[i].refresh != y[i].refresh ||
+            x[i].srv != y[i].srv || x[i].max_concurrency != y[i].max_concurrency ||
+            x[i].max_pending != y[i].max_pending ||
+            x[i].kv_capacity_blocks != y[i].kv_capacity_blocks)
+            return true;
+    return false;
+}
+
+/* Names every restart-only key that changed; they keep their running value. */
+static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
+    const struct {
+        const char *key;
+        bool changed;
+    } keys[] = {
+        {"server.listen", str_differs(o->server.listen, n->server.listen)},
+        {"server.admin_listen", str_differs(o->server.admin_listen, n->server.admin_listen)},
+        {"server.workers", o->server.workers != n->server.workers},
+        {"server.request_timeout", o->server.request_timeout != n->server.request_timeout},
+        {"server.header_read_timeout",
+         o->server.header_read_timeout != n->server.header_read_timeout},
+        {"server.shutdown_timeout", o->server.shutdown_timeout != n->server.shutdown_timeout},
+        {"server.max_header_bytes", o->server.max_header_bytes != n->server.max_header_bytes},
+        {"server.max_headers", o->server.max_headers != n->server.max_headers},
+        {"server.max_body_bytes", o->server.max_body_bytes != n->server.max_body_bytes},
+        {"server.max_connections", o->server.max_connections != n->server.max_connections},
+        {"server.max_write_queue", o->server.max_write_queue != n->server.max_write_queue},
+        {"server.busy_poll", o->server.busy_poll != n->server.busy_poll},
+        {"upstream.http2", o->upstream.http2 != n->upstream.http2},
+        {"upstream.max_idle_per_replica",
+         o->upstream.max_idle_per_replica != n->upstream.max_idle_per_replica},
+        {"upstream.keepalive_timeout",
+         o->upstream.keepalive_timeout != n->upstream.keepalive_timeout},
+        {"health.interval", o->health.interval != n->health.interval},
+        {"logging.format", str_differs(o->logging.format, n->logging.format)},
+        {"index.block_size", o->index.block_size != n->index.block_size},
+        {"index.default_capacity_blocks",
+         o->index.default_capacity_blocks != n->index.default_capacity_blocks},
+        {"models (names, order, tokenizers)", models_differ(o, n)},
+        {"discovery", discovery_differs(o, n)},
+    };
+    size_t k = 0;
+    for (size_t i = 0; i < IR_ARRAY_LEN(keys); i++)
+        if (keys[i].changed) {
+            IR_WARN("reload", "%s changed: it needs a restart, and keeps its running value",
+                    keys[i].key);
+            k++;
+        }
+    return k;
+}
+
+/* The running settings, with the reloadable sections of the new file. */
+static void merge(gw_config *live, const gw_config *o, const gw_config *n) {
+    *live = *o;
+    live->replicas = n->replicas;
+    if (!models_differ(o, n)) live->models = n->models;
+    live->routing = n->routing;
+    live->retry = n->retry;
+    live->health = n->health;
+    live->health.interval = o->health.interval;
+    live->upstream.connect_timeout = n->upstream.connect_timeout;
+    live->upstream.response_timeout = n->upstream.response_timeout;
+    live->upstream.idle_timeout = n->upstream.idle_timeout;
+    live->upstream.x_forwarded_for = n->upstream.x_forwarded_for;
+    live->logging.level = n->logging.level;
+    live->logging.access_log = n->logging.access_log;
+    live->logging.log_prompts = n->logging.log_prompts;
+}
+
+/* ---- replicas ------------------------------------------------------------------------------ */
+
+static const gw_replica_cfg *find_cfg(const gw_config *c, const char *id) {
+    const gw_replica_cfg *r = c->replicas.items;
+    for (size_t i = 0; i < c->replicas.n; i++)
+        if (strcmp(r[i].id, id) == 0) return &r[i];
+    return NULL;
+}
+
+/* A configured member (not one discovery found) named id; -1 when none. */
+static int find_member(const gw_fleet *f, const char *id) {
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        const gw_replica *r = &f->replicas[i];
+        if (!r->dynamic && gw_replica_member(r) && strcmp(r->cfg->id, id) == 0) return (int)i;
+    }
+    return -1;
+}
+
+static bool headers_differ(const gw_replica_cfg *a, const gw_replica_cfg *b) {
+    json_t *x = a->headers.obj, *y = b->headers.obj;
+    size_t nx = x ? json_object_size(x) : 0, ny = y ? json_object_size(y) : 0;
+    return nx != ny || (nx && !json_equal(x, y));
+}
+
+typedef struct counts {
+    size_t added, removed, replaced, updated;
+} counts;
+
+static void add_replica(gw_fleet *f, const gw_replica_cfg *c, counts *n) {
+    if (gw_fleet_add(f, c) < 0)
+        IR_WARN("reload", "replica %s: no free slot (restart to add it)", c->id);
+    else
+        n->added++;
+}
+
+/* A member whose settings changed. Its address or headers: a new slot, the old one
+ * finishing its requests. Its models and caps: in place. */
+static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, counts *n) {
+    gw_replica *r = &f->replicas[slot];
+    const gw_replica_cfg *o = r->cfg;
+    if (str_differs(o->url, c->url) || headers_differ(o, c)) {
+        gw_fleet_leave(f, slot);
+        add_replica(f, c, n);
+        n->replaced++;
+        n->added--;
+        return;
+    }
+    bool cap_changed = o->kv_capacity_blocks != c->kv_capacity_blocks;
+    if (strlist_differs(&o->models, &c->models) || o->max_concurrency != c->max_concurrency ||
+        o->max_pending != c->max_pending || cap_changed)
+        n->updated++;
+    r->cfg = c;
+    gw_replica_models(f, r);
+    if (cap_changed) {
+        int64_t cap = c->kv_capacity_blocks > 0 ? c->kv_capacity_blocks
+                                                : f->cfg->index.default_capacity_blocks;
+        irx_set_capacity(f->index, slot, (uint32_t)IR_MIN(cap, 1 << 30));
+    }
+}
+
+static void apply_replicas(gw_fleet *f, const gw_config *n, counts *k) {
+    size_t used = f->nreplicas;
+    for (size_t i = 0; i < used; i++) { /* who changed or left */
+        gw_replica *r = &f->replicas[i];
+        if (r->dynamic || !gw_replica_member(r)) continue;
+        const gw_replica_cfg *c = find_cfg(n, r->cfg->id);
+        if (c) {
+            update_replica(f, (uint32_t)i, c, k);
+        } else {
+            gw_fleet_leave(f, (uint32_t)i);
+            k->removed++;
+        }
+    }
+    const gw_replica_cfg *rc = n->replicas.items;
+    for (size_t i = 0; i < n->replicas.n; i++) /* who joined */
+        if (find_member(f, rc[i].id) < 0) add_replica(f, &rc[i], k);
+}
+
+/* ---- models and policies -------------------------------------------------------------------- */
+
+static bool routing_differs(const gw_routing_cfg *a, const gw_routing_cfg *b) {
+    const gw_cost_model_cfg *x = &a->cost_model, *y = &b->cost_model;
+    return str_differs(a->default_policy, b->default_policy) || a->seed != b->seed ||
+           a->load_factor != b->load_factor || a->prefix_blocks != b->prefix_blocks ||
+           a->hit_weight != b->hit_weight || a->load_weight != b->load_weight ||
+           x->load_factor != y->load_factor || x->prefill_token_us != y->prefill_token_us ||
+           x->prefill_pair_ns != y->prefill_pair_ns || x->prefill_fixed_ms != y->prefill_fixed_ms ||
+           x->decode_token_ms != y->decode_token_ms || x->kv_pressure != y->kv_pressure ||
+           x->hot_replicas != y->hot_replicas || x->session_affinity != y->session_affinity ||
+           a->sglang_cache_aware.cache_threshold != b->sglang_cache_aware.cache_threshold ||
+           a->sglang_cache_aware.balance_abs_threshold !=
+               b->sglang_cache_aware.balance_abs_threshold ||
+           a->sglang_cache_aware.balance_rel_threshold !=
+               b->sglang_cache_aware.balance_rel_threshold;
+}
+
+/* New policies for the models whose policy or routing knobs changed; the replaced
+ * ones go to ret (requests that chose with them release with them). */
+static size_t apply_models(gw_fleet *f, const gw_config *o, const gw_config *live,
+                           gw_retired *ret) {
+    if (live->models.items == o->models.items) return 0; /* the model list needs a restart */
+    bool routing = routing_differs(&o->routing, &live->routing);
+    const gw_model_cfg *mc = live->models.items;
+    size_t changed = 0;
+    ret->policies = calloc(f->nmodels ? f->nmodels : 1, sizeof *ret->policies);
+    for (size_t i = 0; i < f->nmodels; i++) {
+        gw_model *m = &f->models[i];
+        const char *was = m->cfg->policy ? m->cfg->policy : o->routing.default_policy;
+        const char *now = mc[i].policy ? mc[i].policy : live->routing.default_policy;
+        m->cfg = &mc[i];
+        if (!routing && strcmp(was, now) == 0) continue;
+        irp_config pc;
+        gw_policy_config(&live->routing, &pc);
+        irp_policy *p = irp_policy_new(now, &pc);
+        if (!p || !ret->policies) {
+            irp_policy_free(p);
+            IR_WARN("reload", "models[%zu]: cannot make policy %s; keeping %s", i, now, was);
+            continue;
+        }
+        ret->policies[ret->npolicies++] = m->policy;
+        m->policy = p;
+        changed++;
+    }
+    return changed;
+}
+
+/* ---- the reload ----------------------------------------------------------------------------- */
+
+static void refused(const char *path, ir_cfg_errors *errs) {
+    for (size_t i = 0; i < errs->n; i++) IR_ERROR("reload", "%s: %s", path, errs->msgs[i]);
+    IR_ERROR("reload", "%s: %zu problem%s: the file is refused, the running configuration kept",
+             path, errs->n, errs->n == 1 ? "" : "s");
+}
+
+int gw_reload(gw_app *app, const char *path) {
+    ir_cfg_errors errs = {0};
+    gw_retired *ret = calloc(1, sizeof *ret);
+    gw_config *loaded = calloc(1, sizeof *loaded), *live = calloc(1, sizeof *live);
+    if (!ret || !loaded || !live) {
+        IR_ERROR("reload", "out of memory: the running configuration is kept");
+        free(ret), free(loaded), free(live);
+        return -1;
+    }
+    ir_cfg *owner = gw_config_load(path, loaded, &errs);
+    if (!owner) {
+        refused(path, &errs);
+        ir_cfg_errors_free(&errs);
+        free(ret), free(loaded), free(live);
+        return -1;
+    }
+    ir_cfg_errors_free(&errs);
+    gw_fleet *f = &app->fleet;
+    const gw_config *o = gw_live(app);
+    size_t restart = warn_restart_keys(o, loaded);
+    merge(live, o, loaded);
+    /* The new settings first, then what points into them. */
+    atomic_store_explicit(&f->cfg, live, memory_order_release);
+    counts k = {0};
+    apply_replicas(f, live, &k);
+    size_t policies = apply_models(f, o, live, ret);
+    ir_log_level lvl = IR_LOG_INFO;
+    if (ir_log_parse_level(live->logging.level, &lvl) == 0) ir_log_set_level(lvl);
+    *ret = (gw_retired){.owner = owner,
+                        .loaded = loaded,
+                        .live = live,
+                        .policies = ret->policies,
+                        .npolicies = ret->npolicies,
+                        .next = app->retired};
+    app->retired = ret;
+    IR_INFO("reload",
+            "%s: applied: replicas %zu added, %zu removed, %zu replaced, %zu updated; %zu "
+            "policies renewed; %zu keys need a restart",
+            path, k.added, k.removed, k.replaced, k.updated, policies, restart);
+    return 0;
+}
+
+void gw_reload_free(gw_app *app) {
+    while (app->retired) {
+        gw_retired *r = app->retired;
+        app->retired = r->next;
+        for (size_t i = 0; i < r->npolicies; i++) irp_policy_free(r->policies[i]);
+        free(r->policies);
+        ir_cfg_free(r->owner);
+        free(r->loaded);
+        free(r->live);
+        free(r);
+    }
+}

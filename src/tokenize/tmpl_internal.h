@@ -1,0 +1,307 @@
+/* tmpl_internal.h: internals of the Jinja2 chat-template engine (tmpl_*.c).
+ *
+ * Pipeline: tmpl_lex.c turns the source into tokens (text, with Jinja's
+ * whitespace rules already applied, and the tokens inside tags);
+ * tmpl_parse.c builds the AST; tmpl_eval.c runs it over tmpl_value.c's
+ * values; tmpl_filters.c holds the filters, tests and methods.
+ *
+ * Memory: the AST lives in the template's arena; values and output live in a
+ * per-render arena. Errors unwind with longjmp to the render (or parse)
+ * entry point, which owns every allocation through its arena, so nothing
+ * leaks. */
+#ifndef IR_TMPL_INTERNAL_H
+#define IR_TMPL_INTERNAL_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenize/ir_tokenize.h"
+
+/* ---- values ----------------------------------------------------------------- */
+typedef enum {
+    TV_UNDEF, /* Jinja2's default Undefined; s/n: the missing name (may be NULL) */
+    TV_NONE,
+    TV_BOOL,
+    TV_INT,
+    TV_FLOAT,
+    TV_STR,    /* s, n: UTF-8 bytes (not NUL-terminated) */
+    TV_LIST,   /* l (tuple when l->tuple) */
+    TV_DICT,   /* d */
+    TV_NS,     /* d: a namespace() object, the one mutable value */
+    TV_MACRO,  /* m */
+    TV_FUNC,   /* i: a global function (TF_*) */
+    TV_METHOD, /* bound method: self + method name in s/n */
+    TV_LOOP,   /* lp */
+} tv_type;
+
+typedef struct tlist tlist;
+typedef struct tdict tdict;
+typedef struct tmacro tmacro;
+typedef struct tloop tloop;
+
+typedef struct tv {
+    uint8_t t;
+    size_t n; /* string length */
+    union {
+        bool b;
+        int64_t i;
+        double f;
+        const char *s;
+        tlist *l;
+        tdict *d;
+        tmacro *m;
+        tloop *lp;
+    };
+    struct tv *self; /* TV_METHOD: the object */
+} tv;
+
+struct tlist {
+    tv *v;
+    size_t n, cap;
+    bool tuple;
+    bool range; /* made by range(): prints as range(r0, r1[, r2]) */
+    int64_t r0, r1, r2;
+};
+
+struct tdict {
+    tv *k, *v; /* insertion order */
+    size_t n, cap;
+};
+
+enum { TF_RANGE, TF_NAMESPACE, TF_DICT, TF_RAISE, TF_STRFTIME, TF_CALLER_NONE };
+
+/* ---- the AST ------------------------------------------------------------------ */
+typedef enum {
+    /* statements */
+    N_TEXT,    /* str */
+    N_OUTPUT,  /* a */
+    N_IF,      /* a: cond; list: body; list2: else body */
+    N_FOR,     /* names: targets; a: iterable; b: filter or NULL; list: body; list2: else */
+    N_SET,     /* names[0] (and str = attribute for ns.attr); a: value */
+    N_SETBLK,  /* names[0]; list: body; list2: filters (N_FILTER with a == NULL) */
+    N_MACRO,   /* str: name; names: params; list2: defaults (NULL entries); list: body */
+    N_CALLBLK, /* a: the call; names: caller params; list: body */
+    N_FILTBLK, /* list2: filters; list: body */
+    N_BREAK,
+    N_CONTINUE,
+    N_BLOCK, /* list: body (generation, scoped-less blocks) */
+    /* expressions */
+    E_LIT,   /* val */
+    E_NAME,  /* str */
+    E_ATTR,  /* a.str */
+    E_ITEM,  /* a[b] */
+    E_SLICE, /* a[b:c:d] (NULL parts) */
+    E_BIN,   /* op: a, b */
+    E_NEG,
+    E_POS,
+    E_NOT,
+    E_AND,
+    E_OR,
+    E_CMP,    /* a, then list: operands, ops in ops */
+    E_COND,   /* b if a else c (c may be NULL) */
+    E_LIST,   /* list */
+    E_TUPLE,  /* list */
+    E_DICT,   /* list: keys, list2: values */
+    E_CALL,   /* a(list, names=list2) */
+    E_FILTER, /* str: name; a: value; list: args; names/list2: kwargs */
+    E_TEST,   /* str: name; a: value; list: args; op: negated */
+} tnode_kind;
+
+enum {
+    OP_ADD = 1,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_FLOORDIV,
+    OP_MOD,
+    OP_POW,
+    OP_CONCAT,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP_IN,
+    OP_NOTIN
+};
+
+typedef struct tnode tnode;
+struct tnode {
+    uint8_t kind;
+    uint8_t op;
+    int line, col;
+    tnode *a, *b, *c, *d;
+    tnode **list;
+    size_t n;
+    tnode **list2;
+    size_t n2;
+    const char **names; /* NUL-terminated, arena */
+    size_t nnames;
+    uint8_t *ops; /* E_CMP */
+    const char *str;
+    size_t slen;
+    tv val;
+};
+
+/* ---- errors ----------------------------------------------------------------- */
+typedef struct terr {
+    jmp_buf jb;
+    char *msg;
+    size_t msglen;
+    int line, col;
+} terr;
+
+/* Writes the message (with line and column when known) and unwinds. */
+_Noreturn void tmpl_fail(terr *e, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- lexer -------------------------------------------------------------------- */
+typedef enum {
+    TK_EOF,
+    TK_TEXT,      /* s, n: text between tags, whitespace rules applied, newlines normalised */
+    TK_VAR_BEGIN, /* {{ */
+    TK_VAR_END,
+    TK_BLOCK_BEGIN,
+    TK_BLOCK_END,
+    TK_NAME,
+    TK_STRING, /* s, n: the unescaped value */
+    TK_INT,    /* i */
+    TK_FLOAT,  /* f */
+    TK_OP,     /* op: one of the strings in tmpl_ops, s/n */
+} tk_type;
+
+typedef struct ttok {
+    uint8_t t;
+    int line, col;
+    const char *s;
+    size_t n;
+    int64_t i;
+    double f;
+} ttok;
+
+typedef struct ttoks {
+    ttok *v;
+    size_t n, cap;
+} ttoks;
+
+/* Tokenises src into toks (arena memory). Fails through e. */
+void tmpl_lex(ir_arena *a, terr *e, const char *src, size_t len, ttoks *toks);
+
+/* ---- parser ------------------------------------------------------------------- */
+/* The template body: a list of statements. max_depth bounds nesting. */
+tnode *tmpl_parse(ir_arena *a, terr *e, const ttoks *toks, int max_depth);
+
+/* ---- strings ----------------------------------------------------------------- */
+/* A string builder in an arena, with a cap on its length. */
+typedef struct tsb {
+    ir_arena *a;
+    char *p;
+    size_t n, cap, max;
+    terr *e;
+} tsb;
+
+void tsb_init(tsb *b, ir_arena *a, terr *e, size_t max);
+void tsb_add(tsb *b, const char *s, size_t n);
+static inline void tsb_addc(tsb *b, char c) {
+    tsb_add(b, &c, 1);
+}
+void tsb_adds(tsb *b, const char *s);
+void tsb_addf(tsb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tsb_cp(tsb *b, uint32_t cp); /* one code point as UTF-8 */
+
+/* UTF-8 decoding: the code point at s[*i] (invalid bytes read as U+FFFD, one byte). */
+uint32_t tmpl_utf8_next(const char *s, size_t n, size_t *i);
+size_t tmpl_utf8_len(const char *s, size_t n); /* code points */
+bool tmpl_isspace(uint32_t cp);                /* str.isspace */
+
+/* ---- values ------------------------------------------------------------------- */
+typedef struct trender trender;
+
+tv tv_undef(const char *name, size_t n);
+tv tv_none(void);
+tv tv_bool(bool b);
+tv tv_int(int64_t i);
+tv tv_float(double f);
+tv tv_str(const char *s, size_t n);
+tv tv_cstr(const char *s);
+tlist *tv_list_new(ir_arena *a, size_t cap);
+void tv_list_push(ir_arena *a, terr *e, tlist *l, tv v);
+tdict *tv_dict_new(ir_arena *a, size_t cap);
+void tv_dict_set(ir_arena *a, terr *e, tdict *d, tv k, tv v);
+tv *tv_dict_get(const tdict *d, tv k);
+tv *tv_dict_gets(const tdict *d, const char *s, size_t n);
+tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth);
+
+bool tv_truthy(tv v);
+bool tv_eq(tv a, tv b);
+/* <0, 0, >0; fails on types Python cannot order. */
+int tv_cmp(terr *e, tv a, tv b);
+const char *tv_typename(tv v);
+/* str() and repr() as Python prints them. */
+void tv_str_to(tsb *b, tv v);
+void tv_repr_to(tsb *b, tv v);
+void tv_float_repr(tsb *b, double f);
+tv tv_to_string(ir_arena *a, terr *e, tv v, size_t max); /* str(v) as a TV_STR */
+/* json.dumps(v, ensure_ascii, indent, separators, sort_keys): indent < 0 is None. */
+void tv_tojson(tsb *b, terr *e, tv v, int indent, const char *item_sep, const char *key_sep,
+               bool sort_keys, bool ensure_ascii, int depth);
+
+/* ---- evaluation --------------------------------------------------------------- */
+struct tmacro {
+    const tnode *def; /* N_MACRO */
+    struct tframe *closure;
+    const char *name;
+    tmacro *caller_body; /* for caller(): the N_CALLBLK body */
+    const tnode *callblk;
+};
+
+struct tloop {
+    tlist *items;
+    size_t index0;
+    size_t depth0;
+};
+
+typedef struct tframe {
+    struct tframe *up;
+    const char **names;
+    size_t *lens;
+    tv *vals;
+    size_t n, cap;
+} tframe;
+
+struct trender {
+    ir_arena *a;
+    terr *e;
+    tsb *out;
+    tframe *globals;
+    const irt_template_limits *lim;
+    uint64_t steps;
+    int depth;
+    tv caller; /* inside a macro called by {% call %} */
+    int64_t now;
+};
+
+/* Checks the iteration budget. */
+void tmpl_step(trender *r, const tnode *at);
+tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs, const char **kwn,
+                   tv *kwv, size_t nkw);
+tv tmpl_getattr(trender *r, const tnode *at, tv obj, const char *name, size_t n);
+tv tmpl_getitem(trender *r, const tnode *at, tv obj, tv key);
+/* The items of an iterable (str: its characters; dict: its keys). */
+tlist *tmpl_iter(trender *r, const tnode *at, tv v);
+
+/* ---- filters, tests, methods ------------------------------------------------ */
+tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, size_t nargs,
+               const char **kwn, tv *kwv, size_t nkw);
+bool tmpl_test(trender *r, const tnode *at, const char *name, tv v, tv *args, size_t nargs);
+bool tmpl_has_method(tv obj, const char *name, size_t n);
+tv tmpl_method(trender *r, const tnode *at, tv self, const char *name, size_t n, tv *args,
+               size_t nargs, const char **kwn, tv *kwv, size_t nkw);
+/* The argument named kw, else positional i, else NULL. */
+tv *tmpl_arg(tv *args, size_t nargs, const char **kwn, tv *kwv, size_t nkw, size_t i,
+             const char *kw);
+
+#endif

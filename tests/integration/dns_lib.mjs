@@ -1,0 +1,104 @@
+// A real DNS server for discovery tests: Debian's dnsmasq on a high loopback
+// port, answering from a hosts directory that the test rewrites (dnsmasq reads
+// changed files there by itself), plus simulators on 127.0.0.N sharing a port.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BUILD, sleep } from './lib.mjs';
+
+const DNSMASQ = ['/usr/sbin/dnsmasq', '/usr/bin/dnsmasq'].find((p) => fs.existsSync(p)) || 'dnsmasq';
+const children = new Set();
+process.on('exit', () => { for (const c of children) try { c.kill('SIGKILL'); } catch { /* gone */ } });
+
+export const randomPort = () => 10000 + Math.floor(Math.random() * 10000);
+
+function exited(child) {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+function stopper(child) {
+  return async () => {
+    if (exited(child)) return;
+    const done = new Promise((r) => child.on('exit', r));
+    child.kill('SIGTERM');
+    const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await done;
+    clearTimeout(t);
+  };
+}
+
+// Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...].
+// Resolves to {port, setHosts(hosts), stop()}.
+export async function startDns(hosts, srv = []) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ir-dns-'));
+  const hdir = path.join(dir, 'hosts');
+  fs.mkdirSync(hdir);
+  let n = 0;
+  const setHosts = (h) => {
+    const text = Object.entries(h).flatMap(([name, ips]) => ips.map((ip) => `${ip} ${name}\n`)).join('');
+    const tmp = path.join(dir, `tmp-${n++}`);
+    fs.writeFileSync(tmp, text);
+    fs.renameSync(tmp, path.join(hdir, 'hosts')); // dnsmasq sees the move and rereads
+  };
+  setHosts(hosts);
+  for (let tries = 0; tries < 20; tries++) {
+    const port = randomPort();
+    const args = ['-k', '--conf-file=/dev/null', '--no-resolv', '--no-hosts', `--port=${port}`,
+      '--listen-address=127.0.0.1', '--bind-interfaces', `--hostsdir=${hdir}`, '--local-ttl=0',
+      '--pid-file=', '--user=', '--log-facility=-', ...srv.map(([s, t, p]) => `--srv-host=${s},${t},${p}`)];
+    const child = spawn(DNSMASQ, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    children.add(child);
+    let log = '';
+    child.stderr.on('data', (d) => { log += d; });
+    child.on('exit', () => children.delete(child));
+    await sleep(200);
+    if (exited(child)) {
+      if (/in use/i.test(log)) continue;
+      throw new Error(`dnsmasq did not start:\n${log}`);
+    }
+    const stop = stopper(child);
+    return { port, setHosts, log: () => log, async stop() { await stop(); fs.rmSync(dir, { recursive: true, force: true }); } };
+  }
+  throw new Error('no free port for dnsmasq');
+}
+
+// Starts inferrail-sim on host:port; resolves to {url, stop()} or null when the
+// port is taken.
+export async function startSimAt(host, port, args = []) {
+  const child = spawn(path.join(BUILD, 'inferrail-sim'), ['--host', host, '--port', String(port), ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.add(child);
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; if (log.length > 1e5) log = log.slice(-5e4); });
+  child.on('exit', () => children.delete(child));
+  const url = `http://${host}:${port}`;
+  const end = Date.now() + 10000;
+  while (Date.now() < end) {
+    if (exited(child)) return null;
+    try {
+      const r = await fetch(`${url}/health`);
+      await r.arrayBuffer();
+      if (r.status === 200) return { url, host, port, child, log: () => log, stop: stopper(child) };
+    } catch { /* not up yet */ }
+    await sleep(25);
+  }
+  throw new Error(`inferrail-sim on ${url} did not start:\n${log}`);
+}
+
+// Simulators on each host, all on one port (tried until one is free on all).
+export async function startSimsAt(hosts, args = []) {
+  for (let tries = 0; tries < 20; tries++) {
+    const port = randomPort();
+    const sims = [];
+    for (const h of hosts) {
+      const s = await startSimAt(h, port, args);
+      if (!s) break;
+      sims.push(s);
+    }
+    if (sims.length === hosts.length) return { port, sims };
+    for (const s of sims) await s.stop();
+  }
+  throw new Error('no port free on every host');
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# inferrail-bench calibrate against a simulator: it measures cold and warm
+# prompts, fits cost_model's prefill shape and decode time, prints them as
+# routing.cost_model keys and writes its points. No timing bound is asserted
+# (a loaded machine adds to every time); the values must be positive and the
+# warm points must be warm (the engine reported cached tokens).
+set -euo pipefail
+BUILD=${IR_BUILD:-build}
+ROOT=${IR_ROOT:-.}
+B="$BUILD/inferrail-bench"
+. "$ROOT/tests/integration/ports.sh"
+fail() { echo "FAIL: $*"; exit 1; }
+dir=$(mktemp -d)
+port=$(freeport)
+"$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details --decode-token-ms 1 \
+  --prefill-token-us 20 >"$dir/sim.log" 2>&1 &
+sim=$!
+trap 'kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
+for i in $(seq 100); do
+  curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+out=$("$B" calibrate --base-url "http://127.0.0.1:$port" --repeats 1 --scale 0.5 \
+  --max-tokens 4 --out "$dir/cal.json" 2>"$dir/err.log") || { cat "$dir/err.log"; fail "calibrate failed"; }
+for k in prefill_token_us prefill_pair_ns prefill_fixed_ms decode_token_ms; do
+  grep -q "^    $k: " <<<"$out" || fail "no $k in: $out"
+done
+python3 - "$dir/cal.json" <<'PY' || fail "bad results file"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "inferrail-bench/calibrate/1", d["schema"]
+cm = d["cost_model"]
+assert cm["prefill_token_us"] > 0 and cm["decode_token_ms"] > 0, cm
+pts = d["points"]
+assert len(pts) == 12, len(pts)
+warm = [p for p in pts if p["cached_tokens"] > 0]
+assert len(warm) == 7, warm  # every warm point was served from the cache
+assert all(p["ttft_ms"] > 0 for p in pts)
+PY
+"$B" calibrate 2>/dev/null && fail "calibrate without --base-url"
+"$B" calibrate --base-url "http://127.0.0.1:$port" --repeats 0 2>/dev/null && fail "--repeats 0"
+echo "1 passed, 0 failed"

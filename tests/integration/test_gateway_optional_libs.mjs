@@ -1,0 +1,48 @@
+// libzmq is opened only when some replica has kv_events (src/gateway/zmq_dl.h):
+// a gateway without them never maps it, nor its dependencies, and one with them
+// maps it and subscribes. Read from the gateway's own /proc/PID/maps.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { startSim, startGateway, freePort, sleep } from './lib.mjs';
+
+const cleanup = [];
+after(async () => { for (const f of cleanup.reverse()) await f(); });
+
+const maps = (child) => fs.readFileSync(`/proc/${child.pid}/maps`, 'utf8');
+
+test('without kv_events the gateway does not map libzmq or libstdc++', async () => {
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: [{ id: 'a', url: sim.url }] });
+  cleanup.push(() => gw.stop());
+  const r = await fetch(`${gw.url}/v1/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hello', max_tokens: 2 }),
+  });
+  assert.equal(r.status, 200);
+  await r.text();
+  const m = maps(gw.child);
+  assert.ok(!/libzmq\.so/.test(m), 'libzmq is mapped without kv_events');
+  assert.ok(!/libstdc\+\+\.so/.test(m), 'libstdc++ (libzmq\'s) is mapped without kv_events');
+});
+
+test('with kv_events the gateway opens libzmq and serves as before', async () => {
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const pub = await freePort(); // nothing listens there: a SUB socket connects in the background
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${pub}` } }],
+  });
+  cleanup.push(() => gw.stop());
+  let m = '';
+  for (let i = 0; i < 50 && !/libzmq\.so/.test(m); i++) { m = maps(gw.child); await sleep(20); }
+  assert.ok(/libzmq\.so/.test(m), 'libzmq is not mapped with kv_events');
+  const r = await fetch(`${gw.url}/v1/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hello', max_tokens: 2 }),
+  });
+  assert.equal(r.status, 200);
+  await r.text();
+});

@@ -1,0 +1,106 @@
+// SIGHUP reload: replicas, aliases, policies and limits change without dropping a
+// connection; a bad file is refused with every problem and its path, and the
+// gateway keeps running on the old one; keys that need a restart are named.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { startSim, startGateway, sleep, sseData } from './lib.mjs';
+
+async function until(what, cond, ms = 15000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(20);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function replicas(gw) {
+  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
+  return s.replicas.map((r) => r.id).sort();
+}
+
+const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
+  method: 'POST', body: JSON.stringify({ model, prompt: 'reload', max_tokens: 2, ...extra }),
+});
+
+function rewrite(gw, change) {
+  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  change(cfg);
+  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
+}
+
+async function reload(gw, marker) {
+  const before = gw.log.text.split(marker).length;
+  gw.child.kill('SIGHUP');
+  await until(`"${marker}" in the log`, () => gw.log.text.split(marker).length > before);
+}
+
+test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names restart keys', { timeout: 90000 }, async () => {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--decode-token-ms', '20', '--prefill-fixed-ms', '0']));
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 's0', url: sims[0].url }],
+    routing: { default_policy: 'round_robin' },
+  });
+  try {
+    // A stream that runs across the reloads (60 tokens at 20 ms).
+    const stream = post(gw, 'inferrail/sim-8b', { max_tokens: 60, stream: true }).then(async (r) => ({ status: r.status, text: await r.text() }));
+    await sleep(200);
+    assert.equal((await post(gw, 'fast')).status, 404);
+
+    rewrite(gw, (c) => {
+      c.replicas.push({ id: 's1', url: sims[1].url }, { id: 's2', url: sims[2].url });
+      c.models[0].aliases = ['fast'];
+      c.routing.default_policy = 'least_request';
+      c.retry = { max_attempts: 5 };
+      c.server.workers = 3; // needs a restart
+    });
+    await reload(gw, 'reload: ');
+    await until('the new replicas', async () => (await replicas(gw)).join() === 's0,s1,s2');
+    assert.match(gw.log.text, /server\.workers changed: it needs a restart/);
+    assert.match(gw.log.text, /replicas 2 added, 0 removed, 0 replaced, 0 updated; 1 policies renewed; 1 keys need a restart/);
+    const seen = new Set();
+    for (let i = 0; i < 9; i++) {
+      const r = await post(gw, 'fast');
+      assert.equal(r.status, 200, await r.text());
+      seen.add(r.headers.get('x-inferrail-replica'));
+    }
+    assert.ok(seen.has('s1') || seen.has('s2'), [...seen].join());
+
+    // A bad file: every problem with its path; the running configuration stays.
+    const good = fs.readFileSync(gw.file, 'utf8');
+    rewrite(gw, (c) => {
+      c.replicas[1].url = 'ftp://nowhere';
+      c.retry = { max_attempts: 0, bogus: 1 };
+    });
+    await reload(gw, 'the file is refused');
+    assert.match(gw.log.text, /replicas\[1\]\.url: not an http URL/);
+    assert.match(gw.log.text, /retry\.bogus: unknown key/);
+    assert.match(gw.log.text, /retry\.max_attempts/);
+    assert.equal((await replicas(gw)).join(), 's0,s1,s2');
+    assert.equal((await post(gw, 'fast')).status, 200);
+
+    // s0 (still streaming) and s2 leave, s1 changes its caps in place.
+    fs.writeFileSync(gw.file, good);
+    rewrite(gw, (c) => {
+      c.replicas = [{ id: 's1', url: sims[1].url, max_concurrency: 7 }];
+      c.server.workers = 2;
+    });
+    await reload(gw, 'reload: ');
+    await until('s1 alone', async () => (await replicas(gw)).join() === 's1');
+    assert.match(gw.log.text, /replicas 0 added, 2 removed, 0 replaced, 1 updated/);
+    for (let i = 0; i < 3; i++) {
+      const r = await post(gw, 'fast');
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('x-inferrail-replica'), 's1');
+    }
+    const s = await stream;
+    assert.equal(s.status, 200);
+    assert.equal(sseData(s.text).at(-1), '[DONE]', s.text.slice(-300));
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+});

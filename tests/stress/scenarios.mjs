@@ -1,0 +1,398 @@
+// The stress scenarios of docs/stress.md, as functions of their size: the files
+// tests/stress/test_*.mjs run them at full size (`make stress`), and
+// tests/integration/test_stress_short.mjs runs short forms in `make test`.
+// Each starts real processes on loopback, drives load for a bounded time, and
+// asserts its outcome; nothing here measures speed.
+import assert from 'node:assert/strict';
+import { startSim, startGateway, metrics, metricValue, sleep, sseData } from '../integration/lib.mjs';
+import { startFakeEngine } from '../integration/fake_engine.mjs';
+import { startDns, startSimsAt } from '../integration/dns_lib.mjs';
+
+const BODY = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'stress', max_tokens: 1 });
+
+async function until(what, cond, ms = 30000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(20);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+// Closed-loop load: `concurrency` lanes send requests back to back for `seconds`.
+// Returns every request's send time, status and replica.
+export async function drive(url, { seconds, concurrency = 32, body = BODY, path = '/v1/completions', headers = {} }) {
+  const end = Date.now() + seconds * 1000;
+  const results = [];
+  async function lane() {
+    while (Date.now() < end) {
+      const sent = Date.now();
+      try {
+        const r = await fetch(url + path, { method: 'POST', body, headers, signal: AbortSignal.timeout(60000) });
+        const text = await r.text();
+        results.push({ sent, status: r.status, replica: r.headers.get('x-inferrail-replica'), text });
+      } catch (e) {
+        results.push({ sent, status: 0, text: String(e) });
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  return results;
+}
+
+function assertAllOk(results, what) {
+  const bad = results.filter((r) => r.status !== 200);
+  assert.ok(results.length > 0, `${what}: no request ran`);
+  assert.equal(bad.length, 0, `${what}: ${bad.length}/${results.length} failed, e.g. ${JSON.stringify(bad.slice(0, 3))}`);
+}
+
+// DNS group changes every 200 ms under load: no request lost; departed members'
+// metric series removed.
+export async function dnsChurn({ seconds }) {
+  const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+  const { port, sims } = await startSimsAt(hosts, ['--zero-latency']);
+  const dns = await startDns({ 'churn.test': hosts.slice(0, 2) });
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${dns.port}`], dns: [{ name: 'churn', url: `http://churn.test:${port}`, refresh: '50ms' }] },
+    health: { interval: '100ms', timeout: '1s' },
+  });
+  const sets = [[0, 1], [1, 2], [2, 3], [0, 3], [0, 1, 2, 3], [1, 3]];
+  let changes = 0, stop = false;
+  const churn = (async () => {
+    while (!stop) {
+      await sleep(200);
+      dns.setHosts({ 'churn.test': sets[changes++ % sets.length].map((i) => hosts[i]) });
+    }
+  })();
+  try {
+    const results = await drive(gw.url, { seconds });
+    stop = true;
+    await churn;
+    assertAllOk(results, 'dns churn');
+    const used = new Set(results.map((r) => r.replica));
+    assert.ok(used.size >= 3, `only ${[...used]} served`);
+    dns.setHosts({ 'churn.test': [hosts[0]] });
+    const only = `churn-${hosts[0]}-${port}`;
+    await until('the last set to settle', async () => {
+      const s = await (await fetch(`${gw.admin}/admin/state`)).json();
+      return s.replicas.length === 1 && s.replicas[0].id === only;
+    });
+    const page = await metrics(gw.admin);
+    for (const h of hosts.slice(1)) assert.ok(!page.includes(`churn-${h}-${port}`), `series of departed ${h} remain`);
+    return { requests: results.length, changes };
+  } finally {
+    stop = true;
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
+    for (const s of sims) await s.stop();
+  }
+}
+
+// A replica that hangs while requests wait on it: they move elsewhere as soon as
+// probes mark it down (one attempt each, a head timeout past the test's).
+export async function hungUnderLoad({ seconds }) {
+  const eng = await startFakeEngine('hang');
+  const sims = [await startSim(['--zero-latency']), await startSim(['--zero-latency'])];
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 'hung', url: eng.url, max_pending: 100000, max_concurrency: 100000 }, ...sims.map((s, i) => ({ id: `sim-${i}`, url: s.url }))],
+    routing: { default_policy: 'round_robin' },
+    retry: { max_attempts: 1 },
+    upstream: { response_timeout: '300s' },
+    server: { request_timeout: '300s' },
+    health: { interval: '100ms', timeout: '1s', unhealthy_threshold: 2, healthy_threshold: 2, max_ejection_percent: 0 },
+  });
+  try {
+    const load = drive(gw.url, { seconds });
+    // The engine hangs, then fails its probes, then passes them again, over and over.
+    const t = setInterval(() => { eng.healthStatus = eng.healthStatus === 200 ? 503 : 200; }, 1000);
+    const results = await load.finally(() => clearInterval(t));
+    eng.healthStatus = 503;
+    assertAllOk(results, 'hung replica');
+    assert.ok(results.every((r) => r.replica !== 'hung'));
+    const page = await metrics(gw.admin);
+    const moved = metricValue(page, 'inferrail_upstream_moved_total');
+    assert.ok(moved >= 1 && moved >= eng.requests - 0, `moved ${moved}, hung engine saw ${eng.requests}`);
+    return { requests: results.length, moved };
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+    await eng.stop();
+  }
+}
+
+async function fault(sim, spec) {
+  const r = spec === 'none'
+    ? await fetch(`${sim.url}/admin/fault`, { method: 'DELETE' })
+    : await fetch(`${sim.url}/admin/fault`, { method: 'POST', body: JSON.stringify({ fault: spec }) });
+  await r.arrayBuffer();
+}
+
+// A replica flapping between healthy and 503 every 100 ms under load: zero client errors.
+export async function flapping({ seconds }) {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency', '--enable-faults']));
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url })),
+    routing: { default_policy: 'round_robin' },
+    retry: { max_attempts: 3, backoff: '1ms' },
+    health: { interval: '100ms' },
+  });
+  let flaps = 0, stop = false;
+  const flap = (async () => {
+    while (!stop) {
+      await fault(sims[0], flaps++ % 2 ? 'none' : 'status=503');
+      await sleep(100);
+    }
+  })();
+  try {
+    const results = await drive(gw.url, { seconds });
+    stop = true;
+    await flap;
+    assertAllOk(results, 'flapping');
+    const page = await metrics(gw.admin);
+    assert.ok(metricValue(page, 'inferrail_upstream_retries_total') > 0, 'no 503 was ever retried');
+    return { requests: results.length, flaps, retries: metricValue(page, 'inferrail_upstream_retries_total') };
+  } finally {
+    stop = true;
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+// A simulator killed with SIGKILL under load, then restarted on its port: zero
+// errors for requests sent after the kill, and back in rotation after the restart.
+export async function sigkill({ seconds }) {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url })),
+    routing: { default_policy: 'round_robin' },
+    retry: { max_attempts: 3, backoff: '1ms' },
+    health: { interval: '50ms', timeout: '200ms', unhealthy_threshold: 1 },
+  });
+  let killedAt = 0, restartedAt = 0;
+  const chaos = (async () => {
+    await sleep((seconds * 1000) / 3);
+    killedAt = Date.now();
+    await sims[0].stop('SIGKILL');
+    await sleep((seconds * 1000) / 3);
+    sims[0] = await startSim(['--zero-latency'], { port: sims[0].port });
+    restartedAt = Date.now();
+  })();
+  try {
+    const results = await drive(gw.url, { seconds: seconds + 1 });
+    await chaos;
+    assertAllOk(results.filter((r) => r.sent > killedAt + 1), 'after the kill');
+    const back = results.filter((r) => r.sent > restartedAt && r.replica === 'sim-0').length;
+    assert.ok(back > 0, 'the restarted simulator never came back into rotation');
+    return { requests: results.length, after_restart_on_it: back };
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+// Requests that make every engine fail: at most half the replicas ejected, and the
+// pool never empties (the next good request is served at once).
+export async function everyEngineFails({ seconds }) {
+  const sims = [];
+  for (let i = 0; i < 4; i++) sims.push(await startSim(['--zero-latency', '--enable-faults']));
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url })),
+    retry: { max_attempts: 2, backoff: '1ms' },
+    health: { interval: '100ms', unhealthy_threshold: 2, ejection_backoff: '30s', max_ejection_percent: 50 },
+  });
+  try {
+    // The requests carry the fault (the simulators' probes still pass).
+    let minHealthy = 4, stop = false;
+    const watch = (async () => {
+      while (!stop) {
+        const page = await metrics(gw.admin);
+        let h = 0;
+        for (let i = 0; i < 4; i++) h += metricValue(page, 'inferrail_replica_healthy', `replica="sim-${i}"`);
+        minHealthy = Math.min(minHealthy, h);
+        await sleep(20);
+      }
+    })();
+    const results = await drive(gw.url, { seconds, concurrency: 16, headers: { 'x-inferrail-fault': 'status=502' } });
+    stop = true;
+    await watch;
+    const other = results.filter((r) => r.status !== 502);
+    assert.equal(other.length, 0, `answers other than 502: ${JSON.stringify(other.slice(0, 3))}`);
+    assert.ok(minHealthy >= 2, `${4 - minHealthy} of 4 replicas were ejected at once`);
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: BODY });
+    assert.equal(r.status, 200, await r.text());
+    return { requests: results.length, min_healthy: minHealthy };
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+// SIGTERM while `streams` streams run: every stream that fits in shutdown_timeout
+// completes, and the gateway exits 0.
+export async function sigtermStreams({ streams }) {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--decode-token-ms', '20', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024']));
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: sims.map((s, i) => ({ id: `sim-${i}`, url: s.url, max_concurrency: 4096, max_pending: 4096 })),
+    server: { shutdown_timeout: '60s' },
+  });
+  try {
+    const body = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'drain', max_tokens: 40, stream: true });
+    const runs = Array.from({ length: streams }, () => fetch(`${gw.url}/v1/completions`, { method: 'POST', body })
+      .then(async (r) => ({ status: r.status, text: await r.text() }), (e) => ({ status: 0, text: String(e) })));
+    await until('every stream to start', async () => {
+      const page = await metrics(gw.admin);
+      let n = 0;
+      for (let i = 0; i < 3; i++) n += metricValue(page, 'inferrail_replica_in_flight', `replica="sim-${i}"`);
+      return n >= streams;
+    });
+    const exit = gw.stop('SIGTERM');
+    const got = await Promise.all(runs);
+    for (const g of got) {
+      assert.equal(g.status, 200, g.text.slice(0, 300));
+      assert.equal(sseData(g.text).at(-1), '[DONE]', g.text.slice(-300));
+    }
+    assert.equal(await exit, 0, gw.log.text);
+    return { streams };
+  } finally {
+    await gw.stop();
+    for (const s of sims) await s.stop();
+  }
+}
+
+// SIGHUP reloads every 500 ms under load, alternating two configs: no request lost,
+// every request routed to a replica of one config or the other, every reload applied.
+export async function reloadUnderLoad({ seconds }) {
+  const fs = await import('node:fs');
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
+  const rep = (i) => ({ id: `s${i}`, url: sims[i].url });
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b', aliases: ['a'] }],
+    replicas: [rep(0), rep(1)],
+    routing: { default_policy: 'round_robin' },
+  });
+  const base = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  const configs = [
+    { ...base, replicas: [rep(0), rep(1)], routing: { default_policy: 'round_robin' } },
+    { ...base, replicas: [rep(1), rep(2)], routing: { default_policy: 'least_request' }, retry: { max_attempts: 4 } },
+  ];
+  let reloads = 0, stop = false;
+  const flip = (async () => {
+    while (!stop) {
+      await sleep(500);
+      if (stop) break;
+      fs.writeFileSync(gw.file, JSON.stringify(configs[++reloads % 2], null, 1));
+      gw.child.kill('SIGHUP');
+    }
+  })();
+  try {
+    const results = await drive(gw.url, { seconds, body: JSON.stringify({ model: 'a', prompt: 'x', max_tokens: 1 }) });
+    stop = true;
+    await flip;
+    assertAllOk(results, 'reloads');
+    const used = new Set(results.map((r) => r.replica));
+    for (const u of used) assert.ok(['s0', 's1', 's2'].includes(u), u);
+    assert.ok(used.has('s0') && used.has('s2'), `both configs routed: ${[...used]}`);
+    await until('every reload to be applied', () => gw.log.text.split('reload: ').length - 1 >= reloads);
+    assert.ok(!gw.log.text.includes('the file is refused'), gw.log.text.slice(-2000));
+    return { requests: results.length, reloads };
+  } finally {
+    stop = true;
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+async function engineAborts(sims) {
+  let n = 0;
+  for (const s of sims) n += metricValue(await metrics(s.url), 'vllm:request_success_total', 'finished_reason="abort"') || 0;
+  return n;
+}
+
+// `streams` streams, about 70% of them disconnecting at random points: every
+// disconnect is aborted in the engine (by its counters), and the gateway exits
+// cleanly (a sanitizer build reports any leak at exit).
+export async function disconnects({ streams }) {
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--decode-token-ms', '5', '--prefill-fixed-ms', '0', '--max-num-seqs', '4096']));
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: sims.map((s, i) => ({ id: `s${i}`, url: s.url, max_concurrency: 4096, max_pending: 4096 })),
+  });
+  try {
+    let cut = 0, whole = 0, seed = 12345;
+    const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+    const body = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'go', max_tokens: 80, stream: true });
+    await Promise.all(Array.from({ length: streams }, async () => {
+      const leave = rnd() < 0.7, after = Math.floor(rnd() * 40);
+      const ac = new AbortController();
+      try {
+        const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body, signal: ac.signal });
+        const reader = r.body.getReader();
+        let events = 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          events += (Buffer.from(value).toString().match(/\n\n/g) || []).length;
+          if (leave && events > after) { ac.abort(); break; }
+        }
+        if (leave) cut++; else whole++;
+      } catch (e) {
+        if (!leave) throw e;
+        cut++;
+      }
+    }));
+    await until('every cut stream to be aborted in an engine', async () => (await engineAborts(sims)) >= cut, 60000);
+    const aborted = await engineAborts(sims);
+    assert.equal(aborted, cut, `engines aborted ${aborted}, clients cut ${cut}`);
+    const page = await metrics(gw.admin);
+    for (let i = 0; i < 3; i++) assert.equal(metricValue(page, 'inferrail_replica_in_flight', `replica="s${i}"`), 0);
+    return { streams, cut, whole, aborted };
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+// `requests` requests (a fifth of them streamed) after a warm-up: resident memory
+// grows at most `maxGrowthKiB`.
+export async function soak({ requests, maxGrowthKiB }) {
+  const fs = await import('node:fs');
+  const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+  const sims = [];
+  for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
+  const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: sims.map((s, i) => ({ id: `s${i}`, url: s.url })) });
+  const run = async (n) => {
+    let next = 0, ok = 0;
+    const lane = async () => {
+      while (next < n) {
+        const stream = next++ % 5 === 0;
+        const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'soak', max_tokens: 2, stream }) });
+        await r.arrayBuffer();
+        if (r.status === 200) ok++;
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, lane));
+    return ok;
+  };
+  try {
+    assert.equal(await run(Math.min(2000, requests)), Math.min(2000, requests));
+    const before = rss(gw.child.pid);
+    assert.equal(await run(requests), requests);
+    const after = rss(gw.child.pid);
+    assert.ok(after - before <= maxGrowthKiB, `resident memory grew ${after - before} KiB`);
+    return { requests, rss_before_kib: before, rss_after_kib: after };
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}

