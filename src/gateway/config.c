@@ -78,6 +78,9 @@ static const ir_cfg_field cost_model_fields[] = {
        "prefill time per uncached token (a), as the simulator's --prefill-token-us"),
     FF(gw_cost_model_cfg, "prefill_pair_ns", prefill_pair_ns, "3.3", 0, 1e6,
        "prefill time per uncached token and attended token (b)"),
+    FF(gw_cost_model_cfg, "cpu_transfer_token_us", cpu_token_us, "5", 0, 1e6,
+       "loading one token's KV cache from an event-fed replica's CPU tier instead of computing "
+       "it (vLLM's KV offloading)"),
     FF(gw_cost_model_cfg, "prefill_fixed_ms", prefill_fixed_ms, "5", 0, 1e6,
        "fixed time per prefill (d)"),
     FF(gw_cost_model_cfg, "decode_token_ms", decode_token_ms, "20", 0, 1e6,

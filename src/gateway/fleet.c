@@ -77,6 +77,7 @@ void gw_policy_config(const gw_routing_cfg *c, irp_config *o) {
     o->prefill_b = c->cost_model.prefill_pair_ns * 1e-9;
     o->prefill_d = c->cost_model.prefill_fixed_ms * 1e-3;
     o->tpot = c->cost_model.decode_token_ms * 1e-3;
+    o->cpu_token_s = c->cost_model.cpu_token_us * 1e-6;
     o->kv_pressure = c->cost_model.kv_pressure;
     o->cost_load_factor = c->cost_model.load_factor;
     o->hot_replicas = (uint32_t)c->cost_model.hot_replicas;

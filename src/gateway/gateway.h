@@ -67,6 +67,7 @@ typedef struct gw_cost_model_cfg {
     double prefill_pair_ns;  /* b */
     double prefill_fixed_ms; /* d */
     double decode_token_ms;  /* time per output token */
+    double cpu_token_us;     /* loading one token's KV from the CPU tier */
     double kv_pressure;      /* engine KV usage above which a replica is avoided */
     int64_t hot_replicas;    /* most replicas a hot prefix spreads over; 0: all */
     bool session_affinity;
@@ -294,7 +295,7 @@ enum {
 };
 typedef struct gw_kvsub_stats {
     _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
-    _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts;
+    _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts, reconnects;
     _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
     _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
     _Atomic int source;             /* GW_KV_SOURCE_* */

@@ -122,12 +122,15 @@ void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p) {
 
 void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
     if (p->state != GW_PREDICT_OK) return;
-    p->cached = calloc(f->nslots, sizeof *p->cached);
+    /* cached[0..n): GPU blocks per replica slot; cached[n..2n): CPU-tier blocks after them */
+    size_t n = f->nslots;
+    p->cached = calloc(2 * n, sizeof *p->cached);
     if (!p->cached) {
         p->state = GW_PREDICT_NONE;
         return;
     }
     irx_lookup(f->index, p->hashes, p->usable, p->cached);
+    if (f->kvsub) irx_ev_lookup_cpu(f->index, p->hashes, p->usable, p->cached, p->cached + n);
 }
 
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {

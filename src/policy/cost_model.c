@@ -131,9 +131,18 @@ static double cached_of(const irp_request *req, const irp_candidate *c) {
     return cached < pt ? cached : pt;
 }
 
+/* The prompt's own time with `cached` tokens hit on the GPU. A CPU-tier hit is
+ * priced between a GPU hit and a recompute: its tokens are loaded at cpu_token_s
+ * each, and then count as context for the tokens still computed. */
+static double compute(const irp_config *cfg, const irp_request *req, const irp_candidate *c,
+                      double cached) {
+    double rest = (double)req->prompt_tokens - cached;
+    double cpu = (double)c->predicted_cpu_tokens < rest ? (double)c->predicted_cpu_tokens : rest;
+    return cpu * cfg->cpu_token_s + prefill(cfg, rest - cpu, cached + cpu);
+}
+
 double irp_cost_ttft(const irp_config *cfg, const irp_request *req, const irp_candidate *c) {
-    double cached = cached_of(req, c);
-    return queue_wait(cfg, req, c) + prefill(cfg, (double)req->prompt_tokens - cached, cached);
+    return queue_wait(cfg, req, c) + compute(cfg, req, c, cached_of(req, c));
 }
 
 /* ---- per-prefix arrival rates ----------------------------------------- */
@@ -397,9 +406,8 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
         if (!is_elig(&sc, i)) continue;
         double cached = cached_of(req, &c[i]);
         if (hot && cached < warm) cached = warm;
-        double est =
-            queue_wait(cfg, req, &c[i]) + prefill(cfg, (double)req->prompt_tokens - cached, cached);
-        irp_argmin_offer(&m, req->rng, i, est);
+        irp_argmin_offer(&m, req->rng, i,
+                         queue_wait(cfg, req, &c[i]) + compute(cfg, req, &c[i], cached));
     }
     return m.ties ? m.pick : irp_least_loaded(req, c, n);
 }

@@ -36,9 +36,12 @@ typedef struct irp_candidate {
      * pending > 0 can only mean unknown). */
     uint64_t pending_uncached_tokens;
     uint64_t predicted_cached_tokens; /* what the KV index predicts it holds of this prompt */
-    uint32_t max_concurrency;         /* the replica's cap on in_flight */
-    uint64_t kv_capacity_blocks;      /* its KV cache, in blocks (0: unknown) */
-    bool engine_fresh;                /* the engine's numbers below are current */
+    /* Of the rest, the tokens it holds off the GPU (an event-fed replica's CPU tier):
+     * loaded instead of computed. */
+    uint64_t predicted_cpu_tokens;
+    uint32_t max_concurrency;    /* the replica's cap on in_flight */
+    uint64_t kv_capacity_blocks; /* its KV cache, in blocks (0: unknown) */
+    bool engine_fresh;           /* the engine's numbers below are current */
     uint32_t engine_running, engine_waiting;
     double engine_kv_usage; /* 0..1 */
 } irp_candidate;
@@ -79,6 +82,7 @@ typedef struct irp_config {
     double prefill_b;      /* s per token pair (3.3e-9) */
     double prefill_d;      /* s fixed per prefill (5e-3) */
     double tpot;           /* s per output token (20e-3) */
+    double cpu_token_s;    /* s per token loaded from the CPU tier instead of computed (5e-6) */
     double kv_pressure;    /* engine KV usage above which a replica is avoided (0.95) */
     uint32_t hot_replicas; /* most replicas a hot prefix is spread over (0: all) */
     double hot_util;       /* prefill utilisation one replica may take of a prefix (0.7) */

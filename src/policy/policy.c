@@ -64,6 +64,7 @@ void irp_config_defaults(irp_config *c) {
                       .prefill_b = 3.3e-9,
                       .prefill_d = 5e-3,
                       .tpot = 20e-3,
+                      .cpu_token_s = 5e-6,
                       .kv_pressure = 0.95,
                       .hot_replicas = 0,
                       .hot_util = 0.7,

@@ -59,6 +59,33 @@ static void lowest_ttft_wins(void **state) {
     irp_policy_free(p);
 }
 
+/* A CPU-tier hit is priced between a GPU hit and a recompute: 4992 tokens loaded at
+ * 5 us each (25 ms), then P(8, 4992) for the rest. */
+static void cpu_tier_priced_between(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 1);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].predicted_cached_tokens = 4992; /* on the GPU */
+    c[1].predicted_cpu_tokens = 4992;    /* on the CPU */
+    double gpu = irp_cost_ttft(&cfg, &q, &c[0]), cpu = irp_cost_ttft(&cfg, &q, &c[1]);
+    double none = irp_cost_ttft(&cfg, &q, &c[2]);
+    assert_float_equal(cpu, 4992 * 5e-6 + 0.0059318944, 1e-9);
+    assert_true(gpu < cpu && cpu < none);
+    assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    c[0].predicted_cached_tokens = 0;
+    assert_int_equal(irp_choose(p, &q, c, 3), 1); /* the CPU hit beats a recompute */
+    /* CPU tokens never count beyond the prompt's uncached part */
+    c[1].predicted_cached_tokens = 4000;
+    c[1].predicted_cpu_tokens = 4992;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[1]), 1000 * 5e-6 + 0.005, 1e-9);
+    irp_policy_free(p);
+}
+
 /* Bounded load: a cached replica above c times the mean is passed over. */
 static void bounded_load_guard(void **state) {
     irp_policy *p = irp_policy_new("cost_model", NULL);
@@ -336,6 +363,7 @@ static void threads_share_one_instance(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lowest_ttft_wins),
+        cmocka_unit_test(cpu_tier_priced_between),
         cmocka_unit_test(bounded_load_guard),
         cmocka_unit_test(kv_pressure_guard),
         cmocka_unit_test(hot_prefix_replicated),
