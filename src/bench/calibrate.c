@@ -86,9 +86,9 @@ typedef struct cal_point {
 /* Sends prompt; fills p (ttft, u, c from the usage). 0 or -1. */
 static int send_one(const ir_url *url, const cal_opts *o, const char *prompt, int max_tokens,
                     cal_point *p, char *err, size_t errlen) {
-    json_t *b = json_pack("{s:s, s:s, s:i, s:b, s:{s:b}, s:f}", "model", o->model, "prompt",
-                          prompt, "max_tokens", max_tokens, "stream", 1, "stream_options",
-                          "include_usage", 1, "temperature", 0.0);
+    json_t *b = json_pack("{s:s, s:s, s:i, s:b, s:{s:b}, s:f}", "model", o->model, "prompt", prompt,
+                          "max_tokens", max_tokens, "stream", 1, "stream_options", "include_usage",
+                          1, "temperature", 0.0);
     char *body = json_dumps(b, JSON_COMPACT);
     json_decref(b);
     if (!body) return snprintf(err, errlen, "out of memory"), -1;
@@ -98,8 +98,7 @@ static int send_one(const ir_url *url, const cal_opts *o, const char *prompt, in
     ir_buf_init(&c.body, 1 << 20);
     irn_header hs[] = {{"content-type", 12, "application/json", 16}};
     char path[600];
-    snprintf(path, sizeof path, "%s/v1/completions",
-             strcmp(url->path, "/") == 0 ? "" : url->path);
+    snprintf(path, sizeof path, "%s/v1/completions", strcmp(url->path, "/") == 0 ? "" : url->path);
     irn_client_req q = {.host = url->host,
                         .port = url->port,
                         .method = "POST",
@@ -127,8 +126,9 @@ static int send_one(const ir_url *url, const cal_opts *o, const char *prompt, in
                  c.err ? irn_strerror(c.err) : "no body");
         ret = -1;
     } else if (pt <= 0) {
-        snprintf(err, errlen, "the answer has no usage.prompt_tokens (stream_options."
-                              "include_usage not honoured?)");
+        snprintf(err, errlen,
+                 "the answer has no usage.prompt_tokens (stream_options."
+                 "include_usage not honoured?)");
         ret = -1;
     } else {
         if (ct < 0) ct = 0; /* no prompt_tokens_details: nothing cached, or not reported */
@@ -184,8 +184,8 @@ static int solve3(double m[3][3], double v[3], double x[3]) {
     return 0;
 }
 
-int bench_cal_fit(const double *u, const double *c, const double *t, size_t n, double *a,
-                  double *b, double *d) {
+int bench_cal_fit(const double *u, const double *c, const double *t, size_t n, double *a, double *b,
+                  double *d) {
     if (n < 3) return -1;
     /* Scaled features keep the normal equations well conditioned: u in thousands
      * of tokens, the pair term in millions. */
@@ -233,17 +233,16 @@ static void cal_usage(FILE *f) {
 /* The measured points: cold (c = 0) and warm (c, u) pairs, in tokens of ours. */
 static const struct {
     size_t c, u;
-} plan[] = {{0, 128},     {0, 512},     {0, 1024},   {0, 2048},   {0, 4096},
-            {1024, 128},  {2048, 256},  {4096, 128}, {2048, 1024}, {1024, 2048},
-            {3072, 1024}, {512, 3072}};
+} plan[] = {{0, 128},    {0, 512},    {0, 1024},    {0, 2048},    {0, 4096},    {1024, 128},
+            {2048, 256}, {4096, 128}, {2048, 1024}, {1024, 2048}, {3072, 1024}, {512, 3072}};
 
 static json_t *point_json(const cal_point *p) {
-    return json_pack("{s:f, s:f, s:f}", "uncached_tokens", p->u, "cached_tokens", p->c,
-                     "ttft_ms", p->ttft_s * 1e3);
+    return json_pack("{s:f, s:f, s:f}", "uncached_tokens", p->u, "cached_tokens", p->c, "ttft_ms",
+                     p->ttft_s * 1e3);
 }
 
-static int measure(const ir_url *url, const cal_opts *o, cal_point *pts, size_t *np,
-                   double *tpots, size_t *nt) {
+static int measure(const ir_url *url, const cal_opts *o, cal_point *pts, size_t *np, double *tpots,
+                   size_t *nt) {
     char err[512];
     ir_buf text;
     ir_buf_init(&text, 64u << 20);
@@ -254,7 +253,8 @@ static int measure(const ir_url *url, const cal_opts *o, cal_point *pts, size_t 
             if (u == 0) u = 1;
             ir_buf_reset(&text);
             cal_point warm, p;
-            if (c && (fresh_text(&text, c) || send_one(url, o, text.data, 1, &warm, err, sizeof err)))
+            if (c &&
+                (fresh_text(&text, c) || send_one(url, o, text.data, 1, &warm, err, sizeof err)))
                 goto fail;
             if (fresh_text(&text, u) ||
                 send_one(url, o, text.data, o->max_tokens, &p, err, sizeof err))
@@ -273,24 +273,43 @@ fail:
 }
 
 static int parse(int argc, char **argv, cal_opts *o) {
-    static const struct option opts[] = {
-        {"base-url", required_argument, 0, 'u'}, {"model", required_argument, 0, 'm'},
-        {"repeats", required_argument, 0, 'r'},  {"scale", required_argument, 0, 's'},
-        {"max-tokens", required_argument, 0, 't'}, {"out", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const struct option opts[] = {{"base-url", required_argument, 0, 'u'},
+                                         {"model", required_argument, 0, 'm'},
+                                         {"repeats", required_argument, 0, 'r'},
+                                         {"scale", required_argument, 0, 's'},
+                                         {"max-tokens", required_argument, 0, 't'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     *o = (cal_opts){.repeats = 3, .max_tokens = 33, .scale = 1};
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'u': o->base_url = optarg; break;
-        case 'm': o->model = optarg; break;
-        case 'r': o->repeats = atoi(optarg); break;
-        case 's': o->scale = strtod(optarg, NULL); break;
-        case 't': o->max_tokens = atoi(optarg); break;
-        case 'o': o->out = optarg; break;
-        case 'h': cal_usage(stdout); exit(0);
-        default: cal_usage(stderr); return -1;
+        case 'u':
+            o->base_url = optarg;
+            break;
+        case 'm':
+            o->model = optarg;
+            break;
+        case 'r':
+            o->repeats = atoi(optarg);
+            break;
+        case 's':
+            o->scale = strtod(optarg, NULL);
+            break;
+        case 't':
+            o->max_tokens = atoi(optarg);
+            break;
+        case 'o':
+            o->out = optarg;
+            break;
+        case 'h':
+            cal_usage(stdout);
+            exit(0);
+        default:
+            cal_usage(stderr);
+            return -1;
         }
     }
     if (!o->base_url || o->repeats < 1 || o->repeats > 20 || !(o->scale > 0 && o->scale <= 8) ||
@@ -346,12 +365,12 @@ int bench_calibrate_main(int argc, char **argv) {
     }
     qsort(tp, nt, sizeof *tp, bench_cmp_double);
     double tpot = nt ? bench_percentile(tp, nt, 0.5) : NAN;
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:{s:f, s:f, s:f, s:f}, s:f, s:[]}", "schema",
-                            "inferrail-bench/calibrate/1", "base_url", o.base_url, "model",
-                            o.model, "cost_model", "prefill_token_us", a * 1e6, "prefill_pair_ns",
-                            b * 1e9, "prefill_fixed_ms", d * 1e3, "decode_token_ms",
-                            isnan(tpot) ? 0.0 : tpot * 1e3, "rms_error_ms",
-                            sqrt(rss / (double)np) * 1e3, "points");
+    json_t *doc =
+        json_pack("{s:s, s:s, s:s, s:{s:f, s:f, s:f, s:f}, s:f, s:[]}", "schema",
+                  "inferrail-bench/calibrate/1", "base_url", o.base_url, "model", o.model,
+                  "cost_model", "prefill_token_us", a * 1e6, "prefill_pair_ns", b * 1e9,
+                  "prefill_fixed_ms", d * 1e3, "decode_token_ms", isnan(tpot) ? 0.0 : tpot * 1e3,
+                  "rms_error_ms", sqrt(rss / (double)np) * 1e3, "points");
     for (size_t i = 0; i < np; i++)
         json_array_append_new(json_object_get(doc, "points"), point_json(&pts[i]));
     printf("# inferrail-bench calibrate: %zu points, rms error %.2f ms\n"

@@ -66,20 +66,24 @@ typedef struct irp_request {
  * struct for all, so the config file and the tests set them the same way. */
 typedef struct irp_config {
     /* prefix_hash: consistent hashing with bounded loads. */
-    double load_factor;      /* c: no replica above c times the mean in flight (1.25) */
-    double cost_load_factor; /* cost_model's c (2.0): its queue term already spreads load */
-    uint32_t prefix_blocks;  /* leading blocks that name a prefix (4) */
-    uint32_t vnodes;         /* points per replica on the ring (64) */
+    double load_factor;       /* c: no replica above c times the mean in flight (1.25) */
+    double cost_load_factor;  /* cost_model's c (2.0): its queue term already spreads load */
+    uint32_t cost_load_floor; /* cost_model: a replica under this many in flight is never
+                                 held back by the bound (8) */
+    uint32_t prefix_blocks;   /* leading blocks that name a prefix (4) */
+    uint32_t vnodes;          /* points per replica on the ring (64) */
     /* kv_aware: score = hit_weight * hit fraction - load_weight * normalised load. */
     double hit_weight;   /* 1.0 */
     double load_weight;  /* 1.0 */
     uint32_t load_floor; /* in flight that counts as fully loaded, at least (4) */
     /* cost_model: P(u, c) = a*u + b*u*(c + u/2) + d, in seconds. */
-    double prefill_a;      /* s per uncached token (100e-6) */
-    double prefill_b;      /* s per token pair (3.3e-9) */
-    double prefill_d;      /* s fixed per prefill (5e-3) */
-    double tpot;           /* s per output token (20e-3) */
-    double kv_pressure;    /* engine KV usage above which a replica is avoided (0.95) */
+    double prefill_a;   /* s per uncached token (100e-6) */
+    double prefill_b;   /* s per token pair (3.3e-9) */
+    double prefill_d;   /* s fixed per prefill (5e-3) */
+    double tpot;        /* s per output token (20e-3) */
+    double kv_pressure; /* engine KV usage above which a replica is avoided (0.95) */
+    double
+        work_weight; /* cost_model: weight of the prefill a choice adds for those behind it (1) */
     uint32_t hot_replicas; /* most replicas a hot prefix is spread over (0: all) */
     double hot_util;       /* prefill utilisation one replica may take of a prefix (0.7) */
     double hot_window_s;   /* time constant of the per-prefix arrival rate, s (10) */
