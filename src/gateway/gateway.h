@@ -169,7 +169,7 @@ typedef struct gw_replica {
     _Atomic uint32_t in_flight;
     _Atomic uint32_t pending;
     _Atomic uint64_t prompt_tokens;
-    _Atomic uint64_t pending_tokens;   /* prompt tokens of requests still waiting for a head */
+    _Atomic uint64_t pending_tokens;   /* prompt tokens of requests before their first body byte */
     _Atomic uint64_t pending_uncached; /* of those, the tokens predicted uncached */
     _Atomic int healthy;               /* 1 when the health checker says so */
     _Atomic uint64_t ejected_until;    /* monotonic ns; passive ejection */

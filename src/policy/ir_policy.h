@@ -27,9 +27,10 @@ extern "C" {
 typedef struct irp_candidate {
     uint32_t replica;                 /* the fleet's index of the replica */
     uint32_t in_flight;               /* requests sent and not finished */
-    uint32_t pending;                 /* requests still waiting for a response head */
+    uint32_t pending;                 /* requests still waiting for their first body byte
+                                         (their prefill: a stream's head comes earlier) */
     uint64_t prompt_tokens_in_flight; /* prompt tokens of the requests in flight */
-    uint64_t pending_prompt_tokens;   /* prompt tokens of those still waiting for a head */
+    uint64_t pending_prompt_tokens;   /* prompt tokens of those still pending */
     /* Of those, the tokens the KV index predicted uncached when each was routed
      * (cost_model's queue estimate). 0: unknown, pending_prompt_tokens stands
      * in (a routed prompt always has at least one uncached token, so 0 with
