@@ -74,6 +74,11 @@ static const ir_cfg_field cost_model_fields[] = {
     FF(gw_cost_model_cfg, "load_factor", load_factor, "2", 1, 100,
        "bounded loads: no replica above this times the mean in flight (its queue estimate "
        "spreads load before that)"),
+    FI(gw_cost_model_cfg, "load_floor", load_floor, "8", 1, 1000000,
+       "in flight under which the bounded load holds no replica back"),
+    FF(gw_cost_model_cfg, "work_weight", work_weight, "1", 0, 1000,
+       "weight of the prefill a choice adds for the requests queued behind it (0: greedy "
+       "on this request's TTFT)"),
     FF(gw_cost_model_cfg, "prefill_token_us", prefill_token_us, "100", 0, 1e6,
        "prefill time per uncached token (a), as the simulator's --prefill-token-us"),
     FF(gw_cost_model_cfg, "prefill_pair_ns", prefill_pair_ns, "3.3", 0, 1e6,

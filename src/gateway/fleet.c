@@ -80,6 +80,8 @@ void gw_policy_config(const gw_routing_cfg *c, irp_config *o) {
     o->cpu_token_s = c->cost_model.cpu_token_us * 1e-6;
     o->kv_pressure = c->cost_model.kv_pressure;
     o->cost_load_factor = c->cost_model.load_factor;
+    o->cost_load_floor = (uint32_t)c->cost_model.load_floor;
+    o->work_weight = c->cost_model.work_weight;
     o->hot_replicas = (uint32_t)c->cost_model.hot_replicas;
     o->session_affinity = c->cost_model.session_affinity;
     o->cache_threshold = c->sglang_cache_aware.cache_threshold;

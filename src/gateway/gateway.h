@@ -63,6 +63,8 @@ typedef struct gw_upstream_cfg {
  * simulator's flags are (so a calibration of one sets the other). */
 typedef struct gw_cost_model_cfg {
     double load_factor;      /* bounded loads for cost_model (looser than prefix_hash's) */
+    int64_t load_floor;      /* in flight under which the bound holds no replica back */
+    double work_weight;      /* weight of the prefill a choice adds for those behind it */
     double prefill_token_us; /* a */
     double prefill_pair_ns;  /* b */
     double prefill_fixed_ms; /* d */
@@ -239,7 +241,7 @@ typedef struct gw_replica {
     _Atomic uint32_t in_flight;
     _Atomic uint32_t pending;
     _Atomic uint64_t prompt_tokens;
-    _Atomic uint64_t pending_tokens;   /* prompt tokens of requests still waiting for a head */
+    _Atomic uint64_t pending_tokens;   /* prompt tokens of requests before their first body byte */
     _Atomic uint64_t pending_uncached; /* of those, the tokens predicted uncached */
     _Atomic int healthy;               /* 1 when the health checker says so */
     _Atomic uint64_t ejected_until;    /* monotonic ns; passive ejection */

@@ -55,6 +55,8 @@ const char *irp_names(void) {
 void irp_config_defaults(irp_config *c) {
     *c = (irp_config){.load_factor = 1.25,
                       .cost_load_factor = 2.0,
+                      .cost_load_floor = 8,
+                      .work_weight = 1.0,
                       .prefix_blocks = 4,
                       .vnodes = 64,
                       .hit_weight = 1.0,
