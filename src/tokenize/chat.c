@@ -542,8 +542,10 @@ static int continue_final(const json_t *vars, ir_buf *text, size_t start, char *
                  "rendered chat");
         return IRT_ETEMPLATE;
     }
-    size_t keep = n - a; /* len(final_message.lstrip()) */
-    if (loc + keep <= hn && memcmp(hay + loc, s + a, keep) == 0)
+    /* transformers compares text[loc : loc + len(final.lstrip())] with the whole
+     * final message, so leading white space always takes the second branch */
+    size_t keep = n - a;
+    if (a == 0 && loc + keep <= hn && memcmp(hay + loc, s, n) == 0)
         text->len = start + loc + keep;
     else
         text->len = start + loc + (z - a);
