@@ -137,6 +137,12 @@ typedef struct gw_replica_cfg {
     ir_cfg_map headers; /* name -> value, added to every request sent to it */
 } gw_replica_cfg;
 
+typedef struct gw_tokenizer_cfg {
+    int64_t workers;   /* threads tokenizing bodies over GW_TOKENIZE_INLINE bytes */
+    uint64_t max_wait; /* ns a body may wait for a thread before it goes without a prediction */
+    int64_t max_queue; /* bodies waiting or being tokenized, all workers together */
+} gw_tokenizer_cfg;
+
 typedef struct gw_config {
     gw_server_cfg server;
     gw_upstream_cfg upstream;
@@ -145,6 +151,7 @@ typedef struct gw_config {
     gw_health_cfg health;
     gw_logging_cfg logging;
     gw_index_cfg index;
+    gw_tokenizer_cfg tokenizer;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
 } gw_config;
@@ -264,6 +271,7 @@ int gw_cards_render(gw_cards *c, ir_buf *out);
 typedef struct gw_stats {
     _Atomic uint64_t requests, responses_2xx, responses_4xx, responses_5xx;
     _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
+    _Atomic int64_t tokenize_queued; /* bodies on or waiting for a tokenizer thread */
 } gw_stats;
 
 typedef struct gw_worker gw_worker;

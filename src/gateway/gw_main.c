@@ -253,6 +253,10 @@ int gw_main(int argc, char **argv) {
     ir_log_set_level(lvl);
     ir_log_set_json(strcmp(cfg->logging.format, "json") == 0);
     char err[512];
+    /* libuv sizes its thread pool, which tokenizes large bodies, on first use */
+    char nthreads[32];
+    snprintf(nthreads, sizeof nthreads, "%lld", (long long)cfg->tokenizer.workers);
+    setenv("UV_THREADPOOL_SIZE", nthreads, 1);
     if (gw_fleet_init(&app->fleet, cfg, err, sizeof err)) {
         fprintf(stderr, "inferrail-gateway: %s: %s\n", path, err);
         ir_cfg_free(app->cfg_owner);

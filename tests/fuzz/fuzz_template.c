@@ -15,7 +15,8 @@ static const char default_vars[] =
     "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},"
     " {\"role\": \"user\", \"content\": \"Hi <|im_end|> there\"},"
     " {\"role\": \"assistant\", \"content\": \"<think>\\nhm\\n</think>\\n\\nHello!\","
-    "  \"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": {\"a\": 1}}}]},"
+    "  \"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": "
+    "{\"a\": 1}}}]},"
     " {\"role\": \"tool\", \"content\": \"42\"},"
     " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"parts\"}]}],"
     " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {}}}],"
@@ -34,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         vars = json_loadb(j, size - (size_t)(j - src), JSON_DECODE_INT_AS_REAL, &je);
     }
     if (!vars) vars = json_loads(default_vars, 0, NULL);
-    irt_template_limits lim = {.max_output = 1 << 20, .max_memory = 64 << 20, .max_steps = 200000,
-                               .max_depth = 32};
+    irt_template_limits lim = {
+        .max_output = 1 << 20, .max_memory = 64 << 20, .max_steps = 200000, .max_depth = 32};
     char err[256];
     irt_template *t = irt_template_new(src, len, &lim, err, sizeof err);
     if (t) {

