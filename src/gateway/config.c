@@ -219,6 +219,19 @@ static const ir_cfg_field load_fields[] = {
 };
 static const ir_cfg_schema load_schema = {"load", load_fields, IR_ARRAY_LEN(load_fields),
                                           sizeof(gw_load_cfg)};
+static const ir_cfg_field tokenizer_fields[] = {
+    FI(gw_tokenizer_cfg, "workers", workers, "4", 1, 256,
+       "threads that render and tokenize prompt bodies over 1 KiB (smaller ones stay on the "
+       "event loop)"),
+    F(gw_tokenizer_cfg, "max_wait", IR_CFG_DURATION, max_wait, "50ms",
+      "a body that waits longer for a thread routes without a prediction (reason slow)"),
+    FI(gw_tokenizer_cfg, "max_queue", max_queue, "1024", 1, 1 << 20,
+       "bodies queued or being tokenized; past it a request routes without a prediction "
+       "(reason busy)"),
+};
+static const ir_cfg_schema tokenizer_schema = {
+    "tokenizer", tokenizer_fields, IR_ARRAY_LEN(tokenizer_fields), sizeof(gw_tokenizer_cfg)};
+
 static const char *const content_formats[] = {"auto", "string", "openai", NULL};
 
 static const ir_cfg_field decision_log_fields[] = {
@@ -416,6 +429,10 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, observability),
      .sub = &observability_schema},
+    {.key = "tokenizer",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, tokenizer),
+     .sub = &tokenizer_schema},
 };
 
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),

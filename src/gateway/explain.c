@@ -69,7 +69,8 @@ static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char
 }
 
 static const char *prediction_name(gw_predict_state s) {
-    static const char *names[] = {"none", "ok", "unsupported", "invalid"};
+    static const char *names[] = {"none",     "ok",   "unsupported", "invalid",
+                                  "template", "busy", "slow"};
     return names[s];
 }
 

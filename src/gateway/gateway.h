@@ -185,6 +185,11 @@ typedef struct gw_discovery_cfg {
     ir_cfg_list dns;            /* gw_dns_group_cfg */
     ir_cfg_strlist nameservers; /* host:port; empty: /etc/resolv.conf */
 } gw_discovery_cfg;
+typedef struct gw_tokenizer_cfg {
+    int64_t workers;   /* threads tokenizing bodies over GW_TOKENIZE_INLINE bytes */
+    uint64_t max_wait; /* ns a body may wait for a thread before it goes without a prediction */
+    int64_t max_queue; /* bodies waiting or being tokenized, all workers together */
+} gw_tokenizer_cfg;
 
 typedef struct gw_config {
     gw_server_cfg server;
@@ -196,6 +201,7 @@ typedef struct gw_config {
     gw_index_cfg index;
     gw_load_cfg load;
     gw_observability_cfg observability;
+    gw_tokenizer_cfg tokenizer;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
     gw_discovery_cfg discovery;
@@ -442,6 +448,7 @@ typedef struct gw_stats {
     _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
     _Atomic uint64_t moved_hung;      /* attempts moved off a replica marked down */
     _Atomic uint64_t stalled_streams; /* responses cut by upstream.idle_timeout */
+    _Atomic int64_t tokenize_queued;  /* bodies on or waiting for a tokenizer thread */
 } gw_stats;
 
 typedef struct gw_worker gw_worker;
