@@ -24,7 +24,8 @@ test('without kv_events the gateway does not map libzmq or libstdc++', async () 
   await r.text();
   const m = maps(gw.child);
   assert.ok(!/libzmq\.so/.test(m), 'libzmq is mapped without kv_events');
-  assert.ok(!/libstdc\+\+\.so/.test(m), 'libstdc++ (libzmq\'s) is mapped without kv_events');
+  // libzmq brings libstdc++; a sanitizer build maps it for its own runtime anyway.
+  if (!/lib(a|t)san\.so/.test(m)) assert.ok(!/libstdc\+\+\.so/.test(m), 'libstdc++ (libzmq\'s) is mapped without kv_events');
 });
 
 test('with kv_events the gateway opens libzmq and serves as before', async () => {
