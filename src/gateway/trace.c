@@ -28,11 +28,11 @@ struct gw_tracer {
 };
 
 struct gw_trace {
-    iro_span_ctx server;  /* trace id and the server span's id */
+    iro_span_ctx server; /* trace id and the server span's id */
     uint8_t client_parent[8];
-    uint64_t mono0, unix0; /* the request's arrival on both clocks */
+    uint64_t mono0, unix0;                   /* the request's arrival on both clocks */
     char method[16], path[IRO_ATTR_STR_MAX]; /* the client's request, kept at its start */
-    iro_span up;           /* the current attempt's upstream span */
+    iro_span up;                             /* the current attempt's upstream span */
     bool up_open;
 };
 
@@ -57,7 +57,8 @@ void gw_check_otlp_endpoint(const char *ep, ir_cfg_errors *errs) {
     char url[1024];
     bool scheme = strncasecmp(ep, "http://", 7) == 0 || strncasecmp(ep, "https://", 8) == 0;
     const char *host = scheme ? strstr(ep, "://") + 3 : "";
-    if (!scheme || !*host || *host == '/' || strpbrk(ep, " \t\r\n") || otlp_url(ep, url, sizeof url))
+    if (!scheme || !*host || *host == '/' || strpbrk(ep, " \t\r\n") ||
+        otlp_url(ep, url, sizeof url))
         ir_cfg_errors_add(errs,
                           "observability.otlp_endpoint: '%s' is not an http:// or https:// URL "
                           "(a collector, e.g. http://127.0.0.1:4318)",
@@ -270,7 +271,6 @@ irn_header *gw_trace_headers(gw_req *r, irn_header *hs, size_t *nh) {
 
 void gw_trace_finish(gw_req *r) {
     gw_trace *t = r->tr;
-    r->tr = NULL;
     bool ok = r->status > 0 && r->status < 500 && !r->aborted;
     if (t->up_open) {
         iro_span_int(&t->up, "http.response.status_code", r->status);
@@ -291,5 +291,6 @@ void gw_trace_finish(gw_req *r) {
     iro_span_int(&s, "inferrail.prompt_tokens", (int64_t)r->prompt_tokens);
     if (r->last_replica) iro_span_str(&s, "inferrail.replica", r->last_replica);
     iro_tracer_submit(r->w->app->tracer->t, &s);
+    r->tr = NULL;
     free(t);
 }

@@ -133,10 +133,13 @@ static int encode_attr(ir_buf *o, const iro_attr *a) {
         rc |= ir_json_append_string(o, a->v.s, strlen(a->v.s));
         rc |= ir_buf_append_lit(o, "}}");
         break;
-    case IRO_ATTR_INT: rc |= ir_buf_appendf(o, ",\"value\":{\"intValue\":\"%lld\"}}", (long long)a->v.i); break;
+    case IRO_ATTR_INT:
+        rc |= ir_buf_appendf(o, ",\"value\":{\"intValue\":\"%lld\"}}", (long long)a->v.i);
+        break;
     case IRO_ATTR_DOUBLE:
         /* JSON has no NaN or infinity: those become 0 */
-        rc |= ir_buf_appendf(o, ",\"value\":{\"doubleValue\":%.17g}}", isfinite(a->v.d) ? a->v.d : 0.0);
+        rc |= ir_buf_appendf(o, ",\"value\":{\"doubleValue\":%.17g}}",
+                             isfinite(a->v.d) ? a->v.d : 0.0);
         break;
     case IRO_ATTR_BOOL:
         rc |= ir_buf_appendf(o, ",\"value\":{\"boolValue\":%s}}", a->v.b ? "true" : "false");
@@ -156,8 +159,9 @@ static int encode_span(ir_buf *o, const iro_span *s) {
     }
     rc |= ir_buf_append_lit(o, ",\"name\":");
     rc |= ir_json_append_string(o, s->name, strlen(s->name));
-    rc |= ir_buf_appendf(o, ",\"kind\":%d,\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\"",
-                         (int)s->kind, (unsigned long long)s->start_ns, (unsigned long long)s->end_ns);
+    rc |= ir_buf_appendf(
+        o, ",\"kind\":%d,\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\"", (int)s->kind,
+        (unsigned long long)s->start_ns, (unsigned long long)s->end_ns);
     rc |= ir_buf_append_lit(o, ",\"attributes\":[");
     for (size_t i = 0; i < s->nattrs && i < IRO_SPAN_ATTRS; i++) {
         if (i) rc |= ir_buf_append_lit(o, ",");
@@ -171,7 +175,8 @@ int iro_otlp_encode(ir_buf *o, const char *service, const iro_span *spans, size_
     int rc = ir_buf_append_lit(o, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
                                   "\"service.name\",\"value\":{\"stringValue\":");
     rc |= ir_json_append_string(o, service, strlen(service));
-    rc |= ir_buf_append_lit(o, "}}]},\"scopeSpans\":[{\"scope\":{\"name\":\"inferrail\"},\"spans\":[");
+    rc |= ir_buf_append_lit(o,
+                            "}}]},\"scopeSpans\":[{\"scope\":{\"name\":\"inferrail\"},\"spans\":[");
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (i) rc |= ir_buf_append_lit(o, ",");
         rc |= encode_span(o, &spans[i]);

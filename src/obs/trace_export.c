@@ -36,8 +36,10 @@ static void post(iro_tracer *t, const iro_span *batch, size_t n, ir_buf *body) {
     char err[256] = "";
     ir_buf_reset(body);
     int rc = iro_otlp_encode(body, t->service, batch, n);
-    if (rc == 0) rc = t->cfg.post(t->cfg.post_ud, body->data, body->len, err, sizeof err);
-    else snprintf(err, sizeof err, "a batch of %zu spans passed %u bytes", n, BODY_MAX);
+    if (rc == 0)
+        rc = t->cfg.post(t->cfg.post_ud, body->data, body->len, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "a batch of %zu spans passed %u bytes", n, BODY_MAX);
     /* the state first, so a reader that sees the count sees the state too */
     bool was = atomic_exchange(&t->failing, rc != 0);
     if (rc == 0) {
@@ -54,8 +56,7 @@ static void pause_locked(iro_tracer *t) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += RETRY_PAUSE_S;
-    while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0) {
-    }
+    while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0) {}
 }
 
 static void *exporter(void *arg) {
