@@ -44,15 +44,15 @@ static void traceparent_refused(void **st) {
     (void)st;
     static const char *const bad[] = {
         "",
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",       /* no flags */
-        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",    /* upper case */
-        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",    /* zero trace id */
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",    /* zero span id */
-        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",    /* version ff */
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",  /* v00 with more */
-        "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",    /* separator */
-        "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",    /* not hex */
-        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",   /* v01, no dash */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",      /* no flags */
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",   /* upper case */
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",   /* zero trace id */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   /* zero span id */
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* version ff */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", /* v00 with more */
+        "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* separator */
+        "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",   /* not hex */
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",  /* v01, no dash */
     };
     iro_span_ctx c = {.flags = 7};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -115,9 +115,9 @@ static void encodes_otlp_json(void **st) {
                         "1700000000123456789");
     assert_string_equal(json_string_value(json_object_get(sp, "endTimeUnixNano")),
                         "1700000000223456789");
-    assert_string_equal(json_string_value(json_object_get(attr_value(sp, "inferrail.policy"),
-                                                          "stringValue")),
-                        "kv_\"aware\"");
+    assert_string_equal(
+        json_string_value(json_object_get(attr_value(sp, "inferrail.policy"), "stringValue")),
+        "kv_\"aware\"");
     assert_string_equal(
         json_string_value(json_object_get(attr_value(sp, "inferrail.candidates"), "intValue")),
         "3");
@@ -230,7 +230,8 @@ static void full_queue_drops_and_counts(void **st) {
     sink k = {0};
     atomic_store(&k.block, true);
     char err[128];
-    iro_tracer_cfg c = {.sample_ratio = 1, .queue = 16, .batch = 4, .post = sink_post, .post_ud = &k};
+    iro_tracer_cfg c = {
+        .sample_ratio = 1, .queue = 16, .batch = 4, .post = sink_post, .post_ud = &k};
     iro_tracer *t = iro_tracer_new(&c, err, sizeof err);
     iro_span s = sample_span();
     int taken = 0;
