@@ -209,8 +209,21 @@ static void span_init(const gw_trace *t, iro_span *s, const char *name, iro_span
     s->kind = kind;
 }
 
+static void upstream_end(gw_req *r, bool ok) {
+    gw_trace *t = r->tr;
+    if (!t->up_open) return;
+    t->up_open = false;
+    t->up.end_ns = unix_of(t, ir_now_ns());
+    t->up.status = ok ? IRO_STATUS_OK : IRO_STATUS_ERROR;
+    iro_tracer_submit(r->w->app->tracer->t, &t->up);
+}
+
 void gw_trace_route(gw_req *r, const irp_candidate *cand, size_t n, size_t k, uint64_t since) {
     gw_trace *t = r->tr;
+    /* a new attempt: the last one failed, with the engine's answer if it gave one */
+    if (t->up_open && r->last_status)
+        iro_span_int(&t->up, "http.response.status_code", r->last_status);
+    upstream_end(r, false);
     const gw_replica *rep = &r->w->app->fleet.replicas[cand[k].replica];
     uint64_t now = ir_now_ns();
     iro_span s;
@@ -236,18 +249,8 @@ void gw_trace_route(gw_req *r, const irp_candidate *cand, size_t n, size_t k, ui
     span_init(t, &t->up, "upstream", IRO_SPAN_CLIENT, s.span_id);
 }
 
-static void upstream_end(gw_req *r, bool ok) {
-    gw_trace *t = r->tr;
-    if (!t->up_open) return;
-    t->up_open = false;
-    t->up.end_ns = unix_of(t, ir_now_ns());
-    t->up.status = ok ? IRO_STATUS_OK : IRO_STATUS_ERROR;
-    iro_tracer_submit(r->w->app->tracer->t, &t->up);
-}
-
 irn_header *gw_trace_headers(gw_req *r, irn_header *hs, size_t *nh) {
     gw_trace *t = r->tr;
-    upstream_end(r, false); /* a new attempt: the last one failed */
     t->up.start_ns = unix_of(t, ir_now_ns());
     iro_span_str(&t->up, "server.address", r->rep->url.host);
     iro_span_int(&t->up, "server.port", r->rep->url.port);

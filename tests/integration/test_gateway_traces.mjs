@@ -47,14 +47,16 @@ async function startReceiver() {
 }
 
 // An engine that answers every completion with OK_BODY and keeps the headers.
-async function startEngine() {
+// With status 503 it refuses every completion (the gateway retries elsewhere).
+async function startEngine(status = 200) {
   const eng = { headers: [] };
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       if (req.method === 'POST') eng.headers.push(req.headers);
-      res.writeHead(req.method === 'POST' ? 200 : 404, { 'content-type': 'application/json' });
-      res.end(req.method === 'POST' ? OK_BODY : '{}');
+      const code = req.method === 'POST' ? status : 404;
+      res.writeHead(code, { 'content-type': 'application/json' });
+      res.end(code === 200 ? OK_BODY : '{}');
     });
   });
   eng.port = await listen(server);
@@ -158,6 +160,51 @@ test('a client traceparent is continued through server, route and upstream spans
   assert.match(tp2, new RegExp(`^00-${fresh.traceId}-[0-9a-f]{16}-01$`));
   const page = await metrics(gw.admin);
   assert.ok(metricSum(page, 'inferrail_trace_spans_total', 'result="exported"') >= 3, page);
+});
+
+test('a retried request has a route and an upstream span per attempt, the failed one an error', async () => {
+  const rec = await startReceiver();
+  cleanup.push(() => rec.stop());
+  const busy = await startEngine(503);
+  cleanup.push(() => busy.stop());
+  const eng = await startEngine();
+  cleanup.push(() => eng.stop());
+  const gw = await startGateway({
+    models: [{ name: 'fake', policy: 'round_robin' }],
+    replicas: [{ id: 'busy', url: busy.url }, { id: 'ok', url: eng.url }],
+    retry: { max_attempts: 3, backoff: '1ms' },
+    health: { unhealthy_threshold: 1000, ejection_backoff: '1ms', max_ejection_percent: 0 },
+    observability: { otlp_endpoint: `http://127.0.0.1:${rec.port}`, trace_sample_ratio: 1 },
+  });
+  cleanup.push(() => gw.stop());
+  // round robin: one of two requests lands on busy first
+  for (let i = 0; i < 4; i++) await complete(gw, { 'x-request-id': `retry-${i}` });
+  let server;
+  for (let i = 0; i < 1000 && !server; i++) {
+    server = rec.spans.find((s) => s.name === 'request' && attr(s, 'inferrail.attempts') === '2');
+    if (!server) await sleep(20);
+  }
+  assert.ok(server, 'no request took two attempts');
+  const spans = await spansOf(rec, server.traceId, 5);
+  const routes = spans.filter((s) => s.name === 'route').sort((a, b) => Number(attr(a, 'inferrail.attempt')) - Number(attr(b, 'inferrail.attempt')));
+  const ups = spans.filter((s) => s.name === 'upstream');
+  assert.equal(routes.length, 2);
+  assert.equal(ups.length, 2);
+  assert.deepEqual(routes.map((r) => attr(r, 'inferrail.attempt')), ['1', '2']);
+  assert.deepEqual(routes.map((r) => attr(r, 'inferrail.replica')), ['busy', 'ok']);
+  for (const r of routes) assert.equal(r.parentSpanId, server.spanId);
+  const first = ups.find((u) => u.parentSpanId === routes[0].spanId);
+  const second = ups.find((u) => u.parentSpanId === routes[1].spanId);
+  assert.ok(first && second, 'each attempt has its upstream span under its route span');
+  assert.equal(first.status.code, 2);
+  assert.equal(second.status.code, 1);
+  assert.equal(attr(first, 'inferrail.replica'), 'busy');
+  assert.equal(attr(first, 'http.response.status_code'), '503');
+  assert.equal(attr(second, 'http.response.status_code'), '200');
+  // each engine saw its own attempt's span as the parent
+  const bt = busy.headers.find((h) => h.traceparent?.includes(server.traceId))?.traceparent;
+  assert.equal(bt, `00-${server.traceId}-${first.spanId}-01`);
+  assert.ok(eng.headers.some((h) => h.traceparent === `00-${server.traceId}-${second.spanId}-01`));
 });
 
 test('a trace_sample_ratio of 0 exports nothing, and the client traceparent reaches the engine as it was', async () => {
