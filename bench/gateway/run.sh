@@ -7,6 +7,11 @@
 #   relay       ir-relay, a byte relay that parses nothing: the floor any
 #               event-loop proxy pays on this machine for the extra hops
 #   inferrail   the gateway, round robin
+#   inferrail-obs  the same with the decision log at full sampling and every
+#               request traced to an unreachable OTLP collector (issue 13's
+#               second rerun; not in the default TARGETS: TARGETS="direct
+#               inferrail inferrail-obs" bench/gateway/run.sh). Its decision log's
+#               written/dropped counts after each rate are rows "decisions".
 #   nginx       nginx, round robin, upstream keepalive
 #   haproxy     HAProxy, round robin, http-reuse always
 # and, with "-busy", the same polling without sleeping (server.busy_poll,
@@ -38,6 +43,9 @@ start_sims 3 "${core0[@]}" -- --zero-latency
 port=$(freeport); admin=$(freeport)
 gw_yaml "$tmp/gw.yaml" "$port" "$admin" 100000 "workers: 1"
 gw_yaml "$tmp/gw-busy.yaml" "$port" "$admin" 100000 "workers: 1, busy_poll: true"
+gw_yaml "$tmp/gw-obs.yaml" "$port" "$admin" 100000 "workers: 1"
+dead=$(freeport) # nothing listens there: every span's post fails
+echo "observability: {otlp_endpoint: \"http://127.0.0.1:$dead\", trace_sample_ratio: 1, decision_log: {path: \"$tmp/decisions.jsonl\", sample_rate: 1}}" >> "$tmp/gw-obs.yaml"
 ups=(); for p in "${sims[@]}"; do ups+=(--upstream "127.0.0.1:$p"); done
 
 nginx_conf "$tmp/nginx.conf" "$port"
@@ -54,6 +62,7 @@ start() {
   relay-busy) "${core1[@]}" "$B/ir-relay" --port "$port" "${ups[@]}" --busy-poll & ppid=$! ;;
   inferrail) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
   inferrail-busy) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw-busy.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
+  inferrail-obs) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw-obs.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
   nginx) "${core1[@]}" nginx -c "$tmp/nginx.conf" -p "$tmp" & ppid=$! ;;
   haproxy) "${core1[@]}" haproxy -f "$tmp/haproxy.cfg" -db 2>>"$tmp/haproxy.log" & ppid=$! ;;
   haproxy-busy) "${core1[@]}" haproxy -f "$tmp/haproxy-busy.cfg" -db 2>>"$tmp/haproxy.log" & ppid=$! ;;
@@ -83,6 +92,13 @@ for round in $(seq "$rounds"); do
     for rate in 2000 5000; do
       line=$("${core0[@]}" "$B/ir-overhead" --url "$url" --rate "$rate" --requests 10000 --warmup 1000 --max-connections 64 || true)
       row latency "{\"round\":$round,\"target\":\"$t\",${line#\{}"
+      if [ "$t" = inferrail-obs ]; then
+        sleep 1 # the writer drains its queue
+        page=$(curl -s "http://127.0.0.1:$admin/metrics")
+        w=$(echo "$page" | awk '/^inferrail_decision_log_records_total\{result="written"\}/ {print $2}')
+        d=$(echo "$page" | awk '/^inferrail_decision_log_records_total\{result="dropped"\}/ {print $2}')
+        row decisions "{\"round\":$round,\"target\":\"$t\",\"rate\":$rate,\"written\":${w:-null},\"dropped\":${d:-null}}"
+      fi
     done
     rps 1 --n 500 >/dev/null || true # warm-up
     line=$(rps 1 --duration 3 || true)

@@ -82,6 +82,7 @@ gw_choice gw_choose(gw_req *r) {
             if (gw_lease_take(rep, r->lease)) {
                 leased(r, rep, &cand[k], &q, now);
                 gw_decision_log(r, cand, n, k);
+                if (r->tr) gw_trace_route(r, cand, n, k, now);
                 return GW_CHOSEN;
             }
             cand[k] = cand[--n]; /* lost the race for its last slot */

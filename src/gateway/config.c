@@ -246,6 +246,11 @@ static const ir_cfg_schema decision_log_schema = {"decision_log", decision_log_f
                                                   sizeof(gw_decision_log_cfg)};
 
 static const ir_cfg_field observability_fields[] = {
+    F(gw_observability_cfg, "otlp_endpoint", IR_CFG_STRING, otlp_endpoint, NULL,
+      "OTLP/HTTP collector that spans are posted to (JSON), as http://host:port (the path "
+      "/v1/traces is added) or a full URL; unset: no traces"),
+    FF(gw_observability_cfg, "trace_sample_ratio", trace_sample_ratio, "1", 0, 1,
+       "share of traces (by trace id) exported when otlp_endpoint is set"),
     {.key = "decision_log",
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_observability_cfg, decision_log),
@@ -511,6 +516,7 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
     if (dl->sample_rate > 0 && (!dl->path || !*dl->path))
         ir_cfg_errors_add(errs, "observability.decision_log.path: required when sample_rate is "
                                 "above 0 (the file the decisions go to)");
+    gw_check_otlp_endpoint(c->observability.otlp_endpoint, errs);
 }
 
 /* The replica URL is a base: the client's path (/v1/...) is appended to it. */

@@ -243,6 +243,7 @@ void gw_control_free(gw_control *c) {
     if (!c) return;
     gw_load_stop(c->app);
     gw_decisions_close(c->app); /* the workers are joined: no decision comes after */
+    gw_trace_close(c->app);
     for (size_t i = 0; i < c->app->fleet.nslots; i++) ir_buf_free(&c->probes[i].body);
     free(c->probes);
     free(c);

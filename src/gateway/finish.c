@@ -19,6 +19,7 @@ static void access_json(const gw_req *r, double ms) {
 
 void gw_finish(gw_req *r) {
     gw_metrics_finish(r, r->last_rep);
+    if (r->tr) gw_trace_finish(r);
     if (!gw_live(r->w->app)->logging.access_log) return;
     double ms = (double)(ir_now_ns() - r->arrival) / 1e6;
     if (ir_log_is_json()) {

@@ -35,6 +35,7 @@ static int send_upstream(gw_req *r, uint64_t now) {
     size_t nh;
     irn_header *hs = gw_upstream_headers(r->w->app, r->rep, r->req, r->fwd, r->nfwd, &nh);
     if (!path || !hs) return IRN_ENOMEM;
+    if (r->tr) hs = gw_trace_headers(r, hs, &nh);
     uint64_t left = r->deadline - now;
     uint64_t head = cfg->upstream.response_timeout < left ? cfg->upstream.response_timeout : left;
     irn_client_req q = {.host = r->rep->url.host,

@@ -157,6 +157,8 @@ typedef struct gw_decision_log_cfg {
 } gw_decision_log_cfg;
 
 typedef struct gw_observability_cfg {
+    char *otlp_endpoint;       /* NULL: no traces (trace.c) */
+    double trace_sample_ratio; /* 0..1 */
     gw_decision_log_cfg decision_log;
 } gw_observability_cfg;
 
@@ -475,6 +477,7 @@ typedef struct gw_app {
     bool *started;              /* started[i]: workers[i] is bound and running */
     struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
     iro_dlog *dlog;             /* the decision log (decision.c), owned; NULL when off */
+    struct gw_tracer *tracer;   /* traces (trace.c), owned; NULL when off */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -529,6 +532,13 @@ void gw_load_stop(gw_app *app);
 int gw_decisions_open(gw_app *app);
 void gw_decisions_close(gw_app *app);
 void gw_metrics_render_decisions(gw_app *app, ir_buf *out);
+/* Traces (trace.c): opened by the control loop's start when
+ * observability.otlp_endpoint is set (loading libcurl then), closed after the
+ * workers are joined. */
+int gw_trace_open(gw_app *app);
+void gw_trace_close(gw_app *app);
+/* The endpoint's check for the config (an http:// or https:// URL). */
+void gw_check_otlp_endpoint(const char *ep, ir_cfg_errors *errs);
 
 /* Age of replica r's last report at `now`, or UINT64_MAX when it has none. */
 uint64_t gw_engine_report_age(const gw_replica *r, uint64_t now);

@@ -172,6 +172,7 @@ static int start_all(gw_app *app) {
         fprintf(stderr, "inferrail-gateway: out of memory\n");
         return UV_ENOMEM;
     }
+    if (gw_trace_open(app)) return UV_EINVAL; /* before the workers, who read app->tracer */
     for (size_t i = 0; i < app->nworkers && rc == 0; i++) {
         app->workers[i] = gw_worker_new(app, (uint32_t)i);
         rc = app->workers[i] ? gw_worker_start(app->workers[i]) : UV_ENOMEM;
@@ -354,6 +355,7 @@ static void free_app(gw_app *app) {
     }
     uv_loop_close(uv_default_loop());
     gw_control_free(app->ctl);
+    gw_trace_close(app); /* when the control loop never started; else done already */
     gw_discovery_free(app->disc);
     free(app->workers);
     free(app->started);

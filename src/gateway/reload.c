@@ -87,6 +87,10 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
          o->index.default_capacity_blocks != n->index.default_capacity_blocks},
         {"models (names, order, tokenizers)", models_differ(o, n)},
         {"discovery", discovery_differs(o, n)},
+        {"observability.otlp_endpoint",
+         str_differs(o->observability.otlp_endpoint, n->observability.otlp_endpoint)},
+        {"observability.trace_sample_ratio",
+         o->observability.trace_sample_ratio != n->observability.trace_sample_ratio},
     };
     size_t k = 0;
     for (size_t i = 0; i < IR_ARRAY_LEN(keys); i++)

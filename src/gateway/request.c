@@ -61,6 +61,7 @@ gw_req *gw_req_new(gw_worker *w, irn_request *req, irn_resp *resp) {
     r->body = req->body.data ? req->body.data : "";
     r->body_len = req->body.len;
     gw_request_id(w, req, r->rid, sizeof r->rid);
+    if (w->app->tracer) gw_trace_begin(r);
     irn_resp_on_abort(resp, on_client_gone, r);
     irn_resp_on_drain(resp, gw_stream_on_drain, r);
     return r;

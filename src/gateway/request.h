@@ -33,6 +33,7 @@
 #include "gateway/gateway.h"
 
 typedef struct gw_req gw_req;
+typedef struct gw_trace gw_trace;
 
 /* One worker thread: its loop, listener, upstream pool and recycling lists. */
 struct gw_worker {
@@ -160,6 +161,7 @@ struct gw_req {
     bool streamed;              /* the engine answers with an event stream */
     bool first_byte_seen;       /* its TTFT was recorded */
     bool aborted;               /* the engine broke the response after it started */
+    gw_trace *tr;               /* the spans of a sampled request (trace.c), owned; else NULL */
 };
 
 /* ---- request.c: the object and its lifecycle ---------------------------------------- */
@@ -370,5 +372,17 @@ int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir
 /* One JSON line for the decision log when r is sampled (decision.c): the
  * candidates c[0..n) offered, c[winner] chosen. */
 void gw_decision_log(gw_req *r, const irp_candidate *c, size_t n, size_t winner);
+
+/* Traces (trace.c). gw_trace_begin at a request's start when the gateway has a
+ * tracer: sets r->tr when the trace is sampled. The others only with r->tr set:
+ * gw_trace_route after a policy chose c[k] (the decision began at `since`);
+ * gw_trace_headers as an attempt is sent: opens its upstream span and returns
+ * hs[0..*nh) with the traceparent the engine gets (in the request's arena, or hs
+ * itself when out of memory); gw_trace_finish ends and submits the spans and
+ * frees r->tr. */
+void gw_trace_begin(gw_req *r);
+void gw_trace_route(gw_req *r, const irp_candidate *c, size_t n, size_t k, uint64_t since);
+irn_header *gw_trace_headers(gw_req *r, irn_header *hs, size_t *nh);
+void gw_trace_finish(gw_req *r);
 
 #endif

@@ -20,7 +20,7 @@
  * for again, so a fleet whose members come and go by the same names does not
  * grow. Names, help texts and label values are copied.
  *
- * Sections: the registry, then the decision log (decision_log.c).
+ * Sections: the registry, the decision log (decision_log.c), traces (trace.c).
  */
 #ifndef IR_OBS_H
 #define IR_OBS_H
@@ -156,6 +156,108 @@ typedef struct iro_dlog_stats {
     uint64_t dropped; /* queue full, line too long, out of memory or a write error */
 } iro_dlog_stats;
 void iro_dlog_stats_get(const iro_dlog *d, iro_dlog_stats *out);
+
+/* ---- traces (trace.c, trace_export.c) -------------------------------------------------
+ * Spans in the OpenTelemetry model, W3C traceparent headers, the OTLP/HTTP JSON
+ * encoding (ExportTraceServiceRequest, ids as hex strings), and an exporter:
+ * a bounded queue of finished spans drained by a thread that encodes them in
+ * batches and hands each body to a post function of the caller's (the module
+ * itself speaks no HTTP; the gateway posts with libcurl). A span that finds the
+ * queue full is dropped and counted, never waited for.
+ *
+ * Threads: iro_tracer_submit, iro_tracer_sampled and iro_tracer_stats_get from
+ * any thread; new and free from one. Ownership: a span is a plain value (its
+ * attribute strings are copied into it; keys and names are string literals
+ * that outlive the tracer), and submit copies it. */
+#define IRO_SPAN_ATTRS   12
+#define IRO_ATTR_STR_MAX 64
+
+typedef struct iro_span_ctx {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    uint8_t flags; /* bit 0: sampled */
+} iro_span_ctx;
+
+/* Parses a W3C traceparent value ("00-<32 hex>-<16 hex>-<2 hex>", lower case;
+ * a later version may carry more after a dash). 0, or -1 when malformed or an
+ * id is all zeros (the header is then ignored, as the spec says). */
+int iro_traceparent_parse(const char *s, size_t len, iro_span_ctx *out);
+/* Writes "00-<trace>-<span>-<flags>" and a NUL into out (56 bytes at least). */
+void iro_traceparent_format(const iro_span_ctx *c, char *out);
+/* Fills n bytes with random bits, never all zero (a thread's own generator,
+ * seeded from the kernel). */
+void iro_trace_random_id(uint8_t *out, size_t n);
+/* Nanoseconds since the epoch (CLOCK_REALTIME). */
+uint64_t iro_unix_ns(void);
+
+typedef enum { IRO_SPAN_INTERNAL = 1, IRO_SPAN_SERVER = 2, IRO_SPAN_CLIENT = 3 } iro_span_kind;
+typedef enum { IRO_STATUS_UNSET = 0, IRO_STATUS_OK = 1, IRO_STATUS_ERROR = 2 } iro_span_status;
+typedef enum { IRO_ATTR_STR, IRO_ATTR_INT, IRO_ATTR_DOUBLE, IRO_ATTR_BOOL } iro_attr_type;
+
+typedef struct iro_attr {
+    const char *key; /* a literal */
+    iro_attr_type type;
+    union {
+        char s[IRO_ATTR_STR_MAX]; /* truncated to fit */
+        int64_t i;
+        double d;
+        bool b;
+    } v;
+} iro_attr;
+
+typedef struct iro_span {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    uint8_t parent_id[8]; /* all zeros: a root span */
+    const char *name;     /* a literal */
+    iro_span_kind kind;
+    iro_span_status status;
+    uint64_t start_ns, end_ns; /* since the epoch */
+    iro_attr attrs[IRO_SPAN_ATTRS];
+    size_t nattrs;
+} iro_span;
+
+/* Attributes beyond IRO_SPAN_ATTRS are left out. */
+void iro_span_str(iro_span *s, const char *key, const char *v);
+void iro_span_int(iro_span *s, const char *key, int64_t v);
+void iro_span_double(iro_span *s, const char *key, double v);
+void iro_span_bool(iro_span *s, const char *key, bool v);
+
+/* Appends one ExportTraceServiceRequest holding spans[0..n) under a resource
+ * with service.name `service`. 0, or -1 when out of buffer space. */
+int iro_otlp_encode(ir_buf *out, const char *service, const iro_span *spans, size_t n);
+
+/* Posts one encoded body; 0 when the collector took it, else -1 with a reason. */
+typedef int (*iro_post_fn)(void *ud, const char *body, size_t len, char *err, size_t errlen);
+
+typedef struct iro_tracer_cfg {
+    double sample_ratio; /* 0..1: the share of trace ids kept */
+    const char *service; /* service.name; copied */
+    size_t queue;        /* spans queued at most; 0: 4096 */
+    size_t batch;        /* spans per body at most; 0: 256 */
+    iro_post_fn post;
+    void *post_ud;
+} iro_tracer_cfg;
+
+typedef struct iro_tracer iro_tracer;
+
+/* Starts the exporter thread; NULL with err filled on failure. */
+iro_tracer *iro_tracer_new(const iro_tracer_cfg *cfg, char *err, size_t errlen);
+/* Posts what is queued (one try), stops the thread and frees. NULL is fine. */
+void iro_tracer_free(iro_tracer *t);
+/* Whether a trace is kept: its id's last 8 bytes against the ratio, so every
+ * span of a trace gets the same answer. False for a NULL tracer. */
+bool iro_tracer_sampled(const iro_tracer *t, const uint8_t trace_id[16]);
+/* Queues a copy of span. 0, or -1 when dropped (the queue is full). */
+int iro_tracer_submit(iro_tracer *t, const iro_span *s);
+
+typedef struct iro_tracer_stats {
+    uint64_t exported; /* spans the collector took */
+    uint64_t dropped;  /* the queue was full */
+    uint64_t failed;   /* spans of bodies the collector refused or never got */
+    bool failing;      /* the last post failed */
+} iro_tracer_stats;
+void iro_tracer_stats_get(const iro_tracer *t, iro_tracer_stats *out);
 
 #ifdef __cplusplus
 }
