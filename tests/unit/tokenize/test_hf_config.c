@@ -41,7 +41,8 @@ static void test_deepseek_bos(void **state) {
     model_dir(dir, sizeof dir, "deepseek_v3");
     snprintf(file, sizeof file, "%s/tokenizer.json", dir);
     irt_tokenizer *d = load(dir), *f = load(file);
-    const char *bos = "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+    const char *bos = "<\xEF\xBD\x9C"
+                      "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
     int64_t bos_id = irt_token_to_id(d, bos, strlen(bos));
     assert_true(bos_id >= 0);
     irt_ids a = {0}, b = {0}, c = {0};
@@ -109,8 +110,10 @@ static void test_flags(void **state) {
     } else {
         assert_int_equal(symlink(target, link), 0);
     }
-    write_config(tmp, "{\"tokenizer_class\": \"LlamaTokenizerFast\", \"add_bos_token\": false, "
-                      "\"add_eos_token\": true, \"bos_token\": \"<s>\", \"eos_token\": {\"content\": \"</s>\"}}");
+    write_config(
+        tmp,
+        "{\"tokenizer_class\": \"LlamaTokenizerFast\", \"add_bos_token\": false, "
+        "\"add_eos_token\": true, \"bos_token\": \"<s>\", \"eos_token\": {\"content\": \"</s>\"}}");
     irt_tokenizer *t = load(tmp);
     irt_ids a = {0};
     encode(t, "Hi", true, &a);
