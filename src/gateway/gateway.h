@@ -315,6 +315,9 @@ typedef struct gw_parity {
     ir_hash128 h[]; /* the prompt's n full blocks */
 } gw_parity;
 
+typedef void (*gw_member_fn)(void *ud, gw_replica *r, bool joined);
+#define GW_MEMBER_LISTENERS 4
+
 typedef struct gw_fleet {
     /* The running configuration: the one loaded at start, then each SIGHUP reload's
      * (reload.c). What it points to never changes and lives until exit. */
@@ -327,12 +330,20 @@ typedef struct gw_fleet {
     size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
     gw_model *models;
     size_t nmodels;
-    /* Called on the control thread (the only writer of membership) after a replica
-     * joins (joined) and after it leaves (!joined): the metrics follow members so.
-     * NULL: nobody listens. */
-    void (*on_member)(void *ud, gw_replica *r, bool joined);
-    void *member_ud;
+    /* Told on the control thread (the only writer of membership) after a replica
+     * joins (joined) and after it leaves (!joined), in the order they listened: the
+     * metrics (metrics.c) and the engine scraper (load.c) follow members so. */
+    struct gw_member_listener {
+        gw_member_fn fn;
+        void *ud;
+    } listeners[GW_MEMBER_LISTENERS];
+    size_t nlisteners;
 } gw_fleet;
+
+/* Adds / removes a membership listener, on the control thread (or before it
+ * runs). gw_fleet_listen returns -1 when GW_MEMBER_LISTENERS already listen. */
+int gw_fleet_listen(gw_fleet *f, gw_member_fn fn, void *ud);
+void gw_fleet_unlisten(gw_fleet *f, gw_member_fn fn, void *ud);
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
 /* What the policies take of replica slot's prediction: 1 for events, else the

@@ -395,15 +395,14 @@ int gw_metrics_init(gw_app *app) {
     for (size_t i = 0; i < f->nreplicas; i++)
         if (gw_replica_member(&f->replicas[i]) && gw_metrics_replica_join(app, &f->replicas[i]))
             return -1;
-    f->member_ud = app;
-    f->on_member = on_member;
+    if (gw_fleet_listen(f, on_member, app)) return -1;
     return iro_registry_on_collect(m->reg, collect, app);
 }
 
 void gw_metrics_free(gw_app *app) {
     gw_metrics *m = app->metrics;
     if (!m) return;
-    app->fleet.on_member = NULL;
+    gw_fleet_unlisten(&app->fleet, on_member, app);
     for (size_t i = 0; i < app->fleet.nreplicas; i++)
         gw_metrics_replica_free(&app->fleet.replicas[i]);
     while (m->retired) {
