@@ -462,16 +462,17 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;       /* set by the first SIGTERM/SIGINT: draining */
-    const char *cfg_path;       /* the file SIGHUP rereads */
-    struct gw_retired *retired; /* what reloads replaced, kept until exit (reload.c) */
-    struct gw_control *ctl;     /* the control loop, owned */
-    struct gw_discovery *disc;  /* DNS discovery on the control loop, owned; NULL: none */
-    irl_scraper *scraper;       /* engine metrics (load.c), owned; NULL until started */
-    struct gw_load *load;       /* what load.c keeps between reports, owned */
-    bool *started;              /* started[i]: workers[i] is bound and running */
-    struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
-    iro_dlog *dlog;             /* the decision log (decision.c), owned; NULL when off */
+    _Atomic int stopping;                 /* set by the first SIGTERM/SIGINT: draining */
+    const char *cfg_path;                 /* the file SIGHUP rereads */
+    struct gw_retired *retired;           /* what reloads replaced, kept until exit (reload.c) */
+    struct gw_control *ctl;               /* the control loop, owned */
+    struct gw_discovery *disc;            /* DNS discovery on the control loop, owned; NULL: none */
+    irl_scraper *scraper;                 /* engine metrics (load.c), owned; NULL until started */
+    struct gw_load *load;                 /* what load.c keeps between reports, owned */
+    struct gw_load_metrics *load_metrics; /* metrics_load.c's families, owned */
+    bool *started;                        /* started[i]: workers[i] is bound and running */
+    struct gw_metrics *metrics;           /* the registry behind GET /metrics (metrics.c), owned */
+    iro_dlog *dlog;                       /* the decision log (decision.c), owned; NULL when off */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -511,9 +512,11 @@ int gw_metrics_replica_join(gw_app *app, gw_replica *r);
 void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 void gw_metrics_replica_free(gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
-/* The engines' load reports and the scrapes (metrics_load.c), appended as text
- * to the registry's page by gw_metrics_render. */
-void gw_metrics_render_load(gw_app *app, ir_buf *out);
+/* The engines' load reports, the scrapes and the decision log's records
+ * (metrics_load.c): families of the registry with a collect hook of their own,
+ * registered by gw_metrics_init and freed by gw_metrics_free. */
+int gw_metrics_load_init(gw_app *app);
+void gw_metrics_load_free(gw_app *app);
 
 /* Engine load (load.c): the scraper of every replica's /metrics, started and
  * stopped by the control loop. Its reports land in each gw_replica's engine,
@@ -525,7 +528,6 @@ void gw_load_stop(gw_app *app);
  * gw_control_free once the workers are joined. */
 int gw_decisions_open(gw_app *app);
 void gw_decisions_close(gw_app *app);
-void gw_metrics_render_decisions(gw_app *app, ir_buf *out);
 
 /* Age of replica r's last report at `now`, or UINT64_MAX when it has none. */
 uint64_t gw_engine_report_age(const gw_replica *r, uint64_t now);
