@@ -93,8 +93,9 @@ test: deps
 	$(MAKE) fmt-check
 
 # The threaded parts (the gateway's workers, its fleet counters, the net layer
-# they share, the tokenizer's thread-safety, the KV index) under ThreadSanitizer.
-TSAN_TESTS = 'unit/(gateway|policy|net|index|obs)/|integration/test_gateway|integration/test_metrics_page'
+# they share, the tokenizer's thread-safety, the KV index and its event subscriber, the
+# metrics registry and the decision log, the engine scraper) under ThreadSanitizer.
+TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|integration/test_gateway|integration/test_metrics_page|integration/test_kv_events'
 tsan-threaded: tsan
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
 	  ctest --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)

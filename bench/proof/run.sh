@@ -39,6 +39,9 @@
 #              llmd-shared-prefix 60, one visit of each of its prompts)
 #   LLMD_LADDER  fractions of capacity for an llm-d style ladder of rates, e.g.
 #              "0.3,0.5,0.7,0.9" (default: none, the SHARE rate only)
+#   SIM_ARGS_<w>  extra simulator flags for one workload's compare, e.g.
+#              SIM_ARGS_w2="--num-gpu-blocks-override 16384" (16,384-block caches,
+#              about what an 8B model holds on an 80 GB GPU: w2's chats then fit)
 #   KCHECK     1: run the K = 1 vs K check on w1 (KCHECK_POLICIES, KCHECK_REQ,
 #              one repetition each; at K = 1 it runs in real time)
 # A smoke run (a minute or two):
@@ -166,9 +169,11 @@ for w in $WORKLOADS; do
   fi
   echo "{\"workload\":\"$w\",\"rates\":\"$rates\",\"speedup\":$k,\"requests\":$n,\"warmup\":$wu,\"replicas\":$REPLICAS,\"repetitions\":$REPS,\"share\":$SHARE,\"params\":\"${PARAMS[$w]:-}\",\"policies\":\"$POLICIES\"}" >> "$plan"
   rm -rf "${OUT:?}/$w"
+  sa=$(var SIM_ARGS "$w" "")
   "$BIN" compare --workload "$w" --policies "$POLICIES" --replicas "$REPLICAS" --rate "$rates" \
     --requests "$n" --warmup "$wu" --repetitions "$REPS" --seed "$SEED" --speedup "$k" \
-    ${PARAMS[$w]:-} --out "$OUT/$w" || echo "proof: $w: some runs failed (see $OUT/$w)" >&2
+    ${sa:+--sim-args "$sa"} ${PARAMS[$w]:-} --out "$OUT/$w" ||
+    echo "proof: $w: some runs failed (see $OUT/$w)" >&2
   find "$OUT/$w" -name logs -type d -prune -exec rm -rf {} +
 done
 rm -rf "$OUT"/capacity-*.json.logs

@@ -63,7 +63,8 @@ static void c_done(void *ud, int err) {
     irn_pool_close(c->pool, NULL, NULL);
 }
 
-/* The number after the last `"key"` and a colon in s; -1 when none. */
+/* The integer after the last `"key"` and its colon in s[0..len) (read within those
+ * bytes: s need not be NUL-terminated); -1 when none. */
 double bench_cal_usage(const char *s, size_t len, const char *key) {
     char k[64];
     int kl = snprintf(k, sizeof k, "\"%s\"", key);
@@ -74,7 +75,10 @@ double bench_cal_usage(const char *s, size_t len, const char *key) {
         if (!p) break;
         const char *q = p + kl;
         while (q < end && (*q == ' ' || *q == ':' || *q == '\t' || *q == '\n')) q++;
-        if (q < end && *q >= '0' && *q <= '9') v = strtod(q, NULL);
+        if (q >= end || *q < '0' || *q > '9') continue;
+        double n = 0;
+        while (q < end && *q >= '0' && *q <= '9' && n < 1e15) n = n * 10 + (*q++ - '0');
+        v = n;
     }
     return v;
 }

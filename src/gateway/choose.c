@@ -39,10 +39,13 @@ void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, 
     /* The policies see each prediction scaled by how far its source is trusted
      * (events 1, else index.*_trust); the attempt keeps the raw one (leased()). */
     for (size_t i = 0; i < n; i++) {
-        uint64_t raw = (uint64_t)p->cached[cand[i].replica] * f->block_size;
-        double t =
-            f->kvsub ? gw_prediction_trust(f, cand[i].replica) : f->cfg->index.approximate_trust;
+        uint32_t slot = cand[i].replica;
+        uint64_t raw = (uint64_t)p->cached[slot] * f->block_size;
+        double t = f->kvsub ? gw_prediction_trust(f, slot) : f->cfg->index.approximate_trust;
         cand[i].predicted_cached_tokens = t >= 1.0 ? raw : (uint64_t)((double)raw * t);
+        /* cached[n + slot]: its CPU-tier blocks after those (prepare.c) */
+        uint64_t cpu = (uint64_t)p->cached[f->nslots + slot] * f->block_size;
+        cand[i].predicted_cpu_tokens = t >= 1.0 ? cpu : (uint64_t)((double)cpu * t);
     }
 }
 

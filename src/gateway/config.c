@@ -74,10 +74,18 @@ static const ir_cfg_field cost_model_fields[] = {
     FF(gw_cost_model_cfg, "load_factor", load_factor, "2", 1, 100,
        "bounded loads: no replica above this times the mean in flight (its queue estimate "
        "spreads load before that)"),
+    FI(gw_cost_model_cfg, "load_floor", load_floor, "8", 1, 1000000,
+       "in flight under which the bounded load holds no replica back"),
+    FF(gw_cost_model_cfg, "work_weight", work_weight, "1", 0, 1000,
+       "weight of the prefill a choice adds for the requests queued behind it (0: greedy "
+       "on this request's TTFT)"),
     FF(gw_cost_model_cfg, "prefill_token_us", prefill_token_us, "100", 0, 1e6,
        "prefill time per uncached token (a), as the simulator's --prefill-token-us"),
     FF(gw_cost_model_cfg, "prefill_pair_ns", prefill_pair_ns, "3.3", 0, 1e6,
        "prefill time per uncached token and attended token (b)"),
+    FF(gw_cost_model_cfg, "cpu_transfer_token_us", cpu_token_us, "5", 0, 1e6,
+       "loading one token's KV cache from an event-fed replica's CPU tier instead of computing "
+       "it (vLLM's KV offloading)"),
     FF(gw_cost_model_cfg, "prefill_fixed_ms", prefill_fixed_ms, "5", 0, 1e6,
        "fixed time per prefill (d)"),
     FF(gw_cost_model_cfg, "decode_token_ms", decode_token_ms, "20", 0, 1e6,
@@ -211,6 +219,19 @@ static const ir_cfg_field load_fields[] = {
 };
 static const ir_cfg_schema load_schema = {"load", load_fields, IR_ARRAY_LEN(load_fields),
                                           sizeof(gw_load_cfg)};
+static const ir_cfg_field tokenizer_fields[] = {
+    FI(gw_tokenizer_cfg, "workers", workers, "4", 1, 256,
+       "threads that render and tokenize prompt bodies over 1 KiB (smaller ones stay on the "
+       "event loop)"),
+    F(gw_tokenizer_cfg, "max_wait", IR_CFG_DURATION, max_wait, "50ms",
+      "a body that waits longer for a thread routes without a prediction (reason slow)"),
+    FI(gw_tokenizer_cfg, "max_queue", max_queue, "1024", 1, 1 << 20,
+       "bodies queued or being tokenized; past it a request routes without a prediction "
+       "(reason busy)"),
+};
+static const ir_cfg_schema tokenizer_schema = {
+    "tokenizer", tokenizer_fields, IR_ARRAY_LEN(tokenizer_fields), sizeof(gw_tokenizer_cfg)};
+
 static const char *const content_formats[] = {"auto", "string", "openai", NULL};
 
 static const ir_cfg_field decision_log_fields[] = {
@@ -320,7 +341,7 @@ static const ir_cfg_field dns_group_fields[] = {
      .type = IR_CFG_STRING,
      .offset = offsetof(gw_dns_group_cfg, name),
      .required = true,
-     .doc = "the group's name; its members are named <name>-<ip>-<port>"},
+     .doc = "1 to 18 of A-Z a-z 0-9 . _ - :; its members are named <name>-<ip>-<port>"},
     {.key = "url",
      .type = IR_CFG_URL,
      .offset = offsetof(gw_dns_group_cfg, url),
@@ -408,6 +429,10 @@ static const ir_cfg_field top_fields[] = {
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_config, observability),
      .sub = &observability_schema},
+    {.key = "tokenizer",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_config, tokenizer),
+     .sub = &tokenizer_schema},
 };
 
 const ir_cfg_schema gw_config_schema = {"config", top_fields, IR_ARRAY_LEN(top_fields),

@@ -172,7 +172,6 @@ static void apply(dns_group *g) {
 }
 
 static void round_done(dns_group *g) {
-    gw_discovery *d = g->d;
     uint64_t now = ir_now_ns();
     if (g->status != ARES_SUCCESS) {
         if (!g->failing)
@@ -193,7 +192,6 @@ static void round_done(dns_group *g) {
     }
     g->next = now + wait;
     g->done_once = true;
-    (void)d;
 }
 
 static void lookup_done(dns_group *g) {

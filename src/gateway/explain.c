@@ -50,6 +50,8 @@ static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char
     if (why) json_object_set_new(o, "reason", json_string(why));
     json_object_set_new(o, "predicted_cached_tokens",
                         json_integer(c ? (json_int_t)c->predicted_cached_tokens : 0));
+    json_object_set_new(o, "predicted_cpu_tokens",
+                        json_integer(c ? (json_int_t)c->predicted_cpu_tokens : 0));
     gw_index_source_json(f, r->index, o);
     json_object_set_new(o, "in_flight", json_integer(atomic_load(&r->in_flight)));
     json_object_set_new(o, "pending", json_integer(atomic_load(&r->pending)));
@@ -67,7 +69,8 @@ static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char
 }
 
 static const char *prediction_name(gw_predict_state s) {
-    static const char *names[] = {"none", "ok", "unsupported", "invalid"};
+    static const char *names[] = {"none",     "ok",   "unsupported", "invalid",
+                                  "template", "busy", "slow"};
     return names[s];
 }
 

@@ -77,8 +77,11 @@ void gw_policy_config(const gw_routing_cfg *c, irp_config *o) {
     o->prefill_b = c->cost_model.prefill_pair_ns * 1e-9;
     o->prefill_d = c->cost_model.prefill_fixed_ms * 1e-3;
     o->tpot = c->cost_model.decode_token_ms * 1e-3;
+    o->cpu_token_s = c->cost_model.cpu_token_us * 1e-6;
     o->kv_pressure = c->cost_model.kv_pressure;
     o->cost_load_factor = c->cost_model.load_factor;
+    o->cost_load_floor = (uint32_t)c->cost_model.load_floor;
+    o->work_weight = c->cost_model.work_weight;
     o->hot_replicas = (uint32_t)c->cost_model.hot_replicas;
     o->session_affinity = c->cost_model.session_affinity;
     o->cache_threshold = c->sglang_cache_aware.cache_threshold;
@@ -98,6 +101,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
                     : IR_MIN(GW_MAX_REPLICAS, IR_MAX(2 * cfg->replicas.n, cfg->replicas.n + 8));
     f->models = calloc(f->nmodels ? f->nmodels : 1, sizeof *f->models);
     f->replicas = calloc(f->nslots, sizeof *f->replicas);
+    pthread_mutex_init(&f->eject_mu, NULL);
     if (!f->models || !f->replicas) {
         snprintf(err, errlen, "out of memory");
         gw_fleet_free(f);
@@ -158,6 +162,7 @@ void gw_fleet_free(gw_fleet *f) {
     gw_kvsub_stop(f);
     irx_free(f->index);
     f->index = NULL;
+    pthread_mutex_destroy(&f->eject_mu);
     for (size_t i = 0; f->replicas && i < f->nreplicas; i++) free(f->replicas[i].extra);
     free(f->models);
     free(f->replicas);
@@ -235,11 +240,23 @@ void gw_lease_release(gw_replica *r, bool pending_still, gw_lease_tokens t) {
     atomic_fetch_sub_explicit(&r->prompt_tokens, t.prompt, memory_order_relaxed);
 }
 
+static void eject_capped(gw_fleet *f, gw_replica *r, const gw_health_cfg *h, uint64_t now,
+                         uint32_t n);
+
 void gw_replica_failed(gw_fleet *f, gw_replica *r, uint64_t now) {
     const gw_health_cfg *h = &f->cfg->health;
     atomic_fetch_add_explicit(&r->failures, 1, memory_order_relaxed);
     uint32_t n = atomic_fetch_add_explicit(&r->consecutive_failures, 1, memory_order_acq_rel) + 1;
     if (n < (uint32_t)h->unhealthy_threshold) return;
+    pthread_mutex_lock(&f->eject_mu);
+    eject_capped(f, r, h, now, n);
+    pthread_mutex_unlock(&f->eject_mu);
+}
+
+/* Ejects r unless that takes out more than max_ejection_percent of the healthy
+ * replicas. Under f->eject_mu. */
+static void eject_capped(gw_fleet *f, gw_replica *r, const gw_health_cfg *h, uint64_t now,
+                         uint32_t n) {
     size_t healthy = 0, ejected = 0;
     for (size_t i = 0; i < f->nreplicas; i++) {
         if (!gw_replica_member(&f->replicas[i]) ||

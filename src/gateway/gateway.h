@@ -4,9 +4,10 @@
  * and an upstream connection pool; plus the control thread (the process's
  * main thread) that runs the admin port, the health checker and the model-card
  * refresher. Shared between them, without a lock on the hot path: the config
- * (immutable after start), the fleet's per-replica atomic counters and health,
- * the policies (atomic state), and the model cards (behind a mutex, read only
- * by GET /v1/models).
+ * (each version immutable; a SIGHUP reload publishes a new one through an atomic
+ * pointer, gw_live), the fleet's slots (members join and leave through an atomic
+ * flag, members.c), per-replica atomic counters and health, the policies (atomic
+ * state), and the model cards (behind a mutex, read only by GET /v1/models).
  *
  * The port is the process's own: before the workers bind with SO_REUSEPORT,
  * irn_listen_probe binds it without, which fails while any other process
@@ -62,10 +63,13 @@ typedef struct gw_upstream_cfg {
  * simulator's flags are (so a calibration of one sets the other). */
 typedef struct gw_cost_model_cfg {
     double load_factor;      /* bounded loads for cost_model (looser than prefix_hash's) */
+    int64_t load_floor;      /* in flight under which the bound holds no replica back */
+    double work_weight;      /* weight of the prefill a choice adds for those behind it */
     double prefill_token_us; /* a */
     double prefill_pair_ns;  /* b */
     double prefill_fixed_ms; /* d */
     double decode_token_ms;  /* time per output token */
+    double cpu_token_us;     /* loading one token's KV from the CPU tier */
     double kv_pressure;      /* engine KV usage above which a replica is avoided */
     int64_t hot_replicas;    /* most replicas a hot prefix spreads over; 0: all */
     bool session_affinity;
@@ -181,6 +185,11 @@ typedef struct gw_discovery_cfg {
     ir_cfg_list dns;            /* gw_dns_group_cfg */
     ir_cfg_strlist nameservers; /* host:port; empty: /etc/resolv.conf */
 } gw_discovery_cfg;
+typedef struct gw_tokenizer_cfg {
+    int64_t workers;   /* threads tokenizing bodies over GW_TOKENIZE_INLINE bytes */
+    uint64_t max_wait; /* ns a body may wait for a thread before it goes without a prediction */
+    int64_t max_queue; /* bodies waiting or being tokenized, all workers together */
+} gw_tokenizer_cfg;
 
 typedef struct gw_config {
     gw_server_cfg server;
@@ -192,6 +201,7 @@ typedef struct gw_config {
     gw_index_cfg index;
     gw_load_cfg load;
     gw_observability_cfg observability;
+    gw_tokenizer_cfg tokenizer;
     ir_cfg_list models;   /* gw_model_cfg */
     ir_cfg_list replicas; /* gw_replica_cfg */
     gw_discovery_cfg discovery;
@@ -237,7 +247,7 @@ typedef struct gw_replica {
     _Atomic uint32_t in_flight;
     _Atomic uint32_t pending;
     _Atomic uint64_t prompt_tokens;
-    _Atomic uint64_t pending_tokens;   /* prompt tokens of requests still waiting for a head */
+    _Atomic uint64_t pending_tokens;   /* prompt tokens of requests before their first body byte */
     _Atomic uint64_t pending_uncached; /* of those, the tokens predicted uncached */
     _Atomic int healthy;               /* 1 when the health checker says so */
     _Atomic uint64_t ejected_until;    /* monotonic ns; passive ejection */
@@ -293,7 +303,7 @@ enum {
 };
 typedef struct gw_kvsub_stats {
     _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
-    _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts;
+    _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts, reconnects;
     _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
     _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
     _Atomic int source;             /* GW_KV_SOURCE_* */
@@ -330,6 +340,9 @@ typedef struct gw_fleet {
     size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
     gw_model *models;
     size_t nmodels;
+    /* Held while one ejection is decided (gw_replica_failed, off the hot path), so
+     * that racing workers never eject past health.max_ejection_percent together. */
+    pthread_mutex_t eject_mu;
     /* Told on the control thread (the only writer of membership) after a replica
      * joins (joined) and after it leaves (!joined), in the order they listened: the
      * metrics (metrics.c) and the engine scraper (load.c) follow members so. */
@@ -446,6 +459,7 @@ typedef struct gw_stats {
     _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
     _Atomic uint64_t moved_hung;      /* attempts moved off a replica marked down */
     _Atomic uint64_t stalled_streams; /* responses cut by upstream.idle_timeout */
+    _Atomic int64_t tokenize_queued;  /* bodies on or waiting for a tokenizer thread */
 } gw_stats;
 
 typedef struct gw_worker gw_worker;

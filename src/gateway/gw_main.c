@@ -306,6 +306,10 @@ static gw_app *load_app(const char *path) {
     ir_log_set_level(lvl);
     ir_log_set_json(strcmp(app->cfg.logging.format, "json") == 0);
     char err[512];
+    /* libuv sizes its thread pool, which tokenizes large bodies, on first use */
+    char nthreads[32];
+    snprintf(nthreads, sizeof nthreads, "%lld", (long long)app->cfg.tokenizer.workers);
+    setenv("UV_THREADPOOL_SIZE", nthreads, 1);
     if (gw_fleet_init(&app->fleet, &app->cfg, err, sizeof err)) {
         fprintf(stderr, "inferrail-gateway: %s: %s\n", path, err);
         ir_cfg_free(app->cfg_owner);

@@ -43,7 +43,7 @@ typedef struct kvstream {
     void *sub, *dealer, *mon; /* mon: the SUB socket's monitor (connects, disconnects) */
     int64_t next;             /* the sequence the index needs next; -1: any (nothing applied yet) */
     int64_t live_last;        /* the last sequence seen live; -1 none */
-    bool replaying, tracked, logged_fallback, retried;
+    bool replaying, tracked, logged_fallback, retried, ever_connected;
     uint64_t replay_deadline;
     uint64_t replay_got; /* batches the running replay brought */
     gw_kvsub_stats st;
@@ -284,7 +284,19 @@ static void drain_dealer(gw_kvsub *k, kvstream *s) {
 
 /* The SUB socket's monitor: while it is disconnected the view may be going stale
  * (gw_index_source says events-stale); on reconnecting, ask for what was missed. */
-static void drain_monitor(kvstream *s) {
+/* Connected again after a disconnection: the engine may have restarted (and its
+ * sequence may not even have gone back by the time its first batch arrives), so
+ * its view is cleared and rebuilt from everything it still buffers. */
+static void reconnected(gw_kvsub *k, kvstream *s) {
+    ADD(s, reconnects, 1);
+    irx_ev_clear(k->fleet->index, s->slot);
+    s->next = -1;
+    s->live_last = -1;
+    s->replaying = false;
+    ask_replay(s, 0);
+}
+
+static void drain_monitor(gw_kvsub *k, kvstream *s) {
     zmq_msg_t f[4];
     for (int budget = 0; budget < 64; budget++) {
         int n = recv_frames(s->mon, f, 4);
@@ -294,7 +306,8 @@ static void drain_monitor(kvstream *s) {
             uint16_t ev = (uint16_t)(b[0] | b[1] << 8); /* little-endian, as libzmq writes it */
             if (ev == ZMQ_EVENT_CONNECTED) {
                 atomic_store_explicit(&s->st.connected, 1, memory_order_relaxed);
-                if (s->next >= 0) ask_replay(s, s->next);
+                if (s->ever_connected) reconnected(k, s);
+                s->ever_connected = true;
             } else if (ev == ZMQ_EVENT_DISCONNECTED) {
                 atomic_store_explicit(&s->st.connected, 0, memory_order_relaxed);
             }
@@ -319,7 +332,7 @@ static void *run(void *arg) {
         uint64_t now = now_ns();
         for (size_t i = 0; i < k->n; i++) {
             kvstream *s = &k->s[i];
-            if (s->mon) drain_monitor(s);
+            if (s->mon) drain_monitor(k, s);
             drain_sub(k, s);
             if (s->dealer) drain_dealer(k, s);
             gw_parity_poll(k->fleet, &s->st, false);

@@ -74,6 +74,8 @@ static const counter counters[] = {
       "Gaps no replay could fill: the view was cleared and tracked approximately."),
     C("decode_errors_total", decode_errors, "Messages or payloads that did not decode (skipped)."),
     C("restarts_total", restarts, "Sequences that went back: the engine restarted."),
+    C("reconnects_total", reconnects,
+      "Reconnections to the engine's event socket (the view is cleared and replayed from 0)."),
     C("parity_checks_total", parity_checks,
       "Requests answered by the replica whose stored blocks the parity self-test checked."),
 };

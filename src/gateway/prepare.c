@@ -6,10 +6,12 @@
  * for completions and for chats rendered with the model's chat template (irt_chat,
  * as vLLM prepares a chat). Anything else routes
  * without a prediction, its prompt length estimated from the body (four bytes a
- * token). Tokenizing runs on the loop today; gw_stage_prepare calls next() when it
- * is done, so that large bodies can move to a worker pool without changing callers. */
+ * token). A tokenizer.json model's bodies over GW_TOKENIZE_INLINE bytes are tokenized
+ * on the tokenizer threads, the rest (and builtin:sim) on the loop; gw_stage_prepare
+ * calls next() when it is done. */
 #include "gateway/request.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,21 +124,116 @@ void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p) {
 
 void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
     if (p->state != GW_PREDICT_OK) return;
-    p->cached = calloc(f->nslots, sizeof *p->cached);
+    /* cached[0..n): GPU blocks per replica slot; cached[n..2n): CPU-tier blocks after them */
+    size_t n = f->nslots;
+    p->cached = calloc(2 * n, sizeof *p->cached);
     if (!p->cached) {
         p->state = GW_PREDICT_NONE;
         return;
     }
     irx_lookup(f->index, p->hashes, p->usable, p->cached);
+    if (f->kvsub) irx_ev_lookup_cpu(f->index, p->hashes, p->usable, p->cached, p->cached + n);
 }
 
-void gw_stage_prepare(gw_req *r, gw_step_fn next) {
-    bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
-    gw_prompt_tokenize(r->model, r->body, r->body_len, chat, &r->prompt);
+/* ---- the tokenizer threads ---------------------------------------------------------
+ * A body over GW_TOKENIZE_INLINE bytes is prepared on libuv's thread pool (sized
+ * tokenizer.workers at start-up), on a copy of the body: the client may leave
+ * meanwhile, and the request stays alive (r->tokwork) until the callback, which
+ * resumes the pipeline or, when the client has gone, lets the request go. */
+typedef struct gw_tokwork {
+    uv_work_t work;
+    gw_req *r;
+    gw_step_fn next;
+    const gw_model *model;
+    char *body;
+    size_t len;
+    bool chat;
+    uint64_t queued_at, max_wait;
+    gw_prompt prompt; /* filled by the thread */
+} gw_tokwork;
+
+static void tok_work(uv_work_t *w) {
+    gw_tokwork *t = w->data;
+    if (ir_now_ns() - t->queued_at > t->max_wait) {
+        memset(&t->prompt, 0, sizeof t->prompt);
+        t->prompt.state = GW_PREDICT_SLOW;
+        return;
+    }
+    gw_prompt_tokenize(t->model, t->body, t->len, t->chat, &t->prompt);
+}
+
+static void prepared(gw_req *r, gw_step_fn next) {
     gw_metrics_tokenized(r);
     /* tokenized, or an estimate (four bytes a token) */
     r->prompt_tokens = r->prompt.state == GW_PREDICT_OK ? r->prompt.ids.len : r->body_len / 4;
     next(r);
+}
+
+static void tok_done(uv_work_t *w, int status) {
+    gw_tokwork *t = w->data;
+    gw_req *r = t->r;
+    atomic_fetch_sub_explicit(&r->w->app->stats.tokenize_queued, 1, memory_order_relaxed);
+    r->tokwork = NULL;
+    r->prompt = t->prompt;
+    if (status) r->prompt.state = GW_PREDICT_SLOW; /* cancelled */
+    gw_step_fn next = t->next;
+    free(t->body);
+    free(t);
+    if (!r->resp) { /* the client left while it waited: nothing more to do */
+        gw_req_done(r);
+        return;
+    }
+    prepared(r, next);
+}
+
+static bool prepare_on_thread(gw_req *r, bool chat, gw_step_fn next) {
+    gw_app *app = r->w->app;
+    if (atomic_fetch_add_explicit(&app->stats.tokenize_queued, 1, memory_order_relaxed) >=
+        app->cfg.tokenizer.max_queue) {
+        atomic_fetch_sub_explicit(&app->stats.tokenize_queued, 1, memory_order_relaxed);
+        memset(&r->prompt, 0, sizeof r->prompt);
+        r->prompt.state = GW_PREDICT_BUSY;
+        return false;
+    }
+    gw_tokwork *t = calloc(1, sizeof *t);
+    char *copy = t ? malloc(r->body_len ? r->body_len : 1) : NULL;
+    if (!copy) {
+        free(t);
+        atomic_fetch_sub_explicit(&app->stats.tokenize_queued, 1, memory_order_relaxed);
+        return false; /* tokenize inline */
+    }
+    memcpy(copy, r->body, r->body_len);
+    *t = (gw_tokwork){.r = r,
+                      .next = next,
+                      .model = r->model,
+                      .body = copy,
+                      .len = r->body_len,
+                      .chat = chat,
+                      .queued_at = ir_now_ns(),
+                      .max_wait = app->cfg.tokenizer.max_wait};
+    t->work.data = t;
+    if (uv_queue_work(&r->w->loop, &t->work, tok_work, tok_done)) {
+        free(copy);
+        free(t);
+        atomic_fetch_sub_explicit(&app->stats.tokenize_queued, 1, memory_order_relaxed);
+        return false;
+    }
+    r->tokwork = t;
+    return true;
+}
+
+void gw_stage_prepare(gw_req *r, gw_step_fn next) {
+    bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
+    /* builtin:sim costs less than a hop to a thread: it always stays on the loop */
+    if (r->model->tok == GW_TOK_HF && r->body_len > GW_TOKENIZE_INLINE) {
+        if (prepare_on_thread(r, chat, next)) return;
+        if (r->prompt.state == GW_PREDICT_BUSY) {
+            prepared(r, next);
+            return;
+        }
+    }
+    gw_prompt_tokenize(r->model, r->body, r->body_len, chat, &r->prompt);
+    prepared(r, next);
 }
 
 void gw_stage_hash(gw_req *r) {

@@ -144,11 +144,10 @@ typedef struct counts {
     size_t added, removed, replaced, updated;
 } counts;
 
-static void add_replica(gw_fleet *f, const gw_replica_cfg *c, counts *n) {
-    if (gw_fleet_add(f, c) < 0)
-        IR_WARN("reload", "replica %s: no free slot (restart to add it)", c->id);
-    else
-        n->added++;
+static bool add_replica(gw_fleet *f, const gw_replica_cfg *c) {
+    if (gw_fleet_add(f, c) >= 0) return true;
+    IR_WARN("reload", "replica %s: no free slot or a bad url (restart to add it)", c->id);
+    return false;
 }
 
 /* A member whose settings changed. Its address or headers: a new slot, the old one
@@ -158,9 +157,7 @@ static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, 
     const gw_replica_cfg *o = r->cfg;
     if (str_differs(o->url, c->url) || headers_differ(o, c)) {
         gw_fleet_leave(f, slot);
-        add_replica(f, c, n);
-        n->replaced++;
-        n->added--;
+        if (add_replica(f, c)) n->replaced++;
         return;
     }
     bool cap_changed = o->kv_capacity_blocks != c->kv_capacity_blocks;
@@ -191,7 +188,7 @@ static void apply_replicas(gw_fleet *f, const gw_config *n, counts *k) {
     }
     const gw_replica_cfg *rc = n->replicas.items;
     for (size_t i = 0; i < n->replicas.n; i++) /* who joined */
-        if (find_member(f, rc[i].id) < 0) add_replica(f, &rc[i], k);
+        if (find_member(f, rc[i].id) < 0 && add_replica(f, &rc[i])) k->added++;
 }
 
 /* ---- models and policies -------------------------------------------------------------------- */

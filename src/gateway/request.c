@@ -96,7 +96,7 @@ void gw_req_fail(gw_req *r, int status, const char *msg) {
 }
 
 void gw_req_done(gw_req *r) {
-    if (r->resp || r->up || r->timer || r->timers_closing) return;
+    if (r->resp || r->up || r->timer || r->timers_closing || r->tokwork) return;
     gw_finish(r);
     gw_prompt_free(&r->prompt);
     r->w->live--;

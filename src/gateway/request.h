@@ -78,6 +78,8 @@ typedef enum {
                                without a template the gateway renders) */
     GW_PREDICT_INVALID,     /* the engine will refuse it (no prompt, bad messages) */
     GW_PREDICT_TEMPLATE,    /* the chat template refused it, or ran past a bound */
+    GW_PREDICT_BUSY,        /* the tokenizer queue was full (tokenizer.max_queue) */
+    GW_PREDICT_SLOW,        /* it waited past tokenizer.max_wait for a thread */
 } gw_predict_state;
 
 typedef struct gw_prompt {
@@ -132,9 +134,10 @@ struct gw_req {
     irn_client *up;
     irn_header *fwd; /* headers for the engine, in the request's arena */
     size_t nfwd;
-    uv_timer_t *timer;  /* backoff between attempts; NULL once closing */
-    int timers_closing; /* closed timers whose close callback is still due */
-    gw_again_fn again;  /* set by the forward stage */
+    uv_timer_t *timer;          /* backoff between attempts; NULL once closing */
+    int timers_closing;         /* closed timers whose close callback is still due */
+    struct gw_tokwork *tokwork; /* prepare on a tokenizer thread, until its callback */
+    gw_again_fn again;          /* set by the forward stage */
     bool head_sent, client_gone, retry_on_done, paused;
     /* In w->waiting (an attempt sent, no head yet); moving: cancelled because its
      * replica went down, to be sent elsewhere at once; sse: the engine's answer is
@@ -182,6 +185,9 @@ void gw_req_answer_error(gw_req *r, int status, const char *type, const char *ms
  * request, no timer); finish (finish.c) runs first. Safe to call at any time, but
  * r must not be used after a call that may have freed it. */
 void gw_req_done(gw_req *r);
+/* Bodies up to this many bytes are tokenized on the event loop; larger ones on the
+ * tokenizer threads (tokenizer.workers). */
+#define GW_TOKENIZE_INLINE 1024
 
 /* Counts the client's leaving, once. */
 void gw_req_mark_gone(gw_req *r);

@@ -69,7 +69,7 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     r->head_sent = true;
     r->sse = is_event_stream(h, n);
     r->status = status;
-    r->streamed = status < 300 && is_event_stream(h, n);
+    r->streamed = status < 300 && r->sse;
     int rc = irn_resp_start(r->resp, status, out, k, cl);
     gw_count_response(&r->w->app->stats, status);
     if (rc) irn_client_cancel(r->up);

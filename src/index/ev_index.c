@@ -5,9 +5,12 @@
  * parent's gateway hash or the root), its parent, children and tiers. A node is
  * *attached* when it is on the GPU and so are all its ancestors: exactly the
  * blocks an engine's prefix lookup can hit. Attached nodes set replica r's bit
- * in the shared map under their gateway hash (counted, since two engine blocks
- * can share one gateway hash), so irx_lookup sees r's GPU cache as the engine
- * would hit it, prefix-closed as the bisection needs.
+ * in the shared map under their gateway hash, so irx_lookup sees r's GPU cache
+ * as the engine would hit it, prefix-closed as the bisection needs. Two engine
+ * blocks can share one gateway hash (the engine salts something the gateway
+ * does not): the first to attach sets the bit, each further one counts in
+ * `dups`, and a detach takes a dup before it clears the bit (dups is empty, and
+ * costs nothing, in the common case).
  *
  * A removed block that still has children stays as a placeholder (no tier), so
  * that its children keep their parent's hash and reattach when it comes back.
@@ -29,6 +32,8 @@
 #define GPU         1u
 #define CPU         2u
 #define ATTACHED    4u
+#define NOBIT       8u  /* attached, but its bit could not be counted (OOM): leaves nothing */
+#define CPUBIT      16u /* its bit is set in the CPU map (held, and not attached) */
 
 typedef struct evnode {
     ir_hash128 ekey, gkey;
@@ -42,7 +47,9 @@ struct irx_evrep {
     evnode *nodes;
     uint32_t nnodes, cap, free; /* free: a list through .sib */
     ir_map byekey;              /* engine key -> node */
-    ir_map gref;                /* gateway hash -> attached nodes with it */
+    ir_map dups;                /* gateway hash -> attached nodes beyond the bit's first */
+    uint64_t bits;              /* bits set in the shared map */
+    uint64_t cpubits;           /* nodes with CPUBIT */
     ir_map orphans;             /* engine keys of orphan blocks */
     uint32_t *stack;            /* tree walks */
     uint32_t nstack, stackcap;
@@ -53,7 +60,7 @@ struct irx_evrep {
 
 static size_t evrep_bytes(const irx_evrep *e) {
     return sizeof *e + (size_t)e->cap * sizeof(evnode) + ir_map_bytes(&e->byekey) +
-           ir_map_bytes(&e->gref) + ir_map_bytes(&e->orphans) + e->stackcap * sizeof(uint32_t);
+           ir_map_bytes(&e->dups) + ir_map_bytes(&e->orphans) + e->stackcap * sizeof(uint32_t);
 }
 
 static void account(irx_index *ix, irx_evrep *e, size_t before) {
@@ -63,7 +70,32 @@ static void account(irx_index *ix, irx_evrep *e, size_t before) {
 }
 
 uint64_t irx_evrep_bits(const irx_evrep *e) {
-    return ir_map_count(&e->gref);
+    return e->bits;
+}
+uint64_t irx_evrep_cpu_bits(const irx_evrep *e) {
+    return e->cpubits;
+}
+
+/* Node k's bit in the CPU map follows its state: held in a tier and not attached.
+ * (Two nodes with one gateway hash share the bit; the first to go clears it: a CPU
+ * hit can be under-counted then, never over-counted.) */
+static void cpu_sync(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
+    bool want = (n->flags & (GPU | CPU)) && !(n->flags & ATTACHED);
+    bool has = n->flags & CPUBIT;
+    if (want == has) return;
+    if (want) {
+        bool was;
+        /* OOM, or another node with this gateway hash holds the bit: not counted. */
+        if (irx_map_add_bit(&ix->cpu, n->gkey, r, &was) || was) return;
+        n->flags |= CPUBIT;
+        e->cpubits++;
+        atomic_fetch_add(&ix->cpu_bits, 1);
+    } else {
+        irx_map_remove(&ix->cpu, n->gkey, r);
+        n->flags &= ~CPUBIT;
+        e->cpubits--;
+        atomic_fetch_sub(&ix->cpu_bits, 1);
+    }
 }
 
 static int push(irx_evrep *e, uint32_t k) {
@@ -84,31 +116,37 @@ static uint32_t find(const irx_evrep *e, ir_hash128 key) {
 
 /* ---- the map's bits ----------------------------------------------------------------- */
 
-static void bit_on(irx_index *ix, uint32_t r, irx_evrep *e, ir_hash128 g) {
-    int added = ir_map_add(&e->gref, &g, sizeof g, 1); /* one probe in the common case */
-    if (added == 1) {                                  /* another node has this hash */
-        uint64_t n = 0;
-        ir_map_get(&e->gref, &g, sizeof g, &n);
-        ir_map_put(&e->gref, &g, sizeof g, n + 1); /* an existing key: never fails */
+static void bit_on(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
+    bool was;
+    if (irx_map_add_bit(&ix->map, n->gkey, r, &was)) { /* OOM: the block stays invisible */
+        n->flags |= NOBIT;
         return;
     }
-    if (added < 0) return; /* OOM: the block stays invisible */
-    if (irx_map_add(&ix->map, g, r)) {
-        ir_map_del(&e->gref, &g, sizeof g);
+    if (!was) {
+        e->bits++;
+        atomic_fetch_add(&ix->ev_bits, 1);
         return;
     }
-    atomic_fetch_add(&ix->ev_bits, 1);
+    uint64_t c = 0;
+    ir_map_get(&e->dups, &n->gkey, sizeof n->gkey, &c);
+    if (ir_map_put(&e->dups, &n->gkey, sizeof n->gkey, c + 1)) n->flags |= NOBIT;
 }
 
-static void bit_off(irx_index *ix, uint32_t r, irx_evrep *e, ir_hash128 g) {
-    uint64_t n = 0;
-    if (!ir_map_get(&e->gref, &g, sizeof g, &n)) return; /* it never got its bit (OOM) */
-    if (n > 1) {
-        ir_map_put(&e->gref, &g, sizeof g, n - 1);
+static void bit_off(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
+    if (n->flags & NOBIT) {
+        n->flags &= ~NOBIT;
         return;
     }
-    ir_map_del(&e->gref, &g, sizeof g);
-    irx_map_remove(&ix->map, g, r);
+    uint64_t c = 0;
+    if (ir_map_count(&e->dups) && ir_map_get(&e->dups, &n->gkey, sizeof n->gkey, &c)) {
+        if (c > 1)
+            ir_map_put(&e->dups, &n->gkey, sizeof n->gkey, c - 1); /* an existing key */
+        else
+            ir_map_del(&e->dups, &n->gkey, sizeof n->gkey);
+        return;
+    }
+    irx_map_remove(&ix->map, n->gkey, r);
+    e->bits--;
     atomic_fetch_sub(&ix->ev_bits, 1);
 }
 
@@ -122,7 +160,8 @@ static void attach(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k) {
         evnode *n = &e->nodes[i];
         if ((n->flags & (GPU | ATTACHED)) != GPU) continue;
         n->flags |= ATTACHED;
-        bit_on(ix, r, e, n->gkey);
+        bit_on(ix, r, e, n);
+        cpu_sync(ix, r, e, n);
         for (uint32_t c = n->child; c != NIL; c = e->nodes[c].sib)
             if (push(e, c)) return;
     }
@@ -135,7 +174,8 @@ static void detach(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k) {
     e->nstack = 0;
     if (push(e, k)) { /* OOM: at least k itself */
         e->nodes[k].flags &= ~ATTACHED;
-        bit_off(ix, r, e, e->nodes[k].gkey);
+        bit_off(ix, r, e, &e->nodes[k]);
+        cpu_sync(ix, r, e, &e->nodes[k]);
         return;
     }
     /* Preorder into the stack (attached nodes only), then undo it in reverse. */
@@ -147,26 +187,32 @@ static void detach(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k) {
     for (uint32_t at = e->nstack; at-- > 0;) {
         evnode *n = &e->nodes[e->stack[at]];
         n->flags &= ~ATTACHED;
-        bit_off(ix, r, e, n->gkey);
+        bit_off(ix, r, e, n);
+        cpu_sync(ix, r, e, n);
     }
 }
 
 /* ---- nodes --------------------------------------------------------------------------- */
 
-static uint32_t node_new(irx_evrep *e, ir_hash128 ekey, ir_hash128 gkey, uint32_t parent) {
+/* The node of engine key ekey, made (with gkey, under parent) when it is new: one
+ * probe of the engine-key table either way for a new block. NIL at the cap or OOM. */
+static uint32_t node_get(irx_evrep *e, ir_hash128 ekey, ir_hash128 gkey, uint32_t parent) {
     if (e->free == NIL) {
         if (e->nnodes == e->cap) {
-            if (e->cap >= MAX_NODES) return NIL;
+            if (e->cap >= MAX_NODES) return find(e, ekey);
             uint32_t nc = e->cap ? e->cap * 2 : 1024;
             evnode *nn = realloc(e->nodes, (size_t)nc * sizeof *nn);
-            if (!nn) return NIL;
+            if (!nn) return find(e, ekey);
             e->nodes = nn, e->cap = nc;
         }
         e->free = e->nnodes++;
         e->nodes[e->free].sib = NIL;
+        e->nodes[e->free].flags = 0;
     }
     uint32_t k = e->free;
-    if (ir_map_put(&e->byekey, &ekey, sizeof ekey, k)) return NIL;
+    int added = ir_map_add(&e->byekey, &ekey, sizeof ekey, k);
+    if (added == 1) return find(e, ekey); /* known: the spare node stays free */
+    if (added < 0) return NIL;
     e->free = e->nodes[k].sib;
     evnode *n = &e->nodes[k];
     *n = (evnode){ekey, gkey, parent, NIL, NIL, NIL, 0};
@@ -212,11 +258,15 @@ static void tier_on(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_
     n->flags |= t;
     if (t == CPU) {
         e->cpu++;
+        cpu_sync(ix, r, e, n);
         return;
     }
     e->gpu++;
     uint32_t p = n->parent;
-    if (p == NIL || (e->nodes[p].flags & ATTACHED)) attach(ix, r, e, k);
+    if (p == NIL || (e->nodes[p].flags & ATTACHED))
+        attach(ix, r, e, k);
+    else
+        cpu_sync(ix, r, e, n); /* on the GPU below a block that is not: a CPU-hit block */
 }
 
 static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_t t) {
@@ -229,6 +279,7 @@ static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32
         e->cpu--;
     }
     e->nodes[k].flags &= ~t;
+    cpu_sync(ix, r, e, &e->nodes[k]);
     collect(e, k);
 }
 
@@ -265,8 +316,7 @@ static void stored(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, ir
     }
     for (uint32_t i = 0; i < ev->nblocks; i++) {
         g = ir_block_hash_next(g, ev->tokens + (size_t)i * ev->block_size, ev->block_size);
-        uint32_t k = find(e, ev->blocks[i]);
-        if (k == NIL) k = node_new(e, ev->blocks[i], g, parent);
+        uint32_t k = node_get(e, ev->blocks[i], g, parent);
         if (k == NIL) { /* the cap or OOM: the rest of the chain cannot be placed */
             c->refused++;
             return;
@@ -296,15 +346,16 @@ static void removed(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, i
 
 void irx_evrep_clear(irx_index *ix, uint32_t r) {
     irx_evrep *e = ix->rep[r].ev;
-    const void *key;
-    size_t len;
-    for (size_t it = 0; ir_map_next(&e->gref, &it, &key, &len, NULL);) {
-        ir_hash128 g;
-        memcpy(&g, key, sizeof g);
-        irx_map_remove(&ix->map, g, r);
-        atomic_fetch_sub(&ix->ev_bits, 1);
+    /* Every bit goes (a duplicate's second removal finds it gone: a no-op). */
+    for (uint32_t k = 0; k < e->nnodes; k++) {
+        if ((e->nodes[k].flags & (ATTACHED | NOBIT)) == ATTACHED)
+            irx_map_remove(&ix->map, e->nodes[k].gkey, r);
+        if (e->nodes[k].flags & CPUBIT) irx_map_remove(&ix->cpu, e->nodes[k].gkey, r);
     }
-    ir_map_clear(&e->gref);
+    atomic_fetch_sub(&ix->ev_bits, e->bits);
+    atomic_fetch_sub(&ix->cpu_bits, e->cpubits);
+    e->bits = e->cpubits = 0;
+    ir_map_clear(&e->dups);
     ir_map_clear(&e->byekey);
     ir_map_clear(&e->orphans);
     e->nnodes = 0, e->free = NIL, e->gpu = e->cpu = e->live = 0; /* the memory stays */
@@ -316,7 +367,7 @@ void irx_evrep_free(irx_index *ix, uint32_t r) {
     irx_evrep_clear(ix, r);
     atomic_fetch_sub(&ix->ev_bytes, evrep_bytes(e));
     ir_map_free(&e->byekey);
-    ir_map_free(&e->gref);
+    ir_map_free(&e->dups);
     ir_map_free(&e->orphans);
     free(e->nodes);
     free(e->stack);
@@ -334,9 +385,9 @@ static irx_evrep *evrep_new(const char *model, uint32_t block_size) {
     e->block_size = block_size;
     e->free = NIL;
     if (!e->model || ir_map_init(&e->byekey, 1024, MAX_NODES) ||
-        ir_map_init(&e->gref, 1024, MAX_NODES) || ir_map_init(&e->orphans, 16, MAX_ORPHANS)) {
+        ir_map_init(&e->dups, 16, MAX_NODES) || ir_map_init(&e->orphans, 16, MAX_ORPHANS)) {
         ir_map_free(&e->byekey);
-        ir_map_free(&e->gref);
+        ir_map_free(&e->dups);
         free(e->model);
         free(e);
         return NULL;
@@ -417,4 +468,23 @@ void irx_ev_view_get(irx_index *ix, uint32_t r, irx_ev_view *out) {
         out->partial = out->orphans > 0;
     }
     pthread_mutex_unlock(&ix->rep[r].mu);
+}
+
+void irx_ev_lookup_cpu(irx_index *ix, const ir_hash128 *h, size_t n, const uint32_t *gpu,
+                       uint32_t *out) {
+    memset(out, 0, ix->nrep * sizeof *out);
+    if (n == 0 || atomic_load_explicit(&ix->cpu_bits, memory_order_relaxed) == 0) return;
+    uint64_t w[IRX_WORDS];
+    irx_read_lock();
+    for (uint32_t r = 0; r < ix->nrep; r++) {
+        /* The run of blocks after r's GPU prefix that r holds somewhere else. */
+        size_t j = gpu[r];
+        while (j < n) {
+            irx_map_bits(&ix->cpu, h[j], w);
+            if (!(w[r / 64] >> (r % 64) & 1)) break;
+            j++;
+        }
+        out[r] = (uint32_t)(j - gpu[r]);
+    }
+    irx_read_unlock();
 }

@@ -31,6 +31,7 @@ irx_index *irx_new(uint32_t max_replicas) {
     ix->nrep = max_replicas;
     ix->nwords = (max_replicas + 63) / 64;
     irx_map_init(&ix->map, ix->nwords);
+    irx_map_init(&ix->cpu, ix->nwords);
     for (uint32_t r = 0; r < max_replicas; r++) pthread_mutex_init(&ix->rep[r].mu, NULL);
     return ix;
 }
@@ -39,6 +40,7 @@ void irx_free(irx_index *ix) {
     if (!ix) return;
     for (uint32_t r = 0; r < ix->nrep; r++) irx_forget_replica(ix, r);
     irx_map_destroy(&ix->map);
+    irx_map_destroy(&ix->cpu);
     for (uint32_t r = 0; r < ix->nrep; r++) pthread_mutex_destroy(&ix->rep[r].mu);
     free(ix);
 }
@@ -404,8 +406,9 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
 void irx_stats_get(irx_index *ix, irx_stats *out) {
     out->entries = atomic_load(&ix->map.entries);
     out->held = atomic_load(&ix->held);
-    out->bytes = atomic_load(&ix->map.bytes) + atomic_load(&ix->shadow_bytes) +
-                 atomic_load(&ix->ev_bytes) + sizeof *ix + ix->nrep * sizeof ix->rep[0];
+    out->bytes = atomic_load(&ix->map.bytes) + atomic_load(&ix->cpu.bytes) +
+                 atomic_load(&ix->shadow_bytes) + atomic_load(&ix->ev_bytes) + sizeof *ix +
+                 ix->nrep * sizeof ix->rep[0];
     out->resets = atomic_load(&ix->resets);
 }
 
@@ -433,10 +436,18 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
 }
 
 int irx_check(irx_index *ix, char *err, size_t errlen) {
-    uint64_t held = 0, bits = 0, entries = 0, evbits = 0;
+    uint64_t held = 0, bits = 0, entries = 0, evbits = 0, cpubits = 0;
     for (uint32_t r = 0; r < ix->nrep; r++) {
         if (check_replica(ix, r, &held, err, errlen)) return -1;
         if (ix->rep[r].ev) evbits += irx_evrep_bits(ix->rep[r].ev);
+        if (ix->rep[r].ev) cpubits += irx_evrep_cpu_bits(ix->rep[r].ev);
+    }
+    uint64_t cbits = 0, centries = 0;
+    irx_map_census(&ix->cpu, &centries, &cbits);
+    if (cbits != cpubits || cbits != atomic_load(&ix->cpu_bits)) {
+        snprintf(err, errlen, "the CPU map has %llu bits; event replicas count %llu",
+                 (unsigned long long)cbits, (unsigned long long)cpubits);
+        return -1;
     }
     /* Every bit in the map is one held block: equal totals and the inclusion
      * above make the map the union of the shadows, exactly. */

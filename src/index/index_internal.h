@@ -98,6 +98,8 @@ int irx_map_init(irx_map *m, uint32_t nwords);
 void irx_map_destroy(irx_map *m);
 /* Sets bit r of block h, creating its entry. -1 on OOM (nothing changed). */
 int irx_map_add(irx_map *m, ir_hash128 h, uint32_t r);
+/* irx_map_add that says whether the bit was set already. */
+int irx_map_add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set);
 /* Clears bit r of block h. */
 void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r);
 /* Reader: h's bitset (zeros when absent) into out[nwords]. Call inside
@@ -123,6 +125,10 @@ typedef struct irx_replica {
 
 struct irx_index {
     irx_map map;
+    /* Event-fed replicas' blocks held in some tier but not reachable on the GPU (on the
+     * CPU, or on the GPU below a block that is not): what a CPU hit would load. */
+    irx_map cpu;
+    _Atomic uint64_t cpu_bits;
     uint32_t nrep, nwords;
     _Atomic uint64_t held, shadow_bytes, resets;
     _Atomic uint64_t ev_bits, ev_bytes; /* map bits and memory of the event replicas */
@@ -134,8 +140,9 @@ void irx_replica_drop(struct irx_index *ix, uint32_t r);
 /* ev_index.c, with r's lock held. */
 void irx_evrep_free(struct irx_index *ix, uint32_t r);
 void irx_evrep_clear(struct irx_index *ix, uint32_t r);
-/* Map bits r's event state owns (for irx_check). */
+/* Map bits r's event state owns (for irx_check), in the GPU map and the CPU one. */
 uint64_t irx_evrep_bits(const irx_evrep *e);
+uint64_t irx_evrep_cpu_bits(const irx_evrep *e);
 
 /* ev_msgpack.c: 0 when buf starts with one whole msgpack value whose containers
  * never claim more elements than the bytes left could hold. */

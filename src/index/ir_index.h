@@ -242,6 +242,13 @@ typedef struct irx_ev_view {
     bool partial;        /* orphans > 0: index_source "events-partial" */
 } irx_ev_view;
 void irx_ev_view_get(irx_index *ix, uint32_t r, irx_ev_view *out);
+/* The CPU tier: for every slot r, out[r] = how many blocks of h[0..n) after its
+ * GPU prefix gpu[r] (irx_lookup's answer) r holds elsewhere: on the CPU, or on the
+ * GPU below a block that is not (what an engine with KV offloading would load
+ * instead of recomputing). 0 for approximate replicas. Lock-free; one probe per
+ * block counted plus one per replica, when any replica has such blocks. */
+void irx_ev_lookup_cpu(irx_index *ix, const ir_hash128 *h, size_t n, const uint32_t *gpu,
+                       uint32_t *out);
 
 /* Test and benchmark hook: checks the invariant (shared map == union of the
  * shadows, each shadow's LRU and table consistent). Returns 0 when it holds,

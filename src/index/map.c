@@ -147,16 +147,24 @@ void irx_map_destroy(irx_map *m) {
 }
 
 int irx_map_add(irx_map *m, ir_hash128 h, uint32_t r) {
+    bool was;
+    return irx_map_add_bit(m, h, r, &was);
+}
+
+int irx_map_add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set) {
     irx_map_shard *sh = &m->shard[shard_of(h)];
     uint64_t lo = key_lo(h), bit = 1ull << (r % 64);
     int rc = 0;
+    *was_set = false;
     pthread_mutex_lock(&sh->mu);
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_relaxed);
     uint64_t *s = find(m, t, lo, h.hi);
     if (s) {
         uint64_t any = 0;
         for (uint32_t k = 0; k < m->nwords; k++) any |= LOAD(&s[2 + k]);
-        atomic_fetch_or_explicit((_Atomic uint64_t *)&s[2 + r / 64], bit, memory_order_relaxed);
+        uint64_t old =
+            atomic_fetch_or_explicit((_Atomic uint64_t *)&s[2 + r / 64], bit, memory_order_relaxed);
+        *was_set = (old & bit) != 0;
         if (!any) sh->live++, atomic_fetch_add(&m->entries, 1); /* a tombstone revived */
     } else if ((!t || (double)(t->used + 1) > MAX_LOAD * (double)t->size) &&
                rebuild(m, sh, sh->live + 1)) {

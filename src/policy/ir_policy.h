@@ -27,18 +27,22 @@ extern "C" {
 typedef struct irp_candidate {
     uint32_t replica;                 /* the fleet's index of the replica */
     uint32_t in_flight;               /* requests sent and not finished */
-    uint32_t pending;                 /* requests still waiting for a response head */
+    uint32_t pending;                 /* requests still waiting for their first body byte
+                                         (their prefill: a stream's head comes earlier) */
     uint64_t prompt_tokens_in_flight; /* prompt tokens of the requests in flight */
-    uint64_t pending_prompt_tokens;   /* prompt tokens of those still waiting for a head */
+    uint64_t pending_prompt_tokens;   /* prompt tokens of those still pending */
     /* Of those, the tokens the KV index predicted uncached when each was routed
      * (cost_model's queue estimate). 0: unknown, pending_prompt_tokens stands
      * in (a routed prompt always has at least one uncached token, so 0 with
      * pending > 0 can only mean unknown). */
     uint64_t pending_uncached_tokens;
     uint64_t predicted_cached_tokens; /* what the KV index predicts it holds of this prompt */
-    uint32_t max_concurrency;         /* the replica's cap on in_flight */
-    uint64_t kv_capacity_blocks;      /* its KV cache, in blocks (0: unknown) */
-    bool engine_fresh;                /* the engine's numbers below are current */
+    /* Of the rest, the tokens it holds off the GPU (an event-fed replica's CPU tier):
+     * loaded instead of computed. */
+    uint64_t predicted_cpu_tokens;
+    uint32_t max_concurrency;    /* the replica's cap on in_flight */
+    uint64_t kv_capacity_blocks; /* its KV cache, in blocks (0: unknown) */
+    bool engine_fresh;           /* the engine's numbers below are current */
     uint32_t engine_running, engine_waiting;
     double engine_kv_usage; /* 0..1 */
 } irp_candidate;
@@ -66,10 +70,12 @@ typedef struct irp_request {
  * struct for all, so the config file and the tests set them the same way. */
 typedef struct irp_config {
     /* prefix_hash: consistent hashing with bounded loads. */
-    double load_factor;      /* c: no replica above c times the mean in flight (1.25) */
-    double cost_load_factor; /* cost_model's c (2.0): its queue term already spreads load */
-    uint32_t prefix_blocks;  /* leading blocks that name a prefix (4) */
-    uint32_t vnodes;         /* points per replica on the ring (64) */
+    double load_factor;       /* c: no replica above c times the mean in flight (1.25) */
+    double cost_load_factor;  /* cost_model's c (2.0): its queue term already spreads load */
+    uint32_t cost_load_floor; /* cost_model: a replica under this many in flight is never
+                                 held back by the bound (8) */
+    uint32_t prefix_blocks;   /* leading blocks that name a prefix (4) */
+    uint32_t vnodes;          /* points per replica on the ring (64) */
     /* kv_aware: score = hit_weight * hit fraction - load_weight * normalised load. */
     double hit_weight;   /* 1.0 */
     double load_weight;  /* 1.0 */
@@ -79,7 +85,9 @@ typedef struct irp_config {
     double prefill_b;      /* s per token pair (3.3e-9) */
     double prefill_d;      /* s fixed per prefill (5e-3) */
     double tpot;           /* s per output token (20e-3) */
+    double cpu_token_s;    /* s per token loaded from the CPU tier instead of computed (5e-6) */
     double kv_pressure;    /* engine KV usage above which a replica is avoided (0.95) */
+    double work_weight;    /* weight of the prefill a choice adds for those behind it (1) */
     uint32_t hot_replicas; /* most replicas a hot prefix is spread over (0: all) */
     double hot_util;       /* prefill utilisation one replica may take of a prefix (0.7) */
     double hot_window_s;   /* time constant of the per-prefix arrival rate, s (10) */

@@ -55,6 +55,8 @@ const char *irp_names(void) {
 void irp_config_defaults(irp_config *c) {
     *c = (irp_config){.load_factor = 1.25,
                       .cost_load_factor = 2.0,
+                      .cost_load_floor = 8,
+                      .work_weight = 1.0,
                       .prefix_blocks = 4,
                       .vnodes = 64,
                       .hit_weight = 1.0,
@@ -64,6 +66,7 @@ void irp_config_defaults(irp_config *c) {
                       .prefill_b = 3.3e-9,
                       .prefill_d = 5e-3,
                       .tpot = 20e-3,
+                      .cpu_token_s = 5e-6,
                       .kv_pressure = 0.95,
                       .hot_replicas = 0,
                       .hot_util = 0.7,

@@ -485,7 +485,8 @@ static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *c
                                                     : json_object_get(body, "documents");
     json_object_set_new(vars, "documents", docs ? json_incref(docs) : json_null());
     json_object_set_new(vars, "add_generation_prompt", json_boolean(agp));
-    json_object_update(vars, c->specials);
+    /* a copy: the chat is shared by threads, and jansson counts references */
+    json_object_update_new(vars, json_deep_copy(c->specials));
     const irt_template *t =
         c->tool_use && json_is_array(json_object_get(vars, "tools")) ? c->tool_use : c->tmpl;
     /* kwargs reach the template only when it reads them, as vLLM filters them */
@@ -542,8 +543,10 @@ static int continue_final(const json_t *vars, ir_buf *text, size_t start, char *
                  "rendered chat");
         return IRT_ETEMPLATE;
     }
-    size_t keep = n - a; /* len(final_message.lstrip()) */
-    if (loc + keep <= hn && memcmp(hay + loc, s + a, keep) == 0)
+    /* transformers compares text[loc : loc + len(final.lstrip())] with the whole
+     * final message, so leading white space always takes the second branch */
+    size_t keep = n - a;
+    if (a == 0 && loc + keep <= hn && memcmp(hay + loc, s, n) == 0)
         text->len = start + loc + keep;
     else
         text->len = start + loc + (z - a);

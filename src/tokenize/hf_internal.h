@@ -414,4 +414,8 @@ int hf_fast_next(int kind, const unsigned char *s, size_t len, size_t pos, size_
  * 3 \s (with U+0085), 4 unsure (exposed for the tests). */
 int hf_fast_class(uint32_t cp);
 
+/* Applies what transformers takes from dir/tokenizer_config.json (hf_config.c):
+ * the Llama-class post-processor. 0, or -1 with err. */
+int hf_apply_config(irt_tokenizer *t, const char *dir, char *err, size_t errlen);
+
 #endif

@@ -1250,6 +1250,11 @@ irt_tokenizer *irt_load(const char *spec, char *err, size_t errlen) {
     if (!txt) return NULL;
     irt_tokenizer *t = load_owned(txt, len, err, errlen);
     ir_big_free(txt);
+    /* a model directory: tokenizer_config.json changes the pipeline as in transformers */
+    if (t && dir[0] && hf_apply_config(t, dir, err, errlen)) {
+        irt_free(t);
+        return NULL;
+    }
     return t;
 }
 

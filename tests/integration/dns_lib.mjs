@@ -2,6 +2,7 @@
 // port, answering from a hosts directory that the test rewrites (dnsmasq reads
 // changed files there by itself), plus simulators on 127.0.0.N sharing a port.
 import { spawn } from 'node:child_process';
+import { promises as dns } from 'node:dns';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,15 +29,17 @@ function stopper(child) {
   };
 }
 
-// Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...].
-// Resolves to {port, setHosts(hosts), stop()}.
-export async function startDns(hosts, srv = []) {
+// Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...]; ttl:
+// the TTL of its answers, in seconds. Resolves to {port, setHosts(hosts), stop()}.
+export async function startDns(hosts, srv = [], { ttl = 0 } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ir-dns-'));
   const hdir = path.join(dir, 'hosts');
   fs.mkdirSync(hdir);
   let n = 0;
   const setHosts = (h) => {
-    const text = Object.entries(h).flatMap(([name, ips]) => ips.map((ip) => `${ip} ${name}\n`)).join('');
+    // ready.test: the name startDns asks for to know the server answers.
+    const text = Object.entries({ ...h, 'ready.test': ['127.0.0.1'] })
+      .flatMap(([name, ips]) => ips.map((ip) => `${ip} ${name}\n`)).join('');
     const tmp = path.join(dir, `tmp-${n++}`);
     fs.writeFileSync(tmp, text);
     fs.renameSync(tmp, path.join(hdir, 'hosts')); // dnsmasq sees the move and rereads
@@ -45,15 +48,22 @@ export async function startDns(hosts, srv = []) {
   for (let tries = 0; tries < 20; tries++) {
     const port = randomPort();
     const args = ['-k', '--conf-file=/dev/null', '--no-resolv', '--no-hosts', `--port=${port}`,
-      '--listen-address=127.0.0.1', '--bind-interfaces', `--hostsdir=${hdir}`, '--local-ttl=0',
+      '--listen-address=127.0.0.1', '--bind-interfaces', `--hostsdir=${hdir}`, `--local-ttl=${ttl}`,
       '--pid-file=', '--user=', '--log-facility=-', ...srv.map(([s, t, p]) => `--srv-host=${s},${t},${p}`)];
     const child = spawn(DNSMASQ, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children.add(child);
     let log = '';
     child.stderr.on('data', (d) => { log += d; });
     child.on('exit', () => children.delete(child));
-    await sleep(200);
-    if (exited(child)) {
+    const resolver = new dns.Resolver({ timeout: 200, tries: 1 });
+    resolver.setServers([`127.0.0.1:${port}`]);
+    let up = false;
+    for (const end = Date.now() + 10000; !up && !exited(child) && Date.now() < end;) {
+      up = await resolver.resolve4('ready.test').then(() => true, () => false);
+      if (!up) await sleep(50);
+    }
+    if (!up) {
+      child.kill('SIGKILL');
       if (/in use/i.test(log)) continue;
       throw new Error(`dnsmasq did not start:\n${log}`);
     }
@@ -73,7 +83,7 @@ export async function startSimAt(host, port, args = []) {
   let log = '';
   child.stderr.on('data', (d) => { log += d; if (log.length > 1e5) log = log.slice(-5e4); });
   child.on('exit', () => children.delete(child));
-  const url = `http://${host}:${port}`;
+  const url = host.includes(":") ? `http://[${host}]:${port}` : `http://${host}:${port}`;
   const end = Date.now() + 10000;
   while (Date.now() < end) {
     if (exited(child)) return null;

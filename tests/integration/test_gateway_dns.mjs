@@ -139,3 +139,63 @@ test('a group whose first lookup fails starts empty and fills in later', { timeo
     await sim.stop();
   }
 });
+
+test('an answer\'s TTL shorter than refresh brings the next lookup sooner', { timeout: 60000 }, async () => {
+  let sim = null;
+  for (let i = 0; i < 20 && !sim; i++) sim = await startSimAt('127.0.0.7', 10000 + Math.floor(Math.random() * 10000), ['--zero-latency']);
+  const dns = await startDns({ 'ttl.test': ['127.0.0.1'] }, [], { ttl: 1 });
+  // refresh is far past the test's timeout: only the 1 s TTL can bring the change in.
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${dns.port}`], dns: [{ name: 't', url: `http://ttl.test:${sim.port}`, refresh: '600s' }] },
+    health: { interval: '100ms' },
+  });
+  try {
+    assert.deepEqual(await members(gw), [`t-127.0.0.1-${sim.port}`]);
+    dns.setHosts({ 'ttl.test': ['127.0.0.7'] });
+    await until('the TTL to bring the new address', async () => (await members(gw)).join() === `t-127.0.0.7-${sim.port}`, 30000);
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
+    assert.equal(r.status, 200, await r.text());
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
+    await sim.stop();
+  }
+});
+
+// Whether this machine has an IPv6 loopback (some containers have none).
+async function hasIPv6Loopback() {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(0, '::1', () => s.close(() => resolve(true)));
+  });
+}
+
+test('AAAA records: an IPv6 member', { timeout: 60000 }, async (t) => {
+  if (!(await hasIPv6Loopback())) {
+    t.skip('no IPv6 loopback here');
+    return;
+  }
+  let sim = null;
+  for (let i = 0; i < 20 && !sim; i++) sim = await startSimAt('::1', 10000 + Math.floor(Math.random() * 10000), ['--zero-latency']).catch(() => null);
+  const dns = await startDns({ 'v6.test': ['::1'] });
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${dns.port}`], dns: [{ name: 'v6', url: `http://v6.test:${sim.port}`, refresh: '100ms' }] },
+    health: { interval: '100ms' },
+  });
+  try {
+    assert.deepEqual(await members(gw), [`v6-::1-${sim.port}`]);
+    const s = await (await fetch(`${gw.admin}/admin/state`)).json();
+    assert.equal(s.replicas[0].url, `http://[::1]:${sim.port}`);
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
+    assert.equal(r.status, 200, await r.text());
+    assert.equal(r.headers.get('x-inferrail-replica'), `v6-::1-${sim.port}`);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
+    await sim.stop();
+  }
+});

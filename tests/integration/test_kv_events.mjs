@@ -19,12 +19,14 @@ after(async () => { for (const f of cleanup.reverse()) await f(); });
 
 // A publisher: resolves to {pub, replay, cmd(obj) -> "ok SEQ", stop()}.
 async function startPublisher(args) {
-  const child = spawn(PY, [path.join(ROOT, 'tests/tools/kv-events-pub.py'), ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(PY, [path.join(ROOT, 'tests/tools/kv-events-pub.py'), ...args], { stdio: ['pipe', 'pipe', 'ignore'] });
   const lines = readline.createInterface({ input: child.stdout });
   const waiting = [];
   lines.on('line', (l) => waiting.shift()?.(l));
   const next = () => new Promise((r) => waiting.push(r));
-  const ports = JSON.parse(await next());
+  const exited = new Promise((_, reject) => child.on('exit', (code) => reject(new Error(`publisher exited ${code}`))));
+  exited.catch(() => {}); // after a normal start, its exit is no error
+  const ports = JSON.parse(await Promise.race([next(), exited]));
   const p = {
     ...ports,
     async cmd(obj) { const r = next(); child.stdin.write(JSON.stringify(obj) + '\n'); return r; },
@@ -180,4 +182,58 @@ test('a publisher that goes away leaves a stale view, trusted at index.stale_tru
   assert.equal(r.prediction_trust, 0.5);
   assert.equal(r.predicted_cached_tokens, Math.floor(usable(ids) * 0.5)); // what the policy counts
   assert.equal(row(await explain(gw, prompt), 'approx').prediction_trust, 1);
+});
+
+test('an engine that comes back on the same endpoint is rebuilt from scratch', async () => {
+  const { pub, gw } = await fleet('map', 'bytes');
+  const a = 'Eta ' + sentence(70), b = 'Theta ' + sentence(70);
+  const ia = tokens(a), ib = tokens(b);
+  await until(gw, 'ev', a, (c) => c.index_source === 'events', 'connected');
+  await pub.cmd({ op: 'store', tokens: ia }); // seq 0
+  await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'a stored');
+  await pub.stop();
+  await until(gw, 'ev', a, (c) => c.index_source === 'events-stale', 'disconnected');
+  // A new engine process on the same ports whose sequence happens to continue where the
+  // old one stopped: only the reconnection says its cache is not the old one's.
+  let again;
+  for (let i = 0; i < 50 && !again; i++) {
+    try { again = await startPublisher(['--pub-port', String(pub.pub), '--replay-port', String(pub.replay), '--first-seq', '1']); }
+    catch { await sleep(100); } // the old process may still hold the port for a moment
+  }
+  assert.ok(again, 'the publisher could not bind its old ports again');
+  await until(gw, 'ev', a, (c) => c.index_source === 'events' && c.predicted_cached_tokens === 0, 'a cleared on reconnect');
+  await again.cmd({ op: 'store', tokens: ib });
+  await until(gw, 'ev', b, (c) => c.predicted_cached_tokens === usable(ib), 'b from the new engine');
+  assert.equal(row(await explain(gw, a), 'ev').predicted_cached_tokens, 0);
+  const page = await metrics(gw.admin);
+  assert.equal(metricValue(page, 'inferrail_kv_events_reconnects_total', 'replica="ev"'), 1);
+});
+
+test('the CPU tier: offloaded blocks are predicted as CPU hits and priced by cost_model', async () => {
+  const pub = await startPublisher(['--encoding', 'array', '--hash', 'int']);
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim', policy: 'cost_model' }],
+    replicas: [
+      { id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${pub.pub}`, replay_endpoint: `tcp://127.0.0.1:${pub.replay}` } },
+      { id: 'approx', url: sim.url },
+    ],
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  const prompt = 'Iota ' + sentence(120), ids = tokens(prompt);
+  await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
+  await pub.cmd({ op: 'store', tokens: ids });
+  await pub.cmd({ op: 'offload', tokens: ids, from: 2 });
+  await pub.cmd({ op: 'evict-gpu', tokens: ids, from: 2 });
+  const r = await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === 32, 'two GPU blocks left');
+  assert.equal(r.predicted_cpu_tokens, usable(ids) - 32);
+  assert.equal(r.index_cpu_blocks, Math.floor(ids.length / 16) - 2);
+  const ex = await explain(gw, prompt);
+  const other = row(ex, 'approx');
+  assert.equal(other.predicted_cpu_tokens, 0);
+  // A CPU hit costs transfer time, far less than recomputing: cost_model picks it.
+  assert.ok(r.estimated_ttft_ms < other.estimated_ttft_ms, JSON.stringify(ex.candidates));
+  assert.equal(ex.winner, 'ev');
 });

@@ -16,6 +16,8 @@ JSON command per line on stdin, publishes one batch per command, and prints
 "ok SEQ" (or "ok -" when nothing was published):
   {"op": "store", "tokens": [...]}   the prompt's full blocks it does not hold yet
   {"op": "remove", "tokens": [...], "from": i}   blocks i.. of that prompt
+  {"op": "offload", "tokens": [...], "from": i}  CPU copies of blocks i.. (medium CPU)
+  {"op": "evict-gpu", "tokens": [...], "from": i}  their GPU copies go (medium GPU)
   {"op": "clear"}                    AllBlocksCleared (and its cache forgets)
   {"op": "drop"}                     the next batch goes to the replay buffer only
   {"op": "garbage"}                  a payload that is not msgpack, next sequence
@@ -51,18 +53,18 @@ class Engine:
         return out
 
 
-def stored(enc, hashes, parent, tokens, bs):
+def stored(enc, hashes, parent, tokens, bs, medium="GPU"):
     if enc == "array":  # lora_id, medium and lora_name given; extra_keys etc. omitted
-        return ["BlockStored", hashes, parent, tokens, bs, None, "GPU", None]
+        return ["BlockStored", hashes, parent, tokens, bs, None, medium, None]
     return {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": parent,
-            "token_ids": tokens, "block_size": bs, "lora_id": None, "medium": "GPU",
+            "token_ids": tokens, "block_size": bs, "lora_id": None, "medium": medium,
             "lora_name": None}
 
 
-def removed(enc, hashes):
+def removed(enc, hashes, medium="GPU"):
     if enc == "array":
-        return ["BlockRemoved", hashes, "GPU"]
-    return {"type": "BlockRemoved", "block_hashes": hashes, "medium": "GPU"}
+        return ["BlockRemoved", hashes, medium]
+    return {"type": "BlockRemoved", "block_hashes": hashes, "medium": medium}
 
 
 def cleared(enc):
@@ -83,16 +85,24 @@ def main():
     ap.add_argument("--block-size", type=int, default=16)
     ap.add_argument("--buffer-steps", type=int, default=10000)
     ap.add_argument("--topic", default="")
+    ap.add_argument("--pub-port", type=int, default=0, help="bind this port (default: random)")
+    ap.add_argument("--replay-port", type=int, default=0)
+    ap.add_argument("--first-seq", type=int, default=0, help="the first sequence number")
     a = ap.parse_args()
     ctx = zmq.Context.instance()
     pub, router = ctx.socket(zmq.PUB), ctx.socket(zmq.ROUTER)
     pub.setsockopt(zmq.LINGER, 0)
     router.setsockopt(zmq.LINGER, 0)
-    pport = pub.bind_to_random_port("tcp://127.0.0.1", 10000, 20000, 200)
-    rport = router.bind_to_random_port("tcp://127.0.0.1", 10000, 20000, 200)
+    def bind(sock, port):
+        if not port:
+            return sock.bind_to_random_port("tcp://127.0.0.1", 10000, 20000, 200)
+        sock.bind("tcp://127.0.0.1:%d" % port)
+        return port
+
+    pport, rport = bind(pub, a.pub_port), bind(router, a.replay_port)
     print(json.dumps({"pub": pport, "replay": rport}), flush=True)
     eng = Engine(a.hash, a.block_size)
-    seq, buf, drop_next = 0, [], False
+    seq, buf, drop_next = a.first_seq, [], False
     topic = a.topic.encode()
     poller = zmq.Poller()
     poller.register(router, zmq.POLLIN)
@@ -148,6 +158,19 @@ def main():
                 for h in hs:
                     del eng.held[h]
                 out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1])], 0))
+            elif op == "offload":  # CPU copies of blocks from.. (vLLM's offloading connector)
+                chain = eng.chain(cmd["tokens"])
+                f = cmd.get("from", 0)
+                hs = [h for h, _ in chain[f:]]
+                toks = [t for _, blk in chain[f:] for t in blk]
+                parent = chain[f - 1][0] if f > 0 else None
+                out = publish(batch(a.encoding, [stored(a.encoding, hs, parent, toks, a.block_size,
+                                                        "CPU")], 0))
+            elif op == "evict-gpu":  # GPU copies of blocks from.. go; CPU copies stay
+                hs = [h for h, _ in eng.chain(cmd["tokens"])[cmd.get("from", 0):] if h in eng.held]
+                for h in hs:
+                    del eng.held[h]
+                out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1], "GPU")], 0))
             elif op == "clear":
                 eng.held.clear()
                 out = publish(batch(a.encoding, [cleared(a.encoding)], 0))

@@ -176,9 +176,20 @@ def tool_dicts(tools):
     return out
 
 
+_MODELS = {}
+
+
+def model(dir_):
+    """(config, compiled template, content format, variables read), once per dir."""
+    if dir_ not in _MODELS:
+        cfg, src = load(dir_)
+        _MODELS[dir_] = (cfg, ENV.from_string(src), content_format(src),
+                         jinja2.meta.find_undeclared_variables(ENV.parse(src)))
+    return _MODELS[dir_]
+
+
 def render(dir_, body):
-    cfg, src = load(dir_)
-    fmt = content_format(src)
+    cfg, tmpl, fmt, reads = model(dir_)
     agp = body.get("add_generation_prompt", True)
     cont = body.get("continue_final_message", False)
     kw = {k: v for k, v in (body.get("chat_template_kwargs") or {}).items() if v is not None}
@@ -187,13 +198,12 @@ def render(dir_, body):
     if agp and cont:
         raise ValueError("both add_generation_prompt and continue_final_message")
     conv = conversation(body["messages"], fmt)
-    reads = jinja2.meta.find_undeclared_variables(ENV.parse(src))
     variables = {"messages": conv, "tools": tool_dicts(kw.get("tools", body.get("tools"))),
                  "documents": kw.get("documents", body.get("documents")),
                  "add_generation_prompt": agp}
     variables.update(specials(cfg))
     variables.update({k: v for k, v in kw.items() if k not in HF_PARAMS and k in reads})
-    text = ENV.from_string(src).render(**variables)
+    text = tmpl.render(**variables)
     if cont:
         final = conv[-1]["content"]
         if isinstance(final, list):

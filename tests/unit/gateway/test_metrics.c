@@ -54,8 +54,9 @@ static void page_and_leave(void **state) {
                            "inferrail_ttft_seconds_bucket{model=\"m-a\",policy=\"round_robin\","
                            "replica=\"r0\",le=\"+Inf\"} 0\n"));
     assert_non_null(strstr(b.data, "inferrail_upstream_retries_total{model=\"m-b\"} 0\n"));
-    /* r1 leaves: none of its series stays, r0's do */
-    gw_metrics_replica_leave(app, &app->fleet.replicas[1]);
+    /* r1 leaves the fleet (the membership hook takes its series off): none of its
+     * series stays, r0's do */
+    gw_fleet_leave(&app->fleet, 1);
     ir_buf_reset(&b);
     assert_int_equal(gw_metrics_render(app, &b), 0);
     assert_null(strstr(b.data, "replica=\"r1\""));
@@ -91,7 +92,11 @@ static void state_json(void **state) {
     assert_int_equal(json_array_size(buckets), iro_latency_nbuckets + 1);
     assert_true(
         json_is_null(json_array_get(json_array_get(buckets, json_array_size(buckets) - 1), 0)));
-    assert_true(json_is_null(json_object_get(r, "engine")));
+    /* no engine report yet: the engine object says so */
+    json_t *eng = json_object_get(r, "engine");
+    assert_true(json_is_object(eng));
+    assert_true(json_is_null(json_object_get(eng, "age_ms")));
+    assert_true(json_is_false(json_object_get(eng, "fresh")));
     json_t *m = json_array_get(json_object_get(j, "models"), 0);
     assert_string_equal(json_string_value(json_object_get(m, "policy")), "round_robin");
     json_decref(j);

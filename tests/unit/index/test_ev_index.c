@@ -206,6 +206,50 @@ static void salts_duplicates_and_fallback(void **state) {
     irx_free(ix);
 }
 
+static uint32_t cpu_depth(irx_index *ix, uint32_t r, uint32_t p, uint32_t n) {
+    ir_hash128 h[64];
+    uint32_t gpu[8], cpu[8];
+    prompt(h, p, n, NULL);
+    irx_lookup(ix, h, n, gpu);
+    irx_ev_lookup_cpu(ix, h, n, gpu, cpu);
+    return cpu[r];
+}
+
+static void cpu_tier(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(8);
+    assert_int_equal(irx_ev_track(ix, 4, "m", BS), 0);
+    store(ix, 4, 9, 0, 2, 900, IRX_MEDIUM_GPU, NULL);
+    store(ix, 4, 9, 2, 3, 900, IRX_MEDIUM_CPU, NULL); /* blocks 2-4 offloaded */
+    assert_int_equal(depth(ix, 4, 9, 8), 2);
+    assert_int_equal(cpu_depth(ix, 4, 9, 8), 3);
+    check(ix);
+    /* Block 1 evicted from the GPU: 0 then 2-4 remain; block 1 is a miss, so nothing
+     * after the GPU prefix can be loaded. */
+    removes(ix, 4, 901, IRX_MEDIUM_GPU);
+    assert_int_equal(depth(ix, 4, 9, 8), 1);
+    assert_int_equal(cpu_depth(ix, 4, 9, 8), 0);
+    /* Block 1 offloaded too: the GPU prefix is 1 block, then 4 loadable ones. */
+    store(ix, 4, 9, 1, 1, 900, IRX_MEDIUM_CPU, NULL);
+    assert_int_equal(cpu_depth(ix, 4, 9, 8), 4);
+    check(ix);
+    /* Block 2 loaded back onto the GPU below block 1 (CPU only): still a CPU-priced hit. */
+    store(ix, 4, 9, 2, 1, 900, IRX_MEDIUM_GPU, NULL);
+    assert_int_equal(depth(ix, 4, 9, 8), 1);
+    assert_int_equal(cpu_depth(ix, 4, 9, 8), 4);
+    /* Block 1 back on the GPU: 3 GPU blocks, then 3 and 4 on the CPU. */
+    store(ix, 4, 9, 1, 1, 900, IRX_MEDIUM_GPU, NULL);
+    assert_int_equal(depth(ix, 4, 9, 8), 3);
+    assert_int_equal(cpu_depth(ix, 4, 9, 8), 2);
+    check(ix);
+    irx_ev cl = {.type = IRX_EV_CLEARED};
+    irx_ev_counts c = {0};
+    irx_ev_apply(ix, 4, &cl, &c);
+    assert_int_equal(cpu_depth(ix, 4, 9, 8), 0);
+    check(ix);
+    irx_free(ix);
+}
+
 /* ---- randomized: the index against a naive engine --------------------------------- */
 /* Prompts 0..P-1 share a trie: prompt p's block i has tokens of prompt (p % 3) for
  * i < 2 (a common head), else its own. The naive model keeps, per engine key, its
@@ -225,7 +269,11 @@ static void block_toks(uint32_t *t, uint32_t p, uint32_t i) {
     for (uint32_t j = 0; j < BS; j++) t[j] = owner(p, i) * 1000 + i * BS + j;
 }
 
+static void store_one_in(irx_index *ix, uint32_t r, uint32_t p, uint32_t i, irx_medium m);
 static void store_one(irx_index *ix, uint32_t r, uint32_t p, uint32_t i) {
+    store_one_in(ix, r, p, i, IRX_MEDIUM_GPU);
+}
+static void store_one_in(irx_index *ix, uint32_t r, uint32_t p, uint32_t i, irx_medium m) {
     ir_hash128 k = ekey(key_of(p, i));
     uint32_t t[BS];
     block_toks(t, p, i);
@@ -237,7 +285,7 @@ static void store_one(irx_index *ix, uint32_t r, uint32_t p, uint32_t i) {
                  .ntokens = BS,
                  .block_size = BS,
                  .tokens = t,
-                 .medium = IRX_MEDIUM_GPU};
+                 .medium = m};
     irx_ev_counts c = {0};
     irx_ev_apply(ix, r, &ev, &c);
 }
@@ -255,19 +303,27 @@ static void randomized_against_naive(void **state) {
     (void)state;
     irx_index *ix = irx_new(4);
     assert_int_equal(irx_ev_track(ix, 0, "m", BS), 0);
-    bool gpu[P * 100 + DEPTH + 1] = {false};
+    bool gpu[P * 100 + DEPTH + 1] = {false}, cpu[P * 100 + DEPTH + 1] = {false};
     uint64_t seed = 12345;
     for (int step = 0; step < 20000; step++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         uint32_t p = (uint32_t)(seed >> 33) % P, i = (uint32_t)(seed >> 45) % DEPTH;
         uint32_t op = (uint32_t)(seed >> 20) % 100;
         uint64_t k = key_of(p, i);
-        if (op < 55) {
+        if (op < 45) {
             /* An engine computes a block only after its parent, which is then cached. */
             if (i == 0 || gpu[key_of(p, i - 1)]) {
                 store_one(ix, 0, p, i);
                 gpu[k] = true;
             }
+        } else if (op < 55) { /* offloaded: a copy of a GPU block on the CPU */
+            if (gpu[k]) {
+                store_one_in(ix, 0, p, i, IRX_MEDIUM_CPU);
+                cpu[k] = true;
+            }
+        } else if (op < 62) {
+            removes(ix, 0, k, IRX_MEDIUM_CPU);
+            cpu[k] = false;
         } else if (op < 99) { /* any block may go, children or not (LRU ties, offload) */
             removes(ix, 0, k, IRX_MEDIUM_GPU);
             gpu[k] = false;
@@ -276,15 +332,22 @@ static void randomized_against_naive(void **state) {
             irx_ev_counts c = {0};
             irx_ev_apply(ix, 0, &cl, &c);
             memset(gpu, 0, sizeof gpu);
+            memset(cpu, 0, sizeof cpu);
         }
         if (step % 7 == 0) {
-            uint32_t q = (uint32_t)(seed >> 50) % P, want = 0, out[4];
+            uint32_t q = (uint32_t)(seed >> 50) % P, want = 0, out[4], cout[4];
             while (want < DEPTH && gpu[key_of(q, want)]) want++;
+            uint32_t more = want; /* then what it holds in some tier */
+            while (more < DEPTH && (gpu[key_of(q, more)] || cpu[key_of(q, more)])) more++;
             ir_hash128 h[DEPTH];
             chain_of(h, q);
             irx_lookup(ix, h, DEPTH, out);
+            irx_ev_lookup_cpu(ix, h, DEPTH, out, cout);
             if (out[0] != want)
                 fail_msg("step %d prompt %u: index %u, engine %u", step, q, out[0], want);
+            if (cout[0] != more - want)
+                fail_msg("step %d prompt %u: CPU tier %u, engine %u", step, q, cout[0],
+                         more - want);
         }
         if (step % 997 == 0) check(ix);
     }
@@ -340,8 +403,8 @@ static void readers_race_a_writer(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_remove_reattach),         cmocka_unit_test(tiers_orphans_clear),
-        cmocka_unit_test(salts_duplicates_and_fallback), cmocka_unit_test(randomized_against_naive),
-        cmocka_unit_test(readers_race_a_writer),
+        cmocka_unit_test(salts_duplicates_and_fallback), cmocka_unit_test(cpu_tier),
+        cmocka_unit_test(randomized_against_naive),      cmocka_unit_test(readers_race_a_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,33 @@ static void lowest_ttft_wins(void **state) {
     irp_policy_free(p);
 }
 
+/* A CPU-tier hit is priced between a GPU hit and a recompute: 4992 tokens loaded at
+ * 5 us each (25 ms), then P(8, 4992) for the rest. */
+static void cpu_tier_priced_between(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 1);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].predicted_cached_tokens = 4992; /* on the GPU */
+    c[1].predicted_cpu_tokens = 4992;    /* on the CPU */
+    double gpu = irp_cost_ttft(&cfg, &q, &c[0]), cpu = irp_cost_ttft(&cfg, &q, &c[1]);
+    double none = irp_cost_ttft(&cfg, &q, &c[2]);
+    assert_float_equal(cpu, 4992 * 5e-6 + 0.0059318944, 1e-9);
+    assert_true(gpu < cpu && cpu < none);
+    assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    c[0].predicted_cached_tokens = 0;
+    assert_int_equal(irp_choose(p, &q, c, 3), 1); /* the CPU hit beats a recompute */
+    /* CPU tokens never count beyond the prompt's uncached part */
+    c[1].predicted_cached_tokens = 4000;
+    c[1].predicted_cpu_tokens = 4992;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[1]), 1000 * 5e-6 + 0.005, 1e-9);
+    irp_policy_free(p);
+}
+
 /* Bounded load: a cached replica above c times the mean is passed over. */
 static void bounded_load_guard(void **state) {
     irp_policy *p = irp_policy_new("cost_model", NULL);
@@ -259,36 +286,92 @@ static void session_affinity(void **state) {
 /* A hot prefix with replication and random departures: no assignment takes
  * a replica above ceil(c * mean). */
 static void bounded_under_a_hot_prefix(void **state) {
+    for (uint32_t floor = 1; floor <= 8; floor += 7) {
+        irp_config cfg;
+        irp_config_defaults(&cfg);
+        cfg.cost_load_floor = floor;
+        irp_policy *p = irp_policy_new("cost_model", &cfg);
+        ir_rng r;
+        ir_rng_seed(&r, 6);
+        irp_candidate c[8];
+        fx_fleet(c, 8);
+        ir_hash128 a[64];
+        for (int step = 0; step < 20000; step++) {
+            uint64_t total = fx_total_in_flight(c, 8);
+            if (total && ir_rng_below(&r, 100) < 48) {
+                uint64_t k = ir_rng_below(&r, total);
+                for (size_t i = 0; i < 8; i++) {
+                    if (k < c[i].in_flight) {
+                        c[i].in_flight--;
+                        break;
+                    }
+                    k -= c[i].in_flight;
+                }
+                continue;
+            }
+            fx_blocks(a, 64, ir_rng_below(&r, 10) ? 3 : 1000 + (uint64_t)step, 60, (uint64_t)step);
+            for (size_t i = 0; i < 8; i++) c[i].predicted_cached_tokens = i == 1 ? 60 * 16 : 0;
+            irp_request q = fx_request(&r, a, 64);
+            size_t k = irp_choose(p, &q, c, 8);
+            c[k].in_flight++;
+            irp_policy_assigned(p, c[k].replica, &q);
+            /* above the floor, never above c times the mean */
+            assert_true(c[k].in_flight <= floor || fx_within_bound(c, 8, k, cfg.cost_load_factor));
+        }
+        irp_policy_free(p);
+    }
+}
+
+/* The floor of the bound: with a few requests in flight, the bound alone would
+ * send a warm prompt to a cold replica (cap = ceil(2 * 4 / 3) = 3 with 3 in flight
+ * on the warm one); under cost_load_floor the estimate decides. */
+static void load_floor_keeps_warm(void **state) {
+    for (uint32_t floor = 1; floor <= 8; floor += 7) {
+        irp_config cfg;
+        irp_config_defaults(&cfg);
+        cfg.cost_load_floor = floor;
+        irp_policy *p = irp_policy_new("cost_model", &cfg);
+        ir_rng r;
+        ir_rng_seed(&r, 9);
+        irp_request q = five_k(&r);
+        irp_candidate c[3];
+        fx_fleet(c, 3);
+        c[0].predicted_cached_tokens = 4992;
+        c[0].in_flight = 3; /* decoding: nothing pending */
+        for (int i = 0; i < 50; i++) {
+            size_t k = irp_choose(p, &q, c, 3);
+            if (floor == 1)
+                assert_int_not_equal(k, 0);
+            else
+                assert_int_equal(k, 0);
+        }
+        irp_policy_free(p);
+    }
+}
+
+/* work_weight: a cold prefill elsewhere wins only when the warm replica's wait is
+ * longer than (1 + work_weight) times what the miss adds. */
+static void work_weight_prefers_warm(void **state) {
     irp_config cfg;
     irp_config_defaults(&cfg);
-    irp_policy *p = irp_policy_new("cost_model", &cfg);
     ir_rng r;
-    ir_rng_seed(&r, 6);
-    irp_candidate c[8];
-    fx_fleet(c, 8);
-    ir_hash128 a[64];
-    for (int step = 0; step < 20000; step++) {
-        uint64_t total = fx_total_in_flight(c, 8);
-        if (total && ir_rng_below(&r, 100) < 48) {
-            uint64_t k = ir_rng_below(&r, total);
-            for (size_t i = 0; i < 8; i++) {
-                if (k < c[i].in_flight) {
-                    c[i].in_flight--;
-                    break;
-                }
-                k -= c[i].in_flight;
-            }
-            continue;
-        }
-        fx_blocks(a, 64, ir_rng_below(&r, 10) ? 3 : 1000 + (uint64_t)step, 60, (uint64_t)step);
-        for (size_t i = 0; i < 8; i++) c[i].predicted_cached_tokens = i == 1 ? 60 * 16 : 0;
-        irp_request q = fx_request(&r, a, 64);
-        size_t k = irp_choose(p, &q, c, 8);
-        c[k].in_flight++;
-        irp_policy_assigned(p, c[k].replica, &q);
-        assert_true(fx_within_bound(c, 8, k, cfg.cost_load_factor));
+    ir_rng_seed(&r, 10);
+    irp_request q = five_k(&r);
+    irp_candidate c[2];
+    fx_fleet(c, 2);
+    c[0].predicted_cached_tokens = 4992;
+    /* replica 0 has a cold 6,000-token prefill waiting: Q = 0.6 + 3.3e-9 * 6000^2 / 2
+     * + 0.005 = 0.664 s, more than the 0.54 s the miss adds, less than twice it */
+    c[0].in_flight = c[0].pending = 1;
+    c[0].pending_prompt_tokens = c[0].pending_uncached_tokens = 6000;
+    double warm = irp_cost_ttft(&cfg, &q, &c[0]), cold = irp_cost_ttft(&cfg, &q, &c[1]);
+    assert_true(warm > cold);
+    for (double w = 0; w <= 1; w += 1) {
+        cfg.work_weight = w;
+        irp_policy *p = irp_policy_new("cost_model", &cfg);
+        for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 2), w > 0 ? 0 : 1);
+        irp_policy_free(p);
     }
-    irp_policy_free(p);
 }
 
 typedef struct worker_arg {
@@ -336,11 +419,14 @@ static void threads_share_one_instance(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lowest_ttft_wins),
+        cmocka_unit_test(cpu_tier_priced_between),
         cmocka_unit_test(bounded_load_guard),
         cmocka_unit_test(kv_pressure_guard),
         cmocka_unit_test(hot_prefix_replicated),
         cmocka_unit_test(hot_set_is_the_top_k),
         cmocka_unit_test(hot_prefix_keeps_conversations),
+        cmocka_unit_test(load_floor_keeps_warm),
+        cmocka_unit_test(work_weight_prefers_warm),
         cmocka_unit_test(session_affinity),
         cmocka_unit_test(bounded_under_a_hot_prefix),
         cmocka_unit_test(threads_share_one_instance),
