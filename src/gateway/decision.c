@@ -99,16 +99,3 @@ void gw_decision_log(gw_req *r, const irp_candidate *cand, size_t n, size_t winn
         iro_dlog_write(app->dlog, "", SIZE_MAX); /* too large: counted as dropped */
     ir_buf_free(&o);
 }
-
-void gw_metrics_render_decisions(gw_app *app, ir_buf *o) {
-    iro_dlog_stats st;
-    iro_dlog_stats_get(app->dlog, &st);
-    ir_buf_append_lit(o, "# HELP inferrail_decision_log_records_total Routing decisions of sampled "
-                         "requests, written to observability.decision_log.path or dropped (the "
-                         "disk fell behind).\n"
-                         "# TYPE inferrail_decision_log_records_total counter\n");
-    ir_buf_appendf(o, "inferrail_decision_log_records_total{result=\"written\"} %llu\n",
-                   (unsigned long long)st.written);
-    ir_buf_appendf(o, "inferrail_decision_log_records_total{result=\"dropped\"} %llu\n",
-                   (unsigned long long)st.dropped);
-}

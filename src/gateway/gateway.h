@@ -327,6 +327,9 @@ typedef struct gw_parity {
     ir_hash128 h[]; /* the prompt's n full blocks */
 } gw_parity;
 
+typedef void (*gw_member_fn)(void *ud, gw_replica *r, bool joined);
+#define GW_MEMBER_LISTENERS 4
+
 typedef struct gw_fleet {
     /* The running configuration: the one loaded at start, then each SIGHUP reload's
      * (reload.c). What it points to never changes and lives until exit. */
@@ -342,12 +345,20 @@ typedef struct gw_fleet {
     /* Held while one ejection is decided (gw_replica_failed, off the hot path), so
      * that racing workers never eject past health.max_ejection_percent together. */
     pthread_mutex_t eject_mu;
-    /* Called on the control thread (the only writer of membership) after a replica
-     * joins (joined) and after it leaves (!joined): the metrics follow members so.
-     * NULL: nobody listens. */
-    void (*on_member)(void *ud, gw_replica *r, bool joined);
-    void *member_ud;
+    /* Told on the control thread (the only writer of membership) after a replica
+     * joins (joined) and after it leaves (!joined), in the order they listened: the
+     * metrics (metrics.c) and the engine scraper (load.c) follow members so. */
+    struct gw_member_listener {
+        gw_member_fn fn;
+        void *ud;
+    } listeners[GW_MEMBER_LISTENERS];
+    size_t nlisteners;
 } gw_fleet;
+
+/* Adds / removes a membership listener, on the control thread (or before it
+ * runs). gw_fleet_listen returns -1 when GW_MEMBER_LISTENERS already listen. */
+int gw_fleet_listen(gw_fleet *f, gw_member_fn fn, void *ud);
+void gw_fleet_unlisten(gw_fleet *f, gw_member_fn fn, void *ud);
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
 /* What the policies take of replica slot's prediction: 1 for events, else the
@@ -467,17 +478,18 @@ typedef struct gw_app {
     uint16_t listen_port;
     char admin_host[256];
     uint16_t admin_port;
-    _Atomic int stopping;       /* set by the first SIGTERM/SIGINT: draining */
-    const char *cfg_path;       /* the file SIGHUP rereads */
-    struct gw_retired *retired; /* what reloads replaced, kept until exit (reload.c) */
-    struct gw_control *ctl;     /* the control loop, owned */
-    struct gw_discovery *disc;  /* DNS discovery on the control loop, owned; NULL: none */
-    irl_scraper *scraper;       /* engine metrics (load.c), owned; NULL until started */
-    struct gw_load *load;       /* what load.c keeps between reports, owned */
-    bool *started;              /* started[i]: workers[i] is bound and running */
-    struct gw_metrics *metrics; /* the registry behind GET /metrics (metrics.c), owned */
-    iro_dlog *dlog;             /* the decision log (decision.c), owned; NULL when off */
-    struct gw_tracer *tracer;   /* traces (trace.c), owned; NULL when off */
+    _Atomic int stopping;                 /* set by the first SIGTERM/SIGINT: draining */
+    const char *cfg_path;                 /* the file SIGHUP rereads */
+    struct gw_retired *retired;           /* what reloads replaced, kept until exit (reload.c) */
+    struct gw_control *ctl;               /* the control loop, owned */
+    struct gw_discovery *disc;            /* DNS discovery on the control loop, owned; NULL: none */
+    irl_scraper *scraper;                 /* engine metrics (load.c), owned; NULL until started */
+    struct gw_load *load;                 /* what load.c keeps between reports, owned */
+    struct gw_load_metrics *load_metrics; /* metrics_load.c's families, owned */
+    bool *started;                        /* started[i]: workers[i] is bound and running */
+    struct gw_metrics *metrics;           /* the registry behind GET /metrics (metrics.c), owned */
+    iro_dlog *dlog;                       /* the decision log (decision.c), owned; NULL when off */
+    struct gw_tracer *tracer;             /* traces (trace.c), owned; NULL when off */
 } gw_app;
 
 /* How long a second SIGTERM waits for the workers to cut their requests before
@@ -517,9 +529,11 @@ int gw_metrics_replica_join(gw_app *app, gw_replica *r);
 void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 void gw_metrics_replica_free(gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
-/* The engines' load reports and the scrapes (metrics_load.c), appended as text
- * to the registry's page by gw_metrics_render. */
-void gw_metrics_render_load(gw_app *app, ir_buf *out);
+/* The engines' load reports, the scrapes and the decision log's records
+ * (metrics_load.c): families of the registry with a collect hook of their own,
+ * registered by gw_metrics_init and freed by gw_metrics_free. */
+int gw_metrics_load_init(gw_app *app);
+void gw_metrics_load_free(gw_app *app);
 
 /* Engine load (load.c): the scraper of every replica's /metrics, started and
  * stopped by the control loop. Its reports land in each gw_replica's engine,
@@ -531,7 +545,6 @@ void gw_load_stop(gw_app *app);
  * gw_control_free once the workers are joined. */
 int gw_decisions_open(gw_app *app);
 void gw_decisions_close(gw_app *app);
-void gw_metrics_render_decisions(gw_app *app, ir_buf *out);
 /* Traces (trace.c): opened by the control loop's start when
  * observability.otlp_endpoint is set (loading libcurl then), closed after the
  * workers are joined. */

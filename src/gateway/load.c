@@ -7,12 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The previous report of each replica, for restart detection: touched only on
- * the scraper's thread. */
+/* The previous report of each slot, for restart detection, and the tag (the
+ * member's join generation) it belongs to: touched only on the scraper's thread. */
 struct gw_load {
     gw_app *app;
     irl_report *prev;
     bool *have_prev;
+    uint64_t *tag;
 };
 typedef struct gw_load load_ctx;
 
@@ -20,6 +21,7 @@ static void ctx_free(load_ctx *c) {
     if (!c) return;
     free(c->prev);
     free(c->have_prev);
+    free(c->tag);
     free(c);
 }
 
@@ -42,11 +44,18 @@ static void learn_capacity(gw_fleet *f, gw_replica *r, const irl_report *rep) {
                 r->cfg->id, want);
 }
 
-static void on_report(void *ud, size_t i, irl_result res, const irl_report *rep, uint64_t at) {
+static void on_report(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *rep,
+                      uint64_t at) {
     load_ctx *c = ud;
     gw_fleet *f = &c->app->fleet;
     if (res != IRL_SCRAPE_OK || i >= f->nreplicas) return; /* the report just ages */
     gw_replica *r = &f->replicas[i];
+    /* A report of a member that left, or of an earlier member of this slot. */
+    if (!gw_replica_member(r) || tag != atomic_load(&r->gen)) return;
+    if (c->tag[i] != tag) { /* a new member here: no previous report of its own */
+        c->tag[i] = tag;
+        c->have_prev[i] = false;
+    }
     if (c->have_prev[i] && irl_report_restarted(&c->prev[i], rep)) {
         atomic_fetch_add_explicit(&r->engine.restarts, 1, memory_order_relaxed);
         if (f->index) irx_reset_replica(f->index, r->index);
@@ -69,40 +78,87 @@ static void on_report(void *ud, size_t i, irl_result res, const irl_report *rep,
     atomic_store_explicit(&e->at_ns, at ? at : ir_now_ns(), memory_order_release);
 }
 
+/* The scraper's target for member r (path: room for it). */
+static irl_target target_of(const gw_replica *r, char (*path)[600]) {
+    snprintf(*path, sizeof *path, "%s/metrics", r->url.path);
+    return (irl_target){.id = r->cfg->id,
+                        .host = r->url.host,
+                        .port = r->url.port,
+                        .path = *path,
+                        .tag = atomic_load(&r->gen)};
+}
+
+/* A joining member starts with no report: a reused slot's last one was another
+ * engine's. */
+static void engine_reset(gw_engine_load *e) {
+    atomic_store_explicit(&e->at_ns, 0, memory_order_release);
+    atomic_store(&e->running, 0);
+    atomic_store(&e->waiting, 0);
+    atomic_store(&e->kv_usage_ppm, 0);
+    atomic_store(&e->prefix_queries, 0);
+    atomic_store(&e->prefix_hits, 0);
+    atomic_store(&e->preemptions, 0);
+    atomic_store(&e->capacity_blocks, 0);
+    atomic_store(&e->restarts, 0);
+    atomic_store(&e->max_age_seen_ns, 0);
+}
+
+/* The fleet's membership hook: the scraper follows members. */
+static void on_member(void *ud, gw_replica *r, bool joined) {
+    gw_app *app = ud;
+    int rc;
+    if (joined) {
+        engine_reset(&r->engine);
+        char path[600];
+        irl_target t = target_of(r, &path);
+        rc = irl_scraper_set(app->scraper, r->index, &t);
+    } else {
+        rc = irl_scraper_set(app->scraper, r->index, NULL);
+    }
+    if (rc) IR_WARN("load", "replica %s: out of memory for its scrape target", r->cfg->id);
+}
+
+static load_ctx *ctx_new(gw_app *app, size_t n) {
+    load_ctx *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->app = app;
+    c->prev = calloc(n, sizeof *c->prev);
+    c->have_prev = calloc(n, sizeof *c->have_prev);
+    c->tag = calloc(n, sizeof *c->tag);
+    if (c->prev && c->have_prev && c->tag) return c;
+    ctx_free(c);
+    return NULL;
+}
+
 int gw_load_start(gw_app *app) {
     gw_fleet *f = &app->fleet;
-    size_t n = f->nreplicas;
-    load_ctx *c = calloc(1, sizeof *c);
-    irl_target *t = calloc(n ? n : 1, sizeof *t);
-    char(*paths)[600] = calloc(n ? n : 1, sizeof *paths);
-    if (c) {
-        c->prev = calloc(n ? n : 1, sizeof *c->prev);
-        c->have_prev = calloc(n ? n : 1, sizeof *c->have_prev);
-    }
+    size_t used = f->nreplicas, slots = f->nslots ? f->nslots : 1;
+    load_ctx *c = ctx_new(app, slots);
+    irl_target *t = calloc(used ? used : 1, sizeof *t);
+    char(*paths)[600] = calloc(used ? used : 1, sizeof *paths);
     int rc = UV_ENOMEM;
-    if (!c || !t || !paths || !c->prev || !c->have_prev) goto out;
-    c->app = app;
-    for (size_t i = 0; i < n; i++) {
-        const gw_replica *r = &f->replicas[i];
-        snprintf(paths[i], sizeof paths[i], "%s/metrics", r->url.path);
-        t[i] = (irl_target){
-            .id = r->cfg->id, .host = r->url.host, .port = r->url.port, .path = paths[i]};
-    }
+    if (!c || !t || !paths) goto out;
+    for (size_t i = 0; i < used; i++) /* members now; the hook tells the rest */
+        if (gw_replica_member(&f->replicas[i])) t[i] = target_of(&f->replicas[i], &paths[i]);
     irl_scraper_cfg sc = {.interval_ns = app->cfg.load.scrape_interval,
                           .timeout_ns = app->cfg.load.scrape_timeout,
                           .max_page = IRL_MAX_PAGE,
                           .on_report = on_report,
                           .ud = c};
-    app->scraper = irl_scraper_new(&sc, t, n);
-    if (!app->scraper) goto out;
+    app->scraper = irl_scraper_new(&sc, t, used, f->nslots);
+    if (!app->scraper || gw_fleet_listen(f, on_member, app)) goto fail;
     rc = irl_scraper_start(app->scraper);
     if (rc) {
-        irl_scraper_free(app->scraper);
-        app->scraper = NULL;
-        goto out;
+        gw_fleet_unlisten(f, on_member, app);
+        goto fail;
     }
     app->load = c;
     c = NULL;
+    goto out;
+fail:
+    irl_scraper_free(app->scraper);
+    app->scraper = NULL;
+    if (!rc) rc = UV_ENOMEM;
 out:
     ctx_free(c);
     free(t);
@@ -111,6 +167,7 @@ out:
 }
 
 void gw_load_stop(gw_app *app) {
+    if (app->scraper) gw_fleet_unlisten(&app->fleet, on_member, app);
     irl_scraper_free(app->scraper); /* joins: no report after this */
     app->scraper = NULL;
     ctx_free(app->load);

@@ -61,6 +61,26 @@ static int fill(gw_fleet *f, gw_replica *r, uint32_t slot, const char *id, const
     return fill_cfg(f, r, slot, &r->dyn_cfg);
 }
 
+int gw_fleet_listen(gw_fleet *f, gw_member_fn fn, void *ud) {
+    if (f->nlisteners >= GW_MEMBER_LISTENERS) return -1;
+    f->listeners[f->nlisteners++] = (struct gw_member_listener){fn, ud};
+    return 0;
+}
+
+void gw_fleet_unlisten(gw_fleet *f, gw_member_fn fn, void *ud) {
+    for (size_t i = 0; i < f->nlisteners; i++) {
+        if (f->listeners[i].fn != fn || f->listeners[i].ud != ud) continue;
+        memmove(&f->listeners[i], &f->listeners[i + 1],
+                (f->nlisteners - i - 1) * sizeof f->listeners[0]);
+        f->nlisteners--;
+        return;
+    }
+}
+
+static void tell(gw_fleet *f, gw_replica *r, bool joined) {
+    for (size_t i = 0; i < f->nlisteners; i++) f->listeners[i].fn(f->listeners[i].ud, r, joined);
+}
+
 /* Publishes r as a member: optimistic health until its first probes. */
 static void activate(gw_fleet *f, gw_replica *r) {
     atomic_store(&r->healthy, 1);
@@ -70,7 +90,7 @@ static void activate(gw_fleet *f, gw_replica *r) {
     atomic_fetch_add(&r->gen, 1);
     index_capacity(f, r);
     atomic_store_explicit(&r->active, 1, memory_order_release);
-    if (f->on_member) f->on_member(f->member_ud, r, true);
+    tell(f, r, true);
 }
 
 static bool reusable(const gw_replica *r, uint64_t now) {
@@ -129,5 +149,5 @@ void gw_fleet_leave(gw_fleet *f, uint32_t slot) {
     atomic_store(&r->healthy, 0);
     atomic_store(&r->left_at, ir_now_ns());
     irx_forget_replica(f->index, slot);
-    if (f->on_member) f->on_member(f->member_ud, r, false);
+    tell(f, r, false);
 }

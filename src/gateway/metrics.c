@@ -395,15 +395,16 @@ int gw_metrics_init(gw_app *app) {
     for (size_t i = 0; i < f->nreplicas; i++)
         if (gw_replica_member(&f->replicas[i]) && gw_metrics_replica_join(app, &f->replicas[i]))
             return -1;
-    f->member_ud = app;
-    f->on_member = on_member;
-    return iro_registry_on_collect(m->reg, collect, app);
+    if (gw_fleet_listen(f, on_member, app)) return -1;
+    if (iro_registry_on_collect(m->reg, collect, app)) return -1;
+    return gw_metrics_load_init(app);
 }
 
 void gw_metrics_free(gw_app *app) {
     gw_metrics *m = app->metrics;
     if (!m) return;
-    app->fleet.on_member = NULL;
+    gw_fleet_unlisten(&app->fleet, on_member, app);
+    gw_metrics_load_free(app);
     for (size_t i = 0; i < app->fleet.nreplicas; i++)
         gw_metrics_replica_free(&app->fleet.replicas[i]);
     while (m->retired) {
@@ -424,11 +425,10 @@ struct iro_registry *gw_metrics_registry(gw_app *app) {
     return app->metrics ? app->metrics->reg : NULL;
 }
 
-/* The registry's page, then what load.c and kvsub_view.c write themselves (the
- * engines' reports and the KV event streams, each read from its own atomics). */
+/* The registry's page, then what kvsub_view.c writes itself (the KV event
+ * streams, read from its own atomics). */
 int gw_metrics_render(gw_app *app, ir_buf *out) {
     int rc = app->metrics ? iro_write(app->metrics->reg, out) : 0;
-    gw_metrics_render_load(app, out);
     gw_kvsub_metrics(&app->fleet, out);
     return rc;
 }

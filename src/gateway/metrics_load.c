@@ -1,22 +1,14 @@
 /* metrics_load.c: the load signals' metrics: each replica's engine report (its
- * running, waiting, KV usage, prefix counters, age), the gateway's own prompt
- * token counts, and the scrapes by outcome. Rendered from the fleet's atomics
- * when /metrics is read. */
+ * running, waiting, KV usage, prefix counters, age), the scrapes by outcome, and
+ * the decision log's records. Families of the gateway's registry, their values
+ * read from the fleet's atomics by a collect hook when /metrics is read; a
+ * replica's series go when it leaves (metrics.c removes every series with its
+ * `replica` label), and the hook makes series for members only. */
 #include "gateway/gateway.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
-
-static void head(ir_buf *o, const char *name, const char *type, const char *help) {
-    ir_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void sample_start(ir_buf *o, const char *name, const gw_replica *r) {
-    ir_buf_append_str(o, name);
-    ir_buf_append_lit(o, "{replica=\"");
-    gw_prom_label_value(o, r->cfg->id);
-    ir_buf_append_lit(o, "\"");
-}
 
 /* What one series shows of a replica. */
 typedef double (*read_fn)(gw_app *app, gw_replica *r, uint64_t now);
@@ -56,69 +48,98 @@ static double rd_fresh(gw_app *a, gw_replica *r, uint64_t now) {
     return gw_engine_report_age(r, now) <= a->cfg.load.max_age;
 }
 static const struct series {
-    const char *name, *type, *help;
+    const char *name;
+    bool counter;
+    const char *help;
     read_fn read;
 } series[] = {
-    {"inferrail_replica_engine_running", "gauge",
+    {"inferrail_replica_engine_running", false,
      "Requests the engine runs, from its last metrics report (ranks summed).", rd_running},
-    {"inferrail_replica_engine_waiting", "gauge",
+    {"inferrail_replica_engine_waiting", false,
      "Requests queued in the engine, from its last metrics report.", rd_waiting},
-    {"inferrail_replica_engine_kv_usage", "gauge",
+    {"inferrail_replica_engine_kv_usage", false,
      "The engine's KV cache usage, 0 to 1, from its last metrics report.", rd_kv},
-    {"inferrail_replica_engine_prefix_cache_queries_total", "counter",
+    {"inferrail_replica_engine_prefix_cache_queries_total", true,
      "Prompt tokens the engine looked up in its prefix cache, as it reports them.", rd_queries},
-    {"inferrail_replica_engine_prefix_cache_hits_total", "counter",
+    {"inferrail_replica_engine_prefix_cache_hits_total", true,
      "Prompt tokens the engine found in its prefix cache, as it reports them.", rd_hits},
-    {"inferrail_replica_engine_preemptions_total", "counter", "Preemptions the engine reports.",
+    {"inferrail_replica_engine_preemptions_total", true, "Preemptions the engine reports.",
      rd_preempt},
-    {"inferrail_replica_engine_capacity_blocks", "gauge",
+    {"inferrail_replica_engine_capacity_blocks", false,
      "The engine's KV capacity in index blocks, as its metrics say (0: not said).", rd_capacity},
-    {"inferrail_replica_engine_restarts_total", "counter",
+    {"inferrail_replica_engine_restarts_total", true,
      "Engine restarts seen (its prefix cache counters went backwards).", rd_restarts},
-    {"inferrail_replica_report_age_seconds", "gauge",
+    {"inferrail_replica_report_age_seconds", false,
      "Age of the engine's last readable metrics report (+Inf: none yet).", rd_age},
-    {"inferrail_replica_report_age_max_seconds", "gauge",
+    {"inferrail_replica_report_age_max_seconds", false,
      "The oldest engine report a policy was handed, capped at twice load.max_age.", rd_age_max},
-    {"inferrail_replica_engine_fresh", "gauge",
+    {"inferrail_replica_engine_fresh", false,
      "1 when the engine's report is younger than load.max_age and policies use it.", rd_fresh},
 };
+#define NSERIES IR_ARRAY_LEN(series)
 
-static void value(ir_buf *o, double v) {
-    if (isinf(v))
-        ir_buf_append_lit(o, "} +Inf\n");
-    else if (v == floor(v) && fabs(v) < 1e15)
-        ir_buf_appendf(o, "} %.0f\n", v);
-    else
-        ir_buf_appendf(o, "} %.9g\n", v);
+struct gw_load_metrics {
+    gw_app *app;
+    iro_family *fam[NSERIES];
+    iro_family *scrapes, *dlog;
+};
+
+static void collect_replica(struct gw_load_metrics *lm, gw_replica *r, uint64_t now) {
+    const char *id = r->cfg->id;
+    for (size_t s = 0; s < NSERIES; s++)
+        iro_set(iro_series_of(lm->fam[s], id), series[s].read(lm->app, r, now));
+    irl_scrape_stats st;
+    irl_scraper_stats(lm->app->scraper, r->index, &st);
+    for (int k = 0; k < IRL_SCRAPE_RESULTS; k++)
+        iro_set(iro_series_of(lm->scrapes, id, irl_result_name((irl_result)k)),
+                (double)st.results[k]);
 }
 
-static void scrapes(gw_app *app, ir_buf *o) {
-    head(o, "inferrail_load_scrapes_total", "counter",
-         "Scrapes of the engines' metrics pages by result: ok, error, timeout, status (not "
-         "200), too_large (past 4 MiB), unreadable (a required family missing).");
-    for (size_t i = 0; i < app->fleet.nreplicas; i++) {
-        if (!gw_replica_member(&app->fleet.replicas[i])) continue; /* departed: no series */
-        irl_scrape_stats st;
-        irl_scraper_stats(app->scraper, i, &st);
-        for (int k = 0; k < IRL_SCRAPE_RESULTS; k++) {
-            sample_start(o, "inferrail_load_scrapes_total", &app->fleet.replicas[i]);
-            ir_buf_appendf(o, ",result=\"%s\"} %llu\n", irl_result_name((irl_result)k),
-                           (unsigned long long)st.results[k]);
-        }
-    }
-}
-
-void gw_metrics_render_load(gw_app *app, ir_buf *o) {
+/* The collect hook: on the thread that renders /metrics. */
+static void collect(void *ud) {
+    struct gw_load_metrics *lm = ud;
+    gw_fleet *f = &lm->app->fleet;
     uint64_t now = ir_now_ns();
-    for (size_t s = 0; s < IR_ARRAY_LEN(series); s++) {
-        head(o, series[s].name, series[s].type, series[s].help);
-        for (size_t i = 0; i < app->fleet.nreplicas; i++) {
-            gw_replica *r = &app->fleet.replicas[i];
-            if (!gw_replica_member(r)) continue; /* departed: no series */
-            sample_start(o, series[s].name, r);
-            value(o, series[s].read(app, r, now));
-        }
+    size_t n = atomic_load(&f->nreplicas);
+    for (size_t i = 0; i < n; i++)
+        if (gw_replica_member(&f->replicas[i])) collect_replica(lm, &f->replicas[i], now);
+    iro_dlog_stats st;
+    iro_dlog_stats_get(lm->app->dlog, &st);
+    iro_set(iro_series_of(lm->dlog, "written"), (double)st.written);
+    iro_set(iro_series_of(lm->dlog, "dropped"), (double)st.dropped);
+}
+
+int gw_metrics_load_init(gw_app *app) {
+    iro_registry *g = gw_metrics_registry(app);
+    struct gw_load_metrics *lm = calloc(1, sizeof *lm);
+    if (!g || !lm) {
+        free(lm);
+        return -1;
     }
-    scrapes(app, o);
-    gw_metrics_render_decisions(app, o);
+    app->load_metrics = lm;
+    lm->app = app;
+    const char *const rep[] = {"replica", NULL};
+    const char *const rr[] = {"replica", "result", NULL};
+    const char *const res[] = {"result", NULL};
+    for (size_t s = 0; s < NSERIES; s++) {
+        lm->fam[s] = series[s].counter ? iro_counter(g, series[s].name, series[s].help, rep)
+                                       : iro_gauge(g, series[s].name, series[s].help, rep);
+        if (!lm->fam[s]) return -1;
+    }
+    lm->scrapes = iro_counter(g, "inferrail_load_scrapes_total",
+                              "Scrapes of the engines' metrics pages by result: ok, error, "
+                              "timeout, status (not 200), too_large (past 4 MiB), unreadable (a "
+                              "required family missing).",
+                              rr);
+    lm->dlog = iro_counter(g, "inferrail_decision_log_records_total",
+                           "Routing decisions of sampled requests, written to "
+                           "observability.decision_log.path or dropped (the disk fell behind).",
+                           res);
+    if (!lm->scrapes || !lm->dlog) return -1;
+    return iro_registry_on_collect(g, collect, lm);
+}
+
+void gw_metrics_load_free(gw_app *app) {
+    free(app->load_metrics);
+    app->load_metrics = NULL;
 }

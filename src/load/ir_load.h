@@ -118,8 +118,14 @@ uint64_t irl_report_capacity_blocks(const irl_report *r, uint32_t block_size);
  * timeout, a bad status, a page too large or unreadable) is logged once, and
  * once again when it answers again.
  *
- * Threads: new, start, stop and free from one thread; irl_scraper_stats from any
- * thread at any time; the report callback runs on the scraper's thread. */
+ * Targets follow membership: irl_scraper_set puts a target into a slot (or takes
+ * it out) at any time, from any thread; the scraper's thread applies the change
+ * at once (a uv_async), cancelling the old target's scrape in flight, so that no
+ * report of the old target follows it. A slot's outcome counts restart at 0.
+ *
+ * Threads: new, start, stop and free from one thread; irl_scraper_set and
+ * irl_scraper_stats from any thread at any time; the report callback runs on the
+ * scraper's thread. */
 #define IRL_MAX_PAGE (4u << 20) /* 4 MiB */
 /* A target whose page passed the cap (a Content-Length past it is not read at
  * all) is scraped again only every this many rounds: an endless page costs the
@@ -144,12 +150,14 @@ typedef struct irl_target {
     const char *host; /* numeric or a name */
     uint16_t port;
     const char *path; /* the page, e.g. "/metrics" */
-} irl_target;         /* all copied by irl_scraper_new */
+    uint64_t tag;     /* the caller's, handed back with each report of this target */
+} irl_target;         /* all copied by irl_scraper_new and irl_scraper_set */
 
-/* After every scrape of target `i`, on the scraper's thread: r is the report
- * when res is IRL_SCRAPE_OK, else NULL. at_ns (monotonic) is when the page's
- * response head arrived, the moment the report describes. */
-typedef void (*irl_report_cb)(void *ud, size_t i, irl_result res, const irl_report *r,
+/* After every scrape of the target in slot `i`, on the scraper's thread: r is
+ * the report when res is IRL_SCRAPE_OK, else NULL. at_ns (monotonic) is when the
+ * page's response head arrived, the moment the report describes. tag is the
+ * target's (irl_target.tag): a new target in the same slot has its own. */
+typedef void (*irl_report_cb)(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *r,
                               uint64_t at_ns);
 
 typedef struct irl_scraper_cfg {
@@ -167,8 +175,17 @@ typedef struct irl_scrape_stats {
     bool answering;                       /* the last scrape was OK */
 } irl_scrape_stats;
 
-/* NULL on OOM or a bad argument. n may be 0 (then nothing is scraped). */
-irl_scraper *irl_scraper_new(const irl_scraper_cfg *cfg, const irl_target *targets, size_t n);
+/* Slots 0..slots-1, the first n of them filled with targets[0..n) (n <= slots;
+ * targets may be NULL when n is 0). An entry of targets whose host is NULL
+ * leaves its slot empty. NULL on OOM or a bad argument. */
+irl_scraper *irl_scraper_new(const irl_scraper_cfg *cfg, const irl_target *targets, size_t n,
+                             size_t slots);
+/* Puts t into slot i in place of whatever was there (t NULL: leaves it empty).
+ * Applied on the scraper's thread soon after (at once when not started). 0, or
+ * -1 on a slot out of range or out of memory. */
+int irl_scraper_set(irl_scraper *s, size_t i, const irl_target *t);
+/* Slots that hold a target now (as applied on the scraper's thread). */
+size_t irl_scraper_targets(const irl_scraper *s);
 /* Starts the thread; the first round runs at once. 0 or a UV_E* code. */
 int irl_scraper_start(irl_scraper *s);
 /* Cancels the scrapes in flight and joins the thread; no callback after it

@@ -3,15 +3,29 @@
 #include "load/ir_load.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A target as irl_scraper_set hands it over: owned copies of its strings. */
+typedef struct spec {
+    char *id, *host, *path; /* host NULL: an empty slot */
+    uint16_t port;
+    uint64_t tag;
+} spec;
+
 typedef struct target {
     irl_scraper *s;
     size_t i;
-    char *id, *host, *path;
+    char *id, *host, *path; /* host NULL: an empty slot (never scraped) */
     uint16_t port;
+    uint64_t tag;
+    /* The next target of this slot, under s->mu: set by irl_scraper_set, taken by
+     * the loop (or by irl_scraper_set itself while no loop runs). */
+    bool dirty;
+    spec next;
+    bool changing;   /* its scrape was cancelled for a change: no report of it */
     irn_client *req; /* the scrape in flight, or NULL */
     uv_timer_t deadline;
     int status;
@@ -30,11 +44,56 @@ struct irl_scraper {
     size_t n;
     uv_loop_t loop;
     uv_timer_t tick;
-    uv_async_t stop;
+    uv_async_t stop, changes;
     irn_pool *pool;
     uv_thread_t thread;
     bool started, stopping;
+    uv_mutex_t mu;          /* the slots' next targets, and phase */
+    int phase;              /* under mu: IDLE (no loop runs), LIVE, or CLOSING */
+    _Atomic size_t nfilled; /* slots that hold a target */
 };
+enum { IDLE, LIVE, CLOSING };
+
+static void spec_free(spec *p) {
+    free(p->id);
+    free(p->host);
+    free(p->path);
+    *p = (spec){0};
+}
+
+/* Copies t into *out (t NULL or without a host: an empty slot). -1 on OOM. */
+static int spec_copy(spec *out, const irl_target *t) {
+    *out = (spec){0};
+    if (!t || !t->host) return 0;
+    out->id = strdup(t->id ? t->id : "?");
+    out->host = strdup(t->host);
+    out->path = strdup(t->path ? t->path : "/metrics");
+    out->port = t->port;
+    out->tag = t->tag;
+    if (out->id && out->host && out->path) return 0;
+    spec_free(out);
+    return -1;
+}
+
+/* Installs p (taken) as t's target: a fresh start, its counts at 0. No scrape of
+ * t is in flight. */
+static void install(target *t, spec *p) {
+    if (t->host) atomic_fetch_sub(&t->s->nfilled, 1);
+    free(t->id);
+    free(t->host);
+    free(t->path);
+    t->id = p->id;
+    t->host = p->host;
+    t->path = p->path;
+    t->port = p->port;
+    t->tag = p->tag;
+    *p = (spec){0};
+    if (t->host) atomic_fetch_add(&t->s->nfilled, 1);
+    t->state = 0;
+    t->skip = 0;
+    for (int k = 0; k < IRL_SCRAPE_RESULTS; k++) atomic_store(&t->results[k], 0);
+    atomic_store(&t->answering, 0);
+}
 
 const char *irl_result_name(irl_result r) {
     static const char *const names[IRL_SCRAPE_RESULTS] = {"ok",     "error",     "timeout",
@@ -104,6 +163,26 @@ static irl_result classify(target *t, int err, irl_report *r, char *why, size_t 
     return IRL_SCRAPE_OK;
 }
 
+/* On the loop: applies slot t's change, if any. A scrape in flight is cancelled
+ * first; its on_done comes back here. */
+static void apply(target *t) {
+    irl_scraper *s = t->s;
+    uv_mutex_lock(&s->mu);
+    if (t->dirty && !t->req) {
+        install(t, &t->next);
+        t->dirty = false;
+    } else if (t->dirty && !t->changing) {
+        t->changing = true;
+        irn_client_cancel(t->req);
+    }
+    uv_mutex_unlock(&s->mu);
+}
+
+static void on_changes(uv_async_t *a) {
+    irl_scraper *s = a->data;
+    for (size_t i = 0; i < s->n; i++) apply(&s->t[i]);
+}
+
 static void on_done(void *ud, int err) {
     target *t = ud;
     t->req = NULL;
@@ -113,13 +192,20 @@ static void on_done(void *ud, int err) {
         ir_buf_reset(&t->page);
         return; /* cut by irl_scraper_stop: not the engine's fault */
     }
+    if (t->changing) { /* cut for a new target: nobody's report */
+        t->changing = false;
+        ir_buf_reset(&t->page);
+        apply(t);
+        return;
+    }
     irl_report r;
     char why[256] = "";
     irl_result res = classify(t, err, &r, why, sizeof why);
     atomic_fetch_add_explicit(&t->results[res], 1, memory_order_relaxed);
     note_state(t, res, why);
     if (s->cfg.on_report)
-        s->cfg.on_report(s->cfg.ud, t->i, res, res == IRL_SCRAPE_OK ? &r : NULL, t->head_at);
+        s->cfg.on_report(s->cfg.ud, t->i, t->tag, res, res == IRL_SCRAPE_OK ? &r : NULL,
+                         t->head_at);
     if (res == IRL_SCRAPE_TOO_LARGE) {
         /* Reading a huge or endless page costs the cap each time: such a target
          * is asked again every IRL_TOO_LARGE_ROUNDS rounds only, and the buffer
@@ -165,7 +251,7 @@ static void on_tick(uv_timer_t *h) {
     if (s->stopping) return;
     for (size_t i = 0; i < s->n; i++) {
         target *t = &s->t[i];
-        if (t->req) continue; /* one in flight per target */
+        if (!t->host || t->req || t->changing) continue; /* one in flight per target */
         if (t->skip) {
             t->skip--;
             continue;
@@ -178,7 +264,11 @@ static void on_tick(uv_timer_t *h) {
 
 static void on_stop(uv_async_t *a) {
     irl_scraper *s = a->data;
+    uv_mutex_lock(&s->mu);
+    s->phase = CLOSING; /* no uv_async_send on `changes` after this */
+    uv_mutex_unlock(&s->mu);
     s->stopping = true;
+    uv_close((uv_handle_t *)&s->changes, NULL);
     uv_timer_stop(&s->tick);
     uv_close((uv_handle_t *)&s->tick, NULL);
     for (size_t i = 0; i < s->n; i++) uv_close((uv_handle_t *)&s->t[i].deadline, NULL);
@@ -192,34 +282,62 @@ static void run(void *arg) {
     uv_run(&s->loop, UV_RUN_DEFAULT);
 }
 
-irl_scraper *irl_scraper_new(const irl_scraper_cfg *cfg, const irl_target *targets, size_t n) {
+irl_scraper *irl_scraper_new(const irl_scraper_cfg *cfg, const irl_target *targets, size_t n,
+                             size_t slots) {
+    if (n > slots || (n && !targets)) return NULL;
     irl_scraper *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->cfg = *cfg;
     if (!s->cfg.interval_ns) s->cfg.interval_ns = 100 * 1000000ull;
     if (!s->cfg.timeout_ns) s->cfg.timeout_ns = 100 * 1000000ull;
     if (!s->cfg.max_page) s->cfg.max_page = IRL_MAX_PAGE;
-    s->t = calloc(n ? n : 1, sizeof *s->t);
-    if (!s->t) {
+    if (uv_mutex_init(&s->mu)) {
         free(s);
         return NULL;
     }
-    s->n = n;
-    for (size_t i = 0; i < n; i++) {
+    s->t = calloc(slots ? slots : 1, sizeof *s->t);
+    if (!s->t) {
+        uv_mutex_destroy(&s->mu);
+        free(s);
+        return NULL;
+    }
+    s->n = slots;
+    for (size_t i = 0; i < slots; i++) {
         target *t = &s->t[i];
         t->s = s;
         t->i = i;
-        t->port = targets[i].port;
-        t->id = strdup(targets[i].id ? targets[i].id : "?");
-        t->host = strdup(targets[i].host ? targets[i].host : "");
-        t->path = strdup(targets[i].path ? targets[i].path : "/metrics");
         ir_buf_init(&t->page, s->cfg.max_page);
-        if (!t->id || !t->host || !t->path) {
+        spec p;
+        if (i < n && spec_copy(&p, &targets[i])) {
             irl_scraper_free(s);
             return NULL;
         }
+        if (i < n) install(t, &p);
     }
     return s;
+}
+
+int irl_scraper_set(irl_scraper *s, size_t i, const irl_target *t) {
+    if (!s || i >= s->n) return -1;
+    spec p;
+    if (spec_copy(&p, t)) return -1;
+    target *x = &s->t[i];
+    uv_mutex_lock(&s->mu);
+    spec_free(&x->next);
+    x->next = p;
+    x->dirty = true;
+    if (s->phase == LIVE) {
+        uv_async_send(&s->changes);
+    } else if (s->phase == IDLE) { /* no loop: nothing in flight */
+        install(x, &x->next);
+        x->dirty = false;
+    } /* CLOSING: kept for a later start */
+    uv_mutex_unlock(&s->mu);
+    return 0;
+}
+
+size_t irl_scraper_targets(const irl_scraper *s) {
+    return s ? atomic_load(&s->nfilled) : 0;
 }
 
 int irl_scraper_start(irl_scraper *s) {
@@ -235,17 +353,28 @@ int irl_scraper_start(irl_scraper *s) {
     s->tick.data = s;
     uv_async_init(&s->loop, &s->stop, on_stop);
     s->stop.data = s;
+    uv_async_init(&s->loop, &s->changes, on_changes);
+    s->changes.data = s;
     for (size_t i = 0; i < s->n; i++) {
         uv_timer_init(&s->loop, &s->t[i].deadline);
         s->t[i].deadline.data = &s->t[i];
     }
     uint64_t every = s->cfg.interval_ns / 1000000;
     uv_timer_start(&s->tick, on_tick, 0, every ? every : 1);
+    s->stopping = false;
+    uv_mutex_lock(&s->mu);
+    s->phase = LIVE;
+    for (size_t i = 0; i < s->n; i++) /* changes made while closed */
+        if (s->t[i].dirty) uv_async_send(&s->changes);
+    uv_mutex_unlock(&s->mu);
     rc = uv_thread_create(&s->thread, run, s);
     if (rc) {
         on_stop(&s->stop);
         uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
+        uv_mutex_lock(&s->mu);
+        s->phase = IDLE;
+        uv_mutex_unlock(&s->mu);
         return rc;
     }
     s->started = true;
@@ -258,6 +387,14 @@ void irl_scraper_stop(irl_scraper *s) {
     uv_async_send(&s->stop);
     uv_thread_join(&s->thread);
     uv_loop_close(&s->loop);
+    uv_mutex_lock(&s->mu);
+    s->phase = IDLE;
+    for (size_t i = 0; i < s->n; i++) /* changes that came while it closed */
+        if (s->t[i].dirty) {
+            install(&s->t[i], &s->t[i].next);
+            s->t[i].dirty = false;
+        }
+    uv_mutex_unlock(&s->mu);
 }
 
 void irl_scraper_free(irl_scraper *s) {
@@ -267,9 +404,11 @@ void irl_scraper_free(irl_scraper *s) {
         free(s->t[i].id);
         free(s->t[i].host);
         free(s->t[i].path);
+        spec_free(&s->t[i].next);
         ir_buf_free(&s->t[i].page);
     }
     free(s->t);
+    uv_mutex_destroy(&s->mu);
     free(s);
 }
 

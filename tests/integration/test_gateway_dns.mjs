@@ -82,6 +82,12 @@ test('DNS groups: resolved at start, joins, leaves, failures and SRV', { timeout
     }
     assert.ok(!spread.has(id('127.0.0.2')), [...spread].join());
     assert.ok(spread.has(id('127.0.0.4')), [...spread].join());
+    // .4 joined at run time: its engine is scraped too.
+    await until('.4\'s engine reports', async () => {
+      const p = await metrics(gw.admin);
+      const m = new RegExp(`inferrail_load_scrapes_total\\{replica="${id('127.0.0.4')}",result="ok"\\} (\\d+)`).exec(p);
+      return m && Number(m[1]) >= 2;
+    });
 
     // A failed lookup keeps the last members, logged once however many rounds fail.
     dns.setHosts({ 'm5.test': ['127.0.0.5'] });
@@ -121,6 +127,12 @@ test('a group whose first lookup fails starts empty and fills in later', { timeo
     await until('the member to join', async () => (await members(gw)).length === 1);
     const ok = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
     assert.equal(ok.status, 200, await ok.text());
+    // It joined after the engine scraper started: the scraper follows, and its
+    // reports come in.
+    await until('the late member\'s engine reports', async () => {
+      const e = (await (await fetch(`${gw.admin}/admin/state`)).json()).replicas[0]?.engine;
+      return e && e.age_ms !== null && e.scrapes.ok >= 2;
+    });
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);
     await dns.stop();

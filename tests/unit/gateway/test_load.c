@@ -148,9 +148,10 @@ static void metrics_and_state(void **st) {
     assert_int_equal(gw_fleet_init(&app->fleet, &app->cfg, err, sizeof err), 0);
     report(&app->fleet.replicas[0], ir_now_ns(), 7, 3, 0.25);
     atomic_store(&app->fleet.replicas[0].engine.prefix_hits, 1234);
+    assert_int_equal(gw_metrics_init(app), 0);
     ir_buf b;
     ir_buf_init(&b, 0);
-    gw_metrics_render_load(app, &b); /* no scraper: its counters read 0 */
+    assert_int_equal(gw_metrics_render(app, &b), 0); /* no scraper: its counters read 0 */
     const char *want[] = {
         "inferrail_replica_engine_running{replica=\"r0\"} 7\n",
         "inferrail_replica_engine_waiting{replica=\"r0\"} 3\n",
@@ -161,9 +162,21 @@ static void metrics_and_state(void **st) {
         "inferrail_replica_report_age_seconds{replica=\"r1\"} +Inf\n",
         "# TYPE inferrail_replica_engine_prefix_cache_queries_total counter\n",
         "inferrail_load_scrapes_total{replica=\"r1\",result=\"unreadable\"} 0\n",
+        "inferrail_decision_log_records_total{result=\"dropped\"} 0\n",
     };
     for (size_t i = 0; i < IR_ARRAY_LEN(want); i++)
-        if (!strstr(b.data, want[i])) fail_msg("missing: %s", want[i]);
+        if (!strstr(b.data, want[i])) fail_msg("missing: %s\n%s", want[i], b.data);
+    /* one registry: each family has one HELP */
+    assert_null(strstr(strstr(b.data, "# HELP inferrail_replica_engine_running ") + 1,
+                       "# HELP inferrail_replica_engine_running "));
+    /* r1 leaves: none of its engine series stays, and the hook makes none again */
+    gw_fleet_leave(&app->fleet, 1);
+    for (int k = 0; k < 2; k++) {
+        ir_buf_reset(&b);
+        assert_int_equal(gw_metrics_render(app, &b), 0);
+        assert_null(strstr(b.data, "replica=\"r1\""));
+        assert_non_null(strstr(b.data, "inferrail_replica_engine_running{replica=\"r0\"} 7\n"));
+    }
     ir_buf_reset(&b);
     gw_engine_state_json(app, &app->fleet.replicas[1], ir_now_ns(), &b);
     assert_non_null(strstr(b.data, "\"engine\":{\"age_ms\":null,\"fresh\":false"));
@@ -171,6 +184,7 @@ static void metrics_and_state(void **st) {
     gw_engine_state_json(app, &app->fleet.replicas[0], ir_now_ns(), &b);
     assert_non_null(strstr(b.data, "\"fresh\":true,\"running\":7,\"waiting\":3"));
     ir_buf_free(&b);
+    gw_metrics_free(app);
     gw_fleet_free(&app->fleet);
     ir_cfg_free(app->cfg_owner);
     free(app);

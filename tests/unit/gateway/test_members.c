@@ -59,10 +59,21 @@ static void on_member(void *ud, gw_replica *r, bool joined) {
     snprintf(hook_last, sizeof hook_last, "%s", r->cfg->id);
 }
 
+static int other_calls;
+static void on_other(void *ud, gw_replica *r, bool joined) {
+    (void)ud;
+    (void)r;
+    (void)joined;
+    other_calls++;
+}
+
 static void join_leave_rejoin(void **state) {
     env e;
     setup_env(&e, conf_text);
-    e.f.on_member = on_member;
+    /* two listeners (the metrics and the scraper, in the gateway): both are told */
+    assert_int_equal(gw_fleet_listen(&e.f, on_member, NULL), 0);
+    assert_int_equal(gw_fleet_listen(&e.f, on_other, &e), 0);
+    other_calls = 0;
     assert_int_equal(e.f.nslots, GW_MAX_REPLICAS);
     assert_int_equal(e.f.nreplicas, 0);
     assert_int_equal(candidates(&e), 0);
@@ -93,6 +104,13 @@ static void join_leave_rejoin(void **state) {
     assert_int_equal(gw_fleet_join(&e.f, "g-127.0.0.3-8000", "http://127.0.0.3:8000", &e.tmpl), b);
     assert_true(gw_replica_member(&e.f.replicas[b]));
     assert_int_equal(candidates(&e), 3);
+    assert_int_equal(other_calls, hook_joined + hook_left);
+    /* one that stops listening is told nothing more */
+    gw_fleet_unlisten(&e.f, on_other, &e);
+    int before = other_calls;
+    gw_fleet_leave(&e.f, 0);
+    gw_fleet_join(&e.f, "g-127.0.0.9-8000", "http://127.0.0.9:8000", &e.tmpl);
+    assert_int_equal(other_calls, before);
     teardown_env(&e);
 }
 

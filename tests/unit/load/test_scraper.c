@@ -117,8 +117,10 @@ typedef struct seen {
     _Atomic uint64_t no_head;
 } seen;
 
-static void on_report(void *ud, size_t i, irl_result res, const irl_report *r, uint64_t at) {
+static void on_report(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *r,
+                      uint64_t at) {
     seen *s = ud;
+    if (tag != 0) atomic_store(&s->bad_report, 1);
     atomic_fetch_add(&s->results[i][res], 1);
     if (res == IRL_SCRAPE_OK) {
         if (i != GOOD || r->running != 3 || r->waiting != 1 || r->kv_usage != 0.25)
@@ -164,7 +166,7 @@ static void misbehaving_engines(void **st) {
                          .max_page = 256 * 1024,
                          .on_report = on_report,
                          .ud = &s};
-    irl_scraper *sc = irl_scraper_new(&c, t, NT);
+    irl_scraper *sc = irl_scraper_new(&c, t, NT, NT);
     assert_non_null(sc);
     assert_int_equal(irl_scraper_start(sc), 0);
     for (int k = 0; k < 3000 && !enough(&s); k++) uv_sleep(10);
@@ -192,6 +194,89 @@ static void misbehaving_engines(void **st) {
     server_stop(&srv);
 }
 
+/* ---- targets that come and go ------------------------------------------------------------ */
+
+enum { SLOTS = 3, TAGS = 8 };
+typedef struct tally {
+    _Atomic uint64_t n[SLOTS][TAGS];  /* reports by slot and tag */
+    _Atomic uint64_t ok[SLOTS][TAGS]; /* of those, readable pages */
+} tally;
+
+static void count(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *r,
+                  uint64_t at) {
+    (void)r;
+    (void)at;
+    tally *y = ud;
+    if (i >= SLOTS || tag >= TAGS) return;
+    atomic_fetch_add(&y->n[i][tag], 1);
+    if (res == IRL_SCRAPE_OK) atomic_fetch_add(&y->ok[i][tag], 1);
+}
+
+static bool wait_ok(tally *y, size_t i, uint64_t tag, uint64_t want) {
+    for (int k = 0; k < 3000; k++) {
+        if (atomic_load(&y->ok[i][tag]) >= want) return true;
+        uv_sleep(10);
+    }
+    return false;
+}
+
+static irl_target at(server *srv, const char *path, uint64_t tag) {
+    return (irl_target){
+        .id = path, .host = "127.0.0.1", .port = (uint16_t)srv->port, .path = path, .tag = tag};
+}
+
+static void targets_follow_membership(void **st) {
+    server srv;
+    server_start(&srv);
+    tally y;
+    memset(&y, 0, sizeof y);
+    /* The hung page's timeout is far longer than the test waits for a change. */
+    irl_scraper_cfg c = {.interval_ns = 20 * 1000000ull,
+                         .timeout_ns = 30000 * 1000000ull,
+                         .on_report = count,
+                         .ud = &y};
+    irl_target first = at(&srv, "/good/metrics", 1);
+    irl_scraper *sc = irl_scraper_new(&c, &first, 1, SLOTS);
+    assert_non_null(sc);
+    assert_int_equal(irl_scraper_targets(sc), 1);
+    assert_int_equal(irl_scraper_set(sc, SLOTS, &first), -1);
+    assert_int_equal(irl_scraper_start(sc), 0);
+    assert_true(wait_ok(&y, 0, 1, 3));
+    /* A target that joins later is scraped. */
+    irl_target late = at(&srv, "/good/metrics", 5);
+    assert_int_equal(irl_scraper_set(sc, 1, &late), 0);
+    assert_true(wait_ok(&y, 1, 5, 3));
+    /* A hung target, replaced while its scrape hangs: the new one is scraped long
+     * before the old one's timeout, and the old one never reports. */
+    irl_target hung = at(&srv, "/hang/metrics", 2);
+    assert_int_equal(irl_scraper_set(sc, 2, &hung), 0);
+    uv_sleep(200); /* its first scrape is in flight by now */
+    assert_int_equal(irl_scraper_targets(sc), 3);
+    irl_target next = at(&srv, "/good/metrics", 3);
+    assert_int_equal(irl_scraper_set(sc, 2, &next), 0);
+    assert_true(wait_ok(&y, 2, 3, 3));
+    assert_int_equal(atomic_load(&y.n[2][2]), 0);
+    irl_scrape_stats stats;
+    irl_scraper_stats(sc, 2, &stats);
+    assert_int_equal(stats.results[IRL_SCRAPE_TIMEOUT], 0); /* counts restart per target */
+    assert_true(stats.results[IRL_SCRAPE_OK] >= 3);
+    /* A removed target is no longer scraped. */
+    assert_int_equal(irl_scraper_set(sc, 0, NULL), 0);
+    for (int k = 0; k < 3000 && irl_scraper_targets(sc) != 2; k++) uv_sleep(10);
+    assert_int_equal(irl_scraper_targets(sc), 2);
+    uv_sleep(100); /* a scrape in flight when it was removed may still end */
+    uint64_t gone = atomic_load(&y.n[0][1]);
+    uint64_t other = atomic_load(&y.ok[1][5]);
+    assert_true(wait_ok(&y, 1, 5, other + 5));
+    assert_int_equal(atomic_load(&y.n[0][1]), gone);
+    irl_scraper_stop(sc);
+    /* Changes while stopped apply at once. */
+    assert_int_equal(irl_scraper_set(sc, 0, &first), 0);
+    assert_int_equal(irl_scraper_targets(sc), 3);
+    irl_scraper_free(sc);
+    server_stop(&srv);
+}
+
 static void names_and_idle(void **st) {
     assert_string_equal(irl_result_name(IRL_SCRAPE_OK), "ok");
     assert_string_equal(irl_result_name(IRL_SCRAPE_TOO_LARGE), "too_large");
@@ -199,13 +284,13 @@ static void names_and_idle(void **st) {
     assert_string_equal(irl_result_name(IRL_SCRAPE_RESULTS), "unknown");
     /* No targets: starts and stops; stop twice and free without start are fine. */
     irl_scraper_cfg c = {0};
-    irl_scraper *sc = irl_scraper_new(&c, NULL, 0);
+    irl_scraper *sc = irl_scraper_new(&c, NULL, 0, 0);
     assert_non_null(sc);
     assert_int_equal(irl_scraper_start(sc), 0);
     irl_scraper_stop(sc);
     irl_scraper_stop(sc);
     irl_scraper_free(sc);
-    irl_scraper_free(irl_scraper_new(&c, NULL, 0));
+    irl_scraper_free(irl_scraper_new(&c, NULL, 0, 0));
     irl_scraper_free(NULL);
 }
 
@@ -213,6 +298,7 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN); /* the endless page writes to scrapes the scraper cut */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names_and_idle),
+        cmocka_unit_test(targets_follow_membership),
         cmocka_unit_test(misbehaving_engines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
