@@ -20,11 +20,11 @@ static const ir_cfg_field server_fields[] = {
     F(gw_server_cfg, "admin_listen", IR_CFG_HOSTPORT, admin_listen, "127.0.0.1:9090",
       "admin address (/metrics, /health)"),
     FI(gw_server_cfg, "workers", workers, "0", 0, 256, "event-loop threads; 0 means one per core"),
-    F(gw_server_cfg, "request_timeout", IR_CFG_DURATION, request_timeout, "60s",
+    F(gw_server_cfg, "request_timeout", IR_CFG_DURATION, request_timeout_ns, "60s",
       "deadline to read the body (408 past it) and to get a response head, retries included; > 0"),
-    F(gw_server_cfg, "header_read_timeout", IR_CFG_DURATION, header_read_timeout, "10s",
+    F(gw_server_cfg, "header_read_timeout", IR_CFG_DURATION, header_read_timeout_ns, "10s",
       "time to read a request's headers; also how long an idle connection is kept; > 0"),
-    F(gw_server_cfg, "shutdown_timeout", IR_CFG_DURATION, shutdown_timeout, "30s",
+    F(gw_server_cfg, "shutdown_timeout", IR_CFG_DURATION, shutdown_timeout_ns, "30s",
       "on SIGTERM, how long running requests may finish; 0 cuts them at once"),
     F(gw_server_cfg, "max_header_bytes", IR_CFG_SIZE, max_header_bytes, "64KiB",
       "request line plus headers (431 past it); > 0"),
@@ -44,15 +44,15 @@ static const ir_cfg_schema server_schema = {"server", server_fields, IR_ARRAY_LE
 static const ir_cfg_field upstream_fields[] = {
     F(gw_upstream_cfg, "http2", IR_CFG_BOOL, http2, "false",
       "talk to engines over h2c (prior knowledge) instead of HTTP/1.1"),
-    F(gw_upstream_cfg, "connect_timeout", IR_CFG_DURATION, connect_timeout, "2s",
+    F(gw_upstream_cfg, "connect_timeout", IR_CFG_DURATION, connect_timeout_ns, "2s",
       "connecting to an engine; > 0"),
-    F(gw_upstream_cfg, "response_timeout", IR_CFG_DURATION, response_timeout, "60s",
+    F(gw_upstream_cfg, "response_timeout", IR_CFG_DURATION, response_timeout_ns, "60s",
       "from sending a request to the first response byte; > 0"),
-    F(gw_upstream_cfg, "idle_timeout", IR_CFG_DURATION, idle_timeout, "300s",
+    F(gw_upstream_cfg, "idle_timeout", IR_CFG_DURATION, idle_timeout_ns, "300s",
       "between two response bytes of a running response; > 0"),
     FI(gw_upstream_cfg, "max_idle_per_replica", max_idle_per_replica, "256", 0, 100000,
        "idle keep-alive connections kept per replica and worker; > 0"),
-    F(gw_upstream_cfg, "keepalive_timeout", IR_CFG_DURATION, keepalive_timeout, "30s",
+    F(gw_upstream_cfg, "keepalive_timeout", IR_CFG_DURATION, keepalive_timeout_ns, "30s",
       "how long an idle upstream connection is kept; > 0"),
     F(gw_upstream_cfg, "x_forwarded_for", IR_CFG_BOOL, x_forwarded_for, "false",
       "append the client's address to X-Forwarded-For on requests to engines"),
@@ -143,24 +143,24 @@ static const ir_cfg_schema routing_schema = {"routing", routing_fields,
 static const ir_cfg_field retry_fields[] = {
     FI(gw_retry_cfg, "max_attempts", max_attempts, "3", 1, 100,
        "attempts per request, the first included"),
-    F(gw_retry_cfg, "backoff", IR_CFG_DURATION, backoff, "25ms",
+    F(gw_retry_cfg, "backoff", IR_CFG_DURATION, backoff_ns, "25ms",
       "wait before the second attempt; doubles each time; 0 retries at once"),
-    F(gw_retry_cfg, "max_backoff", IR_CFG_DURATION, max_backoff, "1s", "cap of the backoff"),
+    F(gw_retry_cfg, "max_backoff", IR_CFG_DURATION, max_backoff_ns, "1s", "cap of the backoff"),
 };
 static const ir_cfg_schema retry_schema = {"retry", retry_fields, IR_ARRAY_LEN(retry_fields),
                                            sizeof(gw_retry_cfg)};
 
 static const ir_cfg_field health_fields[] = {
-    F(gw_health_cfg, "interval", IR_CFG_DURATION, interval, "1s",
+    F(gw_health_cfg, "interval", IR_CFG_DURATION, interval_ns, "1s",
       "GET /health of every replica; at least 10ms"),
-    F(gw_health_cfg, "timeout", IR_CFG_DURATION, timeout, "500ms", "one probe; > 0"),
+    F(gw_health_cfg, "timeout", IR_CFG_DURATION, timeout_ns, "500ms", "one probe; > 0"),
     FI(gw_health_cfg, "unhealthy_threshold", unhealthy_threshold, "3", 1, 1000,
        "failed probes, or consecutive failed requests, that take a replica out"),
     FI(gw_health_cfg, "healthy_threshold", healthy_threshold, "1", 1, 1000,
        "passed probes that bring it back"),
-    F(gw_health_cfg, "ejection_backoff", IR_CFG_DURATION, ejection_backoff, "5s",
+    F(gw_health_cfg, "ejection_backoff", IR_CFG_DURATION, ejection_backoff_ns, "5s",
       "how long failed requests keep a replica out; doubles on every repeat"),
-    F(gw_health_cfg, "max_ejection_backoff", IR_CFG_DURATION, max_ejection_backoff, "60s",
+    F(gw_health_cfg, "max_ejection_backoff", IR_CFG_DURATION, max_ejection_backoff_ns, "60s",
       "cap of the ejection backoff"),
     FI(gw_health_cfg, "max_ejection_percent", max_ejection_percent, "50", 0, 100,
        "most of the healthy replicas failed requests may eject at once; 0 turns passive ejection "
@@ -209,11 +209,11 @@ static const ir_cfg_schema index_schema = {"index", index_fields, IR_ARRAY_LEN(i
                                            sizeof(gw_index_cfg)};
 
 static const ir_cfg_field load_fields[] = {
-    F(gw_load_cfg, "scrape_interval", IR_CFG_DURATION, scrape_interval, "100ms",
+    F(gw_load_cfg, "scrape_interval", IR_CFG_DURATION, scrape_interval_ns, "100ms",
       "every replica's /metrics page is read this often, all in parallel; at least 10ms"),
-    F(gw_load_cfg, "scrape_timeout", IR_CFG_DURATION, scrape_timeout, "100ms",
+    F(gw_load_cfg, "scrape_timeout", IR_CFG_DURATION, scrape_timeout_ns, "100ms",
       "one scrape, connect and whole page; > 0 (pages are capped at 4 MiB)"),
-    F(gw_load_cfg, "max_age", IR_CFG_DURATION, max_age, "250ms",
+    F(gw_load_cfg, "max_age", IR_CFG_DURATION, max_age_ns, "250ms",
       "an engine report older than this is missing: policies use the gateway's own counts; "
       "at least scrape_interval"),
 };
@@ -223,7 +223,7 @@ static const ir_cfg_field tokenizer_fields[] = {
     FI(gw_tokenizer_cfg, "workers", workers, "4", 1, 256,
        "threads that render and tokenize prompt bodies over 1 KiB (smaller ones stay on the "
        "event loop)"),
-    F(gw_tokenizer_cfg, "max_wait", IR_CFG_DURATION, max_wait, "50ms",
+    F(gw_tokenizer_cfg, "max_wait", IR_CFG_DURATION, max_wait_ns, "50ms",
       "a body that waits longer for a thread routes without a prediction (reason slow)"),
     FI(gw_tokenizer_cfg, "max_queue", max_queue, "1024", 1, 1 << 20,
        "bodies queued or being tokenized; past it a request routes without a prediction "
@@ -355,7 +355,7 @@ static const ir_cfg_field dns_group_fields[] = {
             "with srv, NAME is an SRV name whose records give targets and ports"},
     F(gw_dns_group_cfg, "models", IR_CFG_STRLIST, models, NULL,
       "models its members serve; default every configured model"),
-    F(gw_dns_group_cfg, "refresh", IR_CFG_DURATION, refresh, "5s",
+    F(gw_dns_group_cfg, "refresh", IR_CFG_DURATION, refresh_ns, "5s",
       "how often NAME is looked up again; an answer whose TTL runs out first brings the next "
       "lookup sooner, but a TTL never below 1s; at least 10ms"),
     F(gw_dns_group_cfg, "srv", IR_CFG_BOOL, srv, "false",
@@ -474,14 +474,14 @@ static void check_ports(const gw_config *c, ir_cfg_errors *errs) {
 
 /* A report must be able to stay fresh until the next one lands. */
 static void check_load(const gw_load_cfg *l, ir_cfg_errors *errs) {
-    if (l->scrape_interval < 10 * 1000000ull)
+    if (l->scrape_interval_ns < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "load.scrape_interval: at least 10ms");
-    else if (l->max_age && l->max_age < l->scrape_interval)
+    else if (l->max_age_ns && l->max_age_ns < l->scrape_interval_ns)
         ir_cfg_errors_add(errs,
                           "load.max_age: %llu ms is shorter than load.scrape_interval (%llu ms): "
                           "every report would go stale before the next one",
-                          (unsigned long long)(l->max_age / 1000000),
-                          (unsigned long long)(l->scrape_interval / 1000000));
+                          (unsigned long long)(l->max_age_ns / 1000000),
+                          (unsigned long long)(l->scrape_interval_ns / 1000000));
 }
 
 /* Zeros that would mean a silent default or a busy loop are refused. */
@@ -490,26 +490,26 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
         const char *path;
         uint64_t v;
     } must[] = {
-        {"server.request_timeout", c->server.request_timeout},
-        {"server.header_read_timeout", c->server.header_read_timeout},
+        {"server.request_timeout", c->server.request_timeout_ns},
+        {"server.header_read_timeout", c->server.header_read_timeout_ns},
         {"server.max_header_bytes", c->server.max_header_bytes},
         {"server.max_body_bytes", c->server.max_body_bytes},
         {"server.max_write_queue", c->server.max_write_queue},
-        {"upstream.connect_timeout", c->upstream.connect_timeout},
-        {"upstream.response_timeout", c->upstream.response_timeout},
-        {"upstream.idle_timeout", c->upstream.idle_timeout},
-        {"upstream.keepalive_timeout", c->upstream.keepalive_timeout},
+        {"upstream.connect_timeout", c->upstream.connect_timeout_ns},
+        {"upstream.response_timeout", c->upstream.response_timeout_ns},
+        {"upstream.idle_timeout", c->upstream.idle_timeout_ns},
+        {"upstream.keepalive_timeout", c->upstream.keepalive_timeout_ns},
         {"upstream.max_idle_per_replica", (uint64_t)c->upstream.max_idle_per_replica},
-        {"health.interval", c->health.interval},
-        {"health.timeout", c->health.timeout},
-        {"load.scrape_timeout", c->load.scrape_timeout},
-        {"load.max_age", c->load.max_age},
+        {"health.interval", c->health.interval_ns},
+        {"health.timeout", c->health.timeout_ns},
+        {"load.scrape_timeout", c->load.scrape_timeout_ns},
+        {"load.max_age", c->load.max_age_ns},
     };
     for (size_t i = 0; i < IR_ARRAY_LEN(must); i++)
         if (must[i].v == 0)
             ir_cfg_errors_add(errs, "%s: must be greater than 0 (0 has no meaning here)",
                               must[i].path);
-    if (c->health.interval && c->health.interval < 10 * 1000000ull)
+    if (c->health.interval_ns && c->health.interval_ns < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "health.interval: at least 10ms");
     check_load(&c->load, errs);
     const gw_decision_log_cfg *dl = &c->observability.decision_log;

@@ -88,7 +88,7 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
     const gw_replica *r = &c->app->fleet.replicas[p->replica];
     char path[600];
     snprintf(path, sizeof path, "%s%s", r->url.path, suffix);
-    uint64_t to = gw_live(c->app)->health.timeout;
+    uint64_t to = gw_live(c->app)->health.timeout_ns;
     irn_client_req q = {.host = r->url.host,
                         .port = r->url.port,
                         .method = "GET",
@@ -215,7 +215,7 @@ int gw_control_start(gw_control *c) {
     c->pool = irn_pool_new(c->loop, NULL);
     uv_timer_init(c->loop, &c->tick);
     c->tick.data = c;
-    uint64_t every = c->app->cfg.health.interval / 1000000;
+    uint64_t every = c->app->cfg.health.interval_ns / 1000000;
     uv_timer_start(&c->tick, on_tick, 0, every ? every : 1);
     c->started = true;
     rc = gw_load_start(c->app);

@@ -184,7 +184,7 @@ static void round_done(dns_group *g) {
         g->failing = false;
         apply(g);
     }
-    uint64_t wait = g->cfg->refresh;
+    uint64_t wait = g->cfg->refresh_ns;
     if (g->status == ARES_SUCCESS && g->min_ttl >= 0) {
         uint64_t ttl = (uint64_t)g->min_ttl * 1000000000ull;
         if (ttl < DNS_TTL_FLOOR_NS) ttl = DNS_TTL_FLOOR_NS;

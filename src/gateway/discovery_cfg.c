@@ -51,7 +51,7 @@ static void check_group(const gw_config *c, size_t i, ir_cfg_errors *errs) {
             ir_cfg_errors_add(errs,
                               "discovery.dns[%zu].models[%zu]: '%s' is not a configured model name",
                               i, m, g->models.items[m] ? g->models.items[m] : "");
-    if (g->refresh < 10 * 1000000ull)
+    if (g->refresh_ns < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "discovery.dns[%zu].refresh: at least 10ms", i);
 }
 

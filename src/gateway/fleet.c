@@ -273,9 +273,9 @@ static void eject_capped(gw_fleet *f, gw_replica *r, const gw_health_cfg *h, uin
     /* Ejected for a backoff that doubles on every repeat, up to the cap. */
     uint32_t times = atomic_fetch_add_explicit(&r->ejections, 1, memory_order_acq_rel);
     atomic_fetch_add_explicit(&r->ejections_total, 1, memory_order_relaxed);
-    uint64_t backoff = h->ejection_backoff;
-    for (uint32_t i = 0; i < times && backoff < h->max_ejection_backoff; i++) backoff *= 2;
-    if (backoff > h->max_ejection_backoff) backoff = h->max_ejection_backoff;
+    uint64_t backoff = h->ejection_backoff_ns;
+    for (uint32_t i = 0; i < times && backoff < h->max_ejection_backoff_ns; i++) backoff *= 2;
+    if (backoff > h->max_ejection_backoff_ns) backoff = h->max_ejection_backoff_ns;
     atomic_store_explicit(&r->ejected_until, now + backoff, memory_order_release);
     atomic_store_explicit(&r->consecutive_failures, 0, memory_order_release);
     IR_WARN("fleet", "replica %s ejected for %llu ms after %u consecutive failures", r->cfg->id,
@@ -327,7 +327,7 @@ size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
                 atomic_load_explicit(&rep->pending_uncached, memory_order_relaxed),
             .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
             .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
-        gw_engine_fill(rep, now, f->cfg->load.max_age, &out[n - 1]);
+        gw_engine_fill(rep, now, f->cfg->load.max_age_ns, &out[n - 1]);
     }
     return n;
 }

@@ -37,7 +37,8 @@ static int send_upstream(gw_req *r, uint64_t now) {
     if (!path || !hs) return IRN_ENOMEM;
     if (r->tr) hs = gw_trace_headers(r, hs, &nh);
     uint64_t left = r->deadline - now;
-    uint64_t head = cfg->upstream.response_timeout < left ? cfg->upstream.response_timeout : left;
+    uint64_t head =
+        cfg->upstream.response_timeout_ns < left ? cfg->upstream.response_timeout_ns : left;
     irn_client_req q = {.host = r->rep->url.host,
                         .port = r->rep->url.port,
                         .method = r->req->method,
@@ -48,9 +49,9 @@ static int send_upstream(gw_req *r, uint64_t now) {
                         .body_len = r->nparts ? 0 : r->body_len,
                         .body_parts = r->nparts ? r->parts : NULL,
                         .nbody_parts = r->nparts,
-                        .connect_timeout_ns = cfg->upstream.connect_timeout,
+                        .connect_timeout_ns = cfg->upstream.connect_timeout_ns,
                         .head_timeout_ns = head,
-                        .idle_timeout_ns = cfg->upstream.idle_timeout};
+                        .idle_timeout_ns = cfg->upstream.idle_timeout_ns};
     return irn_client_request(r->w->pool, &q, &gw_stream_cbs, r, &r->up);
 }
 
@@ -99,9 +100,9 @@ static uint64_t backoff_ns(gw_req *r, uint64_t now) {
         r->move_now = false;
         return 0;
     }
-    uint64_t b = c->backoff;
-    for (int i = 1; i < r->attempt && b < c->max_backoff; i++) b *= 2;
-    if (b > c->max_backoff) b = c->max_backoff;
+    uint64_t b = c->backoff_ns;
+    for (int i = 1; i < r->attempt && b < c->max_backoff_ns; i++) b *= 2;
+    if (b > c->max_backoff_ns) b = c->max_backoff_ns;
     if (now + b >= r->deadline) b = r->deadline > now ? r->deadline - now : 0;
     return b;
 }

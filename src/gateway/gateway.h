@@ -38,9 +38,9 @@ typedef struct gw_server_cfg {
     char *listen;
     char *admin_listen;
     int64_t workers;
-    uint64_t request_timeout;
-    uint64_t header_read_timeout;
-    uint64_t shutdown_timeout;
+    uint64_t request_timeout_ns;
+    uint64_t header_read_timeout_ns;
+    uint64_t shutdown_timeout_ns;
     uint64_t max_header_bytes;
     int64_t max_headers;
     uint64_t max_body_bytes;
@@ -51,11 +51,11 @@ typedef struct gw_server_cfg {
 
 typedef struct gw_upstream_cfg {
     bool http2;
-    uint64_t connect_timeout;
-    uint64_t response_timeout;
-    uint64_t idle_timeout;
+    uint64_t connect_timeout_ns;
+    uint64_t response_timeout_ns;
+    uint64_t idle_timeout_ns;
     int64_t max_idle_per_replica;
-    uint64_t keepalive_timeout;
+    uint64_t keepalive_timeout_ns;
     bool x_forwarded_for; /* append the client's address to X-Forwarded-For */
 } gw_upstream_cfg;
 
@@ -96,17 +96,17 @@ void gw_policy_config(const gw_routing_cfg *c, irp_config *out);
 
 typedef struct gw_retry_cfg {
     int64_t max_attempts;
-    uint64_t backoff;
-    uint64_t max_backoff;
+    uint64_t backoff_ns;
+    uint64_t max_backoff_ns;
 } gw_retry_cfg;
 
 typedef struct gw_health_cfg {
-    uint64_t interval;
-    uint64_t timeout;
+    uint64_t interval_ns;
+    uint64_t timeout_ns;
     int64_t unhealthy_threshold;
     int64_t healthy_threshold;
-    uint64_t ejection_backoff;
-    uint64_t max_ejection_backoff;
+    uint64_t ejection_backoff_ns;
+    uint64_t max_ejection_backoff_ns;
     int64_t max_ejection_percent;
 } gw_health_cfg;
 
@@ -146,9 +146,9 @@ typedef struct gw_kv_events_cfg {
 } gw_kv_events_cfg;
 
 typedef struct gw_load_cfg {
-    uint64_t scrape_interval; /* ns */
-    uint64_t scrape_timeout;
-    uint64_t max_age;
+    uint64_t scrape_interval_ns; /* ns */
+    uint64_t scrape_timeout_ns;
+    uint64_t max_age_ns;
 } gw_load_cfg;
 
 typedef struct gw_decision_log_cfg {
@@ -178,7 +178,7 @@ typedef struct gw_dns_group_cfg {
     char *name;            /* members are named <name>-<ip>-<port> */
     char *url;             /* http://NAME:PORT[/base]; with srv, NAME is the SRV name */
     ir_cfg_strlist models; /* empty: every model */
-    uint64_t refresh;
+    uint64_t refresh_ns;
     bool srv; /* ports (and targets) from SRV records */
     int64_t max_concurrency, max_pending, kv_capacity_blocks;
 } gw_dns_group_cfg;
@@ -188,9 +188,9 @@ typedef struct gw_discovery_cfg {
     ir_cfg_strlist nameservers; /* host:port; empty: /etc/resolv.conf */
 } gw_discovery_cfg;
 typedef struct gw_tokenizer_cfg {
-    int64_t workers;   /* threads tokenizing bodies over GW_TOKENIZE_INLINE bytes */
-    uint64_t max_wait; /* ns a body may wait for a thread before it goes without a prediction */
-    int64_t max_queue; /* bodies waiting or being tokenized, all workers together */
+    int64_t workers;      /* threads tokenizing bodies over GW_TOKENIZE_INLINE bytes */
+    uint64_t max_wait_ns; /* ns a body may wait for a thread before it goes without a prediction */
+    int64_t max_queue;    /* bodies waiting or being tokenized, all workers together */
 } gw_tokenizer_cfg;
 
 typedef struct gw_config {

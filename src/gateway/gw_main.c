@@ -104,9 +104,9 @@ static void on_signal(uv_signal_t *s, int signum) {
     atomic_store(&app->stopping, 1);
     IR_INFO("gateway", "%s: draining %llu requests in flight for up to %llu ms", name,
             (unsigned long long)in_flight(app),
-            (unsigned long long)(app->cfg.server.shutdown_timeout / 1000000));
+            (unsigned long long)(app->cfg.server.shutdown_timeout_ns / 1000000));
     for (size_t i = 0; i < app->nworkers; i++)
-        if (app->workers[i]) gw_worker_stop(app->workers[i], app->cfg.server.shutdown_timeout);
+        if (app->workers[i]) gw_worker_stop(app->workers[i], app->cfg.server.shutdown_timeout_ns);
     gw_control_stop(sc->ctl);
     gw_discovery_stop(app->disc);
     if (uv_thread_create(&sc->reaper, reaper_main, sc) == 0)

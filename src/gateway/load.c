@@ -140,8 +140,8 @@ int gw_load_start(gw_app *app) {
     if (!c || !t || !paths) goto out;
     for (size_t i = 0; i < used; i++) /* members now; the hook tells the rest */
         if (gw_replica_member(&f->replicas[i])) t[i] = target_of(&f->replicas[i], &paths[i]);
-    irl_scraper_cfg sc = {.interval_ns = app->cfg.load.scrape_interval,
-                          .timeout_ns = app->cfg.load.scrape_timeout,
+    irl_scraper_cfg sc = {.interval_ns = app->cfg.load.scrape_interval_ns,
+                          .timeout_ns = app->cfg.load.scrape_timeout_ns,
                           .max_page = IRL_MAX_PAGE,
                           .on_report = on_report,
                           .ud = c};
@@ -211,7 +211,7 @@ void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *o) {
                    ",\"fresh\":%s,\"running\":%u,\"waiting\":%u,\"kv_usage\":%.6f,"
                    "\"prefix_queries\":%llu,\"prefix_hits\":%llu,\"capacity_blocks\":%llu,"
                    "\"max_age_seen_ms\":%.3f,\"scrapes\":{",
-                   age <= app->cfg.load.max_age ? "true" : "false",
+                   age <= app->cfg.load.max_age_ns ? "true" : "false",
                    (unsigned)atomic_load(&e->running), (unsigned)atomic_load(&e->waiting),
                    atomic_load(&e->kv_usage_ppm) / 1e6,
                    (unsigned long long)atomic_load(&e->prefix_queries),

@@ -45,7 +45,7 @@ static double rd_age_max(gw_app *a, gw_replica *r, uint64_t now) {
     return atomic_load(&r->engine.max_age_seen_ns) / 1e9;
 }
 static double rd_fresh(gw_app *a, gw_replica *r, uint64_t now) {
-    return gw_engine_report_age(r, now) <= a->cfg.load.max_age;
+    return gw_engine_report_age(r, now) <= a->cfg.load.max_age_ns;
 }
 static const struct series {
     const char *name;

@@ -210,7 +210,7 @@ static bool prepare_on_thread(gw_req *r, bool chat, gw_step_fn next) {
                       .len = r->body_len,
                       .chat = chat,
                       .queued_at = ir_now_ns(),
-                      .max_wait = app->cfg.tokenizer.max_wait};
+                      .max_wait = app->cfg.tokenizer.max_wait_ns};
     t->work.data = t;
     if (uv_queue_work(&r->w->loop, &t->work, tok_work, tok_done)) {
         free(copy);

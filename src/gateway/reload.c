@@ -48,7 +48,7 @@ static bool discovery_differs(const gw_config *a, const gw_config *b) {
     const gw_dns_group_cfg *x = a->discovery.dns.items, *y = b->discovery.dns.items;
     for (size_t i = 0; i < a->discovery.dns.n; i++)
         if (str_differs(x[i].name, y[i].name) || str_differs(x[i].url, y[i].url) ||
-            strlist_differs(&x[i].models, &y[i].models) || x[i].refresh != y[i].refresh ||
+            strlist_differs(&x[i].models, &y[i].models) || x[i].refresh_ns != y[i].refresh_ns ||
             x[i].srv != y[i].srv || x[i].max_concurrency != y[i].max_concurrency ||
             x[i].max_pending != y[i].max_pending ||
             x[i].kv_capacity_blocks != y[i].kv_capacity_blocks)
@@ -65,10 +65,10 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
         {"server.listen", str_differs(o->server.listen, n->server.listen)},
         {"server.admin_listen", str_differs(o->server.admin_listen, n->server.admin_listen)},
         {"server.workers", o->server.workers != n->server.workers},
-        {"server.request_timeout", o->server.request_timeout != n->server.request_timeout},
+        {"server.request_timeout", o->server.request_timeout_ns != n->server.request_timeout_ns},
         {"server.header_read_timeout",
-         o->server.header_read_timeout != n->server.header_read_timeout},
-        {"server.shutdown_timeout", o->server.shutdown_timeout != n->server.shutdown_timeout},
+         o->server.header_read_timeout_ns != n->server.header_read_timeout_ns},
+        {"server.shutdown_timeout", o->server.shutdown_timeout_ns != n->server.shutdown_timeout_ns},
         {"server.max_header_bytes", o->server.max_header_bytes != n->server.max_header_bytes},
         {"server.max_headers", o->server.max_headers != n->server.max_headers},
         {"server.max_body_bytes", o->server.max_body_bytes != n->server.max_body_bytes},
@@ -79,8 +79,8 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
         {"upstream.max_idle_per_replica",
          o->upstream.max_idle_per_replica != n->upstream.max_idle_per_replica},
         {"upstream.keepalive_timeout",
-         o->upstream.keepalive_timeout != n->upstream.keepalive_timeout},
-        {"health.interval", o->health.interval != n->health.interval},
+         o->upstream.keepalive_timeout_ns != n->upstream.keepalive_timeout_ns},
+        {"health.interval", o->health.interval_ns != n->health.interval_ns},
         {"logging.format", str_differs(o->logging.format, n->logging.format)},
         {"index.block_size", o->index.block_size != n->index.block_size},
         {"index.default_capacity_blocks",
@@ -110,10 +110,10 @@ static void merge(gw_config *live, const gw_config *o, const gw_config *n) {
     live->routing = n->routing;
     live->retry = n->retry;
     live->health = n->health;
-    live->health.interval = o->health.interval;
-    live->upstream.connect_timeout = n->upstream.connect_timeout;
-    live->upstream.response_timeout = n->upstream.response_timeout;
-    live->upstream.idle_timeout = n->upstream.idle_timeout;
+    live->health.interval_ns = o->health.interval_ns;
+    live->upstream.connect_timeout_ns = n->upstream.connect_timeout_ns;
+    live->upstream.response_timeout_ns = n->upstream.response_timeout_ns;
+    live->upstream.idle_timeout_ns = n->upstream.idle_timeout_ns;
     live->upstream.x_forwarded_for = n->upstream.x_forwarded_for;
     live->logging.level = n->logging.level;
     live->logging.access_log = n->logging.access_log;

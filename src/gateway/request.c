@@ -57,7 +57,7 @@ gw_req *gw_req_new(gw_worker *w, irn_request *req, irn_resp *resp) {
     r->req = req;
     r->resp = resp;
     r->arrival = ir_now_ns();
-    r->deadline = r->arrival + gw_live(w->app)->server.request_timeout;
+    r->deadline = r->arrival + gw_live(w->app)->server.request_timeout_ns;
     r->body = req->body.data ? req->body.data : "";
     r->body_len = req->body.len;
     gw_request_id(w, req, r->rid, sizeof r->rid);

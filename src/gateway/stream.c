@@ -193,7 +193,7 @@ static void broke_mid_stream(gw_req *r, int err) {
         atomic_fetch_add_explicit(&app->stats.stalled_streams, 1, memory_order_relaxed);
         IR_WARN("proxy", "request %s: replica %s stalled mid-response for over %llu ms", r->rid,
                 r->rep->cfg->id,
-                (unsigned long long)(gw_live(app)->upstream.idle_timeout / 1000000));
+                (unsigned long long)(gw_live(app)->upstream.idle_timeout_ns / 1000000));
     }
     gw_req_release(r);
     if (err == IRN_EIDLE_TIMEOUT && end_with_error_event(r)) return;

@@ -73,12 +73,12 @@ int gw_worker_start(gw_worker *w) {
     sc.max_header_bytes = c->server.max_header_bytes;
     sc.max_headers = (size_t)c->server.max_headers;
     sc.max_body_bytes = c->server.max_body_bytes;
-    sc.header_timeout_ns = c->server.header_read_timeout;
-    sc.body_timeout_ns = c->server.request_timeout;
+    sc.header_timeout_ns = c->server.header_read_timeout_ns;
+    sc.body_timeout_ns = c->server.request_timeout_ns;
     sc.max_write_queue = c->server.max_write_queue;
     /* An h2c stream that cannot be written (its client opened no window) is reset
      * after upstream.idle_timeout, as a stalled engine stream would be. */
-    sc.h2_stall_timeout_ns = c->upstream.idle_timeout;
+    sc.h2_stall_timeout_ns = c->upstream.idle_timeout_ns;
     sc.write_high_water = c->server.max_write_queue / 2;
     sc.write_low_water = c->server.max_write_queue / 8;
     sc.max_connections = (size_t)c->server.max_connections;
@@ -94,7 +94,7 @@ int gw_worker_start(gw_worker *w) {
     irn_pool_cfg pc;
     irn_pool_cfg_init(&pc);
     pc.max_idle_per_host = (size_t)c->upstream.max_idle_per_replica;
-    pc.idle_timeout_ns = c->upstream.keepalive_timeout;
+    pc.idle_timeout_ns = c->upstream.keepalive_timeout_ns;
     pc.http2 = c->upstream.http2;
     pc.cache = w->cache;
     w->pool = irn_pool_new(&w->loop, &pc);

@@ -40,7 +40,7 @@ static void config_defaults_and_fleet(void **state) {
     assert_string_equal(c.server.listen, "0.0.0.0:8080");
     assert_string_equal(c.server.admin_listen, "127.0.0.1:9090");
     assert_int_equal(c.retry.max_attempts, 3);
-    assert_int_equal(c.retry.backoff, 25000000);
+    assert_int_equal(c.retry.backoff_ns, 25000000);
     assert_string_equal(c.routing.default_policy, "round_robin");
     gw_fleet f;
     char err[256];

@@ -36,9 +36,9 @@ static void config_defaults(void **st) {
     ir_cfg *owner = load(conf_text, &c, &e);
     assert_non_null(owner);
     assert_int_equal(e.n, 0);
-    assert_int_equal(c.load.scrape_interval, 100000000);
-    assert_int_equal(c.load.scrape_timeout, 100000000);
-    assert_int_equal(c.load.max_age, 250000000);
+    assert_int_equal(c.load.scrape_interval_ns, 100000000);
+    assert_int_equal(c.load.scrape_timeout_ns, 100000000);
+    assert_int_equal(c.load.max_age_ns, 250000000);
     ir_cfg_free(owner);
     ir_cfg_errors_free(&e);
 }
