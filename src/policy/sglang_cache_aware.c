@@ -57,7 +57,8 @@ typedef struct sg_node {
 
 typedef struct sg_tree {
     pthread_mutex_t mu;
-    sg_node root;     /* len 0 */
+    sg_node *root;    /* len 0; its own allocation (a struct ending in a flexible
+                       * array cannot sit inside another: clang refuses it) */
     sg_node *lru_new; /* most recent */
     sg_node *lru_old; /* least recent: always a leaf */
     size_t chars;     /* bytes held in labels */
@@ -104,7 +105,7 @@ static void lru_insert_newer(sg_tree *t, sg_node *x, sg_node *y) {
 /* Makes the path from x up to the root the most recent, x first, so that
  * every parent ends up newer than its child. */
 static void touch_path(sg_tree *t, sg_node *x) {
-    for (; x && x != &t->root; x = x->parent) {
+    for (; x && x != t->root; x = x->parent) {
         lru_unlink(t, x);
         lru_push_new(t, x);
     }
@@ -149,7 +150,7 @@ static size_t common(const char *a, size_t an, const char *b, size_t bn) {
 /* ---- match, insert, evict ---------------------------------------------- */
 
 static size_t tree_match(const sg_tree *t, const char *s, size_t len) {
-    const sg_node *x = &t->root;
+    const sg_node *x = t->root;
     size_t done = 0;
     while (done < len) {
         const sg_node *c = child_of(x, (unsigned char)s[done]);
@@ -189,7 +190,7 @@ static void evict(sg_tree *t, size_t max) {
 
 static void tree_insert(sg_tree *t, const char *s, size_t len, size_t max) {
     if (len > max) len = max;
-    sg_node *x = &t->root;
+    sg_node *x = t->root;
     size_t done = 0;
     while (done < len) {
         sg_node *c = child_of(x, (unsigned char)s[done]);
@@ -221,7 +222,7 @@ static void tree_clear(sg_tree *t) {
         lru_unlink(t, x);
         free(x);
     }
-    t->root.child = NULL;
+    t->root->child = NULL;
     t->chars = 0;
 }
 
@@ -297,7 +298,18 @@ static void *sg_create(const irp_config *cfg) {
     sg_state *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->cfg = *cfg;
-    for (size_t i = 0; i < IRP_MAX_REPLICAS; i++) pthread_mutex_init(&s->trees[i].mu, NULL);
+    for (size_t i = 0; i < IRP_MAX_REPLICAS; i++) {
+        pthread_mutex_init(&s->trees[i].mu, NULL);
+        if (!(s->trees[i].root = calloc(1, sizeof(sg_node)))) {
+            s->trees[i].root = NULL;
+            for (size_t k = 0; k <= i; k++) {
+                free(s->trees[k].root);
+                pthread_mutex_destroy(&s->trees[k].mu);
+            }
+            free(s);
+            return NULL;
+        }
+    }
     return s;
 }
 
@@ -306,6 +318,7 @@ static void sg_destroy(void *state) {
     if (!s) return;
     for (size_t i = 0; i < IRP_MAX_REPLICAS; i++) {
         tree_clear(&s->trees[i]);
+        free(s->trees[i].root);
         pthread_mutex_destroy(&s->trees[i].mu);
     }
     free(s);
