@@ -1,20 +1,22 @@
 /* log.c: leveled, one-line-per-event logging to stderr. */
 #include "core/ir_core.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
-/* Set once at start-up, read-only afterwards. */
-static ir_log_level g_level = IR_LOG_INFO;
+/* Set at start-up, and again by a SIGHUP reload (log.level) while other threads
+ * log: atomic, relaxed (a message logged under the old level is fine). */
+static _Atomic int g_level = IR_LOG_INFO;
 static bool g_json = false;
 
 void ir_log_set_level(ir_log_level lvl) {
-    g_level = lvl;
+    atomic_store_explicit(&g_level, (int)lvl, memory_order_relaxed);
 }
 ir_log_level ir_log_get_level(void) {
-    return g_level;
+    return (ir_log_level)atomic_load_explicit(&g_level, memory_order_relaxed);
 }
 void ir_log_set_json(bool on) {
     g_json = on;
@@ -104,6 +106,6 @@ void ir_log_write(ir_log_level lvl, const char *component, const char *fmt, ...)
 
 void ir_log_fields(ir_log_level lvl, const char *component, const char *msg, const ir_log_field *f,
                    size_t n) {
-    if (lvl < g_level) return;
+    if (lvl < ir_log_get_level()) return;
     emit(lvl, component, msg, f, n);
 }
