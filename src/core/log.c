@@ -7,8 +7,8 @@
 #include <strings.h>
 #include <time.h>
 
-/* Set once at start-up, read-only afterwards. */
-/* Atomic: a SIGHUP reload sets it on the main thread while workers log. */
+/* Set at start-up, and again by a SIGHUP reload (log.level) while other threads
+ * log: atomic, relaxed (a message logged under the old level is fine). */
 static _Atomic int g_level = IR_LOG_INFO;
 static bool g_json = false;
 
@@ -106,6 +106,6 @@ void ir_log_write(ir_log_level lvl, const char *component, const char *fmt, ...)
 
 void ir_log_fields(ir_log_level lvl, const char *component, const char *msg, const ir_log_field *f,
                    size_t n) {
-    if ((int)lvl < atomic_load_explicit(&g_level, memory_order_relaxed)) return;
+    if (lvl < ir_log_get_level()) return;
     emit(lvl, component, msg, f, n);
 }
