@@ -77,7 +77,7 @@ static void drop_all(irx_index *ix, uint32_t r) {
     /* The pinned ones, slot by slot: a removal only shifts later entries into
      * the hole, so every slot before j stays empty. */
     for (uint32_t j = 0; s->npinned && j < s->nslots; j++)
-        while (s->slots[j] != IRX_NIL) drop_node(ix, r, s->slots[j]);
+        while (irx_slot(s, j) != IRX_NIL) drop_node(ix, r, irx_slot(s, j));
     s->nreserved = 0;
     rp->epoch++;
 }
@@ -101,7 +101,7 @@ static int resize_shadow(irx_index *ix, uint32_t r, uint32_t cap) {
     if (s->count + s->nreserved > cap) drop_all(ix, r);
     ns.nreserved = s->nreserved;
     for (uint32_t j = 0; s->npinned && j < s->nslots; j++) {
-        uint32_t k = s->slots[j];
+        uint32_t k = irx_slot(s, j);
         if (k == IRX_NIL || irx_node_pins(&s->nodes[k]) == 0) continue;
         uint32_t i = irx_shadow_add(&ns, node_hash(s, k), s->nodes[k].stamp);
         irx_shadow_pin(&ns, i);
@@ -422,7 +422,7 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
     uint64_t bits[IRX_WORDS];
     irx_read_lock();
     for (uint32_t j = 0; j < s->nslots && !rc; j++) { /* every hashed block, pinned or not */
-        uint32_t i = s->slots[j];
+        uint32_t i = irx_slot(s, j);
         if (i == IRX_NIL) continue;
         irx_map_bits(&ix->map, node_hash(s, i), bits);
         if (!(bits[r / 64] >> (r % 64) & 1)) {

@@ -50,7 +50,19 @@ typedef struct irx_shadow {
     uint32_t
         nreserved; /* blocks reserved by records in flight (no node): count + nreserved <= cap */
     uint32_t head, tail, free;
+    uint32_t fresh; /* nodes[fresh..cap) were never used: taken in order, so untouched
+                     * pages of a large cache cost no memory until blocks arrive */
 } irx_shadow;
+
+/* The slot table stores a node number plus one, so that an empty slot is 0 and a
+ * new table is calloc's untouched zero pages: a cache of 300,000 blocks a replica
+ * costs nothing until it fills. These read and write it (IRX_NIL for empty). */
+static inline uint32_t irx_slot(const irx_shadow *s, uint32_t j) {
+    return s->slots[j] - 1u; /* 0 - 1 == IRX_NIL */
+}
+static inline void irx_slot_set(irx_shadow *s, uint32_t j, uint32_t i) {
+    s->slots[j] = i + 1u; /* IRX_NIL + 1 == 0 */
+}
 
 int irx_shadow_init(irx_shadow *s, uint32_t cap);
 void irx_shadow_free(irx_shadow *s);

@@ -16,18 +16,19 @@ int irx_shadow_init(irx_shadow *s, uint32_t cap) {
     *s = (irx_shadow){0};
     if (cap == 0 || cap > (1u << 30)) return -1;
     uint32_t nslots = cap + cap / 2 + 1; /* load at most 2/3: writers only probe here */
+    /* Neither table is written here: nodes are taken in order (fresh) and slots
+     * are zero (empty), so the pages a large cache never reaches stay untouched. */
     s->nodes = malloc((size_t)cap * sizeof *s->nodes);
-    s->slots = malloc((size_t)nslots * sizeof *s->slots);
+    s->slots = calloc(nslots, sizeof *s->slots);
     if (!s->nodes || !s->slots) {
         irx_shadow_free(s);
         return -1;
     }
-    for (uint32_t i = 0; i < nslots; i++) s->slots[i] = IRX_NIL;
-    for (uint32_t i = 0; i < cap; i++) s->nodes[i].next = i + 1 < cap ? i + 1 : IRX_NIL;
     s->nslots = nslots;
     s->cap = cap;
     s->head = s->tail = IRX_NIL;
-    s->free = 0;
+    s->free = IRX_NIL;
+    s->fresh = 0;
     return 0;
 }
 
@@ -45,7 +46,7 @@ size_t irx_shadow_bytes(const irx_shadow *s) {
 uint32_t irx_shadow_find(const irx_shadow *s, ir_hash128 h) {
     if (!s->slots) return IRX_NIL;
     for (uint32_t j = home(s, h.lo);; j = next_slot(s, j)) {
-        uint32_t i = s->slots[j];
+        uint32_t i = irx_slot(s, j);
         if (i == IRX_NIL) return IRX_NIL;
         if (s->nodes[i].lo == h.lo && s->nodes[i].hi == h.hi) return i;
     }
@@ -82,7 +83,10 @@ void irx_shadow_touch(irx_shadow *s, uint32_t i) {
 
 static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stamp) {
     uint32_t i = s->free;
-    s->free = s->nodes[i].next;
+    if (i != IRX_NIL)
+        s->free = s->nodes[i].next;
+    else
+        i = s->fresh++; /* count < cap, so a never-used node is left */
     s->nodes[i] = (irx_node){.lo = lo, .hi = hi, .stamp = stamp};
     push_head(s, i);
     s->count++;
@@ -93,8 +97,8 @@ static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stam
 uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
     uint32_t i = take_node(s, h.lo, h.hi, stamp);
     uint32_t j = home(s, h.lo);
-    while (s->slots[j] != IRX_NIL) j = next_slot(s, j);
-    s->slots[j] = i;
+    while (irx_slot(s, j) != IRX_NIL) j = next_slot(s, j);
+    irx_slot_set(s, j, i);
     return i;
 }
 
@@ -130,18 +134,18 @@ void irx_shadow_unpin(irx_shadow *s, uint32_t i) {
  * hole when their home position allows it, so lookups never need tombstones. */
 static void table_delete(irx_shadow *s, uint32_t i) {
     uint32_t hole = home(s, s->nodes[i].lo);
-    while (s->slots[hole] != i) hole = next_slot(s, hole);
+    while (irx_slot(s, hole) != i) hole = next_slot(s, hole);
     for (uint32_t j = next_slot(s, hole);; j = next_slot(s, j)) {
-        uint32_t k = s->slots[j];
+        uint32_t k = irx_slot(s, j);
         if (k == IRX_NIL) break;
         uint32_t want = home(s, s->nodes[k].lo);
         /* k may fill the hole when its home is not in (hole, j], cyclically. */
         bool stays = hole <= j ? (want > hole && want <= j) : (want > hole || want <= j);
         if (stays) continue;
-        s->slots[hole] = k;
+        irx_slot_set(s, hole, k);
         hole = j;
     }
-    s->slots[hole] = IRX_NIL;
+    irx_slot_set(s, hole, IRX_NIL);
 }
 
 void irx_shadow_remove(irx_shadow *s, uint32_t i) {
@@ -179,9 +183,9 @@ int irx_shadow_check(const irx_shadow *s) {
     if (prev != s->tail || seen != s->nlisted || anon != s->nanon) return -1;
     uint32_t used = 0, pinned = 0;
     for (uint32_t j = 0; j < s->nslots; j++) {
-        if (s->slots[j] == IRX_NIL) continue;
+        if (irx_slot(s, j) == IRX_NIL) continue;
         used++;
-        pinned += irx_node_pins(&s->nodes[s->slots[j]]) != 0;
+        pinned += irx_node_pins(&s->nodes[irx_slot(s, j)]) != 0;
     }
     if (pinned != s->npinned || s->nlisted + s->npinned != s->count) return -1;
     if (s->count + s->nreserved > s->cap) return -1;
