@@ -15,6 +15,13 @@ typedef struct spec {
     uint64_t tag;
 } spec;
 
+/* Whether a target answers, for logging each change once. */
+typedef enum {
+    SCRAPE_UNKNOWN = 0, /* not scraped yet */
+    SCRAPE_ANSWERING,
+    SCRAPE_SILENT, /* its last scrape failed */
+} scrape_state;
+
 typedef struct target {
     irl_scraper *s;
     size_t i;
@@ -32,7 +39,7 @@ typedef struct target {
     uint64_t head_at; /* when the head arrived */
     bool too_large, timed_out;
     ir_buf page;
-    int state;     /* 0: not scraped yet, 1: answering, 2: not answering */
+    scrape_state state;
     uint32_t skip; /* rounds to sit out after a page past the cap */
     _Atomic uint64_t results[IRL_SCRAPE_RESULTS];
     _Atomic int answering;
@@ -89,7 +96,7 @@ static void install(target *t, spec *p) {
     t->tag = p->tag;
     *p = (spec){0};
     if (t->host) atomic_fetch_add(&t->s->nfilled, 1);
-    t->state = 0;
+    t->state = SCRAPE_UNKNOWN;
     t->skip = 0;
     for (int k = 0; k < IRL_SCRAPE_RESULTS; k++) atomic_store(&t->results[k], 0);
     atomic_store(&t->answering, 0);
@@ -128,14 +135,14 @@ static void on_body(void *ud, const char *d, size_t n) {
 static void note_state(target *t, irl_result res, const char *why) {
     bool ok = res == IRL_SCRAPE_OK;
     atomic_store_explicit(&t->answering, ok, memory_order_relaxed);
-    if (ok && t->state == 2)
+    if (ok && t->state == SCRAPE_SILENT)
         IR_INFO("load", "replica %s: its metrics page answers again", t->id);
-    else if (!ok && t->state != 2)
+    else if (!ok && t->state != SCRAPE_SILENT)
         IR_WARN("load",
                 "replica %s: its metrics page does not answer (%s: %s); its load reports are "
                 "missing until it does",
                 t->id, irl_result_name(res), why);
-    t->state = ok ? 1 : 2;
+    t->state = ok ? SCRAPE_ANSWERING : SCRAPE_SILENT;
 }
 
 static irl_result classify(target *t, int err, irl_report *r, char *why, size_t whylen) {

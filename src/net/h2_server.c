@@ -743,7 +743,7 @@ static int h2_resp_start(irn_resp *resp, int status, const irn_header *headers, 
     h2st *st = resp->h2s;
     if (status < 200) return IRN_EINVAL; /* no interim responses through this API */
     if (!st || st->h->dead || resp->aborted) {
-        resp->state = 1;
+        resp->state = IRN__RESP_STARTED;
         return IRN_ECLOSED;
     }
     irn__h2s *h = st->h;
@@ -797,7 +797,7 @@ static int h2_resp_start(irn_resp *resp, int status, const irn_header *headers, 
     if (rc != 0) return rc;
     resp->no_body = is_head || bodyless_status;
     resp->content_length = bodyless_status ? -1 : content_length;
-    resp->state = 1;
+    resp->state = IRN__RESP_STARTED;
     schedule(h);
     return 0;
 }
@@ -810,7 +810,7 @@ static size_t h2_resp_queued(const irn_resp *resp) {
 
 static int64_t h2_resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
     (void)last; /* END_STREAM goes with the end, after the buffered bytes */
-    if (!resp || resp->state != 1) return IRN_EINVAL;
+    if (!resp || resp->state != IRN__RESP_STARTED) return IRN_EINVAL;
     h2st *st = resp->h2s;
     if (!st || resp->aborted || st->h->dead) return IRN_ECLOSED;
     irn__h2s *h = st->h;
@@ -835,7 +835,7 @@ static int64_t h2_resp_write(irn_resp *resp, const void *data, size_t len, bool 
 static int h2_resp_end(irn_resp *resp) {
     h2st *st = resp->h2s;
     int rc = 0;
-    if (st && !st->h->dead && !resp->aborted && resp->state == 0) {
+    if (st && !st->h->dead && !resp->aborted && resp->state == IRN__RESP_NEW) {
         rc = irn__resp_default_500(resp);
     }
     if (st) {
@@ -876,7 +876,7 @@ static int h2_resp_close(irn_resp *resp) {
 }
 
 static int h2_resp_send_head(irn_resp *resp) {
-    return resp->state == 1 ? 0 : IRN_EINVAL; /* submitted at start */
+    return resp->state == IRN__RESP_STARTED ? 0 : IRN_EINVAL; /* submitted at start */
 }
 
 const irn__resp_ops irn__h2_resp_ops = {

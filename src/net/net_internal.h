@@ -210,12 +210,15 @@ extern const irn__resp_ops irn__h2_resp_ops; /* h2_server.c */
 struct conn;
 struct irn__h2s_stream;
 
+/* Where a response stands: nothing sent yet, or its head given (irn_resp_start). */
+typedef enum { IRN__RESP_NEW = 0, IRN__RESP_STARTED = 1 } irn__resp_state;
+
 struct irn_resp {
     struct conn *c;                  /* h1: NULL once detached */
     struct irn__h2s_stream *h2s;     /* h2: the stream; NULL once detached */
     const struct irn__resp_ops *ops; /* its protocol's */
     irn_request *req;
-    int state; /* 0 new, 1 started */
+    irn__resp_state state;
     bool chunked;
     bool eof_framed;
     bool no_body; /* HEAD, 204, 304: writes are swallowed */

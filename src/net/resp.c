@@ -10,7 +10,7 @@
 
 int irn_resp_start(irn_resp *resp, int status, const irn_header *headers, size_t nheaders,
                    int64_t content_length) {
-    if (!resp || resp->state != 0 || status < 100 || status > 999) return IRN_EINVAL;
+    if (!resp || resp->state != IRN__RESP_NEW || status < 100 || status > 999) return IRN_EINVAL;
     return resp->ops->start(resp, status, headers, nheaders, content_length);
 }
 
@@ -73,7 +73,7 @@ int irn__resp_default_500(irn_resp *resp) {
 
 int irn_resp_send(irn_resp *resp, int status, const char *content_type, const void *body,
                   size_t len, const irn_header *extra, size_t nextra) {
-    if (!resp || resp->state != 0 || nextra > 64) return IRN_EINVAL;
+    if (!resp || resp->state != IRN__RESP_NEW || nextra > 64) return IRN_EINVAL;
     irn_header hs[65];
     size_t n = 0;
     if (content_type)

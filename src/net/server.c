@@ -537,7 +537,7 @@ static int h1_resp_start(irn_resp *resp, int status, const irn_header *headers, 
                          int64_t content_length) {
     conn *c = resp->c;
     if (!c || c->closing) {
-        resp->state = 1;
+        resp->state = IRN__RESP_STARTED;
         return IRN_ECLOSED;
     }
     irn_request *req = resp->req;
@@ -597,7 +597,7 @@ static int h1_resp_start(irn_resp *resp, int status, const irn_header *headers, 
     }
     resp->content_length = bodyless_status ? -1 : content_length;
     resp->close_after = close;
-    resp->state = 1;
+    resp->state = IRN__RESP_STARTED;
     return 0;
 }
 
@@ -614,7 +614,7 @@ static int resp_write_parts(irn_resp *resp, uv_buf_t *parts, int nparts) {
 }
 
 static int64_t h1_resp_write(irn_resp *resp, const void *data, size_t len, bool last) {
-    if (!resp || resp->state != 1) return IRN_EINVAL;
+    if (!resp || resp->state != IRN__RESP_STARTED) return IRN_EINVAL;
     conn *c = resp->c;
     if (!c || c->closing || resp->aborted) return IRN_ECLOSED;
     if (resp->no_body || len == 0) return (int64_t)c->queued;
@@ -647,7 +647,7 @@ static int64_t h1_resp_write(irn_resp *resp, const void *data, size_t len, bool 
 static int h1_resp_end(irn_resp *resp) {
     conn *c = resp->c;
     int rc = 0;
-    if (c && !c->closing && resp->state == 0) {
+    if (c && !c->closing && resp->state == IRN__RESP_NEW) {
         rc = irn__resp_default_500(resp);
         c = resp->c;
     }
@@ -692,7 +692,7 @@ static int h1_resp_close(irn_resp *resp) {
 }
 
 static int h1_resp_send_head(irn_resp *resp) {
-    if (resp->state != 1) return IRN_EINVAL;
+    if (resp->state != IRN__RESP_STARTED) return IRN_EINVAL;
     if (!resp->c || resp->c->closing || resp->aborted) return IRN_ECLOSED;
     return resp->head.len ? resp_write_parts(resp, NULL, 0) : 0;
 }
