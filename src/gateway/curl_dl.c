@@ -1,7 +1,7 @@
 /* curl_dl.c: opens libcurl on first use (see curl_dl.h). */
 #include "gateway/curl_dl.h"
 
-#include <dlfcn.h>
+#include "gateway/gateway.h"
 #include <pthread.h>
 #include <stdio.h>
 
@@ -14,20 +14,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_err[256];
 static int load_rc;
 
-typedef struct sym {
-    const char *name;
-    void **slot;
-} sym;
-
 static void load(void) {
-    void *h = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(load_err, sizeof load_err, "cannot open %s (Debian package libcurl4): %s",
-                 CURL_SONAME, dlerror());
-        load_rc = -1;
-        return;
-    }
-    const sym syms[] = {
+    const gw_dl_sym syms[] = {
         {"curl_global_init", (void **)&gw_curl.global_init},
         {"curl_easy_init", (void **)&gw_curl.easy_init},
         {"curl_easy_setopt", (void **)&gw_curl.easy_setopt},
@@ -38,14 +26,9 @@ static void load(void) {
         {"curl_slist_append", (void **)&gw_curl.slist_append},
         {"curl_slist_free_all", (void **)&gw_curl.slist_free_all},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].name);
-        if (!*syms[i].slot) {
-            snprintf(load_err, sizeof load_err, "%s lacks %s", CURL_SONAME, syms[i].name);
-            load_rc = -1;
-            return; /* h stays open: harmless, and the answer is final */
-        }
-    }
+    load_rc =
+        gw_dl_open(CURL_SONAME, "libcurl4", syms, IR_ARRAY_LEN(syms), load_err, sizeof load_err);
+    if (load_rc) return;
     CURLcode rc = gw_curl.global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {
         snprintf(load_err, sizeof load_err, "curl_global_init: %s", gw_curl.easy_strerror(rc));

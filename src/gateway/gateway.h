@@ -625,6 +625,16 @@ int gw_reload(gw_app *app, const char *path);
 /* Frees what reloads replaced (at exit, once nothing runs). */
 void gw_reload_free(gw_app *app);
 
+/* Optional libraries (dl.c, ADR 0012): opens soname and sets each *syms[i].slot
+ * to its function; 0, or -1 with a line naming the Debian package in err. The
+ * callers (zmq_dl.c, curl_dl.c) do it once, under pthread_once. */
+typedef struct gw_dl_sym {
+    const char *name;
+    void **slot;
+} gw_dl_sym;
+int gw_dl_open(const char *soname, const char *package, const gw_dl_sym *syms, size_t n, char *err,
+               size_t errlen);
+
 int gw_main(int argc, char **argv);
 
 /* Request ids (request.c), shared with the control thread. */

@@ -1,5 +1,5 @@
 /* zmq_dl.c: opens libzmq on first use (see zmq_dl.h). */
-#include <dlfcn.h>
+#include "gateway/gateway.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <zmq.h>
@@ -16,20 +16,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_err[256];
 static int load_rc;
 
-typedef struct sym {
-    const char *name;
-    void **slot;
-} sym;
-
 static void load(void) {
-    void *h = dlopen(ZMQ_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(load_err, sizeof load_err, "cannot open %s (Debian package libzmq5): %s",
-                 ZMQ_SONAME, dlerror());
-        load_rc = -1;
-        return;
-    }
-    const sym syms[] = {
+    const gw_dl_sym syms[] = {
         {"zmq_ctx_new", (void **)&gw_zmq.ctx_new},
         {"zmq_ctx_term", (void **)&gw_zmq.ctx_term},
         {"zmq_socket", (void **)&gw_zmq.socket},
@@ -48,14 +36,8 @@ static void load(void) {
         {"zmq_errno", (void **)&gw_zmq.errno_},
         {"zmq_strerror", (void **)&gw_zmq.strerror},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].name);
-        if (!*syms[i].slot) {
-            snprintf(load_err, sizeof load_err, "%s lacks %s", ZMQ_SONAME, syms[i].name);
-            load_rc = -1;
-            return; /* h stays open: harmless, and the answer is final */
-        }
-    }
+    load_rc =
+        gw_dl_open(ZMQ_SONAME, "libzmq5", syms, IR_ARRAY_LEN(syms), load_err, sizeof load_err);
 }
 
 int gw_zmq_load(char *err, size_t errlen) {
