@@ -5,12 +5,11 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-int gw_dl_open(const char *soname, const char *package, const gw_dl_sym *syms, size_t n,
-               char *err, size_t errlen) {
+int gw_dl_open(const char *soname, const char *package, const gw_dl_sym *syms, size_t n, char *err,
+               size_t errlen) {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(err, errlen, "cannot open %s (Debian package %s): %s", soname, package,
-                 dlerror());
+        snprintf(err, errlen, "cannot open %s (Debian package %s): %s", soname, package, dlerror());
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
