@@ -19,8 +19,8 @@ import sys
 from datetime import datetime, timezone
 
 import jinja2
-import jinja2.ext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from hf_jinja import make_env, special_tokens
 
 FIXED_NOW = 1700000000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,26 +28,7 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "templates")
 FAMILIES = ["qwen3", "llama3_1", "gemma3", "deepseek_v3"]
 
 
-def make_env():
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
-                          separators=separators, sort_keys=sort_keys)
-
-    def strftime_now(fmt):
-        return datetime.fromtimestamp(FIXED_NOW, tz=timezone.utc).strftime(fmt)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[jinja2.ext.loopcontrols])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    return env
-
-
-ENV = make_env()
+ENV = make_env(lambda: datetime.fromtimestamp(FIXED_NOW, tz=timezone.utc))
 
 
 def render(src, variables):
@@ -290,23 +271,6 @@ def conversations():
         ("long_multi", [sys_] + [u1, a1, u2, a2] * 3 + [u1], {}),
     ]
     return convs
-
-
-def special_tokens(cfg):
-    out = {}
-    # transformers' special_tokens_map: the tokens that are set, as strings
-    for k in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
-              "mask_token"):
-        v = cfg.get(k)
-        if isinstance(v, dict):
-            v = v.get("content")
-        if v:
-            out[k] = v
-    extra = cfg.get("additional_special_tokens")
-    if extra:
-        out["additional_special_tokens"] = [x.get("content") if isinstance(x, dict) else x
-                                            for x in extra]
-    return out
 
 
 def gen_chats():

@@ -13,32 +13,15 @@ Each input line: {"dir": MODEL_DIR, "body": CHAT_BODY}; each output line:
 import json
 import os
 import sys
-from datetime import datetime
 
 import jinja2
-import jinja2.ext
 import jinja2.meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from hf_jinja import make_env, special_tokens
 
 HF_PARAMS = {"conversation", "tools", "documents", "chat_template", "add_generation_prompt",
              "continue_final_message", "tokenize", "padding", "truncation", "max_length",
              "return_tensors", "return_dict", "return_assistant_tokens_mask", "tokenizer_kwargs"}
-
-
-def make_env():
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                          sort_keys=sort_keys)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[jinja2.ext.loopcontrols])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = lambda f: datetime.now().strftime(f)
-    return env
 
 
 ENV = make_env()
@@ -52,22 +35,6 @@ def load(dir_):
         with open(path, encoding="utf-8") as f:
             return cfg, f.read()
     return cfg, cfg.get("chat_template")
-
-
-def specials(cfg):
-    out = {}
-    for k in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
-              "mask_token"):
-        v = cfg.get(k)
-        if isinstance(v, dict):
-            v = v.get("content")
-        if v:
-            out[k] = v
-    extra = cfg.get("additional_special_tokens")
-    if extra:
-        out["additional_special_tokens"] = [x.get("content") if isinstance(x, dict) else x
-                                            for x in extra]
-    return out
 
 
 def content_format(src):
@@ -201,7 +168,7 @@ def render(dir_, body):
     variables = {"messages": conv, "tools": tool_dicts(kw.get("tools", body.get("tools"))),
                  "documents": kw.get("documents", body.get("documents")),
                  "add_generation_prompt": agp}
-    variables.update(specials(cfg))
+    variables.update(special_tokens(cfg))
     variables.update({k: v for k, v in kw.items() if k not in HF_PARAMS and k in reads})
     text = tmpl.render(**variables)
     if cont:
