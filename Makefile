@@ -67,7 +67,7 @@ fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 	cd $(FUZZ_BUILD) && ctest -L fuzz --output-on-failure
 
 fmt:
-	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c')
+	clang-format -i $$(git ls-files --cached --others --exclude-standard 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c')
 
 fmt-check:
 	@out=$$(clang-format --dry-run $$(git ls-files --cached --others --exclude-standard 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c') 2>&1); \
