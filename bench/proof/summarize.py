@@ -5,8 +5,9 @@
 
 Per workload: each policy's hit rate (from usage), the reuse ceiling, TTFT
 p50/p90/p99 in wall ms and, in model ms (x K), the ratio of p90 and p99 to
-round_robin's in the same run, errors, and the busiest replica's share of
-requests against the mean (max/mean). With several repetitions the summary
+round_robin's in the same run, errors, the busiest replica's share of
+requests against the mean (max/mean), and the busiest replica's mean number
+of requests in flight against the fleet's mean (the w5 target's 1.3). With several repetitions the summary
 holds medians over them (compare's own), and the repetitions' spread of p99 is
 shown when the per-repetition files are still there.
 """
@@ -43,8 +44,8 @@ def table(path):
     if d.get("sim_args"):
         out += [f"Simulator flags: `{d['sim_args']}`", ""]
     out += ["| policy | hit rate | TTFT p50 | p90 | p99 (wall ms) | p99 range over reps | "
-            "p90 / rr | p99 / rr | errors | max/mean requests |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "p90 / rr | p99 / rr | errors | max/mean requests | max/mean in flight |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p, v in pols.items():
         t = v.get("ttft_ms") or {}
         per = v.get("per_replica") or {}
@@ -52,7 +53,8 @@ def table(path):
         r90 = t["p90"] / rr["p90"] if rr.get("p90") and t.get("p90") is not None else float("nan")
         r99 = t["p99"] / rr["p99"] if rr.get("p99") and t.get("p99") is not None else float("nan")
         out.append(f"| {p} | {v.get('hit_rate')} | {t.get('p50')} | {t.get('p90')} | {t.get('p99')} | "
-                   f"{spread(d, p)} | {r90:.2f} | {r99:.2f} | {v.get('errors')} | {mm:.2f} |")
+                   f"{spread(d, p)} | {r90:.2f} | {r99:.2f} | {v.get('errors')} | {mm:.2f} | "
+                   f"{v.get('in_flight_max_over_mean')} |")
     return "\n".join(out) + "\n"
 
 

@@ -227,8 +227,9 @@ static json_t *policy_summary(json_t **sums, size_t n, json_t *files) {
             json_object_set_new(d, pct[j], med_of(sums, n, lat[k], pct[j]));
         json_object_set_new(p, lat[k], d);
     }
-    static const char *flat[] = {"hit_rate",       "engine_hit_rate", "goodput",  "goodput_rps",
-                                 "throughput_rps", "errors",          "requests", "reuse_ceiling"};
+    static const char *flat[] = {"hit_rate",    "engine_hit_rate", "goodput",
+                                 "goodput_rps", "throughput_rps",  "errors",
+                                 "requests",    "reuse_ceiling",   "in_flight_max_over_mean"};
     for (size_t k = 0; k < IR_ARRAY_LEN(flat); k++)
         json_object_set_new(p, flat[k], med_of(sums, n, flat[k], NULL));
     json_t *per = json_object();

@@ -459,6 +459,18 @@ static void test_summary_arithmetic(void **st) {
     assert_true(fabs(json_number_value(json_object_get(json_object_get(s, "send_lag_ms"), "max")) -
                      1) < 1e-6);
     assert_true(json_number_value(json_object_get(s, "hit_rate")) == 0.25);
+    assert_true(json_is_null(json_object_get(s, "in_flight_max_over_mean"))); /* no replica */
+    json_decref(s);
+    /* In flight from hand-off to end: a holds 1.499 + 2.499 s, b 3.499 + 4.499 s,
+     * over a 7.5 s span; the busiest against the mean is 2b / (a + b). */
+    for (int i = 0; i < 4; i++)
+        snprintf(r[i].replica, sizeof r[i].replica, "%s", i < 2 ? "a" : "b");
+    s = bench_summarize(&in);
+    json_t *per = json_object_get(s, "per_replica_in_flight");
+    assert_true(fabs(json_number_value(json_object_get(per, "a")) - 3.998 / 7.5) < 1e-9);
+    assert_true(fabs(json_number_value(json_object_get(per, "b")) - 7.998 / 7.5) < 1e-9);
+    assert_true(fabs(json_number_value(json_object_get(s, "in_flight_max_over_mean")) -
+                     2 * 7.998 / (3.998 + 7.998)) < 1e-3); /* kept to 3 decimals */
     json_decref(s);
 }
 
