@@ -48,7 +48,7 @@ void irx_free(irx_index *ix) {
 /* ---- one replica's shadow (its lock held) ------------------------------------ */
 
 static ir_hash128 node_hash(const irx_shadow *s, uint32_t i) {
-    return (ir_hash128){s->nodes[i].lo, s->nodes[i].hi};
+    return (ir_hash128){s->nodes[i].key, 0}; /* the index keys blocks by lo */
 }
 
 /* Evicts the least recent listed block (the caller checks nlisted > 0). */

@@ -15,18 +15,19 @@
 #define IRX_PINNED     (UINT32_MAX - 1) /* prev of a pinned node (node numbers are < 2^30) */
 #define IRX_ANON_STAMP UINT32_MAX       /* stamp of an anonymous node; records never use it */
 
-/* One block in a replica's shadow: its hash, its LRU links (node numbers) and
- * the stamp of the last record that touched it. A pinned block (requests in
- * flight use it) is in the table but not in the LRU list, so it cannot be
- * evicted: its prev is IRX_PINNED and its next counts the pins. An anonymous
- * block (stamp IRX_ANON_STAMP) stands for a block an engine spent on a request
- * beyond its prompt's full blocks (the trailing partial block, decode blocks):
- * it is in the list, takes capacity, and is in neither the table nor the map. */
+/* One block in a replica's shadow: its key (the low 64 bits of its chained
+ * hash, as in the map; docs/internals/index.md says why 64 bits are enough),
+ * its LRU links (node numbers) and the stamp of the last record that touched it. A pinned block
+ * (requests in flight use it) is in the table but not in the LRU list, so it cannot be evicted: its
+ * prev is IRX_PINNED and its next counts the pins. An anonymous block (stamp IRX_ANON_STAMP) stands
+ * for a block an engine spent on a request beyond its prompt's full blocks (the trailing partial
+ * block, decode blocks): it is in the list, takes capacity, and is in neither the table nor the
+ * map. */
 typedef struct __attribute__((packed, aligned(4))) irx_node {
-    uint64_t lo, hi;
+    uint64_t key;
     uint32_t prev, next; /* prev is towards the most recent end */
     uint32_t stamp;
-} irx_node; /* 28 bytes */
+} irx_node; /* 20 bytes */
 
 static inline uint32_t irx_node_pins(const irx_node *n) {
     return n->prev == IRX_PINNED ? n->next : 0;
@@ -67,7 +68,7 @@ static inline void irx_slot_set(irx_shadow *s, uint32_t j, uint32_t i) {
 int irx_shadow_init(irx_shadow *s, uint32_t cap);
 void irx_shadow_free(irx_shadow *s);
 size_t irx_shadow_bytes(const irx_shadow *s);
-/* Node number holding h, or IRX_NIL. */
+/* Node number holding h (its key, h.lo), or IRX_NIL. */
 uint32_t irx_shadow_find(const irx_shadow *s, ir_hash128 h);
 /* Makes node i the most recent. */
 void irx_shadow_touch(irx_shadow *s, uint32_t i);

@@ -1,12 +1,12 @@
 /* map.c: the shared map from block hash to the set of replicas holding it.
  *
  * SHARDS open-addressing tables (linear probing), one per slice of the hash
- * space. A slot is (lo, hi, bits[nwords]). Readers take no lock: they load the
- * shard's table pointer and probe it inside an RCU read-side section
- * (liburcu-bp). Writers lock the shard. A slot's key, once written, never
- * changes and never moves: a block that no replica holds any more keeps its
- * slot with empty bits (a tombstone, reused when the same block comes back),
- * and the table is rebuilt, without tombstones, when live and dead slots reach
+ * space. A slot is (key, bits[nwords]), the key being the low 64 bits of the
+ * block's 128-bit chained hash (docs/internals/index.md: why 64 are enough). Readers take no lock:
+ * they load the shard's table pointer and probe it inside an RCU read-side section (liburcu-bp).
+ * Writers lock the shard. A slot's key, once written, never changes and never moves: a block that
+ * no replica holds any more keeps its slot with empty bits (a tombstone, reused when the same block
+ * comes back), and the table is rebuilt, without tombstones, when live and dead slots reach
  * MAX_LOAD. The rebuilt table is published with one atomic store; the old one
  * is freed after a grace period. Every field a reader loads is atomic. */
 #include <pthread.h>
@@ -45,7 +45,7 @@ struct irx_table {
     struct rcu_head rcu;
     size_t size;  /* slots */
     size_t used;  /* slots with a key: live and tombstones (writer only) */
-    uint64_t w[]; /* size * (2 + nwords) words */
+    uint64_t w[]; /* size * (1 + nwords) words */
 };
 
 #define LOAD(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
@@ -59,12 +59,14 @@ void irx_read_unlock(void) {
     urcu_bp_read_unlock();
 }
 
-static uint64_t key_lo(ir_hash128 h) {
+static uint64_t key_of(ir_hash128 h) {
     return h.lo ? h.lo : 1;
 } /* 0 marks an empty slot */
 
+/* The key's low bits: home() takes its high ones, so a shard's keys still spread
+ * over its whole table. */
 static uint32_t shard_of(ir_hash128 h) {
-    return (uint32_t)(h.hi >> (64 - IRX_SHARD_BITS));
+    return (uint32_t)(h.lo & (IRX_SHARDS - 1));
 }
 
 static size_t home(uint64_t lo, size_t size) {
@@ -81,26 +83,25 @@ static size_t table_bytes(const irx_map *m, const irx_table *t) {
     return t ? sizeof *t + t->size * m->stride * sizeof(uint64_t) : 0;
 }
 
-/* The slot of (lo, hi), or NULL. Safe for readers. */
-static uint64_t *find(const irx_map *m, irx_table *t, uint64_t lo, uint64_t hi) {
+/* The slot of key, or NULL. Safe for readers. */
+static uint64_t *find(const irx_map *m, irx_table *t, uint64_t key) {
     if (!t) return NULL;
-    for (size_t j = home(lo, t->size);;) {
+    for (size_t j = home(key, t->size);;) {
         uint64_t *s = &t->w[j * m->stride];
         uint64_t k = atomic_load_explicit((_Atomic uint64_t *)s, memory_order_acquire);
         if (k == 0) return NULL;
-        if (k == lo && LOAD(&s[1]) == hi) return s;
+        if (k == key) return s;
         if (++j == t->size) j = 0;
     }
 }
 
-/* Writer only: claims an empty slot for (lo, hi) with bits already set. */
-static void place(const irx_map *m, irx_table *t, uint64_t lo, uint64_t hi, const uint64_t *bits) {
-    size_t j = home(lo, t->size);
+/* Writer only: claims an empty slot for key with bits already set. */
+static void place(const irx_map *m, irx_table *t, uint64_t key, const uint64_t *bits) {
+    size_t j = home(key, t->size);
     while (LOAD(&t->w[j * m->stride])) j = j + 1 == t->size ? 0 : j + 1;
     uint64_t *s = &t->w[j * m->stride];
-    STORE(&s[1], hi);
-    for (uint32_t k = 0; k < m->nwords; k++) STORE(&s[2 + k], bits[k]);
-    atomic_store_explicit((_Atomic uint64_t *)s, lo, memory_order_release); /* publishes */
+    for (uint32_t k = 0; k < m->nwords; k++) STORE(&s[1 + k], bits[k]);
+    atomic_store_explicit((_Atomic uint64_t *)s, key, memory_order_release); /* publishes */
     t->used++;
 }
 
@@ -118,8 +119,8 @@ static int rebuild(irx_map *m, irx_map_shard *sh, size_t live) {
     if (!t) return -1;
     for (size_t j = 0; old && j < old->size; j++) {
         uint64_t *s = &old->w[j * m->stride], any = 0;
-        for (uint32_t k = 0; k < m->nwords; k++) any |= LOAD(&s[2 + k]);
-        if (any) place(m, t, LOAD(&s[0]), LOAD(&s[1]), &s[2]);
+        for (uint32_t k = 0; k < m->nwords; k++) any |= LOAD(&s[1 + k]);
+        if (any) place(m, t, LOAD(&s[0]), &s[1]);
     }
     atomic_store_explicit(&sh->tab, t, memory_order_release);
     atomic_fetch_add(&m->bytes, table_bytes(m, t));
@@ -133,7 +134,7 @@ static int rebuild(irx_map *m, irx_map_shard *sh, size_t live) {
 int irx_map_init(irx_map *m, uint32_t nwords) {
     memset(m, 0, sizeof *m);
     m->nwords = nwords;
-    m->stride = 2 + nwords;
+    m->stride = 1 + nwords;
     for (uint32_t i = 0; i < IRX_SHARDS; i++) pthread_mutex_init(&m->shard[i].mu, NULL);
     return 0;
 }
@@ -153,17 +154,17 @@ int irx_map_add(irx_map *m, ir_hash128 h, uint32_t r) {
 
 int irx_map_add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set) {
     irx_map_shard *sh = &m->shard[shard_of(h)];
-    uint64_t lo = key_lo(h), bit = 1ull << (r % 64);
+    uint64_t key = key_of(h), bit = 1ull << (r % 64);
     int rc = 0;
     *was_set = false;
     pthread_mutex_lock(&sh->mu);
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_relaxed);
-    uint64_t *s = find(m, t, lo, h.hi);
+    uint64_t *s = find(m, t, key);
     if (s) {
         uint64_t any = 0;
-        for (uint32_t k = 0; k < m->nwords; k++) any |= LOAD(&s[2 + k]);
+        for (uint32_t k = 0; k < m->nwords; k++) any |= LOAD(&s[1 + k]);
         uint64_t old =
-            atomic_fetch_or_explicit((_Atomic uint64_t *)&s[2 + r / 64], bit, memory_order_relaxed);
+            atomic_fetch_or_explicit((_Atomic uint64_t *)&s[1 + r / 64], bit, memory_order_relaxed);
         *was_set = (old & bit) != 0;
         if (!any) sh->live++, atomic_fetch_add(&m->entries, 1); /* a tombstone revived */
     } else if ((!t || (double)(t->used + 1) > MAX_LOAD * (double)t->size) &&
@@ -172,7 +173,7 @@ int irx_map_add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set) {
     } else {
         uint64_t bits[IRX_MAX_REPLICAS / 64] = {0};
         bits[r / 64] = bit;
-        place(m, atomic_load_explicit(&sh->tab, memory_order_relaxed), lo, h.hi, bits);
+        place(m, atomic_load_explicit(&sh->tab, memory_order_relaxed), key, bits);
         sh->live++;
         atomic_fetch_add(&m->entries, 1);
     }
@@ -184,12 +185,12 @@ void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r) {
     irx_map_shard *sh = &m->shard[shard_of(h)];
     pthread_mutex_lock(&sh->mu);
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_relaxed);
-    uint64_t *s = find(m, t, key_lo(h), h.hi);
+    uint64_t *s = find(m, t, key_of(h));
     if (s) {
         uint64_t bit = 1ull << (r % 64), any = 0;
-        uint64_t was = atomic_fetch_and_explicit((_Atomic uint64_t *)&s[2 + r / 64], ~bit,
+        uint64_t was = atomic_fetch_and_explicit((_Atomic uint64_t *)&s[1 + r / 64], ~bit,
                                                  memory_order_relaxed);
-        for (uint32_t k = 0; k < m->nwords; k++) any |= LOAD(&s[2 + k]);
+        for (uint32_t k = 0; k < m->nwords; k++) any |= LOAD(&s[1 + k]);
         if ((was & bit) && !any) {
             sh->live--;
             atomic_fetch_sub(&m->entries, 1);
@@ -203,8 +204,8 @@ void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r) {
 void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out) {
     const irx_map_shard *sh = &m->shard[shard_of(h)];
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_acquire);
-    const uint64_t *s = find(m, t, key_lo(h), h.hi);
-    for (uint32_t k = 0; k < m->nwords; k++) out[k] = s ? LOAD(&s[2 + k]) : 0;
+    const uint64_t *s = find(m, t, key_of(h));
+    for (uint32_t k = 0; k < m->nwords; k++) out[k] = s ? LOAD(&s[1 + k]) : 0;
 }
 
 void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits) {
@@ -216,7 +217,7 @@ void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits) {
         for (size_t j = 0; t && j < t->size; j++) {
             uint64_t *s = &t->w[j * m->stride], n = 0;
             for (uint32_t k = 0; k < m->nwords; k++)
-                n += (uint64_t)__builtin_popcountll(LOAD(&s[2 + k]));
+                n += (uint64_t)__builtin_popcountll(LOAD(&s[1 + k]));
             *entries += n > 0;
             *bits += n;
         }

@@ -48,7 +48,7 @@ uint32_t irx_shadow_find(const irx_shadow *s, ir_hash128 h) {
     for (uint32_t j = home(s, h.lo);; j = next_slot(s, j)) {
         uint32_t i = irx_slot(s, j);
         if (i == IRX_NIL) return IRX_NIL;
-        if (s->nodes[i].lo == h.lo && s->nodes[i].hi == h.hi) return i;
+        if (s->nodes[i].key == h.lo) return i;
     }
 }
 
@@ -81,13 +81,13 @@ void irx_shadow_touch(irx_shadow *s, uint32_t i) {
     push_head(s, i);
 }
 
-static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stamp) {
+static uint32_t take_node(irx_shadow *s, uint64_t key, uint32_t stamp) {
     uint32_t i = s->free;
     if (i != IRX_NIL)
         s->free = s->nodes[i].next;
     else
         i = s->fresh++; /* count < cap, so a never-used node is left */
-    s->nodes[i] = (irx_node){.lo = lo, .hi = hi, .stamp = stamp};
+    s->nodes[i] = (irx_node){.key = key, .stamp = stamp};
     push_head(s, i);
     s->count++;
     s->nlisted++;
@@ -95,7 +95,7 @@ static uint32_t take_node(irx_shadow *s, uint64_t lo, uint64_t hi, uint32_t stam
 }
 
 uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
-    uint32_t i = take_node(s, h.lo, h.hi, stamp);
+    uint32_t i = take_node(s, h.lo, stamp);
     uint32_t j = home(s, h.lo);
     while (irx_slot(s, j) != IRX_NIL) j = next_slot(s, j);
     irx_slot_set(s, j, i);
@@ -104,7 +104,7 @@ uint32_t irx_shadow_add(irx_shadow *s, ir_hash128 h, uint32_t stamp) {
 
 uint32_t irx_shadow_add_anon(irx_shadow *s) {
     s->nanon++;
-    return take_node(s, 0, 0, IRX_ANON_STAMP);
+    return take_node(s, 0, IRX_ANON_STAMP);
 }
 
 void irx_shadow_pin(irx_shadow *s, uint32_t i) {
@@ -133,12 +133,12 @@ void irx_shadow_unpin(irx_shadow *s, uint32_t i) {
 /* Backward-shift deletion: later entries of the probe run move up into the
  * hole when their home position allows it, so lookups never need tombstones. */
 static void table_delete(irx_shadow *s, uint32_t i) {
-    uint32_t hole = home(s, s->nodes[i].lo);
+    uint32_t hole = home(s, s->nodes[i].key);
     while (irx_slot(s, hole) != i) hole = next_slot(s, hole);
     for (uint32_t j = next_slot(s, hole);; j = next_slot(s, j)) {
         uint32_t k = irx_slot(s, j);
         if (k == IRX_NIL) break;
-        uint32_t want = home(s, s->nodes[k].lo);
+        uint32_t want = home(s, s->nodes[k].key);
         /* k may fill the hole when its home is not in (hole, j], cyclically. */
         bool stays = hole <= j ? (want > hole && want <= j) : (want > hole || want <= j);
         if (stays) continue;
@@ -177,7 +177,7 @@ int irx_shadow_check(const irx_shadow *s) {
             anon++;
             continue;
         }
-        ir_hash128 h = {s->nodes[i].lo, s->nodes[i].hi};
+        ir_hash128 h = {s->nodes[i].key, 0};
         if (irx_shadow_find(s, h) != i) return -1;
     }
     if (prev != s->tail || seen != s->nlisted || anon != s->nanon) return -1;

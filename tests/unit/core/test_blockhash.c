@@ -99,11 +99,36 @@ static void matches_reference_digest(void **state) {
     }
 }
 
+/* The 16-token path computes XXH3's rounds itself: it must equal the library's
+ * digest of the same 80 bytes for any parent and ids, one block or a chain. */
+static void sixteen_token_path_matches_xxh3(void **state) {
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    uint32_t ids[16 * 64];
+    for (size_t i = 0; i < IR_ARRAY_LEN(ids); i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        ids[i] = (uint32_t)(x >> 32);
+    }
+    ir_hash128 parent = {x, ~x}, chain[64];
+    assert_int_equal(ir_block_hash_chain(parent, ids, IR_ARRAY_LEN(ids), 16, chain, 64), 64);
+    for (size_t b = 0; b < 64; b++) {
+        unsigned char buf[80];
+        memcpy(buf, &parent.lo, 8);
+        memcpy(buf + 8, &parent.hi, 8);
+        memcpy(buf + 16, ids + b * 16, 64);
+        XXH128_hash_t want = XXH3_128bits(buf, sizeof buf);
+        assert_true(chain[b].lo == want.low64 && chain[b].hi == want.high64);
+        parent = chain[b];
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(chain_properties),          cmocka_unit_test(salts_separate_chains),
-        cmocka_unit_test(absent_salts_are_distinct), cmocka_unit_test(salts_with_nuls),
+        cmocka_unit_test(chain_properties),
+        cmocka_unit_test(salts_separate_chains),
+        cmocka_unit_test(absent_salts_are_distinct),
+        cmocka_unit_test(salts_with_nuls),
         cmocka_unit_test(matches_reference_digest),
+        cmocka_unit_test(sixteen_token_path_matches_xxh3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
