@@ -383,8 +383,6 @@ void gw_parity_poll(const gw_fleet *f, gw_kvsub_stats *st, bool final);
  * "approximate-after-gap") and, for event-fed replicas, index_view_age_ms and
  * index_orphan_blocks to an /admin/explain row. */
 void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row);
-/* The subscriber's metrics (metrics_kv.c calls it). */
-void gw_kvsub_metrics(const gw_fleet *f, ir_buf *out);
 void gw_fleet_free(gw_fleet *f);
 /* A model by name or alias; NULL when unknown. */
 const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len);
@@ -486,6 +484,7 @@ typedef struct gw_app {
     irl_scraper *scraper;                 /* engine metrics (load.c), owned; NULL until started */
     struct gw_load *load;                 /* what load.c keeps between reports, owned */
     struct gw_load_metrics *load_metrics; /* metrics_load.c's families, owned */
+    struct gw_kv_metrics *kv_metrics;     /* metrics_kv.c's families, owned */
     bool *started;                        /* started[i]: workers[i] is bound and running */
     struct gw_metrics *metrics;           /* the registry behind GET /metrics (metrics.c), owned */
     iro_dlog *dlog;                       /* the decision log (decision.c), owned; NULL when off */
@@ -534,6 +533,10 @@ int gw_metrics_render(gw_app *app, ir_buf *out);
  * registered by gw_metrics_init and freed by gw_metrics_free. */
 int gw_metrics_load_init(gw_app *app);
 void gw_metrics_load_free(gw_app *app);
+/* The KV event subscriber's counters, parity ratio and lag (metrics_kv.c), the
+ * same way. */
+int gw_metrics_kv_init(gw_app *app);
+void gw_metrics_kv_free(gw_app *app);
 
 /* Engine load (load.c): the scraper of every replica's /metrics, started and
  * stopped by the control loop. Its reports land in each gw_replica's engine,
@@ -606,8 +609,6 @@ extern const char gw_console_html[];
 extern const size_t gw_console_html_len;
 /* GET /admin/state: version, commit, drain state, models, replicas, as JSON (README). */
 void gw_state_render(gw_app *app, ir_buf *out);
-/* Appends s escaped as a Prometheus label value (backslash, quote, newline). */
-void gw_prom_label_value(ir_buf *out, const char *s);
 
 /* The running configuration (see gw_fleet.cfg). */
 static inline const gw_config *gw_live(const gw_app *app) {

@@ -397,7 +397,8 @@ int gw_metrics_init(gw_app *app) {
             return -1;
     if (gw_fleet_listen(f, on_member, app)) return -1;
     if (iro_registry_on_collect(m->reg, collect, app)) return -1;
-    return gw_metrics_load_init(app);
+    if (gw_metrics_load_init(app)) return -1;
+    return gw_metrics_kv_init(app);
 }
 
 void gw_metrics_free(gw_app *app) {
@@ -405,6 +406,7 @@ void gw_metrics_free(gw_app *app) {
     if (!m) return;
     gw_fleet_unlisten(&app->fleet, on_member, app);
     gw_metrics_load_free(app);
+    gw_metrics_kv_free(app);
     for (size_t i = 0; i < app->fleet.nreplicas; i++)
         gw_metrics_replica_free(&app->fleet.replicas[i]);
     while (m->retired) {
@@ -425,12 +427,8 @@ struct iro_registry *gw_metrics_registry(gw_app *app) {
     return app->metrics ? app->metrics->reg : NULL;
 }
 
-/* The registry's page, then what kvsub_view.c writes itself (the KV event
- * streams, read from its own atomics). */
 int gw_metrics_render(gw_app *app, ir_buf *out) {
-    int rc = app->metrics ? iro_write(app->metrics->reg, out) : 0;
-    gw_kvsub_metrics(&app->fleet, out);
-    return rc;
+    return app->metrics ? iro_write(app->metrics->reg, out) : 0;
 }
 
 /* ---- recording (worker threads) ---------------------------------------------------------------

@@ -122,16 +122,3 @@ void gw_state_render(gw_app *app, ir_buf *o) {
     }
     ir_buf_append_lit(o, "]}");
 }
-
-void gw_prom_label_value(ir_buf *o, const char *s) {
-    for (; *s; s++) {
-        if (*s == '\\')
-            ir_buf_append_lit(o, "\\\\");
-        else if (*s == '"')
-            ir_buf_append_lit(o, "\\\"");
-        else if (*s == '\n')
-            ir_buf_append_lit(o, "\\n");
-        else
-            ir_buf_append(o, s, 1);
-    }
-}

@@ -6,7 +6,7 @@
 // a gap no replay covers falls back, a restart clears, and garbage is skipped.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -122,6 +122,11 @@ for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
     assert.equal(metricValue(page, 'inferrail_kv_events_decode_errors_total', 'replica="ev"'), 1);
     assert.equal(metricValue(page, 'inferrail_kv_events_clears_total', 'replica="ev"'), 1);
     assert.equal(metricValue(page, 'inferrail_kv_events_gaps_total', 'replica="ev"'), 0);
+    // The subscriber's families are the registry's: the page, with them, passes promtool.
+    const lint = spawnSync('promtool', ['check', 'metrics'], { input: page, encoding: 'utf8' });
+    assert.equal(lint.error, undefined, 'promtool is missing: scripts/install-deps installs prometheus');
+    assert.equal(lint.status, 0, `promtool check metrics failed:\n${lint.stdout}${lint.stderr}`);
+    assert.equal(lint.stdout + lint.stderr, '', 'promtool has lint remarks');
   });
 }
 

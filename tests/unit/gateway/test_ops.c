@@ -115,15 +115,6 @@ static void kv_events_config(void **state) {
     ir_cfg_errors_free(&e);
 }
 
-static void label_values_escaped(void **state) {
-    ir_buf b;
-    ir_buf_init(&b, 0);
-    gw_prom_label_value(&b, "a\\b\"c\nd");
-    assert_int_equal(b.len, strlen("a\\\\b\\\"c\\nd"));
-    assert_memory_equal(b.data, "a\\\\b\\\"c\\nd", b.len);
-    ir_buf_free(&b);
-}
-
 static void readiness(void **state) {
     const char *text = "models: [{name: m-a}, {name: m-b}]\n"
                        "replicas:\n"
@@ -213,9 +204,11 @@ static void upstream_headers(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_problem_in_one_pass), cmocka_unit_test(replica_ids_are_plain),
-        cmocka_unit_test(urls_ports_and_zeros),      cmocka_unit_test(label_values_escaped),
-        cmocka_unit_test(kv_events_config),          cmocka_unit_test(readiness),
+        cmocka_unit_test(every_problem_in_one_pass),
+        cmocka_unit_test(replica_ids_are_plain),
+        cmocka_unit_test(urls_ports_and_zeros),
+        cmocka_unit_test(kv_events_config),
+        cmocka_unit_test(readiness),
         cmocka_unit_test(upstream_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
