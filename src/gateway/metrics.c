@@ -38,7 +38,7 @@ struct gw_rmetrics {
 
 /* A model's series. */
 typedef struct mmetrics {
-    iro_series *retries, *disconnects, *tokenized[4];
+    iro_series *retries, *disconnects, *tokenized[GW_PREDICT_STATES], *tokenize_s;
     _Atomic(iro_series *) unrouted[ST_N]; /* replica "none", made when first seen */
 } mmetrics;
 
@@ -188,13 +188,34 @@ static void model_series(gw_metrics *m, mmetrics *mm, const char *name) {
                       name);
 }
 
-static void model_token_series(gw_metrics *m, mmetrics *mm, const char *name) {
+/* Time to tokenize and hash a prompt, its wait for a tokenizer thread included. */
+static const double tokenize_buckets[] = {1e-5,   2.5e-5, 5e-5, 1e-4,   2.5e-4, 5e-4, 1e-3,
+                                          2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25};
+
+static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) {
     iro_registry *g = m->reg;
+    const char *name = md->cfg->name;
     const char *const lr[] = {"model", "result", NULL};
+    const char *const l[] = {"model", NULL};
     iro_family *t = iro_counter(g, "inferrail_tokenized_requests_total",
-                                "Prompts tokenized (ok), or why a request got no prediction.", lr);
-    static const char *const res[4] = {"none", "ok", "unsupported", "invalid"};
-    for (int i = 0; i < 4; i++) mm->tokenized[i] = iro_series_of(t, name, res[i]);
+                                "Prompts tokenized, or why a request got no prediction: invalid, "
+                                "unsupported, template, busy, slow, unavailable (no tokenizer).",
+                                lr);
+    for (int i = 0; i < GW_PREDICT_STATES; i++)
+        mm->tokenized[i] = iro_series_of(t, name, gw_predict_state_name((gw_predict_state)i));
+    mm->tokenize_s = iro_series_of(
+        iro_histogram(g, "inferrail_tokenize_seconds",
+                      "Time to tokenize and hash a prompt, the wait for a tokenizer thread "
+                      "included (models with a tokenizer).",
+                      l, tokenize_buckets, IR_ARRAY_LEN(tokenize_buckets)),
+        name);
+    iro_set(iro_series_of(iro_gauge(g, "inferrail_model_predictions_enabled",
+                                    "1 when the model's tokenizer loaded and its requests get "
+                                    "cache predictions; 0 when it routes without them (no "
+                                    "tokenizer, or tokenizer_optional and it failed to load).",
+                                    l),
+                          name),
+            md->tok != GW_TOK_NONE);
 }
 
 /* ---- the collect hook: what the fleet counts itself ----------------------------------------- */
@@ -386,8 +407,7 @@ int gw_metrics_init(gw_app *app) {
     totals(m);
     request_families(m);
     for (size_t i = 0; i < f->nmodels; i++) model_series(m, &m->models[i], f->models[i].cfg->name);
-    for (size_t i = 0; i < f->nmodels; i++)
-        model_token_series(m, &m->models[i], f->models[i].cfg->name);
+    for (size_t i = 0; i < f->nmodels; i++) model_token_series(m, &m->models[i], &f->models[i]);
     for (size_t i = 0; i < f->nmodels; i++)
         m->decision_by_policy[i] = iro_series_of(m->decision_s, policy_of(&f->models[i]));
     replica_families(m);
@@ -474,8 +494,11 @@ void gw_metrics_disconnect(gw_req *r) {
 void gw_metrics_tokenized(gw_req *r) {
     gw_metrics *m = r->w->app->metrics;
     if (!m || !r->model) return;
+    mmetrics *mm = &m->models[r->model->index];
     unsigned k = (unsigned)r->prompt.state;
-    if (k < 4) iro_inc(m->models[r->model->index].tokenized[k], 1);
+    if (k < GW_PREDICT_STATES) iro_inc(mm->tokenized[k], 1);
+    if (r->model->tok != GW_TOK_NONE)
+        iro_observe(mm->tokenize_s, (double)(ir_now_ns() - r->prepare_start) * 1e-9);
 }
 
 static int err_reason(int status) {

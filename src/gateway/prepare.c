@@ -163,7 +163,6 @@ static void tok_work(uv_work_t *w) {
 }
 
 static void prepared(gw_req *r, gw_step_fn next) {
-    gw_metrics_tokenized(r);
     /* tokenized, or an estimate (four bytes a token) */
     r->prompt_tokens = r->prompt.state == GW_PREDICT_OK ? r->prompt.ids.len : r->body_len / 4;
     next(r);
@@ -222,7 +221,14 @@ static bool prepare_on_thread(gw_req *r, bool chat, gw_step_fn next) {
     return true;
 }
 
+const char *gw_predict_state_name(gw_predict_state s) {
+    static const char *const names[GW_PREDICT_STATES] = {
+        "unavailable", "tokenized", "unsupported", "invalid", "template", "busy", "slow"};
+    return (unsigned)s < GW_PREDICT_STATES ? names[s] : "unavailable";
+}
+
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {
+    r->prepare_start = ir_now_ns();
     bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
     /* builtin:sim costs less than a hop to a thread: it always stays on the loop */
     if (r->model->tok == GW_TOK_HF && r->body_len > GW_TOKENIZE_INLINE) {
@@ -238,6 +244,7 @@ void gw_stage_prepare(gw_req *r, gw_step_fn next) {
 
 void gw_stage_hash(gw_req *r) {
     gw_prompt_hash(&r->w->app->fleet, r->model, &r->prompt);
+    gw_metrics_tokenized(r); /* its outcome, and the time stages 3 and 4 took */
 }
 
 void gw_stage_match(gw_req *r) {

@@ -82,6 +82,11 @@ typedef enum {
     GW_PREDICT_BUSY,        /* the tokenizer queue was full (tokenizer.max_queue) */
     GW_PREDICT_SLOW,        /* it waited past tokenizer.max_wait for a thread */
 } gw_predict_state;
+#define GW_PREDICT_STATES 7
+/* The state's `result` in inferrail_tokenized_requests_total, the seed's names:
+ * NONE is "unavailable", OK "tokenized", the rest their own in lower case.
+ * (/admin/explain's `prediction` keeps its documented "none" and "ok".) */
+const char *gw_predict_state_name(gw_predict_state s);
 
 typedef struct gw_prompt {
     gw_predict_state state;
@@ -125,6 +130,7 @@ struct gw_req {
     size_t nparts;
     char rid[160];
     uint64_t arrival, deadline;
+    uint64_t prepare_start; /* when stage 3 began (inferrail_tokenize_seconds) */
     uint64_t prompt_tokens;
     int attempt;
     uint64_t tried[GW_MAX_REPLICAS / 64];

