@@ -30,6 +30,7 @@ typedef struct stage_scratch {
 
 struct hf_ctx {
     const irt_tokenizer *t;
+    irt_cache *cache; /* NULL: no cache */
     irt_ids *out;
     hf_buf nbuf;
     stage_scratch st[HF_MAX_STAGES];
@@ -444,6 +445,18 @@ static int raw_piece(hf_ctx *c, const char *s, size_t len, bool first) {
     return split_added(c, &t->trie_norm, s, len, first, normalized_piece);
 }
 
+/* A raw piece through the cache: its ids copied when held, else encoded and kept. */
+static int cached_piece(hf_ctx *c, const char *s, size_t len, bool first) {
+    if (len < IRT_CACHE_MIN_BYTES) return raw_piece(c, s, len, first);
+    uint64_t h = hf_cache_key(s, len, first);
+    int hit = hf_cache_lookup(c->cache, h, s, len, first, c->out);
+    if (hit) return hit < 0 ? hit : 0;
+    size_t from = c->out->len;
+    int rc = raw_piece(c, s, len, first);
+    if (!rc) hf_cache_insert(c->cache, h, s, len, first, c->out->ids + from, c->out->len - from);
+    return rc;
+}
+
 /* ---- post-processing ------------------------------------------------------------------ */
 static int post_process(const irt_tokenizer *t, irt_ids *out) {
     for (size_t k = 0; k < t->npost; k++) {
@@ -500,14 +513,21 @@ static int post_process(const irt_tokenizer *t, irt_ids *out) {
 
 int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_special,
                irt_ids *out) {
+    return irt_encode_cached(t, NULL, text, len, add_special, out);
+}
+
+int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
+                      bool add_special, irt_ids *out) {
     if (!t || !out || (!text && len)) return IRT_EINVAL;
+    if (cache && !hf_cache_for(cache, t)) return IRT_EINVAL;
     out->len = 0;
     if (len > IRT_MAX_INPUT) return IRT_ETOOLONG;
     if (hf_utf8_valid_prefix(text, len) != len) return IRT_EINVAL;
-    hf_ctx c = {.t = t, .out = out};
+    hf_ctx c = {.t = t, .cache = cache, .out = out};
     c.md = pcre2_match_data_create(4, NULL);
     if (!c.md) return IRT_ENOMEM;
-    int rc = len ? split_added(&c, &t->trie_raw, text, len, true, raw_piece) : 0;
+    piece_fn fn = cache ? cached_piece : raw_piece;
+    int rc = len ? split_added(&c, &t->trie_raw, text, len, true, fn) : 0;
     if (!rc && add_special) rc = post_process(t, out);
     pcre2_match_data_free(c.md);
     hf_buf_free(&c.nbuf);

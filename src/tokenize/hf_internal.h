@@ -400,6 +400,17 @@ void hf_bpe_scratch_free(hf_bpe_scratch *sc);
 
 int hf_ids_push(irt_ids *v, uint32_t id);
 
+/* The tokenization cache's internals (cache.c), used by hf_encode.c. */
+bool hf_cache_for(const irt_cache *c, const irt_tokenizer *t);
+uint64_t hf_cache_key(const char *s, size_t len, bool first);
+/* Appends the ids of piece s to out when the cache holds it: 1 on a hit, 0 on a
+ * miss, IRT_ENOMEM when out cannot grow. */
+int hf_cache_lookup(irt_cache *c, uint64_t h, const char *s, size_t len, bool first, irt_ids *out);
+/* Keeps a copy of piece s and its ids (quietly nothing when out of memory, when
+ * another thread put it first, or when it alone exceeds the budget). */
+void hf_cache_insert(irt_cache *c, uint64_t h, const char *s, size_t len, bool first,
+                     const uint32_t *ids, size_t nids);
+
 /* Trie matching: the longest token starting at s[0..len), or -1. */
 int32_t hf_trie_longest(const hf_trie *t, const unsigned char *s, size_t len, size_t *mlen);
 

