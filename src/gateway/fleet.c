@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A model's tokenizer: builtin:sim, or a tokenizer.json loaded now. One that cannot
- * load fails start-up, unless the model says tokenizer_optional. */
-static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
+/* A model's tokenizer: builtin:sim, or a tokenizer.json loaded now with its cache of
+ * cache_tokens ids (none when 0, or when out of memory: it only saves time). One that
+ * cannot load fails start-up, unless the model says tokenizer_optional. */
+static int load_tokenizer(gw_model *m, size_t i, int64_t cache_tokens, char *err, size_t errlen) {
     const char *spec = m->cfg->tokenizer;
     if (!spec) return 0;
     if (strcmp(spec, IRT_SIM_SPEC) == 0) {
@@ -23,6 +24,7 @@ static int load_tokenizer(gw_model *m, size_t i, char *err, size_t errlen) {
         m->chat = irt_chat_load(spec, &o, why, sizeof why);
         if (m->chat) {
             m->tok = GW_TOK_HF;
+            m->tcache = cache_tokens > 0 ? irt_cache_new(m->hf, (size_t)cache_tokens) : NULL;
             return 0;
         }
         irt_free(m->hf);
@@ -121,7 +123,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
             gw_fleet_free(f);
             return -1;
         }
-        if (load_tokenizer(&f->models[i], i, err, errlen)) {
+        if (load_tokenizer(&f->models[i], i, cfg->tokenizer.cache_tokens, err, errlen)) {
             gw_fleet_free(f);
             return -1;
         }
@@ -156,6 +158,7 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
 void gw_fleet_free(gw_fleet *f) {
     for (size_t i = 0; f->models && i < f->nmodels; i++) {
         irp_policy_free(f->models[i].policy);
+        irt_cache_free(f->models[i].tcache);
         irt_free(f->models[i].hf);
         irt_chat_free(f->models[i].chat);
     }

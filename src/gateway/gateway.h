@@ -191,6 +191,8 @@ typedef struct gw_tokenizer_cfg {
     int64_t workers;      /* threads tokenizing bodies over GW_TOKENIZE_INLINE bytes */
     uint64_t max_wait_ns; /* ns a body may wait for a thread before it goes without a prediction */
     int64_t max_queue;    /* bodies waiting or being tokenized, all workers together */
+    int64_t
+        cache_tokens; /* token ids each tokenizer.json model keeps for repeated pieces; 0: none */
 } gw_tokenizer_cfg;
 
 typedef struct gw_config {
@@ -289,6 +291,7 @@ typedef struct gw_model {
     gw_tok_kind tok;              /* how its prompts are tokenized */
     irt_tokenizer *hf;            /* GW_TOK_HF: the loaded tokenizer.json */
     irt_chat *chat;               /* GW_TOK_HF: its chat template and special tokens */
+    irt_cache *tcache; /* GW_TOK_HF: its repeated pieces (tokenizer.cache_tokens), or NULL */
 } gw_model;
 
 typedef struct gw_kvsub gw_kvsub;

@@ -39,7 +39,8 @@ struct gw_rmetrics {
 /* A model's series. */
 typedef struct mmetrics {
     iro_series *retries, *disconnects, *tokenized[GW_PREDICT_STATES], *tokenize_s;
-    _Atomic(iro_series *) unrouted[ST_N]; /* replica "none", made when first seen */
+    iro_series *cache_lookups[2], *cache_held; /* hit, miss; NULL without a cache */
+    _Atomic(iro_series *) unrouted[ST_N];      /* replica "none", made when first seen */
 } mmetrics;
 
 #define N_ERR 10
@@ -192,6 +193,24 @@ static void model_series(gw_metrics *m, mmetrics *mm, const char *name) {
 static const double tokenize_buckets[] = {1e-5,   2.5e-5, 5e-5, 1e-4,   2.5e-4, 5e-4, 1e-3,
                                           2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25};
 
+/* A tokenizer.json model's cache: its lookups by result, and the ids it holds. */
+static void cache_series(iro_registry *g, mmetrics *mm, const char *name) {
+    const char *const lr[] = {"model", "result", NULL};
+    const char *const l[] = {"model", NULL};
+    iro_family *c = iro_counter(g, "inferrail_tokenize_cache_lookups_total",
+                                "Prompt pieces (text between special tokens, 32 bytes or more) "
+                                "looked up in the model's tokenization cache, by result: hit "
+                                "(ids reused) or miss (encoded, then kept).",
+                                lr);
+    mm->cache_lookups[0] = iro_series_of(c, name, "hit");
+    mm->cache_lookups[1] = iro_series_of(c, name, "miss");
+    mm->cache_held = iro_series_of(
+        iro_gauge(
+            g, "inferrail_tokenize_cache_tokens",
+            "Token ids the model's tokenization cache holds (at most tokenizer.cache_tokens).", l),
+        name);
+}
+
 static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) {
     iro_registry *g = m->reg;
     const char *name = md->cfg->name;
@@ -216,9 +235,22 @@ static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) 
                                     l),
                           name),
             md->tok != GW_TOK_NONE);
+    if (md->tcache) cache_series(g, mm, name);
 }
 
 /* ---- the collect hook: what the fleet counts itself ----------------------------------------- */
+
+static void collect_caches(gw_metrics *m, const gw_fleet *f) {
+    for (size_t i = 0; i < f->nmodels; i++) {
+        mmetrics *mm = &m->models[i];
+        if (!mm->cache_held) continue;
+        irt_cache_stats st;
+        irt_cache_get_stats(f->models[i].tcache, &st);
+        iro_set(mm->cache_lookups[0], (double)st.hits);
+        iro_set(mm->cache_lookups[1], (double)st.misses);
+        iro_set(mm->cache_held, (double)st.tokens);
+    }
+}
 
 static void collect(void *ud) {
     gw_app *app = ud;
@@ -233,6 +265,7 @@ static void collect(void *ud) {
     iro_set(m->moved_hung, (double)atomic_load(&s->moved_hung));
     iro_set(m->stalled, (double)atomic_load(&s->stalled_streams));
     gw_fleet *f = &app->fleet;
+    collect_caches(m, f);
     if (f->index) {
         irx_stats st;
         irx_stats_get(f->index, &st);

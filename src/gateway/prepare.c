@@ -27,13 +27,14 @@ void gw_prompt_free(gw_prompt *p) {
 
 /* A completion's prompt through a tokenizer.json: a string (or a list of one) with
  * the special tokens the engine adds, or token ids as given. */
-static int hf_prompt_ids(const irt_tokenizer *t, const json_t *body, gw_prompt *p) {
+static int hf_prompt_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
     json_t *v = json_object_get(body, "prompt");
     if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)))
         v = json_array_get(v, 0);
     if (json_is_string(v)) {
         if (ir_buf_append(&p->text, json_string_value(v), json_string_length(v))) return IRT_ENOMEM;
-        return irt_encode(t, json_string_value(v), json_string_length(v), true, &p->ids);
+        return irt_encode_cached(m->hf, m->tcache, json_string_value(v), json_string_length(v),
+                                 true, &p->ids);
     }
     if (!json_is_array(v) || json_array_size(v) == 0) return IRT_EINVAL;
     size_t i;
@@ -54,7 +55,8 @@ static int hf_chat_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
     int rc = irt_chat_render(m->chat, body, &p->text, err, sizeof err);
     if (rc != IRT_OK) return rc;
     bool add = json_is_true(json_object_get(body, "add_special_tokens"));
-    return irt_encode(m->hf, p->text.data ? p->text.data : "", p->text.len, add, &p->ids);
+    return irt_encode_cached(m->hf, m->tcache, p->text.data ? p->text.data : "", p->text.len, add,
+                             &p->ids);
 }
 
 static int prompt_ids(const gw_model *m, const json_t *body, bool chat, gw_prompt *p) {
@@ -63,7 +65,7 @@ static int prompt_ids(const gw_model *m, const json_t *body, bool chat, gw_promp
         return irt_sim_prompt_ids(body, chat, &p->ids, &p->text, &param, &msg);
     }
     if (chat) return hf_chat_ids(m, body, p);
-    return hf_prompt_ids(m->hf, body, p);
+    return hf_prompt_ids(m, body, p);
 }
 
 /* A copy of the string member `key` with its length (a JSON string may hold NULs,

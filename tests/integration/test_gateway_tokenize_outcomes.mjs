@@ -4,7 +4,10 @@
 // still answered; a model whose tokenizer cannot load starts only with
 // tokenizer_optional, says so in a warning and in
 // inferrail_model_predictions_enabled, and counts its requests as unavailable;
-// without tokenizer_optional the same file fails start-up, naming the key.
+// without tokenizer_optional the same file fails start-up, naming the key. The
+// tokenization cache (tokenizer.cache_tokens) gives the same prompt lengths as no
+// cache, reuses a repeated system prompt, stays within its budget, and is absent
+// when set to 0.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -76,4 +79,48 @@ test('a tokenizer that cannot load: tokenizer_optional starts without prediction
   const r = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--config', file, '--check'], { encoding: 'utf8', timeout: 20000 });
   assert.notEqual(r.status, 0, 'a tokenizer that cannot load fails --check');
   assert.match(r.stderr + r.stdout, /models\[0\]\.tokenizer: cannot load/);
+});
+
+async function promptTokens(url, b) {
+  const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b });
+  await r.text();
+  assert.equal(r.status, 200);
+  return Number(r.headers.get('x-inferrail-prompt-tokens'));
+}
+
+test('the tokenization cache: same prompt lengths as without it, a repeated system prompt hits, the budget holds', async () => {
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = (tokenizer) => startGateway({ models: [{ name: MODEL, tokenizer: QWEN }], replicas: [{ id: 's', url: sim.url }], tokenizer });
+  const cached = await gw({ cache_tokens: 100000 });
+  cleanup.push(() => cached.stop());
+  const plain = await gw({ cache_tokens: 0 });
+  cleanup.push(() => plain.stop());
+  const tiny = await gw({ cache_tokens: 300 });
+  cleanup.push(() => tiny.stop());
+  const system = 'You are a careful assistant for a fleet of inference engines. '.repeat(150);
+  const chat = (i) => JSON.stringify({ model: MODEL, max_tokens: 1, messages: [
+    { role: 'system', content: system },
+    { role: 'user', content: `question number ${i}: how many replicas hold the prefix of this conversation today?` },
+  ] });
+  const n = 6;
+  for (let i = 0; i < n; i++) {
+    const want = await promptTokens(plain.url, chat(i));
+    assert.ok(want > 1500, `a long prompt: ${want}`);
+    assert.equal(await promptTokens(cached.url, chat(i)), want, `request ${i} through the cache`);
+    assert.equal(await promptTokens(tiny.url, chat(i)), want, `request ${i} through a cache that evicts`);
+  }
+  const page = await metrics(cached.admin);
+  const hits = metricSum(page, 'inferrail_tokenize_cache_lookups_total', 'result="hit"');
+  const misses = metricSum(page, 'inferrail_tokenize_cache_lookups_total', 'result="miss"');
+  // the system prompt misses once, then hits; each user turn is new
+  assert.ok(hits >= n - 1, `the system prompt was reused: ${hits} hits, ${misses} misses`);
+  assert.ok(misses >= n, `every new user turn missed: ${misses}`);
+  const held = metricSum(page, 'inferrail_tokenize_cache_tokens', `model="${MODEL}"`);
+  assert.ok(held > 1500 && held <= 100000, `held ${held}`);
+  const tpage = await metrics(tiny.admin);
+  assert.ok(metricSum(tpage, 'inferrail_tokenize_cache_tokens') <= 300, 'the budget holds');
+  assert.equal(metricSum(tpage, 'inferrail_tokenize_cache_lookups_total', 'result="hit"') ?? 0, 0, 'nothing that large was kept');
+  const ppage = await metrics(plain.admin);
+  assert.doesNotMatch(ppage, /inferrail_tokenize_cache/, 'cache_tokens 0: no cache, no series');
 });
