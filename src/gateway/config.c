@@ -230,8 +230,8 @@ static const ir_cfg_field tokenizer_fields[] = {
        "(reason busy)"),
     FI(gw_tokenizer_cfg, "cache_tokens", cache_tokens, "1000000", 0, (int64_t)1 << 32,
        "token ids kept per tokenizer.json model for repeated prompt pieces (text between special "
-       "tokens: system prompts, earlier turns), least recently used out first; each costs its ids "
-       "and its text (about 8 bytes a token of English) and 100 bytes a piece; 0 turns it off"),
+       "tokens: system prompts, earlier turns), least recently used out first; ids, text and "
+       "bookkeeping together take at most 16 bytes per token of this budget; 0 turns it off"),
 };
 static const ir_cfg_schema tokenizer_schema = {
     "tokenizer", tokenizer_fields, IR_ARRAY_LEN(tokenizer_fields), sizeof(gw_tokenizer_cfg)};

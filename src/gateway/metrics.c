@@ -39,8 +39,8 @@ struct gw_rmetrics {
 /* A model's series. */
 typedef struct mmetrics {
     iro_series *retries, *disconnects, *tokenized[GW_PREDICT_STATES], *tokenize_s;
-    iro_series *cache_lookups[2], *cache_held; /* hit, miss; NULL without a cache */
-    _Atomic(iro_series *) unrouted[ST_N];      /* replica "none", made when first seen */
+    iro_series *cache_lookups[2], *cache_held, *cache_bytes; /* hit, miss; NULL without a cache */
+    _Atomic(iro_series *) unrouted[ST_N]; /* replica "none", made when first seen */
 } mmetrics;
 
 #define N_ERR 10
@@ -209,6 +209,12 @@ static void cache_series(iro_registry *g, mmetrics *mm, const char *name) {
             g, "inferrail_tokenize_cache_tokens",
             "Token ids the model's tokenization cache holds (at most tokenizer.cache_tokens).", l),
         name);
+    mm->cache_bytes = iro_series_of(
+        iro_gauge(g, "inferrail_tokenize_cache_bytes",
+                  "Bytes of ids, text and bookkeeping the model's tokenization cache holds (at "
+                  "most 16 per token of tokenizer.cache_tokens).",
+                  l),
+        name);
 }
 
 static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) {
@@ -249,6 +255,7 @@ static void collect_caches(gw_metrics *m, const gw_fleet *f) {
         iro_set(mm->cache_lookups[0], (double)st.hits);
         iro_set(mm->cache_lookups[1], (double)st.misses);
         iro_set(mm->cache_held, (double)st.tokens);
+        iro_set(mm->cache_bytes, (double)st.bytes);
     }
 }
 

@@ -7,8 +7,10 @@
  * is keyed by those two, and a hit appends exactly the ids a fresh encode would.
  * The key's hash only picks a slot; a hit also compares the bytes.
  *
- * Sixteen shards, each a mutex, a chained table and an LRU list. The budget in
- * tokens is the whole cache's (an atomic count); an insert that goes over it
+ * Sixteen shards, each a mutex, a chained table and an LRU list. The budget, in
+ * ids and in bytes (IRT_CACHE_BYTES_PER_TOKEN per id: text that packs few tokens
+ * into many bytes, such as long runs of one character, is bounded by its bytes),
+ * is the whole cache's (atomic counts); an insert that goes over it
  * evicts the least recently used entries of the whole cache (each use takes a
  * tick of one clock), one shard lock at a time. A reader holds a reference, so the compare and the
  * copy run unlocked and an entry evicted meanwhile is freed by its last reader. */
@@ -44,8 +46,8 @@ typedef struct cshard {
 
 struct irt_cache {
     const irt_tokenizer *t;
-    size_t max_tokens;
-    atomic_size_t tokens, entries;
+    size_t max_tokens, max_bytes;
+    atomic_size_t tokens, entries, bytes;
     atomic_uint_fast64_t hits, misses, evictions;
     atomic_uint_fast64_t clock; /* ticks at every use: the LRU order across shards */
     cshard sh[CACHE_SHARDS];
@@ -70,6 +72,9 @@ irt_cache *irt_cache_new(const irt_tokenizer *t, size_t max_tokens) {
     if (!c) return NULL;
     c->t = t;
     c->max_tokens = max_tokens;
+    c->max_bytes = max_tokens > SIZE_MAX / IRT_CACHE_BYTES_PER_TOKEN
+                       ? SIZE_MAX
+                       : max_tokens * IRT_CACHE_BYTES_PER_TOKEN;
     for (size_t i = 0; i < CACHE_SHARDS; i++) {
         cshard *s = &c->sh[i];
         s->nbuckets = 16;
@@ -96,7 +101,9 @@ void irt_cache_get_stats(const irt_cache *c, irt_cache_stats *out) {
     out->evictions = atomic_load(&m->evictions);
     out->tokens = atomic_load(&m->tokens);
     out->entries = atomic_load(&m->entries);
+    out->bytes = atomic_load(&m->bytes);
     out->max_tokens = c->max_tokens;
+    out->max_bytes = c->max_bytes;
 }
 
 bool hf_cache_for(const irt_cache *c, const irt_tokenizer *t) {
@@ -113,6 +120,11 @@ static cshard *shard_of(irt_cache *c, uint64_t h) {
 
 static centry **bucket_of(cshard *s, uint64_t h) {
     return &s->buckets[(h >> 4) & (s->nbuckets - 1)];
+}
+
+/* What an entry counts against max_bytes: its allocation. */
+static size_t entry_bytes(size_t nids, size_t len) {
+    return sizeof(centry) + nids * sizeof(uint32_t) + len;
 }
 
 static void unref(centry *e) {
@@ -155,6 +167,7 @@ static void table_remove(irt_cache *c, cshard *s, centry *e) {
     s->nentries--;
     atomic_fetch_sub(&c->entries, 1);
     atomic_fetch_sub(&c->tokens, e->nids);
+    atomic_fetch_sub(&c->bytes, entry_bytes(e->nids, e->len));
     atomic_fetch_add(&c->evictions, 1);
     unref(e);
 }
@@ -224,8 +237,12 @@ static int oldest_shard(irt_cache *c) {
 /* Evicts least recently used entries until the cache is within its budget. The
  * tail found may be used again before its shard is locked again; then a slightly
  * younger entry goes: the order is LRU up to such races. */
+static bool over_budget(irt_cache *c) {
+    return atomic_load(&c->tokens) > c->max_tokens || atomic_load(&c->bytes) > c->max_bytes;
+}
+
 static void shrink(irt_cache *c) {
-    while (atomic_load(&c->tokens) > c->max_tokens) {
+    while (over_budget(c)) {
         int i = oldest_shard(c);
         if (i < 0) return;
         cshard *s = &c->sh[i];
@@ -237,8 +254,8 @@ static void shrink(irt_cache *c) {
 
 void hf_cache_insert(irt_cache *c, uint64_t h, const char *s, size_t len, bool first,
                      const uint32_t *ids, size_t nids) {
-    if (nids > c->max_tokens || nids > UINT32_MAX) return;
-    centry *e = malloc(sizeof *e + nids * sizeof(uint32_t) + len);
+    if (nids > c->max_tokens || nids > UINT32_MAX || entry_bytes(nids, len) > c->max_bytes) return;
+    centry *e = malloc(entry_bytes(nids, len));
     if (!e) return; /* a cache that cannot grow only misses */
     memset(e, 0, sizeof *e);
     e->h = h;
@@ -266,6 +283,7 @@ void hf_cache_insert(irt_cache *c, uint64_t h, const char *s, size_t len, bool f
     sh->nentries++;
     atomic_fetch_add(&c->entries, 1);
     atomic_fetch_add(&c->tokens, nids);
+    atomic_fetch_add(&c->bytes, entry_bytes(nids, len));
     pthread_mutex_unlock(&sh->mu);
     shrink(c);
 }

@@ -114,16 +114,20 @@ int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_sp
  * <|im_start|>) are encoded independently of each other, so their ids can be
  * kept and reused: a shared system prompt, or a conversation's earlier turns, is
  * encoded once. A cache belongs to one tokenizer and is shared by any number of
- * threads; it holds at most max_tokens ids, evicting the least recently used
- * pieces. Pieces shorter than IRT_CACHE_MIN_BYTES are always encoded. */
+ * threads; it holds at most max_tokens ids, and at most IRT_CACHE_BYTES_PER_TOKEN
+ * times that in bytes (entries, ids and text together), evicting the least
+ * recently used pieces. Pieces shorter than IRT_CACHE_MIN_BYTES are always
+ * encoded. */
 typedef struct irt_cache irt_cache;
 
-#define IRT_CACHE_MIN_BYTES 32
+#define IRT_CACHE_MIN_BYTES       32
+#define IRT_CACHE_BYTES_PER_TOKEN 16
 
 typedef struct irt_cache_stats {
     uint64_t hits, misses; /* lookups of pieces of IRT_CACHE_MIN_BYTES or more */
     uint64_t evictions;
-    size_t tokens, entries, max_tokens; /* held now, and the budget */
+    size_t tokens, entries, bytes; /* held now */
+    size_t max_tokens, max_bytes;  /* the budget */
 } irt_cache_stats;
 
 /* A cache for t holding up to max_tokens ids; NULL when max_tokens is 0 or out

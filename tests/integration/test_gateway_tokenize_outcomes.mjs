@@ -118,6 +118,8 @@ test('the tokenization cache: same prompt lengths as without it, a repeated syst
   assert.ok(misses >= n, `every new user turn missed: ${misses}`);
   const held = metricSum(page, 'inferrail_tokenize_cache_tokens', `model="${MODEL}"`);
   assert.ok(held > 1500 && held <= 100000, `held ${held}`);
+  const bytes = metricSum(page, 'inferrail_tokenize_cache_bytes', `model="${MODEL}"`);
+  assert.ok(bytes > 4 * held && bytes <= 16 * 100000, `bytes ${bytes} for ${held} ids`);
   const tpage = await metrics(tiny.admin);
   assert.ok(metricSum(tpage, 'inferrail_tokenize_cache_tokens') <= 300, 'the budget holds');
   assert.equal(metricSum(tpage, 'inferrail_tokenize_cache_lookups_total', 'result="hit"') ?? 0, 0, 'nothing that large was kept');

@@ -232,6 +232,40 @@ static void test_bad_arguments(void **s) {
     irt_free(b);
 }
 
+/* Text that packs few tokens into many bytes (3,000 spaces are 24 Qwen3 tokens)
+ * is bounded by the byte budget, not the token one: held bytes stay within
+ * IRT_CACHE_BYTES_PER_TOKEN per budgeted id, and the ids stay exact. */
+static void test_bytes_bound_sparse_text(void **s) {
+    (void)s;
+    irt_tokenizer *t = load("qwen3");
+    irt_cache *c = irt_cache_new(t, 1000);
+    irt_ids want = {0}, got = {0};
+    char *buf = malloc(4096);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 20; i++) {
+            int n = snprintf(buf, 4096, "piece %d:", i);
+            memset(buf + n, ' ', 3000);
+            snprintf(buf + n + 3000, 4096 - (size_t)n - 3000, "end %d", i);
+            assert_int_equal(irt_encode(t, buf, strlen(buf), false, &want), IRT_OK);
+            assert_int_equal(irt_encode_cached(t, c, buf, strlen(buf), false, &got), IRT_OK);
+            assert_same(&want, &got, "qwen3", buf);
+            assert_true(want.len < 60);
+        }
+    }
+    irt_cache_stats st;
+    irt_cache_get_stats(c, &st);
+    assert_int_equal(st.max_bytes, 1000 * IRT_CACHE_BYTES_PER_TOKEN);
+    assert_true(st.bytes <= st.max_bytes);
+    assert_true(st.tokens < 1000 / 2); /* the ids alone would have fit */
+    assert_true(st.evictions > 0);
+    assert_true(st.entries >= 2 && st.entries < 20);
+    free(buf);
+    irt_ids_free(&want);
+    irt_ids_free(&got);
+    irt_cache_free(c);
+    irt_free(t);
+}
+
 typedef struct job {
     const irt_tokenizer *t;
     irt_cache *c;
@@ -302,9 +336,12 @@ int main(void) {
 /* Under TSan (make tsan-threaded) only the threads matter, and the five
  * tokenizers' property runs would take minutes. */
 #ifndef __SANITIZE_THREAD__
-        cmocka_unit_test(test_same_ids_as_uncached),    cmocka_unit_test(test_same_ids_over_budget),
+        cmocka_unit_test(test_same_ids_as_uncached),
+        cmocka_unit_test(test_same_ids_over_budget),
 #endif
-        cmocka_unit_test(test_first_piece_keyed_apart), cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_first_piece_keyed_apart),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bytes_bound_sparse_text),
         cmocka_unit_test(test_threads_share_one_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
