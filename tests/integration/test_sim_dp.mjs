@@ -8,7 +8,7 @@
 // cached on one rank only, on that rank's target.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
@@ -57,6 +57,12 @@ const served = async (sim, rank) => metricValue(await metrics(sim.url), 'vllm:re
 test('the simulator: a rank per header, a balancer without one, a stream per rank', async () => {
   const sim = await dpSim();
   const page = await metrics(sim.url);
+  const check = spawnSync('promtool', ['check', 'metrics'], { input: page, encoding: 'utf8' });
+  assert.equal(check.error, undefined, 'promtool is missing: scripts/install-deps installs prometheus');
+  // One family per name with both ranks in it: no parse error (status 1); lint
+  // (status 3) only for vLLM's colons, which its own names have.
+  const problems = (check.stdout + check.stderr).split('\n').filter((l) => l && !/should not contain ':'/.test(l));
+  assert.ok([0, 3].includes(check.status) && problems.length === 0, problems.join('\n'));
   for (const r of ['0', '1']) {
     assert.equal(metricValue(page, 'vllm:num_requests_running', `engine="${r}"`), 0);
     assert.match(page, new RegExp(`vllm:cache_config_info\\{[^}]*engine="${r}"`));
