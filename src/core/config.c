@@ -697,6 +697,10 @@ void ir_cfg_free(ir_cfg *c) {
     free(c);
 }
 
+ir_arena *ir_cfg_arena(ir_cfg *c) {
+    return c ? c->arena : NULL;
+}
+
 static ir_cfg *cfg_load(const char *yaml, size_t len, const char *src, const ir_cfg_schema *schema,
                         void *out, ir_cfg_errors *errs, bool keep) {
     cfg_ctx c = {.errs = errs};

@@ -416,6 +416,10 @@ ir_cfg *ir_cfg_load_file(const char *path, const ir_cfg_schema *schema, void *ou
 ir_cfg *ir_cfg_load_file_partial(const char *path, const ir_cfg_schema *schema, void *out,
                                  ir_cfg_errors *errs);
 void ir_cfg_free(ir_cfg *c);
+/* The arena a loaded config's strings and lists live in: a program that derives
+ * more of them from the file (the gateway's data-parallel targets) puts them here,
+ * and they live as long as the rest (until ir_cfg_free). */
+ir_arena *ir_cfg_arena(ir_cfg *c);
 void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void ir_cfg_errors_free(ir_cfg_errors *e);

@@ -341,6 +341,10 @@ static const ir_cfg_field replica_fields[] = {
      .offset = offsetof(gw_replica_cfg, kv_events),
      .sub = &kv_events_schema,
      .doc = "track its KV cache exactly from its engine's events (vLLM --kv-events-config)"},
+    FI(gw_replica_cfg, "data_parallel_size", data_parallel_size, "1", 1, GW_DP_MAX,
+       "the engine's data-parallel ranks (vLLM --data-parallel-size): each rank is a routing "
+       "target <id>/dp<r> pinned by the X-data-parallel-rank header, with its own KV cache, "
+       "event stream (kv_events ports plus r), load and caps"),
 };
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
@@ -636,6 +640,7 @@ ir_cfg *gw_config_load(const char *path, gw_config *out, ir_cfg_errors *errs) {
     ir_cfg *owner = ir_cfg_load_file_partial(path, &gw_config_schema, out, errs);
     if (!owner) return NULL;
     gw_config_check(out, errs);
+    if (!errs->n) gw_config_expand_dp(out, owner, errs);
     if (errs->n) {
         ir_cfg_free(owner);
         memset(out, 0, sizeof *out);

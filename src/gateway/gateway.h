@@ -171,6 +171,11 @@ typedef struct gw_replica_cfg {
     int64_t kv_capacity_blocks;
     ir_cfg_map headers; /* name -> value, added to every request sent to it */
     gw_kv_events_cfg kv_events;
+    int64_t data_parallel_size; /* the engine's DP ranks; N > 1 is expanded (dp.c) */
+    /* A data-parallel target (dp.c): one rank of an engine, pinned by the
+     * X-data-parallel-rank header; id is <replica id>/dp<rank>. */
+    bool dp_target;
+    int64_t dp_rank;
 } gw_replica_cfg;
 
 /* discovery.dns[]: a DNS name whose addresses are replicas. */
@@ -221,6 +226,19 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs);
 void gw_check_discovery(const gw_config *c, ir_cfg_errors *errs);
 /* Whether a DNS group serves the model (names it, or names none). */
 bool gw_dns_serves(const gw_config *c, const char *model);
+/* Data parallelism (dp.c): every replica with data_parallel_size N > 1 becomes N
+ * routing targets <id>/dp<r> (r = 0..N-1), in its place and in rank order, each
+ * with dp_target set, its rank, and its kv_events endpoints' tcp ports plus r
+ * (vLLM's offset_endpoint_port). New strings and the list go to owner's arena.
+ * Problems (an id, a port or the target count past their caps) go to errs with
+ * their paths, and c is left as it was. Run after gw_config_check passed. */
+#define GW_DP_MAX 64
+void gw_config_expand_dp(gw_config *c, ir_cfg *owner, ir_cfg_errors *errs);
+/* ep with its tcp port plus rank into out; -1 when it has no tcp port or the sum
+ * passes 65535 (or out is too small). */
+int gw_dp_endpoint(const char *ep, int64_t rank, char *out, size_t cap);
+/* The header that pins a request to a DP rank (vLLM and SGLang read it). */
+#define GW_DP_HEADER "x-data-parallel-rank"
 /* Replica ids: 1 to GW_REPLICA_ID_MAX of A-Z a-z 0-9 . _ - : */
 #define GW_REPLICA_ID_MAX 64
 bool gw_replica_id_ok(const char *id);
@@ -271,6 +289,7 @@ typedef struct gw_replica {
     /* replicas[i].headers, checked, lowercase names; point into the config */
     irn_header *extra;
     size_t nextra;
+    char dp_value[24]; /* a data-parallel target's X-data-parallel-rank value */
     /* Membership (members.c). A slot never moves: a request's pointer to it stays
      * valid after the replica leaves. Readers check gw_replica_member first. */
     _Atomic int active;       /* a member now; configured replicas always are */
@@ -309,6 +328,7 @@ enum {
 typedef struct gw_kvsub_stats {
     _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
     _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts, reconnects;
+    _Atomic uint64_t other_group;   /* events of a KV cache group the index does not follow */
     _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
     _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
     _Atomic int source;             /* GW_KV_SOURCE_* */

@@ -46,6 +46,7 @@ typedef struct kvstream {
     bool replaying, tracked, logged_fallback, retried, ever_connected;
     uint64_t replay_deadline;
     uint64_t replay_got; /* batches the running replay brought */
+    int32_t group;       /* the KV cache group followed (irx_ev_group_follow) */
     gw_kvsub_stats st;
 } kvstream;
 
@@ -149,7 +150,14 @@ static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
         s->tracked = true;
     }
     irx_ev_counts c = {0};
-    for (size_t i = 0; i < b.nev; i++) irx_ev_apply(k->fleet->index, s->slot, &b.ev[i], &c);
+    uint64_t other = 0;
+    for (size_t i = 0; i < b.nev; i++) {
+        if (irx_ev_group_follow(&s->group, &b.ev[i]))
+            irx_ev_apply(k->fleet->index, s->slot, &b.ev[i], &c);
+        else
+            other++; /* another KV cache group's blocks (a hybrid model) */
+    }
+    ADD(s, other_group, other);
     ADD(s, batches, 1);
     ADD(s, events, b.nev);
     ADD(s, blocks_stored, c.stored);
@@ -418,7 +426,8 @@ int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
                         .cfg = c,
                         .model = model_of(f, r),
                         .next = -1,
-                        .live_last = -1};
+                        .live_last = -1,
+                        .group = IRX_GROUP_UNKNOWN};
         /* The monitor first, so that it sees the first connection too. */
         s->sub = new_socket(k, ZMQ_SUB, c->topic ? c->topic : "");
         s->mon = s->sub ? open_monitor(k, s->sub, k->n - 1) : NULL;

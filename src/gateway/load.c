@@ -85,7 +85,9 @@ static irl_target target_of(const gw_replica *r, char (*path)[600]) {
                         .host = r->url.host,
                         .port = r->url.port,
                         .path = *path,
-                        .tag = atomic_load(&r->gen)};
+                        .tag = atomic_load(&r->gen),
+                        .ranked = r->cfg->dp_target,
+                        .rank = (uint32_t)r->cfg->dp_rank};
 }
 
 /* A joining member starts with no report: a reused slot's last one was another

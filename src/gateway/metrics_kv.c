@@ -25,6 +25,9 @@ static const counter counters[] = {
     C("orphan_blocks_total", orphans,
       "Stored blocks whose chain began before anything the gateway saw (not placed)."),
     C("refused_total", refused, "Events that could not be applied (another block size, caps)."),
+    C("other_group_total", other_group,
+      "Events of a KV cache group the index does not follow (a hybrid model's sliding-window or "
+      "Mamba layers)."),
     C("replayed_batches_total", replayed, "Batches received from the engine's replay socket."),
     C("gaps_total", gaps, "Jumps in the batch sequence."),
     C("fallbacks_total", fallbacks,

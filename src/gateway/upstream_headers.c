@@ -47,19 +47,29 @@ void gw_check_replica_headers(const gw_replica_cfg *r, size_t i, ir_cfg_errors *
     }
 }
 
+/* A data-parallel target's pin: X-data-parallel-rank with its rank (dp.c). */
+static void dp_header(gw_replica *r) {
+    const gw_replica_cfg *c = r->cfg;
+    if (!c->dp_target) return;
+    snprintf(r->dp_value, sizeof r->dp_value, "%lld", (long long)c->dp_rank);
+    r->extra[r->nextra++] =
+        (irn_header){GW_DP_HEADER, strlen(GW_DP_HEADER), r->dp_value, strlen(r->dp_value)};
+}
+
 int gw_replica_headers_init(gw_replica *r) {
     json_t *obj = r->cfg->headers.obj;
-    size_t n = obj ? json_object_size(obj) : 0;
+    size_t n = (obj ? json_object_size(obj) : 0) + (r->cfg->dp_target ? 1 : 0);
     if (n == 0) return 0;
     r->extra = calloc(n, sizeof *r->extra);
     if (!r->extra) return -1;
     const char *k;
     json_t *v;
-    json_object_foreach(obj, k, v) {
-        const char *s = json_string_value(v);
-        if (!s) continue; /* refused by the check */
-        r->extra[r->nextra++] = (irn_header){k, strlen(k), s, strlen(s)};
-    }
+    if (obj) json_object_foreach(obj, k, v) {
+            const char *s = json_string_value(v);
+            if (!s) continue; /* refused by the check */
+            r->extra[r->nextra++] = (irn_header){k, strlen(k), s, strlen(s)};
+        }
+    dp_header(r);
     return 0;
 }
 

@@ -140,10 +140,41 @@ static int extra_keys(dec *d, const msgpack_object *o, irx_ev *ev) {
 
 /* Field i (0-based, after the tag) of BlockStored / BlockRemoved, by its
  * position in the array encoding; the map encoding names it. */
-enum { F_HASHES, F_PARENT, F_TOKENS, F_BSIZE, F_LORA_ID, F_MEDIUM, F_LORA_NAME, F_EXTRA, F_NONE };
-static const char *const stored_names[] = {"block_hashes", "parent_block_hash", "token_ids",
-                                           "block_size",   "lora_id",           "medium",
-                                           "lora_name",    "extra_keys"};
+enum {
+    F_HASHES,
+    F_PARENT,
+    F_TOKENS,
+    F_BSIZE,
+    F_LORA_ID,
+    F_MEDIUM,
+    F_LORA_NAME,
+    F_EXTRA,
+    F_GROUP,
+    F_KIND,
+    F_NONE
+};
+static const char *const stored_names[] = {
+    "block_hashes", "parent_block_hash", "token_ids",  "block_size", "lora_id",
+    "medium",       "lora_name",         "extra_keys", "group_idx",  "kv_cache_spec_kind"};
+
+/* group_idx: nil, or a group's index. */
+static int group(dec *d, const msgpack_object *o, irx_ev *ev) {
+    if (o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > INT32_MAX)
+        return fail(d, "group_idx: not a group index");
+    ev->group_idx = (int32_t)o->via.u64;
+    return 0;
+}
+
+/* kv_cache_spec_kind: the kinds whose blocks make a prefix hit are full attention's. */
+static int kind(dec *d, const msgpack_object *o, irx_ev *ev) {
+    if (o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_STR) return fail(d, "kv_cache_spec_kind: not a string");
+    bool full = is_str(o, "full_attention") || is_str(o, "mla_attention") ||
+                is_str(o, "sink_full_attention");
+    ev->kind = full ? IRX_KIND_FULL : IRX_KIND_OTHER;
+    return 0;
+}
 
 static int field(dec *d, irx_ev *ev, int f, const msgpack_object *v) {
     bool bad = false;
@@ -168,14 +199,18 @@ static int field(dec *d, irx_ev *ev, int f, const msgpack_object *v) {
         return bad ? fail(d, "lora_name: not a string") : 0;
     case F_EXTRA:
         return extra_keys(d, v, ev);
+    case F_GROUP:
+        return group(d, v, ev);
+    case F_KIND:
+        return kind(d, v, ev);
     default:
         return 0; /* lora_id (deprecated) and anything newer: ignored */
     }
 }
 
-/* BlockRemoved's fields by position: block_hashes, medium. */
+/* BlockRemoved's fields by position: block_hashes, medium, group_idx. */
 static int removed_field(int pos) {
-    return pos == 0 ? F_HASHES : pos == 1 ? F_MEDIUM : F_NONE;
+    return pos == 0 ? F_HASHES : pos == 1 ? F_MEDIUM : pos == 2 ? F_GROUP : F_NONE;
 }
 static int stored_field(int pos) {
     return pos < F_NONE ? pos : F_NONE;
@@ -184,7 +219,8 @@ static int stored_field(int pos) {
 static int name_field(const msgpack_object *k, irx_ev_type t) {
     for (int f = 0; f < F_NONE; f++)
         if (is_str(k, stored_names[f])) {
-            if (t == IRX_EV_REMOVED && f != F_HASHES && f != F_MEDIUM) return F_NONE;
+            if (t == IRX_EV_REMOVED && f != F_HASHES && f != F_MEDIUM && f != F_GROUP)
+                return F_NONE;
             return t == IRX_EV_CLEARED ? F_NONE : f;
         }
     return F_NONE;
@@ -214,6 +250,7 @@ static int check_stored(dec *d, irx_ev *ev) {
 static int event(dec *d, const msgpack_object *o, irx_ev *ev) {
     memset(ev, 0, sizeof *ev);
     ev->medium = IRX_MEDIUM_GPU;
+    ev->group_idx = -1;
     if (o->type == MSGPACK_OBJECT_ARRAY) {
         const msgpack_object_array *a = &o->via.array;
         if (a->size == 0 || tag(d, &a->ptr[0], &ev->type))
@@ -339,4 +376,13 @@ void irx_ev_batch_free(irx_ev_batch *b) {
     b->mem = NULL;
     b->ev = NULL;
     b->nev = 0;
+}
+
+bool irx_ev_group_follow(int32_t *followed, const irx_ev *ev) {
+    if (ev->type == IRX_EV_CLEARED || ev->group_idx < 0) return true;
+    if (ev->type == IRX_EV_STORED && ev->kind == IRX_KIND_FULL && *followed == IRX_GROUP_UNKNOWN)
+        *followed = ev->group_idx; /* announced: full attention's group */
+    if (ev->kind == IRX_KIND_OTHER) return false;
+    if (*followed == IRX_GROUP_UNKNOWN) return ev->group_idx == 0;
+    return ev->group_idx == *followed;
 }

@@ -175,6 +175,9 @@ size_t irx_bounded_hash_pick(uint64_t key, const uint64_t *ids, const uint32_t *
 
 typedef enum { IRX_EV_STORED = 1, IRX_EV_REMOVED = 2, IRX_EV_CLEARED = 3 } irx_ev_type;
 typedef enum { IRX_MEDIUM_GPU = 0, IRX_MEDIUM_CPU = 1, IRX_MEDIUM_OTHER = 2 } irx_medium;
+/* kv_cache_spec_kind: absent, one whose blocks decide a prefix hit (full
+ * attention), or another (sliding window, Mamba, chunked local, cross, ...). */
+typedef enum { IRX_KIND_NONE = 0, IRX_KIND_FULL = 1, IRX_KIND_OTHER = 2 } irx_group_kind;
 
 /* One event. Engine block hashes are opaque: each is digested (with its kind,
  * integer or bytes) to 128 bits, never compared with the gateway's hashes. */
@@ -189,7 +192,23 @@ typedef struct irx_ev {
     irx_medium medium;      /* nil or absent: GPU */
     const char *lora_name;  /* STORED, or NULL */
     const char *cache_salt; /* STORED: from the first block's extra_keys, or NULL */
+    int32_t group_idx;      /* the KV cache group (hybrid models); -1: absent or nil */
+    irx_group_kind kind;    /* STORED: kv_cache_spec_kind, sorted */
 } irx_ev;
+
+/* KV cache groups. A hybrid model (sliding-window or Mamba layers beside full
+ * attention) keeps one KV cache group per kind of layer, and vLLM publishes each
+ * group's blocks with its group_idx (BlockStored also with kv_cache_spec_kind):
+ * the same token blocks, stored and evicted at other times (a sliding window
+ * drops blocks that fall out of it while full attention keeps them). The index
+ * follows one group per replica, the one whose blocks decide a prefix hit: the
+ * first group announced as full attention (full_attention, mla_attention,
+ * sink_full_attention), else group 0 when no kind is ever given. *followed is
+ * the replica's group (IRX_GROUP_UNKNOWN at first): returns whether ev is to be
+ * applied, learning the group from it. Events without group_idx (older vLLM,
+ * one group) and AllBlocksCleared always apply. */
+#define IRX_GROUP_UNKNOWN (-1)
+bool irx_ev_group_follow(int32_t *followed, const irx_ev *ev);
 
 typedef struct irx_ev_batch {
     double ts;       /* the engine's clock, seconds since the epoch */

@@ -97,6 +97,14 @@ typedef struct irl_report {
 /* Reads page[0..len) into *out. Returns 0, or -1 when the page is unreadable;
  * then why (may be NULL) gets the reason, NUL-terminated and cut to whylen. */
 int irl_report_parse(const char *page, size_t len, irl_report *out, char *why, size_t whylen);
+/* The same for one data-parallel rank of the engine (rank >= 0; -1 is the whole
+ * engine, as irl_report_parse): only samples whose rank label (vLLM's `engine`,
+ * SGLang's `dp_rank`) is that rank count, and samples without the label, which
+ * are the whole engine's. A page that labels no sample so gives every rank the
+ * whole engine's numbers; one that labels others but lacks this rank's required
+ * families is unreadable. */
+int irl_report_parse_rank(const char *page, size_t len, int64_t rank, irl_report *out, char *why,
+                          size_t whylen);
 
 /* Whether cur says the engine restarted since prev: both have prefix counters
  * and one of them went backwards. */
@@ -151,7 +159,9 @@ typedef struct irl_target {
     uint16_t port;
     const char *path; /* the page, e.g. "/metrics" */
     uint64_t tag;     /* the caller's, handed back with each report of this target */
-} irl_target;         /* all copied by irl_scraper_new and irl_scraper_set */
+    bool ranked;      /* report only data-parallel rank `rank` (irl_report_parse_rank) */
+    uint32_t rank;
+} irl_target; /* all copied by irl_scraper_new and irl_scraper_set */
 
 /* After every scrape of the target in slot `i`, on the scraper's thread: r is
  * the report when res is IRL_SCRAPE_OK, else NULL. at_ns (monotonic) is when the

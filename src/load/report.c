@@ -50,7 +50,22 @@ typedef struct acc {
 typedef struct ctx {
     acc e[2]; /* [0] vLLM, [1] SGLang */
     size_t prefixed[2];
+    int64_t rank; /* the data-parallel rank read; -1: all of them */
 } ctx;
+
+/* The label that names a sample's data-parallel rank, by engine. */
+static const char *const rank_label[2] = {"engine", "dp_rank"};
+
+/* Whether sample s is rank c->rank's: it names that rank, or none (then it is
+ * the whole engine's, and every rank sees it). */
+static bool of_rank(const ctx *c, int e, const irl_sample *s) {
+    char v[24];
+    if (c->rank < 0 || !s->labels_len || !irl_prom_label(s, rank_label[e], v, sizeof v))
+        return true;
+    char *end;
+    long long r = strtoll(v, &end, 10);
+    return v[0] && !*end && r == c->rank;
+}
 
 static bool name_is(const irl_sample *s, const char *want) {
     size_t n = strlen(want);
@@ -108,6 +123,7 @@ static int on_sample(void *ud, const irl_sample *s) {
     else
         return 0;
     c->prefixed[e]++;
+    if (!of_rank(c, e, s)) return 0;
     for (int f = 0; f < F_COUNT; f++)
         if (names[f] && name_is(s, names[f])) {
             add(&c->e[e], (fam)f, s);
@@ -168,9 +184,15 @@ static void fill(const acc *a, irl_engine engine, irl_report *r) {
 }
 
 int irl_report_parse(const char *page, size_t len, irl_report *out, char *why, size_t whylen) {
+    return irl_report_parse_rank(page, len, -1, out, why, whylen);
+}
+
+int irl_report_parse_rank(const char *page, size_t len, int64_t rank, irl_report *out, char *why,
+                          size_t whylen) {
     memset(out, 0, sizeof *out);
     ctx c;
     memset(&c, 0, sizeof c);
+    c.rank = rank;
     irl_prom_parse(page, len, on_sample, &c, &out->malformed);
     const char *lack[2] = {missing(&c.e[0], vllm_names), missing(&c.e[1], sglang_names)};
     int e = -1;
@@ -183,6 +205,9 @@ int irl_report_parse(const char *page, size_t len, irl_report *out, char *why, s
             say(why, whylen, "no vllm: or sglang: metrics", "");
         else
             say(why, whylen, "the page lacks ", lack[c.prefixed[1] > c.prefixed[0]]);
+        if (rank >= 0 && why && whylen && strlen(why) + 32 < whylen)
+            snprintf(why + strlen(why), whylen - strlen(why), " for data-parallel rank %lld",
+                     (long long)rank);
         return -1;
     }
     const char *bad = bad_value(&c.e[e], e == 0 ? vllm_names : sglang_names);

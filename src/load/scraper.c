@@ -13,6 +13,7 @@ typedef struct spec {
     char *id, *host, *path; /* host NULL: an empty slot */
     uint16_t port;
     uint64_t tag;
+    int64_t rank; /* data-parallel rank reported; -1: the whole engine */
 } spec;
 
 /* Whether a target answers, for logging each change once. */
@@ -28,6 +29,7 @@ typedef struct target {
     char *id, *host, *path; /* host NULL: an empty slot (never scraped) */
     uint16_t port;
     uint64_t tag;
+    int64_t rank;
     /* The next target of this slot, under s->mu: set by irl_scraper_set, taken by
      * the loop (or by irl_scraper_set itself while no loop runs). */
     bool dirty;
@@ -77,6 +79,7 @@ static int spec_copy(spec *out, const irl_target *t) {
     out->path = strdup(t->path ? t->path : "/metrics");
     out->port = t->port;
     out->tag = t->tag;
+    out->rank = t->ranked ? (int64_t)t->rank : -1;
     if (out->id && out->host && out->path) return 0;
     spec_free(out);
     return -1;
@@ -94,6 +97,7 @@ static void install(target *t, spec *p) {
     t->path = p->path;
     t->port = p->port;
     t->tag = p->tag;
+    t->rank = p->rank;
     *p = (spec){0};
     if (t->host) atomic_fetch_add(&t->s->nfilled, 1);
     t->state = SCRAPE_UNKNOWN;
@@ -165,7 +169,8 @@ static irl_result classify(target *t, int err, irl_report *r, char *why, size_t 
         snprintf(why, whylen, "status %d", t->status);
         return IRL_SCRAPE_STATUS;
     }
-    if (irl_report_parse(t->page.data ? t->page.data : "", t->page.len, r, why, whylen))
+    if (irl_report_parse_rank(t->page.data ? t->page.data : "", t->page.len, t->rank, r, why,
+                              whylen))
         return IRL_SCRAPE_UNREADABLE;
     return IRL_SCRAPE_OK;
 }

@@ -28,11 +28,24 @@ typedef struct inflight {
     uint32_t *out;  /* output ids, kept for the final response */
     size_t nout;
     struct inflight *next, *prev;
+    sim_engine *eng; /* the data-parallel rank serving it */
 } inflight;
+
+/* vLLM's internal data-parallel balancer (DPLBAsyncMPClient, vllm/v1/engine/
+ * core_client.py): each rank's (waiting, running) as last published (every 100 ms
+ * by vLLM's DP coordinator), plus one waiting for every request sent there since. */
+#define SIM_LB_REFRESH_NS (100ull * 1000000ull)
+typedef struct sim_lb {
+    uint64_t at_ns; /* when the counts were taken; 0: never */
+    uint32_t waiting[SIM_DP_MAX], running[SIM_DP_MAX];
+} sim_lb;
 
 struct sim_api {
     uv_loop_t *loop;
-    sim_engine *eng;
+    sim_engine *eng; /* rank 0 */
+    sim_engine *ranks[SIM_DP_MAX];
+    uint32_t nranks;
+    sim_lb lb;
     const sim_cfg *cfg;
     long long started;
     ir_rng rng;
@@ -219,7 +232,7 @@ static void inflight_free(inflight *f) {
 static void on_client_gone(irn_resp *resp, void *ud) {
     inflight *f = ud;
     if (f->seq) {
-        sim_engine_abort(f->api->eng, f->seq);
+        sim_engine_abort(f->eng, f->seq);
         f->seq = NULL;
     }
     irn_resp_end(resp);
@@ -248,7 +261,7 @@ static void on_tokens(void *ud, sim_seq *s, size_t from, size_t to) {
          * once this callback returns, and never calls back for it again. The
          * response is cut, not ended: ended, an h2 stream (or a chunked one) would
          * look complete, and its queued bytes would wait for a window. */
-        sim_engine_abort(f->api->eng, s);
+        sim_engine_abort(f->eng, s);
         f->seq = NULL;
         irn_resp_on_abort(f->resp, NULL, NULL);
         irn_resp_close(f->resp);
@@ -456,11 +469,54 @@ void sim_req_free(sim_req *r) {
     irt_ids_free(&r->ids);
 }
 
+/* The rank with the least waiting * 4 + running, from the counts as last taken,
+ * scanning from rank 0 (vLLM's eng_start_index of a single API server); the
+ * choice then counts one more waiting until the next refresh. */
+static sim_engine *balance(sim_api *api) {
+    sim_lb *lb = &api->lb;
+    uint64_t now = ir_now_ns();
+    if (!lb->at_ns || now - lb->at_ns >= SIM_LB_REFRESH_NS) {
+        for (uint32_t r = 0; r < api->nranks; r++) {
+            lb->waiting[r] = sim_engine_waiting(api->ranks[r]);
+            lb->running[r] = sim_engine_running(api->ranks[r]);
+        }
+        lb->at_ns = now;
+    }
+    uint32_t best = 0;
+    uint64_t best_score = UINT64_MAX;
+    for (uint32_t r = 0; r < api->nranks; r++) {
+        uint64_t score = (uint64_t)lb->waiting[r] * 4 + lb->running[r];
+        if (score < best_score) best_score = score, best = r;
+    }
+    lb->waiting[best]++;
+    return api->ranks[best];
+}
+
+/* The rank that serves a request: the one X-data-parallel-rank names (a value that
+ * is not an integer is ignored, as vLLM's _get_data_parallel_rank does), else the
+ * balancer's. NULL with e filled for a rank out of range (vLLM: a 400). */
+static sim_engine *pick_rank(sim_api *api, irn_request *req, sim_err *e) {
+    const char *h = irn_request_header(req, "x-data-parallel-rank");
+    char *end = NULL;
+    long long r = h ? strtoll(h, &end, 10) : 0;
+    if (!h || !*h || *end) return balance(api);
+    if (r >= 0 && r < (long long)api->nranks) return api->ranks[r];
+    fail(e, 400, "BadRequestError", NULL, "data_parallel_rank %lld is out of range [0, %u).", r,
+         api->nranks);
+    return NULL;
+}
+
 static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim_kind kind) {
     sim_req pr;
     sim_err err;
     if (sim_req_parse(api->cfg, kind, req->body.data, req->body.len, &pr, &err)) {
         send_error(resp, err.status, err.type, err.param[0] ? err.param : NULL, "%s", err.message);
+        return;
+    }
+    sim_engine *eng = pick_rank(api, req, &err);
+    if (!eng) {
+        send_error(resp, err.status, err.type, NULL, "%s", err.message);
+        sim_req_free(&pr);
         return;
     }
     irt_ids ids = pr.ids;
@@ -479,6 +535,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
         goto out;
     }
     f->api = api;
+    f->eng = eng;
     f->resp = resp;
     f->kind = kind;
     f->stream = stream;
@@ -509,7 +566,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
                       .seed = pr.seed,
                       .cbs = &seq_cbs,
                       .ud = f};
-    f->seq = sim_engine_submit(api->eng, &sub);
+    f->seq = sim_engine_submit(eng, &sub);
     if (!f->seq) {
         send_error(resp, 500, "InternalServerError", NULL, "out of memory");
         inflight_free(f);
@@ -517,7 +574,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
     }
     f->target = sim_seq_target(f->seq);
     if (f->target > cap) { /* cannot happen: without max_tokens the target is below 256 */
-        sim_engine_abort(api->eng, f->seq);
+        sim_engine_abort(eng, f->seq);
         send_error(resp, 500, "InternalServerError", NULL, "output buffer too small");
         inflight_free(f);
         goto out;
@@ -580,7 +637,7 @@ static void handle_models(sim_api *api, irn_resp *resp) {
 static void handle_metrics(sim_api *api, irn_resp *resp) {
     ir_buf b;
     ir_buf_init(&b, 0);
-    sim_metrics_render(api->eng, &b);
+    sim_metrics_render_ranks(api->ranks, api->nranks, &b);
     irn_resp_send(resp, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL, 0);
     ir_buf_free(&b);
 }
@@ -668,7 +725,8 @@ static bool apply_fault(sim_api *api, const sim_fault *f, irn_request *req, irn_
     case SIM_FAULT_NONE:
         return false;
     case SIM_FAULT_DROP_EVENTS: /* a request header asks it of this request's events */
-        sim_kvpub_drop(sim_engine_publisher(api->eng), f->delay_ms);
+        for (uint32_t r = 0; r < api->nranks; r++)
+            sim_kvpub_drop(sim_engine_publisher(api->ranks[r]), f->delay_ms);
         return false;
     case SIM_FAULT_REFUSE:
         if (api->hooks.on_refuse) api->hooks.on_refuse(api->hooks.ud, f->delay_ms, true);
@@ -722,13 +780,13 @@ static void handle_admin_fault(sim_api *api, irn_request *req, irn_resp *resp) {
     json_t *cnt = json_object_get(body, "count");
     if (f.mode == SIM_FAULT_DROP_EVENTS) { /* not a request fault: it acts once, on the events */
         json_decref(body);
-        sim_kvpub *pub = sim_engine_publisher(api->eng);
-        if (!pub) {
+        if (!sim_engine_publisher(api->eng)) {
             send_error(resp, 400, "BadRequestError", "fault", "%s",
                        "drop-events needs --kv-events-config");
             return;
         }
-        sim_kvpub_drop(pub, f.delay_ms);
+        for (uint32_t r = 0; r < api->nranks; r++) /* every rank's stream */
+            sim_kvpub_drop(sim_engine_publisher(api->ranks[r]), f.delay_ms);
         irn_resp_send(resp, 200, "application/json", "{\"fault\":\"set\"}", 15, NULL, 0);
         return;
     }
@@ -800,7 +858,8 @@ static void route(sim_api *api, irn_request *req, irn_resp *resp) {
         irn_resp_send(resp, 200, "application/json", "{\"version\":\"" SIM_VLLM_VERSION "\"}",
                       strlen("{\"version\":\"" SIM_VLLM_VERSION "\"}"), NULL, 0);
     else if (strcmp(p, "/reset_prefix_cache") == 0) {
-        sim_engine_reset_prefix_cache(api->eng);
+        for (uint32_t r = 0; r < api->nranks; r++) /* vLLM resets every rank */
+            sim_engine_reset_prefix_cache(api->ranks[r]);
         irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
     }
 }
@@ -851,10 +910,19 @@ void sim_api_handle(sim_api *api, irn_request *req, irn_resp *resp) {
 }
 
 sim_api *sim_api_new(uv_loop_t *loop, sim_engine *eng, const sim_api_hooks *hooks) {
+    return sim_api_new_ranks(loop, &eng, 1, hooks);
+}
+
+sim_api *sim_api_new_ranks(uv_loop_t *loop, sim_engine *const *ranks, uint32_t n,
+                           const sim_api_hooks *hooks) {
+    if (n == 0 || n > SIM_DP_MAX || !ranks[0]) return NULL;
     sim_api *api = calloc(1, sizeof *api);
     if (!api) return NULL;
     api->loop = loop;
-    api->eng = eng;
+    api->eng = ranks[0];
+    memcpy(api->ranks, ranks, n * sizeof *ranks);
+    api->nranks = n;
+    sim_engine *eng = ranks[0];
     api->cfg = sim_engine_cfg(eng);
     api->started = (long long)time(NULL);
     ir_rng_seed(&api->rng, ir_now_ns() ^ (uint64_t)getpid());
@@ -866,7 +934,7 @@ void sim_api_free(sim_api *api) {
     if (!api) return;
     while (api->live) {
         inflight *f = api->live;
-        if (f->seq) sim_engine_abort(api->eng, f->seq);
+        if (f->seq) sim_engine_abort(f->eng, f->seq);
         f->seq = NULL;
         if (f->resp) irn_resp_on_abort(f->resp, NULL, NULL);
         inflight_free(f);

@@ -60,6 +60,11 @@ typedef struct sim_api_hooks {
 } sim_api_hooks;
 
 sim_api *sim_api_new(uv_loop_t *loop, sim_engine *eng, const sim_api_hooks *hooks);
+/* The API of a data-parallel engine: n ranks (ranks[r] is rank r; not owned). A
+ * request's X-data-parallel-rank header picks its rank; without one, vLLM's
+ * internal balancer does (the least waiting * 4 + running). */
+sim_api *sim_api_new_ranks(uv_loop_t *loop, sim_engine *const *ranks, uint32_t n,
+                           const sim_api_hooks *hooks);
 /* Aborts what is in flight (without touching responses, which the server
  * closes) and frees. */
 void sim_api_free(sim_api *api);

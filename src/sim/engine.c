@@ -106,6 +106,7 @@ void sim_cfg_defaults(sim_cfg *c) {
     c->engine = SIM_ENGINE_VLLM;
     c->max_body_bytes = 32u << 20;
     c->max_write_queue = 16u << 20;
+    c->data_parallel_size = 1;
 }
 
 uint64_t sim_prefill_ns(const sim_cfg *c, uint64_t u, uint64_t cached) {
@@ -506,6 +507,10 @@ static void tick(uv_timer_t *t) {
 /* ---- public API ---------------------------------------------------------------------------- */
 
 sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg) {
+    return sim_engine_new_rank(loop, cfg, NULL);
+}
+
+sim_engine *sim_engine_new_rank(uv_loop_t *loop, const sim_cfg *cfg, sim_engine *rank0) {
     sim_engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->loop = loop;
@@ -541,7 +546,7 @@ sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg) {
     sim_hist_init(&st->prompt_len, tok_b, IR_ARRAY_LEN(tok_b));
     sim_hist_init(&st->gen_len, tok_b, IR_ARRAY_LEN(tok_b));
     st->created = ir_wall_time();
-    if (sim_metrics_init(st, &e->cfg)) {
+    if (sim_metrics_init(st, &e->cfg, rank0 ? sim_metrics_registry(&rank0->stats) : NULL)) {
         sim_kv_free(&e->kv);
         for (int i = 0; i < 64; i++) {
             irt_ids_free(&e->words[i][0]);

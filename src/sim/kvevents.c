@@ -54,6 +54,7 @@ struct sim_kvpub {
     slot *buf;
     size_t nbuf, bufcap, bufhead;
     uint64_t drop; /* batches still to leave off the PUB socket (a fault) */
+    uint32_t rank; /* data_parallel_rank */
 };
 
 /* ---- the config (vLLM's --kv-events-config JSON) ------------------------------------ */
@@ -101,6 +102,35 @@ int sim_kvpub_parse(const char *json, sim_kvpub_cfg *out, char *err, size_t errl
 }
 
 /* ---- engine keys ------------------------------------------------------------------------ */
+
+/* ep's tcp port plus rank, in place (vLLM's offset_endpoint_port). */
+static int offset_port(char *ep, size_t cap, uint32_t rank, char *err, size_t errlen) {
+    const char *colon = strncmp(ep, "tcp://", 6) == 0 ? strrchr(ep + 6, ':') : NULL;
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || !colon[1] || *end || port <= 0 || port + (long)rank > 65535) {
+        snprintf(err, errlen,
+                 "--kv-events-config: endpoint '%s': --data-parallel-size needs tcp://host:port "
+                 "with room for a port per rank",
+                 ep);
+        return -1;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.*s:%ld", (int)(colon - ep), ep, port + (long)rank);
+    if (strlen(buf) >= cap) return -1;
+    strcpy(ep, buf);
+    return 0;
+}
+
+int sim_kvpub_cfg_rank(sim_kvpub_cfg *c, uint32_t rank, char *err, size_t errlen) {
+    c->rank = rank;
+    if (rank == 0) return 0;
+    if (offset_port(c->endpoint, sizeof c->endpoint, rank, err, errlen)) return -1;
+    if (c->replay_endpoint[0] &&
+        offset_port(c->replay_endpoint, sizeof c->replay_endpoint, rank, err, errlen))
+        return -1;
+    return 0;
+}
 
 static void pack_key(msgpack_packer *pk, const sim_kvpub *p, ir_hash128 h) {
     if (!p->bytes) {
@@ -176,7 +206,7 @@ static void pack_batch(msgpack_packer *pk, const sim_kvpub *p) {
     msgpack_pack_array(pk, p->nev);
     for (size_t i = 0; i < p->nev; i++) pack_event(pk, p, &p->ev[i]);
     if (p->map) pack_str(pk, "data_parallel_rank");
-    msgpack_pack_uint32(pk, 0);
+    msgpack_pack_uint32(pk, p->rank);
 }
 
 /* ---- the replay buffer and the sockets ----------------------------------------------- */
@@ -363,6 +393,7 @@ sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block
         return NULL;
     }
     p->bufcap = c->buffer_steps;
+    p->rank = c->rank;
     p->block_size = block_size;
     p->map = map;
     p->bytes = bytes;

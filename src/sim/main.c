@@ -11,15 +11,15 @@
 typedef struct app {
     uv_loop_t *loop;
     sim_cfg cfg;
-    sim_engine *eng;
+    sim_engine *eng[SIM_DP_MAX]; /* one per data-parallel rank */
     sim_api *api;
     irn_server *srv;
     uv_timer_t refuse_timer;
     uv_signal_t sigint, sigterm;
     bool stopping;
-    sim_kvpub *pub;        /* KV events, or NULL */
-    const char *kv_json;   /* --kv-events-config */
-    bool kv_map, kv_bytes; /* --kv-events-encoding map, --kv-events-hash bytes */
+    sim_kvpub *pub[SIM_DP_MAX]; /* KV events per rank, or NULL */
+    const char *kv_json;        /* --kv-events-config */
+    bool kv_map, kv_bytes;      /* --kv-events-encoding map, --kv-events-hash bytes */
 } app;
 
 static app *the_app; /* for the flags that belong to the app rather than the engine */
@@ -70,6 +70,13 @@ static void usage(FILE *f) {
         "                                    (default map)\n"
         "  --kv-events-hash int|bytes        engine block hashes as 64-bit integers or 32 bytes\n"
         "                                    (default bytes)\n"
+        "  --data-parallel-size N            engine ranks behind the port, as vLLM's (default 1,\n"
+        "                                    at most 64): each has its own queues, prefix cache,\n"
+        "                                    metrics (engine=\"r\") and KV event stream (the\n"
+        "                                    endpoints' ports plus r); a request's\n"
+        "                                    X-data-parallel-rank header picks its rank, else\n"
+        "                                    the least waiting*4 + running does (vLLM's\n"
+        "                                    internal balancer); /reset_prefix_cache resets all\n"
         "  --log-level LEVEL                 debug, info, warn, error (default info)\n"
         "  --help                            this text\n"
         "\n"
@@ -138,6 +145,18 @@ static void on_closed_handle(uv_handle_t *h) {
     (void)h;
 }
 
+/* Every rank's publisher and engine, rank 0 last (the others' series live in its
+ * registry). */
+static void free_ranks(app *a) {
+    for (uint32_t r = a->cfg.data_parallel_size; r-- > 0;) {
+        if (a->eng[r]) sim_engine_set_publisher(a->eng[r], NULL);
+        sim_kvpub_free(a->pub[r]);
+        a->pub[r] = NULL;
+        sim_engine_free(a->eng[r]);
+        a->eng[r] = NULL;
+    }
+}
+
 static void on_signal(uv_signal_t *s, int signum) {
     app *a = s->data;
     if (a->stopping) return;
@@ -150,11 +169,7 @@ static void on_signal(uv_signal_t *s, int signum) {
     }
     sim_api_free(a->api);
     a->api = NULL;
-    if (a->eng) sim_engine_set_publisher(a->eng, NULL);
-    sim_kvpub_free(a->pub);
-    a->pub = NULL;
-    sim_engine_free(a->eng);
-    a->eng = NULL;
+    free_ranks(a);
     uv_timer_stop(&a->refuse_timer);
     uv_close((uv_handle_t *)&a->refuse_timer, on_closed_handle);
     uv_close((uv_handle_t *)&a->sigint, on_closed_handle);
@@ -196,6 +211,7 @@ enum {
     OPT_KVCFG,
     OPT_KVENC,
     OPT_KVHASH,
+    OPT_DP,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -223,6 +239,7 @@ static const struct option opts[] = {
     {"kv-events-config", required_argument, 0, OPT_KVCFG},
     {"kv-events-encoding", required_argument, 0, OPT_KVENC},
     {"kv-events-hash", required_argument, 0, OPT_KVHASH},
+    {"data-parallel-size", required_argument, 0, OPT_DP},
     {"help", no_argument, 0, OPT_HELP},
     {"version", no_argument, 0, OPT_VERSION},
     {0, 0, 0, 0},
@@ -370,6 +387,8 @@ static flags_result apply_flag(sim_cfg *cfg, int opt, int argc, char **argv) {
         return take_choice("--kv-events-encoding", "array", "map", &the_app->kv_map);
     case OPT_KVHASH:
         return take_choice("--kv-events-hash", "int", "bytes", &the_app->kv_bytes);
+    case OPT_DP:
+        return take_u32("--data-parallel-size", 1, SIM_DP_MAX, &cfg->data_parallel_size);
     case OPT_HELP:
     case 'h':
         usage(stdout);
@@ -400,6 +419,11 @@ static flags_result parse_flags(sim_cfg *cfg, int argc, char **argv) {
  * start-up, a max_model_len that the KV cache cannot hold once. */
 static int finish_config(sim_cfg *cfg) {
     if (cfg->nmodel_names == 0) cfg->model_names[cfg->nmodel_names++] = "inferrail/sim-8b";
+    if (cfg->data_parallel_size > 1 && cfg->engine == SIM_ENGINE_SGLANG) {
+        fprintf(stderr, "inferrail-sim: --data-parallel-size above 1 serves vLLM's metric names "
+                        "only (--engine vllm)\n");
+        return -1;
+    }
     uint64_t kv_tokens = (uint64_t)cfg->num_gpu_blocks * cfg->block_size;
     if ((uint64_t)cfg->max_model_len <= kv_tokens) return 0;
     fprintf(stderr,
@@ -422,42 +446,56 @@ static void prepare_process(void) {
 }
 
 /* --kv-events-config: the publisher, bound before the HTTP port (vLLM binds at start-up). */
-static int start_publisher(app *a) {
+static int start_publisher(app *a, uint32_t rank) {
     if (!a->kv_json) return 0;
     sim_kvpub_cfg c;
     char err[512] = "";
-    if (sim_kvpub_parse(a->kv_json, &c, err, sizeof err) == 0 && c.enabled)
-        a->pub =
+    if (sim_kvpub_parse(a->kv_json, &c, err, sizeof err) == 0 && c.enabled &&
+        sim_kvpub_cfg_rank(&c, rank, err, sizeof err) == 0)
+        a->pub[rank] =
             sim_kvpub_new(a->loop, &c, a->cfg.block_size, a->kv_map, a->kv_bytes, err, sizeof err);
     if (err[0]) {
         fprintf(stderr, "inferrail-sim: %s\n", err);
         return -1;
     }
-    if (!a->pub) return 0; /* enable_kv_cache_events false */
-    sim_engine_set_publisher(a->eng, a->pub);
-    IR_INFO("sim", "publishing KV events on %s%s%s (%s encoding, %s hashes)", c.endpoint,
-            c.replay_endpoint[0] ? ", replay on " : "", c.replay_endpoint,
+    if (!a->pub[rank]) return 0; /* enable_kv_cache_events false */
+    sim_engine_set_publisher(a->eng[rank], a->pub[rank]);
+    IR_INFO("sim", "rank %u publishes KV events on %s%s%s (%s encoding, %s hashes)", rank,
+            c.endpoint, c.replay_endpoint[0] ? ", replay on " : "", c.replay_endpoint,
             a->kv_map ? "map" : "array", a->kv_bytes ? "bytes" : "int");
+    return 0;
+}
+
+/* One engine per data-parallel rank (vLLM's engine cores), each with its own
+ * publisher on the endpoints' ports plus its rank. */
+static int start_ranks(app *a) {
+    for (uint32_t r = 0; r < a->cfg.data_parallel_size; r++) {
+        sim_cfg c = a->cfg;
+        c.dp_rank = r;
+        a->eng[r] = sim_engine_new_rank(a->loop, &c, r ? a->eng[0] : NULL);
+        if (!a->eng[r]) {
+            fprintf(stderr, "inferrail-sim: out of memory\n");
+            return -1;
+        }
+    }
+    for (uint32_t r = 0; r < a->cfg.data_parallel_size; r++)
+        if (start_publisher(a, r)) return -1;
     return 0;
 }
 
 /* The engine, its HTTP API, the server and the signals, on the default loop. */
 static int start(app *a) {
     a->loop = uv_default_loop();
-    a->eng = sim_engine_new(a->loop, &a->cfg);
-    sim_api_hooks hooks = {.on_refuse = refuse_hook, .ud = a};
-    a->api = sim_api_new(a->loop, a->eng, &hooks);
-    if (!a->eng || !a->api) {
-        fprintf(stderr, "inferrail-sim: out of memory\n");
-        return -1;
-    }
     uv_timer_init(a->loop, &a->refuse_timer);
     a->refuse_timer.data = a;
-    if (start_publisher(a) || start_server(a)) {
-        sim_kvpub_free(a->pub);
+    sim_api_hooks hooks = {.on_refuse = refuse_hook, .ud = a};
+    int rc = start_ranks(a);
+    if (!rc && !(a->api = sim_api_new_ranks(a->loop, a->eng, a->cfg.data_parallel_size, &hooks)))
+        fprintf(stderr, "inferrail-sim: out of memory\n");
+    if (rc || !a->api || start_server(a)) {
         /* Free what was started: the loop then has nothing left. */
         sim_api_free(a->api);
-        sim_engine_free(a->eng);
+        free_ranks(a);
         uv_close((uv_handle_t *)&a->refuse_timer, on_closed_handle);
         uv_run(a->loop, UV_RUN_DEFAULT);
         uv_loop_close(a->loop);
@@ -469,9 +507,12 @@ static int start(app *a) {
     a->sigint.data = a->sigterm.data = a;
     uv_signal_start(&a->sigint, on_signal, SIGINT);
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
-    IR_INFO("sim", "inferrail-sim serving %s on http://%s:%u (engine %s%s)", a->cfg.model_names[0],
-            a->cfg.host, a->cfg.port, a->cfg.engine == SIM_ENGINE_SGLANG ? "sglang" : "vllm",
-            a->cfg.zero_latency ? ", zero latency" : "");
+    IR_INFO("sim",
+            "inferrail-sim serving %s on http://%s:%u (engine %s%s, %u data-parallel rank%s)",
+            a->cfg.model_names[0], a->cfg.host, a->cfg.port,
+            a->cfg.engine == SIM_ENGINE_SGLANG ? "sglang" : "vllm",
+            a->cfg.zero_latency ? ", zero latency" : "", a->cfg.data_parallel_size,
+            a->cfg.data_parallel_size == 1 ? "" : "s");
     return 0;
 }
 

@@ -31,6 +31,7 @@ enum {
 
 struct sim_metrics {
     iro_registry *reg;
+    bool owns; /* rank 0's; the other ranks' series live in it too */
     iro_series *s[S_N];
 };
 
@@ -45,8 +46,10 @@ static void hist(iro_registry *r, sim_hist *h, const char *name, const char *hel
 
 static void init_vllm(sim_metrics *m, sim_stats *st, const sim_cfg *c, const char *model) {
     iro_registry *r = m->reg;
+    char rank[16];
+    snprintf(rank, sizeof rank, "%u", c->dp_rank);
     const char *const l[] = {"engine", "model_name", NULL};
-    const char *const v[] = {"0", model};
+    const char *const v[] = {rank, model};
     m->s[G_RUNNING] = one(iro_gauge(r, "vllm:num_requests_running",
                                     "Number of requests in model execution batches.", l),
                           v);
@@ -76,7 +79,7 @@ static void init_vllm(sim_metrics *m, sim_stats *st, const sim_cfg *c, const cha
                                    "Count of successfully processed requests.", lr);
     static const char *const reasons[SIM_FINISH_COUNT] = {"stop", "length", "abort"};
     for (int i = 0; i < SIM_FINISH_COUNT; i++)
-        m->s[C_FINISHED + i] = iro_series_of(succ, "0", reasons[i], model);
+        m->s[C_FINISHED + i] = iro_series_of(succ, rank, reasons[i], model);
     const char *const li[] = {"block_size", "cache_dtype",    "enable_prefix_caching",
                               "engine",     "num_gpu_blocks", NULL};
     char bs[24], nb[24];
@@ -84,7 +87,7 @@ static void init_vllm(sim_metrics *m, sim_stats *st, const sim_cfg *c, const cha
     snprintf(nb, sizeof nb, "%u", c->num_gpu_blocks);
     iro_set(iro_series_of(iro_gauge(r, "vllm:cache_config_info",
                                     "Information of the LLMEngine CacheConfig", li),
-                          bs, "auto", "True", "0", nb),
+                          bs, "auto", "True", rank, nb),
             1.0);
     hist(r, &st->ttft, "vllm:time_to_first_token_seconds",
          "Histogram of time to first token in seconds.", l, v);
@@ -145,9 +148,13 @@ static void init_sglang(sim_metrics *m, sim_stats *st, const char *model) {
          "Histogram of End-to-end request latency in seconds", lm, vm);
 }
 
-int sim_metrics_init(sim_stats *st, const sim_cfg *c) {
+int sim_metrics_init(sim_stats *st, const sim_cfg *c, iro_registry *shared) {
     sim_metrics *m = calloc(1, sizeof *m);
-    if (!m || !(m->reg = iro_registry_new(IRO_FMT_PYTHON))) {
+    if (m) {
+        m->owns = !shared;
+        m->reg = shared ? shared : iro_registry_new(IRO_FMT_PYTHON);
+    }
+    if (!m || !m->reg) {
         free(m);
         return -1;
     }
@@ -162,7 +169,7 @@ int sim_metrics_init(sim_stats *st, const sim_cfg *c) {
 
 void sim_metrics_free(sim_stats *st) {
     if (!st->metrics) return;
-    iro_registry_free(st->metrics->reg);
+    if (st->metrics->owns) iro_registry_free(st->metrics->reg);
     free(st->metrics);
     st->metrics = NULL;
 }
@@ -196,10 +203,20 @@ static void copy_stats(const sim_engine *e, sim_metrics *m) {
 }
 
 int sim_metrics_render(const sim_engine *e, ir_buf *out) {
-    sim_metrics *m = sim_engine_stats(e)->metrics;
-    if (!m) return -1;
-    copy_stats(e, m);
-    return iro_write(m->reg, out);
+    return sim_metrics_render_ranks((sim_engine *const *)&e, 1, out);
+}
+
+int sim_metrics_render_ranks(sim_engine *const *e, size_t n, ir_buf *out) {
+    for (size_t i = 0; i < n; i++) {
+        sim_metrics *m = sim_engine_stats(e[i])->metrics;
+        if (!m) return -1;
+        copy_stats(e[i], m);
+    }
+    return iro_write(sim_engine_stats(e[0])->metrics->reg, out);
+}
+
+iro_registry *sim_metrics_registry(const sim_stats *st) {
+    return st->metrics ? st->metrics->reg : NULL;
 }
 
 void sim_metrics_format_value(double d, char *out, size_t n) {

@@ -38,13 +38,16 @@ typedef struct sim_cfg {
     bool zero_latency;
     sim_engine_kind engine;
     size_t max_body_bytes;
-    size_t max_write_queue; /* response bytes queued per connection (h2: per stream, twice
-                               that per connection) before a request is dropped */
-    bool enable_faults;     /* the fault switches (admin route and header) */
-    uint32_t workers;       /* unused: the simulator is single-threaded */
+    size_t max_write_queue;      /* response bytes queued per connection (h2: per stream, twice
+                                    that per connection) before a request is dropped */
+    bool enable_faults;          /* the fault switches (admin route and header) */
+    uint32_t data_parallel_size; /* engine ranks behind the port (vLLM --data-parallel-size) */
+    uint32_t dp_rank;            /* this engine's rank: its metrics' engine label */
+    uint32_t workers;            /* unused: the simulator is single-threaded */
 } sim_cfg;
 
 void sim_cfg_defaults(sim_cfg *c);
+#define SIM_DP_MAX 64
 
 /* ---- latency model ------------------------------------------------------------ */
 /* Prefill cost in ns of u uncached tokens attending to c cached ones:
@@ -144,6 +147,10 @@ typedef struct sim_submit {
 } sim_submit;
 
 sim_engine *sim_engine_new(uv_loop_t *loop, const sim_cfg *cfg);
+/* Rank cfg->dp_rank of a data-parallel engine: its own queues, cache and stats,
+ * with its series (engine="<rank>") in rank0's metrics registry (rank0 NULL: a
+ * registry of its own, as sim_engine_new). Free the other ranks before rank0. */
+sim_engine *sim_engine_new_rank(uv_loop_t *loop, const sim_cfg *cfg, sim_engine *rank0);
 /* Aborts what is left (no callbacks) and frees; closes its timer handle, so
  * the loop must run once more for the close to complete. */
 void sim_engine_free(sim_engine *e);
@@ -160,10 +167,15 @@ typedef struct sim_kvpub_cfg {
     char replay_endpoint[256]; /* ROUTER, bound; "" none */
     char topic[128];
     uint32_t buffer_steps; /* batches kept for replay */
+    uint32_t rank;         /* data_parallel_rank of its batches */
 } sim_kvpub_cfg;
 typedef struct sim_kvpub sim_kvpub;
 /* Reads vLLM's JSON; -1 with a message naming the field. */
 int sim_kvpub_parse(const char *json, sim_kvpub_cfg *out, char *err, size_t errlen);
+/* c moved to data-parallel rank `rank`: its tcp ports plus rank, as vLLM's
+ * offset_endpoint_port does. -1 with a message for an endpoint without a tcp port
+ * or a port past 65535. */
+int sim_kvpub_cfg_rank(sim_kvpub_cfg *c, uint32_t rank, char *err, size_t errlen);
 /* map: the map encoding (newer vLLM), else arrays; bytes: 32-byte block hashes, else
  * signed 64-bit integers. NULL with a message when a socket cannot be set up. */
 sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block_size, bool map,
@@ -197,10 +209,16 @@ uint64_t sim_seq_arrival_ns(const sim_seq *s);
 /* ---- metrics page ------------------------------------------------------------------ */
 /* The page's registry, vLLM or SGLang flavoured as c says; made when the engine is
  * (after its histograms' buckets are set), freed with it. -1: no memory. */
-int sim_metrics_init(sim_stats *st, const sim_cfg *c);
+struct iro_registry;
+/* shared: rank 0's registry, for a data-parallel rank's series (not owned); NULL: a
+ * registry of its own. */
+int sim_metrics_init(sim_stats *st, const sim_cfg *c, struct iro_registry *shared);
+struct iro_registry *sim_metrics_registry(const sim_stats *st);
 void sim_metrics_free(sim_stats *st);
 /* Renders the Prometheus text page of the engine, vLLM or SGLang flavoured. */
 int sim_metrics_render(const sim_engine *e, ir_buf *out);
+/* The page of n data-parallel ranks sharing rank e[0]'s registry. */
+int sim_metrics_render_ranks(sim_engine *const *e, size_t n, ir_buf *out);
 /* A float as prometheus_client writes it ("1.0", "0.25", "+Inf", "1.5e+07"). */
 void sim_metrics_format_value(double d, char *out, size_t n);
 

@@ -22,6 +22,8 @@ static void touch(const irx_ev *ev) {
     (void)sink;
 }
 
+static int32_t group = IRX_GROUP_UNKNOWN; /* the KV cache group followed, as kvsub.c does */
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ix) {
         ix = irx_new(2);
@@ -39,7 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const irx_ev *ev = &b.ev[i];
             if (ev->type < IRX_EV_STORED || ev->type > IRX_EV_CLEARED) abort();
             touch(ev);
-            irx_ev_apply(ix, 0, ev, &c);
+            if (ev->group_idx < -1 || ev->kind > IRX_KIND_OTHER) abort();
+            int32_t was = group;
+            if (irx_ev_group_follow(&group, ev)) irx_ev_apply(ix, 0, ev, &c);
+            if (was != IRX_GROUP_UNKNOWN && group != was) abort(); /* learned once */
         }
         irx_ev_batch_free(&b);
         char msg[200];

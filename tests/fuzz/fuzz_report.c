@@ -1,7 +1,9 @@
 /* fuzz_report: the engine-report reader (src/load/report.c) on arbitrary bytes,
  * given by length with no NUL after them. A readable page names an engine and
  * has sane numbers (counts finite and >= 0, KV usage in [0, 1], at least one
- * rank); an unreadable one always says why; reading twice gives the same. */
+ * rank); an unreadable one always says why; reading twice gives the same. One
+ * data-parallel rank's report (ranks 0 and 1) obeys the same, and holds a part of
+ * the whole engine's running and waiting when both are readable. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +15,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool count_ok(double v) {
     return isfinite(v) && v >= 0;
+}
+
+/* Rank `rank` of the page against the whole engine's report (rc_all, all). */
+static void check_rank(const char *page, size_t size, int64_t rank, int rc_all,
+                       const irl_report *all) {
+    irl_report r;
+    char why[128] = "";
+    int rc = irl_report_parse_rank(page, size, rank, &r, why, sizeof why);
+    if (rc == -1) {
+        if (!why[0]) abort();
+        return;
+    }
+    if (rc != 0 || r.ranks == 0 || !count_ok(r.running) || !count_ok(r.waiting)) abort();
+    if (!(r.kv_usage >= 0 && r.kv_usage <= 1)) abort();
+    if (rc_all == 0 && r.engine == all->engine &&
+        (r.running > all->running || r.waiting > all->waiting))
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -37,6 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     }
     if (r.malformed > size) abort();
+    check_rank(page, size, 0, rc, &r);
+    check_rank(page, size, 1, rc, &r);
     free(page);
     return 0;
 }

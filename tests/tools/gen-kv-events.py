@@ -82,6 +82,28 @@ def main(out):
                     "type": "BlockStored"}],
         "ts": 1700000003,
     })
+    # Hybrid models (vLLM's KV cache groups): each group publishes the same blocks with
+    # its group_idx, and BlockStored its kv_cache_spec_kind. Group 0 is a sliding window
+    # that drops the first block early; group 1, full attention, keeps both.
+    files["map_hybrid.msgpack"] = pack({
+        "ts": 1700000004.0,
+        "events": [
+            stored_map([sha(10), sha(11)], None, T0 + T1, group_idx=0,
+                       kv_cache_spec_kind="sliding_window", kv_cache_spec_sliding_window=16),
+            stored_map([sha(10), sha(11)], None, T0 + T1, group_idx=1,
+                       kv_cache_spec_kind="full_attention"),
+            {"type": "BlockRemoved", "block_hashes": [sha(10)], "medium": "GPU", "group_idx": 0},
+        ],
+    })
+    # The same in arrays, Mamba beside full attention, then full attention's removal.
+    files["array_hybrid.msgpack"] = pack([
+        1700000005.0,
+        [["BlockStored", [21, 22], None, T0 + T1, BS, None, "GPU", None, None, 0, "mamba"],
+         ["BlockStored", [21, 22], None, T0 + T1, BS, None, "GPU", None, None, 1,
+          "full_attention"],
+         ["BlockRemoved", [21], "GPU", 0],
+         ["BlockRemoved", [22], "GPU", 1]],
+    ])
     # Payloads that must be refused.
     files["bad_truncated.msgpack"] = files["map_bytes.msgpack"][:-7]
     files["bad_unknown_type.msgpack"] = pack([1.0, [["BlockMoved", [1]]]])
@@ -89,6 +111,9 @@ def main(out):
     files["bad_huge_count.msgpack"] = bytes([0x92, 0xcb]) + b"\0" * 8 + bytes([0xdd, 0xff, 0xff, 0xff, 0xff])
     files["bad_no_events.msgpack"] = pack({"ts": 1.0})
     files["bad_trailing.msgpack"] = pack([1.0, []]) + b"\xc0"
+    files["bad_group.msgpack"] = pack([1.0, [["BlockRemoved", [1], "GPU", -2]]])
+    files["bad_kind.msgpack"] = pack([1.0, [["BlockStored", [1], None, T0, BS, None, "GPU",
+                                                None, None, 0, 7]]])
     for name, data in files.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)

@@ -22,6 +22,11 @@ JSON command per line on stdin, publishes one batch per command, and prints
   {"op": "drop"}                     the next batch goes to the replay buffer only
   {"op": "garbage"}                  a payload that is not msgpack, next sequence
   {"op": "restart"}                  sequence back to 0, buffer and cache emptied
+  {"op": "hybrid-store", "tokens": [...], "window": w}   a hybrid model's batch: the
+      prompt's blocks stored by a sliding-window group (group_idx 0) and by full
+      attention (group_idx 1, announced second), then the window group's removal of
+      all but its last w blocks (KV cache groups, vLLM's group_idx and
+      kv_cache_spec_kind)
 """
 import argparse
 import hashlib
@@ -59,6 +64,17 @@ def stored(enc, hashes, parent, tokens, bs, medium="GPU"):
     return {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": parent,
             "token_ids": tokens, "block_size": bs, "lora_id": None, "medium": medium,
             "lora_name": None}
+
+
+def grouped(enc, ev, group, kind=None):
+    """ev with vLLM's KV cache group fields (after extra_keys in a BlockStored array,
+    after medium in a BlockRemoved one)."""
+    if enc == "array":
+        return ev + ([None, group, kind] if ev[0] == "BlockStored" else [group])
+    out = dict(ev, group_idx=group)
+    if kind is not None:
+        out["kv_cache_spec_kind"] = kind
+    return out
 
 
 def removed(enc, hashes, medium="GPU"):
@@ -171,6 +187,18 @@ def main():
                 for h in hs:
                     del eng.held[h]
                 out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1], "GPU")], 0))
+            elif op == "hybrid-store":
+                chain = eng.chain(cmd["tokens"])
+                hs = [h for h, _ in chain]
+                toks = [t for _, blk in chain for t in blk]
+                for h in hs:
+                    eng.held[h] = True
+                keep = cmd.get("window", 1)
+                st = stored(a.encoding, hs, None, toks, a.block_size)
+                evs = [grouped(a.encoding, st, 0, "sliding_window"),
+                       grouped(a.encoding, st, 1, "full_attention"),
+                       grouped(a.encoding, removed(a.encoding, hs[:-keep]), 0)]
+                out = publish(batch(a.encoding, evs, 0))
             elif op == "clear":
                 eng.held.clear()
                 out = publish(batch(a.encoding, [cleared(a.encoding)], 0))
