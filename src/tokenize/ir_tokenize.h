@@ -139,8 +139,11 @@ void irt_cache_get_stats(const irt_cache *c, irt_cache_stats *out);
 int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
                       bool add_special, irt_ids *out);
 
-/* Decodes ids to text through the tokenizer's decoder. *out is malloc'd and
- * NUL-terminated; free() it. Unknown ids are skipped. Thread-safe. */
+/* Decodes ids to text through the tokenizer's decoder, then, when the model
+ * directory's tokenizer_config.json sets clean_up_tokenization_spaces, with
+ * transformers' clean-up (" ." -> ".", " n't" -> "n't", ...), as
+ * transformers' decode. *out is malloc'd and NUL-terminated; free() it.
+ * Unknown ids are skipped. Thread-safe. */
 int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_special, char **out,
                size_t *outlen);
 
