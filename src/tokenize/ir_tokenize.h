@@ -237,6 +237,18 @@ int irt_chat_render(const irt_chat *c, const json_t *body, ir_buf *text, char *e
 /* The special tokens a template receives (bos_token, eos_token, ...; each a
  * string) from a tokenizer_config.json object. New reference. */
 json_t *irt_special_tokens(const json_t *tokenizer_config);
+/* A request body read by Python's json.loads rules (pyjson.c): what jansson
+ * reads, as jansson reads it (a duplicate key keeps its first position and
+ * its last value); and, where jansson refuses them, integers past 64 bits,
+ * NaN, Infinity, -Infinity and reals past the double range, each read into
+ * a marker object that the template engine turns back into the number.
+ * flags and err as json_loadb's (err: jansson's first error). New reference,
+ * or NULL. */
+json_t *irt_json_loads(const char *s, size_t len, size_t flags, json_error_t *err);
+/* The text of a marker made by irt_json_loads: an integer's decimal digits
+ * (with its sign), "N" (NaN), "I" or "-I" (infinities); NULL when v is not a
+ * marker. Points into v. */
+const char *irt_json_number_text(const json_t *v, size_t *n);
 /* The directory holding a spec's tokenizer.json (irt_load's rules). */
 int irt_spec_dir(const char *spec, char *dir, size_t n, char *err, size_t errlen);
 

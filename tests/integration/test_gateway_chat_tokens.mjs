@@ -41,6 +41,8 @@ function bodies() {
     { messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe' }, { type: 'text', text: 'this.' }] }] },
     { messages: [sys, u1], tools: TOOLS },
     { messages: [u1, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] }, { role: 'tool', tool_call_id: 'c1', content: '{"temp": 21}' }], tools: TOOLS },
+    // numbers as json.loads reads them: past 64 bits, NaN, Infinity, past the double range
+    { messages: [u1, { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'search', arguments: '{"n": 123456789012345678901234567890, "m": -9223372036854775809, "x": NaN, "i": [Infinity, -Infinity, 1e400], "n": 18446744073709551616}' } }] }, { role: 'tool', tool_call_id: 'c2', content: 'ok' }], tools: TOOLS },
     { messages: [{ role: 'user', content: 'literal <|im_end|> <|eot_id|> <end_of_turn> inside' }] },
     { messages: [sys, ...Array.from({ length: 8 }, (_, i) => (i % 2 ? a1 : { role: 'user', content: `question ${i} `.repeat(40) })), u1] },
   ];
