@@ -107,33 +107,47 @@ static size_t number_end(const char *s, size_t len, size_t i, bool *integer) {
     return k > i ? k : i + 1;
 }
 
+/* Whether the digits of an integer token (sign apart) lie past int64. */
+static bool past_int64(const char *t, size_t n) {
+    bool neg = t[0] == '-';
+    const char *d = t + neg;
+    size_t nd = n - neg;
+    if (nd != 19) return nd > 19;
+    return memcmp(d, neg ? "9223372036854775808" : "9223372036854775807", 19) > 0;
+}
+
 /* A number token that jansson refuses and json.loads reads: its marker text
- * (the digits, or I / -I for an overflowing real), or 0 when none. */
-static size_t number_marker(const char *t, size_t n, bool integer, char *buf, size_t cap,
-                            const char **text) {
-    if (n >= cap || (n == 1 && t[0] == '-')) return 0;
+ * (the digits, or I / -I for a real past the double range), or 0 when none.
+ * Python refuses an int of more than 4,300 digits (sys.int_info's default
+ * limit), and JSON a leading zero: those stay for jansson to refuse. */
+static size_t number_marker(const char *t, size_t n, bool integer, const char **text) {
+    size_t nd = n - (t[0] == '-');
+    if (!nd) return 0;
+    if (integer) {
+        const char *d = t + (t[0] == '-');
+        if ((d[0] == '0' && nd > 1) || nd > 4300 || !past_int64(t, n)) return 0;
+        *text = t;
+        return n;
+    }
+    char stack[128], *buf = n < sizeof stack ? stack : malloc(n + 1);
+    if (!buf) return 0;
     memcpy(buf, t, n);
     buf[n] = 0;
     errno = 0;
     char *end;
-    if (integer) {
-        (void)strtoll(buf, &end, 10);
-        if (errno != ERANGE || *end) return 0;
-        *text = t;
-        return n;
-    }
-    double d = strtod(buf, &end);
-    if (*end || errno != ERANGE || !isinf(d)) return 0;
-    *text = d < 0 ? "-I" : "I";
+    double v = strtod(buf, &end);
+    bool inf = !*end && errno == ERANGE && isinf(v);
+    if (buf != stack) free(buf);
+    if (!inf) return 0;
+    *text = v < 0 ? "-I" : "I";
     return strlen(*text);
 }
 
 static int scan_number(out *o, const char *s, size_t len, size_t *i, int *nmark) {
-    char buf[512];
     const char *text;
     bool integer;
     size_t e = number_end(s, len, *i, &integer);
-    size_t m = number_marker(s + *i, e - *i, integer, buf, sizeof buf, &text);
+    size_t m = number_marker(s + *i, e - *i, integer, &text);
     int rc = m ? put_marker(o, text, m) : put(o, s + *i, e - *i);
     *nmark += m > 0;
     *i = e;

@@ -337,12 +337,14 @@ static tv f_int(trender *r, const tnode *at, tv v, tv *dflt) {
 static tv f_float(tv v, tv *dflt) {
     tv d = dflt ? *dflt : tv_float(0.0);
     switch (v.t) {
-    case TV_BIG: { /* correctly rounded, as Python's float(int) */
-        char buf[512];
-        if (v.n >= sizeof buf) return tv_float(v.s[0] == '-' ? -INFINITY : INFINITY);
+    case TV_BIG: { /* correctly rounded, as Python's float(int); inf when past the range */
+        char stack[512], *buf = v.n < sizeof stack ? stack : malloc(v.n + 1);
+        if (!buf) return tv_float(v.s[0] == '-' ? -INFINITY : INFINITY);
         memcpy(buf, v.s, v.n);
         buf[v.n] = 0;
-        return tv_float(strtod(buf, NULL));
+        double f = strtod(buf, NULL);
+        if (buf != stack) free(buf);
+        return tv_float(f);
     }
     case TV_INT:
         return tv_float((double)v.i);
@@ -711,7 +713,12 @@ tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, si
         return tmpl_getattr(r, at, v, n->s, n->n);
     }
     if (EQ("int")) return f_int(r, at, v, ARG(0, "default"));
-    if (EQ("float")) return f_float(v, ARG(0, "default"));
+    if (EQ("float")) {
+        tv f = f_float(v, ARG(0, "default"));
+        if (v.t == TV_BIG && f.t == TV_FLOAT && isinf(f.f)) /* Python's OverflowError */
+            ffail(r, at, "%s%s", "int too large to convert to float", "");
+        return f;
+    }
     if (EQ("abs")) {
         if (v.t == TV_INT) {
             if (v.i == INT64_MIN) ffail(r, at, "%s%s", "integer overflow", "");

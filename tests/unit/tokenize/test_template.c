@@ -364,6 +364,17 @@ static void test_json_loads_rules(void **state) {
             json_decref(v);
             fail_msg("%s: read", invalid[k]);
         }
+    /* Python refuses an int of more than 4,300 digits */
+    char longnum[4400];
+    for (size_t d = 4300; d <= 4301; d++) {
+        longnum[0] = '[';
+        memset(longnum + 1, '7', d);
+        longnum[d + 1] = ']';
+        v = irt_json_loads(longnum, d + 2, 0, &je);
+        if (d == 4300) assert_non_null(v);
+        if (d == 4301) assert_null(v);
+        json_decref(v);
+    }
     /* a marker is an object to everything but the template engine */
     v = irt_json_loads("[99999999999999999999, NaN]", 27, 0, &je);
     assert_non_null(v);
