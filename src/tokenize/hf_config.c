@@ -24,8 +24,12 @@
  *    serializes prepend_scheme). A null add_prefix_space leaves it alone (the
  *    rebuild raises and transformers ignores the error).
  * 4. clean_up_tokenization_spaces (default false in every class the supported
- *    families use): decode cleans " ." and the like (hf_decode.c). */
+ *    families use): decode cleans " ." and the like (hf_decode.c).
+ * 5. Added tokens: transformers adds the config's added_tokens_decoder entries
+ *    and special tokens that tokenizer.json lacks; that is refused (a load
+ *    error naming the token), never followed silently. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -229,6 +233,71 @@ static void bytelevel_prefix(irt_tokenizer *t, const json_t *cfg) {
     t->stages[0].add_prefix_space = json_is_true(v);
 }
 
+/* 5: PreTrainedTokenizerFast.__init__ adds every added_tokens_decoder entry
+ * whose repr (content and flags) tokenizer.json's added tokens lack, and
+ * every special token that is not an added token yet. Neither is followed:
+ * such a config is a load error naming the token, never other ids. */
+static bool same_flag(const json_t *v, const char *key, bool have) {
+    json_t *f = json_object_get(v, key);
+    return !json_is_boolean(f) || json_is_true(f) == have;
+}
+
+static int check_added_decoder(const irt_tokenizer *t, const json_t *cfg, char *err,
+                               size_t errlen) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(cfg, "added_tokens_decoder"), k, v) {
+        char *end;
+        unsigned long id = strtoul(k, &end, 10);
+        const char *content = json_string_value(json_object_get(v, "content"));
+        uint32_t i, dummy;
+        bool found = !*end && content && id <= UINT32_MAX &&
+                     hf_pairmap_get(&t->added_ids, (uint32_t)id, 0, &i, &dummy);
+        const hf_added *a = found ? &t->added[i] : NULL;
+        if (!a || strlen(content) != a->len || memcmp(content, a->content, a->len) ||
+            !same_flag(v, "lstrip", a->lstrip) || !same_flag(v, "rstrip", a->rstrip) ||
+            !same_flag(v, "single_word", a->single_word) ||
+            !same_flag(v, "normalized", a->normalized) || !same_flag(v, "special", a->special)) {
+            snprintf(err, errlen,
+                     "tokenizer_config.json: added_tokens_decoder.%s is not tokenizer.json's added "
+                     "token %s (content and flags); transformers would add it, which Inferrail "
+                     "does not follow",
+                     k, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_special(const irt_tokenizer *t, const char *key, const char *tok, char *err,
+                         size_t errlen) {
+    uint32_t id;
+    if (!tok || hf_strmap_get(&t->added_map, tok, strlen(tok), &id)) return 0;
+    snprintf(err, errlen,
+             "tokenizer_config.json: %s '%s' is not an added token of tokenizer.json; "
+             "transformers would add it as a special token, which Inferrail does not follow",
+             key, tok);
+    return -1;
+}
+
+static int check_specials(const irt_tokenizer *t, const json_t *cfg, char *err, size_t errlen) {
+    static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                       "pad_token", "cls_token", "mask_token"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *v = json_object_get(cfg, keys[i]);
+        if (json_is_object(v)) v = json_object_get(v, "content");
+        if (check_special(t, keys[i], json_string_value(v), err, errlen)) return -1;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(cfg, "additional_special_tokens"), i, x) {
+        if (json_is_object(x)) x = json_object_get(x, "content");
+        if (check_special(t, "additional_special_tokens", json_string_value(x), err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
 static bool is_class(const char *cls, const char *base) {
     size_t n = strlen(base);
     return cls && !strncmp(cls, base, n) && (!cls[n] || !strcmp(cls + n, "Fast"));
@@ -242,8 +311,9 @@ int hf_apply_config(irt_tokenizer *t, const char *dir, char *err, size_t errlen)
     if (!cfg) return 0; /* absent (checked to be JSON by the loader when present) */
     const char *cls = json_string_value(json_object_get(cfg, "tokenizer_class"));
     bool llama = is_class(cls, "LlamaTokenizer"), gemma = is_class(cls, "GemmaTokenizer");
-    int rc = 0;
-    if (llama || gemma) rc = rebuild_post(t, cfg, gemma, err, errlen);
+    int rc = check_added_decoder(t, cfg, err, errlen);
+    if (!rc) rc = check_specials(t, cfg, err, errlen);
+    if (!rc && (llama || gemma)) rc = rebuild_post(t, cfg, gemma, err, errlen);
     json_t *aps = json_object_get(cfg, "add_prefix_space");
     if (!rc && llama && aps && !json_is_null(aps)) rc = llama_from_slow(t, dir, cfg, err, errlen);
     if (!rc && !llama) bytelevel_prefix(t, cfg);

@@ -314,6 +314,41 @@ static void test_cleanup_flag(void **state) {
     }
 }
 
+/* transformers adds the config's added tokens that tokenizer.json lacks (or
+ * has with other flags), and special tokens that are not added tokens: not
+ * followed, so refused with the token named. */
+static void test_added_token_refusals(void **state) {
+    (void)state;
+    static const char *const cfgs[][2] = {
+        {"{\"added_tokens_decoder\": {\"1\": {\"content\": \"<s>\", \"lstrip\": true, "
+         "\"rstrip\": false, \"normalized\": false, \"single_word\": false, \"special\": true}}}",
+         "added_tokens_decoder.1"},
+        {"{\"added_tokens_decoder\": {\"32000\": {\"content\": \"<new>\", \"special\": true}}}",
+         "added_tokens_decoder.32000"},
+        {"{\"additional_special_tokens\": [\"<s>\", \"<extra>\"]}", "<extra>"},
+        {"{\"pad_token\": {\"content\": \"<pad>\"}}", "pad_token"},
+    };
+    char src[1024], json[1100], err[512];
+    model_dir(src, sizeof src, "llama2");
+    snprintf(json, sizeof json, "%s/tokenizer.json", src);
+    for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
+        char tmp[] = "/tmp/ir-hfcfg-XXXXXX";
+        make_dir(tmp, json, cfgs[i][0], false);
+        irt_tokenizer *t = irt_load(tmp, err, sizeof err);
+        if (t || !strstr(err, cfgs[i][1])) fail_msg("%s: %s", cfgs[i][0], t ? "loaded" : err);
+        remove_dir(tmp);
+    }
+    /* the same entries as tokenizer.json's load */
+    char tmp[] = "/tmp/ir-hfcfg-XXXXXX";
+    make_dir(tmp, json,
+             "{\"added_tokens_decoder\": {\"1\": {\"content\": \"<s>\", \"lstrip\": false, "
+             "\"rstrip\": false, \"normalized\": false, \"single_word\": false, \"special\": "
+             "true}}, \"additional_special_tokens\": [\"</s>\"]}",
+             false);
+    irt_free(load(tmp));
+    remove_dir(tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deepseek_bos),
@@ -322,6 +357,7 @@ int main(void) {
         cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_from_slow_refusals),
         cmocka_unit_test(test_cleanup_flag),
+        cmocka_unit_test(test_added_token_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
