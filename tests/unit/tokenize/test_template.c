@@ -1,6 +1,7 @@
 /* Jinja2 template engine: every golden that Python's Jinja2 produced
  * (tests/tools/gen-template-goldens.py), byte for byte, or the same refusal;
  * plus the bounds and the API's edges. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -393,12 +394,51 @@ static void test_json_loads_rules(void **state) {
     json_decref(v);
 }
 
+/* Eight threads read bodies by json.loads rules at once (the gateway's
+ * tokenizer threads do): the process-wide marker key is drawn once, and every
+ * thread renders the same big integer. Run under TSan by make tsan-threaded. */
+typedef struct {
+    char out[128];
+} loads_job;
+
+static void *loads_worker(void *arg) {
+    loads_job *j = arg;
+    static const char body[] = "{\"x\": 123456789012345678901234567890, \"y\": NaN}";
+    static const char src[] = "{{ x }} {{ y|tojson }} {{ -x }}";
+    json_error_t je;
+    json_t *vars = irt_json_loads(body, sizeof body - 1, 0, &je);
+    char err[256];
+    char *got = vars ? render(src, sizeof src - 1, vars, err, sizeof err) : NULL;
+    snprintf(j->out, sizeof j->out, "%s", got ? got : "(refused)");
+    free(got);
+    json_decref(vars);
+    return NULL;
+}
+
+static void test_json_loads_threads(void **state) {
+    (void)state;
+    pthread_t th[8];
+    loads_job jobs[8];
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, loads_worker, &jobs[i]), 0);
+    for (size_t i = 0; i < 8; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_string_equal(jobs[i].out, "123456789012345678901234567890 NaN "
+                                         "-123456789012345678901234567890");
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_constructs),      cmocka_unit_test(test_chats),
-        cmocka_unit_test(test_error_positions), cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_reads),           cmocka_unit_test(test_content_format),
-        cmocka_unit_test(test_json_numbers),    cmocka_unit_test(test_json_loads_rules),
+        cmocka_unit_test(test_constructs),
+        cmocka_unit_test(test_chats),
+        cmocka_unit_test(test_error_positions),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_reads),
+        cmocka_unit_test(test_content_format),
+        cmocka_unit_test(test_json_numbers),
+        cmocka_unit_test(test_json_loads_rules),
+        cmocka_unit_test(test_json_loads_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
