@@ -93,9 +93,9 @@ test: deps
 	$(MAKE) fmt-check
 
 # The threaded parts (the gateway's workers, its fleet counters, the net layer
-# they share, the tokenizer's thread-safety and its shared cache, the KV index and its event subscriber, the
+# they share, the tokenizer's thread-safety, its shared cache and json.loads reading, the KV index and its event subscriber, the
 # metrics registry and the decision log, the engine scraper) under ThreadSanitizer.
-TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|unit/tokenize/test_cache|integration/test_gateway|integration/test_metrics_page|integration/test_kv_events|integration/test_sim_dp'
+TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|unit/tokenize/test_(cache|template)|integration/test_gateway|integration/test_metrics_page|integration/test_kv_events|integration/test_sim_dp'
 # Left out: the chat-template parity test loads four real tokenizer.json files,
 # which takes longer than its timeout under TSan; its threads are the ones of
 # test_gateway_predict and test_gateway, which run.

@@ -1,4 +1,6 @@
-/* jsonscan.c: a validating single-pass scanner that locates one top-level key. */
+/* jsonscan.c: a validating single-pass scanner that locates one top-level key.
+ * It accepts what Python's json.loads accepts, as the engines read bodies with
+ * it: JSON, plus NaN, Infinity and -Infinity; numbers of any size. */
 #include "core/ir_core.h"
 
 #include <string.h>
@@ -172,7 +174,15 @@ static int value(scan *s) {
         return literal(s, "false");
     case 'n':
         return literal(s, "null");
+    case 'N': /* json.loads reads these three, and so does the engine behind us */
+        return literal(s, "NaN");
+    case 'I':
+        return literal(s, "Infinity");
     default:
+        if (s->n - s->i > 1 && s->p[s->i] == '-' && s->p[s->i + 1] == 'I') {
+            s->i++;
+            return literal(s, "Infinity");
+        }
         return number(s);
     }
 }

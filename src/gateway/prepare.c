@@ -93,7 +93,7 @@ void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool ch
     memset(p, 0, sizeof *p);
     if (m->tok == GW_TOK_NONE) return;
     json_error_t e;
-    json_t *doc = json_loadb(body, len, JSON_ALLOW_NUL, &e);
+    json_t *doc = irt_json_loads(body, len, JSON_ALLOW_NUL, &e); /* json.loads rules */
     if (!json_is_object(doc)) {
         json_decref(doc);
         p->state = GW_PREDICT_INVALID;

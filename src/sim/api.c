@@ -384,7 +384,8 @@ int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *data, size_t le
     memset(e, 0, sizeof *e);
     irt_ids_init(&r->ids);
     json_error_t jerr;
-    json_t *body = json_loadb(data ? data : "", len, 0, &jerr);
+    /* as vLLM's json.loads reads it: numbers past 64 bits, NaN, Infinity */
+    json_t *body = irt_json_loads(data ? data : "", len, 0, &jerr);
     if (!body)
         return fail(e, 400, "BadRequestError", NULL, "JSON decode error: %s (line %d, column %d)",
                     jerr.text, jerr.line, jerr.column);

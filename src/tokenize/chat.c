@@ -300,8 +300,8 @@ static json_t *parse_arguments(json_t *a) {
     if (json_is_object(a) || json_is_array(a)) return json_deep_copy(a);
     if (!json_is_string(a)) return json_object();
     json_error_t je;
-    json_t *v = json_loadb(json_string_value(a), json_string_length(a),
-                           JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    json_t *v = irt_json_loads(json_string_value(a), json_string_length(a),
+                               JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     return v ? v : json_object();
 }
 

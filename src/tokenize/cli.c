@@ -57,7 +57,7 @@ static int handle_chat(const irt_tokenizer *t, const irt_chat *chat, const json_
 static int handle_body(const irt_tokenizer *t, const irt_chat *chat, const char *body, size_t len,
                        irt_ids *ids) {
     json_error_t je;
-    json_t *root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
+    json_t *root = irt_json_loads(body, len, JSON_ALLOW_NUL, &je); /* json.loads rules */
     char msg[512];
     if (!root) {
         snprintf(msg, sizeof(msg), "invalid JSON: %s (line %d, column %d)", je.text, je.line,

@@ -243,6 +243,33 @@ static int step(const hf_dec *d, toklist *in, toklist *out) {
     return rc ? -1 : 0;
 }
 
+/* Python's s.replace(from, to) in place, for a `to` no longer than `from`:
+ * leftmost matches, not overlapping, scanned left to right. */
+static void replace_shrink(hf_buf *b, const char *from, const char *to) {
+    size_t fl = strlen(from), tl = strlen(to), w = 0, r = 0;
+    while (r < b->len) {
+        if (b->len - r >= fl && !memcmp(b->p + r, from, fl)) {
+            memmove(b->p + w, to, tl);
+            w += tl;
+            r += fl;
+        } else {
+            b->p[w++] = b->p[r++];
+        }
+    }
+    b->len = w;
+}
+
+/* transformers' PreTrainedTokenizerBase.clean_up_tokenization (v4.57.1), in
+ * its order: each replace runs on the previous one's result. */
+static void clean_up_tokenization(hf_buf *b) {
+    static const char *const rules[][2] = {
+        {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
+        {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+        replace_shrink(b, rules[i][0], rules[i][1]);
+}
+
 int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_special, char **out,
                size_t *outlen) {
     if (!t || !out || (!ids && n)) return IRT_EINVAL;
@@ -286,6 +313,7 @@ int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_
     }
     tl_free(&a);
     tl_free(&b);
+    if (!rc && t->cleanup_spaces) clean_up_tokenization(&res);
     if (!rc && hf_buf_reserve(&res, 1)) rc = IRT_ENOMEM;
     if (rc) {
         hf_buf_free(&res);

@@ -347,6 +347,8 @@ struct irt_tokenizer {
     hf_dec dec[HF_MAX_STAGES];
     size_t ndec;
     bool has_decoder;
+    bool pretok_single;  /* tokenizer.json's pre_tokenizer is one component, not a Sequence */
+    bool cleanup_spaces; /* decode: transformers' clean_up_tokenization (hf_config.c) */
     size_t vocab_size;
     size_t mem_extra;
 };
@@ -425,8 +427,14 @@ int hf_fast_next(int kind, const unsigned char *s, size_t len, size_t pos, size_
  * 3 \s (with U+0085), 4 unsure (exposed for the tests). */
 int hf_fast_class(uint32_t cp);
 
+/* Frees what a normalizer owns (its patterns, its children's); not n itself. */
+void hf_norm_free(hf_norm *n);
+
 /* Applies what transformers takes from dir/tokenizer_config.json (hf_config.c):
- * the Llama-class post-processor. 0, or -1 with err. */
+ * the Llama/Gemma post-processor, the Llama slow-tokenizer conversion that
+ * add_prefix_space forces (with legacy), a single ByteLevel pre-tokenizer's
+ * add_prefix_space, and clean_up_tokenization_spaces for decoding. 0, or -1
+ * with err. */
 int hf_apply_config(irt_tokenizer *t, const char *dir, char *err, size_t errlen);
 
 #endif

@@ -160,10 +160,10 @@ static int load_norm(loader *L, const hj_val *o, const char *path, hf_norm *n) {
     return 0;
 }
 
-static void free_norm(hf_norm *n) {
+void hf_norm_free(hf_norm *n) {
     if (!n) return;
     hf_pattern_free(&n->pat);
-    for (size_t i = 0; i < n->nkids; i++) free_norm(&n->kids[i]);
+    for (size_t i = 0; i < n->nkids; i++) hf_norm_free(&n->kids[i]);
 }
 
 /* ---- pre-tokenizers ------------------------------------------------------------------- */
@@ -981,6 +981,8 @@ static irt_tokenizer *load_root(const hj_val *root, char *err, size_t errlen) {
     }
     v = hj_get(root, "pre_tokenizer");
     if (v && v->type != HJ_NULL && load_pretok(&L, v, "pre_tokenizer")) goto fail;
+    t->pretok_single = v && v->type == HJ_OBJ && t->nstages == 1 &&
+                       strcmp(jstr(hj_get(v, "type")) ? jstr(hj_get(v, "type")) : "", "Sequence");
     if (setup_raw_mode(&L)) goto fail;
     if (load_added(&L, hj_get(root, "added_tokens"))) goto fail;
     v = hj_get(root, "post_processor");
@@ -1034,7 +1036,7 @@ irt_tokenizer *irt_load_json(const char *json, size_t len, char *err, size_t err
 
 void irt_free(irt_tokenizer *t) {
     if (!t) return;
-    free_norm(t->norm);
+    hf_norm_free(t->norm);
     for (size_t i = 0; i < t->nstages; i++) hf_pattern_free(&t->stages[i].pat);
     hf_strmap_free(&t->bpe.vocab);
     hf_strmap_free(&t->bpe.vocab_raw);

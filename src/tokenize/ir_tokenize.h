@@ -143,8 +143,11 @@ void irt_cache_get_stats(const irt_cache *c, irt_cache_stats *out);
 int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
                       bool add_special, irt_ids *out);
 
-/* Decodes ids to text through the tokenizer's decoder. *out is malloc'd and
- * NUL-terminated; free() it. Unknown ids are skipped. Thread-safe. */
+/* Decodes ids to text through the tokenizer's decoder, then, when the model
+ * directory's tokenizer_config.json sets clean_up_tokenization_spaces, with
+ * transformers' clean-up (" ." -> ".", " n't" -> "n't", ...), as
+ * transformers' decode. *out is malloc'd and NUL-terminated; free() it.
+ * Unknown ids are skipped. Thread-safe. */
 int irt_decode(const irt_tokenizer *t, const uint32_t *ids, size_t n, bool skip_special, char **out,
                size_t *outlen);
 
@@ -238,6 +241,18 @@ int irt_chat_render(const irt_chat *c, const json_t *body, ir_buf *text, char *e
 /* The special tokens a template receives (bos_token, eos_token, ...; each a
  * string) from a tokenizer_config.json object. New reference. */
 json_t *irt_special_tokens(const json_t *tokenizer_config);
+/* A request body read by Python's json.loads rules (pyjson.c): what jansson
+ * reads, as jansson reads it (a duplicate key keeps its first position and
+ * its last value); and, where jansson refuses them, integers past 64 bits,
+ * NaN, Infinity, -Infinity and reals past the double range, each read into
+ * a marker object that the template engine turns back into the number.
+ * flags and err as json_loadb's (err: jansson's first error). New reference,
+ * or NULL. */
+json_t *irt_json_loads(const char *s, size_t len, size_t flags, json_error_t *err);
+/* The text of a marker made by irt_json_loads: an integer's decimal digits
+ * (with its sign), "N" (NaN), "I" or "-I" (infinities); NULL when v is not a
+ * marker. Points into v. */
+const char *irt_json_number_text(const json_t *v, size_t *n);
 /* The directory holding a spec's tokenizer.json (irt_load's rules). */
 int irt_spec_dir(const char *spec, char *dir, size_t n, char *err, size_t errlen);
 

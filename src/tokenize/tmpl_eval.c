@@ -366,6 +366,7 @@ static tv arith(trender *r, const tnode *at, int op, tv a, tv b) {
     }
     if (a.t == TV_UNDEF) undefined_fail(r, at, a);
     if (b.t == TV_UNDEF) undefined_fail(r, at, b);
+    if (a.t == TV_BIG || b.t == TV_BIG) efail(r, at, "%s", TV_BIG_REFUSAL);
     if (num(a) && num(b)) {
         bool fl = a.t == TV_FLOAT || b.t == TV_FLOAT;
         double x = fv(a), y = fv(b);
@@ -484,7 +485,8 @@ static bool compare_one(trender *r, const tnode *at, int op, tv a, tv b) {
     if (a.t == TV_UNDEF) undefined_fail(r, at, a);
     if (b.t == TV_UNDEF) undefined_fail(r, at, b);
     static const char *const sym[] = {[OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">="};
-    if (!((num(a) && num(b)) || (a.t == TV_STR && b.t == TV_STR) ||
+    bool na = num(a) || a.t == TV_BIG, nb = num(b) || b.t == TV_BIG;
+    if (!((na && nb) || (a.t == TV_STR && b.t == TV_STR) ||
           (a.t == TV_LIST && b.t == TV_LIST && a.l->tuple == b.l->tuple)))
         efail(r, at, "'%s' not supported between instances of '%s' and '%s'", sym[op],
               tv_typename(a), tv_typename(b));
@@ -722,6 +724,7 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
     case E_POS: {
         tv a = eval(r, f, x->a);
         if (a.t == TV_UNDEF) undefined_fail(r, x, a);
+        if (a.t == TV_BIG) return x->kind == E_POS ? a : tv_big_neg(r->a, r->e, a);
         if (!num(a))
             efail(r, x, "bad operand type for unary %c: '%s'", x->kind == E_NEG ? '-' : '+',
                   tv_typename(a));

@@ -247,6 +247,7 @@ static tv f_round(trender *r, const tnode *at, tv v, tv *args, size_t nargs, con
     const char *method = "common";
     size_t mn = 6;
     if (m) method = need_str(r, at, m, &mn, "method");
+    if (v.t == TV_BIG) ffail(r, at, "%s%s", TV_BIG_REFUSAL, "");
     if (v.t != TV_INT && v.t != TV_FLOAT && v.t != TV_BOOL)
         ffail(r, at, "type %s doesn't define __round__ method", tv_typename(v), "");
     if (mn == 6 && memcmp(method, "common", 6) == 0) {
@@ -313,6 +314,7 @@ static tv f_int(trender *r, const tnode *at, tv v, tv *dflt) {
     (void)at;
     switch (v.t) {
     case TV_INT:
+    case TV_BIG:
         return v;
     case TV_BOOL:
         return tv_int(v.b);
@@ -335,6 +337,15 @@ static tv f_int(trender *r, const tnode *at, tv v, tv *dflt) {
 static tv f_float(tv v, tv *dflt) {
     tv d = dflt ? *dflt : tv_float(0.0);
     switch (v.t) {
+    case TV_BIG: { /* correctly rounded, as Python's float(int); inf when past the range */
+        char stack[512], *buf = v.n < sizeof stack ? stack : malloc(v.n + 1);
+        if (!buf) return tv_float(v.s[0] == '-' ? -INFINITY : INFINITY);
+        memcpy(buf, v.s, v.n);
+        buf[v.n] = 0;
+        double f = strtod(buf, NULL);
+        if (buf != stack) free(buf);
+        return tv_float(f);
+    }
     case TV_INT:
         return tv_float((double)v.i);
     case TV_BOOL:
@@ -614,6 +625,7 @@ static tv f_sum(trender *r, const tnode *at, tv v, tv *args, size_t nargs, const
     tv acc = start ? *start : tv_int(0);
     for (size_t i = 0; i < items->n; i++) {
         tv x = attr ? get_path(r, at, items->v[i], *attr) : items->v[i];
+        if (acc.t == TV_BIG || x.t == TV_BIG) ffail(r, at, "%s%s", TV_BIG_REFUSAL, "");
         if ((acc.t == TV_INT || acc.t == TV_BOOL) && (x.t == TV_INT || x.t == TV_BOOL)) {
             int64_t a = acc.t == TV_INT ? acc.i : acc.b, b = x.t == TV_INT ? x.i : x.b, c;
             if (__builtin_add_overflow(a, b, &c)) ffail(r, at, "%s%s", "integer overflow", "");
@@ -701,7 +713,12 @@ tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, si
         return tmpl_getattr(r, at, v, n->s, n->n);
     }
     if (EQ("int")) return f_int(r, at, v, ARG(0, "default"));
-    if (EQ("float")) return f_float(v, ARG(0, "default"));
+    if (EQ("float")) {
+        tv f = f_float(v, ARG(0, "default"));
+        if (v.t == TV_BIG && f.t == TV_FLOAT && isinf(f.f)) /* Python's OverflowError */
+            ffail(r, at, "%s%s", "int too large to convert to float", "");
+        return f;
+    }
     if (EQ("abs")) {
         if (v.t == TV_INT) {
             if (v.i == INT64_MIN) ffail(r, at, "%s%s", "integer overflow", "");
@@ -709,6 +726,7 @@ tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, si
         }
         if (v.t == TV_FLOAT) return tv_float(fabs(v.f));
         if (v.t == TV_BOOL) return tv_int(v.b);
+        if (v.t == TV_BIG) return v.s[0] == '-' ? tv_big_neg(r->a, r->e, v) : v;
         ffail(r, at, "bad operand type for abs(): '%s'%s", tv_typename(v), "");
     }
     if (EQ("round")) return f_round(r, at, v, args, nargs, kwn, kwv, nkw);
@@ -748,8 +766,10 @@ bool tmpl_test(trender *r, const tnode *at, const char *name, tv v, tv *args, si
     if (EQ("undefined")) return v.t == TV_UNDEF;
     if (EQ("none")) return v.t == TV_NONE;
     if (EQ("string")) return v.t == TV_STR;
-    if (EQ("number")) return v.t == TV_INT || v.t == TV_FLOAT || v.t == TV_BOOL;
-    if (EQ("integer")) return v.t == TV_INT;
+    if (EQ("number")) return v.t == TV_INT || v.t == TV_FLOAT || v.t == TV_BOOL || v.t == TV_BIG;
+    if (EQ("integer")) return v.t == TV_INT || v.t == TV_BIG;
+    if (v.t == TV_BIG && (EQ("odd") || EQ("even"))) return tv_big_odd(v) == EQ("odd");
+    if (v.t == TV_BIG && EQ("divisibleby")) ffail(r, at, "%s%s", TV_BIG_REFUSAL, "");
     if (EQ("float")) return v.t == TV_FLOAT;
     if (EQ("boolean")) return v.t == TV_BOOL;
     if (EQ("true")) return v.t == TV_BOOL && v.b;

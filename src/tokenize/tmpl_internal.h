@@ -34,7 +34,14 @@ typedef enum {
     TV_FUNC,   /* i: a global function (TF_*) */
     TV_METHOD, /* bound method: self + method name in s/n */
     TV_LOOP,   /* lp */
+    TV_BIG,    /* s, n: an int past 64 bits from the request's JSON, its decimal
+                  digits with any '-' (pyjson.c); printed and compared, never
+                  computed with (TV_BIG_REFUSAL) */
 } tv_type;
+
+#define TV_BIG_REFUSAL                                                                             \
+    "an integer past 64 bits (from the request's JSON) is printed and compared, never "            \
+    "computed with"
 
 typedef struct tlist tlist;
 typedef struct tdict tdict;
@@ -234,6 +241,10 @@ void tv_dict_set(ir_arena *a, terr *e, tdict *d, tv k, tv v);
 tv *tv_dict_get(const tdict *d, tv k);
 tv *tv_dict_gets(const tdict *d, const char *s, size_t n);
 tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth);
+/* -v for a TV_BIG (in the render's arena). */
+tv tv_big_neg(ir_arena *a, terr *e, tv v);
+/* The parity of a TV_BIG's last digit: true when odd. */
+bool tv_big_odd(tv v);
 
 bool tv_truthy(tv v);
 bool tv_eq(tv a, tv b);

@@ -232,6 +232,30 @@ void tv_dict_set(ir_arena *a, terr *e, tdict *d, tv k, tv v) {
     d->v[d->n++] = v;
 }
 
+/* A number irt_json_loads read past jansson: NaN, an infinity, or an int past
+ * 64 bits (its digits stay in the request's JSON). */
+static tv number_from_marker(const char *s, size_t n) {
+    if (n == 1 && s[0] == 'N') return tv_float(NAN);
+    if (n == 1 && s[0] == 'I') return tv_float(INFINITY);
+    if (n == 2 && s[0] == '-' && s[1] == 'I') return tv_float(-INFINITY);
+    tv v = {.t = TV_BIG, .n = n};
+    v.s = s;
+    return v;
+}
+
+tv tv_big_neg(ir_arena *a, terr *e, tv v) {
+    if (v.s[0] == '-') return (tv){.t = TV_BIG, .n = v.n - 1, .s = v.s + 1};
+    char *p = ir_arena_alloc(a, v.n + 1);
+    if (!p) tmpl_fail(e, 0, 0, "out of memory (the render's memory limit)");
+    p[0] = '-';
+    memcpy(p + 1, v.s, v.n);
+    return (tv){.t = TV_BIG, .n = v.n + 1, .s = p};
+}
+
+bool tv_big_odd(tv v) {
+    return (v.s[v.n - 1] - '0') % 2 != 0;
+}
+
 tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
     if (depth > 256) tmpl_fail(e, 0, 0, "input nested too deeply");
     switch (json_typeof(j)) {
@@ -259,6 +283,9 @@ tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
         return v;
     }
     case JSON_OBJECT: {
+        size_t bn;
+        const char *big = irt_json_number_text(j, &bn);
+        if (big) return number_from_marker(big, bn);
         size_t n = json_object_size(j);
         tdict *d = tv_dict_new(a, n);
         if (!d) tmpl_fail(e, 0, 0, "out of memory (the render's memory limit)");
@@ -318,7 +345,35 @@ static int64_t num_i(tv v) {
     return v.t == TV_INT ? v.i : v.t == TV_BOOL ? (int64_t)v.b : 0;
 }
 
+/* Python's exact int comparisons for a TV_BIG: a with another TV_BIG, an
+ * int, a bool or a float. A TV_BIG lies outside int64, so an int64 is always
+ * nearer zero; a float that large is integral, and "%.0f" gives its exact
+ * digits. 2: unordered (NaN). */
+static int big_sign(const char *s) {
+    return s[0] == '-' ? -1 : 1;
+}
+static int big_cmp_text(const char *a, size_t an, const char *b, size_t bn) {
+    int sa = big_sign(a), sb = big_sign(b);
+    if (sa != sb) return sa;
+    size_t ao = a[0] == '-', bo = b[0] == '-';
+    int mag = an - ao != bn - bo ? (an - ao < bn - bo ? -1 : 1) : memcmp(a + ao, b + bo, an - ao);
+    mag = mag < 0 ? -1 : mag > 0;
+    return sa * mag;
+}
+static int big_cmp(tv a, tv b) {
+    if (a.t != TV_BIG) return -big_cmp(b, a);
+    if (b.t == TV_BIG) return big_cmp_text(a.s, a.n, b.s, b.n);
+    if (b.t != TV_FLOAT || (isfinite(b.f) && fabs(b.f) < 9.2e18)) return big_sign(a.s);
+    if (isnan(b.f)) return 2;
+    if (isinf(b.f)) return b.f > 0 ? -1 : 1;
+    char buf[400];
+    int n = snprintf(buf, sizeof buf, "%.0f", b.f);
+    return big_cmp_text(a.s, a.n, buf, (size_t)n);
+}
+
 bool tv_eq(tv a, tv b) {
+    if ((a.t == TV_BIG && (b.t == TV_BIG || is_num(b))) || (b.t == TV_BIG && is_num(a)))
+        return big_cmp(a, b) == 0;
     if (is_num(a) && is_num(b)) {
         if (a.t == TV_FLOAT || b.t == TV_FLOAT) return num_f(a) == num_f(b);
         return num_i(a) == num_i(b);
@@ -364,6 +419,7 @@ const char *tv_typename(tv v) {
     case TV_BOOL:
         return "bool";
     case TV_INT:
+    case TV_BIG:
         return "int";
     case TV_FLOAT:
         return "float";
@@ -387,6 +443,10 @@ const char *tv_typename(tv v) {
 }
 
 int tv_cmp(terr *e, tv a, tv b) {
+    if ((a.t == TV_BIG && (b.t == TV_BIG || is_num(b))) || (b.t == TV_BIG && is_num(a))) {
+        int c = big_cmp(a, b);
+        return c == 2 ? 0 : c;
+    }
     if (is_num(a) && is_num(b)) {
         if (a.t == TV_FLOAT || b.t == TV_FLOAT) {
             double x = num_f(a), y = num_f(b);
@@ -530,6 +590,9 @@ static void print_v(tsb *b, tv v, bool repr, int depth) {
         return;
     case TV_INT:
         tsb_addf(b, "%lld", (long long)v.i);
+        return;
+    case TV_BIG:
+        tsb_add(b, v.s, v.n);
         return;
     case TV_FLOAT:
         tv_float_repr(b, v.f);
@@ -750,6 +813,9 @@ static void json_v(tsb *b, tv v, const json_opts *o, int level) {
         return;
     case TV_INT:
         tsb_addf(b, "%lld", (long long)v.i);
+        return;
+    case TV_BIG:
+        tsb_add(b, v.s, v.n);
         return;
     case TV_FLOAT:
         if (isnan(v.f))

@@ -1,5 +1,6 @@
 /* fuzz_template: arbitrary template source, optionally followed by a line
- * "\n#vars\n" and a JSON object of variables (else a small chat context), into
+ * "\n#vars\n" and a JSON object of variables read by irt_json_loads (else a
+ * small chat context), into
  * the template engine. Parsing and rendering must succeed or refuse with a
  * message, within the bounds, never crash; content-format detection and the
  * variable scan run on whatever compiles. */
@@ -32,7 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         len = (size_t)(cut - src);
         const char *j = cut + sizeof sep - 1;
         json_error_t je;
-        vars = json_loadb(j, size - (size_t)(j - src), JSON_DECODE_INT_AS_REAL, &je);
+        /* as a request body is read: json.loads rules, past-64-bit integers,
+         * NaN and Infinity included (pyjson.c) */
+        vars = irt_json_loads(j, size - (size_t)(j - src), 0, &je);
     }
     if (!vars) vars = json_loads(default_vars, 0, NULL);
     irt_template_limits lim = {

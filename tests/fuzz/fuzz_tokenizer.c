@@ -1,6 +1,8 @@
 /* fuzz_tokenizer: arbitrary bytes into encode and decode of a small
  * tokenizer that exercises added tokens, a normalizer, regex splits and a
- * byte-level BPE. Encode must never crash or read out of bounds. The valid
+ * byte-level BPE. Encode must never crash or read out of bounds; decoding
+ * with clean_up_tokenization_spaces must equal a plain rewrite of the
+ * transformers clean-up over the uncleaned text. The valid
  * UTF-8 prefix of the input also goes through the hand-written Qwen, Llama 3
  * and GPT-2 pre-tokenizer matchers, which must find exactly PCRE2's matches. */
 #include <stdint.h>
@@ -68,13 +70,60 @@ static const char model[] =
     "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"\\u0120\":2,\"ab\":3,\"\\u0120a\":4,"
     "\"\\u0120ab\":5,\"1\":6,\"11\":7},\"merges\":[\"a b\",\"\\u0120 a\",\"\\u0120a b\",\"1 1\"]}}";
 
+/* transformers' clean_up_tokenization written plainly (memmem, a fresh string
+ * per rule), against irt_decode's in-place version. */
+static char *clean_ref(const char *s, size_t n, size_t *outn) {
+    static const char *const rules[][2] = {
+        {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
+        {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+    };
+    char *cur = malloc(n + 1);
+    if (!cur) abort();
+    memcpy(cur, s, n);
+    for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+        size_t fl = strlen(rules[r][0]), tl = strlen(rules[r][1]), m = 0;
+        char *next = malloc(n + 1);
+        if (!next) abort();
+        const char *p = cur, *end = cur + n, *hit;
+        while ((hit = memmem(p, (size_t)(end - p), rules[r][0], fl))) {
+            memcpy(next + m, p, (size_t)(hit - p));
+            m += (size_t)(hit - p);
+            memcpy(next + m, rules[r][1], tl);
+            m += tl;
+            p = hit + fl;
+        }
+        memcpy(next + m, p, (size_t)(end - p));
+        m += (size_t)(end - p);
+        free(cur);
+        cur = next;
+        n = m;
+    }
+    *outn = n;
+    return cur;
+}
+
+static void check_cleanup(irt_tokenizer *plain, irt_tokenizer *clean, const uint32_t *ids,
+                          size_t n) {
+    char *a = NULL, *b = NULL;
+    size_t an, bn, rn;
+    if (irt_decode(plain, ids, n, false, &a, &an) || irt_decode(clean, ids, n, false, &b, &bn))
+        abort();
+    char *want = clean_ref(a, an, &rn);
+    if (rn != bn || memcmp(want, b, bn)) abort();
+    free(want);
+    free(a);
+    free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static irt_tokenizer *t;
+    static irt_tokenizer *t, *tc;
     if (!t) {
         char err[256];
         t = irt_load_json(model, sizeof(model) - 1, err, sizeof(err));
-        if (!t) abort();
+        tc = irt_load_json(model, sizeof(model) - 1, err, sizeof(err));
+        if (!t || !tc) abort();
+        tc->cleanup_spaces = true; /* clean_up_tokenization_spaces (hf_config.c) */
     }
     irt_ids ids = {0};
     for (int special = 0; special < 2; special++) {
@@ -84,6 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (irt_decode(t, ids.ids, ids.len, special, &out, NULL) != 0) abort();
         free(out);
     }
+    check_cleanup(t, tc, ids.ids, ids.len);
     irt_ids_free(&ids);
     check_fast((const char *)data, size);
     /* Random ids decode safely too. */

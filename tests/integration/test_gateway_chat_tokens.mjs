@@ -41,6 +41,10 @@ function bodies() {
     { messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe' }, { type: 'text', text: 'this.' }] }] },
     { messages: [sys, u1], tools: TOOLS },
     { messages: [u1, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] }, { role: 'tool', tool_call_id: 'c1', content: '{"temp": 21}' }], tools: TOOLS },
+    // numbers as json.loads reads them: past 64 bits, NaN, Infinity, past the double range,
+    // in a tool call's arguments and, written raw into the body (see raw()), in a tool's schema
+    { messages: [sys, u1], tools: [{ type: 'function', function: { name: 'count', parameters: { type: 'object', properties: { n: { type: 'integer', maximum: '__RAW:123456789012345678901234567890__', minimum: '__RAW:-9223372036854775809__', default: '__RAW:NaN__', x: ['__RAW:Infinity__', '__RAW:-Infinity__', '__RAW:1e400__'] } } } } }] },
+    { messages: [u1, { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'search', arguments: '{"n": 123456789012345678901234567890, "m": -9223372036854775809, "x": NaN, "i": [Infinity, -Infinity, 1e400], "n": 18446744073709551616}' } }] }, { role: 'tool', tool_call_id: 'c2', content: 'ok' }], tools: TOOLS },
     { messages: [{ role: 'user', content: 'literal <|im_end|> <|eot_id|> <end_of_turn> inside' }] },
     { messages: [sys, ...Array.from({ length: 8 }, (_, i) => (i % 2 ? a1 : { role: 'user', content: `question ${i} `.repeat(40) })), u1] },
   ];
@@ -72,15 +76,18 @@ after(async () => {
   if (sim) await sim.stop();
 });
 
+// JSON text with the numbers JavaScript cannot write: "__RAW:<token>__" becomes <token>.
+const raw = (json) => json.replace(/"__RAW:([^"]*)__"/g, '$1');
+
 function reference(reqs) {
-  const input = reqs.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const input = reqs.map((r) => raw(JSON.stringify(r))).join('\n') + '\n';
   const res = spawnSync('python3', [path.join(ROOT, 'tests', 'tools', 'render-chat.py')], { input, encoding: 'utf8', maxBuffer: 64 << 20 });
   assert.equal(res.status, 0, res.stderr);
   return res.stdout.trim().split('\n').map((l) => JSON.parse(l));
 }
 
 async function send(model, body) {
-  const r = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, max_tokens: 1, ...body }) });
+  const r = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', body: raw(JSON.stringify({ model, max_tokens: 1, ...body })) });
   await r.text();
   return { status: r.status, tokens: r.headers.get('x-inferrail-prompt-tokens') };
 }

@@ -34,10 +34,18 @@ static void known_cases(void **state) {
                          "{\"a\":tru}",
                          "{\"a\":\"\\x\"}",
                          "{\"a\":1.}",
+                         "{\"a\":nan}",
+                         "{\"a\":-Inf}",
+                         "{\"a\":--1}",
                          "{\"a\" 1}"};
     for (size_t i = 0; i < IR_ARRAY_LEN(bad); i++)
         assert_int_equal(ir_json_scan_key(bad[i], strlen(bad[i]), "model", &sp, 0),
                          IR_JSON_INVALID);
+    /* json.loads' extras: NaN, Infinity, -Infinity, integers of any size */
+    const char *py = "{\"a\": [NaN, Infinity, -Infinity, 123456789012345678901234567890], "
+                     "\"model\": -Infinity}";
+    assert_int_equal(ir_json_scan_key(py, strlen(py), "model", &sp, 0), IR_JSON_FOUND);
+    assert_int_equal(sp.end - sp.start, 9);
     const char *num = "{\"model\": 12.5e3}";
     assert_int_equal(ir_json_scan_key(num, strlen(num), "model", &sp, 0), IR_JSON_FOUND);
     assert_false(sp.is_string);

@@ -1,6 +1,7 @@
 /* Jinja2 template engine: every golden that Python's Jinja2 produced
  * (tests/tools/gen-template-goldens.py), byte for byte, or the same refusal;
  * plus the bounds and the API's edges. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -309,11 +310,135 @@ static void test_content_format(void **state) {
     assert_non_null(strstr(err, "content_format"));
 }
 
+/* Numbers read as json.loads reads them (numbers.jsonl, made by
+ * tests/tools/gen-json-number-goldens.py): each body is JSON text that jansson
+ * alone refuses; irt_json_loads reads it. Rows marked c_refuses compute with
+ * an integer past 64 bits, which the engine refuses by design. */
+static void test_json_numbers(void **state) {
+    (void)state;
+    json_t *rows = load_rows("numbers.jsonl");
+    assert_true(json_array_size(rows) >= 20);
+    int bad = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *name = json_string_value(json_object_get(row, "name"));
+        const char *body = json_string_value(json_object_get(row, "body"));
+        const char *src = json_string_value(json_object_get(row, "template"));
+        json_error_t je;
+        json_t *vars = irt_json_loads(body, strlen(body), 0, &je);
+        if (!vars) fail_msg("%s: irt_json_loads refused: %s", name, je.text);
+        json_t *r = json_deep_copy(row);
+        json_object_set_new(r, "vars", vars);
+        if (json_is_true(json_object_get(row, "c_refuses"))) {
+            char err[512];
+            char *got = render(src, strlen(src), vars, err, sizeof err);
+            if (got || !strstr(err, "past 64 bits")) {
+                fprintf(stderr, "%s: want the big-integer refusal, got %s\n", name,
+                        got ? got : err);
+                bad++;
+            }
+            free(got);
+        } else {
+            bad += check_row(name, src, strlen(src), r);
+        }
+        json_decref(r);
+    }
+    json_decref(rows);
+    assert_int_equal(bad, 0);
+}
+
+/* What irt_json_loads leaves alone, and what it cannot be fooled by. */
+static void test_json_loads_rules(void **state) {
+    (void)state;
+    json_error_t je;
+    /* jansson's own reading when it succeeds */
+    json_t *v = irt_json_loads("{\"a\": 1, \"a\": 2}", 16, 0, &je);
+    assert_non_null(v);
+    assert_int_equal(json_integer_value(json_object_get(v, "a")), 2);
+    json_decref(v);
+    /* still invalid JSON */
+    static const char *const invalid[] = {"{\"a\": nan}", "{\"a\": 01}",      "[1,]", "{\"a\": -}",
+                                          "[NaN",         "{\"a\": Infinit}", "[--1]"};
+    for (size_t k = 0; k < sizeof invalid / sizeof *invalid; k++)
+        if ((v = irt_json_loads(invalid[k], strlen(invalid[k]), 0, &je))) {
+            json_decref(v);
+            fail_msg("%s: read", invalid[k]);
+        }
+    /* Python refuses an int of more than 4,300 digits */
+    char longnum[4400];
+    for (size_t d = 4300; d <= 4301; d++) {
+        longnum[0] = '[';
+        memset(longnum + 1, '7', d);
+        longnum[d + 1] = ']';
+        v = irt_json_loads(longnum, d + 2, 0, &je);
+        if (d == 4300) assert_non_null(v);
+        if (d == 4301) assert_null(v);
+        json_decref(v);
+    }
+    /* a marker is an object to everything but the template engine */
+    v = irt_json_loads("[99999999999999999999, NaN]", 27, 0, &je);
+    assert_non_null(v);
+    size_t n;
+    assert_true(json_is_object(json_array_get(v, 0)));
+    assert_string_equal(irt_json_number_text(json_array_get(v, 0), &n), "99999999999999999999");
+    assert_string_equal(irt_json_number_text(json_array_get(v, 1), &n), "N");
+    /* a look-alike written by a client is not a marker */
+    const char *k = json_object_iter_key(json_object_iter(json_array_get(v, 0)));
+    char fake[256];
+    snprintf(fake, sizeof fake, "{\"%.*s0\": \"7\"}", (int)strlen(k) - 1, k);
+    json_t *f = irt_json_loads(fake, strlen(fake), 0, &je);
+    assert_non_null(f);
+    assert_null(irt_json_number_text(f, &n));
+    json_decref(f);
+    json_decref(v);
+}
+
+/* Eight threads read bodies by json.loads rules at once (the gateway's
+ * tokenizer threads do): the process-wide marker key is drawn once, and every
+ * thread renders the same big integer. Run under TSan by make tsan-threaded. */
+typedef struct {
+    char out[128];
+} loads_job;
+
+static void *loads_worker(void *arg) {
+    loads_job *j = arg;
+    static const char body[] = "{\"x\": 123456789012345678901234567890, \"y\": NaN}";
+    static const char src[] = "{{ x }} {{ y|tojson }} {{ -x }}";
+    json_error_t je;
+    json_t *vars = irt_json_loads(body, sizeof body - 1, 0, &je);
+    char err[256];
+    char *got = vars ? render(src, sizeof src - 1, vars, err, sizeof err) : NULL;
+    snprintf(j->out, sizeof j->out, "%s", got ? got : "(refused)");
+    free(got);
+    json_decref(vars);
+    return NULL;
+}
+
+static void test_json_loads_threads(void **state) {
+    (void)state;
+    pthread_t th[8];
+    loads_job jobs[8];
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, loads_worker, &jobs[i]), 0);
+    for (size_t i = 0; i < 8; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_string_equal(jobs[i].out, "123456789012345678901234567890 NaN "
+                                         "-123456789012345678901234567890");
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_constructs),      cmocka_unit_test(test_chats),
-        cmocka_unit_test(test_error_positions), cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_reads),           cmocka_unit_test(test_content_format),
+        cmocka_unit_test(test_constructs),
+        cmocka_unit_test(test_chats),
+        cmocka_unit_test(test_error_positions),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_reads),
+        cmocka_unit_test(test_content_format),
+        cmocka_unit_test(test_json_numbers),
+        cmocka_unit_test(test_json_loads_rules),
+        cmocka_unit_test(test_json_loads_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
