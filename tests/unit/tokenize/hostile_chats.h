@@ -25,7 +25,27 @@ static const char *const HC_WORDS[] = {
     "a",        "is",       "are",     "be",       "not",     "when",     "if",      "then",
 };
 
-/* Appends about `bytes` bytes of prose (sentences of 6 to 17 words). */
+static const char *const HC_SYLLABLES[] = {
+    "con", "tra", "ver", "sal", "ment", "ing", "pro", "dis", "ble", "tion", "ex",  "per",
+    "ri",  "an",  "ous", "qui", "lo",   "mar", "ten", "ca",  "bu",  "ly",   "zen", "ph",
+};
+
+/* A rare word: two to four syllables (most of them unknown to a vocabulary as a
+ * whole word, so the tokenizer merges them piece by piece, as it must for real
+ * text's names and jargon). */
+static inline size_t hc_rare_word(unsigned seed, char *out) {
+    size_t n = 0, k = 2 + (seed >> 3) % 3;
+    for (size_t i = 0; i < k; i++) {
+        seed = seed * 1103515245u + 12345u;
+        const char *s = HC_SYLLABLES[(seed >> 9) % (sizeof HC_SYLLABLES / sizeof *HC_SYLLABLES)];
+        memcpy(out + n, s, strlen(s));
+        n += strlen(s);
+    }
+    return n;
+}
+
+/* About `bytes` bytes of prose: sentences of 6 to 17 words, one word in five a
+ * rare one, the others common ones. */
 static inline char *hc_prose(size_t bytes, unsigned seed) {
     char *s = malloc(bytes + 64);
     if (!s) return NULL;
@@ -33,8 +53,10 @@ static inline char *hc_prose(size_t bytes, unsigned seed) {
     int in_sentence = 0, cap_next = 1;
     while (n < bytes) {
         seed = seed * 1103515245u + 12345u;
+        char rare[32];
         const char *w = HC_WORDS[(seed >> 8) % (sizeof HC_WORDS / sizeof *HC_WORDS)];
         size_t wl = strlen(w);
+        if ((seed >> 16) % 5 == 0) w = rare, wl = hc_rare_word(seed >> 2, rare);
         if (n + wl + 3 > bytes + 60) break;
         if (n && s[n - 1] != '\n') s[n++] = ' ';
         memcpy(s + n, w, wl);
