@@ -314,29 +314,36 @@ static void bench_hostile(const model *m, const char *name, char *body, int runs
     ir_buf_init(&text, (size_t)1 << 30);
     irt_ids ids = {0};
     char err[256] = "";
-    double t[16], tp[16], tr[16], te[16], x;
+    double t[16], tp[16], tr[16], te[16], tc[16], tec[16], x;
     int rc = 0;
     for (int i = 0; i < runs; i++) {
         steps st;
         rc = run_path(m, NULL, body, strlen(body), &text, &ids, &st, err, sizeof err);
         t[i] = st.parse + st.render + st.encode;
-        tp[i] = st.parse, tr[i] = st.render, te[i] = st.encode;
+        tp[i] = st.parse, tr[i] = st.render, te[i] = st.encode, tc[i] = st.cpu,
+        tec[i] = st.encode_cpu;
     }
-    double p50, worst, parse, render, encode;
+    double p50, worst, parse, render, encode, cpu, cpu_worst, ecpu;
     pct(t, (size_t)runs, &p50, &worst);
     worst = t[runs - 1];
     pct(tp, (size_t)runs, &parse, &x);
     pct(tr, (size_t)runs, &render, &x);
     pct(te, (size_t)runs, &encode, &x);
+    pct(tc, (size_t)runs, &cpu, &x);
+    pct(tec, (size_t)runs, &ecpu, &x);
+    cpu_worst = tc[runs - 1];
     json_t *why = json_string(rc == IRT_OK ? "" : err);
     char *why_s = json_dumps(why, JSON_ENCODE_ANY);
     printf("{\"model\":\"%s\",\"case\":\"hostile\",\"input\":\"%s\",\"body_bytes\":%zu,"
            "\"outcome\":\"%s\",\"reason\":%s,\"tokens\":%zu,\"runs\":%d,\"median_ms\":%.2f,"
-           "\"worst_ms\":%.2f,\"within_100ms\":%s,\"parse_median_ms\":%.2f,"
-           "\"render_median_ms\":%.2f,\"encode_median_ms\":%.2f,\"text_bytes\":%zu}\n",
+           "\"worst_ms\":%.2f,\"within_100ms\":%s,\"cpu_median_ms\":%.2f,"
+           "\"cpu_worst_ms\":%.2f,\"cpu_within_100ms\":%s,\"parse_median_ms\":%.2f,"
+           "\"render_median_ms\":%.2f,\"encode_median_ms\":%.2f,\"encode_cpu_median_ms\":%.2f,"
+           "\"text_bytes\":%zu}\n",
            m->name, name, strlen(body), outcome(rc), why_s ? why_s : "null", ids.len, runs,
-           p50 / 1e3, worst / 1e3, worst <= 100e3 ? "true" : "false", parse / 1e3, render / 1e3,
-           encode / 1e3, text.len);
+           p50 / 1e3, worst / 1e3, worst <= 100e3 ? "true" : "false", cpu / 1e3, cpu_worst / 1e3,
+           cpu_worst <= 100e3 ? "true" : "false", parse / 1e3, render / 1e3, encode / 1e3,
+           ecpu / 1e3, text.len);
     fflush(stdout);
     free(why_s);
     json_decref(why);
