@@ -353,6 +353,9 @@ static void bench_hostile(const model *m, const char *name, char *body, int runs
 }
 
 static void bench_hostiles(const model *m) {
+    /* 1 and 2 MiB first: where the time per MiB puts a size bound under 100 ms */
+    bench_hostile(m, "message_1mib", hc_big_message(m->name, (size_t)1 << 20), 5);
+    bench_hostile(m, "message_2mib", hc_big_message(m->name, (size_t)2 << 20), 5);
     bench_hostile(m, "message_4mib", hc_big_message(m->name, (size_t)4 << 20), 5);
     bench_hostile(m, "messages_50000", hc_many_messages(m->name, 50000), 5);
     bench_hostile(m, "tools_1000", hc_many_tools(m->name, 1000), 5);
