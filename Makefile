@@ -93,12 +93,14 @@ test: deps
 	$(MAKE) fmt-check
 
 # The threaded parts (the gateway's workers, its fleet counters, the net layer
-# they share, the tokenizer's thread-safety, its shared cache and json.loads reading, the KV index and its event subscriber, the
-# metrics registry and the decision log, the engine scraper) under ThreadSanitizer.
-TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|unit/tokenize/test_(cache|template)|integration/test_gateway|integration/test_metrics_page|integration/test_kv_events|integration/test_sim_dp'
+# they share, the tokenizer's thread-safety, its shared cache and json.loads reading, the
+# gateway's tokenizer threads (test_tokenize_pool), the KV index and its event subscriber,
+# data-parallel ranks, the metrics registry and the decision log, the engine scraper)
+# under ThreadSanitizer.
+TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|unit/tokenize/test_(cache|template)|integration/test_gateway|integration/test_tokenize_pool|integration/test_metrics_page|integration/test_kv_events|integration/test_sim_dp'
 # Left out: the chat-template parity test loads four real tokenizer.json files,
-# which takes longer than its timeout under TSan; its threads are the ones of
-# test_gateway_predict and test_gateway, which run.
+# which takes longer than its timeout under TSan. The tokenizer threads it uses
+# run in test_tokenize_pool instead, on a small tokenizer.json that test writes.
 TSAN_EXCLUDE = 'integration/test_gateway_chat_tokens'
 tsan-threaded: tsan
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \

@@ -126,6 +126,7 @@ static int rebuild(irx_map *m, irx_map_shard *sh, size_t live) {
     atomic_fetch_add(&m->bytes, table_bytes(m, t));
     if (old) {
         atomic_fetch_sub(&m->bytes, table_bytes(m, old));
+        GRACE_RELEASE(); /* the writer's own reads of old come before its free, too */
         urcu_bp_call_rcu(&old->rcu, free_table);
     }
     return 0;

@@ -257,6 +257,8 @@ static const char *part_text(prep *p, json_t *part, size_t *len) {
 /* content: a string (parts joined with "\n") or, in the openai format, a list
  * of {"type": "text", "text": ...}. */
 static json_t *message_content(prep *p, json_t *content, bool openai) {
+    /* a string in the string format is its own single part, joined: itself */
+    if (!openai && json_is_string(content)) return json_incref(content);
     json_t *parts;
     if (!content || json_is_null(content))
         parts = json_array();
