@@ -228,6 +228,10 @@ static const ir_cfg_field tokenizer_fields[] = {
     FI(gw_tokenizer_cfg, "max_queue", max_queue, "1024", 1, 1 << 20,
        "bodies queued or being tokenized; past it a request routes without a prediction "
        "(reason busy)"),
+    F(gw_tokenizer_cfg, "max_body_bytes", IR_CFG_SIZE, max_body_bytes, "1MiB",
+      "a tokenizer.json model's request body larger than this routes without a prediction "
+      "(reason too_large): rendering and tokenizing a body costs 30 to 55 ms per MiB here, so "
+      "it bounds the time spent on one prompt; 1 MiB is over 200,000 tokens of text"),
     FI(gw_tokenizer_cfg, "cache_tokens", cache_tokens, "1000000", 0, (int64_t)1 << 32,
        "token ids kept per tokenizer.json model for repeated prompt pieces (text between special "
        "tokens: system prompts, earlier turns), least recently used out first; ids, text and "

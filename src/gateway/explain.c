@@ -69,8 +69,8 @@ static json_t *candidate_json(const gw_fleet *f, const gw_replica *r, const char
 }
 
 static const char *prediction_name(gw_predict_state s) {
-    static const char *names[] = {"none",     "ok",   "unsupported", "invalid",
-                                  "template", "busy", "slow"};
+    static const char *names[GW_PREDICT_STATES] = {"none",     "ok",   "unsupported", "invalid",
+                                                   "template", "busy", "slow",        "too_large"};
     return names[s];
 }
 
@@ -121,7 +121,9 @@ int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir
     if (!res.model) return fail(out, res.status, res.message);
     const gw_model *m = res.model;
     gw_prompt p;
-    gw_prompt_tokenize(m, body, len, chat, &p);
+    memset(&p, 0, sizeof p);
+    p.state = GW_PREDICT_TOO_LARGE;
+    if (!gw_prompt_too_large(app, m, len)) gw_prompt_tokenize(m, body, len, chat, &p);
     gw_prompt_hash(&app->fleet, m, &p);
     gw_prompt_match(&app->fleet, &p);
     uint64_t tokens = p.state == GW_PREDICT_OK ? p.ids.len : len / 4;

@@ -224,14 +224,25 @@ static bool prepare_on_thread(gw_req *r, bool chat, gw_step_fn next) {
 }
 
 const char *gw_predict_state_name(gw_predict_state s) {
-    static const char *const names[GW_PREDICT_STATES] = {
-        "unavailable", "tokenized", "unsupported", "invalid", "template", "busy", "slow"};
+    static const char *const names[GW_PREDICT_STATES] = {"unavailable", "tokenized", "unsupported",
+                                                         "invalid",     "template",  "busy",
+                                                         "slow",        "too_large"};
     return (unsigned)s < GW_PREDICT_STATES ? names[s] : "unavailable";
+}
+
+bool gw_prompt_too_large(const gw_app *app, const gw_model *m, size_t len) {
+    return m->tok == GW_TOK_HF && len > app->cfg.tokenizer.max_body_bytes;
 }
 
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {
     r->prepare_start = ir_now_ns();
     bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
+    if (gw_prompt_too_large(r->w->app, r->model, r->body_len)) {
+        memset(&r->prompt, 0, sizeof r->prompt);
+        r->prompt.state = GW_PREDICT_TOO_LARGE; /* its tokens would come too late to help */
+        prepared(r, next);
+        return;
+    }
     /* builtin:sim costs less than a hop to a thread: it always stays on the loop */
     if (r->model->tok == GW_TOK_HF && r->body_len > GW_TOKENIZE_INLINE) {
         if (prepare_on_thread(r, chat, next)) return;

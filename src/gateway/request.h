@@ -81,8 +81,9 @@ typedef enum {
     GW_PREDICT_TEMPLATE,    /* the chat template refused it, or ran past a bound */
     GW_PREDICT_BUSY,        /* the tokenizer queue was full (tokenizer.max_queue) */
     GW_PREDICT_SLOW,        /* it waited past tokenizer.max_wait for a thread */
+    GW_PREDICT_TOO_LARGE,   /* a tokenizer.json model's body over tokenizer.max_body_bytes */
 } gw_predict_state;
-#define GW_PREDICT_STATES 7
+#define GW_PREDICT_STATES 8
 /* The state's `result` in inferrail_tokenized_requests_total, the seed's names:
  * NONE is "unavailable", OK "tokenized", the rest their own in lower case.
  * (/admin/explain's `prediction` keeps its documented "none" and "ok".) */
@@ -106,6 +107,9 @@ typedef struct gw_prompt {
  * both use them). tokenize fills p (state NONE when m has no tokenizer); hash and
  * match do nothing unless the state is OK. gw_prompt_free frees what they made. */
 void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool chat, gw_prompt *p);
+/* Whether a body of len bytes is too large to predict for m (a tokenizer.json
+ * model, over tokenizer.max_body_bytes): it routes as GW_PREDICT_TOO_LARGE. */
+bool gw_prompt_too_large(const gw_app *app, const gw_model *m, size_t len);
 void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p);
 void gw_prompt_match(const gw_fleet *f, gw_prompt *p);
 void gw_prompt_free(gw_prompt *p);

@@ -7,7 +7,8 @@
 // without tokenizer_optional the same file fails start-up, naming the key. The
 // tokenization cache (tokenizer.cache_tokens) gives the same prompt lengths as no
 // cache, reuses a repeated system prompt, stays within its budget, and is absent
-// when set to 0.
+// when set to 0. A body over tokenizer.max_body_bytes routes without a
+// prediction (too_large), in the pipeline and in /admin/explain.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -125,4 +126,27 @@ test('the tokenization cache: same prompt lengths as without it, a repeated syst
   assert.equal(metricSum(tpage, 'inferrail_tokenize_cache_lookups_total', 'result="hit"') ?? 0, 0, 'nothing that large was kept');
   const ppage = await metrics(plain.admin);
   assert.doesNotMatch(ppage, /inferrail_tokenize_cache/, 'cache_tokens 0: no cache, no series');
+});
+
+test('a body over tokenizer.max_body_bytes routes without a prediction (too_large), and is answered', async () => {
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: QWEN }],
+    replicas: [{ id: 's', url: sim.url }],
+    tokenizer: { max_body_bytes: '8KiB' },
+  });
+  cleanup.push(() => gw.stop());
+  const big = body('a long question about caches '.repeat(400)); // 12 KB
+  const small = body('a short question');
+  assert.ok(big.length > 8192 && small.length < 8192);
+  assert.equal(await post(gw.url, big), 200);
+  assert.equal(await post(gw.url, small), 200);
+  const page = await metrics(gw.admin);
+  const count = (res) => metricSum(page, 'inferrail_tokenized_requests_total', `result="${res}"`) ?? 0;
+  assert.equal(count('too_large'), 1);
+  assert.equal(count('tokenized'), 1);
+  const explain = async (b) => (await (await fetch(`${gw.admin}/admin/explain`, { method: 'POST', body: b })).json());
+  assert.equal((await explain(big)).prediction, 'too_large');
+  assert.equal((await explain(small)).prediction, 'ok');
 });
