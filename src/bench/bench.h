@@ -27,6 +27,10 @@ int bench_cal_fit(const double *u, const double *c, const double *t, size_t n, d
                   double *d);
 /* The number after the last `"key"` and its colon in s[0..len); -1 when none. */
 double bench_cal_usage(const char *s, size_t len, const char *key);
+/* calibrate --cpu-tier: the least-squares rate r of extra = r * tokens through the
+ * origin over n points (tokens loaded from the CPU tier, the seconds a prefill took
+ * beyond the fitted shape). -1 when no point has tokens. */
+int bench_cal_fit_rate(const double *tokens, const double *extra, size_t n, double *rate);
 
 /* Sorted-sample percentiles. */
 double bench_percentile(double *sorted, size_t n, double p);
