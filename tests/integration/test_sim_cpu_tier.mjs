@@ -152,6 +152,8 @@ test('a prompt evicted to the CPU tier is a CPU hit in /admin/explain, and cost_
   const { j, r: res } = await complete(gw.url, a);
   assert.equal(res.headers.get('x-inferrail-replica'), 'tier');
   assert.equal(j.usage.prompt_tokens_details.cached_tokens, full);
+  // The gateway's prediction, checked against that, counts the CPU tier's part too.
+  assert.equal(Number(res.headers.get('x-inferrail-cached-tokens')), full);
   const page = await (await fetch(tier.url + '/metrics')).text();
   assert.match(page, new RegExp(`^vllm:external_prefix_cache_hits_total\\{[^}]*\\} ${full}\\.0$`, 'm'));
   // Loaded back, a is on the GPU again (its copies stay in the CPU tier).
@@ -166,4 +168,5 @@ test('a prompt evicted to the CPU tier is a CPU hit in /admin/explain, and cost_
   assert.equal(metricValue(gpage, 'inferrail_kv_events_decode_errors_total', 'replica="tier"'), 0);
   assert.equal(metricValue(gpage, 'inferrail_kv_events_refused_total', 'replica="tier"'), 0);
   assert.equal(metricValue(gpage, 'inferrail_kv_events_fallbacks_total', 'replica="tier"'), 0);
+  assert.equal(metricValue(gpage, 'inferrail_predictions_total', 'replica="tier",result="exact"'), 1, gpage.split('\n').filter((l) => l.startsWith('inferrail_predictions')).join('\n'));
 });
