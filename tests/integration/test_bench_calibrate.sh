@@ -13,7 +13,10 @@ B="$BUILD/inferrail-bench"
 fail() { echo "FAIL: $*"; exit 1; }
 dir=$(mktemp -d)
 port=$(freeport)
-"$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details --decode-token-ms 1 \
+# 16 output tokens 2 ms apart: a loaded machine (or ASan) that fires the simulator's
+# timer late emits several tokens at once, and with 4 tokens 1 ms apart all of them
+# came in one piece, a time per output token of 0.
+"$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details --decode-token-ms 2 \
   --prefill-token-us 20 >"$dir/sim.log" 2>&1 &
 sim=$!
 trap 'kill $sim 2>/dev/null; rm -rf "$dir"' EXIT
@@ -22,7 +25,7 @@ for i in $(seq 100); do
   sleep 0.1
 done
 out=$("$B" calibrate --base-url "http://127.0.0.1:$port" --repeats 1 --scale 0.5 \
-  --max-tokens 4 --out "$dir/cal.json" 2>"$dir/err.log") || { cat "$dir/err.log"; fail "calibrate failed"; }
+  --max-tokens 16 --out "$dir/cal.json" 2>"$dir/err.log") || { cat "$dir/err.log"; fail "calibrate failed"; }
 for k in prefill_token_us prefill_pair_ns prefill_fixed_ms decode_token_ms; do
   grep -q "^    $k: " <<<"$out" || fail "no $k in: $out"
 done
