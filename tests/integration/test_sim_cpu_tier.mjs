@@ -170,3 +170,23 @@ test('a prompt evicted to the CPU tier is a CPU hit in /admin/explain, and cost_
   assert.equal(metricValue(gpage, 'inferrail_kv_events_fallbacks_total', 'replica="tier"'), 0);
   assert.equal(metricValue(gpage, 'inferrail_predictions_total', 'replica="tier",result="exact"'), 1, gpage.split('\n').filter((l) => l.startsWith('inferrail_predictions')).join('\n'));
 });
+
+test('each data-parallel rank has its own CPU tier', async () => {
+  const sim = await startSim(['--zero-latency', '--enable-prompt-tokens-details', '--data-parallel-size', '2', ...simArgs, '--num-cpu-blocks', '32']);
+  cleanup.push(() => sim.stop());
+  const on = async (rank, p) => {
+    const r = await fetch(sim.url + '/v1/completions', { method: 'POST', headers: { 'x-data-parallel-rank': String(rank) }, body: JSON.stringify({ model: MODEL, prompt: p, max_tokens: 1 }) });
+    assert.equal(r.status, 200);
+    return (await r.json()).usage.prompt_tokens_details?.cached_tokens ?? 0;
+  };
+  const a = prompt('Delta head'), full = Math.floor(tokens(a).length / 16) * 16;
+  await on(1, a);
+  await on(1, prompt('Epsilon head'));
+  await on(1, prompt('Zeta head')); // a is now in rank 1's CPU tier only
+  assert.equal(await on(0, a), 0); // rank 0 never saw it
+  assert.equal(await on(1, a), full); // rank 1 loads it back
+  const page = await (await fetch(sim.url + '/metrics')).text();
+  const hits = (r) => Number(page.match(new RegExp(`^vllm:external_prefix_cache_hits_total\\{engine="${r}"[^}]*\\} (\\S+)$`, 'm'))[1]);
+  assert.equal(hits(1), full);
+  assert.equal(hits(0), 0);
+});
