@@ -27,6 +27,10 @@ int bench_cal_fit(const double *u, const double *c, const double *t, size_t n, d
                   double *d);
 /* The number after the last `"key"` and its colon in s[0..len); -1 when none. */
 double bench_cal_usage(const char *s, size_t len, const char *key);
+/* calibrate --cpu-tier: the least-squares rate r of extra = r * tokens through the
+ * origin over n points (tokens loaded from the CPU tier, the seconds a prefill took
+ * beyond the fitted shape). -1 when no point has tokens. */
+int bench_cal_fit_rate(const double *tokens, const double *extra, size_t n, double *rate);
 
 /* Sorted-sample percentiles. */
 double bench_percentile(double *sorted, size_t n, double p);
@@ -202,12 +206,14 @@ typedef struct bench_fleet_opts {
     const char *log_dir; /* NULL: /dev/null */
     const char *tag;     /* names the log files */
     double speedup;      /* K: every simulator latency parameter divided by K; 0: 1 */
+    bool kv_events;      /* simulators publish KV events; the gateway follows them */
 } bench_fleet_opts;
 
 typedef struct bench_fleet {
     int n;
     int sim_pid[BENCH_MAX_REPLICAS];
     uint16_t sim_port[BENCH_MAX_REPLICAS];
+    uint16_t ev_port[BENCH_MAX_REPLICAS][2]; /* KV events: PUB and replay; 0 without */
     int gw_pid;
     uint16_t gw_port, admin_port;
     char base_url[64];
@@ -228,9 +234,11 @@ int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len)
 /* Writes the gateway's YAML config; exported for tests. The gateway tokenizes with
  * builtin:sim, and its KV index and cost model get the simulators' shape from
  * sim_args (the effective flags, after --speedup; NULL: the simulator's defaults):
- * block size, KV capacity, and the latency parameters. */
+ * block size, KV capacity, the latency parameters and the CPU tier's transfer time.
+ * ev_ports (may be NULL): each simulator's KV event ports (PUB, replay), which its
+ * replica then follows (kv_events). */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n,
-                       const char *sim_args);
+                       const char *sim_args, const uint16_t (*ev_ports)[2]);
 
 #endif

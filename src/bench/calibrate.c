@@ -12,10 +12,19 @@
  * in them: the features are u, u*(c + u/2) and 1); the time per output token is
  * the median of (last byte - first byte) / (completion tokens - 1).
  *
+ * With --cpu-tier, it then measures the CPU tier (vLLM's OffloadingConnector, the
+ * simulator's --num-cpu-blocks): a prefix is sent, then enough fresh text to cycle
+ * the GPU cache (its size from vllm:cache_config_info), then the prefix with a
+ * fresh suffix; the engine's vllm:external_prefix_cache_hits_total says how many
+ * tokens came from the CPU tier, and the time beyond the fitted P(u, c) over
+ * those tokens is the transfer time per token (cost_model's
+ * cpu_transfer_token_us), fitted through the origin over every point.
+ *
  * The text is bench_trace_block_text's: a block id gives the same text anywhere,
  * so every fresh id is a prefix no engine has seen, and a prefix resent is the
  * same tokens. */
 #include "bench/bench.h"
+#include "load/ir_load.h"
 #include "net/ir_net.h"
 
 #include <getopt.h>
@@ -31,7 +40,8 @@ typedef struct cal_opts {
     const char *base_url, *model, *out;
     int repeats;
     int max_tokens;
-    double scale; /* multiplies every prompt length (the defaults reach 4,096 tokens) */
+    double scale;  /* multiplies every prompt length (the defaults reach 4,096 tokens) */
+    bool cpu_tier; /* also measure the CPU tier's transfer time per token */
 } cal_opts;
 
 /* ---- one request on a private loop ----------------------------------------- */
@@ -206,6 +216,147 @@ int bench_cal_fit(const double *u, const double *c, const double *t, size_t n, d
     return 0;
 }
 
+int bench_cal_fit_rate(const double *tokens, const double *extra, size_t n, double *rate) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) num += tokens[i] * extra[i], den += tokens[i] * tokens[i];
+    if (!(den > 0)) return -1;
+    *rate = num / den;
+    return 0;
+}
+
+/* ---- the CPU tier ---------------------------------------------------------------- */
+
+/* The engine's /metrics: its GPU cache in tokens and its CPU-tier hits so far
+ * (-1 when the page lacks them). 0, or -1 when the page cannot be read. */
+static int engine_page(const char *base, double *gpu_tokens, double *cpu_hits) {
+    char url[1024];
+    snprintf(url, sizeof url, "%s/metrics", base);
+    ir_buf page;
+    ir_buf_init(&page, 8u << 20);
+    int st = bench_http_get(url, &page, 10);
+    irl_report r;
+    int rc =
+        st == 200 && page.data && irl_report_parse(page.data, page.len, &r, NULL, 0) == 0 ? 0 : -1;
+    if (rc == 0) {
+        *gpu_tokens = r.capacity_tokens ? (double)r.capacity_tokens : -1;
+        *cpu_hits = irl_prom_sum(page.data, page.len, "vllm:external_prefix_cache_hits_total");
+    }
+    ir_buf_free(&page);
+    return rc;
+}
+
+/* Fresh prompts of up to 1,024 tokens with one output token each, until the engine
+ * has taken `tokens` prompt tokens (its count): every block cached before is pushed
+ * out of a GPU cache of that size. */
+static int cycle_gpu(const ir_url *url, const cal_opts *o, double tokens, char *err,
+                     size_t errlen) {
+    ir_buf text;
+    ir_buf_init(&text, 1 << 20);
+    int rc = 0;
+    for (double sent = 0; sent < tokens && rc == 0;) {
+        cal_point p = {0};
+        ir_buf_reset(&text);
+        rc = fresh_text(&text, 1024) ? -1 : send_one(url, o, text.data, 1, &p, err, errlen);
+        sent += p.u + p.c;
+    }
+    ir_buf_free(&text);
+    return rc;
+}
+
+typedef struct cpu_point {
+    double loaded, extra_s; /* tokens from the CPU tier; seconds beyond P(u, c) */
+    cal_point p;
+} cpu_point;
+
+/* One point: prefix c, the GPU cycled, then prefix + fresh suffix u. 1 when the
+ * engine loaded nothing from its CPU tier (the point is left out), 0, or -1. */
+static int cpu_one(const ir_url *url, const cal_opts *o, size_t c, size_t u, double gpu_tokens,
+                   const double shape[3], cpu_point *out, char *err, size_t errlen) {
+    ir_buf text;
+    ir_buf_init(&text, 64u << 20);
+    cal_point warm;
+    double h0, h1, g;
+    int rc = fresh_text(&text, c) || send_one(url, o, text.data, 1, &warm, err, errlen) ||
+                     cycle_gpu(url, o, gpu_tokens + (double)c, err, errlen) ||
+                     engine_page(o->base_url, &g, &h0) || fresh_text(&text, u) ||
+                     send_one(url, o, text.data, 1, &out->p, err, errlen) ||
+                     engine_page(o->base_url, &g, &h1)
+                 ? -1
+                 : 0;
+    ir_buf_free(&text);
+    if (rc) return -1;
+    out->loaded = h1 - h0;
+    const cal_point *p = &out->p;
+    out->extra_s = p->ttft_s - (shape[0] * p->u + shape[1] * p->u * (p->c + p->u / 2) + shape[2]);
+    return out->loaded > 0 ? 0 : 1;
+}
+
+#define CPU_POINTS 16
+
+/* Measures the CPU tier after the fit (shape: a, b, d). 0 with *rate_s in seconds
+ * per token and the points kept in pts[0..*np), or -1 with the reason printed. */
+static int measure_cpu(const ir_url *url, const cal_opts *o, const double shape[3], cpu_point *pts,
+                       size_t *np, double *rate_s) {
+    static const size_t prefixes[] = {512, 1024, 2048};
+    double gpu_tokens, hits;
+    char err[512] = "";
+    if (engine_page(o->base_url, &gpu_tokens, &hits)) {
+        fprintf(stderr, "calibrate: --cpu-tier: cannot read %s/metrics\n", o->base_url);
+        return -1;
+    }
+    if (gpu_tokens <= 0 || hits < 0) {
+        fprintf(stderr, "calibrate: --cpu-tier: %s/metrics has no %s\n", o->base_url,
+                gpu_tokens <= 0 ? "vllm:cache_config_info num_gpu_blocks (the GPU cache size)"
+                                : "vllm:external_prefix_cache_hits_total: no CPU tier");
+        return -1;
+    }
+    size_t missed = 0;
+    for (int rep = 0; rep < o->repeats; rep++) {
+        for (size_t i = 0; i < IR_ARRAY_LEN(prefixes) && *np < CPU_POINTS; i++) {
+            size_t c = (size_t)llround((double)prefixes[i] * o->scale);
+            size_t u = (size_t)llround(128 * o->scale);
+            int r = cpu_one(url, o, c ? c : 16, u ? u : 1, gpu_tokens, shape, &pts[*np], err,
+                            sizeof err);
+            if (r < 0) {
+                fprintf(stderr, "calibrate: --cpu-tier: %s\n", err);
+                return -1;
+            }
+            if (r == 1) {
+                missed++;
+                continue;
+            }
+            const cpu_point *q = &pts[(*np)++];
+            fprintf(stderr, "calibrate: cpu tier: %.0f tokens loaded, %.2f ms beyond the fit\n",
+                    q->loaded, q->extra_s * 1e3);
+        }
+    }
+    double tok[CPU_POINTS], ex[CPU_POINTS];
+    for (size_t i = 0; i < *np; i++) tok[i] = pts[i].loaded, ex[i] = pts[i].extra_s;
+    if (bench_cal_fit_rate(tok, ex, *np, rate_s)) {
+        fprintf(stderr,
+                "calibrate: --cpu-tier: no prefix came back from the CPU tier (%zu tries): "
+                "it must hold more than the GPU cache plus the prefix\n",
+                missed);
+        return -1;
+    }
+    if (*rate_s < 0) {
+        fprintf(stderr, "calibrate: --cpu-tier: the loads took less than the fit predicts for "
+                        "computing the rest (noise): rate taken as 0\n");
+        *rate_s = 0;
+    }
+    return 0;
+}
+
+static json_t *cpu_points_json(const cpu_point *pts, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a,
+                              json_pack("{s:f, s:f, s:f, s:f}", "loaded_tokens", pts[i].loaded,
+                                        "uncached_tokens", pts[i].p.u, "ttft_ms",
+                                        pts[i].p.ttft_s * 1e3, "extra_ms", pts[i].extra_s * 1e3));
+    return a;
+}
+
 /* ---- the command --------------------------------------------------------------- */
 
 static int model_of(const char *base, char *out, size_t len) {
@@ -231,7 +382,14 @@ static void cal_usage(FILE *f) {
                "prefill P(u, c) = a*u + b*u*(c + u/2) + d and the time per output token, and\n"
                "prints them as routing.cost_model keys. --scale multiplies every prompt\n"
                "length; --model defaults to the first of /v1/models. Run it on an idle\n"
-               "engine: anything else it serves meanwhile adds to the times.\n");
+               "engine: anything else it serves meanwhile adds to the times.\n"
+               "  --cpu-tier  also measure the CPU tier (vLLM's OffloadingConnector, or\n"
+               "              inferrail-sim --num-cpu-blocks): a prefix is sent, fresh text\n"
+               "              cycles the GPU cache (its size from /metrics), then the prefix\n"
+               "              comes back; the time beyond the fit per token the engine counts\n"
+               "              in vllm:external_prefix_cache_hits_total is printed as\n"
+               "              cpu_transfer_token_us. The CPU tier must hold more than the GPU\n"
+               "              cache plus the prefix; each point sends a GPU cache of text.\n");
 }
 
 /* The measured points: cold (c = 0) and warm (c, u) pairs, in tokens of ours. */
@@ -283,6 +441,7 @@ static int parse(int argc, char **argv, cal_opts *o) {
                                          {"scale", required_argument, 0, 's'},
                                          {"max-tokens", required_argument, 0, 't'},
                                          {"out", required_argument, 0, 'o'},
+                                         {"cpu-tier", no_argument, 0, 'c'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     *o = (cal_opts){.repeats = 3, .max_tokens = 33, .scale = 1};
@@ -307,6 +466,9 @@ static int parse(int argc, char **argv, cal_opts *o) {
             break;
         case 'o':
             o->out = optarg;
+            break;
+        case 'c':
+            o->cpu_tier = true;
             break;
         case 'h':
             cal_usage(stdout);
@@ -369,6 +531,10 @@ int bench_calibrate_main(int argc, char **argv) {
     }
     qsort(tp, nt, sizeof *tp, bench_cmp_double);
     double tpot = nt ? bench_percentile(tp, nt, 0.5) : NAN;
+    cpu_point cpts[CPU_POINTS];
+    size_t ncpu = 0;
+    double rate = NAN, shape[3] = {a, b, d};
+    if (o.cpu_tier && measure_cpu(&url, &o, shape, cpts, &ncpu, &rate)) return 1;
     json_t *doc =
         json_pack("{s:s, s:s, s:s, s:{s:f, s:f, s:f, s:f}, s:f, s:[]}", "schema",
                   "inferrail-bench/calibrate/1", "base_url", o.base_url, "model", o.model,
@@ -377,11 +543,17 @@ int bench_calibrate_main(int argc, char **argv) {
                   "rms_error_ms", sqrt(rss / (double)np) * 1e3, "points");
     for (size_t i = 0; i < np; i++)
         json_array_append_new(json_object_get(doc, "points"), point_json(&pts[i]));
+    if (o.cpu_tier) {
+        json_object_set_new(json_object_get(doc, "cost_model"), "cpu_transfer_token_us",
+                            json_real(rate * 1e6));
+        json_object_set_new(doc, "cpu_points", cpu_points_json(cpts, ncpu));
+    }
     printf("# inferrail-bench calibrate: %zu points, rms error %.2f ms\n"
            "routing:\n  cost_model:\n    prefill_token_us: %.4g\n    prefill_pair_ns: %.4g\n"
            "    prefill_fixed_ms: %.4g\n    decode_token_ms: %.4g\n",
            np, sqrt(rss / (double)np) * 1e3, a * 1e6, b * 1e9, d * 1e3,
            isnan(tpot) ? 0.0 : tpot * 1e3);
+    if (o.cpu_tier) printf("    cpu_transfer_token_us: %.4g\n", rate * 1e6);
     int rc = o.out && bench_write_json(doc, o.out) ? 1 : 0;
     if (rc) fprintf(stderr, "calibrate: cannot write %s\n", o.out);
     json_decref(doc);

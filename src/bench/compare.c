@@ -22,6 +22,7 @@ typedef struct fleet_args {
     int replicas;
     const char *sim_args;
     bool no_gateway;
+    bool kv_events;
 } fleet_args;
 
 static const struct option fleet_opts[] = {
@@ -31,6 +32,7 @@ static const struct option fleet_opts[] = {
     {"policy", required_argument, 0, 1005},     {"repetitions", required_argument, 0, 1006},
     {"start-rate", required_argument, 0, 1007}, {"max-rate", required_argument, 0, 1008},
     {"steps", required_argument, 0, 1009},      {"probe-seconds", required_argument, 0, 1010},
+    {"kv-events", no_argument, 0, 1011},
 };
 
 typedef struct cmp_opts {
@@ -98,6 +100,9 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
             break;
         case 1004:
             o->f.no_gateway = true;
+            break;
+        case 1011:
+            o->f.kv_events = true;
             break;
         case 1005:
             free(o->policies_buf);
@@ -168,7 +173,8 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
                            .seed = seed,
                            .log_dir = log_dir,
                            .tag = tag,
-                           .speedup = o->c.speedup};
+                           .speedup = o->c.speedup,
+                           .kv_events = o->f.kv_events};
     bench_fleet f;
     char err[512] = "";
     if (bench_fleet_start(&fo, &f, err, sizeof err)) {
@@ -182,6 +188,7 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
         json_object_set_new(c, "policy", json_string(o->f.no_gateway ? "direct" : policy));
         json_object_set_new(c, "replicas", json_integer(fo.replicas));
         json_object_set_new(c, "sim_args", json_string(o->f.sim_args ? o->f.sim_args : ""));
+        json_object_set_new(c, "kv_events", json_boolean(o->f.kv_events));
         char eff[1024] = "";
         bench_sim_args_scaled(o->f.sim_args, o->c.speedup, eff, sizeof eff);
         json_object_set_new(c, "sim_args_effective", json_string(eff));
@@ -274,6 +281,8 @@ static void compare_usage(FILE *f) {
                "         [--seed S] [--sim-args \"...\"] [--slo-ttft 2s --slo-tpot 100ms]\n"
                "         [--param K=V] [--sharegpt FILE] [--sim-bin B] [--gateway-bin B]\n"
                "         [--no-gateway]   (straight to one simulator, for checking the harness)\n"
+               "         [--kv-events]    (the simulators publish KV events, followed by the\n"
+               "                          gateway: the exact index, CPU tiers included)\n"
                "Each run gets a fresh gateway and fresh simulators on free loopback ports;\n"
                "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
                "and DIR/summary.json (medians over repetitions); a ladder of rates writes one\n"

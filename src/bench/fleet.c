@@ -145,7 +145,7 @@ static const struct {
     double def;
 } sim_latency[] = {
     {"--prefill-token-us", 100}, {"--prefill-pair-ns", 3.3}, {"--prefill-fixed-ms", 5},
-    {"--decode-token-ms", 20},   {"--decode-batch-us", 100},
+    {"--decode-token-ms", 20},   {"--decode-batch-us", 100}, {"--cpu-transfer-token-us", 5},
 };
 
 static int scaled_value(char *out, size_t len, size_t *at, const char *flag, const char *v,
@@ -211,27 +211,36 @@ static double sim_flag(const char *args, const char *flag, double def) {
  * latency parameters come from the effective simulator flags, already divided. */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n,
-                       const char *sim_args) {
+                       const char *sim_args, const uint16_t (*ev_ports)[2]) {
     ir_buf_appendf(out, "# written by inferrail-bench for one run\n");
     ir_buf_appendf(out, "server: {listen: \"%s\", admin_listen: \"%s\", workers: 1}\n", listen,
                    admin);
     ir_buf_appendf(out,
                    "routing: {default_policy: %s, seed: %llu, cost_model: {prefill_token_us: "
-                   "%.9g, prefill_pair_ns: %.9g, prefill_fixed_ms: %.9g, decode_token_ms: %.9g}}\n",
+                   "%.9g, prefill_pair_ns: %.9g, prefill_fixed_ms: %.9g, decode_token_ms: %.9g, "
+                   "cpu_transfer_token_us: %.9g}}\n",
                    policy, (unsigned long long)seed, sim_flag(sim_args, "--prefill-token-us", 100),
                    sim_flag(sim_args, "--prefill-pair-ns", 3.3),
                    sim_flag(sim_args, "--prefill-fixed-ms", 5),
-                   sim_flag(sim_args, "--decode-token-ms", 20));
+                   sim_flag(sim_args, "--decode-token-ms", 20),
+                   sim_flag(sim_args, "--cpu-transfer-token-us", 5));
     ir_buf_appendf(out, "index: {block_size: %.0f}\n", sim_flag(sim_args, "--block-size", 16));
     ir_buf_appendf(out, "models:\n  - name: %s\n    aliases: [sim]\n    tokenizer: \"%s\"\n", model,
                    IRT_SIM_SPEC);
     ir_buf_appendf(out, "replicas:\n");
     double blocks = sim_flag(sim_args, "--num-gpu-blocks-override", 4096);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         ir_buf_appendf(out,
                        "  - {id: sim-%d, url: \"http://127.0.0.1:%u\", models: [%s], "
-                       "kv_capacity_blocks: %.0f}\n",
+                       "kv_capacity_blocks: %.0f",
                        i + 1, ports[i], model, blocks);
+        if (ev_ports && ev_ports[i][0])
+            ir_buf_appendf(out,
+                           ", kv_events: {endpoint: \"tcp://127.0.0.1:%u\", replay_endpoint: "
+                           "\"tcp://127.0.0.1:%u\"}",
+                           ev_ports[i][0], ev_ports[i][1]);
+        ir_buf_appendf(out, "}\n");
+    }
     return out->data ? 0 : -1;
 }
 
@@ -252,6 +261,17 @@ static void spawn_sim(const bench_fleet_opts *o, bench_fleet *f, int i, const ch
     char *argv[96] = {(char *)o->sim_bin,    "--port",     port, "--enable-prompt-tokens-details",
                       "--served-model-name", (char *)model};
     int a = 6;
+    char events[300];
+    if (o->kv_events) { /* vLLM's --kv-events-config, on two more free ports */
+        f->ev_port[i][0] = bench_free_port();
+        f->ev_port[i][1] = bench_free_port();
+        snprintf(events, sizeof events,
+                 "{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", \"endpoint\": "
+                 "\"tcp://127.0.0.1:%u\", \"replay_endpoint\": \"tcp://127.0.0.1:%u\"}",
+                 f->ev_port[i][0], f->ev_port[i][1]);
+        argv[a++] = "--kv-events-config";
+        argv[a++] = events;
+    }
     char copy[1024];
     snprintf(copy, sizeof copy, "%s", extra);
     for (char *sp, *t = strtok_r(copy, " ", &sp); t && a < 94; t = strtok_r(NULL, " ", &sp))
@@ -279,7 +299,8 @@ static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, const char *
     char eff[1024];
     if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, eff, sizeof eff))
         snprintf(eff, sizeof eff, "%s", o->sim_args ? o->sim_args : "");
-    bench_gateway_yaml(&y, listen, admin, o->policy, o->seed, model, f->sim_port, f->n, eff);
+    bench_gateway_yaml(&y, listen, admin, o->policy, o->seed, model, f->sim_port, f->n, eff,
+                       o->kv_events ? (const uint16_t(*)[2])f->ev_port : NULL);
     if (o->log_dir)
         snprintf(cfgpath, sizeof cfgpath, "%s/%s%sgateway.yaml", o->log_dir, o->tag ? o->tag : "",
                  o->tag ? "-" : "");

@@ -313,6 +313,7 @@ static void run_phase(ol_run *r, size_t first, size_t n, bench_rec *recs, bool m
 
 typedef struct engine_counts {
     double queries, hits; /* -1 when unavailable */
+    double cpu_hits;      /* vllm:external_prefix_cache_hits_total (a CPU tier); -1: none */
 } engine_counts;
 
 static void scrape(const bench_run_cfg *cfg, engine_counts *out) {
@@ -328,10 +329,12 @@ static void scrape(const bench_run_cfg *cfg, engine_counts *out) {
         ir_buf page;
         ir_buf_init(&page, 8u << 20);
         int st = bench_http_get(url, &page, 5);
-        out[i].queries = out[i].hits = -1;
+        out[i].queries = out[i].hits = out[i].cpu_hits = -1;
         if (st == 200 && page.data) {
             out[i].queries = irl_prom_sum(page.data, page.len, "vllm:prefix_cache_queries_total");
             out[i].hits = irl_prom_sum(page.data, page.len, "vllm:prefix_cache_hits_total");
+            out[i].cpu_hits =
+                irl_prom_sum(page.data, page.len, "vllm:external_prefix_cache_hits_total");
         } else {
             fprintf(stderr, "run: scraping %s failed (%d)\n", url, st);
         }
@@ -609,7 +612,8 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
                                   (json_int_t)warm_err));
     /* The engines' own prefix-cache counters, measured phase only. */
     json_t *eng = json_array();
-    double dq = 0, dh = 0;
+    double dq = 0, dh = 0, dc = 0;
+    bool any_cpu = false;
     bool all = cfg->n_engine > 0;
     for (size_t i = 0; i < cfg->n_engine; i++) {
         bool ok = before[i].queries >= 0 && after[i].queries >= 0 && before[i].hits >= 0 &&
@@ -618,10 +622,18 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
         double q = ok ? after[i].queries - before[i].queries : NAN;
         double h = ok ? after[i].hits - before[i].hits : NAN;
         if (ok) dq += q, dh += h;
-        json_array_append_new(eng, json_pack("{s:s, s:o, s:o, s:o}", "url", cfg->engine_urls[i],
-                                             "queries", num_or_null(q), "hits", num_or_null(h),
-                                             "hit_rate", num_or_null(q > 0 ? h / q : NAN)));
+        json_t *e =
+            json_pack("{s:s, s:o, s:o, s:o}", "url", cfg->engine_urls[i], "queries", num_or_null(q),
+                      "hits", num_or_null(h), "hit_rate", num_or_null(q > 0 ? h / q : NAN));
+        /* A CPU tier's hits (vLLM counts them apart from the GPU's): tokens loaded. */
+        if (before[i].cpu_hits >= 0 && after[i].cpu_hits >= 0) {
+            double c = after[i].cpu_hits - before[i].cpu_hits;
+            json_object_set_new(e, "cpu_hits", json_real(c));
+            dc += c, any_cpu = true;
+        }
+        json_array_append_new(eng, e);
     }
+    if (any_cpu) json_object_set_new(sum, "engine_cpu_hits", json_real(dc));
     json_object_set_new(sum, "engine_hit_rate", num_or_null(all && dq > 0 ? dh / dq : NAN));
     json_object_set_new(sum, "engines", eng);
 

@@ -55,9 +55,13 @@ static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp
     gw_metrics_decision(r, rep, ir_now_ns() - since);
     r->lease_pending = true;
     const gw_prompt *p = &r->prompt;
-    r->predicted_cached = p->state == GW_PREDICT_OK && p->cached
-                              ? (uint64_t)p->cached[rep->index] * r->w->app->fleet.block_size
-                              : c->predicted_cached_tokens;
+    const gw_fleet *f = &r->w->app->fleet;
+    /* The engine counts what it loads from its CPU tier as cached too (vLLM's
+     * num_cached_tokens), so the prediction it is checked against includes it. */
+    r->predicted_cached =
+        p->state == GW_PREDICT_OK && p->cached
+            ? ((uint64_t)p->cached[rep->index] + p->cached[f->nslots + rep->index]) * f->block_size
+            : c->predicted_cached_tokens;
     irp_policy_assigned(r->policy, rep->index, q);
 }
 

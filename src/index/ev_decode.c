@@ -188,8 +188,9 @@ static int field(dec *d, irx_ev *ev, int f, const msgpack_object *v) {
     case F_TOKENS:
         return tokens(d, v, ev);
     case F_BSIZE:
-        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 == 0 || v->via.u64 > 1u << 16)
-            return fail(d, "block_size: not a positive integer");
+        /* 0: newer vLLM's OffloadingConnector, on a CPU copy without token ids. */
+        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 > 1u << 16)
+            return fail(d, "block_size: not an integer in 0..65536");
         ev->block_size = (uint32_t)v->via.u64;
         return 0;
     case F_MEDIUM:
@@ -242,7 +243,7 @@ static int check_stored(dec *d, irx_ev *ev) {
     if (ev->type == IRX_EV_CLEARED) return 0;
     if (!ev->blocks) return fail(d, "event: no block_hashes");
     if (ev->type == IRX_EV_REMOVED) return 0;
-    if (!ev->tokens || ev->block_size == 0)
+    if (!ev->tokens || (ev->block_size == 0 && ev->ntokens))
         return fail(d, "BlockStored: no token_ids or block_size");
     return 0;
 }

@@ -296,8 +296,36 @@ static void orphan(irx_evrep *e, const irx_ev *ev, irx_ev_counts *c) {
     c->orphans += ev->nblocks;
 }
 
+/* A copy into another tier that names its blocks only (vLLM's OffloadingConnector:
+ * no parent, no token ids, block_size the offloaded block's or 0): each block the
+ * index knows gains the tier; one it never saw cannot be placed (an orphan).
+ * Offloaded blocks larger than the engine's (block_size a multiple of it) are
+ * refused: their keys name only the last engine block of each. */
+static void stored_copy(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, uint32_t t,
+                        irx_ev_counts *c) {
+    if (ev->block_size != 0 && ev->block_size != e->block_size) {
+        c->refused++;
+        return;
+    }
+    for (uint32_t i = 0; i < ev->nblocks; i++) {
+        uint32_t k = find(e, ev->blocks[i]);
+        if (k == NIL) {
+            irx_ev one = *ev;
+            one.blocks = &ev->blocks[i], one.nblocks = 1;
+            orphan(e, &one, c);
+            continue;
+        }
+        tier_on(ix, r, e, k, t);
+        c->stored++;
+    }
+}
+
 static void stored(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, irx_ev_counts *c) {
     uint32_t t = tier_of(ev->medium), parent = NIL;
+    if (t != 0 && t != GPU && ev->ntokens == 0 && !ev->has_parent && ev->nblocks) {
+        stored_copy(ix, r, e, ev, t, c);
+        return;
+    }
     if (t == 0 || ev->block_size != e->block_size ||
         (uint64_t)ev->nblocks * ev->block_size != ev->ntokens) {
         c->refused++;

@@ -246,8 +246,10 @@ typedef struct irx_ev_counts {
  * block's own hash is recomputed from its token ids, chained from its parent's
  * (or the root), and mapped from its engine key; it is visible to irx_lookup
  * while it and all its ancestors are on the GPU, so what a lookup reports is
- * the prefix the engine would hit. Removed blocks leave; AllBlocksCleared
- * drops everything. Writers lock r; lookups never wait. */
+ * the prefix the engine would hit. A CPU store without token ids or parent (a
+ * copy, as vLLM's OffloadingConnector reports it) gives the blocks it names the
+ * CPU tier, if known. Removed blocks leave; AllBlocksCleared drops everything.
+ * Writers lock r; lookups never wait. */
 void irx_ev_apply(irx_index *ix, uint32_t r, const irx_ev *ev, irx_ev_counts *c);
 /* Drops r's event blocks, still tracked (a restart, a clear, a gap). */
 void irx_ev_clear(irx_index *ix, uint32_t r);

@@ -26,7 +26,7 @@ struct sim_seq {
     int32_t *blocks;
     size_t nblocks, blocks_cap, nhashed;
     ir_hash128 chain; /* hash of the last registered block */
-    size_t cached_tokens;
+    size_t cached_tokens, cpu_tokens;
     bool scheduled_once;
     bool abort_pending;
     uint64_t t_arrive, t_sched, t_prefill_start, t_first, t_last, next_t;
@@ -96,6 +96,7 @@ void sim_cfg_defaults(sim_cfg *c) {
     c->port = 8000;
     c->block_size = 16;
     c->num_gpu_blocks = 4096;
+    c->cpu_transfer_token_us = 5;
     c->max_num_seqs = 256;
     c->max_model_len = 32768;
     c->prefill_token_us = 100;
@@ -114,6 +115,13 @@ uint64_t sim_prefill_ns(const sim_cfg *c, uint64_t u, uint64_t cached) {
     double ns = c->prefill_token_us * 1e3 * (double)u +
                 c->prefill_pair_ns * (double)u * ((double)cached + (double)u / 2.0) +
                 c->prefill_fixed_ms * 1e6;
+    return ns <= 0 ? 0 : (uint64_t)llround(ns);
+}
+
+/* Loading `tokens` tokens from the CPU tier back into GPU blocks. */
+static uint64_t cpu_load_ns(const sim_cfg *c, uint64_t tokens) {
+    if (c->zero_latency) return 0;
+    double ns = c->cpu_transfer_token_us * 1e3 * (double)tokens;
     return ns <= 0 ? 0 : (uint64_t)llround(ns);
 }
 
@@ -334,6 +342,48 @@ static void schedule(sim_engine *e);
 
 /* ---- scheduling -------------------------------------------------------------------------- */
 
+/* What a prompt finds cached: `gpu` leading blocks on the GPU, then `cpu` more in
+ * the CPU tier, and the tokens that the engine reports as cached. */
+typedef struct prefix_hit {
+    uint32_t gpu, cpu;
+    size_t cached, cpu_tokens;
+} prefix_hit;
+
+/* As vLLM: the GPU lookup stops a block short of a whole prompt (its last token
+ * is always computed); the CPU tier (the OffloadingConnector) is asked from
+ * there over every full block, and a load that reaches the prompt's end
+ * recomputes its last token, so a whole prompt reports ntok - 1 cached. */
+static prefix_hit find_prefix(const sim_engine *e, const ir_hash128 *hs, size_t full, size_t ntok) {
+    size_t bs = e->cfg.block_size;
+    prefix_hit h = {0};
+    h.gpu = sim_kv_match(&e->kv, hs, (uint32_t)full);
+    size_t max_hit = ntok ? (ntok - 1) / bs : 0;
+    if (h.gpu > max_hit) h.gpu = (uint32_t)max_hit;
+    if (e->kv.nc) h.cpu = sim_kv_match_cpu(&e->kv, hs, h.gpu, (uint32_t)full);
+    h.cached = (size_t)(h.gpu + h.cpu) * bs;
+    if (h.cached >= ntok) h.cached = ntok ? ntok - 1 : 0;
+    h.cpu_tokens = h.cached - (size_t)h.gpu * bs;
+    return h;
+}
+
+/* Counts a prompt's first scheduling: vLLM's prefix_cache_* count GPU hits, its
+ * external_prefix_cache_* what the connector was asked for and found. */
+static void count_first_schedule(sim_engine *e, sim_seq *s, const prefix_hit *h, uint64_t now) {
+    size_t gpu_tokens = (size_t)h->gpu * e->cfg.block_size;
+    s->scheduled_once = true;
+    s->cached_tokens = h->cached;
+    s->cpu_tokens = h->cpu_tokens;
+    s->t_sched = now;
+    e->stats.prefix_queries += s->ntok;
+    e->stats.prefix_hits += gpu_tokens;
+    if (e->kv.nc && s->ntok > gpu_tokens) {
+        e->stats.cpu_queries += s->ntok - gpu_tokens;
+        e->stats.cpu_hits += (size_t)h->cpu * e->cfg.block_size;
+    }
+    e->stats.prompt_tokens += s->prompt_len;
+    sim_hist_observe(&e->stats.queue, (double)(now - s->t_arrive) / 1e9);
+}
+
 /* Tries to start the prefill of the waiting queue's head. */
 static bool admit(sim_engine *e, sim_seq *s, uint64_t now) {
     size_t bs = e->cfg.block_size;
@@ -341,48 +391,45 @@ static bool admit(sim_engine *e, sim_seq *s, uint64_t now) {
     ir_hash128 *hs = full ? malloc(full * sizeof *hs) : NULL;
     if (full && !hs) return false;
     ir_block_hash_chain(e->root, s->tokens, s->ntok, bs, hs, full);
-    uint32_t hit = sim_kv_match(&e->kv, hs, (uint32_t)full);
-    /* The last token is always computed, so a fully cached prompt gives up
-     * its last block. */
-    size_t max_hit = s->ntok ? (s->ntok - 1) / bs : 0;
-    if (hit > max_hit) hit = (uint32_t)max_hit;
+    prefix_hit h = find_prefix(e, hs, full, s->ntok);
     size_t need = (s->ntok + bs - 1) / bs;
     if (need == 0) need = 1;
-    size_t fresh = need - hit;
+    size_t fresh = need - h.gpu; /* blocks loaded from the CPU tier are fresh GPU blocks */
     /* Cached blocks that are free now stop being free once acquired. */
     uint32_t hit_free = 0;
-    for (uint32_t i = 0; i < hit; i++)
+    for (uint32_t i = 0; i < h.gpu; i++)
         if (e->kv.b[sim_kv_lookup(&e->kv, hs[i])].in_free) hit_free++;
     if (e->kv.nfree < hit_free + fresh) {
         free(hs);
         return false;
     }
-    for (uint32_t i = 0; i < hit; i++) {
+    for (uint32_t i = 0; i < h.gpu; i++) {
         int32_t b = sim_kv_lookup(&e->kv, hs[i]);
         sim_kv_acquire(&e->kv, b);
         push_block(s, b);
     }
-    s->nhashed = hit;
-    s->chain = hit ? hs[hit - 1] : e->root;
-    free(hs);
+    s->nhashed = h.gpu;
+    s->chain = h.gpu ? hs[h.gpu - 1] : e->root;
+    /* The CPU copies being loaded are touched and pinned, so that the GPU blocks
+     * evicted to make room cannot push them out of the tier. */
+    if (e->kv.nc) {
+        sim_kv_cpu_touch(&e->kv, hs, (uint32_t)full);
+        sim_kv_cpu_pin(&e->kv, hs + h.gpu, h.cpu, true);
+    }
     for (size_t i = 0; i < fresh; i++) push_block(s, sim_kv_alloc(&e->kv));
+    if (e->kv.nc) sim_kv_cpu_pin(&e->kv, hs + h.gpu, h.cpu, false);
+    free(hs);
     /* The prompt's full blocks are cached as soon as they are scheduled: any
-     * later request's prefill runs after this one on the FIFO queue. */
+     * later request's prefill runs after this one on the FIFO queue. Loaded
+     * blocks are stored on the GPU again here. */
     hash_full_blocks(e, s);
 
-    size_t c = (size_t)hit * bs;
-    size_t u = s->ntok - c;
-    if (!s->scheduled_once) {
-        s->scheduled_once = true;
-        s->cached_tokens = c;
-        s->t_sched = now;
-        e->stats.prefix_queries += s->ntok;
-        e->stats.prefix_hits += c;
-        e->stats.prompt_tokens += s->prompt_len;
-        sim_hist_observe(&e->stats.queue, (double)(now - s->t_arrive) / 1e9);
-    }
+    size_t u = s->ntok - h.cached;
+    if (!s->scheduled_once) count_first_schedule(e, s, &h, now);
     uint64_t start = e->prefill_busy_until > now ? e->prefill_busy_until : now;
-    uint64_t end = start + sim_prefill_ns(&e->cfg, u, c);
+    /* The load, then the prefill of the rest attending to everything cached. */
+    uint64_t end =
+        start + cpu_load_ns(&e->cfg, h.cpu_tokens) + sim_prefill_ns(&e->cfg, u, h.cached);
     e->prefill_busy_until = end;
     s->t_prefill_start = start;
     s->state = SEQ_PREFILL;
@@ -521,6 +568,11 @@ sim_engine *sim_engine_new_rank(uv_loop_t *loop, const sim_cfg *cfg, sim_engine 
         free(e);
         return NULL;
     }
+    if (sim_kv_init_cpu(&e->kv, cfg->num_cpu_blocks)) {
+        sim_kv_free(&e->kv);
+        free(e);
+        return NULL;
+    }
     e->root = ir_block_hash_root(cfg->nmodel_names ? cfg->model_names[0] : "sim", NULL, NULL);
     for (int i = 0; i < 64; i++) {
         char sp[64];
@@ -634,11 +686,13 @@ void sim_engine_abort(sim_engine *e, sim_seq *s) {
 
 uint32_t sim_engine_reset_prefix_cache(sim_engine *e) {
     /* Every cached block free: one AllBlocksCleared, as vLLM publishes; else the
-     * blocks in use stay cached and each freed hash is a BlockRemoved. */
+     * blocks in use stay cached and each freed hash is a BlockRemoved. The CPU
+     * tier is emptied too (each copy a BlockRemoved with medium CPU, or within
+     * the AllBlocksCleared). */
     uint32_t free_hashed = 0;
     for (int32_t i = e->kv.free_head; i >= 0; i = e->kv.b[i].next) free_hashed += e->kv.b[i].hashed;
     bool all = free_hashed == e->kv.nhashed;
-    if (all) e->kv.on_removed = NULL;
+    if (all) e->kv.on_removed = NULL, e->kv.on_cpu = NULL;
     uint32_t n = sim_kv_reset(&e->kv);
     if (all && e->pub) {
         sim_kvpub_cleared(e->pub);
@@ -651,10 +705,19 @@ static void on_removed(void *ud, ir_hash128 h) {
     sim_kvpub_removed(ud, h);
 }
 
+static void on_cpu(void *ud, ir_hash128 h, bool stored) {
+    if (stored)
+        sim_kvpub_cpu_stored(ud, h);
+    else
+        sim_kvpub_cpu_removed(ud, h);
+}
+
 void sim_engine_set_publisher(sim_engine *e, sim_kvpub *p) {
     e->pub = p;
     e->kv.on_removed = p ? on_removed : NULL;
     e->kv.removed_ud = p;
+    e->kv.on_cpu = p ? on_cpu : NULL;
+    e->kv.cpu_ud = p;
 }
 
 sim_kvpub *sim_engine_publisher(const sim_engine *e) {
@@ -685,6 +748,9 @@ size_t sim_seq_prompt_len(const sim_seq *s) {
 }
 size_t sim_seq_cached_tokens(const sim_seq *s) {
     return s->cached_tokens;
+}
+size_t sim_seq_cpu_tokens(const sim_seq *s) {
+    return s->cpu_tokens;
 }
 size_t sim_seq_generated(const sim_seq *s) {
     return s->generated;

@@ -30,6 +30,7 @@ typedef struct pev {
     int type; /* 1 stored, 2 removed, 3 cleared */
     ir_hash128 parent;
     bool has_parent;
+    bool cpu;          /* medium "CPU": the CPU tier's, no parent and no token ids when stored */
     uint32_t first, n; /* hashes[first..first+n), tokens[first*bs..) for stored */
 } pev;
 
@@ -174,7 +175,7 @@ static void pack_event(msgpack_packer *pk, const sim_kvpub *p, const pev *e) {
         else
             msgpack_pack_nil(pk);
         if (p->map) pack_str(pk, "token_ids");
-        size_t nt = (size_t)e->n * p->block_size;
+        size_t nt = e->cpu ? 0 : (size_t)e->n * p->block_size;
         msgpack_pack_array(pk, nt);
         for (size_t i = 0; i < nt; i++)
             msgpack_pack_uint32(pk, p->tokens[(size_t)e->first * p->block_size + i]);
@@ -184,7 +185,7 @@ static void pack_event(msgpack_packer *pk, const sim_kvpub *p, const pev *e) {
         msgpack_pack_nil(pk);
     }
     if (p->map) pack_str(pk, "medium");
-    pack_str(pk, "GPU");
+    pack_str(pk, e->cpu ? "CPU" : "GPU");
     if (e->type == 1) {
         if (p->map) pack_str(pk, "lora_name");
         msgpack_pack_nil(pk);
@@ -306,7 +307,7 @@ static pev *new_event(sim_kvpub *p, int type) {
         p->ev = ne, p->evcap = nc;
     }
     pev *e = &p->ev[p->nev++];
-    *e = (pev){type, {0, 0}, false, (uint32_t)p->nhash, 0};
+    *e = (pev){type, {0, 0}, false, false, (uint32_t)p->nhash, 0};
     return e;
 }
 
@@ -332,7 +333,8 @@ void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h,
     if (!p) return;
     pev *last = p->nev ? &p->ev[p->nev - 1] : NULL;
     /* The next block of the chain the last event stored: one event, as vLLM's. */
-    bool chained = last && last->type == 1 && parent && last->first + last->n == p->nhash &&
+    bool chained = last && last->type == 1 && !last->cpu && parent &&
+                   last->first + last->n == p->nhash &&
                    ir_hash128_eq(p->hashes[p->nhash - 1], *parent);
     pev *e = chained ? last : new_event(p, 1);
     if (!e) return;
@@ -341,13 +343,31 @@ void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h,
     e->n++;
 }
 
-void sim_kvpub_removed(sim_kvpub *p, ir_hash128 h) {
+/* Appends h to the last event when it is of this type and medium, else to a new one. */
+static void add_plain(sim_kvpub *p, int type, bool cpu, ir_hash128 h) {
     if (!p) return;
     pev *last = p->nev ? &p->ev[p->nev - 1] : NULL;
-    bool same = last && last->type == 2 && last->first + last->n == p->nhash;
-    pev *e = same ? last : new_event(p, 2);
-    if (!e || add_hash(p, h, NULL)) return;
+    bool same = last && last->type == type && last->cpu == cpu && last->first + last->n == p->nhash;
+    pev *e = same ? last : new_event(p, type);
+    if (!e) return;
+    e->cpu = cpu;
+    if (add_hash(p, h, NULL)) return;
     e->n++;
+}
+
+void sim_kvpub_removed(sim_kvpub *p, ir_hash128 h) {
+    add_plain(p, 2, false, h);
+}
+
+/* As vLLM's OffloadingConnector (offloading_connector.py, take_events): one
+ * BlockStored per completed store, parent_block_hash None, token_ids [],
+ * block_size the offloaded block's, medium "CPU"; evictions a BlockRemoved. */
+void sim_kvpub_cpu_stored(sim_kvpub *p, ir_hash128 h) {
+    add_plain(p, 1, true, h);
+}
+
+void sim_kvpub_cpu_removed(sim_kvpub *p, ir_hash128 h) {
+    add_plain(p, 2, true, h);
 }
 
 void sim_kvpub_cleared(sim_kvpub *p) {

@@ -41,6 +41,18 @@ static void usage(FILE *f) {
         "                                    (default inferrail/sim-8b)\n"
         "  --block-size N                    tokens per KV block (default 16)\n"
         "  --num-gpu-blocks-override N       KV cache capacity in blocks (default 4096)\n"
+        "  --num-cpu-blocks N                a CPU tier of N blocks behind the GPU cache, as\n"
+        "                                    vLLM's OffloadingConnector "
+        "(kv_connector_extra_config\n"
+        "                                    num_cpu_blocks): blocks the GPU evicts are copied\n"
+        "                                    there (an LRU); a prefix found there is loaded back\n"
+        "                                    instead of computed, reported as cached tokens and\n"
+        "                                    in vllm:external_prefix_cache_*; KV events carry\n"
+        "                                    medium \"CPU\"; per data-parallel rank (default 0:\n"
+        "                                    no CPU tier)\n"
+        "  --cpu-transfer-token-us US        time to load one token from the CPU tier, us\n"
+        "                                    (default 5; the gateway's\n"
+        "                                    routing.cost_model.cpu_transfer_token_us)\n"
         "  --max-num-seqs N                  running sequence cap (default 256)\n"
         "  --max-model-len N                 context length in tokens (default 32768)\n"
         "  --enable-prompt-tokens-details    report usage.prompt_tokens_details.cached_tokens\n"
@@ -194,6 +206,8 @@ enum {
     OPT_NAME,
     OPT_BLOCK,
     OPT_BLOCKS,
+    OPT_CPUBLOCKS,
+    OPT_CPUUS,
     OPT_SEQS,
     OPT_LEN,
     OPT_DETAILS,
@@ -222,6 +236,8 @@ static const struct option opts[] = {
     {"served-model-name", required_argument, 0, OPT_NAME},
     {"block-size", required_argument, 0, OPT_BLOCK},
     {"num-gpu-blocks-override", required_argument, 0, OPT_BLOCKS},
+    {"num-cpu-blocks", required_argument, 0, OPT_CPUBLOCKS},
+    {"cpu-transfer-token-us", required_argument, 0, OPT_CPUUS},
     {"max-num-seqs", required_argument, 0, OPT_SEQS},
     {"max-model-len", required_argument, 0, OPT_LEN},
     {"enable-prompt-tokens-details", no_argument, 0, OPT_DETAILS},
@@ -349,6 +365,10 @@ static flags_result apply_flag(sim_cfg *cfg, int opt, int argc, char **argv) {
         return take_u32("--block-size", 1, 4096, &cfg->block_size);
     case OPT_BLOCKS:
         return take_u32("--num-gpu-blocks-override", 1, 1e8, &cfg->num_gpu_blocks);
+    case OPT_CPUBLOCKS:
+        return take_u32("--num-cpu-blocks", 0, 1e8, &cfg->num_cpu_blocks);
+    case OPT_CPUUS:
+        return take_real("--cpu-transfer-token-us", 1e6, &cfg->cpu_transfer_token_us);
     case OPT_SEQS:
         return take_u32("--max-num-seqs", 1, 1e6, &cfg->max_num_seqs);
     case OPT_LEN:
@@ -513,6 +533,9 @@ static int start(app *a) {
             a->cfg.engine == SIM_ENGINE_SGLANG ? "sglang" : "vllm",
             a->cfg.zero_latency ? ", zero latency" : "", a->cfg.data_parallel_size,
             a->cfg.data_parallel_size == 1 ? "" : "s");
+    if (a->cfg.num_cpu_blocks)
+        IR_INFO("sim", "CPU tier: %u blocks per rank, %g us per token loaded",
+                a->cfg.num_cpu_blocks, a->cfg.cpu_transfer_token_us);
     return 0;
 }
 

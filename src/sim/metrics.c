@@ -20,6 +20,8 @@ enum {
     G_HIT_RATE,
     C_QUERIES,
     C_HITS,
+    C_EXT_QUERIES,
+    C_EXT_HITS,
     C_PREEMPTIONS,
     C_PROMPT,
     C_GENERATION,
@@ -66,6 +68,20 @@ static void init_vllm(sim_metrics *m, sim_stats *st, const sim_cfg *c, const cha
     m->s[C_HITS] = one(iro_counter(r, "vllm:prefix_cache_hits_total",
                                    "Prefix cache hits, in terms of number of cached tokens.", l),
                        v);
+    if (c->num_cpu_blocks) { /* vLLM has them with a KV connector */
+        m->s[C_EXT_QUERIES] = one(iro_counter(r, "vllm:external_prefix_cache_queries_total",
+                                              "External prefix cache queries from KV connector "
+                                              "cross-instance cache sharing, in terms of number "
+                                              "of queried tokens.",
+                                              l),
+                                  v);
+        m->s[C_EXT_HITS] = one(iro_counter(r, "vllm:external_prefix_cache_hits_total",
+                                           "External prefix cache hits from KV connector "
+                                           "cross-instance cache sharing, in terms of number of "
+                                           "cached tokens.",
+                                           l),
+                               v);
+    }
     m->s[C_PREEMPTIONS] = one(iro_counter(r, "vllm:num_preemptions_total",
                                           "Cumulative number of preemption from the engine.", l),
                               v);
@@ -190,6 +206,8 @@ static void copy_stats(const sim_engine *e, sim_metrics *m) {
             st->prefix_queries ? (double)st->prefix_hits / (double)st->prefix_queries : 0.0);
     iro_set(m->s[C_QUERIES], (double)st->prefix_queries);
     iro_set(m->s[C_HITS], (double)st->prefix_hits);
+    iro_set(m->s[C_EXT_QUERIES], (double)st->cpu_queries);
+    iro_set(m->s[C_EXT_HITS], (double)st->cpu_hits);
     iro_set(m->s[C_PREEMPTIONS], (double)st->preemptions);
     iro_set(m->s[C_PROMPT], (double)st->prompt_tokens);
     iro_set(m->s[C_GENERATION], (double)st->generation_tokens);

@@ -27,6 +27,8 @@ typedef struct sim_cfg {
     size_t nmodel_names;
     uint32_t block_size;
     uint32_t num_gpu_blocks;
+    uint32_t num_cpu_blocks;      /* the CPU tier's capacity in blocks; 0: none */
+    double cpu_transfer_token_us; /* loading one CPU-tier token back to the GPU */
     uint32_t max_num_seqs;
     uint32_t max_model_len;
     bool prompt_tokens_details;
@@ -60,7 +62,14 @@ uint64_t sim_decode_ns(const sim_cfg *c, uint32_t running);
  * num_gpu_blocks blocks. A block with ref == 0 sits in the free queue, oldest
  * first; allocation takes the queue's head and evicts the hash it carried. Held
  * blocks (ref > 0) are never evicted. Every operation is O(1) (hash lookups
- * expected O(1)). */
+ * expected O(1)).
+ *
+ * The CPU tier (--num-cpu-blocks, off when 0): an LRU of hashes, oldest first.
+ * A hashed block that the GPU evicts is copied there first (unless its hash is
+ * already there), evicting the CPU tier's least recently used unpinned hash
+ * when it is full (when every hash is pinned, the copy is dropped). A prefix
+ * hit found there is loaded back into fresh GPU blocks and the CPU copy stays,
+ * touched, as vLLM's OffloadingConnector keeps it. */
 typedef struct sim_block {
     ir_hash128 hash;
     uint32_t ref;
@@ -68,6 +77,12 @@ typedef struct sim_block {
     bool hashed;        /* registered in the map */
     bool in_free;
 } sim_block;
+
+typedef struct sim_cpu_slot {
+    ir_hash128 hash;
+    int32_t prev, next; /* LRU links (oldest first), or the free-slot list's next */
+    uint32_t pins;      /* a load in progress: not evicted */
+} sim_cpu_slot;
 
 typedef struct sim_kv {
     sim_block *b;
@@ -79,24 +94,47 @@ typedef struct sim_kv {
     /* Called when a registered hash goes (evicted or reset), for KV events. */
     void (*on_removed)(void *ud, ir_hash128 h);
     void *removed_ud;
+    /* The CPU tier: nc slots, ncused of them in the LRU; cmap: hash -> slot. */
+    sim_cpu_slot *c;
+    uint32_t nc, ncused;
+    int32_t lru_head, lru_tail, cfree;
+    ir_map cmap;
+    uint64_t cpu_stored, cpu_evicted, cpu_dropped; /* copies made, evicted, refused */
+    /* Called when the CPU tier stores (stored) or drops a hash, for KV events. */
+    void (*on_cpu)(void *ud, ir_hash128 h, bool stored);
+    void *cpu_ud;
 } sim_kv;
 
 int sim_kv_init(sim_kv *kv, uint32_t nblocks);
+/* Adds a CPU tier of ncpu blocks (after sim_kv_init; 0 leaves it off). -1: no memory. */
+int sim_kv_init_cpu(sim_kv *kv, uint32_t ncpu);
 void sim_kv_free(sim_kv *kv);
 int32_t sim_kv_lookup(const sim_kv *kv, ir_hash128 h);
 /* The number of leading hashes that are cached. */
 uint32_t sim_kv_match(const sim_kv *kv, const ir_hash128 *hs, uint32_t n);
 /* Takes a reference on a cached block (leaving the free queue if it was there). */
 void sim_kv_acquire(sim_kv *kv, int32_t idx);
-/* A fresh block with ref 1, evicting the oldest free one; -1 when none is free. */
+/* A fresh block with ref 1, evicting the oldest free one (into the CPU tier when
+ * there is one); -1 when none is free. */
 int32_t sim_kv_alloc(sim_kv *kv);
 /* Drops a reference; at zero the block joins the free queue's tail, still cached. */
 void sim_kv_release(sim_kv *kv, int32_t idx);
 /* Registers a full block's hash. A hash that is already cached stays with its
  * first block (this one then remains unregistered). */
 bool sim_kv_set_hash(sim_kv *kv, int32_t idx, ir_hash128 h); /* true: newly registered */
-/* Forgets the hashes of every free block. Returns the number forgotten. */
+/* Forgets the hashes of every free block and the whole CPU tier. Returns the
+ * number of GPU hashes forgotten. */
 uint32_t sim_kv_reset(sim_kv *kv);
+
+/* The CPU tier. */
+bool sim_kv_cpu_has(const sim_kv *kv, ir_hash128 h);
+/* How many of hs[from..n) are in the CPU tier, counted from `from` until one is not. */
+uint32_t sim_kv_match_cpu(const sim_kv *kv, const ir_hash128 *hs, uint32_t from, uint32_t n);
+/* Makes the hs[0..n) that are in the CPU tier its most recently used, the first
+ * one last (a prefix's head outlives its tail), as vLLM's touch does. */
+void sim_kv_cpu_touch(sim_kv *kv, const ir_hash128 *hs, uint32_t n);
+/* Pins (pin) or unpins hs[0..n), each of which must be in the CPU tier. */
+void sim_kv_cpu_pin(sim_kv *kv, const ir_hash128 *hs, uint32_t n, bool pin);
 
 /* ---- metrics ------------------------------------------------------------------------ */
 /* A histogram: its buckets, and its series in the engine's metrics registry
@@ -116,7 +154,8 @@ typedef enum { SIM_FINISH_STOP, SIM_FINISH_LENGTH, SIM_FINISH_ABORT, SIM_FINISH_
 
 typedef struct sim_stats {
     uint64_t prompt_tokens, generation_tokens;
-    uint64_t prefix_queries, prefix_hits; /* in tokens */
+    uint64_t prefix_queries, prefix_hits; /* in tokens; GPU hits only, as vLLM counts */
+    uint64_t cpu_queries, cpu_hits;       /* the CPU tier's, vLLM's external_prefix_cache_* */
     uint64_t preemptions;
     uint64_t finished[SIM_FINISH_COUNT];
     uint64_t requests_received;
@@ -184,6 +223,10 @@ void sim_kvpub_free(sim_kvpub *p); /* closes its timer: the loop must run once m
 /* Every call is a no-op on NULL. tokens: block_size token ids. */
 void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h, const uint32_t *tokens);
 void sim_kvpub_removed(sim_kvpub *p, ir_hash128 h);
+/* The CPU tier, as vLLM's OffloadingConnector reports it: a BlockStored with medium
+ * "CPU", no parent and no token ids; a BlockRemoved with medium "CPU". */
+void sim_kvpub_cpu_stored(sim_kvpub *p, ir_hash128 h);
+void sim_kvpub_cpu_removed(sim_kvpub *p, ir_hash128 h);
 void sim_kvpub_cleared(sim_kvpub *p);
 void sim_kvpub_drop(sim_kvpub *p, uint64_t batches); /* a fault: the next batches skip PUB */
 void sim_engine_set_publisher(sim_engine *e, sim_kvpub *p);
@@ -199,7 +242,8 @@ const sim_cfg *sim_engine_cfg(const sim_engine *e);
 
 /* Per-sequence views, valid while the sequence lives. */
 size_t sim_seq_prompt_len(const sim_seq *s);
-size_t sim_seq_cached_tokens(const sim_seq *s); /* at first scheduling */
+size_t sim_seq_cached_tokens(const sim_seq *s); /* at first scheduling, GPU and CPU hits */
+size_t sim_seq_cpu_tokens(const sim_seq *s);    /* of those, loaded from the CPU tier */
 size_t sim_seq_generated(const sim_seq *s);
 /* How many output tokens the sequence will produce in all. */
 size_t sim_seq_target(const sim_seq *s);

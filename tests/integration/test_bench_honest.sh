@@ -55,7 +55,9 @@ for cmd in streams soak rps; do
   grep -q -- '--concurrency' "$T/h" && [ -z "$undocumented" ] && ok || fail "$cmd --help: options without descriptions: $undocumented"
 done
 "$BUILD/inferrail-gateway" --help | grep -q -- '--print-defaults' && ok || fail "gateway usage lacks --print-defaults"
-"$BUILD/inferrail-sim" --help | grep -q -- '0 picks a free port' && ok || fail "sim --help does not say --port 0"
+# Read whole first: the help is over 4 KiB, and grep -q leaving early would SIGPIPE it.
+simhelp=$("$BUILD/inferrail-sim" --help)
+grep -q -- '0 picks a free port' <<<"$simhelp" && ok || fail "sim --help does not say --port 0"
 
 # make help lists every target; the scripts the Makefile runs exist
 targets=$(grep -E '^[a-z][a-z-]*:' "$ROOT/Makefile" | cut -d: -f1 | sort -u)

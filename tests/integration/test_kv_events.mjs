@@ -214,7 +214,7 @@ test('an engine that comes back on the same endpoint is rebuilt from scratch', a
   assert.equal(metricValue(page, 'inferrail_kv_events_reconnects_total', 'replica="ev"'), 1);
 });
 
-test('the CPU tier: offloaded blocks are predicted as CPU hits and priced by cost_model', async () => {
+for (const described of [false, true]) test(`the CPU tier (${described ? 'copies with tokens' : 'vLLM\'s tokenless copies'}): offloaded blocks are predicted as CPU hits and priced by cost_model`, async () => {
   const pub = await startPublisher(['--encoding', 'array', '--hash', 'int']);
   const sim = await startSim(['--zero-latency']);
   cleanup.push(() => sim.stop());
@@ -230,7 +230,7 @@ test('the CPU tier: offloaded blocks are predicted as CPU hits and priced by cos
   const prompt = 'Iota ' + sentence(120), ids = tokens(prompt);
   await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
   await pub.cmd({ op: 'store', tokens: ids });
-  await pub.cmd({ op: 'offload', tokens: ids, from: 2 });
+  await pub.cmd({ op: 'offload', tokens: ids, from: 2, described });
   await pub.cmd({ op: 'evict-gpu', tokens: ids, from: 2 });
   const r = await until(gw, 'ev', prompt, (c) => c.predicted_cached_tokens === 32, 'two GPU blocks left');
   assert.equal(r.predicted_cpu_tokens, usable(ids) - 32);

@@ -26,7 +26,10 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$port/v1/chat/completio
 m=$(curl -s "localhost:$port/metrics")
 grep -q '^vllm:num_requests_running{engine="0",model_name="inferrail/sim-8b"} 0.0$' <<<"$m" ||
   fail "metrics: $(grep -E '^vllm:num_requests_(running|waiting)' <<<"$m")"
-"$BUILD/inferrail-sim" --help | grep -q -- '--served-model-name' || fail help
+# The same for the help text (over 4 KiB: two writes, the second one after grep -q left).
+h=$("$BUILD/inferrail-sim" --help)
+grep -q -- '--served-model-name' <<<"$h" || fail help
+grep -q -- '--num-cpu-blocks' <<<"$h" || fail "help: no --num-cpu-blocks"
 # The gateway's builtin:sim tokenizer counts exactly what the simulator bills.
 body='{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi \u00e9 there!"}],"max_tokens":1}'
 billed=$(curl -s "localhost:$port/v1/chat/completions" -d "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["usage"]["prompt_tokens"])')

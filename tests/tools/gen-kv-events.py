@@ -104,6 +104,21 @@ def main(out):
          ["BlockRemoved", [21], "GPU", 0],
          ["BlockRemoved", [22], "GPU", 1]],
     ])
+    # vLLM's OffloadingConnector (offloading_connector.py, take_events): a CPU copy names
+    # its blocks only (parent None, token_ids [], block_size the offloaded block's, or 0
+    # in newer vLLM); the CPU tier's evictions are a BlockRemoved with medium CPU.
+    files["map_offload.msgpack"] = pack({
+        "ts": 1700000004.0,
+        "events": [
+            {"type": "BlockStored", "block_hashes": [sha(0), sha(1)], "parent_block_hash": None,
+             "token_ids": [], "block_size": BS, "lora_id": None, "medium": "CPU",
+             "lora_name": None},
+            {"type": "BlockStored", "block_hashes": [sha(2)], "parent_block_hash": None,
+             "token_ids": [], "block_size": 0, "lora_id": None, "medium": "CPU",
+             "lora_name": None},
+            {"type": "BlockRemoved", "block_hashes": [sha(0)], "medium": "CPU"},
+        ],
+    })
     # Payloads that must be refused.
     files["bad_truncated.msgpack"] = files["map_bytes.msgpack"][:-7]
     files["bad_unknown_type.msgpack"] = pack([1.0, [["BlockMoved", [1]]]])
@@ -114,6 +129,9 @@ def main(out):
     files["bad_group.msgpack"] = pack([1.0, [["BlockRemoved", [1], "GPU", -2]]])
     files["bad_kind.msgpack"] = pack([1.0, [["BlockStored", [1], None, T0, BS, None, "GPU",
                                                 None, None, 0, 7]]])
+    # block_size 0 is only a tokenless copy's: with token ids it says nothing.
+    files["bad_zero_block_size.msgpack"] = pack([1.0, [["BlockStored", [1], None, T0, 0, None,
+                                                         "GPU"]]])
     for name, data in files.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)

@@ -16,7 +16,10 @@ JSON command per line on stdin, publishes one batch per command, and prints
 "ok SEQ" (or "ok -" when nothing was published):
   {"op": "store", "tokens": [...]}   the prompt's full blocks it does not hold yet
   {"op": "remove", "tokens": [...], "from": i}   blocks i.. of that prompt
-  {"op": "offload", "tokens": [...], "from": i}  CPU copies of blocks i.. (medium CPU)
+  {"op": "offload", "tokens": [...], "from": i}  CPU copies of blocks i.. (medium CPU), as
+                                     vLLM's OffloadingConnector reports them: no parent,
+                                     token_ids [], block_size ("described": true sends
+                                     the parent and tokens, as a GPU store does)
   {"op": "evict-gpu", "tokens": [...], "from": i}  their GPU copies go (medium GPU)
   {"op": "clear"}                    AllBlocksCleared (and its cache forgets)
   {"op": "drop"}                     the next batch goes to the replay buffer only
@@ -180,6 +183,8 @@ def main():
                 hs = [h for h, _ in chain[f:]]
                 toks = [t for _, blk in chain[f:] for t in blk]
                 parent = chain[f - 1][0] if f > 0 else None
+                if not cmd.get("described"):
+                    toks, parent = [], None
                 out = publish(batch(a.encoding, [stored(a.encoding, hs, parent, toks, a.block_size,
                                                         "CPU")], 0))
             elif op == "evict-gpu":  # GPU copies of blocks from.. go; CPU copies stay

@@ -1,6 +1,7 @@
 /* test_calibrate.c: calibrate's fit recovers a known prefill shape exactly from
- * noiseless points and within a few percent under noise; the usage reader finds
- * the last value of a key, with or without spaces around the colon. */
+ * noiseless points and within a few percent under noise, and likewise the CPU
+ * tier's transfer time per token; the usage reader finds the last value of a key,
+ * with or without spaces around the colon. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,8 +53,24 @@ static void reads_usage(void **state) {
     assert_int_equal((int)us("\"prompt_tokens_details\":null", "prompt_tokens"), -1);
 }
 
+/* --cpu-tier: extra = rate * tokens through the origin. */
+static void fit_rate_recovers_the_transfer_time(void **state) {
+    double tok[3] = {512, 1024, 2048}, ex[3], r;
+    for (int i = 0; i < 3; i++) ex[i] = 5e-6 * tok[i];
+    assert_int_equal(bench_cal_fit_rate(tok, ex, 3, &r), 0);
+    assert_true(fabs(r - 5e-6) < 1e-12);
+    /* +-1 ms of noise: the longest load weighs most */
+    ex[0] += 1e-3, ex[1] -= 1e-3, ex[2] += 1e-3;
+    assert_int_equal(bench_cal_fit_rate(tok, ex, 3, &r), 0);
+    assert_true(fabs(r - 5e-6) / 5e-6 < 0.15);
+    double none[2] = {0, 0};
+    assert_int_equal(bench_cal_fit_rate(none, ex, 2, &r), -1);
+    assert_int_equal(bench_cal_fit_rate(tok, ex, 0, &r), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(fit_recovers_the_shape),
-                                       cmocka_unit_test(reads_usage)};
+                                       cmocka_unit_test(reads_usage),
+                                       cmocka_unit_test(fit_rate_recovers_the_transfer_time)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,7 +111,8 @@ static void test_sim_args_scaled(void **st) {
     assert_true(has(out, "--prefill-pair-ns 0.33"));
     assert_true(has(out, "--prefill-fixed-ms 0.5"));
     assert_true(has(out, "--decode-batch-us 10"));
-    assert_false(has(out, "--decode-token-ms 2")); /* not the default as well */
+    assert_true(has(out, "--cpu-transfer-token-us 0.5")); /* the CPU tier's load too */
+    assert_false(has(out, "--decode-token-ms 2"));        /* not the default as well */
     /* --flag=V is understood too; K = 1 leaves everything as it was. */
     assert_int_equal(bench_sim_args_scaled("--prefill-fixed-ms=8", 4, out, sizeof out), 0);
     assert_true(has(out, "--prefill-fixed-ms 2"));

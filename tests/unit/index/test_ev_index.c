@@ -250,6 +250,68 @@ static void cpu_tier(void **state) {
     irx_free(ix);
 }
 
+/* vLLM's OffloadingConnector names the blocks it copies to the CPU and nothing more
+ * (no parent, no token ids, block_size the offloaded block's or 0). */
+static irx_ev_counts copy_to_cpu(irx_index *ix, uint32_t r, uint64_t first, uint32_t n,
+                                 uint32_t block_size) {
+    ir_hash128 keys[64];
+    uint32_t none = 0;
+    for (uint32_t i = 0; i < n; i++) keys[i] = ekey(first + i);
+    irx_ev ev = {.type = IRX_EV_STORED,
+                 .nblocks = n,
+                 .blocks = keys,
+                 .ntokens = 0,
+                 .block_size = block_size,
+                 .tokens = &none,
+                 .medium = IRX_MEDIUM_CPU};
+    irx_ev_counts c = {0};
+    irx_ev_apply(ix, r, &ev, &c);
+    return c;
+}
+
+static void cpu_copy_without_tokens(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(8);
+    assert_int_equal(irx_ev_track(ix, 1, "m", BS), 0);
+    store(ix, 1, 5, 0, 4, 500, IRX_MEDIUM_GPU, NULL);
+    /* Blocks 2 and 3 copied to the CPU (block_size given), then evicted from the GPU,
+     * tail first: the index keeps them, as CPU hits after the GPU prefix. */
+    irx_ev_counts c = copy_to_cpu(ix, 1, 502, 2, BS);
+    assert_int_equal(c.stored, 2);
+    assert_int_equal(c.refused, 0);
+    removes(ix, 1, 503, IRX_MEDIUM_GPU);
+    removes(ix, 1, 502, IRX_MEDIUM_GPU);
+    assert_int_equal(depth(ix, 1, 5, 4), 2);
+    assert_int_equal(cpu_depth(ix, 1, 5, 4), 2);
+    check(ix);
+    /* Block 1 too, with block_size 0 (newer vLLM). */
+    c = copy_to_cpu(ix, 1, 501, 1, 0);
+    assert_int_equal(c.stored, 1);
+    removes(ix, 1, 501, IRX_MEDIUM_GPU);
+    assert_int_equal(depth(ix, 1, 5, 4), 1);
+    assert_int_equal(cpu_depth(ix, 1, 5, 4), 3);
+    /* The CPU tier evicts block 3: the run of loadable blocks stops at 2. */
+    removes(ix, 1, 503, IRX_MEDIUM_CPU);
+    assert_int_equal(cpu_depth(ix, 1, 5, 4), 2);
+    check(ix);
+    /* A copy the index never saw stored cannot be placed: an orphan, until removed. */
+    c = copy_to_cpu(ix, 1, 777, 1, BS);
+    assert_int_equal(c.orphans, 1);
+    irx_ev_view v;
+    irx_ev_view_get(ix, 1, &v);
+    assert_int_equal(v.orphans, 1);
+    removes(ix, 1, 777, IRX_MEDIUM_CPU);
+    irx_ev_view_get(ix, 1, &v);
+    assert_int_equal(v.orphans, 0);
+    /* Offloaded blocks larger than the engine's: refused (their keys name the last
+     * engine block of each only). */
+    c = copy_to_cpu(ix, 1, 500, 1, 2 * BS);
+    assert_int_equal(c.refused, 1);
+    assert_int_equal(cpu_depth(ix, 1, 5, 4), 2);
+    check(ix);
+    irx_free(ix);
+}
+
 /* ---- randomized: the index against a naive engine --------------------------------- */
 /* Prompts 0..P-1 share a trie: prompt p's block i has tokens of prompt (p % 3) for
  * i < 2 (a common head), else its own. The naive model keeps, per engine key, its
@@ -404,7 +466,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_remove_reattach),         cmocka_unit_test(tiers_orphans_clear),
         cmocka_unit_test(salts_duplicates_and_fallback), cmocka_unit_test(cpu_tier),
-        cmocka_unit_test(randomized_against_naive),      cmocka_unit_test(readers_race_a_writer),
+        cmocka_unit_test(cpu_copy_without_tokens),       cmocka_unit_test(randomized_against_naive),
+        cmocka_unit_test(readers_race_a_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,6 +116,28 @@ static void map_encoding(void **state) {
     irx_ev_batch_free(&b);
 }
 
+/* vLLM's OffloadingConnector: CPU copies without parent or token ids (block_size the
+ * offloaded block's, or 0), and the CPU tier's evictions. */
+static void offload_events(void **state) {
+    (void)state;
+    irx_ev_batch b;
+    char err[128];
+    assert_int_equal(decode("map_offload.msgpack", &b, err, sizeof err), 0);
+    assert_int_equal(b.nev, 3);
+    assert_int_equal(b.ev[0].type, IRX_EV_STORED);
+    assert_int_equal(b.ev[0].medium, IRX_MEDIUM_CPU);
+    assert_int_equal(b.ev[0].nblocks, 2);
+    assert_int_equal(b.ev[0].ntokens, 0);
+    assert_false(b.ev[0].has_parent);
+    assert_int_equal(b.ev[0].block_size, 16);
+    assert_int_equal(b.ev[1].block_size, 0);
+    assert_int_equal(b.ev[1].ntokens, 0);
+    assert_int_equal(b.ev[2].type, IRX_EV_REMOVED);
+    assert_int_equal(b.ev[2].medium, IRX_MEDIUM_CPU);
+    assert_true(same(b.ev[2].blocks[0], b.ev[0].blocks[0]));
+    irx_ev_batch_free(&b);
+}
+
 /* Integer 7 and bytes 0x07 are different keys; -1 and 2^64-1 are the same bits. */
 static void keys_are_opaque(void **state) {
     (void)state;
@@ -138,9 +160,10 @@ static void keys_are_opaque(void **state) {
 
 static void bad_payloads(void **state) {
     (void)state;
-    const char *bad[] = {"bad_truncated.msgpack", "bad_unknown_type.msgpack",
-                         "bad_hash_type.msgpack", "bad_huge_count.msgpack",
-                         "bad_no_events.msgpack", "bad_trailing.msgpack"};
+    const char *bad[] = {"bad_truncated.msgpack",      "bad_unknown_type.msgpack",
+                         "bad_hash_type.msgpack",      "bad_huge_count.msgpack",
+                         "bad_no_events.msgpack",      "bad_trailing.msgpack",
+                         "bad_zero_block_size.msgpack"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         irx_ev_batch b;
         char err[128] = "";
@@ -162,7 +185,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(array_encoding), cmocka_unit_test(array_signed_and_newer),
         cmocka_unit_test(map_encoding),   cmocka_unit_test(keys_are_opaque),
-        cmocka_unit_test(bad_payloads),
+        cmocka_unit_test(bad_payloads),   cmocka_unit_test(offload_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

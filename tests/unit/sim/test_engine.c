@@ -159,6 +159,82 @@ static void prefix_reuse_and_generated_blocks(void **state) {
     close_engine(&loop, e);
 }
 
+/* A 4-block GPU cache behind which sits a CPU tier of 8: a prompt evicted from the
+ * GPU comes back from the CPU tier, counted as cached (as vLLM's num_cached_tokens
+ * counts a connector's hits) and in the external counters, not the GPU's. */
+static void cpu_tier_hits_are_cached_tokens(void **state) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sim_cfg c;
+    sim_cfg_defaults(&c);
+    c.zero_latency = true;
+    c.num_gpu_blocks = 4;
+    c.num_cpu_blocks = 8;
+    sim_engine *e = sim_engine_new(&loop, &c);
+    uint32_t a[64], b[64];
+    for (int i = 0; i < 64; i++) a[i] = 100 + (uint32_t)i, b[i] = 900 + (uint32_t)i;
+    probe p[4] = {0};
+    submit(e, a, 40, 1, &p[0]); /* 2 full blocks + 8 tokens */
+    run_until(&loop, &p[0], 1);
+    submit(e, b, 60, 1, &p[1]); /* takes all 4 GPU blocks: a's 2 go to the CPU tier */
+    run_until(&loop, &p[1], 1);
+    assert_int_equal(p[1].cached, 0);
+    const sim_kv *kv = sim_engine_kv(e);
+    assert_int_equal(kv->cpu_stored, 2);
+    submit(e, a, 40, 1, &p[2]); /* a's 2 full blocks: loaded from the CPU */
+    run_until(&loop, &p[2], 1);
+    assert_int_equal(p[2].cached, 32);
+    const sim_stats *st = sim_engine_stats(e);
+    assert_int_equal(st->prefix_hits, 0); /* vLLM's prefix_cache_hits: GPU hits only */
+    assert_int_equal(st->cpu_hits, 32);
+    assert_int_equal(st->cpu_queries, 40 + 60 + 40);
+    /* Loading a took 3 GPU blocks, evicting b's blocks 2 and 1 to the CPU; b's first
+     * block stays on the GPU. A block-aligned prompt of b's first 2 blocks: 1 from the
+     * GPU (the GPU lookup stops a block short), 1 from the CPU, which reaches the
+     * prompt's end, so the last token is recomputed (vLLM: num_tokens - 1). */
+    submit(e, b, 32, 1, &p[3]);
+    run_until(&loop, &p[3], 1);
+    assert_int_equal(p[3].cached, 31);
+    assert_int_equal(st->prefix_hits, 16);
+    assert_int_equal(st->cpu_hits, 32 + 16);
+    close_engine(&loop, e);
+}
+
+/* The load costs the transfer time per token instead of the prefill's. */
+static void cpu_tier_load_is_priced_per_token(void **state) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    sim_cfg c;
+    sim_cfg_defaults(&c);
+    c.num_gpu_blocks = 4;
+    c.num_cpu_blocks = 8;
+    c.prefill_token_us = 1000; /* 32 computed tokens: 32 ms */
+    c.prefill_pair_ns = 0;
+    c.prefill_fixed_ms = 0;
+    c.decode_token_ms = 0;
+    c.decode_batch_us = 0;
+    c.cpu_transfer_token_us = 10; /* 32 loaded tokens: 0.32 ms */
+    sim_engine *e = sim_engine_new(&loop, &c);
+    uint32_t a[64], b[64];
+    for (int i = 0; i < 64; i++) a[i] = 100 + (uint32_t)i, b[i] = 900 + (uint32_t)i;
+    probe p[3] = {0};
+    submit(e, a, 33, 1, &p[0]);
+    run_until(&loop, &p[0], 1);
+    submit(e, b, 60, 1, &p[1]); /* evicts a to the CPU tier */
+    run_until(&loop, &p[1], 1);
+    submit(e, a, 33, 1, &p[2]);
+    run_until(&loop, &p[2], 1);
+    assert_int_equal(p[2].cached, 32);
+    /* Recomputed, a costs 33 ms; from the CPU, 1 ms + 0.32 ms. Timers never fire early,
+     * so only the lower bound of the cold one is asserted, and the warm one is at
+     * least its own price. */
+    assert_true(p[0].t_first - p[0].t_submit >= 33000000);
+    assert_true(p[2].t_first - p[2].t_submit >= 1320000);
+    const sim_stats *st = sim_engine_stats(e);
+    assert_int_equal(st->cpu_hits, 32);
+    close_engine(&loop, e);
+}
+
 static void max_num_seqs_caps_running(void **state) {
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -245,6 +321,8 @@ int main(void) {
         cmocka_unit_test(max_num_seqs_caps_running),
         cmocka_unit_test(preemption_when_kv_runs_out),
         cmocka_unit_test(abort_frees_at_once),
+        cmocka_unit_test(cpu_tier_hits_are_cached_tokens),
+        cmocka_unit_test(cpu_tier_load_is_priced_per_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
