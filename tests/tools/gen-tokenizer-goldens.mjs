@@ -23,7 +23,7 @@ const testsDir = path.resolve(here, "..");
 const require = createRequire(path.join(testsDir, "package.json"));
 const { Tokenizer } = require("@anush008/tokenizers");
 
-export const MODELS = ["qwen3", "llama3_1", "deepseek_v3", "llama2", "gemma3"];
+export const MODELS = ["qwen3", "llama3_1", "deepseek_v3", "llama2", "gemma3", "gptoss"];
 const outDir = path.join(testsDir, "fixtures", "tokenizers");
 const args = process.argv.slice(2);
 const COUNT = args.includes("--count") ? Number(args[args.indexOf("--count") + 1]) : 6000;

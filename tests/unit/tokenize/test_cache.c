@@ -1,5 +1,5 @@
 /* The tokenization cache: irt_encode_cached gives exactly irt_encode's ids,
- * cold and warm, within and over its budget, for the five real tokenizers and
+ * cold and warm, within and over its budget, for the six real tokenizers and
  * for a Metaspace pre-tokenizer whose first piece differs from the others; it
  * reuses what it holds; threads share it (run under TSan too). */
 #include <pthread.h>
@@ -70,6 +70,7 @@ static const family FAMILIES[] = {
       "<\xef\xbd\x9c"
       "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"}},
     {"llama2", {"<s>", "</s>", "<unk>"}},
+    {"gptoss", {"<|start|>", "<|message|>", "<|end|>"}},
 };
 
 /* A conversation-like text: pieces drawn from a small pool (so they repeat, as
@@ -329,7 +330,7 @@ static void test_threads_share_one_cache(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-/* Under TSan (make tsan-threaded) only the threads matter, and the five
+/* Under TSan (make tsan-threaded) only the threads matter, and the six
  * tokenizers' property runs would take minutes. */
 #ifndef __SANITIZE_THREAD__
         cmocka_unit_test(test_same_ids_as_uncached),

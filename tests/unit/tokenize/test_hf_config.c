@@ -66,10 +66,10 @@ static void test_deepseek_bos(void **state) {
 }
 
 /* Llama 2 (LlamaTokenizer): the rebuilt template equals tokenizer.json's (<s> $A);
- * Llama 3.1 (PreTrainedTokenizerFast) is left alone. */
+ * Llama 3.1 and gpt-oss (PreTrainedTokenizerFast) are left alone. */
 static void test_unchanged_where_equal(void **state) {
     (void)state;
-    static const char *const fams[] = {"llama2", "llama3_1", "qwen3", "gemma3"};
+    static const char *const fams[] = {"llama2", "llama3_1", "qwen3", "gemma3", "gptoss"};
     for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) {
         char dir[1024], file[1100];
         model_dir(dir, sizeof dir, fams[i]);

@@ -185,12 +185,16 @@ static void test_gemma3(void **s) {
     (void)s;
     parity("gemma3");
 }
+static void test_gptoss(void **s) {
+    (void)s;
+    parity("gptoss");
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),       cmocka_unit_test(test_llama3_1),
         cmocka_unit_test(test_deepseek_v3), cmocka_unit_test(test_llama2),
-        cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_gemma3),      cmocka_unit_test(test_gptoss),
     };
     return cmocka_run_group_tests(tests, load_texts, free_texts);
 }
