@@ -7,6 +7,11 @@
  *   Llama 3:      the same with \p{N}{1,3}
  *   GPT-2:        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
  *                 \s+(?!\S)|\s+
+ *   o200k (gpt-oss): [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*
+ *                 [\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ *                 [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+
+ *                 [\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ *                 \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
  *
  * Each alternative is decided the way PCRE2's backtracking decides it (see
  * the comments below). Every character is a letter, a number, white space
@@ -17,7 +22,10 @@
  * Unicode 14) they agree on the whole BMP once U+180E counts as \s (PCRE2
  * keeps it there); beyond the BMP utf8proc (Unicode 15) knows letters and
  * digits PCRE2 does not, so a supplementary-plane letter or number makes
- * the matcher answer "unsure" and that one match runs on PCRE2.
+ * the matcher answer "unsure" and that one match runs on PCRE2. o200k also
+ * tells letters apart by case and counts marks with them; its classes agree
+ * with PCRE2's on the BMP but for the marks Unicode 15 added there, which
+ * are unsure, as are marks beyond the BMP.
  * tests/unit/tokenize/test_hf_fastre.c checks all of this against PCRE2:
  * every code point, the golden texts, and random strings. */
 #include <string.h>
@@ -35,11 +43,17 @@ static const char re_llama3[] =
 static const char re_gpt2[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!"
     "\\S)|\\s+";
+static const char re_o200k[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}"
+    "\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"
+    "\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,"
+    "3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 int hf_fast_detect(const char *re, size_t len) {
     if (len == sizeof(re_qwen) - 1 && !memcmp(re, re_qwen, len)) return FAST_QWEN;
     if (len == sizeof(re_llama3) - 1 && !memcmp(re, re_llama3, len)) return FAST_LLAMA3;
     if (len == sizeof(re_gpt2) - 1 && !memcmp(re, re_gpt2, len)) return FAST_GPT2;
+    if (len == sizeof(re_o200k) - 1 && !memcmp(re, re_o200k, len)) return FAST_O200K;
     return FAST_NONE;
 }
 
@@ -63,12 +77,16 @@ static const uint8_t ascii_cls[128] = {
 #undef O
 };
 
+/* \s beyond ASCII, as PCRE2 has it (with U+180E), and U+0085. */
+static inline bool ws_beyond_ascii(uint32_t cp) {
+    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || cp == 0x180E ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
+}
+
 int hf_fast_class(uint32_t cp) {
     if (cp < 0x80) return ascii_cls[cp];
-    if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || cp == 0x180E ||
-        (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-        cp == 0x205F || cp == 0x3000)
-        return C_WS;
+    if (ws_beyond_ascii(cp)) return C_WS;
     switch (utf8proc_category((utf8proc_int32_t)cp)) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
@@ -215,10 +233,165 @@ static size_t next_gpt2(const cur *c, size_t i) {
     return ws_match(c, i, false);
 }
 
+/* ---- o200k ------------------------------------------------------------------------
+ * Each character is a set of the regex's classes: A [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
+ * B [\p{Ll}\p{Lm}\p{Lo}\p{M}], Q [^\s\p{L}\p{N}], P [^\r\n\p{L}\p{N}], N \p{N},
+ * W \s; marks are in A, B, Q and P at once. */
+enum { O2_A = 1, O2_B = 2, O2_Q = 4, O2_P = 8, O2_N = 16, O2_W = 32, O2_UNSURE = 64 };
+
+/* Marks that Unicode 15 added to the BMP: utf8proc knows them, PCRE2 10.42 does
+ * not (test_hf_fastre.c finds every disagreement). */
+static bool new_bmp_mark(uint32_t cp) {
+    return cp == 0x0CF3 || cp == 0x0ECE;
+}
+
+static inline int o2_ascii(unsigned char b) {
+    switch (ascii_cls[b]) {
+    case C_LET:
+        return b >= 'a' ? O2_B : O2_A;
+    case C_NUM:
+        return O2_N;
+    case C_WS:
+        return b == '\r' || b == '\n' ? O2_W : O2_W | O2_P;
+    default:
+        return O2_Q | O2_P;
+    }
+}
+
+int hf_fast_class_o200k(uint32_t cp) {
+    if (cp < 0x80) return o2_ascii((unsigned char)cp);
+    if (ws_beyond_ascii(cp)) return O2_W | O2_P;
+    /* CJK ideographs and Hangul syllables: all Lo, no table needed */
+    if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3)) return O2_A | O2_B;
+    int set;
+    switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LT:
+        set = O2_A;
+        break;
+    case UTF8PROC_CATEGORY_LL:
+        set = O2_B;
+        break;
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+        set = O2_A | O2_B;
+        break;
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+        set = new_bmp_mark(cp) ? O2_UNSURE : O2_A | O2_B | O2_Q | O2_P;
+        break;
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+        set = O2_N;
+        break;
+    default:
+        return O2_Q | O2_P;
+    }
+    /* beyond the BMP, letters, marks and numbers may be newer than PCRE2 */
+    return cp < 0x10000 ? set : O2_UNSURE;
+}
+
+/* The class set of the character at i (0 at the end) and its length. */
+static inline int o2_at(const cur *c, size_t i, size_t *k) {
+    if (i >= c->len) {
+        *k = 0;
+        return 0;
+    }
+    unsigned char b = c->s[i];
+    if (b < 0x80) {
+        *k = 1;
+        return o2_ascii(b);
+    }
+    uint32_t cp;
+    *k = (size_t)hf_utf8_dec(c->s + i, &cp);
+    return hf_fast_class_o200k(cp);
+}
+
+/* The end of the run of characters in set from i; SIZE_MAX when unsure. */
+static size_t o2_run(const cur *c, size_t i, int set, size_t max) {
+    size_t k, n = 0;
+    for (; n < max; n++) {
+        int x = o2_at(c, i, &k);
+        if (x & O2_UNSURE) return SIZE_MAX;
+        if (!(x & set)) break;
+        i += k;
+    }
+    return i;
+}
+
+#define O2_FAIL (SIZE_MAX - 1)
+
+/* The optional contraction after a word ending at e. */
+static size_t o2_tail(const cur *c, size_t e) {
+    if (e == SIZE_MAX || e >= c->len || c->s[e] != '\'') return e;
+    size_t t = contraction(c, e, true);
+    return t ? t : e;
+}
+
+/* A*B+ at j (the first alternative without its P?): A* takes the longest run
+ * of A; if an L (in B, not in A) follows, B+ takes the run of B from there.
+ * Otherwise A* gives back characters until B+ can start, at the last
+ * character of the run that is also in B (Lm, Lo, M), and B+ is that one
+ * character (what follows it in the run is Lu or Lt). */
+static size_t o2_lower_word(const cur *c, size_t j) {
+    size_t a = j, k, last_b = SIZE_MAX;
+    int x;
+    for (;;) {
+        x = o2_at(c, a, &k);
+        if (x & O2_UNSURE) return SIZE_MAX;
+        if (!(x & O2_A)) break;
+        if (x & O2_B) last_b = a + k;
+        a += k;
+    }
+    if (x & O2_B) return o2_tail(c, o2_run(c, a, O2_B, SIZE_MAX));
+    return last_b == SIZE_MAX ? O2_FAIL : o2_tail(c, last_b);
+}
+
+/* A+B* at j (the second alternative without its P?). */
+static size_t o2_upper_word(const cur *c, size_t j) {
+    size_t a = o2_run(c, j, O2_A, SIZE_MAX);
+    if (a == SIZE_MAX) return a;
+    if (a == j) return O2_FAIL;
+    return o2_tail(c, o2_run(c, a, O2_B, SIZE_MAX));
+}
+
+static size_t next_o200k(const cur *c, size_t i) {
+    size_t k0, k1;
+    int x0 = o2_at(c, i, &k0);
+    if (x0 & O2_UNSURE) return SIZE_MAX;
+    /* the two word alternatives, each with P? taken first, then without */
+    for (int alt = 0; alt < 2; alt++) {
+        size_t (*word)(const cur *, size_t) = alt ? o2_upper_word : o2_lower_word;
+        size_t e;
+        if ((x0 & O2_P) && (e = word(c, i + k0)) != O2_FAIL) return e;
+        if ((e = word(c, i)) != O2_FAIL) return e;
+    }
+    if (x0 & O2_N) return o2_run(c, i, O2_N, 3);
+    /* ' ?[^\s\p{L}\p{N}]+[\r\n/]*' */
+    size_t o = O2_FAIL;
+    if (c->s[i] == ' ') {
+        int x1 = o2_at(c, i + k0, &k1);
+        if (x1 & O2_UNSURE) return SIZE_MAX;
+        if (x1 & O2_Q) o = i + k0;
+    }
+    if (o == O2_FAIL && (x0 & O2_Q)) o = i;
+    if (o != O2_FAIL) {
+        size_t e = o2_run(c, o, O2_Q, SIZE_MAX);
+        if (e == SIZE_MAX) return e;
+        while (e < c->len && (c->s[e] == '\r' || c->s[e] == '\n' || c->s[e] == '/')) e++;
+        return e;
+    }
+    return ws_match(c, i, true);
+}
+
 int hf_fast_next(int kind, const unsigned char *s, size_t len, size_t pos, size_t *ms, size_t *me) {
     if (pos >= len) return 0;
     cur c = {s, len};
-    size_t e = kind == FAST_GPT2 ? next_gpt2(&c, pos) : next_llama(&c, pos, kind == FAST_QWEN);
+    size_t e = kind == FAST_GPT2    ? next_gpt2(&c, pos)
+               : kind == FAST_O200K ? next_o200k(&c, pos)
+                                    : next_llama(&c, pos, kind == FAST_QWEN);
     if (e == SIZE_MAX) return -1;
     *ms = pos;
     *me = e;

@@ -417,7 +417,7 @@ void hf_cache_insert(irt_cache *c, uint64_t h, const char *s, size_t len, bool f
 int32_t hf_trie_longest(const hf_trie *t, const unsigned char *s, size_t len, size_t *mlen);
 
 /* Fast hand-written pre-tokenizer regexes (hf_fastre.c). */
-enum { FAST_NONE = 0, FAST_QWEN, FAST_LLAMA3, FAST_GPT2 };
+enum { FAST_NONE = 0, FAST_QWEN, FAST_LLAMA3, FAST_GPT2, FAST_O200K };
 int hf_fast_detect(const char *re, size_t len);
 /* The match PCRE2 finds searching from pos: 1 with it in [*ms, *me), 0 when
  * none, -1 when unsure (a character whose class PCRE2 may see otherwise):
@@ -426,6 +426,10 @@ int hf_fast_next(int kind, const unsigned char *s, size_t len, size_t pos, size_
 /* The class the matchers give a code point: 0 other, 1 \p{L}, 2 \p{N},
  * 3 \s (with U+0085), 4 unsure (exposed for the tests). */
 int hf_fast_class(uint32_t cp);
+/* o200k's classes of a code point, a set of bits: 1 [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
+ * 2 [\p{Ll}\p{Lm}\p{Lo}\p{M}], 4 [^\s\p{L}\p{N}], 8 [^\r\n\p{L}\p{N}], 16 \p{N},
+ * 32 \s (with U+0085); 64 alone: unsure (exposed for the tests). */
+int hf_fast_class_o200k(uint32_t cp);
 
 /* Frees what a normalizer owns (its patterns, its children's); not n itself. */
 void hf_norm_free(hf_norm *n);

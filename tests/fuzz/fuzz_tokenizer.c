@@ -3,8 +3,9 @@
  * byte-level BPE. Encode must never crash or read out of bounds; decoding
  * with clean_up_tokenization_spaces must equal a plain rewrite of the
  * transformers clean-up over the uncleaned text. The valid
- * UTF-8 prefix of the input also goes through the hand-written Qwen, Llama 3
- * and GPT-2 pre-tokenizer matchers, which must find exactly PCRE2's matches. */
+ * UTF-8 prefix of the input also goes through the hand-written Qwen, Llama 3,
+ * GPT-2 and o200k pre-tokenizer matchers, which must find exactly PCRE2's
+ * matches. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,14 +19,19 @@ static const char *const fast_res[] = {
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+    /* o200k (gpt-oss) */
+    ("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+     "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+     "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
 };
 
 static void check_fast(const char *s, size_t len) {
-    static hf_pattern pats[3];
+    static hf_pattern pats[4];
     static pcre2_match_data *md;
     if (!md) {
         char err[256];
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             if (hf_pattern_compile(&pats[i], fast_res[i], strlen(fast_res[i]), false, err,
                                    sizeof(err)) ||
                 !pats[i].fast)
@@ -34,7 +40,7 @@ static void check_fast(const char *s, size_t len) {
         if (!md) abort();
     }
     len = hf_utf8_valid_prefix(s, len);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         hf_pattern slow = pats[i];
         slow.fast = FAST_NONE;
         hf_match *a = NULL, *b = NULL;
