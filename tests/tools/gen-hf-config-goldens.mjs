@@ -174,7 +174,7 @@ function asTransformers(m) {
     j.pre_tokenizer.add_prefix_space = cfg.add_prefix_space ?? false;
   return { json: j, cleanup: cfg.clean_up_tokenization_spaces === true };
 }
-for (const m of ["qwen3", "llama3_1", "gemma3", "deepseek_v3", "llama2"]) {
+for (const m of ["qwen3", "llama3_1", "gemma3", "deepseek_v3", "llama2", "gptoss"]) {
   const { json, cleanup } = asTransformers(m);
   rows.push(...(await run(Tokenizer.fromString(JSON.stringify(json)), `family ${m}`, list.slice(0, 60), cleanup ? cleanUp : (x) => x)));
 }

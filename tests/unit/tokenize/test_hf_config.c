@@ -259,7 +259,7 @@ static void test_goldens(void **state) {
     irt_free(t);
     if (tmp[0]) remove_dir(tmp);
     fclose(f);
-    assert_int_equal(sets, 12);
+    assert_int_equal(sets, 13);
     assert_true(rows >= 400);
 }
 
@@ -297,7 +297,8 @@ static void test_from_slow_refusals(void **state) {
 /* The shipped configs: only Llama 3.1 cleans up when decoding. */
 static void test_cleanup_flag(void **state) {
     (void)state;
-    static const char *const fams[] = {"llama2", "llama3_1", "qwen3", "gemma3", "deepseek_v3"};
+    static const char *const fams[] = {"llama2", "llama3_1",    "qwen3",
+                                       "gemma3", "deepseek_v3", "gptoss"};
     const char *text = "Hello , world . I 'm here !";
     for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) {
         char dir[1024];
