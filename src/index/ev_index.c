@@ -45,7 +45,9 @@
 #define CPUBIT      16u /* its bit is set in the CPU map (held, and not attached) */
 
 #define MIN_NODES 1024u
-#define MAX_LOAD  0.8 /* of the key table, before it grows by half */
+#ifndef MAX_LOAD
+#define MAX_LOAD 0.7 /* of the key table, before it grows by half (ADR 0014) */
+#endif
 
 typedef struct evnode {
     uint64_t ekey; /* the engine key's low 64 bits */
@@ -143,16 +145,30 @@ static uint32_t find(const irx_evrep *e, uint64_t key) {
     return s ? slot_node(s) : NIL;
 }
 
-/* The first node whose slot matches key's high 32 bits, NIL if none: find without
- * reading any node (the lookahead prefetches the node it gives). */
+/* The first slot that matches key's high 32 bits, NIL if none: a probe that reads no
+ * node (the lookahead prefetches the node that the slot gives). */
 static uint32_t kt_candidate(const irx_evrep *e, uint64_t key) {
     if (!e->nslots) return NIL;
     uint32_t fp = fp_of(key);
     for (uint32_t j = kt_home(e, fp);; j = kt_next(e, j)) {
         uint64_t s = e->slots[j];
         if (s == 0) return NIL;
-        if ((uint32_t)(s >> 32) == fp) return slot_node(s);
+        if ((uint32_t)(s >> 32) == fp) return j;
     }
+}
+
+/* find, trying slot `hint` (the lookahead's kt_candidate, perhaps stale) first; the
+ * key's slot in *at. */
+static uint32_t find_at(const irx_evrep *e, uint64_t key, uint32_t hint, uint32_t *at) {
+    if (!e->nslots) return NIL;
+    uint32_t j = hint;
+    uint64_t s = hint < e->nslots ? e->slots[hint] : 0;
+    if (!s || (uint32_t)(s >> 32) != fp_of(key) || e->nodes[slot_node(s)].ekey != key) {
+        j = kt_probe(e, key);
+        s = e->slots[j];
+    }
+    *at = j;
+    return s ? slot_node(s) : NIL;
 }
 
 static int kt_grow(irx_evrep *e) {
@@ -174,9 +190,8 @@ static int kt_grow(irx_evrep *e) {
     return 0;
 }
 
-static void kt_delete(irx_evrep *e, uint64_t key) {
-    uint32_t hole = kt_probe(e, key);
-    if (!e->slots[hole]) return;
+/* Empties slot hole (a key's), moving up the entries after it that may fill it. */
+static void kt_delete_at(irx_evrep *e, uint32_t hole) {
     for (uint32_t j = kt_next(e, hole);; j = kt_next(e, j)) {
         uint64_t s = e->slots[j];
         if (!s) break;
@@ -189,6 +204,11 @@ static void kt_delete(irx_evrep *e, uint64_t key) {
     }
     e->slots[hole] = 0;
     e->nkeys--;
+}
+
+static void kt_delete(irx_evrep *e, uint64_t key) {
+    uint32_t j = kt_probe(e, key);
+    if (e->slots[j]) kt_delete_at(e, j);
 }
 
 /* ---- the CPU map and the GPU map's bits ---------------------------------------------- */
@@ -358,14 +378,18 @@ static void unlink_child(irx_evrep *e, uint32_t k) {
     if (n->sib != NIL) e->nodes[n->sib].sprev = n->sprev;
 }
 
-/* Frees k if it holds no tier and no children, then its parent likewise. */
-static void collect(irx_evrep *e, uint32_t k) {
-    while (k != NIL) {
+/* Frees k if it holds no tier and no children, then its parent likewise. k's key is
+ * in slot at. */
+static void collect(irx_evrep *e, uint32_t k, uint32_t at) {
+    for (bool first = true; k != NIL; first = false) {
         evnode *n = &e->nodes[k];
         if ((n->flags & (GPU | CPU)) || n->child != NIL) return;
         uint32_t parent = n->parent;
         unlink_child(e, k);
-        kt_delete(e, n->ekey);
+        if (first)
+            kt_delete_at(e, at);
+        else
+            kt_delete(e, n->ekey);
         n->sib = e->free;
         n->flags = 0;
         e->free = k;
@@ -392,7 +416,8 @@ static void tier_on(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_
         cpu_sync(ix, r, e, n); /* on the GPU below a block that is not: a CPU-hit block */
 }
 
-static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_t t) {
+/* Takes tier t from node k, whose key is in slot at. */
+static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_t at, uint32_t t) {
     evnode *n = &e->nodes[k];
     if (!(n->flags & t)) return;
     if (t == GPU) {
@@ -403,7 +428,7 @@ static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32
     }
     n->flags &= ~t;
     cpu_sync(ix, r, e, n);
-    collect(e, k);
+    collect(e, k, at);
 }
 
 /* ---- the lookahead: prefetches for the blocks ahead of the one being applied -------- */
@@ -419,10 +444,11 @@ static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32
 
 typedef struct stage_slot { /* one block of the batch in the lookahead's ring */
     const irx_ev *ev;
-    uint32_t i;    /* block i of ev */
-    uint32_t node; /* AHEAD_NODE's guess: a removed block's node, a stored head's parent */
-    bool has_g;    /* AHEAD_MAP hashed this stored block (engine key ekey) */
-    uint64_t ekey; /* from parent hash pg to its own hash g */
+    uint32_t i;     /* block i of ev */
+    uint32_t kslot; /* AHEAD_NODE's guess of the key slot: a removed block's, a stored head's
+                     * parent's (NIL: none) */
+    bool has_g;     /* AHEAD_MAP hashed this stored block (engine key ekey) */
+    uint64_t ekey;  /* from parent hash pg to its own hash g */
     ir_hash128 pg, g;
 } stage_slot;
 
@@ -465,13 +491,19 @@ static void ahead_key(const irx_evrep *e, pipe *p) {
 }
 
 static void ahead_node(const irx_evrep *e, stage_slot *s) {
-    uint32_t k = NIL;
+    uint32_t j = NIL;
     if (s->ev->type == IRX_EV_REMOVED)
-        k = kt_candidate(e, s->ev->blocks[s->i].lo);
+        j = kt_candidate(e, s->ev->blocks[s->i].lo);
     else if (s->i == 0 && s->ev->has_parent)
-        k = kt_candidate(e, s->ev->parent.lo);
-    if (k != NIL) __builtin_prefetch(&e->nodes[k], 1);
-    s->node = k;
+        j = kt_candidate(e, s->ev->parent.lo);
+    if (j != NIL) __builtin_prefetch(&e->nodes[slot_node(e->slots[j])], 1);
+    s->kslot = j;
+}
+
+/* The node the lookahead found for s (NIL if none, or gone meanwhile). */
+static uint32_t ahead_found(const irx_evrep *e, const stage_slot *s) {
+    uint64_t v = s->kslot < e->nslots ? e->slots[s->kslot] : 0;
+    return v && slot_node(v) < e->nnodes ? slot_node(v) : NIL;
 }
 
 /* The parent hash a stored block will chain from, as far as the lookahead can
@@ -489,8 +521,9 @@ static bool ahead_parent(const irx_evrep *e, const stage_slot *s, const stage_sl
         *pg = e->root;
         return !ev->lora_name && !ev->cache_salt;
     }
-    if (s->node >= e->nnodes || e->nodes[s->node].ekey != ev->parent.lo) return false;
-    *pg = e->nodes[s->node].gkey;
+    uint32_t k = ahead_found(e, s);
+    if (k == NIL || e->nodes[k].ekey != ev->parent.lo) return false;
+    *pg = e->nodes[k].gkey;
     return true;
 }
 
@@ -498,8 +531,9 @@ static void ahead_map(irx_index *ix, const irx_evrep *e, stage_slot *s, const st
     const irx_ev *ev = s->ev;
     s->has_g = false;
     if (ev->type == IRX_EV_REMOVED) {
-        if (s->node >= e->nnodes) return;
-        const evnode *n = &e->nodes[s->node];
+        uint32_t k = ahead_found(e, s);
+        if (k == NIL) return;
+        const evnode *n = &e->nodes[k];
         irx_map_prefetch(&ix->map, n->gkey);
         if (n->parent != NIL) __builtin_prefetch(&e->nodes[n->parent], 1); /* unlinked next */
         return;
@@ -584,14 +618,16 @@ static void stored_copy(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *e
     }
 }
 
-static chain stored_start(irx_evrep *e, const irx_ev *ev, irx_ev_counts *c) {
+static chain stored_start(irx_evrep *e, const irx_ev *ev, const stage_slot *s,
+                          irx_ev_counts *c) {
     chain ch = {.ok = false, .t = tier_of(ev->medium), .parent = NIL};
     if (!stored_ok(e, ev)) {
         c->refused++;
         return ch;
     }
     if (ev->has_parent) {
-        ch.parent = find(e, ev->parent.lo);
+        uint32_t at;
+        ch.parent = find_at(e, ev->parent.lo, s->kslot, &at);
         if (ch.parent == NIL) {
             orphan(e, ev, c);
             return ch;
@@ -631,9 +667,15 @@ static void stored(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, pi
         stored_copy(ix, r, e, ev, p, c);
         return;
     }
-    chain ch = stored_start(e, ev, c);
+    chain ch = {.ok = false};
+    if (ev->nblocks == 0) { /* not in the lookahead's ring: counted all the same */
+        const stage_slot none = {.kslot = NIL};
+        stored_start(e, ev, &none, c);
+        return;
+    }
     for (uint32_t i = 0; i < ev->nblocks; i++) {
         const stage_slot *s = pipe_step(ix, e, p);
+        if (i == 0) ch = stored_start(e, ev, s, c);
         if (ch.ok) stored_block(ix, r, e, ev, i, s, &ch, c);
     }
 }
@@ -642,13 +684,13 @@ static void removed(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, p
                     irx_ev_counts *c) {
     uint32_t t = tier_of(ev->medium);
     for (uint32_t i = 0; i < ev->nblocks; i++) {
-        pipe_step(ix, e, p);
-        uint32_t k = find(e, ev->blocks[i].lo);
+        const stage_slot *s = pipe_step(ix, e, p);
+        uint32_t at, k = find_at(e, ev->blocks[i].lo, s->kslot, &at);
         if (k == NIL) {
             orphan_gone(e, ev->blocks[i].lo);
             continue;
         }
-        if (t) tier_off(ix, r, e, k, t);
+        if (t) tier_off(ix, r, e, k, at, t);
         c->removed++;
     }
 }

@@ -53,6 +53,11 @@ struct irx_table {
 
 #define LOAD(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
 #define STORE(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_relaxed)
+/* Bit words: written with release, read by readers with acquire, so that a reader that
+ * loads a word and then the slot's key again sees the key that word was written under
+ * (see take_over; both are plain moves on x86). */
+#define STORE_BITS(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
+#define LOAD_BITS(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_acquire)
 
 void irx_read_lock(void) {
     urcu_bp_read_lock();
@@ -126,13 +131,12 @@ HOT uint64_t *find_or_reuse(irx_table *t, uint64_t key, bool *found, uint32_t nw
     }
 }
 
-/* Writer: a tombstone becomes key's slot. The key goes first and the bits after a
- * release fence, so a reader that loads the new bits and then the key again sees the
- * new key (and takes the old one as absent). */
+/* Writer: a tombstone becomes key's slot. The key goes first and the bits after it,
+ * by a release store, so a reader that loads the new bits (acquire) and then the key
+ * again sees the new key (and takes the old one as absent). */
 HOT void take_over(uint64_t *s, uint64_t key, uint32_t r) {
     STORE(s, key);
-    atomic_thread_fence(memory_order_release);
-    STORE(&s[1 + r / 64], 1ull << (r % 64));
+    STORE_BITS(&s[1 + r / 64], 1ull << (r % 64));
 }
 
 /* Writer: a tombstone at slot j whose next slot is empty ends its probe run, so no key
@@ -244,7 +248,7 @@ HOT int add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set, uint32_t nw
         /* Only writers, under the lock, change bits: a load and a store, no locked or. */
         bool revived = is_tombstone(s, nw);
         uint64_t old = LOAD(&s[1 + r / 64]);
-        if (!(old & bit)) STORE(&s[1 + r / 64], old | bit);
+        if (!(old & bit)) STORE_BITS(&s[1 + r / 64], old | bit);
         *was_set = (old & bit) != 0;
         if (revived) live_add(sh, 1);
     } else if (s) {
@@ -273,7 +277,7 @@ HOT void remove_bit(irx_map *m, ir_hash128 h, uint32_t r, uint32_t nw) {
     uint64_t *s = find(t, key_of(h), nw);
     if (s) {
         uint64_t bit = 1ull << (r % 64), was = LOAD(&s[1 + r / 64]);
-        if (was & bit) STORE(&s[1 + r / 64], was & ~bit);
+        if (was & bit) STORE_BITS(&s[1 + r / 64], was & ~bit);
         if ((was & bit) && is_tombstone(s, nw)) {
             live_add(sh, -1);
             trim_run(t, (size_t)(s - t->w) / (nw + 1), nw);
@@ -311,11 +315,9 @@ void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out) {
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_acquire);
     uint64_t key = key_of(h);
     const uint64_t *s = m->nwords == 1 ? find(t, key, 1) : find(t, key, m->nwords);
-    for (uint32_t k = 0; k < m->nwords; k++) out[k] = s ? LOAD(&s[1 + k]) : 0;
-    if (!s) return;
+    for (uint32_t k = 0; k < m->nwords; k++) out[k] = s ? LOAD_BITS(&s[1 + k]) : 0;
     /* The slot is still key's: bits of a new key that took it over are not key's. */
-    atomic_thread_fence(memory_order_acquire);
-    if (LOAD(s) != key) memset(out, 0, m->nwords * sizeof *out);
+    if (s && LOAD(s) != key) memset(out, 0, m->nwords * sizeof *out);
 }
 
 void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits) {
