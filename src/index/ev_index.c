@@ -618,8 +618,7 @@ static void stored_copy(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *e
     }
 }
 
-static chain stored_start(irx_evrep *e, const irx_ev *ev, const stage_slot *s,
-                          irx_ev_counts *c) {
+static chain stored_start(irx_evrep *e, const irx_ev *ev, const stage_slot *s, irx_ev_counts *c) {
     chain ch = {.ok = false, .t = tier_of(ev->medium), .parent = NIL};
     if (!stored_ok(e, ev)) {
         c->refused++;

@@ -421,8 +421,9 @@ static void randomized_against_naive(void **state) {
 /* ---- batches: irx_ev_apply_batch against one-block events, one by one ------------------- */
 /* A random stream of events, kept whole so that both indexes get the same: chains
  * stored in events of 1-4 blocks (parents in earlier events of the same batch or
- * before), removals of 1-3 blocks, offloads, clears, refused events, orphans, salted
- * roots, a known key stored again under another chain, and empty events. */
+ * before), removals of 1-3 blocks, offloads, offloaded copies without tokens, clears,
+ * refused events, orphans, salted roots, a known key stored again under another chain,
+ * and empty events. */
 typedef struct evgen {
     irx_ev ev;
     ir_hash128 keys[4];
@@ -457,6 +458,10 @@ static void gen_store(evgen *g, uint64_t *seed) {
         for (uint32_t b = 0; b < n; b++) g->keys[b] = ekey(100000 + rnd(seed) % 64);
     }
     if (odd == 5) g->ev.nblocks = 0, g->ev.ntokens = 0;
+    if (odd == 6) { /* an offloaded copy that names its blocks only */
+        g->ev.medium = IRX_MEDIUM_CPU, g->ev.has_parent = false;
+        g->ev.ntokens = 0, g->ev.block_size = 0, g->ev.tokens = NULL;
+    }
 }
 
 static void gen_event(evgen *g, uint64_t *seed) {
@@ -505,7 +510,7 @@ static void same_view(irx_index *a, irx_index *b, int step) {
 /* Applies ev as one-block events, one irx_ev_apply each: the same blocks, and nothing
  * for the batch's lookahead to guess. */
 static void apply_split(irx_index *ix, const irx_ev *ev, irx_ev_counts *c) {
-    if (ev->type != IRX_EV_STORED || ev->nblocks <= 1) {
+    if (ev->type != IRX_EV_STORED || ev->nblocks <= 1 || ev->ntokens == 0) { /* copies whole */
         irx_ev_apply(ix, 0, ev, c);
         return;
     }
