@@ -93,11 +93,13 @@ int irx_shadow_check(const irx_shadow *s);
 #define IRX_SHARDS     (1u << IRX_SHARD_BITS)
 
 typedef struct irx_table irx_table;
+/* What readers load (tab) and what every write changes (lock, live) are on separate
+ * cache lines, so that lookups do not take the line from the writer at each block. */
 typedef struct irx_map_shard {
-    _Alignas(64) _Atomic uint32_t lock; /* writers' spinlock (map.c) */
-    _Atomic(irx_table *) tab;           /* published by writers, read lock-free */
-    _Atomic size_t size;                /* tab's slots, for prefetches without reading tab */
-    _Atomic size_t live;                /* keys with a bit set (written under mu, read by stats) */
+    _Alignas(64) _Atomic(irx_table *) tab; /* published by writers, read lock-free */
+    _Atomic size_t size;                   /* tab's slots, for prefetches without reading tab */
+    _Alignas(64) _Atomic uint32_t lock;    /* writers' spinlock (map.c) */
+    _Atomic size_t live;                   /* keys with a bit set (written under lock) */
 } irx_map_shard;
 
 typedef struct irx_map {
