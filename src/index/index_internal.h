@@ -148,8 +148,8 @@ struct irx_index {
     /* Event-fed replicas' blocks held in some tier but not reachable on the GPU (on the
      * CPU, or on the GPU below a block that is not): what a CPU hit would load. */
     irx_map cpu;
-    _Atomic uint64_t cpu_bits;
-    uint32_t nrep, nwords;
+    uint32_t nrep, nwords; /* read by every lookup: a cache line apart from the sums below */
+    _Alignas(64) _Atomic uint64_t cpu_bits;
     _Atomic uint64_t held, shadow_bytes, resets;
     _Atomic uint64_t ev_bits, ev_bytes; /* map bits and memory of the event replicas */
     irx_replica rep[];
