@@ -1,12 +1,14 @@
 /* bench_events.c: the exact index's ingestion of engine KV events.
  *
  *   apply    BlockStored / BlockRemoved events applied per second on one thread
- *            (events of 1 block and of 16 blocks), with 0 or 1 lookup threads
- *            running 64-block lookups meanwhile (lookups per second reported);
+ *            (events of 1 block and of 16 blocks), one irx_ev_apply per event or
+ *            batches of 64 events through irx_ev_apply_batch (as the gateway's
+ *            subscriber applies a payload), with 0 or more lookup threads running
+ *            64-block lookups meanwhile (lookups per second reported);
  *   decode   msgpack batches (vLLM's map encoding, 32-byte hashes) decoded and
  *            applied, events per second and MB per second;
- *   memory   bytes per block held by an event-fed replica (the index's own count
- *            and glibc's heap growth), 1M blocks in 16-block chains;
+ *   memory   bytes per block held by an event-fed replica (the index's own count,
+ *            glibc's heap growth and the resident set's), 1M blocks in 16-block chains;
  *   visible  ns from the start of an irx_ev_apply to a lookup on another thread
  *            seeing the block (the lag the index adds after a batch arrives).
  *
@@ -47,43 +49,81 @@ static void fill_tokens(uint32_t *t, uint64_t c, uint32_t from, uint32_t n) {
     for (uint32_t i = 0; i < n * BS; i++) t[i] = (uint32_t)(c * 7919 + from * BS + i);
 }
 
+/* Events gathered into a batch, applied when it holds `max` events: by
+ * irx_ev_apply_batch, or (one_by_one) by one irx_ev_apply per event. The applying
+ * thread's CPU time inside the apply calls is summed in cpu (the events' making is
+ * not counted). */
+#define BATCH_MAX 64
+typedef struct evbatch {
+    irx_index *ix;
+    uint32_t max, n;
+    bool one_by_one;
+    double cpu;
+    irx_ev ev[BATCH_MAX];
+    ir_hash128 keys[BATCH_MAX][64];
+    uint32_t toks[BATCH_MAX][64 * BS];
+} evbatch;
+
+static void batch_flush(evbatch *b) {
+    irx_ev_counts cnt = {0};
+    double c0 = cpu_s();
+    if (b->one_by_one)
+        for (uint32_t i = 0; i < b->n; i++) irx_ev_apply(b->ix, 0, &b->ev[i], &cnt);
+    else if (b->n)
+        irx_ev_apply_batch(b->ix, 0, b->ev, b->n, &cnt);
+    b->cpu += cpu_s() - c0;
+    b->n = 0;
+}
+
+static irx_ev *batch_next(evbatch *b) {
+    if (b->n == b->max) batch_flush(b);
+    return &b->ev[b->n++];
+}
+
 /* Stores chain c whole in events of per_event blocks. */
-static uint64_t store_chain(irx_index *ix, uint64_t c, uint32_t depth, uint32_t per_event) {
-    ir_hash128 keys[64];
-    uint32_t toks[64 * BS];
+static uint64_t store_chain(evbatch *b, uint64_t c, uint32_t depth, uint32_t per_event) {
     uint64_t events = 0;
     for (uint32_t from = 0; from < depth; from += per_event) {
         uint32_t n = depth - from < per_event ? depth - from : per_event;
+        irx_ev *ev = batch_next(b);
+        ir_hash128 *keys = b->keys[ev - b->ev];
+        uint32_t *toks = b->toks[ev - b->ev];
         for (uint32_t i = 0; i < n; i++) keys[i] = ekey(c * 1024 + from + i);
         fill_tokens(toks, c, from, n);
-        irx_ev ev = {.type = IRX_EV_STORED,
-                     .nblocks = n,
-                     .blocks = keys,
-                     .has_parent = from > 0,
-                     .parent = ekey(c * 1024 + from - 1),
-                     .ntokens = n * BS,
-                     .block_size = BS,
-                     .tokens = toks};
-        irx_ev_counts cnt = {0};
-        irx_ev_apply(ix, 0, &ev, &cnt);
+        *ev = (irx_ev){.type = IRX_EV_STORED,
+                       .nblocks = n,
+                       .blocks = keys,
+                       .has_parent = from > 0,
+                       .parent = ekey(c * 1024 + from - 1),
+                       .ntokens = n * BS,
+                       .block_size = BS,
+                       .tokens = toks};
         events++;
     }
     return events;
 }
 
-static uint64_t remove_chain(irx_index *ix, uint64_t c, uint32_t depth, uint32_t per_event) {
-    ir_hash128 keys[64];
+static uint64_t remove_chain(evbatch *b, uint64_t c, uint32_t depth, uint32_t per_event) {
     uint64_t events = 0;
     for (uint32_t to = depth; to > 0;) { /* leaves first, as an engine evicts */
         uint32_t n = to < per_event ? to : per_event;
+        irx_ev *ev = batch_next(b);
+        ir_hash128 *keys = b->keys[ev - b->ev];
         for (uint32_t i = 0; i < n; i++) keys[i] = ekey(c * 1024 + to - 1 - i);
-        irx_ev ev = {.type = IRX_EV_REMOVED, .nblocks = n, .blocks = keys};
-        irx_ev_counts cnt = {0};
-        irx_ev_apply(ix, 0, &ev, &cnt);
+        *ev = (irx_ev){.type = IRX_EV_REMOVED, .nblocks = n, .blocks = keys};
         to -= n;
         events++;
     }
     return events;
+}
+
+/* batch_events 1: one irx_ev_apply per event (gathered 64 at a time, for the timing). */
+static evbatch *batch_new(irx_index *ix, uint32_t batch_events) {
+    evbatch *b = calloc(1, sizeof *b);
+    if (!b) abort();
+    b->ix = ix, b->max = batch_events == 1 ? BATCH_MAX : batch_events;
+    b->one_by_one = batch_events == 1;
+    return b;
 }
 
 static atomic_int stop;
@@ -104,35 +144,45 @@ static void *looker(void *arg) {
     return NULL;
 }
 
-static void apply_bench(uint32_t per_event, int readers, double seconds) {
+/* live chains of 64 blocks held at once (2048: 131,072 blocks; 16384: 1,048,576). */
+static void apply_bench(uint32_t per_event, uint32_t batch_events, int readers, uint64_t live,
+                        double seconds) {
     irx_index *ix = irx_new(4);
     irx_ev_track(ix, 0, "m", BS);
+    evbatch *b = batch_new(ix, batch_events);
+    const uint32_t depth = 64;
+    uint64_t c = 0;
+    for (; c < live; c++) store_chain(b, c, depth, per_event); /* the steady state's start */
+    batch_flush(b);
     shared = ix;
     atomic_store(&stop, 0);
     atomic_store(&lookups, 0);
-    pthread_t th[4];
+    pthread_t th[16];
     for (int i = 0; i < readers; i++) pthread_create(&th[i], NULL, looker, NULL);
-    const uint32_t depth = 64;
-    const uint64_t live = 2048; /* chains held at once: 131,072 blocks */
-    uint64_t events = 0, blocks = 0, c = 0;
+    uint64_t events = 0, blocks = 0;
+    b->cpu = 0;
     double t0 = now_s(), t, c0 = cpu_s();
     do {
         for (int k = 0; k < 16; k++, c++) {
-            events += store_chain(ix, c, depth, per_event);
-            if (c >= live) events += remove_chain(ix, c - live, depth, per_event);
-            blocks += c >= live ? 2 * depth : depth;
+            events += store_chain(b, c, depth, per_event);
+            events += remove_chain(b, c - live, depth, per_event);
+            blocks += 2 * depth;
         }
+        batch_flush(b);
         t = now_s();
     } while (t - t0 < seconds);
     double dc = cpu_s() - c0;
     atomic_store(&stop, 1);
     for (int i = 0; i < readers; i++) pthread_join(th[i], NULL);
     double dt = t - t0;
-    printf("{\"case\":\"apply\",\"blocks_per_event\":%u,\"lookup_threads\":%d,"
+    printf("{\"case\":\"apply\",\"blocks_per_event\":%u,\"events_per_batch\":%u,"
+           "\"blocks_held\":%llu,\"lookup_threads\":%d,\"block_events\":%llu,"
            "\"events_per_s\":%.0f,\"block_events_per_s\":%.0f,\"block_events_per_cpu_s\":%.0f,"
-           "\"lookups_per_s\":%.0f}\n",
-           per_event, readers, (double)events / dt, (double)blocks / dt, (double)blocks / dc,
-           (double)atomic_load(&lookups) / dt);
+           "\"block_events_per_cpu_s_making_included\":%.0f,\"lookups_per_s\":%.0f}\n",
+           per_event, batch_events, (unsigned long long)(live * depth), readers,
+           (unsigned long long)blocks, (double)events / dt, (double)blocks / dt,
+           (double)blocks / b->cpu, (double)blocks / dc, (double)atomic_load(&lookups) / dt);
+    free(b);
     irx_free(ix);
 }
 
@@ -199,7 +249,7 @@ static void decode_bench(double seconds) {
             char err[64];
             if (irx_ev_decode(sb[b].data, sb[b].size, &batch, err, sizeof err)) abort();
             irx_ev_counts c = {0};
-            for (size_t i = 0; i < batch.nev; i++) irx_ev_apply(ix, 0, &batch.ev[i], &c);
+            irx_ev_apply_batch(ix, 0, batch.ev, batch.nev, &c);
             irx_ev_batch_free(&batch);
             events += NEV;
             bytes += sb[b].size;
@@ -221,13 +271,26 @@ static void decode_bench(double seconds) {
     irx_free(ix);
 }
 
+static double rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, rss = 0;
+    if (f && fscanf(f, "%lu %lu", &size, &rss) != 2) rss = 0;
+    if (f) fclose(f);
+    return (double)rss * 4096.0;
+}
+
 static void memory_bench(void) {
     struct mallinfo2 m0 = mallinfo2();
+    double r0 = rss_bytes();
     irx_index *ix = irx_new(64);
     irx_ev_track(ix, 0, "m", BS);
+    evbatch *b = batch_new(ix, BATCH_MAX);
     const uint64_t chains = 65536; /* 1,048,576 blocks */
-    for (uint64_t c = 0; c < chains; c++) store_chain(ix, c, 16, 16);
+    for (uint64_t c = 0; c < chains; c++) store_chain(b, c, 16, 16);
+    batch_flush(b);
+    free(b);
     struct mallinfo2 m1 = mallinfo2();
+    double r1 = rss_bytes();
     irx_stats st;
     irx_stats_get(ix, &st);
     irx_ev_view v;
@@ -235,10 +298,12 @@ static void memory_bench(void) {
     char err[200];
     int ok = irx_check(ix, err, sizeof err) == 0;
     printf("{\"case\":\"memory\",\"blocks\":%llu,\"bytes_per_block_index\":%.1f,"
-           "\"bytes_per_block_heap\":%.1f,\"event_tables_per_block\":%.1f,\"check\":%s}\n",
+           "\"bytes_per_block_heap\":%.1f,\"bytes_per_block_rss\":%.1f,"
+           "\"event_tables_per_block\":%.1f,\"check\":%s}\n",
            (unsigned long long)v.gpu_blocks, (double)st.bytes / (double)v.gpu_blocks,
            (double)(m1.uordblks + m1.hblkhd - m0.uordblks - m0.hblkhd) / (double)v.gpu_blocks,
-           (double)v.bytes / (double)v.gpu_blocks, ok ? "true" : "false");
+           (r1 - r0) / (double)v.gpu_blocks, (double)v.bytes / (double)v.gpu_blocks,
+           ok ? "true" : "false");
     irx_free(ix);
 }
 
@@ -273,7 +338,10 @@ static void visible_bench(void) {
         pthread_create(&th, NULL, spinner, &h);
         for (volatile int spin = 0; spin < 100000; spin++) {}
         double t0 = now_s();
-        store_chain(ix, (uint64_t)r, 1, 1);
+        evbatch *b = batch_new(ix, 1);
+        store_chain(b, (uint64_t)r, 1, 1);
+        batch_flush(b);
+        free(b);
         while (!atomic_load(&seen)) {}
         double dt = now_s() - t0;
         atomic_store(&stop, 1);
@@ -290,10 +358,26 @@ int main(int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     double secs = argc > 2 ? atof(argv[2]) : 2.0;
     bool all = strcmp(what, "all") == 0;
+    int readers = argc > 3 ? atoi(argv[3]) : 1;
+    if (readers < 1 || readers > 16) readers = 1;
     if (all || strcmp(what, "apply") == 0) {
-        apply_bench(1, 0, secs);
-        apply_bench(16, 0, secs);
-        apply_bench(16, 1, secs);
+        for (uint32_t per = 1; per <= 16; per += 15) {
+            apply_bench(per, 1, 0, 2048, secs); /* one irx_ev_apply per event */
+            apply_bench(per, BATCH_MAX, 0, 2048, secs);
+        }
+        apply_bench(16, BATCH_MAX, readers, 2048, secs);
+        apply_bench(1, BATCH_MAX, readers, 2048, secs);
+    }
+    if (strcmp(what, "one") == 0 && argc > 6) { /* one PER_EVENT BATCH READERS CHAINS SECONDS */
+        uint32_t per = (uint32_t)atoi(argv[2]), bat = (uint32_t)atoi(argv[3]);
+        uint64_t chains = (uint64_t)atoll(argv[5]);
+        if (per < 1 || per > 64 || bat < 1 || bat > BATCH_MAX || chains < 1) return 2;
+        apply_bench(per, bat, atoi(argv[4]) > 16 ? 16 : atoi(argv[4]), chains, atof(argv[6]));
+        return 0;
+    }
+    if (all || strcmp(what, "apply-big") == 0) { /* 1M blocks held: tables far past the cache */
+        apply_bench(1, BATCH_MAX, 0, 16384, secs);
+        apply_bench(16, BATCH_MAX, 0, 16384, secs);
     }
     if (all || strcmp(what, "decode") == 0) decode_bench(secs);
     if (all || strcmp(what, "memory") == 0) memory_bench();

@@ -1,7 +1,7 @@
 /* kvsub.c: the KV event subscriber. One thread owns every ZMQ socket: per
  * replica with kv_events, a SUB socket on its engine's PUB endpoint and a
  * DEALER on its replay ROUTER. It decodes each batch (irx_ev_decode) and
- * applies it to the shared index (irx_ev_apply), which locks only that
+ * applies it to the shared index (irx_ev_apply_batch), which locks only that
  * replica: request threads never wait on it, and lookups never lock at all.
  *
  * The wire (vllm/distributed/kv_events.py, ZmqEventPublisher): three frames
@@ -150,14 +150,13 @@ static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
         s->tracked = true;
     }
     irx_ev_counts c = {0};
-    uint64_t other = 0;
-    for (size_t i = 0; i < b.nev; i++) {
-        if (irx_ev_group_follow(&s->group, &b.ev[i]))
-            irx_ev_apply(k->fleet->index, s->slot, &b.ev[i], &c);
-        else
-            other++; /* another KV cache group's blocks (a hybrid model) */
-    }
-    ADD(s, other_group, other);
+    /* Another KV cache group's blocks (a hybrid model) are left out, in place; the
+     * rest is applied as one batch. */
+    size_t n = 0;
+    for (size_t i = 0; i < b.nev; i++)
+        if (irx_ev_group_follow(&s->group, &b.ev[i])) b.ev[n++] = b.ev[i];
+    irx_ev_apply_batch(k->fleet->index, s->slot, b.ev, n, &c);
+    ADD(s, other_group, b.nev - n);
     ADD(s, batches, 1);
     ADD(s, events, b.nev);
     ADD(s, blocks_stored, c.stored);

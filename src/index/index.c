@@ -404,7 +404,7 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
 /* ---- stats and checks ------------------------------------------------------------ */
 
 void irx_stats_get(irx_index *ix, irx_stats *out) {
-    out->entries = atomic_load(&ix->map.entries);
+    out->entries = irx_map_entries(&ix->map);
     out->held = atomic_load(&ix->held);
     out->bytes = atomic_load(&ix->map.bytes) + atomic_load(&ix->cpu.bytes) +
                  atomic_load(&ix->shadow_bytes) + atomic_load(&ix->ev_bytes) + sizeof *ix +
@@ -439,6 +439,10 @@ int irx_check(irx_index *ix, char *err, size_t errlen) {
     uint64_t held = 0, bits = 0, entries = 0, evbits = 0, cpubits = 0;
     for (uint32_t r = 0; r < ix->nrep; r++) {
         if (check_replica(ix, r, &held, err, errlen)) return -1;
+        if (ix->rep[r].ev && irx_evrep_check(ix->rep[r].ev)) {
+            snprintf(err, errlen, "replica %u: event key table and nodes disagree", r);
+            return -1;
+        }
         if (ix->rep[r].ev) evbits += irx_evrep_bits(ix->rep[r].ev);
         if (ix->rep[r].ev) cpubits += irx_evrep_cpu_bits(ix->rep[r].ev);
     }
@@ -452,7 +456,7 @@ int irx_check(irx_index *ix, char *err, size_t errlen) {
     /* Every bit in the map is one held block: equal totals and the inclusion
      * above make the map the union of the shadows, exactly. */
     irx_map_census(&ix->map, &entries, &bits);
-    if (bits != held + evbits || entries != atomic_load(&ix->map.entries) ||
+    if (bits != held + evbits || entries != irx_map_entries(&ix->map) ||
         held != atomic_load(&ix->held) || evbits != atomic_load(&ix->ev_bits)) {
         snprintf(err, errlen,
                  "map has %llu bits in %llu entries; shadows hold %llu blocks, events %llu",

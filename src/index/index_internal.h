@@ -93,16 +93,18 @@ int irx_shadow_check(const irx_shadow *s);
 #define IRX_SHARDS     (1u << IRX_SHARD_BITS)
 
 typedef struct irx_table irx_table;
+/* What readers load (tab) and what every write changes (lock, live) are on separate
+ * cache lines, so that lookups do not take the line from the writer at each block. */
 typedef struct irx_map_shard {
-    pthread_mutex_t mu;
-    _Atomic(irx_table *) tab; /* published by writers, read lock-free */
-    size_t live;              /* keys with a bit set (writer only) */
-    char pad[64 - (sizeof(pthread_mutex_t) + 2 * sizeof(void *)) % 64];
+    _Alignas(64) _Atomic(irx_table *) tab; /* published by writers, read lock-free */
+    _Atomic size_t size;                   /* tab's slots, for prefetches without reading tab */
+    _Alignas(64) _Atomic uint32_t lock;    /* writers' spinlock (map.c) */
+    _Atomic size_t live;                   /* keys with a bit set (written under lock) */
 } irx_map_shard;
 
 typedef struct irx_map {
     uint32_t nwords, stride; /* bitset words; words per slot */
-    _Atomic uint64_t entries, bytes;
+    _Atomic uint64_t bytes;
     irx_map_shard shard[IRX_SHARDS];
 } irx_map;
 
@@ -113,6 +115,9 @@ void irx_map_destroy(irx_map *m);
 int irx_map_add(irx_map *m, ir_hash128 h, uint32_t r);
 /* irx_map_add that says whether the bit was set already. */
 int irx_map_add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set);
+/* Brings the slot where h would be into the cache, to be written soon: no lock, no
+ * read of the table (a table freed meanwhile costs only a wasted prefetch). */
+void irx_map_prefetch(const irx_map *m, ir_hash128 h);
 /* Clears bit r of block h. */
 void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r);
 /* Reader: h's bitset (zeros when absent) into out[nwords]. Call inside
@@ -120,6 +125,8 @@ void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r);
 void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out);
 void irx_read_lock(void);
 void irx_read_unlock(void);
+/* Keys with a bit set, summed over the shards (a moment's sum while writers run). */
+uint64_t irx_map_entries(const irx_map *m);
 /* Counts live entries and set bits, shard by shard (for irx_check). */
 void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits);
 
@@ -141,8 +148,8 @@ struct irx_index {
     /* Event-fed replicas' blocks held in some tier but not reachable on the GPU (on the
      * CPU, or on the GPU below a block that is not): what a CPU hit would load. */
     irx_map cpu;
-    _Atomic uint64_t cpu_bits;
-    uint32_t nrep, nwords;
+    uint32_t nrep, nwords; /* read by every lookup: a cache line apart from the sums below */
+    _Alignas(64) _Atomic uint64_t cpu_bits;
     _Atomic uint64_t held, shadow_bytes, resets;
     _Atomic uint64_t ev_bits, ev_bytes; /* map bits and memory of the event replicas */
     irx_replica rep[];
@@ -153,6 +160,8 @@ void irx_replica_drop(struct irx_index *ix, uint32_t r);
 /* ev_index.c, with r's lock held. */
 void irx_evrep_free(struct irx_index *ix, uint32_t r);
 void irx_evrep_clear(struct irx_index *ix, uint32_t r);
+/* 0 when r's key table and node pool agree. */
+int irx_evrep_check(const irx_evrep *e);
 /* Map bits r's event state owns (for irx_check), in the GPU map and the CPU one. */
 uint64_t irx_evrep_bits(const irx_evrep *e);
 uint64_t irx_evrep_cpu_bits(const irx_evrep *e);

@@ -251,6 +251,11 @@ typedef struct irx_ev_counts {
  * CPU tier, if known. Removed blocks leave; AllBlocksCleared drops everything.
  * Writers lock r; lookups never wait. */
 void irx_ev_apply(irx_index *ix, uint32_t r, const irx_ev *ev, irx_ev_counts *c);
+/* irx_ev_apply of ev[0..nev), in order, locking r once per about 1024 blocks: while
+ * one block is applied, the memory of the blocks after it is prefetched (ADR 0014),
+ * so a batch goes faster than its events one by one. Lookups see each block as soon
+ * as it is applied, as with irx_ev_apply. */
+void irx_ev_apply_batch(irx_index *ix, uint32_t r, const irx_ev *ev, size_t nev, irx_ev_counts *c);
 /* Drops r's event blocks, still tracked (a restart, a clear, a gap). */
 void irx_ev_clear(irx_index *ix, uint32_t r);
 

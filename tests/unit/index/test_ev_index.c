@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/index_internal.h"
 #include "index/ir_index.h"
 
 #define BS 4
@@ -417,6 +418,146 @@ static void randomized_against_naive(void **state) {
     irx_free(ix);
 }
 
+/* ---- batches: irx_ev_apply_batch against one-block events, one by one ------------------- */
+/* A random stream of events, kept whole so that both indexes get the same: chains
+ * stored in events of 1-4 blocks (parents in earlier events of the same batch or
+ * before), removals of 1-3 blocks, offloads, offloaded copies without tokens, clears,
+ * refused events, orphans, salted roots, a known key stored again under another chain,
+ * and empty events. */
+typedef struct evgen {
+    irx_ev ev;
+    ir_hash128 keys[4];
+    uint32_t toks[4 * BS];
+} evgen;
+
+static uint64_t rnd(uint64_t *seed) {
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    return *seed >> 33;
+}
+
+static void gen_store(evgen *g, uint64_t *seed) {
+    uint32_t p = (uint32_t)(rnd(seed) % P), i = (uint32_t)(rnd(seed) % DEPTH);
+    uint32_t n = 1 + (uint32_t)(rnd(seed) % 4), odd = (uint32_t)(rnd(seed) % 40);
+    if (i + n > DEPTH) n = DEPTH - i;
+    for (uint32_t b = 0; b < n; b++) {
+        g->keys[b] = ekey(key_of(p, i + b));
+        block_toks(g->toks + b * BS, odd == 0 ? (p + 1) % P : p, i + b); /* 0: another chain */
+    }
+    g->ev = (irx_ev){.type = IRX_EV_STORED,
+                     .nblocks = n,
+                     .blocks = g->keys,
+                     .has_parent = i > 0,
+                     .parent = ekey(i ? key_of(p, i - 1) : 0),
+                     .ntokens = n * BS,
+                     .block_size = odd == 1 ? BS + 1 : BS, /* refused */
+                     .tokens = g->toks,
+                     .medium = odd == 2 ? IRX_MEDIUM_CPU : IRX_MEDIUM_GPU,
+                     .cache_salt = odd == 3 ? "salt" : NULL};
+    if (odd == 4) { /* an orphan, with keys of its own (never a node) */
+        g->ev.has_parent = true, g->ev.parent = ekey(99999);
+        for (uint32_t b = 0; b < n; b++) g->keys[b] = ekey(100000 + rnd(seed) % 64);
+    }
+    if (odd == 5) g->ev.nblocks = 0, g->ev.ntokens = 0;
+    if (odd == 6) { /* an offloaded copy that names its blocks only */
+        g->ev.medium = IRX_MEDIUM_CPU, g->ev.has_parent = false;
+        g->ev.ntokens = 0, g->ev.block_size = 0, g->ev.tokens = NULL;
+    }
+}
+
+static void gen_event(evgen *g, uint64_t *seed) {
+    uint32_t op = (uint32_t)(rnd(seed) % 100);
+    if (op < 55) {
+        gen_store(g, seed);
+        return;
+    }
+    if (op == 99) {
+        g->ev = (irx_ev){.type = IRX_EV_CLEARED};
+        return;
+    }
+    uint32_t n = 1 + (uint32_t)(rnd(seed) % 3);
+    for (uint32_t b = 0; b < n; b++) {
+        uint32_t p = (uint32_t)(rnd(seed) % P), i = (uint32_t)(rnd(seed) % DEPTH);
+        g->keys[b] = ekey(key_of(p, i));
+    }
+    g->ev = (irx_ev){.type = IRX_EV_REMOVED,
+                     .nblocks = n,
+                     .blocks = g->keys,
+                     .medium = op < 62 ? IRX_MEDIUM_CPU : IRX_MEDIUM_GPU};
+}
+
+static void same_view(irx_index *a, irx_index *b, int step) {
+    for (uint32_t q = 0; q < P; q++) {
+        ir_hash128 h[DEPTH];
+        uint32_t ga[4], gb[4], ca[4], cb[4];
+        chain_of(h, q);
+        irx_lookup(a, h, DEPTH, ga);
+        irx_lookup(b, h, DEPTH, gb);
+        irx_ev_lookup_cpu(a, h, DEPTH, ga, ca);
+        irx_ev_lookup_cpu(b, h, DEPTH, gb, cb);
+        if (ga[0] != gb[0] || ca[0] != cb[0])
+            fail_msg("step %d prompt %u: block by block %u+%u, batched %u+%u", step, q, ga[0],
+                     ca[0], gb[0], cb[0]);
+    }
+    irx_ev_view va, vb;
+    irx_ev_view_get(a, 0, &va);
+    irx_ev_view_get(b, 0, &vb);
+    assert_int_equal(va.gpu_blocks, vb.gpu_blocks);
+    assert_int_equal(va.cpu_blocks, vb.cpu_blocks);
+    assert_int_equal(va.nodes, vb.nodes);
+    assert_int_equal(va.orphans, vb.orphans);
+}
+
+/* Applies ev as one-block events, one irx_ev_apply each: the same blocks, and nothing
+ * for the batch's lookahead to guess. */
+static void apply_split(irx_index *ix, const irx_ev *ev, irx_ev_counts *c) {
+    if (ev->type != IRX_EV_STORED || ev->nblocks <= 1 || ev->ntokens == 0) { /* copies whole */
+        irx_ev_apply(ix, 0, ev, c);
+        return;
+    }
+    for (uint32_t b = 0; b < ev->nblocks; b++) {
+        irx_ev one = *ev;
+        one.nblocks = 1, one.blocks = &ev->blocks[b], one.ntokens = ev->ntokens / ev->nblocks;
+        one.tokens = ev->tokens + (size_t)b * one.ntokens;
+        if (b > 0) one.has_parent = true, one.parent = ev->blocks[b - 1];
+        irx_ev_apply(ix, 0, &one, c);
+    }
+}
+
+static void batches_match_one_by_one(void **state) {
+    (void)state;
+    irx_index *one = irx_new(4), *bat = irx_new(4);
+    assert_int_equal(irx_ev_track(one, 0, "m", BS), 0);
+    assert_int_equal(irx_ev_track(bat, 0, "m", BS), 0);
+    enum { MAXB = 48 };
+    evgen *g = calloc(MAXB, sizeof *g);
+    irx_ev evs[MAXB];
+    assert_non_null(g);
+    uint64_t seed = 99;
+    irx_ev_counts c1 = {0}, c2 = {0};
+    for (int step = 0; step < 3000; step++) {
+        uint32_t n = 1 + (uint32_t)(rnd(&seed) % MAXB);
+        for (uint32_t k = 0; k < n; k++) {
+            gen_event(&g[k], &seed);
+            evs[k] = g[k].ev;
+            apply_split(one, &evs[k], &c1);
+        }
+        irx_ev_apply_batch(bat, 0, evs, n, &c2);
+        same_view(one, bat, step);
+        if (step % 101 == 0) check(one), check(bat);
+    }
+    assert_int_equal(c1.stored, c2.stored);
+    assert_int_equal(c1.removed, c2.removed);
+    assert_int_equal(c1.cleared, c2.cleared);
+    assert_int_equal(c1.orphans, c2.orphans);
+    assert_true(c1.stored > 0 && c1.removed > 0 && c1.cleared > 0 && c1.orphans > 0 &&
+                c1.refused > 0);
+    check(one);
+    check(bat);
+    free(g);
+    irx_free(one);
+    irx_free(bat);
+}
+
 /* ---- a writer thread and lock-free readers -------------------------------------------- */
 static atomic_bool stop;
 static irx_index *shared;
@@ -462,12 +603,75 @@ static void readers_race_a_writer(void **state) {
     irx_free(shared);
 }
 
+/* ---- map slots taken over while readers read them -------------------------------------
+ * Keys A and B share a shard and a home slot, and C sits right after them, so a removed
+ * A leaves a tombstone (not trimmed: its next slot is C's) that an added B takes over,
+ * and the reverse. One writer churns A on replica 1, another B on replica 2; readers of
+ * A must never see replica 2's bit (nor the reverse): that would be the new key's bits
+ * read under the old key. */
+#define KEY_A 0x1000000000000001ull /* shard 1, home from the high bits */
+static atomic_int writers_left;
+static irx_map churn_map;
+
+static void *churner(void *arg) {
+    uint32_t r = (uint32_t)(uintptr_t)arg;
+    ir_hash128 k = {KEY_A + (r == 1 ? 0 : 64), 0};
+    for (int n = 0; n < 200000; n++) {
+        bool was;
+        if (irx_map_add_bit(&churn_map, k, r, &was)) abort();
+        irx_map_remove(&churn_map, k, r);
+    }
+    atomic_fetch_sub(&writers_left, 1);
+    return NULL;
+}
+
+static void *crosscheck(void *arg) {
+    (void)arg;
+    ir_hash128 a = {KEY_A, 0}, b = {KEY_A + 64, 0};
+    uint64_t w[IRX_MAX_REPLICAS / 64];
+    while (atomic_load(&writers_left) > 0) {
+        irx_read_lock();
+        irx_map_bits(&churn_map, a, w);
+        if (w[0] & 4) abort(); /* replica 2's bit under A */
+        irx_map_bits(&churn_map, b, w);
+        if (w[0] & 2) abort();
+        irx_read_unlock();
+    }
+    return NULL;
+}
+
+static void takeover_never_shows_another_replicas_bit(void **state) {
+    (void)state;
+    irx_map_init(&churn_map, 1);
+    bool was;
+    ir_hash128 a = {KEY_A, 0}, c = {KEY_A + 128, 0};
+    assert_int_equal(irx_map_add_bit(&churn_map, a, 1, &was), 0); /* A, then C after it */
+    assert_int_equal(irx_map_add_bit(&churn_map, c, 3, &was), 0);
+    irx_map_remove(&churn_map, a, 1);
+    atomic_store(&writers_left, 2);
+    pthread_t w[2], rd[2];
+    for (int i = 0; i < 2; i++) pthread_create(&rd[i], NULL, crosscheck, NULL);
+    for (int i = 0; i < 2; i++) pthread_create(&w[i], NULL, churner, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < 2; i++) pthread_join(w[i], NULL);
+    for (int i = 0; i < 2; i++) pthread_join(rd[i], NULL);
+    uint64_t entries, bits;
+    irx_map_census(&churn_map, &entries, &bits);
+    assert_int_equal(entries, 1); /* C alone */
+    assert_int_equal(bits, 1);
+    irx_map_destroy(&churn_map);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(chain_remove_reattach),         cmocka_unit_test(tiers_orphans_clear),
-        cmocka_unit_test(salts_duplicates_and_fallback), cmocka_unit_test(cpu_tier),
-        cmocka_unit_test(cpu_copy_without_tokens),       cmocka_unit_test(randomized_against_naive),
+        cmocka_unit_test(chain_remove_reattach),
+        cmocka_unit_test(tiers_orphans_clear),
+        cmocka_unit_test(salts_duplicates_and_fallback),
+        cmocka_unit_test(cpu_tier),
+        cmocka_unit_test(cpu_copy_without_tokens),
+        cmocka_unit_test(randomized_against_naive),
         cmocka_unit_test(readers_race_a_writer),
+        cmocka_unit_test(batches_match_one_by_one),
+        cmocka_unit_test(takeover_never_shows_another_replicas_bit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
