@@ -219,7 +219,8 @@ static void run_until_drained(gw_app *app) {
             "inferrail-gateway %s (%s) listening on %s:%u with %zu workers, admin on %s:%u; %zu "
             "models, %zu replicas",
             ir_version(), ir_commit(), app->listen_host, app->listen_port, app->nworkers,
-            app->admin_host, app->admin_port, app->fleet.nmodels, app->fleet.nreplicas);
+            app->admin_host, app->admin_port, gw_fleet_models(&app->fleet)->n,
+            app->fleet.nreplicas);
     uv_run(loop, UV_RUN_DEFAULT);
     if (sc.reaper_started) uv_thread_join(&sc.reaper);
     const gw_stats *st = &app->stats;
@@ -325,9 +326,9 @@ static gw_app *load_app(const char *path) {
 }
 
 static void print_check(const char *path, const gw_app *app) {
-    printf("%s: OK: %zu model%s, %zu replica%s\n", path, app->fleet.nmodels,
-           app->fleet.nmodels == 1 ? "" : "s", app->fleet.nreplicas,
-           app->fleet.nreplicas == 1 ? "" : "s");
+    size_t nm = gw_fleet_models(&app->fleet)->n;
+    printf("%s: OK: %zu model%s, %zu replica%s\n", path, nm, nm == 1 ? "" : "s",
+           app->fleet.nreplicas, app->fleet.nreplicas == 1 ? "" : "s");
 }
 
 /* Process-wide settings before any thread starts. Buffers of 256 KiB and more
