@@ -644,17 +644,23 @@ void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *out)
 /* Fills c's engine fields from r's report when it is younger than max_age. */
 void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate *c);
 
-/* DNS discovery (discovery.c), on the control loop: every discovery.dns[] group is
- * looked up at start and then every refresh, its addresses joining and leaving
- * the fleet (gw_fleet_join, gw_fleet_leave). NULL (err says why) on a channel that
- * cannot be set up, such as a bad nameserver. settled: every group has had its
- * first answer (or failure). stop closes its handles (the loop then ends them);
- * free after the loop has run. */
+/* DNS discovery (discovery.c), on the control loop: every group of cfg (which must
+ * outlive it) is looked up at start and then every refresh, its addresses joining
+ * and leaving the fleet (gw_fleet_join, gw_fleet_leave). NULL (err says why) on a
+ * channel that cannot be set up, such as a bad nameserver. settled: every group
+ * has had its first answer (or failure). stop closes its handles (the loop then
+ * ends them); free after the loop has run and the workers are joined (members may
+ * point to settings it holds). adopt, before d starts (a reload, on the control
+ * thread): d's groups that old has by the same name, url and srv take over their
+ * members (with d's models and caps) and their schedule; old's other members leave.
+ * old may be NULL, and d too (then every member of old leaves). */
 typedef struct gw_discovery gw_discovery;
-gw_discovery *gw_discovery_new(gw_app *app, uv_loop_t *loop, char *err, size_t errlen);
+gw_discovery *gw_discovery_new(gw_app *app, const gw_discovery_cfg *cfg, uv_loop_t *loop, char *err,
+                               size_t errlen);
 int gw_discovery_start(gw_discovery *d);
 bool gw_discovery_settled(const gw_discovery *d);
 void gw_discovery_stop(gw_discovery *d);
+void gw_discovery_adopt(gw_discovery *d, gw_discovery *old);
 void gw_discovery_free(gw_discovery *d);
 
 /* The registry itself, for files that add families of their own (the engines' load
@@ -695,13 +701,14 @@ static inline const gw_config *gw_live(const gw_app *app) {
     return atomic_load_explicit(&app->fleet.cfg, memory_order_acquire);
 }
 
-/* SIGHUP (reload.c): rereads path. A file with problems is refused, each problem
- * logged with its path, and the running configuration kept. Otherwise replicas,
- * models' aliases and policies, routing, retry, health (but its interval),
- * upstream timeouts and logging levels take effect at once, without dropping a
- * connection: requests already running finish under the settings they started
- * with. Keys that need a restart are named in a warning and keep their running
- * value. 0 when applied, -1 when refused. Main thread only. */
+/* SIGHUP (reload.c): rereads path. A file with problems (a tokenizer that cannot
+ * load, a nameserver c-ares refuses, included) is refused, each problem logged with
+ * its path, and the running configuration kept. Otherwise replicas, models (added,
+ * removed, reordered, aliases, policies, tokenizers), discovery, routing, retry,
+ * health (but its interval), upstream timeouts and logging levels take effect at
+ * once, without dropping a connection: requests already running finish under the
+ * settings they started with. Keys that need a restart are named in a warning and keep their
+ * running value. 0 when applied, -1 when refused. Main thread only. */
 int gw_reload(gw_app *app, const char *path);
 /* Frees what reloads replaced (at exit, once nothing runs). */
 void gw_reload_free(gw_app *app);

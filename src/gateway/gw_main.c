@@ -137,7 +137,7 @@ static void print_errors(const char *path, ir_cfg_errors *errs) {
 static int start_discovery(gw_app *app) {
     if (app->cfg.discovery.dns.n == 0) return 0;
     char err[512];
-    app->disc = gw_discovery_new(app, uv_default_loop(), err, sizeof err);
+    app->disc = gw_discovery_new(app, &app->cfg.discovery, uv_default_loop(), err, sizeof err);
     if (!app->disc) {
         fprintf(stderr, "inferrail-gateway: %s\n", err);
         return UV_EINVAL;

@@ -24,6 +24,7 @@ typedef struct gw_retired {
     gw_config *loaded, *live;
     irp_policy **policies;
     size_t npolicies;
+    gw_discovery *disc; /* the discovery it replaced (stopped) */
     struct gw_retired *next;
 } gw_retired;
 
@@ -103,7 +104,6 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
         {"tokenizer.max_queue", o->tokenizer.max_queue != n->tokenizer.max_queue},
         {"tokenizer.cache_tokens", o->tokenizer.cache_tokens != n->tokenizer.cache_tokens},
         {"tokenizer.max_body_bytes", o->tokenizer.max_body_bytes != n->tokenizer.max_body_bytes},
-        {"discovery", discovery_differs(o, n)},
         {"observability.otlp_endpoint",
          str_differs(o->observability.otlp_endpoint, n->observability.otlp_endpoint)},
         {"observability.trace_sample_ratio",
@@ -124,6 +124,7 @@ static void merge(gw_config *live, const gw_config *o, const gw_config *n) {
     *live = *o;
     live->replicas = n->replicas;
     live->models = n->models;
+    live->discovery = n->discovery;
     live->routing = n->routing;
     live->retry = n->retry;
     live->health = n->health;
@@ -372,6 +373,19 @@ static void publish_models(gw_app *app, gw_model_list *list, const model_plan *p
     gw_fleet_set_models(f, list);
 }
 
+/* ---- discovery ------------------------------------------------------------------------------ */
+
+/* The new discovery takes over from the running one (which stops); returns the old
+ * one, to free at exit. */
+static gw_discovery *apply_discovery(gw_app *app, gw_discovery *d) {
+    gw_discovery *old = app->disc;
+    gw_discovery_adopt(d, old);
+    gw_discovery_stop(old);
+    if (d) gw_discovery_start(d);
+    app->disc = d;
+    return old;
+}
+
 /* ---- the reload ----------------------------------------------------------------------------- */
 
 static void refused(const char *path, ir_cfg_errors *errs) {
@@ -380,11 +394,38 @@ static void refused(const char *path, ir_cfg_errors *errs) {
              path, errs->n, errs->n == 1 ? "" : "s");
 }
 
-/* The file, loaded and checked, its models planned; NULL when refused (logged). */
-static ir_cfg *load_file(gw_app *app, const char *path, gw_config *loaded, model_plan **plan) {
+/* The new discovery when the file changes it (*changed), with its channel set up
+ * (the new nameservers); -1 with the problem in errs. */
+static int plan_discovery(gw_app *app, const gw_config *n, bool *changed, gw_discovery **out,
+                          ir_cfg_errors *errs) {
+    *out = NULL;
+    *changed = discovery_differs(gw_live(app), n);
+    if (!*changed || n->discovery.dns.n == 0) return 0;
+    char err[512];
+    *out = gw_discovery_new(app, &n->discovery, uv_default_loop(), err, sizeof err);
+    if (!*out) ir_cfg_errors_add(errs, "%s", err);
+    return *out ? 0 : -1;
+}
+
+/* What a reload makes before it changes anything. */
+typedef struct reload_plan {
+    model_plan *models;
+    bool disc_changed;
+    gw_discovery *disc; /* NULL: none (or unchanged) */
+} reload_plan;
+
+/* The file, loaded and checked, its models and discovery planned; NULL when refused
+ * (logged). */
+static ir_cfg *load_file(gw_app *app, const char *path, gw_config *loaded, reload_plan *plan) {
     ir_cfg_errors errs = {0};
     ir_cfg *owner = gw_config_load(path, loaded, &errs);
-    if (owner && !(*plan = plan_models(&app->fleet, gw_live(app), loaded, &errs))) {
+    if (owner && !(plan->models = plan_models(&app->fleet, gw_live(app), loaded, &errs))) {
+        ir_cfg_free(owner);
+        owner = NULL;
+    }
+    if (owner && plan_discovery(app, loaded, &plan->disc_changed, &plan->disc, &errs)) {
+        plan_free(plan->models, loaded->models.n);
+        plan->models = NULL;
         ir_cfg_free(owner);
         owner = NULL;
     }
@@ -396,14 +437,17 @@ static ir_cfg *load_file(gw_app *app, const char *path, gw_config *loaded, model
 int gw_reload(gw_app *app, const char *path) {
     gw_retired *ret = calloc(1, sizeof *ret);
     gw_config *loaded = calloc(1, sizeof *loaded), *live = calloc(1, sizeof *live);
-    model_plan *plan = NULL;
-    ir_cfg *owner = ret && loaded && live ? load_file(app, path, loaded, &plan) : NULL;
+    reload_plan rp = {0};
+    ir_cfg *owner = ret && loaded && live ? load_file(app, path, loaded, &rp) : NULL;
+    model_plan *plan = rp.models;
     size_t nm = owner ? loaded->models.n : 0;
     gw_model_list *list = owner ? calloc(1, sizeof *list + (nm + 1) * sizeof list->items[0]) : NULL;
     if (owner && list) ret->policies = calloc(nm + 1, sizeof *ret->policies);
     if (!owner || !list || !ret->policies) {
         if (owner) IR_ERROR("reload", "out of memory: the running configuration is kept");
         plan_free(plan, nm);
+        gw_discovery_stop(rp.disc);
+        gw_discovery_free(rp.disc); /* never started: no handle to wait for */
         ir_cfg_free(owner);
         if (ret) free(ret->policies);
         free(list), free(ret), free(loaded), free(live);
@@ -421,6 +465,7 @@ int gw_reload(gw_app *app, const char *path) {
     apply_replicas(f, live, &k);
     publish_models(app, list, plan, nm);
     plan_free(plan, nm);
+    if (rp.disc_changed) ret->disc = apply_discovery(app, rp.disc);
     gw_fleet_sweep(f);
     ir_log_level lvl = IR_LOG_INFO;
     if (ir_log_parse_level(live->logging.level, &lvl) == 0) ir_log_set_level(lvl);
@@ -429,14 +474,15 @@ int gw_reload(gw_app *app, const char *path) {
                         .live = live,
                         .policies = ret->policies,
                         .npolicies = ret->npolicies,
+                        .disc = ret->disc,
                         .next = app->retired};
     app->retired = ret;
     IR_INFO("reload",
             "%s: applied: replicas %zu added, %zu removed, %zu replaced, %zu updated; %zu "
             "policies renewed; %zu keys need a restart; models %zu added, %zu removed, %zu "
-            "tokenizers reloaded",
+            "tokenizers reloaded; discovery %s",
             path, k.added, k.removed, k.replaced, k.updated, mk.policies, restart, mk.added,
-            mk.removed, mk.retok);
+            mk.removed, mk.retok, rp.disc_changed ? "renewed" : "unchanged");
     return 0;
 }
 
@@ -446,6 +492,7 @@ void gw_reload_free(gw_app *app) {
         app->retired = r->next;
         for (size_t i = 0; i < r->npolicies; i++) irp_policy_free(r->policies[i]);
         free(r->policies);
+        gw_discovery_free(r->disc);
         ir_cfg_free(r->owner);
         free(r->loaded);
         free(r->live);
