@@ -42,6 +42,7 @@ typedef struct dns_group {
     dns_addr found[GW_MAX_REPLICAS];
     size_t nfound;
     int64_t min_ttl; /* seconds; -1: none */
+    uint64_t ttl_ns; /* the last good round's TTL wait (floored); 0: none */
     uint64_t next;   /* monotonic ns of the next round */
     bool failing;    /* the last round failed (logged once) */
     bool done_once;
@@ -236,12 +237,14 @@ static void round_done(dns_group *g) {
         g->failing = false;
         apply(g);
     }
+    /* The next round: at refresh, or sooner when the answers' TTLs say so; a failed
+     * round keeps the last good round's TTL, so a short-lived record is asked again
+     * at its own pace. */
     uint64_t wait = g->cfg->refresh_ns;
-    if (g->status == ARES_SUCCESS && g->min_ttl >= 0) {
-        uint64_t ttl = (uint64_t)g->min_ttl * 1000000000ull;
-        if (ttl < DNS_TTL_FLOOR_NS) ttl = DNS_TTL_FLOOR_NS;
-        if (ttl < wait) wait = ttl;
-    }
+    if (g->status == ARES_SUCCESS)
+        g->ttl_ns =
+            g->min_ttl < 0 ? 0 : IR_MAX((uint64_t)g->min_ttl * 1000000000ull, DNS_TTL_FLOOR_NS);
+    if (g->ttl_ns && g->ttl_ns < wait) wait = g->ttl_ns;
     g->next = now + wait;
     g->done_once = true;
 }
@@ -273,12 +276,17 @@ static void lookup_addrs(dns_group *g, const char *host, uint16_t port) {
     ares_getaddrinfo(g->d->ch, host, service, &h, on_addrinfo, g);
 }
 
-/* SRV records name targets and ports; each target's addresses are then looked up. */
+/* SRV records name targets and ports; each target's addresses are then looked up.
+ * Their TTL (which ares_parse_srv_reply drops) comes from the raw reply. */
 static void on_srv(void *arg, int status, int timeouts, unsigned char *abuf, int alen) {
     (void)timeouts;
     dns_group *g = arg;
     struct ares_srv_reply *srv = NULL;
     if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, &srv);
+    uint32_t ttl;
+    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0 &&
+        (g->min_ttl < 0 || ttl < g->min_ttl))
+        g->min_ttl = ttl;
     if (status != ARES_SUCCESS) {
         if (g->status == ARES_SUCCESS) g->status = status;
     } else if (!g->d->stopping) {
@@ -435,6 +443,7 @@ static void take_over(dns_group *g, dns_group *o) {
     memcpy(g->members, o->members, o->nmembers * sizeof o->members[0]);
     g->nmembers = o->nmembers;
     g->failing = o->failing;
+    g->ttl_ns = o->ttl_ns;
     g->done_once = o->done_once;
     uint64_t now = ir_now_ns(), soon = now + g->cfg->refresh_ns;
     g->next = o->busy ? now : IR_MIN(o->next, soon); /* a round cut short runs again */
