@@ -29,9 +29,10 @@ static void usage(FILE *f) {
                "\n"
                "Signals: the first SIGTERM or SIGINT drains (no new requests, /ready answers\n"
                "503, running ones get server.shutdown_timeout); a second one cuts what is left\n"
-               "and exits at once. SIGHUP rereads the configuration: replicas, models' aliases\n"
-               "and policies, routing, retry, health and upstream timeouts change at once; a\n"
-               "file with problems is refused and the running configuration kept.\n"
+               "and exits at once. SIGHUP rereads the configuration: replicas, models (added,\n"
+               "removed, aliases, policies, tokenizers), discovery, routing, retry, health and\n"
+               "upstream timeouts change at once; a file with problems (a tokenizer that cannot\n"
+               "load included) is refused and the running configuration kept.\n"
                "\n"
                "Exit status: 0 on success, 2 for a bad command line or configuration, 1 when the\n"
                "gateway cannot start (for example, a port in use).\n");
