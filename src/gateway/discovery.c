@@ -179,6 +179,7 @@ static void retune(dns_group *g, int slot) {
     c->next = g->d->cfgs;
     g->d->cfgs = c;
     atomic_store(&r->cfg, &c->cfg);
+    gw_metrics_replica_models(g->d->app, r); /* its series for models new to it, first */
     gw_replica_models(f, r);
     if (o->kv_capacity_blocks != t->kv_capacity_blocks) {
         int64_t cap = t->kv_capacity_blocks > 0 ? t->kv_capacity_blocks

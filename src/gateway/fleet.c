@@ -284,15 +284,18 @@ const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len) 
     return NULL;
 }
 
+bool gw_replica_cfg_serves(const gw_replica_cfg *c, const char *name) {
+    const ir_cfg_strlist *want = &c->models;
+    bool serves = want->n == 0;
+    for (size_t k = 0; k < want->n && !serves; k++)
+        serves = want->items[k] && strcmp(want->items[k], name) == 0;
+    return serves;
+}
+
 void gw_replica_models(const gw_fleet *f, gw_replica *r) {
-    const ir_cfg_strlist *want = &r->cfg->models;
     uint64_t mask[4] = {0};
-    for (size_t m = 0; m < f->nmodels; m++) {
-        bool serves = want->n == 0;
-        for (size_t k = 0; k < want->n && !serves; k++)
-            serves = strcmp(want->items[k], f->models[m].cfg->name) == 0;
-        if (serves) mask[m / 64] |= 1ull << (m % 64);
-    }
+    for (size_t m = 0; m < f->nmodels; m++)
+        if (gw_replica_cfg_serves(r->cfg, f->models[m].cfg->name)) mask[m / 64] |= 1ull << (m % 64);
     for (size_t w = 0; w < 4; w++)
         atomic_store_explicit(&r->model_mask[w], mask[w], memory_order_relaxed);
 }

@@ -462,8 +462,11 @@ void gw_fleet_sweep(gw_fleet *f);
  * kept until exit). */
 void gw_fleet_set_models(gw_fleet *f, gw_model_list *list);
 bool gw_replica_serves(const gw_replica *r, uint32_t model);
-/* Sets r->model_mask from r->cfg->models. */
+/* Sets r->model_mask from r->cfg->models (the models named so far, configured now
+ * or before: a request of a removed model may still retry). */
 void gw_replica_models(const gw_fleet *f, gw_replica *r);
+/* Whether replica settings c serve model `name` (c->models names it, or names none). */
+bool gw_replica_cfg_serves(const gw_replica_cfg *c, const char *name);
 
 /* ---- membership (members.c) ---------------------------------------------------------
  * Called on the control thread only (discovery); readers on any thread never wait.
@@ -604,9 +607,11 @@ void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 void gw_metrics_replica_free(gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
 /* A model that a reload added (or brought back, or whose tokenizer changed): its
- * series, and those of the members that serve it (their model_mask set first).
- * One that a reload removed: its series leave the page. Control thread. */
+ * own series. One that a reload removed: its series leave the page. A member whose
+ * settings now name models its model_mask does not have yet: its series for them,
+ * made before gw_replica_models routes them to it. Control thread. */
 void gw_metrics_model_join(gw_app *app, const gw_model *md);
+void gw_metrics_replica_models(gw_app *app, gw_replica *r);
 void gw_metrics_model_leave(gw_app *app, const gw_model *md);
 /* The engines' load reports, the scrapes and the decision log's records
  * (metrics_load.c): families of the registry with a collect hook of their own,

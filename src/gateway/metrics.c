@@ -407,10 +407,13 @@ void gw_metrics_replica_free(gw_replica *r) {
 
 /* ---- models that a reload adds, changes or removes (control thread) ---------------------- */
 
-/* The series a replica has for model md: made in its slot when the slot is new to
- * it, else asked again (reviving them) without writing what a worker may read. */
-static void join_rmodel(gw_metrics *m, const gw_model *md, gw_rmetrics *x) {
-    rmodel scratch, *rm = x->models[md->index].ttft ? &scratch : &x->models[md->index];
+/* The series a replica has for model md: written in its slot when the slot is empty
+ * and may_write (no worker can be recording there: the replica's mask does not route
+ * md to it yet), else asked again into a scratch (reviving them, writing nothing a
+ * worker may read). */
+static void join_rmodel(gw_metrics *m, const gw_model *md, gw_rmetrics *x, bool may_write) {
+    rmodel scratch, *rm = &x->models[md->index];
+    if (rm->ttft || !may_write) rm = &scratch;
     const char *name = md->cfg->name, *pol = policy_of(md), *id = x->id;
     for (int k = 0; k < ST_N; k++)
         rm->status[k] = iro_series_of(m->requests, name, id, st_names[k]);
@@ -434,7 +437,7 @@ static void revive_lazy(gw_metrics *m, const gw_model *md) {
 void gw_metrics_model_join(gw_app *app, const gw_model *md) {
     gw_metrics *m = app->metrics;
     if (!m) return;
-    gw_fleet *f = &app->fleet;
+    /* a fresh slot: no request names the model before the list that holds it */
     mmetrics scratch, *mm = m->models[md->index].retries ? &scratch : &m->models[md->index];
     if (mm == &scratch) memset(&scratch, 0, sizeof scratch);
     model_series(m, mm, md->cfg->name);
@@ -448,10 +451,17 @@ void gw_metrics_model_join(gw_app *app, const gw_model *md) {
     }
     if (!m->decision_by_policy[md->index])
         m->decision_by_policy[md->index] = iro_series_of(m->decision_s, policy_of(md));
-    for (size_t i = 0; i < f->nreplicas; i++) {
-        gw_replica *r = &f->replicas[i];
-        gw_rmetrics *x = atomic_load(&r->metrics);
-        if (x && gw_replica_member(r) && gw_replica_serves(r, md->index)) join_rmodel(m, md, x);
+}
+
+void gw_metrics_replica_models(gw_app *app, gw_replica *r) {
+    gw_metrics *m = app->metrics;
+    gw_rmetrics *x = r ? atomic_load(&r->metrics) : NULL;
+    if (!m || !x || !gw_replica_member(r)) return;
+    gw_fleet *f = &app->fleet;
+    for (size_t i = 0; i < f->nmodels; i++) {
+        const gw_model *md = &f->models[i];
+        if (atomic_load(&md->active) && gw_replica_cfg_serves(r->cfg, md->cfg->name))
+            join_rmodel(m, md, x, !gw_replica_serves(r, md->index));
     }
 }
 

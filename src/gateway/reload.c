@@ -184,8 +184,7 @@ static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, 
     if (strlist_differs(&o->models, &c->models) || o->max_concurrency != c->max_concurrency ||
         o->max_pending != c->max_pending || cap_changed)
         n->updated++;
-    r->cfg = c;
-    gw_replica_models(f, r);
+    r->cfg = c; /* its model_mask follows in publish_models, after its metric series */
     if (cap_changed) {
         int64_t cap = c->kv_capacity_blocks > 0 ? c->kv_capacity_blocks
                                                 : f->cfg->index.default_capacity_blocks;
@@ -356,20 +355,24 @@ static void apply_models(gw_fleet *f, const gw_config *live, model_plan *plan, g
     }
 }
 
-/* Every member's models again (names now map to other slots), the metric series of
- * the models that came or went, then the new list. */
+/* The metric series of the models that came or went; every member's series for the
+ * models its settings now name, then its model mask (names may map to new slots);
+ * then the new list. */
 static void publish_models(gw_app *app, gw_model_list *list, const model_plan *plan, size_t nm) {
     gw_fleet *f = &app->fleet;
-    for (size_t i = 0; i < f->nreplicas; i++)
-        if (gw_replica_member(&f->replicas[i])) gw_replica_models(f, &f->replicas[i]);
-    for (size_t i = 0; i < f->nmodels; i++)
-        if (!atomic_load(&f->models[i].active) && !planned(plan, nm, &f->models[i]))
-            gw_metrics_model_leave(app, &f->models[i]);
     for (size_t i = 0; i < nm; i++) {
         list->items[list->n++] = plan[i].slot;
         if (plan[i].fresh || plan[i].back || plan[i].retok)
             gw_metrics_model_join(app, plan[i].slot);
     }
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        gw_replica *r = &f->replicas[i];
+        if (!gw_replica_member(r)) continue;
+        gw_metrics_replica_models(app, r);
+        gw_replica_models(f, r);
+    }
+    for (size_t i = 0; i < f->nmodels; i++)
+        if (!atomic_load(&f->models[i].active)) gw_metrics_model_leave(app, &f->models[i]);
     gw_fleet_set_models(f, list);
 }
 

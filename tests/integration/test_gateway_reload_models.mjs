@@ -83,7 +83,7 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     });
     await reload(gw, 'reload: ');
     assert.match(gw.log.text, /models 1 added, 1 removed, 1 tokenizers reloaded/);
-    for (const m of ['m-c', 'c']) {
+    for (const m of ['m-c', 'c', 'm-c', 'c', 'm-c', 'c']) {
       const r = await post(gw, m);
       assert.equal(r.status, 200, await r.text());
     }
@@ -93,6 +93,9 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     assert.deepEqual(await stateModels(gw), ['m-c', 'm-a']);
     const page = await metricsPage(gw);
     assert.doesNotMatch(page, /model="m-b"/);
+    // Every m-c request counted, on whichever replica served it (s1 took m-c in the same reload).
+    const mc = [...page.matchAll(/^inferrail_requests_total\{model="m-c",replica="(s[01])",status="2xx"\} (\d+)$/gm)];
+    assert.equal(mc.reduce((n, x) => n + Number(x[2]), 0), 6, page);
     assert.match(page, /inferrail_upstream_retries_total\{model="m-c"\}/);
     assert.match(page, /inferrail_model_predictions_enabled\{model="m-a"\} 1/);
 
