@@ -83,6 +83,9 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     await until('group b', async () => (await members(gw)).join() === all.join());
     assert.doesNotMatch(gw.log.text, /replica a-127\.0\.0\.2-\d+ left/);
     assert.deepEqual(await routedTo(gw, 'm2'), [id('a', '127.0.0.2')]);
+    // The kept member got series for the model its group took in the same reload.
+    const m2 = new RegExp(`^inferrail_requests_total\\{model="m2",replica="${id('a', '127.0.0.2')}",status="2xx"\\} (\\d+)$`, 'm');
+    assert.equal(Number(m2.exec(await (await fetch(`${gw.admin}/metrics`)).text())?.[1]), 8);
     assert.deepEqual(await routedTo(gw, 'inferrail/sim-8b'), [id('b', '127.0.0.3'), id('b', '127.0.0.4')]);
 
     // Group b leaves, an SRV group joins, and a is now looked up on ns2 (.4, not .2).
