@@ -443,8 +443,14 @@ void gw_metrics_model_join(gw_app *app, const gw_model *md) {
     model_series(m, mm, md->cfg->name);
     model_token_series(m, mm, md);
     revive_lazy(m, md);
-    if (mm == &scratch && scratch.cache_held) { /* read by the control thread only */
+    if (mm == &scratch) { /* its cache's series follow its tokenizer's (control thread only) */
         mmetrics *real = &m->models[md->index];
+        if (real->cache_held && !scratch.cache_held) {
+            iro_series_remove(real->cache_lookups[0]);
+            iro_series_remove(real->cache_lookups[1]);
+            iro_series_remove(real->cache_held);
+            iro_series_remove(real->cache_bytes);
+        }
         memcpy(real->cache_lookups, scratch.cache_lookups, sizeof real->cache_lookups);
         real->cache_held = scratch.cache_held;
         real->cache_bytes = scratch.cache_bytes;

@@ -98,6 +98,8 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     assert.equal(mc.reduce((n, x) => n + Number(x[2]), 0), 6, page);
     assert.match(page, /inferrail_upstream_retries_total\{model="m-c"\}/);
     assert.match(page, /inferrail_model_predictions_enabled\{model="m-a"\} 1/);
+    // m-a's new tokenizer.json has its cache (tokenizer.cache_tokens), on the page.
+    assert.match(page, /^inferrail_tokenize_cache_tokens\{model="m-a"\} [1-9]/m);
 
     // The removed model's stream ends whole.
     const s = await stream;
@@ -127,6 +129,8 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     for (const m of ['m-b', 'm-c']) assert.equal((await post(gw, m)).status, 200);
     await notFound(gw, 'c');
     assert.deepEqual(await listed(gw), ['m-a', 'm-b', 'm-c']);
+    // builtin:sim again: no cache, so its series leave the page.
+    assert.doesNotMatch(await metricsPage(gw), /inferrail_tokenize_cache_tokens\{model="m-a"\}/);
     assert.match(await metricsPage(gw), /inferrail_requests_total\{model="m-b",replica="s[01]",status="2xx"\}/);
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);
