@@ -368,8 +368,8 @@ static const ir_cfg_field dns_group_fields[] = {
     F(gw_dns_group_cfg, "models", IR_CFG_STRLIST, models, NULL,
       "models its members serve; default every configured model"),
     F(gw_dns_group_cfg, "refresh", IR_CFG_DURATION, refresh_ns, "5s",
-      "how often NAME is looked up again; an answer whose TTL runs out first brings the next "
-      "lookup sooner, but a TTL never below 1s; at least 10ms"),
+      "how often NAME is looked up again; an answer (SRV included) whose TTL runs out first "
+      "brings the next lookup sooner, but a TTL never below 1s; at least 10ms"),
     F(gw_dns_group_cfg, "srv", IR_CFG_BOOL, srv, "false",
       "look up SRV records (as Kubernetes headless Services publish) for targets and ports"),
     FI(gw_dns_group_cfg, "max_concurrency", max_concurrency, "256", 1, 1000000,
@@ -400,7 +400,7 @@ static const ir_cfg_field top_fields[] = {
      .offset = offsetof(gw_config, models),
      .sub = &model_schema,
      .required = true,
-     .doc = "served models"},
+     .doc = "served models; a SIGHUP reload adds, removes, reorders and retokenizes them live"},
     {.key = "replicas",
      .type = IR_CFG_LIST,
      .offset = offsetof(gw_config, replicas),

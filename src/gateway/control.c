@@ -103,6 +103,7 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
 static void on_tick(uv_timer_t *t) {
     gw_control *c = t->data;
     if (c->stopping) return;
+    gw_fleet_sweep(&c->app->fleet); /* tokenizers a reload replaced, once unused */
     uint64_t now = ir_now_ns();
     bool cards = now - c->last_cards >= c->cards_every || c->last_cards == 0;
     if (cards) c->last_cards = now;

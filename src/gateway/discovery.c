@@ -2,7 +2,14 @@
  * loop: c-ares's sockets are libuv polls, its timeouts a timer's tick, so no
  * thread ever blocks on a lookup. Every address a group's name resolves to is a
  * fleet member named <group>-<ip>-<port>; members.c does the joining and the
- * leaving. A failed round keeps the group's last members. */
+ * leaving. A failed round keeps the group's last members.
+ *
+ * A SIGHUP reload that changes discovery builds a new gw_discovery from the new
+ * file (its own channel, so new nameservers apply) and hands it what the old one
+ * knew (gw_discovery_adopt): a group kept by name, url and srv keeps its members
+ * and its next round, their models and caps changed in place; the members of a
+ * group removed, renamed or pointed elsewhere leave, and the new group is looked
+ * up at once. */
 #include "gateway/gateway.h"
 
 #include <ares.h>
@@ -35,6 +42,7 @@ typedef struct dns_group {
     dns_addr found[GW_MAX_REPLICAS];
     size_t nfound;
     int64_t min_ttl; /* seconds; -1: none */
+    uint64_t ttl_ns; /* the last good round's TTL wait (floored); 0: none */
     uint64_t next;   /* monotonic ns of the next round */
     bool failing;    /* the last round failed (logged once) */
     bool done_once;
@@ -47,8 +55,17 @@ typedef struct dns_sock {
     struct dns_sock *next;
 } dns_sock;
 
+/* A member's settings when a reload changed its group's models or caps (the slot's
+ * own dyn_cfg may be read by workers, so a new one is published instead). */
+typedef struct dns_cfg {
+    gw_replica_cfg cfg;
+    struct dns_cfg *next;
+} dns_cfg;
+
 struct gw_discovery {
     gw_app *app;
+    const gw_discovery_cfg *cfg;
+    dns_cfg *cfgs; /* kept until free: members may point to them */
     uv_loop_t *loop;
     ares_channel ch;
     bool channel_ok, started, stopping;
@@ -135,6 +152,42 @@ static bool found_has(const dns_group *g, const char *id) {
     return false;
 }
 
+static bool strlist_same(const ir_cfg_strlist *a, const ir_cfg_strlist *b) {
+    if (a->n != b->n) return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->items[i] ? a->items[i] : "", b->items[i] ? b->items[i] : "") != 0)
+            return false;
+    return true;
+}
+
+/* Member slot takes its group's models and caps, when a reload changed them. */
+static void retune(dns_group *g, int slot) {
+    gw_fleet *f = &g->d->app->fleet;
+    gw_replica *r = &f->replicas[slot];
+    const gw_replica_cfg *o = r->cfg, *t = &g->tmpl;
+    if (strlist_same(&o->models, &t->models) && o->max_concurrency == t->max_concurrency &&
+        o->max_pending == t->max_pending && o->kv_capacity_blocks == t->kv_capacity_blocks)
+        return;
+    dns_cfg *c = calloc(1, sizeof *c);
+    if (!c) {
+        IR_WARN("discovery", "replica %s: out of memory; it keeps its settings", o->id);
+        return;
+    }
+    c->cfg = *t;
+    c->cfg.id = r->dyn_id;
+    c->cfg.url = r->dyn_url;
+    c->next = g->d->cfgs;
+    g->d->cfgs = c;
+    atomic_store(&r->cfg, &c->cfg);
+    gw_metrics_replica_models(g->d->app, r); /* its series for models new to it, first */
+    gw_replica_models(f, r);
+    if (o->kv_capacity_blocks != t->kv_capacity_blocks) {
+        int64_t cap = t->kv_capacity_blocks > 0 ? t->kv_capacity_blocks
+                                                : f->cfg->index.default_capacity_blocks;
+        irx_set_capacity(f->index, (uint32_t)slot, (uint32_t)IR_MIN(cap, 1 << 30));
+    }
+}
+
 /* The round succeeded: the addresses found are the members now. */
 static void apply(dns_group *g) {
     gw_fleet *f = &g->d->app->fleet;
@@ -166,6 +219,7 @@ static void apply(dns_group *g) {
                     g->cfg->name, id, GW_MAX_REPLICAS);
             continue;
         }
+        retune(g, slot); /* it came back to its old slot, with settings of before */
         g->members[g->nmembers++] = slot;
         IR_INFO("discovery", "group %s: replica %s joined (%s)", g->cfg->name, id, url);
     }
@@ -184,12 +238,14 @@ static void round_done(dns_group *g) {
         g->failing = false;
         apply(g);
     }
+    /* The next round: at refresh, or sooner when the answers' TTLs say so; a failed
+     * round keeps the last good round's TTL, so a short-lived record is asked again
+     * at its own pace. */
     uint64_t wait = g->cfg->refresh_ns;
-    if (g->status == ARES_SUCCESS && g->min_ttl >= 0) {
-        uint64_t ttl = (uint64_t)g->min_ttl * 1000000000ull;
-        if (ttl < DNS_TTL_FLOOR_NS) ttl = DNS_TTL_FLOOR_NS;
-        if (ttl < wait) wait = ttl;
-    }
+    if (g->status == ARES_SUCCESS)
+        g->ttl_ns =
+            g->min_ttl < 0 ? 0 : IR_MAX((uint64_t)g->min_ttl * 1000000000ull, DNS_TTL_FLOOR_NS);
+    if (g->ttl_ns && g->ttl_ns < wait) wait = g->ttl_ns;
     g->next = now + wait;
     g->done_once = true;
 }
@@ -221,12 +277,17 @@ static void lookup_addrs(dns_group *g, const char *host, uint16_t port) {
     ares_getaddrinfo(g->d->ch, host, service, &h, on_addrinfo, g);
 }
 
-/* SRV records name targets and ports; each target's addresses are then looked up. */
+/* SRV records name targets and ports; each target's addresses are then looked up.
+ * Their TTL (which ares_parse_srv_reply drops) comes from the raw reply. */
 static void on_srv(void *arg, int status, int timeouts, unsigned char *abuf, int alen) {
     (void)timeouts;
     dns_group *g = arg;
     struct ares_srv_reply *srv = NULL;
     if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, &srv);
+    uint32_t ttl;
+    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0 &&
+        (g->min_ttl < 0 || ttl < g->min_ttl))
+        g->min_ttl = ttl;
     if (status != ARES_SUCCESS) {
         if (g->status == ARES_SUCCESS) g->status = status;
     } else if (!g->d->stopping) {
@@ -263,7 +324,7 @@ static void on_tick(uv_timer_t *t) {
 /* ---- lifetime ------------------------------------------------------------------------- */
 
 static int set_nameservers(gw_discovery *d, char *err, size_t errlen) {
-    const ir_cfg_strlist *ns = &d->app->cfg.discovery.nameservers;
+    const ir_cfg_strlist *ns = &d->cfg->nameservers;
     if (ns->n == 0) return 0;
     ir_buf csv;
     ir_buf_init(&csv, 1 << 16);
@@ -312,9 +373,10 @@ static void init_group(gw_discovery *d, dns_group *g, const gw_dns_group_cfg *c)
     g->min_ttl = -1;
 }
 
-gw_discovery *gw_discovery_new(gw_app *app, uv_loop_t *loop, char *err, size_t errlen) {
+gw_discovery *gw_discovery_new(gw_app *app, const gw_discovery_cfg *cfg, uv_loop_t *loop, char *err,
+                               size_t errlen) {
     gw_discovery *d = calloc(1, sizeof *d);
-    const ir_cfg_list *groups = &app->cfg.discovery.dns;
+    const ir_cfg_list *groups = &cfg->dns;
     if (d) d->groups = calloc(groups->n ? groups->n : 1, sizeof *d->groups);
     if (!d || !d->groups) {
         free(d);
@@ -322,6 +384,7 @@ gw_discovery *gw_discovery_new(gw_app *app, uv_loop_t *loop, char *err, size_t e
         return NULL;
     }
     d->app = app;
+    d->cfg = cfg;
     d->loop = loop;
     d->ngroups = groups->n;
     for (size_t i = 0; i < d->ngroups; i++)
@@ -368,8 +431,52 @@ void gw_discovery_stop(gw_discovery *d) {
     }
 }
 
+/* ---- a reload ----------------------------------------------------------------------------- */
+
+static dns_group *group_named(gw_discovery *d, const char *name) {
+    for (size_t i = 0; d && i < d->ngroups; i++)
+        if (strcmp(d->groups[i].cfg->name, name) == 0) return &d->groups[i];
+    return NULL;
+}
+
+/* Group g of the new file takes over old group o's members and schedule. */
+static void take_over(dns_group *g, dns_group *o) {
+    memcpy(g->members, o->members, o->nmembers * sizeof o->members[0]);
+    g->nmembers = o->nmembers;
+    g->failing = o->failing;
+    g->ttl_ns = o->ttl_ns;
+    g->done_once = o->done_once;
+    uint64_t now = ir_now_ns(), soon = now + g->cfg->refresh_ns;
+    g->next = o->busy ? now : IR_MIN(o->next, soon); /* a round cut short runs again */
+    o->nmembers = 0;
+    for (size_t i = 0; i < g->nmembers; i++) retune(g, g->members[i]);
+}
+
+void gw_discovery_adopt(gw_discovery *d, gw_discovery *old) {
+    for (size_t i = 0; d && i < d->ngroups; i++) {
+        dns_group *g = &d->groups[i], *o = group_named(old, g->cfg->name);
+        if (o && strcmp(o->cfg->url, g->cfg->url) == 0 && o->cfg->srv == g->cfg->srv)
+            take_over(g, o);
+    }
+    gw_fleet *f = old ? &old->app->fleet : NULL;
+    for (size_t i = 0; old && i < old->ngroups; i++) { /* groups gone or pointed elsewhere */
+        dns_group *o = &old->groups[i];
+        for (size_t k = 0; k < o->nmembers; k++) {
+            IR_INFO("discovery", "group %s: replica %s left (the group changed)", o->cfg->name,
+                    f->replicas[o->members[k]].dyn_id);
+            gw_fleet_leave(f, (uint32_t)o->members[k]);
+        }
+        o->nmembers = 0;
+    }
+}
+
 void gw_discovery_free(gw_discovery *d) {
     if (!d) return;
+    while (d->cfgs) {
+        dns_cfg *c = d->cfgs;
+        d->cfgs = c->next;
+        free(c);
+    }
     free(d->groups);
     free(d);
 }

@@ -123,7 +123,9 @@ int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir
     gw_prompt p;
     memset(&p, 0, sizeof p);
     p.state = GW_PREDICT_TOO_LARGE;
-    if (!gw_prompt_too_large(app, m, len)) gw_prompt_tokenize(m, body, len, chat, &p);
+    gw_tokset *toks = gw_model_toks_take(m);
+    if (!gw_prompt_too_large(app, toks, len)) gw_prompt_tokenize(toks, body, len, chat, &p);
+    gw_tokset_put(toks);
     gw_prompt_hash(&app->fleet, m, &p);
     gw_prompt_match(&app->fleet, &p);
     uint64_t tokens = p.state == GW_PREDICT_OK ? p.ids.len : len / 4;

@@ -4,54 +4,148 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <urcu-bp.h>
 
-/* A model's tokenizer: builtin:sim, or a tokenizer.json loaded now with its cache of
- * cache_tokens ids (none when 0, or when out of memory: it only saves time). One that
- * cannot load fails start-up, unless the model says tokenizer_optional. */
-static int load_tokenizer(gw_model *m, size_t i, int64_t cache_tokens, char *err, size_t errlen) {
-    const char *spec = m->cfg->tokenizer;
-    if (!spec) return 0;
-    if (strcmp(spec, IRT_SIM_SPEC) == 0) {
-        m->tok = GW_TOK_SIM;
+/* A model's tokenizer: builtin:sim, or a tokenizer.json and its chat template
+ * loaded now, with its cache of cache_tokens ids (none when 0, or when out of
+ * memory: it only saves time). One that cannot load is an error, unless the model
+ * says tokenizer_optional (then a warning, and no tokenizer). */
+static int hf_fail(const gw_model_cfg *c, size_t i, const char *key, const char *why, char *err,
+                   size_t errlen) {
+    if (c->tokenizer_optional) {
+        IR_WARN("fleet", "models[%zu].%s: %s; model %s routes without cache predictions", i, key,
+                why, c->name);
         return 0;
     }
-    char why[512];
-    m->hf = irt_load(spec, why, sizeof why);
-    if (m->hf) {
-        irt_chat_opts o = {.template_path = m->cfg->chat_template,
-                           .content_format = m->cfg->chat_template_content_format,
-                           .kwargs = m->cfg->chat_template_kwargs.obj};
-        m->chat = irt_chat_load(spec, &o, why, sizeof why);
-        if (m->chat) {
-            m->tok = GW_TOK_HF;
-            m->tcache = cache_tokens > 0 ? irt_cache_new(m->hf, (size_t)cache_tokens) : NULL;
-            if (irt_chat_uses_harmony(m->chat))
-                IR_WARN("fleet",
-                        "models[%zu].tokenizer: model %s is gpt-oss, whose chats vLLM renders "
-                        "with openai-harmony; its chats route without cache predictions",
-                        i, m->cfg->name);
-            return 0;
-        }
-        irt_free(m->hf);
-        m->hf = NULL;
-        const char *key = m->cfg->chat_template ? "chat_template" : "tokenizer";
-        if (m->cfg->tokenizer_optional) {
-            IR_WARN("fleet", "models[%zu].%s: %s; model %s routes without cache predictions", i,
-                    key, why, m->cfg->name);
-            return 0;
-        }
-        snprintf(err, errlen, "models[%zu].%s: %s", i, key, why);
+    snprintf(err, errlen, "models[%zu].%s: %s", i, key, why);
+    return -1;
+}
+
+int gw_tokset_load(const gw_model_cfg *c, size_t i, int64_t cache_tokens, gw_tokset **out,
+                   char *err, size_t errlen) {
+    *out = NULL;
+    const char *spec = c->tokenizer;
+    if (!spec) return 0;
+    gw_tokset *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "models[%zu].tokenizer: out of memory", i);
         return -1;
     }
-    if (m->cfg->tokenizer_optional) {
-        IR_WARN("fleet",
-                "models[%zu].tokenizer: cannot load '%s' (%s); model %s routes without "
-                "cache predictions",
-                i, spec, why, m->cfg->name);
+    atomic_init(&t->refs, 1);
+    t->kind = GW_TOK_SIM;
+    if (strcmp(spec, IRT_SIM_SPEC) == 0) {
+        *out = t;
         return 0;
     }
-    snprintf(err, errlen, "models[%zu].tokenizer: cannot load '%s': %s", i, spec, why);
-    return -1;
+    char why[512], msg[700];
+    t->hf = irt_load(spec, why, sizeof why);
+    if (!t->hf) {
+        free(t);
+        snprintf(msg, sizeof msg, "cannot load '%s': %s", spec, why);
+        return hf_fail(c, i, "tokenizer", msg, err, errlen);
+    }
+    irt_chat_opts o = {.template_path = c->chat_template,
+                       .content_format = c->chat_template_content_format,
+                       .kwargs = c->chat_template_kwargs.obj};
+    t->chat = irt_chat_load(spec, &o, why, sizeof why);
+    if (!t->chat) {
+        irt_free(t->hf);
+        free(t);
+        return hf_fail(c, i, c->chat_template ? "chat_template" : "tokenizer", why, err, errlen);
+    }
+    t->kind = GW_TOK_HF;
+    t->tcache = cache_tokens > 0 ? irt_cache_new(t->hf, (size_t)cache_tokens) : NULL;
+    if (irt_chat_uses_harmony(t->chat))
+        IR_WARN("fleet",
+                "models[%zu].tokenizer: model %s is gpt-oss, whose chats vLLM renders "
+                "with openai-harmony; its chats route without cache predictions",
+                i, c->name);
+    *out = t;
+    return 0;
+}
+
+void gw_tokset_free(gw_tokset *t) {
+    if (!t) return;
+    irt_cache_free(t->tcache);
+    irt_free(t->hf);
+    irt_chat_free(t->chat);
+    free(t);
+}
+
+/* A worker's read of the pointer and its reference are one RCU read-side section:
+ * the control thread waits for a grace period before it drops the model's own
+ * reference, so no worker can take one on a tokenizer already counted free. */
+gw_tokset *gw_model_toks_take(const gw_model *m) {
+    urcu_bp_read_lock();
+    gw_tokset *t = atomic_load_explicit(&((gw_model *)m)->toks, memory_order_acquire);
+    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    urcu_bp_read_unlock();
+    return t;
+}
+
+void gw_tokset_put(gw_tokset *t) {
+    if (t) atomic_fetch_sub_explicit(&t->refs, 1, memory_order_release);
+}
+
+void gw_model_set_toks(gw_fleet *f, gw_model *m, gw_tokset *t) {
+    atomic_store(&m->tok, t ? (int)t->kind : GW_TOK_NONE);
+    gw_tokset *old = atomic_exchange_explicit(&m->toks, t, memory_order_acq_rel);
+    if (!old) return;
+    urcu_bp_synchronize_rcu(); /* every worker that read old has its reference now */
+    gw_tokset_put(old);
+    old->retired_next = f->toks_retired;
+    f->toks_retired = old;
+}
+
+void gw_fleet_sweep(gw_fleet *f) {
+    gw_tokset **p = &f->toks_retired;
+    while (*p) {
+        gw_tokset *t = *p;
+        if (atomic_load_explicit(&t->refs, memory_order_acquire) != 0) {
+            p = &t->retired_next;
+            continue;
+        }
+        *p = t->retired_next;
+        gw_tokset_free(t);
+    }
+}
+
+void gw_fleet_set_models(gw_fleet *f, gw_model_list *list) {
+    gw_model_list *old =
+        (gw_model_list *)atomic_exchange_explicit(&f->mlist, list, memory_order_acq_rel);
+    if (!old) return;
+    old->retired_next = f->mlist_retired;
+    f->mlist_retired = old;
+}
+
+static int init_models(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
+    const gw_model_cfg *mc = cfg->models.items;
+    gw_model_list *list = calloc(1, sizeof *list + (f->nmodels + 1) * sizeof list->items[0]);
+    if (!list) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    gw_fleet_set_models(f, list);
+    for (size_t i = 0; i < f->nmodel_slots; i++) f->models[i].index = (uint32_t)i;
+    for (size_t i = 0; i < f->nmodels; i++) {
+        gw_model *m = &f->models[i];
+        const char *pname = mc[i].policy ? mc[i].policy : cfg->routing.default_policy;
+        m->cfg = &mc[i];
+        irp_config pc;
+        gw_policy_config(&cfg->routing, &pc);
+        m->policy = irp_policy_new(pname, &pc);
+        if (!m->policy) {
+            snprintf(err, errlen, "models[%zu].policy: unknown policy '%s' (known: %s)", i, pname,
+                     irp_names());
+            return -1;
+        }
+        gw_tokset *t;
+        if (gw_tokset_load(&mc[i], i, cfg->tokenizer.cache_tokens, &t, err, errlen)) return -1;
+        gw_model_set_toks(f, m, t);
+        atomic_store(&m->active, 1);
+        list->items[list->n++] = m;
+    }
+    return 0;
 }
 
 /* The KV index, with every replica's capacity: its kv_capacity_blocks, else the
@@ -106,7 +200,10 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
     f->nslots = cfg->discovery.dns.n
                     ? GW_MAX_REPLICAS
                     : IR_MIN(GW_MAX_REPLICAS, IR_MAX(2 * cfg->replicas.n, cfg->replicas.n + 8));
-    f->models = calloc(f->nmodels ? f->nmodels : 1, sizeof *f->models);
+    /* Room for models that a reload adds, as for replicas (a model's bit in a
+     * replica's model_mask caps them at GW_MAX_MODELS). */
+    f->nmodel_slots = IR_MIN(GW_MAX_MODELS, IR_MAX(2 * cfg->models.n, cfg->models.n + 8));
+    f->models = calloc(f->nmodel_slots, sizeof *f->models);
     f->replicas = calloc(f->nslots, sizeof *f->replicas);
     pthread_mutex_init(&f->eject_mu, NULL);
     if (!f->models || !f->replicas) {
@@ -114,24 +211,9 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
         gw_fleet_free(f);
         return -1;
     }
-    const gw_model_cfg *mc = cfg->models.items;
-    for (size_t i = 0; i < f->nmodels; i++) {
-        const char *pname = mc[i].policy ? mc[i].policy : cfg->routing.default_policy;
-        f->models[i].cfg = &mc[i];
-        f->models[i].index = (uint32_t)i;
-        irp_config pc;
-        gw_policy_config(&cfg->routing, &pc);
-        f->models[i].policy = irp_policy_new(pname, &pc);
-        if (!f->models[i].policy) {
-            snprintf(err, errlen, "models[%zu].policy: unknown policy '%s' (known: %s)", i, pname,
-                     irp_names());
-            gw_fleet_free(f);
-            return -1;
-        }
-        if (load_tokenizer(&f->models[i], i, cfg->tokenizer.cache_tokens, err, errlen)) {
-            gw_fleet_free(f);
-            return -1;
-        }
+    if (init_models(f, cfg, err, errlen)) {
+        gw_fleet_free(f);
+        return -1;
     }
     const gw_replica_cfg *rc = cfg->replicas.items;
     for (size_t i = 0; i < f->nreplicas; i++) {
@@ -163,9 +245,18 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
 void gw_fleet_free(gw_fleet *f) {
     for (size_t i = 0; f->models && i < f->nmodels; i++) {
         irp_policy_free(f->models[i].policy);
-        irt_cache_free(f->models[i].tcache);
-        irt_free(f->models[i].hf);
-        irt_chat_free(f->models[i].chat);
+        gw_tokset_free(atomic_exchange(&f->models[i].toks, NULL));
+    }
+    while (f->toks_retired) {
+        gw_tokset *t = f->toks_retired;
+        f->toks_retired = t->retired_next;
+        gw_tokset_free(t);
+    }
+    free((gw_model_list *)atomic_exchange(&f->mlist, NULL));
+    while (f->mlist_retired) {
+        gw_model_list *l = f->mlist_retired;
+        f->mlist_retired = l->retired_next;
+        free(l);
     }
     gw_kvsub_stop(f);
     irx_free(f->index);
@@ -178,26 +269,33 @@ void gw_fleet_free(gw_fleet *f) {
     f->replicas = NULL;
 }
 
+static bool same(const char *s, const char *name, size_t len) {
+    return strlen(s) == len && memcmp(s, name, len) == 0;
+}
+
 const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len) {
-    for (size_t i = 0; i < f->nmodels; i++) {
-        const gw_model_cfg *c = f->models[i].cfg;
-        if (strlen(c->name) == len && memcmp(c->name, name, len) == 0) return &f->models[i];
+    const gw_model_list *l = gw_fleet_models(f);
+    for (size_t i = 0; i < l->n; i++) {
+        const gw_model_cfg *c = l->items[i]->cfg;
+        if (same(c->name, name, len)) return l->items[i];
         for (size_t a = 0; a < c->aliases.n; a++)
-            if (strlen(c->aliases.items[a]) == len && memcmp(c->aliases.items[a], name, len) == 0)
-                return &f->models[i];
+            if (same(c->aliases.items[a], name, len)) return l->items[i];
     }
     return NULL;
 }
 
+bool gw_replica_cfg_serves(const gw_replica_cfg *c, const char *name) {
+    const ir_cfg_strlist *want = &c->models;
+    bool serves = want->n == 0;
+    for (size_t k = 0; k < want->n && !serves; k++)
+        serves = want->items[k] && strcmp(want->items[k], name) == 0;
+    return serves;
+}
+
 void gw_replica_models(const gw_fleet *f, gw_replica *r) {
-    const ir_cfg_strlist *want = &r->cfg->models;
     uint64_t mask[4] = {0};
-    for (size_t m = 0; m < f->nmodels; m++) {
-        bool serves = want->n == 0;
-        for (size_t k = 0; k < want->n && !serves; k++)
-            serves = strcmp(want->items[k], f->models[m].cfg->name) == 0;
-        if (serves) mask[m / 64] |= 1ull << (m % 64);
-    }
+    for (size_t m = 0; m < f->nmodels; m++)
+        if (gw_replica_cfg_serves(r->cfg, f->models[m].cfg->name)) mask[m / 64] |= 1ull << (m % 64);
     for (size_t w = 0; w < 4; w++)
         atomic_store_explicit(&r->model_mask[w], mask[w], memory_order_relaxed);
 }

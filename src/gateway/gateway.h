@@ -245,6 +245,7 @@ bool gw_replica_id_ok(const char *id);
 
 /* ---- fleet -------------------------------------------------------------------------- */
 #define GW_MAX_REPLICAS 256
+#define GW_MAX_MODELS   256 /* bits of gw_replica.model_mask */
 
 /* The engine's own view of its load, from its last readable metrics page.
  * Written by the scraper's thread only (load.c), read by any; at_ns is stored
@@ -303,15 +304,39 @@ typedef struct gw_replica {
 
 typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
 
+/* A model's tokenizer, as one object a reload can replace (fleet.c). refs counts
+ * the model's own reference (while it is the model's current one) and each request
+ * tokenizing with it (gw_model_toks_take .. gw_tokset_put); the control thread
+ * frees a replaced one once refs is 0 (gw_fleet_sweep). */
+typedef struct gw_tokset {
+    gw_tok_kind kind;  /* GW_TOK_SIM or GW_TOK_HF */
+    irt_tokenizer *hf; /* GW_TOK_HF: the loaded tokenizer.json */
+    irt_chat *chat;    /* GW_TOK_HF: its chat template and special tokens */
+    irt_cache *tcache; /* GW_TOK_HF: its repeated pieces (tokenizer.cache_tokens), or NULL */
+    _Atomic uint32_t refs;
+    struct gw_tokset *retired_next; /* on f->toks_retired once replaced */
+} gw_tokset;
+
+/* A model's slot. A slot never moves and lives until exit: a request's pointer to
+ * it stays valid after a reload removes the model (its cfg and policy then stay
+ * those it had). A model that a reload brings back by the same name gets its old
+ * slot (and metric series) again. */
 typedef struct gw_model {
     _Atomic(const gw_model_cfg *) cfg; /* a reload may swap it (new aliases, policy) */
     uint32_t index;
     _Atomic(irp_policy *) policy; /* a reload may swap it; requests keep the one they used */
-    gw_tok_kind tok;              /* how its prompts are tokenized */
-    irt_tokenizer *hf;            /* GW_TOK_HF: the loaded tokenizer.json */
-    irt_chat *chat;               /* GW_TOK_HF: its chat template and special tokens */
-    irt_cache *tcache; /* GW_TOK_HF: its repeated pieces (tokenizer.cache_tokens), or NULL */
+    _Atomic(gw_tokset *) toks; /* its tokenizer now; NULL: none (take it with gw_model_toks_take) */
+    _Atomic int tok;           /* gw_tok_kind of toks */
+    _Atomic int active;        /* configured now (in the fleet's model list) */
 } gw_model;
+
+/* The configured models in config order, as one immutable list that a reload
+ * replaces whole (the old ones are kept until exit). */
+typedef struct gw_model_list {
+    struct gw_model_list *retired_next;
+    size_t n;
+    gw_model *items[];
+} gw_model_list;
 
 typedef struct gw_kvsub gw_kvsub;
 
@@ -363,8 +388,12 @@ typedef struct gw_fleet {
     gw_replica *replicas;     /* nslots of them */
     _Atomic size_t nreplicas; /* slots in use (members or not), grows only */
     size_t nslots;            /* fixed: GW_MAX_REPLICAS with discovery, else the config's */
-    gw_model *models;
-    size_t nmodels;
+    gw_model *models;         /* nmodel_slots of them; slot i has index i */
+    _Atomic size_t nmodels;   /* slots used (by a model configured now or before), grows only */
+    size_t nmodel_slots;      /* fixed at start: room for models that reloads add */
+    _Atomic(const gw_model_list *) mlist; /* the models configured now, in config order */
+    gw_model_list *mlist_retired;         /* lists that reloads replaced (control thread) */
+    gw_tokset *toks_retired;              /* tokenizers that reloads replaced, not yet freed */
     /* Held while one ejection is decided (gw_replica_failed, off the hot path), so
      * that racing workers never eject past health.max_ejection_percent together. */
     pthread_mutex_t eject_mu;
@@ -407,11 +436,37 @@ void gw_parity_poll(const gw_fleet *f, gw_kvsub_stats *st, bool final);
  * index_orphan_blocks to an /admin/explain row. */
 void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row);
 void gw_fleet_free(gw_fleet *f);
-/* A model by name or alias; NULL when unknown. */
+/* A model by name or alias, among those configured now; NULL when unknown. */
 const gw_model *gw_fleet_model(const gw_fleet *f, const char *name, size_t len);
+/* The models configured now, in config order (never NULL after gw_fleet_init). */
+static inline const gw_model_list *gw_fleet_models(const gw_fleet *f) {
+    return atomic_load_explicit(&f->mlist, memory_order_acquire);
+}
+/* The model's tokenizer now, with a reference the caller gives back with
+ * gw_tokset_put (any thread, no waiting); NULL when the model has none. */
+gw_tokset *gw_model_toks_take(const gw_model *m);
+void gw_tokset_put(gw_tokset *t);
+/* Loads models[i]'s tokenizer (c) with a cache of cache_tokens ids (none when 0, or
+ * when out of memory: it only saves time): 0 with *out (NULL when it has none, or
+ * when it is tokenizer_optional and failed, which is logged); -1 with err naming
+ * the key. */
+int gw_tokset_load(const gw_model_cfg *c, size_t i, int64_t cache_tokens, gw_tokset **out,
+                   char *err, size_t errlen);
+void gw_tokset_free(gw_tokset *t);
+/* Control thread: makes t (may be NULL) m's tokenizer; the one it replaces is freed
+ * once no request holds it (gw_fleet_sweep). */
+void gw_model_set_toks(gw_fleet *f, gw_model *m, gw_tokset *t);
+/* Control thread: frees the replaced tokenizers that nothing holds any more. */
+void gw_fleet_sweep(gw_fleet *f);
+/* Control thread: publishes list as the models configured now (the old list is
+ * kept until exit). */
+void gw_fleet_set_models(gw_fleet *f, gw_model_list *list);
 bool gw_replica_serves(const gw_replica *r, uint32_t model);
-/* Sets r->model_mask from r->cfg->models. */
+/* Sets r->model_mask from r->cfg->models (the models named so far, configured now
+ * or before: a request of a removed model may still retry). */
 void gw_replica_models(const gw_fleet *f, gw_replica *r);
+/* Whether replica settings c serve model `name` (c->models names it, or names none). */
+bool gw_replica_cfg_serves(const gw_replica_cfg *c, const char *name);
 
 /* ---- membership (members.c) ---------------------------------------------------------
  * Called on the control thread only (discovery); readers on any thread never wait.
@@ -551,6 +606,13 @@ int gw_metrics_replica_join(gw_app *app, gw_replica *r);
 void gw_metrics_replica_leave(gw_app *app, gw_replica *r);
 void gw_metrics_replica_free(gw_replica *r);
 int gw_metrics_render(gw_app *app, ir_buf *out);
+/* A model that a reload added (or brought back, or whose tokenizer changed): its
+ * own series. One that a reload removed: its series leave the page. A member whose
+ * settings now name models its model_mask does not have yet: its series for them,
+ * made before gw_replica_models routes them to it. Control thread. */
+void gw_metrics_model_join(gw_app *app, const gw_model *md);
+void gw_metrics_replica_models(gw_app *app, gw_replica *r);
+void gw_metrics_model_leave(gw_app *app, const gw_model *md);
 /* The engines' load reports, the scrapes and the decision log's records
  * (metrics_load.c): families of the registry with a collect hook of their own,
  * registered by gw_metrics_init and freed by gw_metrics_free. */
@@ -587,17 +649,27 @@ void gw_engine_state_json(gw_app *app, gw_replica *r, uint64_t now, ir_buf *out)
 /* Fills c's engine fields from r's report when it is younger than max_age. */
 void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate *c);
 
-/* DNS discovery (discovery.c), on the control loop: every discovery.dns[] group is
- * looked up at start and then every refresh, its addresses joining and leaving
- * the fleet (gw_fleet_join, gw_fleet_leave). NULL (err says why) on a channel that
- * cannot be set up, such as a bad nameserver. settled: every group has had its
- * first answer (or failure). stop closes its handles (the loop then ends them);
- * free after the loop has run. */
+/* DNS discovery (discovery.c), on the control loop: every group of cfg (which must
+ * outlive it) is looked up at start and then every refresh, its addresses joining
+ * and leaving the fleet (gw_fleet_join, gw_fleet_leave). NULL (err says why) on a
+ * channel that cannot be set up, such as a bad nameserver. settled: every group
+ * has had its first answer (or failure). stop closes its handles (the loop then
+ * ends them); free after the loop has run and the workers are joined (members may
+ * point to settings it holds). adopt, before d starts (a reload, on the control
+ * thread): d's groups that old has by the same name, url and srv take over their
+ * members (with d's models and caps) and their schedule; old's other members leave.
+ * old may be NULL, and d too (then every member of old leaves). */
 typedef struct gw_discovery gw_discovery;
-gw_discovery *gw_discovery_new(gw_app *app, uv_loop_t *loop, char *err, size_t errlen);
+gw_discovery *gw_discovery_new(gw_app *app, const gw_discovery_cfg *cfg, uv_loop_t *loop, char *err,
+                               size_t errlen);
 int gw_discovery_start(gw_discovery *d);
 bool gw_discovery_settled(const gw_discovery *d);
 void gw_discovery_stop(gw_discovery *d);
+void gw_discovery_adopt(gw_discovery *d, gw_discovery *old);
+/* The smallest TTL (seconds) of the SRV answers in a raw DNS reply (dns_ttl.c: c-ares
+ * 1.18 gives SRV records without it; ADR 0014). 0, or -1 when the reply is
+ * malformed or has no SRV answer. Reads nothing past len. */
+int gw_dns_srv_ttl(const unsigned char *reply, size_t len, uint32_t *ttl);
 void gw_discovery_free(gw_discovery *d);
 
 /* The registry itself, for files that add families of their own (the engines' load
@@ -638,13 +710,14 @@ static inline const gw_config *gw_live(const gw_app *app) {
     return atomic_load_explicit(&app->fleet.cfg, memory_order_acquire);
 }
 
-/* SIGHUP (reload.c): rereads path. A file with problems is refused, each problem
- * logged with its path, and the running configuration kept. Otherwise replicas,
- * models' aliases and policies, routing, retry, health (but its interval),
- * upstream timeouts and logging levels take effect at once, without dropping a
- * connection: requests already running finish under the settings they started
- * with. Keys that need a restart are named in a warning and keep their running
- * value. 0 when applied, -1 when refused. Main thread only. */
+/* SIGHUP (reload.c): rereads path. A file with problems (a tokenizer that cannot
+ * load, a nameserver c-ares refuses, included) is refused, each problem logged with
+ * its path, and the running configuration kept. Otherwise replicas, models (added,
+ * removed, reordered, aliases, policies, tokenizers), discovery, routing, retry,
+ * health (but its interval), upstream timeouts and logging levels take effect at
+ * once, without dropping a connection: requests already running finish under the
+ * settings they started with. Keys that need a restart are named in a warning and keep their
+ * running value. 0 when applied, -1 when refused. Main thread only. */
 int gw_reload(gw_app *app, const char *path);
 /* Frees what reloads replaced (at exit, once nothing runs). */
 void gw_reload_free(gw_app *app);

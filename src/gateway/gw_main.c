@@ -29,9 +29,10 @@ static void usage(FILE *f) {
                "\n"
                "Signals: the first SIGTERM or SIGINT drains (no new requests, /ready answers\n"
                "503, running ones get server.shutdown_timeout); a second one cuts what is left\n"
-               "and exits at once. SIGHUP rereads the configuration: replicas, models' aliases\n"
-               "and policies, routing, retry, health and upstream timeouts change at once; a\n"
-               "file with problems is refused and the running configuration kept.\n"
+               "and exits at once. SIGHUP rereads the configuration: replicas, models (added,\n"
+               "removed, aliases, policies, tokenizers), discovery, routing, retry, health and\n"
+               "upstream timeouts change at once; a file with problems (a tokenizer that cannot\n"
+               "load included) is refused and the running configuration kept.\n"
                "\n"
                "Exit status: 0 on success, 2 for a bad command line or configuration, 1 when the\n"
                "gateway cannot start (for example, a port in use).\n");
@@ -137,7 +138,7 @@ static void print_errors(const char *path, ir_cfg_errors *errs) {
 static int start_discovery(gw_app *app) {
     if (app->cfg.discovery.dns.n == 0) return 0;
     char err[512];
-    app->disc = gw_discovery_new(app, uv_default_loop(), err, sizeof err);
+    app->disc = gw_discovery_new(app, &app->cfg.discovery, uv_default_loop(), err, sizeof err);
     if (!app->disc) {
         fprintf(stderr, "inferrail-gateway: %s\n", err);
         return UV_EINVAL;
@@ -219,7 +220,8 @@ static void run_until_drained(gw_app *app) {
             "inferrail-gateway %s (%s) listening on %s:%u with %zu workers, admin on %s:%u; %zu "
             "models, %zu replicas",
             ir_version(), ir_commit(), app->listen_host, app->listen_port, app->nworkers,
-            app->admin_host, app->admin_port, app->fleet.nmodels, app->fleet.nreplicas);
+            app->admin_host, app->admin_port, gw_fleet_models(&app->fleet)->n,
+            app->fleet.nreplicas);
     uv_run(loop, UV_RUN_DEFAULT);
     if (sc.reaper_started) uv_thread_join(&sc.reaper);
     const gw_stats *st = &app->stats;
@@ -325,9 +327,9 @@ static gw_app *load_app(const char *path) {
 }
 
 static void print_check(const char *path, const gw_app *app) {
-    printf("%s: OK: %zu model%s, %zu replica%s\n", path, app->fleet.nmodels,
-           app->fleet.nmodels == 1 ? "" : "s", app->fleet.nreplicas,
-           app->fleet.nreplicas == 1 ? "" : "s");
+    size_t nm = gw_fleet_models(&app->fleet)->n;
+    printf("%s: OK: %zu model%s, %zu replica%s\n", path, nm, nm == 1 ? "" : "s",
+           app->fleet.nreplicas, app->fleet.nreplicas == 1 ? "" : "s");
 }
 
 /* Process-wide settings before any thread starts. Buffers of 256 KiB and more

@@ -396,9 +396,10 @@ static void *open_monitor(gw_kvsub *k, void *sub, size_t i) {
 }
 
 static const char *model_of(const gw_fleet *f, const gw_replica *r) {
-    for (size_t m = 0; m < f->nmodels; m++)
-        if (gw_replica_serves(r, (uint32_t)m)) return f->models[m].cfg->name;
-    return f->nmodels ? f->models[0].cfg->name : "";
+    const gw_model_list *ml = gw_fleet_models(f);
+    for (size_t m = 0; m < ml->n; m++)
+        if (gw_replica_serves(r, ml->items[m]->index)) return ml->items[m]->cfg->name;
+    return ml->n ? ml->items[0]->cfg->name : "";
 }
 
 int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {

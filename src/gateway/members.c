@@ -116,9 +116,12 @@ static void publish(gw_fleet *f, gw_replica *r, size_t slot) {
 
 int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica_cfg *tmpl) {
     size_t used = atomic_load(&f->nreplicas);
-    for (size_t i = 0; i < used; i++) { /* the same id again: its own slot */
+    for (size_t i = 0; i < used; i++) { /* the same id at the same url again: its own slot */
         gw_replica *r = &f->replicas[i];
         if (!r->dynamic || strcmp(r->dyn_id, id) != 0) continue;
+        /* a reload gave its group another base path: a new slot (this one's url may
+         * still be read by the requests it finishes) */
+        if (strcmp(r->dyn_url, url) != 0 && !gw_replica_member(r)) continue;
         if (!gw_replica_member(r)) activate(f, r);
         return (int)i;
     }

@@ -30,7 +30,7 @@ typedef struct gw_metrics gw_metrics;
 struct gw_rmetrics {
     char id[GW_REPLICA_ID_MAX + 1]; /* whose series these are */
     gw_rmetrics *retired_next;      /* replaced handles, kept until gw_metrics_free */
-    rmodel *models;                 /* fleet.nmodels; zeroed for a model it does not serve */
+    rmodel *models;                 /* fleet.nmodel_slots; zeroed for a model it does not serve */
     iro_series *in_flight, *pending, *prompt_tokens, *pending_tokens, *healthy, *ejected;
     iro_series *requests, *failures, *ejections;
     iro_series *predicted, *reported, *pred[3], *index_blocks, *index_capacity;
@@ -52,7 +52,7 @@ struct gw_metrics {
     iro_registry *reg;
     iro_family *requests, *ttft, *duration, *decisions, *decision_s, *errors, *prompt_tokens;
     iro_series **decision_by_policy;  /* per model: its policy's decision time */
-    _Atomic(iro_series *) *errors_by; /* (nmodels + 1) times N_ERR, made when first seen */
+    _Atomic(iro_series *) *errors_by; /* (nmodel_slots + 1) times N_ERR, made when first seen */
     mmetrics *models;
     mmetrics none; /* requests whose model is not known */
     /* the gateway's totals and the index, read when a page is written */
@@ -240,18 +240,24 @@ static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) 
                                     "tokenizer, or tokenizer_optional and it failed to load).",
                                     l),
                           name),
-            md->tok != GW_TOK_NONE);
-    if (md->tcache) cache_series(g, mm, name);
+            atomic_load(&md->tok) != GW_TOK_NONE);
+    gw_tokset *ts = gw_model_toks_take(md);
+    if (ts && ts->tcache) cache_series(g, mm, name);
+    gw_tokset_put(ts);
 }
 
 /* ---- the collect hook: what the fleet counts itself ----------------------------------------- */
 
+/* Control thread: a model's cache is its tokenizer's, which a reload may replace
+ * (the counters then start again from zero). */
 static void collect_caches(gw_metrics *m, const gw_fleet *f) {
     for (size_t i = 0; i < f->nmodels; i++) {
         mmetrics *mm = &m->models[i];
-        if (!mm->cache_held) continue;
-        irt_cache_stats st;
-        irt_cache_get_stats(f->models[i].tcache, &st);
+        if (!mm->cache_held || !atomic_load(&f->models[i].active)) continue;
+        gw_tokset *t = gw_model_toks_take(&f->models[i]);
+        irt_cache_stats st = {0};
+        if (t && t->tcache) irt_cache_get_stats(t->tcache, &st);
+        gw_tokset_put(t);
         iro_set(mm->cache_lookups[0], (double)st.hits);
         iro_set(mm->cache_lookups[1], (double)st.misses);
         iro_set(mm->cache_held, (double)st.tokens);
@@ -328,8 +334,8 @@ static int fill_rmetrics(gw_metrics *m, gw_fleet *f, const gw_replica *r, gw_rme
         x->index_capacity = iro_series_of(m->fam_rep[F_INDEX_CAPACITY], id);
     }
     for (size_t mi = 0; mi < f->nmodels; mi++) {
-        if (!gw_replica_serves(r, (uint32_t)mi)) continue;
         const gw_model *md = &f->models[mi];
+        if (!gw_replica_serves(r, (uint32_t)mi) || !atomic_load(&md->active)) continue;
         const char *name = md->cfg->name, *pol = policy_of(md);
         rmodel *rm = &x->models[mi];
         for (int k = 0; k < ST_N; k++)
@@ -356,14 +362,14 @@ int gw_metrics_replica_join(gw_app *app, gw_replica *r) {
     if (old && strcmp(old->id, r->cfg->id) == 0) {
         /* revive into a scratch set: the handles come back equal to old's */
         gw_rmetrics scratch = {0};
-        scratch.models = calloc(f->nmodels ? f->nmodels : 1, sizeof *scratch.models);
+        scratch.models = calloc(f->nmodel_slots, sizeof *scratch.models);
         if (!scratch.models) return -1;
         fill_rmetrics(m, f, r, &scratch);
         free(scratch.models);
         return 0;
     }
     gw_rmetrics *x = calloc(1, sizeof *x);
-    if (!x || !(x->models = calloc(f->nmodels ? f->nmodels : 1, sizeof *x->models))) {
+    if (!x || !(x->models = calloc(f->nmodel_slots, sizeof *x->models))) {
         free(x);
         return -1;
     }
@@ -397,6 +403,76 @@ void gw_metrics_replica_free(gw_replica *r) {
     if (!x) return;
     free(x->models);
     free(x);
+}
+
+/* ---- models that a reload adds, changes or removes (control thread) ---------------------- */
+
+/* The series a replica has for model md: written in its slot when the slot is empty
+ * and may_write (no worker can be recording there: the replica's mask does not route
+ * md to it yet), else asked again into a scratch (reviving them, writing nothing a
+ * worker may read). */
+static void join_rmodel(gw_metrics *m, const gw_model *md, gw_rmetrics *x, bool may_write) {
+    rmodel scratch, *rm = &x->models[md->index];
+    if (rm->ttft || !may_write) rm = &scratch;
+    const char *name = md->cfg->name, *pol = policy_of(md), *id = x->id;
+    for (int k = 0; k < ST_N; k++)
+        rm->status[k] = iro_series_of(m->requests, name, id, st_names[k]);
+    rm->ttft = iro_series_of(m->ttft, name, pol, id);
+    rm->duration = iro_series_of(m->duration, name, pol, id);
+    rm->decisions = iro_series_of(m->decisions, name, pol, id);
+    rm->prompt_tokens = iro_series_of(m->prompt_tokens, name, id);
+}
+
+/* The series made when first seen come back too (a model removed, then added again). */
+static void revive_lazy(gw_metrics *m, const gw_model *md) {
+    mmetrics *mm = &m->models[md->index];
+    const char *name = md->cfg->name;
+    for (int k = 0; k < ST_N; k++)
+        if (atomic_load(&mm->unrouted[k])) iro_series_of(m->requests, name, "none", st_names[k]);
+    for (int k = 0; k < N_ERR; k++)
+        if (atomic_load(&m->errors_by[md->index * N_ERR + (size_t)k]))
+            iro_series_of(m->errors, name, err_names[k]);
+}
+
+void gw_metrics_model_join(gw_app *app, const gw_model *md) {
+    gw_metrics *m = app->metrics;
+    if (!m) return;
+    /* a fresh slot: no request names the model before the list that holds it */
+    mmetrics scratch, *mm = m->models[md->index].retries ? &scratch : &m->models[md->index];
+    if (mm == &scratch) memset(&scratch, 0, sizeof scratch);
+    model_series(m, mm, md->cfg->name);
+    model_token_series(m, mm, md);
+    revive_lazy(m, md);
+    if (mm == &scratch) { /* its cache's series follow its tokenizer's (control thread only) */
+        mmetrics *real = &m->models[md->index];
+        if (real->cache_held && !scratch.cache_held) {
+            iro_series_remove(real->cache_lookups[0]);
+            iro_series_remove(real->cache_lookups[1]);
+            iro_series_remove(real->cache_held);
+            iro_series_remove(real->cache_bytes);
+        }
+        memcpy(real->cache_lookups, scratch.cache_lookups, sizeof real->cache_lookups);
+        real->cache_held = scratch.cache_held;
+        real->cache_bytes = scratch.cache_bytes;
+    }
+    if (!m->decision_by_policy[md->index])
+        m->decision_by_policy[md->index] = iro_series_of(m->decision_s, policy_of(md));
+}
+
+void gw_metrics_replica_models(gw_app *app, gw_replica *r) {
+    gw_metrics *m = app->metrics;
+    gw_rmetrics *x = r ? atomic_load(&r->metrics) : NULL;
+    if (!m || !x || !gw_replica_member(r)) return;
+    gw_fleet *f = &app->fleet;
+    for (size_t i = 0; i < f->nmodels; i++) {
+        const gw_model *md = &f->models[i];
+        if (atomic_load(&md->active) && gw_replica_cfg_serves(r->cfg, md->cfg->name))
+            join_rmodel(m, md, x, !gw_replica_serves(r, md->index));
+    }
+}
+
+void gw_metrics_model_leave(gw_app *app, const gw_model *md) {
+    if (app->metrics) iro_remove_label(app->metrics->reg, "model", md->cfg->name);
 }
 
 static void request_families(gw_metrics *m) {
@@ -433,7 +509,7 @@ int gw_metrics_init(gw_app *app) {
     if (!m) return -1;
     app->metrics = m;
     gw_fleet *f = &app->fleet;
-    size_t nm = f->nmodels ? f->nmodels : 1;
+    size_t nm = f->nmodel_slots;
     m->reg = iro_registry_new(IRO_FMT_PLAIN);
     m->models = calloc(nm, sizeof *m->models);
     m->decision_by_policy = calloc(nm, sizeof *m->decision_by_policy);
@@ -537,7 +613,7 @@ void gw_metrics_tokenized(gw_req *r) {
     mmetrics *mm = &m->models[r->model->index];
     unsigned k = (unsigned)r->prompt.state;
     if (k < GW_PREDICT_STATES) iro_inc(mm->tokenized[k], 1);
-    if (r->model->tok != GW_TOK_NONE)
+    if (atomic_load_explicit(&r->model->tok, memory_order_relaxed) != GW_TOK_NONE)
         iro_observe(mm->tokenize_s, (double)(ir_now_ns() - r->prepare_start) * 1e-9);
 }
 
@@ -569,7 +645,7 @@ static int err_reason(int status) {
 void gw_metrics_error(gw_req *r, int status) {
     gw_metrics *m = r->w->app->metrics;
     if (!m) return;
-    size_t mi = r->model ? r->model->index : r->w->app->fleet.nmodels;
+    size_t mi = r->model ? r->model->index : r->w->app->fleet.nmodel_slots;
     int k = err_reason(status);
     _Atomic(iro_series *) *slot = &m->errors_by[mi * N_ERR + (size_t)k];
     iro_series *s = atomic_load_explicit(slot, memory_order_acquire);

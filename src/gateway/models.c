@@ -70,8 +70,9 @@ static json_t *find_card(gw_cards *c, const gw_model *m) {
 int gw_cards_render(gw_cards *c, ir_buf *out) {
     json_t *list = json_array();
     pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < c->fleet->nmodels; i++) {
-        const gw_model *m = &c->fleet->models[i];
+    const gw_model_list *ml = gw_fleet_models(c->fleet);
+    for (size_t i = 0; i < ml->n; i++) {
+        const gw_model *m = ml->items[i];
         json_t *src = find_card(c, m);
         json_t *card;
         if (src) {

@@ -27,7 +27,7 @@ void gw_prompt_free(gw_prompt *p) {
 
 /* A completion's prompt through a tokenizer.json: a string (or a list of one) with
  * the special tokens the engine adds, or token ids as given. */
-static int hf_prompt_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
+static int hf_prompt_ids(const gw_tokset *m, const json_t *body, gw_prompt *p) {
     json_t *v = json_object_get(body, "prompt");
     if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)))
         v = json_array_get(v, 0);
@@ -50,7 +50,7 @@ static int hf_prompt_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
 /* A chat through the model's template, prepared as vLLM prepares it, then
  * tokenized as vLLM tokenizes chats: without adding special tokens (the
  * template wrote them) unless the body asks for add_special_tokens. */
-static int hf_chat_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
+static int hf_chat_ids(const gw_tokset *m, const json_t *body, gw_prompt *p) {
     char err[256];
     int rc = irt_chat_render(m->chat, body, &p->text, err, sizeof err);
     if (rc != IRT_OK) return rc;
@@ -59,8 +59,8 @@ static int hf_chat_ids(const gw_model *m, const json_t *body, gw_prompt *p) {
                              &p->ids);
 }
 
-static int prompt_ids(const gw_model *m, const json_t *body, bool chat, gw_prompt *p) {
-    if (m->tok == GW_TOK_SIM) {
+static int prompt_ids(const gw_tokset *m, const json_t *body, bool chat, gw_prompt *p) {
+    if (m->kind == GW_TOK_SIM) {
         const char *param, *msg;
         return irt_sim_prompt_ids(body, chat, &p->ids, &p->text, &param, &msg);
     }
@@ -89,9 +89,9 @@ static void keep_cache_salt(gw_prompt *p, const json_t *body) {
     if (p->user && !p->user_len) free(p->user), p->user = NULL;
 }
 
-void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool chat, gw_prompt *p) {
+void gw_prompt_tokenize(const gw_tokset *m, const char *body, size_t len, bool chat, gw_prompt *p) {
     memset(p, 0, sizeof *p);
-    if (m->tok == GW_TOK_NONE) return;
+    if (!m) return;
     json_error_t e;
     json_t *doc = irt_json_loads(body, len, JSON_ALLOW_NUL, &e); /* json.loads rules */
     if (!json_is_object(doc)) {
@@ -146,7 +146,7 @@ typedef struct gw_tokwork {
     uv_work_t work;
     gw_req *r;
     gw_step_fn next;
-    const gw_model *model;
+    gw_tokset *toks; /* the model's tokenizer, held until tok_done */
     char *body;
     size_t len;
     bool chat;
@@ -161,7 +161,7 @@ static void tok_work(uv_work_t *w) {
         t->prompt.state = GW_PREDICT_SLOW;
         return;
     }
-    gw_prompt_tokenize(t->model, t->body, t->len, t->chat, &t->prompt);
+    gw_prompt_tokenize(t->toks, t->body, t->len, t->chat, &t->prompt);
 }
 
 static void prepared(gw_req *r, gw_step_fn next) {
@@ -178,6 +178,7 @@ static void tok_done(uv_work_t *w, int status) {
     r->prompt = t->prompt;
     if (status) r->prompt.state = GW_PREDICT_SLOW; /* cancelled */
     gw_step_fn next = t->next;
+    gw_tokset_put(t->toks);
     free(t->body);
     free(t);
     if (!r->resp) { /* the client left while it waited: nothing more to do */
@@ -187,7 +188,7 @@ static void tok_done(uv_work_t *w, int status) {
     prepared(r, next);
 }
 
-static bool prepare_on_thread(gw_req *r, bool chat, gw_step_fn next) {
+static bool prepare_on_thread(gw_req *r, gw_tokset *toks, bool chat, gw_step_fn next) {
     gw_app *app = r->w->app;
     if (atomic_fetch_add_explicit(&app->stats.tokenize_queued, 1, memory_order_relaxed) >=
         app->cfg.tokenizer.max_queue) {
@@ -206,7 +207,7 @@ static bool prepare_on_thread(gw_req *r, bool chat, gw_step_fn next) {
     memcpy(copy, r->body, r->body_len);
     *t = (gw_tokwork){.r = r,
                       .next = next,
-                      .model = r->model,
+                      .toks = toks,
                       .body = copy,
                       .len = r->body_len,
                       .chat = chat,
@@ -230,28 +231,33 @@ const char *gw_predict_state_name(gw_predict_state s) {
     return (unsigned)s < GW_PREDICT_STATES ? names[s] : "unavailable";
 }
 
-bool gw_prompt_too_large(const gw_app *app, const gw_model *m, size_t len) {
-    return m->tok == GW_TOK_HF && len > app->cfg.tokenizer.max_body_bytes;
+bool gw_prompt_too_large(const gw_app *app, const gw_tokset *t, size_t len) {
+    return t && t->kind == GW_TOK_HF && len > app->cfg.tokenizer.max_body_bytes;
 }
 
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {
     r->prepare_start = ir_now_ns();
     bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
-    if (gw_prompt_too_large(r->w->app, r->model, r->body_len)) {
+    /* the model's tokenizer now: a reload may replace it, this request keeps it */
+    gw_tokset *toks = gw_model_toks_take(r->model);
+    if (gw_prompt_too_large(r->w->app, toks, r->body_len)) {
+        gw_tokset_put(toks);
         memset(&r->prompt, 0, sizeof r->prompt);
         r->prompt.state = GW_PREDICT_TOO_LARGE; /* its tokens would come too late to help */
         prepared(r, next);
         return;
     }
     /* builtin:sim costs less than a hop to a thread: it always stays on the loop */
-    if (r->model->tok == GW_TOK_HF && r->body_len > GW_TOKENIZE_INLINE) {
-        if (prepare_on_thread(r, chat, next)) return;
+    if (toks && toks->kind == GW_TOK_HF && r->body_len > GW_TOKENIZE_INLINE) {
+        if (prepare_on_thread(r, toks, chat, next)) return;
         if (r->prompt.state == GW_PREDICT_BUSY) {
+            gw_tokset_put(toks);
             prepared(r, next);
             return;
         }
     }
-    gw_prompt_tokenize(r->model, r->body, r->body_len, chat, &r->prompt);
+    gw_prompt_tokenize(toks, r->body, r->body_len, chat, &r->prompt);
+    gw_tokset_put(toks);
     prepared(r, next);
 }
 

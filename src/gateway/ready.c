@@ -11,17 +11,18 @@ bool gw_app_ready(gw_app *app, uint64_t now, ir_buf *why) {
     }
     bool ready = true;
     const gw_fleet *f = &app->fleet;
-    for (size_t m = 0; m < f->nmodels; m++) {
+    const gw_model_list *ml = gw_fleet_models(f);
+    for (size_t m = 0; m < ml->n; m++) {
         bool any = false;
         for (size_t i = 0; i < f->nreplicas && !any; i++)
-            any = gw_replica_serves(&f->replicas[i], (uint32_t)m) &&
+            any = gw_replica_serves(&f->replicas[i], ml->items[m]->index) &&
                   gw_replica_available(&f->replicas[i], now);
         if (any) continue;
         if (why) {
             ir_buf_append_str(why, ready ? "{\"ready\":false,\"reason\":\"no healthy replica\","
                                            "\"models\":["
                                          : ",");
-            const char *name = f->models[m].cfg->name;
+            const char *name = ml->items[m]->cfg->name;
             ir_json_append_string(why, name, strlen(name));
         }
         ready = false;
@@ -70,10 +71,11 @@ static void state_replica(gw_app *app, gw_replica *r, uint64_t now, ir_buf *o) {
     json_str(o, r->cfg->url);
     ir_buf_append_lit(o, ",\"models\":[");
     bool first = true;
-    for (size_t m = 0; m < app->fleet.nmodels; m++) {
-        if (!gw_replica_serves(r, (uint32_t)m)) continue;
+    const gw_model_list *ml = gw_fleet_models(&app->fleet);
+    for (size_t m = 0; m < ml->n; m++) {
+        if (!gw_replica_serves(r, ml->items[m]->index)) continue;
         if (!first) ir_buf_append_lit(o, ",");
-        json_str(o, app->fleet.models[m].cfg->name);
+        json_str(o, ml->items[m]->cfg->name);
         first = false;
     }
     uint64_t until = atomic_load(&r->ejected_until);
@@ -107,9 +109,10 @@ void gw_state_render(gw_app *app, ir_buf *o) {
                    ir_wall_time() * 1000, atomic_load(&app->stopping) ? "true" : "false",
                    gw_app_ready(app, now, NULL) ? "true" : "false", app->nworkers);
     ir_buf_append_lit(o, ",\"models\":[");
-    for (size_t m = 0; m < app->fleet.nmodels; m++) {
+    const gw_model_list *ml = gw_fleet_models(&app->fleet);
+    for (size_t m = 0; m < ml->n; m++) {
         if (m) ir_buf_append_lit(o, ",");
-        state_model(app, &app->fleet.models[m], o);
+        state_model(app, ml->items[m], o);
     }
     ir_buf_append_lit(o, "],\"replicas\":[");
     bool first = true;

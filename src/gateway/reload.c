@@ -1,7 +1,16 @@
 /* reload.c: SIGHUP rereads the config file and applies what can change while
  * requests run. The new settings are published as a whole (gw_fleet.cfg, replica
- * and model cfg pointers, model policies); nothing they replace is freed before
- * exit, so a request that started under the old ones finishes under them. */
+ * and model cfg pointers, model policies, the model list); nothing they replace is
+ * freed before exit, so a request that started under the old ones finishes under
+ * them. The exception is a model's tokenizer, which can be large: a replaced one is
+ * freed once no request holds it (fleet.c, gw_fleet_sweep).
+ *
+ * Models are matched by name: one that stays keeps its slot (its index in replicas'
+ * model masks, its metric series, its policy unless that changed), one that is new
+ * takes a fresh slot, one that left keeps its slot, unlisted (its requests finish;
+ * new ones get a 404), and gets it back if a later reload names it again. Every
+ * tokenizer that changed is loaded before anything is applied: one that fails
+ * refuses the whole file. */
 #include "gateway/gateway.h"
 
 #include <jansson.h>
@@ -15,6 +24,7 @@ typedef struct gw_retired {
     gw_config *loaded, *live;
     irp_policy **policies;
     size_t npolicies;
+    gw_discovery *disc; /* the discovery it replaced (stopped) */
     struct gw_retired *next;
 } gw_retired;
 
@@ -31,14 +41,18 @@ static bool strlist_differs(const ir_cfg_strlist *a, const ir_cfg_strlist *b) {
 
 /* ---- keys that need a restart ---------------------------------------------------------- */
 
-static bool models_differ(const gw_config *a, const gw_config *b) {
-    if (a->models.n != b->models.n) return true;
-    const gw_model_cfg *x = a->models.items, *y = b->models.items;
-    for (size_t i = 0; i < a->models.n; i++)
-        if (str_differs(x[i].name, y[i].name) || str_differs(x[i].tokenizer, y[i].tokenizer) ||
-            x[i].tokenizer_optional != y[i].tokenizer_optional)
-            return true;
-    return false;
+static bool json_differs(const json_t *a, const json_t *b) {
+    size_t na = a ? json_object_size(a) : 0, nb = b ? json_object_size(b) : 0;
+    return na != nb || (na && !json_equal(a, b));
+}
+
+/* Whether a model's tokenizer must load again. */
+static bool toks_differ(const gw_model_cfg *a, const gw_model_cfg *b) {
+    return str_differs(a->tokenizer, b->tokenizer) ||
+           a->tokenizer_optional != b->tokenizer_optional ||
+           str_differs(a->chat_template, b->chat_template) ||
+           str_differs(a->chat_template_content_format, b->chat_template_content_format) ||
+           json_differs(a->chat_template_kwargs.obj, b->chat_template_kwargs.obj);
 }
 
 static bool discovery_differs(const gw_config *a, const gw_config *b) {
@@ -85,13 +99,11 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
         {"index.block_size", o->index.block_size != n->index.block_size},
         {"index.default_capacity_blocks",
          o->index.default_capacity_blocks != n->index.default_capacity_blocks},
-        {"models (names, order, tokenizers)", models_differ(o, n)},
         {"tokenizer.workers", o->tokenizer.workers != n->tokenizer.workers},
         {"tokenizer.max_wait", o->tokenizer.max_wait_ns != n->tokenizer.max_wait_ns},
         {"tokenizer.max_queue", o->tokenizer.max_queue != n->tokenizer.max_queue},
         {"tokenizer.cache_tokens", o->tokenizer.cache_tokens != n->tokenizer.cache_tokens},
         {"tokenizer.max_body_bytes", o->tokenizer.max_body_bytes != n->tokenizer.max_body_bytes},
-        {"discovery", discovery_differs(o, n)},
         {"observability.otlp_endpoint",
          str_differs(o->observability.otlp_endpoint, n->observability.otlp_endpoint)},
         {"observability.trace_sample_ratio",
@@ -111,7 +123,8 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
 static void merge(gw_config *live, const gw_config *o, const gw_config *n) {
     *live = *o;
     live->replicas = n->replicas;
-    if (!models_differ(o, n)) live->models = n->models;
+    live->models = n->models;
+    live->discovery = n->discovery;
     live->routing = n->routing;
     live->retry = n->retry;
     live->health = n->health;
@@ -144,9 +157,7 @@ static int find_member(const gw_fleet *f, const char *id) {
 }
 
 static bool headers_differ(const gw_replica_cfg *a, const gw_replica_cfg *b) {
-    json_t *x = a->headers.obj, *y = b->headers.obj;
-    size_t nx = x ? json_object_size(x) : 0, ny = y ? json_object_size(y) : 0;
-    return nx != ny || (nx && !json_equal(x, y));
+    return json_differs(a->headers.obj, b->headers.obj);
 }
 
 typedef struct counts {
@@ -173,8 +184,7 @@ static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, 
     if (strlist_differs(&o->models, &c->models) || o->max_concurrency != c->max_concurrency ||
         o->max_pending != c->max_pending || cap_changed)
         n->updated++;
-    r->cfg = c;
-    gw_replica_models(f, r);
+    r->cfg = c; /* its model_mask follows in publish_models, after its metric series */
     if (cap_changed) {
         int64_t cap = c->kv_capacity_blocks > 0 ? c->kv_capacity_blocks
                                                 : f->cfg->index.default_capacity_blocks;
@@ -218,34 +228,165 @@ static bool routing_differs(const gw_routing_cfg *a, const gw_routing_cfg *b) {
                b->sglang_cache_aware.balance_rel_threshold;
 }
 
-/* New policies for the models whose policy or routing knobs changed; the replaced
- * ones go to ret (requests that chose with them release with them). */
-static size_t apply_models(gw_fleet *f, const gw_config *o, const gw_config *live,
-                           gw_retired *ret) {
-    if (live->models.items == o->models.items) return 0; /* the model list needs a restart */
-    bool routing = routing_differs(&o->routing, &live->routing);
-    const gw_model_cfg *mc = live->models.items;
-    size_t changed = 0;
-    ret->policies = calloc(f->nmodels ? f->nmodels : 1, sizeof *ret->policies);
-    for (size_t i = 0; i < f->nmodels; i++) {
-        gw_model *m = &f->models[i];
-        const char *was = m->cfg->policy ? m->cfg->policy : o->routing.default_policy;
-        const char *now = mc[i].policy ? mc[i].policy : live->routing.default_policy;
-        m->cfg = &mc[i];
-        if (!routing && strcmp(was, now) == 0) continue;
-        irp_config pc;
-        gw_policy_config(&live->routing, &pc);
-        irp_policy *p = irp_policy_new(now, &pc);
-        if (!p || !ret->policies) {
-            irp_policy_free(p);
-            IR_WARN("reload", "models[%zu]: cannot make policy %s; keeping %s", i, now, was);
-            continue;
-        }
-        ret->policies[ret->npolicies++] = m->policy;
-        m->policy = p;
-        changed++;
+/* What the new file makes of each of its models, decided (and its tokenizer
+ * loaded) before anything changes. */
+typedef struct model_plan {
+    gw_model *slot;
+    bool fresh, back; /* a slot never used; a slot whose model a reload removed */
+    bool retok;       /* toks replaces the model's tokenizer */
+    gw_tokset *toks;
+    irp_policy *policy; /* replaces the model's policy, or NULL */
+} model_plan;
+
+typedef struct mcounts {
+    size_t added, removed, retok, policies;
+} mcounts;
+
+static gw_model *slot_named(gw_fleet *f, const char *name) {
+    for (size_t i = 0; i < f->nmodels; i++)
+        if (strcmp(f->models[i].cfg->name, name) == 0) return &f->models[i];
+    return NULL;
+}
+
+static const char *policy_name(const gw_model_cfg *c, const gw_config *cfg) {
+    return c->policy ? c->policy : cfg->routing.default_policy;
+}
+
+static void plan_free(model_plan *plan, size_t n) {
+    for (size_t i = 0; plan && i < n; i++) {
+        gw_tokset_free(plan[i].toks);
+        irp_policy_free(plan[i].policy);
     }
-    return changed;
+    free(plan);
+}
+
+/* models[i]: its slot, its tokenizer if that changed, its policy if that changed. */
+static int plan_model(gw_fleet *f, const gw_config *o, const gw_config *n, size_t i, size_t *next,
+                      model_plan *p, ir_cfg_errors *errs) {
+    const gw_model_cfg *c = &((const gw_model_cfg *)n->models.items)[i];
+    p->slot = slot_named(f, c->name);
+    if (!p->slot) {
+        if (*next >= f->nmodel_slots) {
+            ir_cfg_errors_add(errs,
+                              "models[%zu].name: no room for another model (%zu slots); "
+                              "restart to add it",
+                              i, f->nmodel_slots);
+            return -1;
+        }
+        p->slot = &f->models[(*next)++];
+        p->fresh = true;
+    }
+    p->back = !p->fresh && !atomic_load(&p->slot->active);
+    const gw_model_cfg *was = p->fresh ? NULL : p->slot->cfg;
+    p->retok = !was || p->back || toks_differ(was, c);
+    char err[800];
+    /* tokenizer.* keeps its running value: the cache is sized as at start */
+    if (p->retok && gw_tokset_load(c, i, o->tokenizer.cache_tokens, &p->toks, err, sizeof err)) {
+        ir_cfg_errors_add(errs, "%s", err);
+        return -1;
+    }
+    if (was && !p->back && !routing_differs(&o->routing, &n->routing) &&
+        strcmp(policy_name(was, o), policy_name(c, n)) == 0)
+        return 0;
+    irp_config pc;
+    gw_policy_config(&n->routing, &pc);
+    if (!(p->policy = irp_policy_new(policy_name(c, n), &pc))) {
+        ir_cfg_errors_add(errs, "models[%zu].policy: out of memory", i);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every model of the new file planned, or NULL with the problems in errs. */
+static model_plan *plan_models(gw_fleet *f, const gw_config *o, const gw_config *n,
+                               ir_cfg_errors *errs) {
+    model_plan *plan = calloc(n->models.n + 1, sizeof *plan);
+    if (!plan) {
+        ir_cfg_errors_add(errs, "models: out of memory");
+        return NULL;
+    }
+    size_t next = f->nmodels;
+    for (size_t i = 0; i < n->models.n; i++)
+        if (plan_model(f, o, n, i, &next, &plan[i], errs)) {
+            plan_free(plan, n->models.n);
+            return NULL;
+        }
+    return plan;
+}
+
+static bool planned(const model_plan *plan, size_t n, const gw_model *m) {
+    for (size_t i = 0; i < n; i++)
+        if (plan[i].slot == m) return true;
+    return false;
+}
+
+/* The models of live take their slots (their settings, policies and tokenizers);
+ * those it no longer names leave the list. The replaced policies go to ret
+ * (requests that chose with them release with them). */
+static void apply_models(gw_fleet *f, const gw_config *live, model_plan *plan, gw_retired *ret,
+                         mcounts *k) {
+    const gw_model_cfg *mc = live->models.items;
+    size_t nm = live->models.n;
+    for (size_t i = 0; i < f->nmodels; i++) { /* who left */
+        gw_model *m = &f->models[i];
+        if (!atomic_load(&m->active) || planned(plan, nm, m)) continue;
+        atomic_store(&m->active, 0);
+        gw_model_set_toks(f, m, NULL);
+        k->removed++;
+    }
+    for (size_t i = 0; i < nm; i++) {
+        model_plan *p = &plan[i];
+        gw_model *m = p->slot;
+        atomic_store(&m->cfg, &mc[i]);
+        if (p->policy) {
+            irp_policy *old = atomic_exchange(&m->policy, p->policy);
+            if (old) ret->policies[ret->npolicies++] = old;
+            if (!p->fresh) k->policies++;
+            p->policy = NULL;
+        }
+        if (p->retok) {
+            gw_model_set_toks(f, m, p->toks);
+            p->toks = NULL;
+            k->retok += !p->fresh && !p->back;
+        }
+        if (p->fresh) atomic_store(&f->nmodels, (size_t)m->index + 1);
+        atomic_store(&m->active, 1);
+        k->added += p->fresh || p->back;
+    }
+}
+
+/* The metric series of the models that came or went; every member's series for the
+ * models its settings now name, then its model mask (names may map to new slots);
+ * then the new list. */
+static void publish_models(gw_app *app, gw_model_list *list, const model_plan *plan, size_t nm) {
+    gw_fleet *f = &app->fleet;
+    for (size_t i = 0; i < nm; i++) {
+        list->items[list->n++] = plan[i].slot;
+        if (plan[i].fresh || plan[i].back || plan[i].retok)
+            gw_metrics_model_join(app, plan[i].slot);
+    }
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        gw_replica *r = &f->replicas[i];
+        if (!gw_replica_member(r)) continue;
+        gw_metrics_replica_models(app, r);
+        gw_replica_models(f, r);
+    }
+    for (size_t i = 0; i < f->nmodels; i++)
+        if (!atomic_load(&f->models[i].active)) gw_metrics_model_leave(app, &f->models[i]);
+    gw_fleet_set_models(f, list);
+}
+
+/* ---- discovery ------------------------------------------------------------------------------ */
+
+/* The new discovery takes over from the running one (which stops); returns the old
+ * one, to free at exit. */
+static gw_discovery *apply_discovery(gw_app *app, gw_discovery *d) {
+    gw_discovery *old = app->disc;
+    gw_discovery_adopt(d, old);
+    gw_discovery_stop(old);
+    if (d) gw_discovery_start(d);
+    app->disc = d;
+    return old;
 }
 
 /* ---- the reload ----------------------------------------------------------------------------- */
@@ -256,23 +397,65 @@ static void refused(const char *path, ir_cfg_errors *errs) {
              path, errs->n, errs->n == 1 ? "" : "s");
 }
 
-int gw_reload(gw_app *app, const char *path) {
+/* The new discovery when the file changes it (*changed), with its channel set up
+ * (the new nameservers); -1 with the problem in errs. */
+static int plan_discovery(gw_app *app, const gw_config *n, bool *changed, gw_discovery **out,
+                          ir_cfg_errors *errs) {
+    *out = NULL;
+    *changed = discovery_differs(gw_live(app), n);
+    if (!*changed || n->discovery.dns.n == 0) return 0;
+    char err[512];
+    *out = gw_discovery_new(app, &n->discovery, uv_default_loop(), err, sizeof err);
+    if (!*out) ir_cfg_errors_add(errs, "%s", err);
+    return *out ? 0 : -1;
+}
+
+/* What a reload makes before it changes anything. */
+typedef struct reload_plan {
+    model_plan *models;
+    bool disc_changed;
+    gw_discovery *disc; /* NULL: none (or unchanged) */
+} reload_plan;
+
+/* The file, loaded and checked, its models and discovery planned; NULL when refused
+ * (logged). */
+static ir_cfg *load_file(gw_app *app, const char *path, gw_config *loaded, reload_plan *plan) {
     ir_cfg_errors errs = {0};
+    ir_cfg *owner = gw_config_load(path, loaded, &errs);
+    if (owner && !(plan->models = plan_models(&app->fleet, gw_live(app), loaded, &errs))) {
+        ir_cfg_free(owner);
+        owner = NULL;
+    }
+    if (owner && plan_discovery(app, loaded, &plan->disc_changed, &plan->disc, &errs)) {
+        plan_free(plan->models, loaded->models.n);
+        plan->models = NULL;
+        ir_cfg_free(owner);
+        owner = NULL;
+    }
+    if (!owner) refused(path, &errs);
+    ir_cfg_errors_free(&errs);
+    return owner;
+}
+
+int gw_reload(gw_app *app, const char *path) {
     gw_retired *ret = calloc(1, sizeof *ret);
     gw_config *loaded = calloc(1, sizeof *loaded), *live = calloc(1, sizeof *live);
-    if (!ret || !loaded || !live) {
-        IR_ERROR("reload", "out of memory: the running configuration is kept");
-        free(ret), free(loaded), free(live);
+    reload_plan rp = {0};
+    ir_cfg *owner = ret && loaded && live ? load_file(app, path, loaded, &rp) : NULL;
+    model_plan *plan = rp.models;
+    size_t nm = owner ? loaded->models.n : 0;
+    gw_model_list *list = owner ? calloc(1, sizeof *list + (nm + 1) * sizeof list->items[0]) : NULL;
+    if (owner && list) ret->policies = calloc(nm + 1, sizeof *ret->policies);
+    if (!owner || !list || !ret->policies) {
+        if (owner) IR_ERROR("reload", "out of memory: the running configuration is kept");
+        plan_free(plan, nm);
+        gw_discovery_stop(rp.disc);
+        gw_discovery_free(rp.disc); /* never started: no handle to wait for */
+        ir_cfg_free(owner);
+        if (ret) free(ret->policies);
+        free(list), free(ret), free(loaded), free(live);
         return -1;
     }
-    ir_cfg *owner = gw_config_load(path, loaded, &errs);
-    if (!owner) {
-        refused(path, &errs);
-        ir_cfg_errors_free(&errs);
-        free(ret), free(loaded), free(live);
-        return -1;
-    }
-    ir_cfg_errors_free(&errs);
     gw_fleet *f = &app->fleet;
     const gw_config *o = gw_live(app);
     size_t restart = warn_restart_keys(o, loaded);
@@ -280,8 +463,13 @@ int gw_reload(gw_app *app, const char *path) {
     /* The new settings first, then what points into them. */
     atomic_store_explicit(&f->cfg, live, memory_order_release);
     counts k = {0};
+    mcounts mk = {0};
+    apply_models(f, live, plan, ret, &mk);
     apply_replicas(f, live, &k);
-    size_t policies = apply_models(f, o, live, ret);
+    publish_models(app, list, plan, nm);
+    plan_free(plan, nm);
+    if (rp.disc_changed) ret->disc = apply_discovery(app, rp.disc);
+    gw_fleet_sweep(f);
     ir_log_level lvl = IR_LOG_INFO;
     if (ir_log_parse_level(live->logging.level, &lvl) == 0) ir_log_set_level(lvl);
     *ret = (gw_retired){.owner = owner,
@@ -289,12 +477,15 @@ int gw_reload(gw_app *app, const char *path) {
                         .live = live,
                         .policies = ret->policies,
                         .npolicies = ret->npolicies,
+                        .disc = ret->disc,
                         .next = app->retired};
     app->retired = ret;
     IR_INFO("reload",
             "%s: applied: replicas %zu added, %zu removed, %zu replaced, %zu updated; %zu "
-            "policies renewed; %zu keys need a restart",
-            path, k.added, k.removed, k.replaced, k.updated, policies, restart);
+            "policies renewed; %zu keys need a restart; models %zu added, %zu removed, %zu "
+            "tokenizers reloaded; discovery %s",
+            path, k.added, k.removed, k.replaced, k.updated, mk.policies, restart, mk.added,
+            mk.removed, mk.retok, rp.disc_changed ? "renewed" : "unchanged");
     return 0;
 }
 
@@ -304,6 +495,7 @@ void gw_reload_free(gw_app *app) {
         app->retired = r->next;
         for (size_t i = 0; i < r->npolicies; i++) irp_policy_free(r->policies[i]);
         free(r->policies);
+        gw_discovery_free(r->disc);
         ir_cfg_free(r->owner);
         free(r->loaded);
         free(r->live);

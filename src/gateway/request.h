@@ -106,10 +106,11 @@ typedef struct gw_prompt {
 /* Stages 3 to 5 as pure steps on a body (the request's stages and /admin/explain
  * both use them). tokenize fills p (state NONE when m has no tokenizer); hash and
  * match do nothing unless the state is OK. gw_prompt_free frees what they made. */
-void gw_prompt_tokenize(const gw_model *m, const char *body, size_t len, bool chat, gw_prompt *p);
-/* Whether a body of len bytes is too large to predict for m (a tokenizer.json
- * model, over tokenizer.max_body_bytes): it routes as GW_PREDICT_TOO_LARGE. */
-bool gw_prompt_too_large(const gw_app *app, const gw_model *m, size_t len);
+/* t: the model's tokenizer (gw_model_toks_take), NULL when it has none. */
+void gw_prompt_tokenize(const gw_tokset *t, const char *body, size_t len, bool chat, gw_prompt *p);
+/* Whether a body of len bytes is too large to predict with t (a tokenizer.json,
+ * over tokenizer.max_body_bytes): it routes as GW_PREDICT_TOO_LARGE. */
+bool gw_prompt_too_large(const gw_app *app, const gw_tokset *t, size_t len);
 void gw_prompt_hash(const gw_fleet *f, const gw_model *m, gw_prompt *p);
 void gw_prompt_match(const gw_fleet *f, gw_prompt *p);
 void gw_prompt_free(gw_prompt *p);

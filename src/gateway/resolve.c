@@ -55,11 +55,12 @@ void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolu
         by_name(f, body, o);
     } else if (!o->found || is_null(body, &o->span)) {
         /* absent or null: the only model, when there is one */
-        if (f->nmodels != 1) {
+        const gw_model_list *ml = gw_fleet_models(f);
+        if (ml->n != 1) {
             fail(o, 400, "`model` is required: this gateway serves several models.");
             return;
         }
-        o->model = &f->models[0];
+        o->model = ml->items[0];
         o->rewrite = true;
     } else {
         fail(o, 400, "`model` must be a string.");

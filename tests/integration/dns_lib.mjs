@@ -30,8 +30,11 @@ function stopper(child) {
 }
 
 // Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...]; ttl:
-// the TTL of its answers, in seconds. Resolves to {port, setHosts(hosts), stop()}.
-export async function startDns(hosts, srv = [], { ttl = 0 } = {}) {
+// the TTL of its answers from hosts and srv (--local-ttl), in seconds; port: the
+// one to use (tried for a few seconds, for a restart on the same port), else a
+// free one; args: more dnsmasq options (--host-record=NAME,IP,TTL, say).
+// Resolves to {port, setHosts(hosts), stop()}.
+export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args: more = [] } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ir-dns-'));
   const hdir = path.join(dir, 'hosts');
   fs.mkdirSync(hdir);
@@ -46,10 +49,10 @@ export async function startDns(hosts, srv = [], { ttl = 0 } = {}) {
   };
   setHosts(hosts);
   for (let tries = 0; tries < 20; tries++) {
-    const port = randomPort();
+    const port = fixed || randomPort();
     const args = ['-k', '--conf-file=/dev/null', '--no-resolv', '--no-hosts', `--port=${port}`,
       '--listen-address=127.0.0.1', '--bind-interfaces', `--hostsdir=${hdir}`, `--local-ttl=${ttl}`,
-      '--pid-file=', '--user=', '--log-facility=-', ...srv.map(([s, t, p]) => `--srv-host=${s},${t},${p}`)];
+      '--pid-file=', '--user=', '--log-facility=-', ...srv.map(([s, t, p]) => `--srv-host=${s},${t},${p}`), ...more];
     const child = spawn(DNSMASQ, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children.add(child);
     let log = '';
@@ -64,7 +67,10 @@ export async function startDns(hosts, srv = [], { ttl = 0 } = {}) {
     }
     if (!up) {
       child.kill('SIGKILL');
-      if (/in use/i.test(log)) continue;
+      if (/in use/i.test(log)) {
+        if (fixed) await sleep(250);
+        continue;
+      }
       throw new Error(`dnsmasq did not start:\n${log}`);
     }
     const stop = stopper(child);

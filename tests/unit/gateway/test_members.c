@@ -104,6 +104,15 @@ static void join_leave_rejoin(void **state) {
     assert_int_equal(gw_fleet_join(&e.f, "g-127.0.0.3-8000", "http://127.0.0.3:8000", &e.tmpl), b);
     assert_true(gw_replica_member(&e.f.replicas[b]));
     assert_int_equal(candidates(&e), 3);
+    /* the same id under another base path (a reload changed its group's url): a new
+     * slot with the new url, the old one left to finish */
+    gw_fleet_leave(&e.f, (uint32_t)b);
+    int d = gw_fleet_join(&e.f, "g-127.0.0.3-8000", "http://127.0.0.3:8000/v2", &e.tmpl);
+    assert_true(d >= 0 && d != b);
+    assert_string_equal(e.f.replicas[d].url.path, "/v2");
+    assert_false(gw_replica_member(&e.f.replicas[b]));
+    assert_int_equal(gw_fleet_join(&e.f, "g-127.0.0.3-8000", "http://127.0.0.3:8000/v2", &e.tmpl),
+                     d);
     assert_int_equal(other_calls, hook_joined + hook_left);
     /* one that stops listening is told nothing more */
     gw_fleet_unlisten(&e.f, on_other, &e);

@@ -14,13 +14,14 @@
 static void hash_body(const char *salt_json, gw_prompt *p) {
     static gw_model_cfg mc = {.name = "m"};
     gw_model m = {.cfg = &mc, .tok = GW_TOK_SIM};
+    gw_tokset sim = {.kind = GW_TOK_SIM};
     gw_fleet f = {.block_size = 4};
     char body[512];
     snprintf(body, sizeof body,
              "{\"model\":\"m\",%s\"prompt\":\"one two three four five six seven eight nine ten "
              "eleven twelve thirteen fourteen fifteen sixteen\"}",
              salt_json);
-    gw_prompt_tokenize(&m, body, strlen(body), false, p);
+    gw_prompt_tokenize(&sim, body, strlen(body), false, p);
     assert_int_equal(p->state, GW_PREDICT_OK);
     gw_prompt_hash(&f, &m, p);
     assert_true(p->nhashes >= 2);

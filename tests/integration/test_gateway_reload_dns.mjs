@@ -1,0 +1,117 @@
+// SIGHUP reload of discovery, against real dnsmasq servers on loopback: a group
+// added resolves at once, a group kept keeps its members (a stream on one runs on)
+// and takes its new models in place, a group removed loses its members, and new
+// discovery.nameservers are asked from then on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { startGateway, sleep, sseData } from './lib.mjs';
+import { startDns, startSimsAt } from './dns_lib.mjs';
+
+async function until(what, cond, ms = 20000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(25);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function members(gw) {
+  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
+  return s.replicas.map((r) => r.id).sort();
+}
+
+const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
+  method: 'POST', body: JSON.stringify({ model, prompt: 'hello', max_tokens: 2, ...extra }),
+});
+
+async function routedTo(gw, model, n = 8) {
+  const seen = new Set();
+  for (let i = 0; i < n; i++) {
+    const r = await post(gw, model);
+    assert.equal(r.status, 200, await r.text());
+    seen.add(r.headers.get('x-inferrail-replica'));
+  }
+  return [...seen].sort();
+}
+
+function rewrite(gw, change) {
+  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  change(cfg);
+  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
+}
+
+async function reload(gw, marker) {
+  const before = gw.log.text.split(marker).length;
+  gw.child.kill('SIGHUP');
+  await until(`"${marker}" in the log`, () => gw.log.text.split(marker).length > before);
+}
+
+test('SIGHUP changes DNS groups and nameservers without dropping a stream', { timeout: 120000 }, async () => {
+  const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+  const { port, sims } = await startSimsAt(hosts, ['--served-model-name', 'inferrail/sim-8b', 'm2',
+    '--decode-token-ms', '20', '--prefill-fixed-ms', '0']);
+  const ns1 = await startDns({ 'a.test': ['127.0.0.2'], 'b.test': ['127.0.0.3', '127.0.0.4'], 'm5.test': ['127.0.0.5'] },
+    [['_http._tcp.srv.test', 'm5.test', port]]);
+  const ns2 = await startDns({ 'a.test': ['127.0.0.4'], 'm5.test': ['127.0.0.5'] }, [['_http._tcp.srv.test', 'm5.test', port]]);
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: {
+      nameservers: [`127.0.0.1:${ns1.port}`],
+      dns: [{ name: 'a', url: `http://a.test:${port}`, refresh: '100ms' }],
+    },
+    health: { interval: '100ms', timeout: '1s' },
+  });
+  const id = (g, ip, p = port) => `${g}-${ip}-${p}`;
+  try {
+    assert.deepEqual(await members(gw), [id('a', '127.0.0.2')]);
+    // A stream on a's member that runs across the reloads (60 tokens at 20 ms).
+    const stream = post(gw, 'inferrail/sim-8b', { max_tokens: 60, stream: true })
+      .then(async (r) => ({ status: r.status, replica: r.headers.get('x-inferrail-replica'), text: await r.text() }));
+    await sleep(200);
+
+    // Group b joins; group a now serves only the new model m2 (its member stays).
+    rewrite(gw, (c) => {
+      c.models.push({ name: 'm2' });
+      c.discovery.dns[0].models = ['m2'];
+      c.discovery.dns.push({ name: 'b', url: `http://b.test:${port}`, refresh: '100ms', models: ['inferrail/sim-8b'] });
+    });
+    await reload(gw, 'reload: ');
+    assert.match(gw.log.text, /models 1 added, 0 removed, 0 tokenizers reloaded; discovery renewed/);
+    const all = [id('a', '127.0.0.2'), id('b', '127.0.0.3'), id('b', '127.0.0.4')];
+    await until('group b', async () => (await members(gw)).join() === all.join());
+    assert.doesNotMatch(gw.log.text, /replica a-127\.0\.0\.2-\d+ left/);
+    assert.deepEqual(await routedTo(gw, 'm2'), [id('a', '127.0.0.2')]);
+    // The kept member got series for the model its group took in the same reload.
+    const m2 = new RegExp(`^inferrail_requests_total\\{model="m2",replica="${id('a', '127.0.0.2')}",status="2xx"\\} (\\d+)$`, 'm');
+    assert.equal(Number(m2.exec(await (await fetch(`${gw.admin}/metrics`)).text())?.[1]), 8);
+    assert.deepEqual(await routedTo(gw, 'inferrail/sim-8b'), [id('b', '127.0.0.3'), id('b', '127.0.0.4')]);
+
+    // Group b leaves, an SRV group joins, and a is now looked up on ns2 (.4, not .2).
+    rewrite(gw, (c) => {
+      c.discovery.nameservers = [`127.0.0.1:${ns2.port}`];
+      c.discovery.dns = [
+        { name: 'a', url: `http://a.test:${port}`, refresh: '100ms' },
+        { name: 'srv', url: 'http://_http._tcp.srv.test:1', srv: true, refresh: '100ms' },
+      ];
+    });
+    await reload(gw, 'reload: ');
+    const now = [id('a', '127.0.0.4'), id('srv', '127.0.0.5')];
+    await until('ns2\'s answers', async () => (await members(gw)).join() === now.join());
+    assert.match(gw.log.text, /group b: replica b-127\.0\.0\.3-\d+ left \(the group changed\)/);
+    assert.deepEqual(await routedTo(gw, 'm2'), now);
+    const page = await (await fetch(`${gw.admin}/metrics`)).text();
+    assert.doesNotMatch(page, /replica="b-/);
+
+    const s = await stream;
+    assert.equal(s.status, 200);
+    assert.equal(s.replica, id('a', '127.0.0.2'));
+    assert.equal(sseData(s.text).at(-1), '[DONE]', s.text.slice(-300));
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+    await ns1.stop();
+    await ns2.stop();
+  }
+});

@@ -1,0 +1,139 @@
+// SIGHUP reload of the model list: a model added takes requests at once, one
+// removed finishes the stream it runs and then answers 404 like any unknown model,
+// the order and aliases follow the file, a changed tokenizer changes the prompt
+// token count, a tokenizer that cannot load refuses the whole file (naming the key)
+// and the running models stay, and a removed model that comes back works again.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { ROOT, startSim, startGateway, sleep, sseData } from './lib.mjs';
+
+const require = createRequire(path.join(ROOT, 'tests', 'package.json'));
+const { Tokenizer } = require('@anush008/tokenizers');
+const LLAMA2 = path.join(ROOT, 'tests', 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
+const PROMPT = 'The quick brown fox jumps over the lazy dog, then reloads its configuration.';
+
+async function until(what, cond, ms = 20000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(20);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
+  method: 'POST', body: JSON.stringify({ model, prompt: PROMPT, max_tokens: 2, ...extra }),
+});
+
+async function promptTokens(gw, model) {
+  const r = await post(gw, model);
+  assert.equal(r.status, 200, await r.text());
+  return Number(r.headers.get('x-inferrail-prompt-tokens'));
+}
+
+async function notFound(gw, model) {
+  const r = await post(gw, model);
+  assert.equal(r.status, 404);
+  const e = (await r.json()).error;
+  assert.equal(e.type, 'NotFoundError');
+  assert.equal(e.message, `The model \`${model}\` does not exist.`);
+}
+
+function rewrite(gw, change) {
+  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  change(cfg);
+  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
+}
+
+async function reload(gw, marker) {
+  const before = gw.log.text.split(marker).length;
+  gw.child.kill('SIGHUP');
+  await until(`"${marker}" in the log`, () => gw.log.text.split(marker).length > before);
+}
+
+const listed = async (gw) => (await (await fetch(`${gw.url}/v1/models`)).json()).data.map((m) => m.id);
+const stateModels = async (gw) => (await (await fetch(`${gw.admin}/admin/state`)).json()).models.map((m) => m.name);
+const metricsPage = async (gw) => (await fetch(`${gw.admin}/metrics`)).text();
+
+test('SIGHUP adds, removes, reorders and retokenizes models without dropping a stream', { timeout: 120000 }, async () => {
+  const names = ['--served-model-name', 'm-a', 'm-b', 'm-c'];
+  const sims = [];
+  for (let i = 0; i < 2; i++) sims.push(await startSim([...names, '--decode-token-ms', '20', '--prefill-fixed-ms', '0']));
+  const llama = await Tokenizer.fromFile(path.join(LLAMA2, 'tokenizer.json'));
+  const want = (await llama.encode(PROMPT, null, { addSpecialTokens: true })).getIds().length;
+  const gw = await startGateway({
+    models: [{ name: 'm-a', tokenizer: 'builtin:sim' }, { name: 'm-b' }],
+    replicas: [{ id: 's0', url: sims[0].url }, { id: 's1', url: sims[1].url, models: ['m-b'] }],
+  });
+  try {
+    await notFound(gw, 'm-c');
+    const simTokens = await promptTokens(gw, 'm-a');
+    assert.ok(simTokens > 0);
+    assert.notEqual(simTokens, want, 'the two tokenizers must count this prompt differently');
+    // A stream on m-b that runs across the reload that removes m-b (60 tokens at 20 ms).
+    const stream = post(gw, 'm-b', { max_tokens: 60, stream: true }).then(async (r) => ({ status: r.status, text: await r.text() }));
+    await sleep(200);
+
+    rewrite(gw, (c) => {
+      c.models = [{ name: 'm-c', aliases: ['c'] }, { name: 'm-a', tokenizer: LLAMA2 }];
+      c.replicas[1].models = ['m-c'];
+    });
+    await reload(gw, 'reload: ');
+    assert.match(gw.log.text, /models 1 added, 1 removed, 1 tokenizers reloaded/);
+    for (const m of ['m-c', 'c', 'm-c', 'c', 'm-c', 'c']) {
+      const r = await post(gw, m);
+      assert.equal(r.status, 200, await r.text());
+    }
+    await notFound(gw, 'm-b');
+    assert.equal(await promptTokens(gw, 'm-a'), want);
+    assert.deepEqual(await listed(gw), ['m-c', 'c', 'm-a']);
+    assert.deepEqual(await stateModels(gw), ['m-c', 'm-a']);
+    const page = await metricsPage(gw);
+    assert.doesNotMatch(page, /model="m-b"/);
+    // Every m-c request counted, on whichever replica served it (s1 took m-c in the same reload).
+    const mc = [...page.matchAll(/^inferrail_requests_total\{model="m-c",replica="(s[01])",status="2xx"\} (\d+)$/gm)];
+    assert.equal(mc.reduce((n, x) => n + Number(x[2]), 0), 6, page);
+    assert.match(page, /inferrail_upstream_retries_total\{model="m-c"\}/);
+    assert.match(page, /inferrail_model_predictions_enabled\{model="m-a"\} 1/);
+    // m-a's new tokenizer.json has its cache (tokenizer.cache_tokens), on the page.
+    assert.match(page, /^inferrail_tokenize_cache_tokens\{model="m-a"\} [1-9]/m);
+
+    // The removed model's stream ends whole.
+    const s = await stream;
+    assert.equal(s.status, 200);
+    assert.equal(sseData(s.text).at(-1), '[DONE]', s.text.slice(-300));
+
+    // A tokenizer that cannot load refuses the file; the running models stay.
+    const good = fs.readFileSync(gw.file, 'utf8');
+    rewrite(gw, (c) => {
+      c.models[1].tokenizer = '/nonexistent/tokenizer';
+      c.models.push({ name: 'm-b' });
+    });
+    await reload(gw, 'the file is refused');
+    assert.match(gw.log.text, /models\[1\]\.tokenizer: cannot load '\/nonexistent\/tokenizer'/);
+    assert.equal(await promptTokens(gw, 'm-a'), want);
+    await notFound(gw, 'm-b');
+
+    // m-b comes back (its old slot and series), m-a back to builtin:sim.
+    fs.writeFileSync(gw.file, good);
+    rewrite(gw, (c) => {
+      c.models = [{ name: 'm-a', tokenizer: 'builtin:sim' }, { name: 'm-b' }, { name: 'm-c' }];
+      c.replicas[1].models = ['m-b', 'm-c'];
+    });
+    await reload(gw, 'reload: ');
+    assert.match(gw.log.text, /models 1 added, 0 removed, 1 tokenizers reloaded/);
+    assert.equal(await promptTokens(gw, 'm-a'), simTokens);
+    for (const m of ['m-b', 'm-c']) assert.equal((await post(gw, m)).status, 200);
+    await notFound(gw, 'c');
+    assert.deepEqual(await listed(gw), ['m-a', 'm-b', 'm-c']);
+    // builtin:sim again: no cache, so its series leave the page.
+    assert.doesNotMatch(await metricsPage(gw), /inferrail_tokenize_cache_tokens\{model="m-a"\}/);
+    assert.match(await metricsPage(gw), /inferrail_requests_total\{model="m-b",replica="s[01]",status="2xx"\}/);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+});
