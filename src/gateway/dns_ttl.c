@@ -1,7 +1,7 @@
 /* dns_ttl.c: the smallest TTL of a DNS reply's SRV answers. c-ares 1.18 (Debian 12)
  * parses SRV replies without their TTLs (ares_parse_srv_reply), and its record API
  * that has them (ares_dns_record_t) only exists from 1.28; so discovery reads the
- * TTLs itself from the raw reply that ares_query hands it (ADR 0014). Only the
+ * TTLs itself from the raw reply that ares_query hands it (ADR 0015). Only the
  * header, the question section and the answers' fixed fields are read: names are
  * skipped, never followed, so a compression pointer cannot loop. Every read is
  * checked against len. */

@@ -667,7 +667,7 @@ bool gw_discovery_settled(const gw_discovery *d);
 void gw_discovery_stop(gw_discovery *d);
 void gw_discovery_adopt(gw_discovery *d, gw_discovery *old);
 /* The smallest TTL (seconds) of the SRV answers in a raw DNS reply (dns_ttl.c: c-ares
- * 1.18 gives SRV records without it; ADR 0014). 0, or -1 when the reply is
+ * 1.18 gives SRV records without it; ADR 0015). 0, or -1 when the reply is
  * malformed or has no SRV answer. Reads nothing past len. */
 int gw_dns_srv_ttl(const unsigned char *reply, size_t len, uint32_t *ttl);
 void gw_discovery_free(gw_discovery *d);

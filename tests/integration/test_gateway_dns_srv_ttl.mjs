@@ -1,7 +1,7 @@
 // SRV TTLs: a group whose refresh is an hour follows an SRV record with a 1 s TTL.
 // The target's A record lives an hour (dnsmasq's --host-record TTL), so only the
 // SRV answer's own TTL, which c-ares 1.18 does not give and the gateway reads from
-// the raw reply (ADR 0014), can bring the next lookup sooner. dnsmasq is
+// the raw reply (ADR 0015), can bring the next lookup sooner. dnsmasq is
 // restarted on the same port with the record pointing at another port; the
 // gateway must move to it (a lookup in the gap fails and keeps the member).
 import { test } from 'node:test';
