@@ -36,8 +36,8 @@ static const char *conf = "models:\n  - name: m\n"
                           "    data_parallel_size: 3\n"
                           "    max_concurrency: 7\n"
                           "    headers: {Authorization: Bearer k}\n"
-                          "    kv_events: {endpoint: \"tcp://10.0.0.1:5557\", replay_endpoint: "
-                          "\"tcp://10.0.0.1:6000\", topic: kv}\n"
+                          "    kv_events: {endpoint: \"tcp://127.0.0.1:5557\", replay_endpoint: "
+                          "\"tcp://127.0.0.1:6000\", topic: kv}\n"
                           "  - {id: z, url: \"http://127.0.0.1:3\", data_parallel_size: 1}\n";
 
 static void expands_in_rank_order(void **state) {
@@ -57,8 +57,8 @@ static void expands_in_rank_order(void **state) {
     for (int k = 0; k < 3; k++) {
         const gw_replica_cfg *t = &r[1 + k];
         char ep[64], rep[64];
-        snprintf(ep, sizeof ep, "tcp://10.0.0.1:%d", 5557 + k);
-        snprintf(rep, sizeof rep, "tcp://10.0.0.1:%d", 6000 + k);
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", 5557 + k);
+        snprintf(rep, sizeof rep, "tcp://127.0.0.1:%d", 6000 + k);
         assert_true(t->dp_target);
         assert_int_equal(t->dp_rank, k);
         assert_string_equal(t->kv_events.endpoint, ep);

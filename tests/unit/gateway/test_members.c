@@ -132,16 +132,16 @@ static void full_fleet_and_quarantine(void **state) {
         snprintf(url, sizeof url, "http://10.0.%d.%d:80", i / 256, i % 256);
         assert_int_equal(gw_fleet_join(&e.f, id, url, &e.tmpl), i);
     }
-    assert_int_equal(gw_fleet_join(&e.f, "g-10.9.9.9-80", "http://10.9.9.9:80", &e.tmpl), -1);
+    assert_int_equal(gw_fleet_join(&e.f, "g-127.9.9.9-80", "http://127.9.9.9:80", &e.tmpl), -1);
     gw_fleet_leave(&e.f, 7);
     /* still in quarantine: no room */
-    assert_int_equal(gw_fleet_join(&e.f, "g-10.9.9.9-80", "http://10.9.9.9:80", &e.tmpl), -1);
+    assert_int_equal(gw_fleet_join(&e.f, "g-127.9.9.9-80", "http://127.9.9.9:80", &e.tmpl), -1);
     atomic_store(&e.f.replicas[7].left_at, ir_now_ns() - GW_SLOT_QUARANTINE_NS - 1);
     atomic_store(&e.f.replicas[7].in_flight, 1); /* a request still runs on it */
-    assert_int_equal(gw_fleet_join(&e.f, "g-10.9.9.9-80", "http://10.9.9.9:80", &e.tmpl), -1);
+    assert_int_equal(gw_fleet_join(&e.f, "g-127.9.9.9-80", "http://127.9.9.9:80", &e.tmpl), -1);
     atomic_store(&e.f.replicas[7].in_flight, 0);
-    assert_int_equal(gw_fleet_join(&e.f, "g-10.9.9.9-80", "http://10.9.9.9:80", &e.tmpl), 7);
-    assert_string_equal(e.f.replicas[7].cfg->id, "g-10.9.9.9-80");
+    assert_int_equal(gw_fleet_join(&e.f, "g-127.9.9.9-80", "http://127.9.9.9:80", &e.tmpl), 7);
+    assert_string_equal(e.f.replicas[7].cfg->id, "g-127.9.9.9-80");
     assert_int_equal(atomic_load(&e.f.replicas[7].requests), 0);
     teardown_env(&e);
 }
