@@ -103,7 +103,7 @@ TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|unit/tokenize/test_(cach
 # run in test_tokenize_pool instead, on a small tokenizer.json that test writes.
 TSAN_EXCLUDE = 'integration/test_gateway_chat_tokens'
 tsan-threaded: tsan
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" \
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  ctest --output-on-failure -j $(JOBS) -R $(TSAN_TESTS) -E $(TSAN_EXCLUDE)
 
 test-asan: deps asan
@@ -111,7 +111,7 @@ test-asan: deps asan
 	  ctest --output-on-failure -j $(JOBS)
 
 test-tsan: deps tsan
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0" ctest --output-on-failure -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$(CURDIR)/tests/tsan.supp" ctest --output-on-failure -j $(JOBS)
 
 run: deps build
 	./scripts/run-local
