@@ -7,6 +7,10 @@
 #   relay       ir-relay, a byte relay that parses nothing: the floor any
 #               event-loop proxy pays on this machine for the extra hops
 #   inferrail   the gateway, round robin
+#   inferrail-noscrape  the same with engine scraping idle (load.scrape_interval
+#               1h): the gateway as a proxy only, against which issue 13 sets
+#               the cost of scraping at 10 Hz (not in the default TARGETS:
+#               TARGETS="direct inferrail-noscrape inferrail inferrail-obs")
 #   inferrail-obs  the same with the decision log at full sampling and every
 #               request traced to an unreachable OTLP collector (issue 13's
 #               second rerun; not in the default TARGETS: TARGETS="direct
@@ -44,6 +48,8 @@ port=$(freeport); admin=$(freeport)
 gw_yaml "$tmp/gw.yaml" "$port" "$admin" 100000 "workers: 1"
 gw_yaml "$tmp/gw-busy.yaml" "$port" "$admin" 100000 "workers: 1, busy_poll: true"
 gw_yaml "$tmp/gw-obs.yaml" "$port" "$admin" 100000 "workers: 1"
+gw_yaml "$tmp/gw-noscrape.yaml" "$port" "$admin" 100000 "workers: 1"
+echo "load: {scrape_interval: 1h, scrape_timeout: 1s, max_age: 2h}" >> "$tmp/gw-noscrape.yaml"
 dead=$(freeport) # nothing listens there: every span's post fails
 echo "observability: {otlp_endpoint: \"http://127.0.0.1:$dead\", trace_sample_ratio: 1, decision_log: {path: \"$tmp/decisions.jsonl\", sample_rate: 1}}" >> "$tmp/gw-obs.yaml"
 ups=(); for p in "${sims[@]}"; do ups+=(--upstream "127.0.0.1:$p"); done
@@ -63,6 +69,7 @@ start() {
   inferrail) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
   inferrail-busy) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw-busy.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
   inferrail-obs) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw-obs.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
+  inferrail-noscrape) "${core1[@]}" "$B/inferrail-gateway" --config "$tmp/gw-noscrape.yaml" 2>>"$tmp/gw.log" & ppid=$! ;;
   nginx) "${core1[@]}" nginx -c "$tmp/nginx.conf" -p "$tmp" & ppid=$! ;;
   haproxy) "${core1[@]}" haproxy -f "$tmp/haproxy.cfg" -db 2>>"$tmp/haproxy.log" & ppid=$! ;;
   haproxy-busy) "${core1[@]}" haproxy -f "$tmp/haproxy-busy.cfg" -db 2>>"$tmp/haproxy.log" & ppid=$! ;;

@@ -9,7 +9,7 @@ import json
 import statistics
 import sys
 
-ORDER = ["relay", "relay-busy", "inferrail", "inferrail-busy", "inferrail-obs", "nginx", "haproxy", "haproxy-busy"]
+ORDER = ["relay", "relay-busy", "inferrail-noscrape", "inferrail", "inferrail-busy", "inferrail-obs", "nginx", "haproxy", "haproxy-busy"]
 
 
 def first_wins(pairs):
