@@ -12,6 +12,9 @@
 #   tok-cache    the model with Qwen3's tokenizer.json and chat template, and
 #                the tokenization cache (tokenizer.cache_tokens, the default)
 #   tok-nocache  the same with cache_tokens: 0, every prompt tokenized whole
+#   tok-inline   tok-cache with tokenizer.inline_bytes 64KiB: the bodies are
+#                read, rendered and tokenized on the event loop, no hop to a
+#                tokenizer thread
 # ir-overhead sends one body, so every request repeats the same system prompt
 # and the same user turn: with the cache, both are hits after the first
 # request (the upper bound of what the cache saves); tok-nocache is the other
@@ -41,6 +44,7 @@ mkcfg() { # FILE MODEL-EXTRAS TOKENIZER-SECTION
 mkcfg "$tmp/proxy.yaml" "" ""
 mkcfg "$tmp/tok-cache.yaml" ", tokenizer: \"$qwen\"" ""
 mkcfg "$tmp/tok-nocache.yaml" ", tokenizer: \"$qwen\"" "{cache_tokens: 0}"
+mkcfg "$tmp/tok-inline.yaml" ", tokenizer: \"$qwen\"" "{inline_bytes: 64KiB}"
 
 body=$(python3 - <<'PY'
 import json, random
@@ -78,7 +82,7 @@ outcomes() { # what the prepare stage did with the requests, from /metrics, as J
 
 env_json "" >> "$res"
 for round in $(seq "$rounds"); do
-  for t in direct proxy tok-cache tok-nocache; do
+  for t in direct proxy tok-cache tok-nocache tok-inline; do
     start "$t"
     line=$("${core0[@]}" "$B/ir-overhead" --url "$url" --rate "$rate" --requests 10000 --warmup 1000 \
       --max-connections 64 --path /v1/chat/completions --body "$body" || true)
@@ -100,7 +104,7 @@ print(f"Commit {env['commit']}, {env['date']}, {env['cores']} cores; {len(rounds
 print()
 print("| target | p50 us | p99 us | p99 over direct | p99 over proxy | errors |")
 print("|---|---|---|---|---|---|")
-for t in ["direct", "proxy", "tok-cache", "tok-nocache"]:
+for t in ["direct", "proxy", "tok-cache", "tok-nocache", "tok-inline"]:
     p50, p99, od, op, errs = [], [], [], [], 0
     for rnd in rounds:
         r, d, p = get(t, rnd), get("direct", rnd), get("proxy", rnd)

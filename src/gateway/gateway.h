@@ -193,11 +193,12 @@ typedef struct gw_discovery_cfg {
     ir_cfg_strlist nameservers; /* host:port; empty: /etc/resolv.conf */
 } gw_discovery_cfg;
 typedef struct gw_tokenizer_cfg {
-    int64_t workers;      /* threads tokenizing bodies over GW_TOKENIZE_INLINE bytes */
+    int64_t workers;      /* threads tokenizing bodies over inline_bytes */
     uint64_t max_wait_ns; /* ns a body may wait for a thread before it goes without a prediction */
     int64_t max_queue;    /* bodies waiting or being tokenized, all workers together */
     int64_t cache_tokens; /* ids each tokenizer.json model keeps for repeated pieces; 0: none */
     uint64_t max_body_bytes; /* a tokenizer.json model's larger bodies get no prediction */
+    uint64_t inline_bytes;   /* bodies up to this are tokenized on the event loop */
 } gw_tokenizer_cfg;
 
 typedef struct gw_config {

@@ -6,7 +6,7 @@
  * for completions and for chats rendered with the model's chat template (irt_chat,
  * as vLLM prepares a chat). Anything else routes
  * without a prediction, its prompt length estimated from the body (four bytes a
- * token). A tokenizer.json model's bodies over GW_TOKENIZE_INLINE bytes are tokenized
+ * token). A tokenizer.json model's bodies over tokenizer.inline_bytes are tokenized
  * on the tokenizer threads, the rest (and builtin:sim) on the loop; gw_stage_prepare
  * calls next() when it is done. */
 #include "gateway/request.h"
@@ -138,7 +138,7 @@ void gw_prompt_match(const gw_fleet *f, gw_prompt *p) {
 }
 
 /* ---- the tokenizer threads ---------------------------------------------------------
- * A body over GW_TOKENIZE_INLINE bytes is prepared on libuv's thread pool (sized
+ * A body over tokenizer.inline_bytes is prepared on libuv's thread pool (sized
  * tokenizer.workers at start-up), on a copy of the body: the client may leave
  * meanwhile, and the request stays alive (r->tokwork) until the callback, which
  * resumes the pipeline or, when the client has gone, lets the request go. */
@@ -248,7 +248,7 @@ void gw_stage_prepare(gw_req *r, gw_step_fn next) {
         return;
     }
     /* builtin:sim costs less than a hop to a thread: it always stays on the loop */
-    if (toks && toks->kind == GW_TOK_HF && r->body_len > GW_TOKENIZE_INLINE) {
+    if (toks && toks->kind == GW_TOK_HF && r->body_len > r->w->app->cfg.tokenizer.inline_bytes) {
         if (prepare_on_thread(r, toks, chat, next)) return;
         if (r->prompt.state == GW_PREDICT_BUSY) {
             gw_tokset_put(toks);

@@ -104,6 +104,7 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
         {"tokenizer.max_queue", o->tokenizer.max_queue != n->tokenizer.max_queue},
         {"tokenizer.cache_tokens", o->tokenizer.cache_tokens != n->tokenizer.cache_tokens},
         {"tokenizer.max_body_bytes", o->tokenizer.max_body_bytes != n->tokenizer.max_body_bytes},
+        {"tokenizer.inline_bytes", o->tokenizer.inline_bytes != n->tokenizer.inline_bytes},
         {"observability.otlp_endpoint",
          str_differs(o->observability.otlp_endpoint, n->observability.otlp_endpoint)},
         {"observability.trace_sample_ratio",

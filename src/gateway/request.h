@@ -198,9 +198,6 @@ void gw_req_answer_error(gw_req *r, int status, const char *type, const char *ms
  * request, no timer); finish (finish.c) runs first. Safe to call at any time, but
  * r must not be used after a call that may have freed it. */
 void gw_req_done(gw_req *r);
-/* Bodies up to this many bytes are tokenized on the event loop; larger ones on the
- * tokenizer threads (tokenizer.workers). */
-#define GW_TOKENIZE_INLINE 1024
 
 /* Counts the client's leaving, once. */
 void gw_req_mark_gone(gw_req *r);

@@ -8,7 +8,8 @@
 // tokenization cache (tokenizer.cache_tokens) gives the same prompt lengths as no
 // cache, reuses a repeated system prompt, stays within its budget, and is absent
 // when set to 0. A body over tokenizer.max_body_bytes routes without a
-// prediction (too_large), in the pipeline and in /admin/explain.
+// prediction (too_large), in the pipeline and in /admin/explain. Bodies up to
+// tokenizer.inline_bytes never wait for a tokenizer thread.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -149,4 +150,22 @@ test('a body over tokenizer.max_body_bytes routes without a prediction (too_larg
   const explain = async (b) => (await (await fetch(`${gw.admin}/admin/explain`, { method: 'POST', body: b })).json());
   assert.equal((await explain(big)).prediction, 'too_large');
   assert.equal((await explain(small)).prediction, 'ok');
+});
+
+test('tokenizer.inline_bytes keeps bodies up to it on the event loop: a one-slot queue never fills', async () => {
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: QWEN }],
+    replicas: [{ id: 's', url: sim.url }],
+    tokenizer: { workers: 1, max_queue: 1, max_wait: '10s', inline_bytes: '1MiB' },
+  });
+  cleanup.push(() => gw.stop());
+  // the bodies of the busy test above, which overflow the same queue when they go to it
+  const n = 24;
+  const statuses = await Promise.all(Array.from({ length: n }, (_, i) => post(gw.url, body(`word${i} `.repeat(10000)))));
+  assert.deepEqual(statuses, Array(n).fill(200));
+  const page = await metrics(gw.admin);
+  assert.equal(metricSum(page, 'inferrail_tokenized_requests_total', 'result="tokenized"'), n, 'all tokenized inline');
+  assert.equal(metricSum(page, 'inferrail_tokenized_requests_total', 'result="busy"') ?? 0, 0, 'none queued');
 });
