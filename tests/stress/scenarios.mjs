@@ -40,6 +40,39 @@ export async function drive(url, { seconds, concurrency = 32, body = BODY, path 
   return results;
 }
 
+// Open loop: `rate` requests a second for `seconds`, sent on a 10 ms tick whatever
+// the answers do (at most maxInFlight outstanding; a tick that finds the cap
+// reached counts its requests as skipped instead of sending them late).
+// Resolves to {results, skipped, sent_per_s}.
+export async function driveRate(url, { seconds, rate, maxInFlight = 512, body = BODY, path = '/v1/completions' }) {
+  const results = [], pending = [];
+  let inFlight = 0, skipped = 0, due = 0;
+  const start = Date.now(), end = start + seconds * 1000;
+  const one = async () => {
+    const sent = Date.now();
+    inFlight++;
+    try {
+      const r = await fetch(url + path, { method: 'POST', body, signal: AbortSignal.timeout(60000) });
+      const text = await r.text();
+      results.push({ sent, status: r.status, replica: r.headers.get('x-inferrail-replica'), text });
+    } catch (e) {
+      results.push({ sent, status: 0, text: String(e) });
+    } finally {
+      inFlight--;
+    }
+  };
+  while (Date.now() < end) {
+    const target = Math.floor(((Date.now() - start) / 1000) * rate);
+    for (; due < target; due++) {
+      if (inFlight >= maxInFlight) skipped++;
+      else pending.push(one());
+    }
+    await sleep(10);
+  }
+  await Promise.all(pending);
+  return { results, skipped, sent_per_s: (due - skipped) / seconds };
+}
+
 function assertAllOk(results, what) {
   const bad = results.filter((r) => r.status !== 200);
   assert.ok(results.length > 0, `${what}: no request ran`);
@@ -164,7 +197,7 @@ export async function flapping({ seconds }) {
 
 // A simulator killed with SIGKILL under load, then restarted on its port: zero
 // errors for requests sent after the kill, and back in rotation after the restart.
-export async function sigkill({ seconds }) {
+export async function sigkill({ seconds, rate = 1000 }) {
   const sims = [];
   for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
   const gw = await startGateway({
@@ -184,8 +217,10 @@ export async function sigkill({ seconds }) {
     restartedAt = Date.now();
   })();
   try {
-    const results = await drive(gw.url, { seconds: seconds + 1 });
+    const run = await driveRate(gw.url, { seconds: seconds + 1, rate });
+    const results = run.results;
     await chaos;
+    assert.equal(run.skipped, 0, 'the client kept its rate (no request held back by the in-flight cap)');
     assertAllOk(results.filter((r) => r.sent > killedAt + 1), 'after the kill');
     const back = results.filter((r) => r.sent > restartedAt && r.replica === 'sim-0');
     assert.ok(back.length > 0, 'the restarted simulator never came back into rotation');
@@ -193,7 +228,7 @@ export async function sigkill({ seconds }) {
     // (reported in docs/stress.md, not asserted: a loaded machine decides it).
     const out = /^(\S+Z) .*replica sim-0 (ejected|is unhealthy)/m.exec(gw.log.text);
     return {
-      requests: results.length, after_restart_on_it: back.length,
+      requests: results.length, rate, sent_per_s: Math.round(run.sent_per_s), after_restart_on_it: back.length,
       out_after_ms: out ? Date.parse(out[1]) - killedAt : null,
       back_after_ms: Math.min(...back.map((r) => r.sent)) - restartedAt,
     };
