@@ -4,7 +4,9 @@
 // Each starts real processes on loopback, drives load for a bounded time, and
 // asserts its outcome; nothing here measures speed.
 import assert from 'node:assert/strict';
-import { startSim, startGateway, metrics, metricValue, rawRequest, sleep, sseData } from '../integration/lib.mjs';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { startSim, startGateway, metrics, metricValue, rawRequest, sleep, sseData, BUILD } from '../integration/lib.mjs';
 import { startFakeEngine } from '../integration/fake_engine.mjs';
 import { startDns, startSimsAt } from '../integration/dns_lib.mjs';
 
@@ -547,6 +549,19 @@ function hostileCase(i) {
 // own, no crash), each hostile client gets a 4xx, a GOAWAY or a closed connection,
 // and every good request succeeds. The good client's median latency with and
 // without the hostile load is returned (for docs/stress.md; not asserted).
+// Another client, in a process of its own (so the attackers' event loop does not
+// delay it): ir-overhead's open loop at `rate` req/s for `n` requests, over kept-alive
+// connections. Resolves to its JSON line (latency in microseconds, errors).
+function otherClient(url, { rate = 200, n = 400 } = {}) {
+  const args = ['--url', url, '--rate', String(rate), '--requests', String(n), '--warmup', '20', '--max-connections', '8'];
+  return new Promise((resolve, reject) => {
+    execFile(path.join(BUILD, 'ir-overhead'), args, { timeout: 60000 }, (err, stdout) => {
+      if (err) reject(err);
+      else resolve(JSON.parse(stdout));
+    });
+  });
+}
+
 export async function hostile({ count, parallel = 64 }) {
   const sim = await startSim(['--zero-latency']);
   const gw = await startGateway({
@@ -586,16 +601,27 @@ export async function hostile({ count, parallel = 64 }) {
         if (!ok) o.bad.push(r);
       }
     };
+    const otherQuiet = await otherClient(gw.url);
     const busy = (async () => { const g = []; while (!stop) g.push(await good(500)); return g; })();
+    const others = (async () => { const o = []; while (!stop) o.push(await otherClient(gw.url)); return o; })();
     await Promise.all(Array.from({ length: parallel }, worker));
     stop = true;
     const during = (await busy).reduce((a, g) => ({ lat: a.lat.concat(g.lat), bad: a.bad.concat(g.bad) }), { lat: [], bad: [] });
+    const otherDuring = await others;
     for (const [k, o] of Object.entries(outcomes)) assert.equal(o.bad.length, 0, `${k}: ${JSON.stringify(o.bad.slice(0, 2))}`);
     assert.deepEqual(quiet.bad.concat(during.bad), [], 'a good request failed');
+    for (const o of [otherQuiet, ...otherDuring]) assert.equal(o.errors, 0, `the other client had errors: ${JSON.stringify(o)}`);
     const page = await metrics(gw.admin);
     assert.equal(metricValue(page, 'inferrail_responses_total', 'class="5xx"'), 0, 'the gateway answered a 5xx');
     for (const o of Object.values(outcomes)) delete o.bad;
-    return { count, outcomes, good_median_ms_quiet: +median(quiet.lat).toFixed(2), good_median_ms_during: +median(during.lat).toFixed(2) };
+    // The other process's p50 and p99 before and during the attack (the runs during
+    // it: their medians), for docs/stress.md; not asserted (a 2-core machine decides it).
+    const during50 = median(otherDuring.map((o) => o.latency.p50)), during99 = median(otherDuring.map((o) => o.latency.p99));
+    return {
+      count, outcomes, good_median_ms_quiet: +median(quiet.lat).toFixed(2), good_median_ms_during: +median(during.lat).toFixed(2),
+      other_client: { runs_during: otherDuring.length, p50_us_quiet: otherQuiet.latency.p50, p50_us_during: during50,
+        p99_us_quiet: otherQuiet.latency.p99, p99_us_during: during99, p50_ratio: +(during50 / otherQuiet.latency.p50).toFixed(3) },
+    };
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);
     await sim.stop();
