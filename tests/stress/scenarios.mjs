@@ -313,8 +313,10 @@ export async function sigtermStreams({ streams }) {
   }
 }
 
-// SIGHUP reloads every 500 ms under load, alternating two configs: no request lost,
-// every request routed to a replica of one config or the other, every reload applied.
+// SIGHUP reloads every 500 ms under load, alternating two configs that differ in
+// replicas, policy, retries and the model list (a tokenizer, an alias and a model
+// come and go): no request lost, every request routed to a replica of one config or
+// the other, the alias served or answered 404, every reload applied.
 export async function reloadUnderLoad({ seconds }) {
   const fs = await import('node:fs');
   const sims = [];
@@ -326,9 +328,13 @@ export async function reloadUnderLoad({ seconds }) {
     routing: { default_policy: 'round_robin' },
   });
   const base = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  // The second config also changes the model list: the model gets a tokenizer
+  // (builtin:sim) and a second alias, and a second model joins; the first takes
+  // them away again.
+  const more = [{ name: 'inferrail/sim-8b', aliases: ['a', 'b'], tokenizer: 'builtin:sim' }, { name: 'other' }];
   const configs = [
     { ...base, replicas: [rep(0), rep(1)], routing: { default_policy: 'round_robin' } },
-    { ...base, replicas: [rep(1), rep(2)], routing: { default_policy: 'least_request' }, retry: { max_attempts: 4 } },
+    { ...base, models: more, replicas: [rep(1), rep(2)], routing: { default_policy: 'least_request' }, retry: { max_attempts: 4 } },
   ];
   let reloads = 0, stop = false;
   const flip = (async () => {
@@ -340,16 +346,24 @@ export async function reloadUnderLoad({ seconds }) {
     }
   })();
   try {
-    const results = await drive(gw.url, { seconds, body: JSON.stringify({ model: 'a', prompt: 'x', max_tokens: 1 }) });
+    const [results, comeAndGo] = await Promise.all([
+      drive(gw.url, { seconds, body: JSON.stringify({ model: 'a', prompt: 'x', max_tokens: 1 }) }),
+      drive(gw.url, { seconds, concurrency: 4, body: JSON.stringify({ model: 'b', prompt: 'x', max_tokens: 1 }) }),
+    ]);
     stop = true;
     await flip;
     assertAllOk(results, 'reloads');
+    // The alias that reloads add and remove: served while it exists, the OpenAI
+    // 404 while it does not, never anything else.
+    const odd = comeAndGo.filter((r) => r.status !== 200 && !(r.status === 404 && /does not exist/.test(r.text)));
+    assert.equal(odd.length, 0, `alias b: ${JSON.stringify(odd.slice(0, 3))}`);
+    assert.ok(comeAndGo.some((r) => r.status === 200) && comeAndGo.some((r) => r.status === 404), 'alias b both served and absent');
     const used = new Set(results.map((r) => r.replica));
     for (const u of used) assert.ok(['s0', 's1', 's2'].includes(u), u);
     assert.ok(used.has('s0') && used.has('s2'), `both configs routed: ${[...used]}`);
     await until('every reload to be applied', () => gw.log.text.split('reload: ').length - 1 >= reloads);
     assert.ok(!gw.log.text.includes('the file is refused'), gw.log.text.slice(-2000));
-    return { requests: results.length, reloads };
+    return { requests: results.length, alias_b: { served: comeAndGo.filter((r) => r.status === 200).length, absent: comeAndGo.filter((r) => r.status === 404).length }, reloads };
   } finally {
     stop = true;
     assert.equal(await gw.stop(), 0, gw.log.text);
