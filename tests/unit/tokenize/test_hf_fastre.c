@@ -92,18 +92,23 @@ static void check_same(const char *s, size_t len) {
     }
 }
 
+/* re[0..n) compiled from pats, as PCRE2 matches code points (UTF, UCP). */
+static void compile_classes(const char *const *pats, pcre2_code **re, int n) {
+    for (int i = 0; i < n; i++) {
+        int ec;
+        PCRE2_SIZE eo;
+        re[i] = pcre2_compile((PCRE2_SPTR)pats[i], PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                              &ec, &eo, NULL);
+        assert_non_null(re[i]);
+    }
+}
+
 /* The class of every code point agrees with PCRE2's, or is "unsure". */
 static void test_classes(void **state) {
     (void)state;
     static const char *const cls_re[3] = {"^\\p{L}$", "^\\p{N}$", "^[\\s\\x{85}]$"};
     pcre2_code *re[3];
-    for (int i = 0; i < 3; i++) {
-        int ec;
-        PCRE2_SIZE eo;
-        re[i] = pcre2_compile((PCRE2_SPTR)cls_re[i], PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                              &ec, &eo, NULL);
-        assert_non_null(re[i]);
-    }
+    compile_classes(cls_re, re, 3);
     size_t unsure_bmp = 0;
     for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
         if (cp >= 0xD800 && cp <= 0xDFFF) continue;
@@ -133,13 +138,7 @@ static void test_classes_o200k(void **state) {
                                           "^\\p{N}$",
                                           "^[\\s\\x{85}]$"};
     pcre2_code *re[6];
-    for (int i = 0; i < 6; i++) {
-        int ec;
-        PCRE2_SIZE eo;
-        re[i] = pcre2_compile((PCRE2_SPTR)cls_re[i], PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                              &ec, &eo, NULL);
-        assert_non_null(re[i]);
-    }
+    compile_classes(cls_re, re, 6);
     size_t unsure_bmp = 0;
     for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
         if (cp >= 0xD800 && cp <= 0xDFFF) continue;
