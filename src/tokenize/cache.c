@@ -184,20 +184,8 @@ int hf_cache_lookup(irt_cache *c, uint64_t h, const char *s, size_t len, bool fi
     }
     pthread_mutex_unlock(&sh->mu);
     int rc = 0;
-    if (e && memcmp(e->text, s, len) == 0) {
-        rc = 1;
-        if (out->cap < out->len + e->nids) {
-            size_t nc = out->cap ? out->cap : 64;
-            while (nc < out->len + e->nids) nc *= 2;
-            uint32_t *p = realloc(out->ids, nc * sizeof *p);
-            if (!p) rc = IRT_ENOMEM;
-            if (p) out->ids = p, out->cap = nc;
-        }
-        if (rc == 1) {
-            memcpy(out->ids + out->len, e->ids, e->nids * sizeof(uint32_t));
-            out->len += e->nids;
-        }
-    }
+    if (e && memcmp(e->text, s, len) == 0)
+        rc = hf_ids_append(out, e->ids, e->nids) ? IRT_ENOMEM : 1;
     if (e) unref(e);
     atomic_fetch_add(rc == 1 ? &c->hits : &c->misses, 1);
     return rc;

@@ -401,6 +401,8 @@ int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc
 void hf_bpe_scratch_free(hf_bpe_scratch *sc);
 
 int hf_ids_push(irt_ids *v, uint32_t id);
+/* Appends ids[0..n) to v: 0, or -1 when v cannot grow (v unchanged). */
+int hf_ids_append(irt_ids *v, const uint32_t *ids, size_t n);
 
 /* The tokenization cache's internals (cache.c), used by hf_encode.c. */
 bool hf_cache_for(const irt_cache *c, const irt_tokenizer *t);

@@ -60,6 +60,20 @@ int hf_ids_push(irt_ids *v, uint32_t id) {
     return 0;
 }
 
+int hf_ids_append(irt_ids *v, const uint32_t *ids, size_t n) {
+    if (v->cap - v->len < n) {
+        size_t cap = v->cap ? v->cap : 64;
+        while (cap - v->len < n) cap *= 2;
+        uint32_t *p = realloc(v->ids, cap * sizeof(*p));
+        if (!p) return -1;
+        v->ids = p;
+        v->cap = cap;
+    }
+    if (n) memcpy(v->ids + v->len, ids, n * sizeof(*ids));
+    v->len += n;
+    return 0;
+}
+
 /* ---- UTF-8 -------------------------------------------------------------------- */
 int hf_utf8_enc(uint32_t cp, char *o) {
     if (cp < 0x80) {
