@@ -39,9 +39,11 @@
 #              llmd-shared-prefix 60, one visit of each of its prompts)
 #   LLMD_LADDER  fractions of capacity for an llm-d style ladder of rates, e.g.
 #              "0.3,0.5,0.7,0.9" (default: none, the SHARE rate only)
-#   SIM_ARGS_<w>  extra simulator flags for one workload's compare, e.g.
-#              SIM_ARGS_w2="--num-gpu-blocks-override 16384" (16,384-block caches,
-#              about what an 8B model holds on an 80 GB GPU: w2's chats then fit)
+#   SIM_ARGS_<w>  extra simulator flags for one workload's capacity probe and
+#              compare. w2's default is "--num-gpu-blocks-override 16384"
+#              (16,384-block caches, about what an 8B model holds on an 80 GB
+#              GPU): with 4,096 blocks w2's chats do not fit in the fleet's KV, so
+#              no policy can come near its reuse ceiling; SIM_ARGS_w2=" " drops it
 #   KCHECK     1: run the K = 1 vs K check on w1 (KCHECK_POLICIES, KCHECK_REQ,
 #              one repetition each; at K = 1 it runs in real time)
 # A smoke run (a minute or two):
@@ -86,6 +88,7 @@ KCHECK_REQ=${KCHECK_REQ:-$REQ_W1}
 # Its warmup seats every prompt once (12 x 5), as llm-d's first stage does (750 = 150 x 5).
 declare -A PARAMS=([llmd-shared-prefix]="--param groups=12")
 WARMUP_llmd_shared_prefix=${WARMUP_llmd_shared_prefix:-60}
+SIM_ARGS_w2=${SIM_ARGS_w2:---num-gpu-blocks-override 16384}
 
 var() { local v="${1}_${2//-/_}"; echo "${!v:-$3}"; }
 # requests W RATE / warmup W RATE: the run's size (w2's from its rate, see above).
@@ -119,9 +122,11 @@ cap_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['capa
 
 # capacity W K FILE: round_robin's capacity on this fleet at speed-up K.
 capacity() {
+  local sa
+  sa=$(var SIM_ARGS "$1" "")
   "$BIN" capacity --workload "$1" --policy round_robin --replicas "$REPLICAS" \
     --requests "$CAP_REQ" --warmup 5 --probe-seconds "$PROBE_S" --start-rate "$START_RATE" \
-    --steps "$CAP_STEPS" --speedup "$2" --seed 100 ${PARAMS[$1]:-} --out "$3"
+    --steps "$CAP_STEPS" --speedup "$2" --seed 100 ${sa:+--sim-args "$sa"} ${PARAMS[$1]:-} --out "$3"
 }
 # fit_k FILE K: K, or lower when twice the capacity in FILE x K passes WALL_RPS.
 fit_k() {
