@@ -98,8 +98,9 @@ typedef struct irx_table irx_table;
 typedef struct irx_map_shard {
     _Alignas(64) _Atomic(irx_table *) tab; /* published by writers, read lock-free */
     _Atomic size_t size;                   /* tab's slots, for prefetches without reading tab */
-    _Alignas(64) _Atomic uint32_t lock;    /* writers' spinlock (map.c) */
-    _Atomic size_t live;                   /* keys with a bit set (written under lock) */
+    _Atomic uint64_t laps;              /* odd while a slot's generation steps round to 0 (map.c) */
+    _Alignas(64) _Atomic uint32_t lock; /* writers' spinlock (map.c) */
+    _Atomic size_t live;                /* keys with a bit set (written under lock) */
 } irx_map_shard;
 
 typedef struct irx_map {
@@ -125,6 +126,17 @@ void irx_map_remove(irx_map *m, ir_hash128 h, uint32_t r);
 void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out);
 void irx_read_lock(void);
 void irx_read_unlock(void);
+/* irx_map_bits in its steps, so that tests can run writers between them: begin finds
+ * h's slot (false: absent), bits loads its bitset into out[nwords], end says whether
+ * those bits were h's (false: the slot changed hands, or a shard's lap was under way,
+ * in between). Inside irx_read_lock/irx_read_unlock. */
+typedef struct irx_map_read {
+    const uint64_t *slot;
+    uint64_t word, laps; /* the slot's word and the shard's lap count, as begin loaded them */
+} irx_map_read;
+bool irx_map_read_begin(const irx_map *m, ir_hash128 h, irx_map_read *rd);
+void irx_map_read_bits(const irx_map *m, const irx_map_read *rd, uint64_t *out);
+bool irx_map_read_end(const irx_map *m, ir_hash128 h, const irx_map_read *rd);
 /* Keys with a bit set, summed over the shards (a moment's sum while writers run). */
 uint64_t irx_map_entries(const irx_map *m);
 /* Counts live entries and set bits, shard by shard (for irx_check). */

@@ -1,18 +1,28 @@
 /* map.c: the shared map from block hash to the set of replicas holding it.
  *
  * SHARDS open-addressing tables (linear probing), one per slice of the hash
- * space. A slot is (key, bits[nwords]), the key being the low 64 bits of the
- * block's 128-bit chained hash (docs/internals/index.md: why 64 are enough). Readers take no lock:
- * they load the shard's table pointer and probe it inside an RCU read-side section (liburcu-bp).
- * Writers take the shard's spinlock (one exchange; held for a probe and a store or two, so
- * a waiter spins briefly and yields if the holder was preempted). A key never moves: a block
- * that no replica holds any more keeps its slot with empty bits (a tombstone), revived when
- * the same block comes back, or taken over by a new key that probes past it; a slot never
- * becomes empty again, so no probe run breaks. The table is rebuilt, without tombstones, when
- * slots ever used reach three quarters of the slots. The rebuilt table is published with one
- * atomic store; the old one is freed after a grace period. Every field a reader loads is
- * atomic. A reader checks a slot's key again after loading its bits: a tombstone taken over
- * meanwhile reads as absent, which the block was when it was taken over (ADR 0014). */
+ * space. A slot is (word, bits[nwords]). The word holds the low 64 bits of the
+ * block's 128-bit chained hash (docs/internals/index.md: why 64 are enough), except
+ * that its low IRX_SHARD_BITS, which pick the shard and so are the same for every key
+ * of a shard, hold the slot's generation instead: it steps on each time the slot
+ * changes hands. Readers take no lock: they load the shard's table pointer and probe
+ * it inside an RCU read-side section (liburcu-bp). Writers take the shard's spinlock
+ * (one exchange; held for a probe and a store or two, so a waiter spins briefly and
+ * yields if the holder was preempted). A key never moves: a block that no replica
+ * holds any more keeps its slot with empty bits (a tombstone), revived when the same
+ * block comes back, or taken over by a new key that probes past it; a tombstone whose
+ * next slot is empty becomes empty (keeping its generation). The table is rebuilt,
+ * without tombstones, when slots ever used reach three quarters of the slots. The
+ * rebuilt table is published with one atomic store; the old one is freed after a
+ * grace period. Every field a reader loads is atomic.
+ *
+ * A reader validates like a seqlock reader, without waiting: it loads the slot's word,
+ * the bits, and the word again, and takes the bits only when both words are equal
+ * (same key, same generation) and the shard's lap count, loaded before and after, is
+ * the same and even. A writer that steps a generation round to 0 (once every
+ * IRX_SHARDS changes of hands of one slot) makes the lap count odd around that change,
+ * so a slot that went a whole lap of generations and came back to the same key under a
+ * stalled reader is caught too (ADR 0016). */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -51,13 +61,17 @@ struct irx_table {
     uint64_t w[]; /* size * (1 + nwords) words */
 };
 
-#define LOAD(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
-#define STORE(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_relaxed)
-/* Bit words: written with release, read by readers with acquire, so that a reader that
- * loads a word and then the slot's key again sees the key that word was written under
- * (see take_over; both are plain moves on x86). */
-#define STORE_BITS(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
-#define LOAD_BITS(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_acquire)
+#define LOAD(p) atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
+/* Every store a reader may see is a release and every load of a reader an acquire (all
+ * plain moves on x86), so that a reader that loads a value stored after a change of
+ * hands, or inside a lap (claim), then loads the word or lap count that change stored
+ * or a later one. */
+#define STORE_REL(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
+#define LOAD_ACQ(p)     atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_acquire)
+
+/* A slot's word: the key's bits above the shard bits, and the generation in them. */
+#define GEN_MASK ((uint64_t)IRX_SHARDS - 1)
+#define KEY_MASK (~GEN_MASK)
 
 void irx_read_lock(void) {
     urcu_bp_read_lock();
@@ -67,9 +81,14 @@ void irx_read_unlock(void) {
     urcu_bp_read_unlock();
 }
 
+/* The key as a slot's word holds it, generation 0. Its shard bits are dropped: the
+ * shard has them. A key part of 0 marks an empty slot, so a block whose bits above the
+ * shard bits are all 0 is stored as if the lowest of them were 1 (a 2^-58 chance that
+ * merges two blocks at worst). */
 static uint64_t key_of(ir_hash128 h) {
-    return h.lo ? h.lo : 1;
-} /* 0 marks an empty slot */
+    uint64_t k = h.lo & KEY_MASK;
+    return k ? k : GEN_MASK + 1;
+}
 
 /* The key's low bits: home() takes its high ones, so a shard's keys still spread
  * over its whole table. */
@@ -95,16 +114,22 @@ static size_t table_bytes(const irx_map *m, const irx_table *t) {
  * that the usual map of one word (64 replicas or fewer) gets code without loops. */
 #define HOT static inline __attribute__((always_inline))
 
-/* The slot of key, or NULL. Safe for readers. */
-HOT uint64_t *find(irx_table *t, uint64_t key, uint32_t nw) {
+/* The slot of key, or NULL; *word is the slot's word as loaded. Safe for readers. */
+HOT uint64_t *find(irx_table *t, uint64_t key, uint32_t nw, uint64_t *word) {
     if (!t) return NULL;
     for (size_t j = home(key, t->size);;) {
-        uint64_t *s = &t->w[j * (nw + 1)];
-        uint64_t k = atomic_load_explicit((_Atomic uint64_t *)s, memory_order_acquire);
-        if (k == 0) return NULL;
-        if (k == key) return s;
+        uint64_t *s = &t->w[j * (nw + 1)], w = LOAD_ACQ(s);
+        if ((w & KEY_MASK) == 0) return NULL;
+        if ((w & KEY_MASK) == key) {
+            *word = w;
+            return s;
+        }
         if (++j == t->size) j = 0;
     }
+}
+
+HOT bool is_empty(const uint64_t *s) {
+    return (LOAD(s) & KEY_MASK) == 0;
 }
 
 HOT bool is_tombstone(const uint64_t *s, uint32_t nw) {
@@ -114,14 +139,14 @@ HOT bool is_tombstone(const uint64_t *s, uint32_t nw) {
 }
 
 /* Writer: the slot of key (*found), or else the first tombstone on its probe run, or
- * else NULL (the run's end: the key would take an empty slot). */
+ * else the empty slot that ends the run; NULL without a table. */
 HOT uint64_t *find_or_reuse(irx_table *t, uint64_t key, bool *found, uint32_t nw) {
     uint64_t *reuse = NULL;
     *found = false;
     if (!t) return NULL;
     for (size_t j = home(key, t->size);;) {
-        uint64_t *s = &t->w[j * (nw + 1)], k = LOAD(s);
-        if (k == 0) return reuse;
+        uint64_t *s = &t->w[j * (nw + 1)], k = LOAD(s) & KEY_MASK;
+        if (k == 0) return reuse ? reuse : s;
         if (k == key) {
             *found = true;
             return s;
@@ -131,35 +156,48 @@ HOT uint64_t *find_or_reuse(irx_table *t, uint64_t key, bool *found, uint32_t nw
     }
 }
 
-/* Writer: a tombstone becomes key's slot. The key goes first and the bits after it,
- * by a release store, so a reader that loads the new bits (acquire) and then the key
- * again sees the new key (and takes the old one as absent). */
-HOT void take_over(uint64_t *s, uint64_t key, uint32_t r) {
-    STORE(s, key);
-    STORE_BITS(&s[1 + r / 64], 1ull << (r % 64));
+/* Writer: the empty slot that ends key's probe run (key is not in t). */
+HOT uint64_t *run_end(irx_table *t, uint64_t key, uint32_t nw) {
+    size_t j = home(key, t->size);
+    while (!is_empty(&t->w[j * (nw + 1)])) j = j + 1 == t->size ? 0 : j + 1;
+    return &t->w[j * (nw + 1)];
+}
+
+/* Writer: slot s (a tombstone or an empty slot: its bits are 0) becomes key's, with bit
+ * r, and its generation steps on. The word goes first and the bits after it, so a reader
+ * that loads the new bits then loads the new word (and takes the old key as absent).
+ * The step round to generation 0 is made inside an odd lap count: a reader whose two
+ * loads of the word span a whole lap of generations spans that step, and then sees the
+ * count change (or odd). */
+HOT void claim(irx_map_shard *sh, uint64_t *s, uint64_t key, uint32_t r) {
+    uint64_t gen = (LOAD(s) + 1) & GEN_MASK;
+    uint64_t laps = atomic_load_explicit(&sh->laps, memory_order_relaxed);
+    if (gen == 0) atomic_store_explicit(&sh->laps, laps + 1, memory_order_relaxed);
+    STORE_REL(s, key | gen);
+    STORE_REL(&s[1 + r / 64], 1ull << (r % 64));
+    if (gen == 0) atomic_store_explicit(&sh->laps, laps + 2, memory_order_release);
 }
 
 /* Writer: a tombstone at slot j whose next slot is empty ends its probe run, so no key
- * is found by probing past it: it becomes empty, and so do the tombstones before it.
- * (A reader on its way through reads it empty and stops: its key is absent, and was.) */
+ * is found by probing past it: it becomes empty (keeping its generation), and so do the
+ * tombstones before it. (A reader on its way through reads it empty and stops: its key
+ * is absent, and was.) */
 HOT void trim_run(irx_table *t, size_t j, uint32_t nw) {
     for (;;) {
         uint64_t *s = &t->w[j * (nw + 1)];
         size_t next = j + 1 == t->size ? 0 : j + 1;
-        if (!LOAD(s) || !is_tombstone(s, nw) || LOAD(&t->w[next * (nw + 1)])) return;
-        STORE(s, 0);
+        if (is_empty(s) || !is_tombstone(s, nw) || !is_empty(&t->w[next * (nw + 1)])) return;
+        STORE_REL(s, LOAD(s) & GEN_MASK);
         t->used--;
         j = j ? j - 1 : t->size - 1;
     }
 }
 
-/* Writer only: claims an empty slot for key with bits already set. */
+/* Rebuild only: key with its bits into a table no reader has seen yet. */
 HOT void place(irx_table *t, uint64_t key, const uint64_t *bits, uint32_t nw) {
-    size_t j = home(key, t->size);
-    while (LOAD(&t->w[j * (nw + 1)])) j = j + 1 == t->size ? 0 : j + 1;
-    uint64_t *s = &t->w[j * (nw + 1)];
-    for (uint32_t k = 0; k < nw; k++) STORE(&s[1 + k], bits[k]);
-    atomic_store_explicit((_Atomic uint64_t *)s, key, memory_order_release); /* publishes */
+    uint64_t *s = run_end(t, key, nw);
+    for (uint32_t k = 0; k < nw; k++) STORE_REL(&s[1 + k], bits[k]);
+    STORE_REL(s, key);
     t->used++;
 }
 
@@ -203,7 +241,8 @@ static int rebuild(irx_map *m, irx_map_shard *sh, size_t live) {
     if (!t) return -1;
     for (size_t j = 0; old && j < old->size; j++) {
         uint64_t *s = &old->w[j * m->stride];
-        if (LOAD(&s[0]) && !is_tombstone(s, m->nwords)) place(t, LOAD(&s[0]), &s[1], m->nwords);
+        if (!is_empty(s) && !is_tombstone(s, m->nwords))
+            place(t, LOAD(s) & KEY_MASK, &s[1], m->nwords);
     }
     atomic_store_explicit(&sh->size, t->size, memory_order_relaxed);
     atomic_store_explicit(&sh->tab, t, memory_order_release);
@@ -248,18 +287,21 @@ HOT int add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set, uint32_t nw
         /* Only writers, under the lock, change bits: a load and a store, no locked or. */
         bool revived = is_tombstone(s, nw);
         uint64_t old = LOAD(&s[1 + r / 64]);
-        if (!(old & bit)) STORE_BITS(&s[1 + r / 64], old | bit);
+        if (!(old & bit)) STORE_REL(&s[1 + r / 64], old | bit);
         *was_set = (old & bit) != 0;
         if (revived) live_add(sh, 1);
-    } else if (s) {
-        take_over(s, key, r);
+    } else if (s && !is_empty(s)) { /* a tombstone */
+        claim(sh, s, key, r);
         live_add(sh, 1);
     } else if ((!t || t->used + 1 > t->size / 4 * 3) && rebuild(m, sh, live_of(sh) + 1)) {
         rc = -1;
     } else {
-        uint64_t bits[IRX_MAX_REPLICAS / 64] = {0};
-        bits[r / 64] = bit;
-        place(atomic_load_explicit(&sh->tab, memory_order_relaxed), key, bits, nw);
+        if (!s || t != atomic_load_explicit(&sh->tab, memory_order_relaxed)) { /* rebuilt */
+            t = atomic_load_explicit(&sh->tab, memory_order_relaxed);
+            s = run_end(t, key, nw);
+        }
+        claim(sh, s, key, r);
+        t->used++;
         live_add(sh, 1);
     }
     shard_unlock(sh);
@@ -274,10 +316,10 @@ HOT void remove_bit(irx_map *m, ir_hash128 h, uint32_t r, uint32_t nw) {
     irx_map_shard *sh = &m->shard[shard_of(h)];
     shard_lock(sh);
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_relaxed);
-    uint64_t *s = find(t, key_of(h), nw);
+    uint64_t word, *s = find(t, key_of(h), nw, &word);
     if (s) {
         uint64_t bit = 1ull << (r % 64), was = LOAD(&s[1 + r / 64]);
-        if (was & bit) STORE_BITS(&s[1 + r / 64], was & ~bit);
+        if (was & bit) STORE_REL(&s[1 + r / 64], was & ~bit);
         if ((was & bit) && is_tombstone(s, nw)) {
             live_add(sh, -1);
             trim_run(t, (size_t)(s - t->w) / (nw + 1), nw);
@@ -310,14 +352,57 @@ uint64_t irx_map_entries(const irx_map *m) {
     return n;
 }
 
-void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out) {
+/* A reader's steps (irx_map_bits): begin finds h's slot and notes its word and the
+ * shard's lap count; bits loads the slot's bits; end says whether the word and the lap
+ * count are still the ones begin noted (and the count even): then the bits loaded in
+ * between were h's at some moment, and no writer was waited for. */
+HOT bool read_begin(const irx_map *m, ir_hash128 h, irx_map_read *rd, uint32_t nw) {
     const irx_map_shard *sh = &m->shard[shard_of(h)];
+    rd->laps = atomic_load_explicit(&sh->laps, memory_order_acquire);
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_acquire);
-    uint64_t key = key_of(h);
-    const uint64_t *s = m->nwords == 1 ? find(t, key, 1) : find(t, key, m->nwords);
-    for (uint32_t k = 0; k < m->nwords; k++) out[k] = s ? LOAD_BITS(&s[1 + k]) : 0;
-    /* The slot is still key's: bits of a new key that took it over are not key's. */
-    if (s && LOAD(s) != key) memset(out, 0, m->nwords * sizeof *out);
+    rd->slot = find(t, key_of(h), nw, &rd->word);
+    return rd->slot != NULL;
+}
+
+HOT void read_bits(const irx_map_read *rd, uint64_t *out, uint32_t nw) {
+    for (uint32_t k = 0; k < nw; k++) out[k] = LOAD_ACQ(&rd->slot[1 + k]);
+}
+
+HOT bool read_end(const irx_map *m, ir_hash128 h, const irx_map_read *rd) {
+    uint64_t word = LOAD_ACQ(rd->slot); /* acquire: the lap count below is as new */
+    uint64_t laps = atomic_load_explicit(&m->shard[shard_of(h)].laps, memory_order_relaxed);
+    return word == rd->word && laps == rd->laps && !(laps & 1);
+}
+
+/* A read that fails its check is tried once more, then answered absent: h's slot
+ * changed hands while it was read, so h was absent at some moment of the read, or a
+ * lap of some slot of h's shard was under way (rare: one change of hands in IRX_SHARDS
+ * of a slot). */
+HOT void bits_of(const irx_map *m, ir_hash128 h, uint64_t *out, uint32_t nw) {
+    for (int tries = 0; tries < 2; tries++) {
+        irx_map_read rd;
+        if (!read_begin(m, h, &rd, nw)) break;
+        read_bits(&rd, out, nw);
+        if (read_end(m, h, &rd)) return;
+    }
+    memset(out, 0, nw * sizeof *out);
+}
+
+void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out) {
+    if (m->nwords == 1)
+        bits_of(m, h, out, 1);
+    else
+        bits_of(m, h, out, m->nwords);
+}
+
+bool irx_map_read_begin(const irx_map *m, ir_hash128 h, irx_map_read *rd) {
+    return read_begin(m, h, rd, m->nwords);
+}
+void irx_map_read_bits(const irx_map *m, const irx_map_read *rd, uint64_t *out) {
+    read_bits(rd, out, m->nwords);
+}
+bool irx_map_read_end(const irx_map *m, ir_hash128 h, const irx_map_read *rd) {
+    return read_end(m, h, rd);
 }
 
 void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits) {
