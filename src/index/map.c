@@ -170,12 +170,14 @@ HOT uint64_t *run_end(irx_table *t, uint64_t key, uint32_t nw) {
  * loads of the word span a whole lap of generations spans that step, and then sees the
  * count change (or odd). */
 HOT void claim(irx_map_shard *sh, uint64_t *s, uint64_t key, uint32_t r) {
-    uint64_t gen = (LOAD(s) + 1) & GEN_MASK;
-    uint64_t laps = atomic_load_explicit(&sh->laps, memory_order_relaxed);
-    if (gen == 0) atomic_store_explicit(&sh->laps, laps + 1, memory_order_relaxed);
+    uint64_t gen = (LOAD(s) + 1) & GEN_MASK, laps = 0;
+    if (gen == 0) {
+        laps = atomic_load_explicit(&sh->laps, memory_order_relaxed) + 1;
+        atomic_store_explicit(&sh->laps, laps, memory_order_relaxed); /* odd */
+    }
     STORE_REL(s, key | gen);
     STORE_REL(&s[1 + r / 64], 1ull << (r % 64));
-    if (gen == 0) atomic_store_explicit(&sh->laps, laps + 2, memory_order_release);
+    if (gen == 0) atomic_store_explicit(&sh->laps, laps + 1, memory_order_release); /* even */
 }
 
 /* Writer: a tombstone at slot j whose next slot is empty ends its probe run, so no key
@@ -371,21 +373,31 @@ HOT void read_bits(const irx_map_read *rd, uint64_t *out, uint32_t nw) {
 HOT bool read_end(const irx_map *m, ir_hash128 h, const irx_map_read *rd) {
     uint64_t word = LOAD_ACQ(rd->slot); /* acquire: the lap count below is as new */
     uint64_t laps = atomic_load_explicit(&m->shard[shard_of(h)].laps, memory_order_relaxed);
-    return word == rd->word && laps == rd->laps && !(laps & 1);
+    return ((word ^ rd->word) | (laps ^ rd->laps) | (laps & 1)) == 0;
 }
 
-/* A read that fails its check is tried once more, then answered absent: h's slot
+/* A read that failed its check is tried once more, then answered absent: h's slot
  * changed hands while it was read, so h was absent at some moment of the read, or a
  * lap of some slot of h's shard was under way (rare: one change of hands in IRX_SHARDS
- * of a slot). */
-HOT void bits_of(const irx_map *m, ir_hash128 h, uint64_t *out, uint32_t nw) {
-    for (int tries = 0; tries < 2; tries++) {
-        irx_map_read rd;
-        if (!read_begin(m, h, &rd, nw)) break;
-        read_bits(&rd, out, nw);
+ * of a slot). Out of line: the lookup's path stays short. */
+static __attribute__((noinline, cold)) void bits_again(const irx_map *m, ir_hash128 h,
+                                                       uint64_t *out) {
+    irx_map_read rd;
+    if (read_begin(m, h, &rd, m->nwords)) {
+        read_bits(&rd, out, m->nwords);
         if (read_end(m, h, &rd)) return;
     }
-    memset(out, 0, nw * sizeof *out);
+    memset(out, 0, m->nwords * sizeof *out);
+}
+
+HOT void bits_of(const irx_map *m, ir_hash128 h, uint64_t *out, uint32_t nw) {
+    irx_map_read rd;
+    if (!read_begin(m, h, &rd, nw)) {
+        memset(out, 0, nw * sizeof *out);
+        return;
+    }
+    read_bits(&rd, out, nw);
+    if (__builtin_expect(!read_end(m, h, &rd), 0)) bits_again(m, h, out);
 }
 
 void irx_map_bits(const irx_map *m, ir_hash128 h, uint64_t *out) {
