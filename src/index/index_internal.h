@@ -89,6 +89,8 @@ int irx_shadow_check(const irx_shadow *s);
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The map's shards, by a key's low bits; in a slot's word those bits hold the slot's
+ * generation instead (map.c, ADR 0016). */
 #define IRX_SHARD_BITS 6
 #define IRX_SHARDS     (1u << IRX_SHARD_BITS)
 
