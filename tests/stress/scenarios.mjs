@@ -5,8 +5,9 @@
 // asserts its outcome; nothing here measures speed.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
-import { startSim, startGateway, metrics, metricValue, rawRequest, sleep, sseData, BUILD } from '../integration/lib.mjs';
+import { startSim, startGateway, metrics, metricValue, metricSum, rawRequest, sleep, sseData, BUILD } from '../integration/lib.mjs';
 import { startFakeEngine } from '../integration/fake_engine.mjs';
 import { startDns, startSimsAt } from '../integration/dns_lib.mjs';
 
@@ -22,7 +23,8 @@ async function until(what, cond, ms = 30000) {
 }
 
 // Closed-loop load: `concurrency` lanes send requests back to back for `seconds`.
-// Returns every request's send time, status and replica.
+// Returns every request's send and answer times (ms since the epoch), status and
+// replica.
 export async function drive(url, { seconds, concurrency = 32, body = BODY, path = '/v1/completions', headers = {} }) {
   const end = Date.now() + seconds * 1000;
   const results = [];
@@ -32,9 +34,9 @@ export async function drive(url, { seconds, concurrency = 32, body = BODY, path 
       try {
         const r = await fetch(url + path, { method: 'POST', body, headers, signal: AbortSignal.timeout(60000) });
         const text = await r.text();
-        results.push({ sent, status: r.status, replica: r.headers.get('x-inferrail-replica'), text });
+        results.push({ sent, done: Date.now(), status: r.status, replica: r.headers.get('x-inferrail-replica'), text });
       } catch (e) {
-        results.push({ sent, status: 0, text: String(e) });
+        results.push({ sent, done: Date.now(), status: 0, text: String(e) });
       }
     }
   }
@@ -313,12 +315,50 @@ export async function sigtermStreams({ streams }) {
   }
 }
 
+// The gateway's log times (ms since the epoch) of the reloads it applied, in order.
+function appliedTimes(gw) {
+  return [...gw.log.text.matchAll(/^(\S+Z) INFO +reload: .*: applied: /gm)].map((m) => Date.parse(m[1]));
+}
+
+// Every `ms` (on a fixed schedule), writes the next of `configs` (configs[1], then [0], then [1], ...) as
+// gw's config file, sends SIGHUP, and waits for the gateway to log that it applied
+// it (a refused file fails). stop() ends it and resolves to the reloads, in order:
+// {cfg: its index in configs, hup: just before the signal, applied: the time of the
+// gateway's line saying so}, in ms since the epoch (the log's are truncated to ms).
+function flipConfigs(gw, configs, ms = 500) {
+  const reloads = [];
+  let stop = false;
+  const start = Date.now();
+  const run = (async () => {
+    while (!stop) {
+      await sleep(Math.max(0, start + (reloads.length + 1) * ms - Date.now()));
+      if (stop) break;
+      const cfg = (reloads.length + 1) % configs.length, before = appliedTimes(gw).length;
+      fs.writeFileSync(gw.file, JSON.stringify(configs[cfg], null, 1));
+      const hup = Date.now();
+      gw.child.kill('SIGHUP');
+      await until(`reload ${reloads.length + 1} to be applied`, () => {
+        assert.ok(!gw.log.text.includes('the file is refused'), gw.log.text.slice(-2000));
+        return appliedTimes(gw).length > before;
+      });
+      reloads.push({ cfg, hup, applied: appliedTimes(gw)[before] });
+    }
+  })().then(() => null, (e) => e);
+  return {
+    async stop() {
+      stop = true;
+      const err = await run;
+      if (err) throw err;
+      return reloads;
+    },
+  };
+}
+
 // SIGHUP reloads every 500 ms under load, alternating two configs that differ in
 // replicas, policy, retries and the model list (a tokenizer, an alias and a model
 // come and go): no request lost, every request routed to a replica of one config or
 // the other, the alias served or answered 404, every reload applied.
 export async function reloadUnderLoad({ seconds }) {
-  const fs = await import('node:fs');
   const sims = [];
   for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
   const rep = (i) => ({ id: `s${i}`, url: sims[i].url });
@@ -336,22 +376,13 @@ export async function reloadUnderLoad({ seconds }) {
     { ...base, replicas: [rep(0), rep(1)], routing: { default_policy: 'round_robin' } },
     { ...base, models: more, replicas: [rep(1), rep(2)], routing: { default_policy: 'least_request' }, retry: { max_attempts: 4 } },
   ];
-  let reloads = 0, stop = false;
-  const flip = (async () => {
-    while (!stop) {
-      await sleep(500);
-      if (stop) break;
-      fs.writeFileSync(gw.file, JSON.stringify(configs[++reloads % 2], null, 1));
-      gw.child.kill('SIGHUP');
-    }
-  })();
+  const flip = flipConfigs(gw, configs);
   try {
     const [results, comeAndGo] = await Promise.all([
       drive(gw.url, { seconds, body: JSON.stringify({ model: 'a', prompt: 'x', max_tokens: 1 }) }),
       drive(gw.url, { seconds, concurrency: 4, body: JSON.stringify({ model: 'b', prompt: 'x', max_tokens: 1 }) }),
     ]);
-    stop = true;
-    await flip;
+    const reloads = (await flip.stop()).length;
     assertAllOk(results, 'reloads');
     // The alias that reloads add and remove: served while it exists, the OpenAI
     // 404 while it does not, never anything else.
@@ -361,12 +392,126 @@ export async function reloadUnderLoad({ seconds }) {
     const used = new Set(results.map((r) => r.replica));
     for (const u of used) assert.ok(['s0', 's1', 's2'].includes(u), u);
     assert.ok(used.has('s0') && used.has('s2'), `both configs routed: ${[...used]}`);
-    await until('every reload to be applied', () => gw.log.text.split('reload: ').length - 1 >= reloads);
-    assert.ok(!gw.log.text.includes('the file is refused'), gw.log.text.slice(-2000));
     return { requests: results.length, alias_b: { served: comeAndGo.filter((r) => r.status === 200).length, absent: comeAndGo.filter((r) => r.status === 404).length }, reloads };
   } finally {
-    stop = true;
+    await flip.stop().catch(() => {}); // already stopped, or failed (said above)
     assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+// The replicas that have series on a /metrics page.
+const seriesOf = (page) => new Set([...page.matchAll(/replica="([^"]+)"/g)].map((m) => m[1]));
+const subset = (a, b) => [...a].every((x) => b.has(x));
+
+// Requests routed against the configs of flipConfigs' reloads: one sent after a
+// reload was applied and answered before the next SIGHUP must be served by a member
+// of the config then live (members[cfg]); one that overlaps a reload, by a member of
+// either. Resolves to the requests that broke this, and to the stretches between
+// reloads, each with its requests.
+function routedUnder(results, reloads, members) {
+  const stretches = [];
+  for (let k = 0; k <= reloads.length; k++) {
+    const from = k ? reloads[k - 1].applied + 1 : 0, to = k < reloads.length ? reloads[k].hup : Infinity;
+    stretches.push({ cfg: k ? reloads[k - 1].cfg : 0, from, to, results: [] });
+  }
+  const either = new Set(members.flat()), wrong = [];
+  for (const r of results) {
+    const s = stretches.find((x) => r.sent >= x.from && r.done + 1 <= x.to);
+    if (s) s.results.push(r);
+    if (!(s ? new Set(members[s.cfg]) : either).has(r.replica)) wrong.push({ ...r, cfg: s?.cfg });
+  }
+  return { wrong, stretches };
+}
+
+// SIGHUP reloads every 500 ms under load, alternating two configs whose discovery
+// blocks differ, against dnsmasq: a group kept (its refresh, models and caps
+// changed), a group renamed (ga, then gb, over the same two addresses), a group
+// added and removed (extra); a configured replica in both. The load is short
+// requests plus streams of 30 tokens (about 60 ms), so that every reload finds
+// requests running on the members it removes. No request lost (every stream ends
+// with [DONE]); every request served by a member of the config live then (or of
+// the other one, for a request that overlaps a reload); no /metrics page ever shows
+// members of both configs, and the members of the last one alone remain at the
+// end; the members that stay never leave, serve between every two reloads, and
+// keep their counters.
+export async function discoveryReloadUnderLoad({ seconds }) {
+  const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+  const simArgs = ['--decode-token-ms', '2', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'];
+  const { port, sims } = await startSimsAt(hosts, simArgs);
+  sims.push(await startSim(simArgs));
+  const dns = await startDns({ 'keep.test': [hosts[0]], 'alt.test': hosts.slice(1, 3), 'extra.test': [hosts[3]] });
+  const group = (name, host, more = {}) => ({ name, url: `http://${host}:${port}`, refresh: '100ms', ...more });
+  const disc = (groups) => ({ nameservers: [`127.0.0.1:${dns.port}`], dns: groups });
+  const configs = [
+    { discovery: disc([group('keep', 'keep.test'), group('ga', 'alt.test')]) },
+    { discovery: disc([group('keep', 'keep.test', { refresh: '150ms', models: ['inferrail/sim-8b'], max_concurrency: 512 }),
+      group('gb', 'alt.test'), group('extra', 'extra.test')]) },
+  ];
+  const id = (g, ip) => `${g}-${ip}-${port}`;
+  const stay = ['s0', id('keep', hosts[0])];
+  const members = [[...stay, id('ga', hosts[1]), id('ga', hosts[2])], [...stay, id('gb', hosts[1]), id('gb', hosts[2]), id('extra', hosts[3])]];
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 's0', url: sims[4].url }],
+    routing: { default_policy: 'round_robin' },
+    health: { interval: '100ms', timeout: '1s' },
+    ...configs[0],
+  });
+  const base = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  const state = async () => (await (await fetch(`${gw.admin}/admin/state`)).json()).replicas.map((r) => r.id).sort();
+  let flip = null, sampling = true;
+  try {
+    await until('the first config\'s members', async () => (await state()).join() === [...members[0]].sort().join());
+    flip = flipConfigs(gw, configs.map((c) => ({ ...base, ...c })));
+    const samples = [];
+    const sample = (async () => {
+      while (sampling) {
+        samples.push(seriesOf(await metrics(gw.admin)));
+        await sleep(50);
+      }
+    })();
+    const streamBody = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'stress', max_tokens: 30, stream: true });
+    const [short, streams] = await Promise.all([drive(gw.url, { seconds }), drive(gw.url, { seconds, concurrency: 8, body: streamBody })]);
+    const reloads = await flip.stop();
+    sampling = false;
+    await sample;
+    const results = short.concat(streams);
+    assertAllOk(results, 'discovery reloads');
+    const cut = streams.filter((r) => sseData(r.text).at(-1) !== '[DONE]' || sseData(r.text).length !== 31);
+    assert.equal(cut.length, 0, `streams cut: ${JSON.stringify(cut.slice(0, 2))}`);
+    const { wrong, stretches } = routedUnder(results, reloads, members);
+    assert.equal(wrong.length, 0, `served outside the live config: ${JSON.stringify(wrong.slice(0, 3).map(({ text, ...r }) => r))}`);
+    const used = new Set(results.map((r) => r.replica));
+    for (const m of members.flat()) assert.ok(used.has(m), `${m} never served: ${[...used]}`);
+    // Those that stay serve between every two reloads (in each stretch with enough
+    // requests for round robin to have come round to them).
+    const busy = stretches.filter((s) => s.results.length >= 40);
+    for (const s of busy)
+      for (const m of stay) assert.ok(s.results.some((r) => r.replica === m), `${m} idle from ${s.from} to ${s.to}`);
+    const mixed = samples.filter((ids) => !subset(ids, new Set(members[0])) && !subset(ids, new Set(members[1])));
+    assert.equal(mixed.length, 0, `a /metrics page with members of both configs: ${[...(mixed[0] || [])]}`);
+    const last = new Set(members[reloads.length ? reloads.at(-1).cfg : 0]);
+    await until('the last config\'s members', async () => (await state()).join() === [...last].sort().join());
+    const page = await metrics(gw.admin);
+    assert.deepEqual([...seriesOf(page)].sort(), [...last].sort(), 'series of departed members remain');
+    // Those that stay never left, and their counters ran on through every reload.
+    for (const m of stay) {
+      assert.doesNotMatch(gw.log.text, new RegExp(`replica ${m} left`));
+      const served = results.filter((r) => r.replica === m).length;
+      await until(`${m}'s count`, async () => metricSum(await metrics(gw.admin), 'inferrail_requests_total', `replica="${m}"`) >= served)
+        .catch(() => {}); // the count is asserted below
+      assert.equal(metricSum(await metrics(gw.admin), 'inferrail_requests_total', `replica="${m}"`), served, `${m}'s requests_total`);
+    }
+    // Requests that were running on a member when a reload removed it, and finished.
+    const finishedOnLeaver = results.filter((r) => reloads.some((k) => r.sent < k.hup && r.done > k.applied && !members[k.cfg].includes(r.replica))).length;
+    return { requests: short.length, streams: streams.length, finished_on_leaver: finishedOnLeaver, reloads: reloads.length, stretches_checked: busy.length, samples: samples.length,
+      served: Object.fromEntries([...used].sort().map((m) => [m, results.filter((r) => r.replica === m).length])) };
+  } finally {
+    sampling = false;
+    await flip?.stop().catch(() => {}); // already stopped, or failed (said above)
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
     for (const s of sims) await s.stop();
   }
 }
@@ -431,7 +576,6 @@ export async function disconnects({ streams }) {
 // `requests` requests (a fifth of them streamed) after a warm-up: resident memory
 // grows at most `maxGrowthKiB`.
 export async function soak({ requests, maxGrowthKiB }) {
-  const fs = await import('node:fs');
   const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
   const sims = [];
   for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
