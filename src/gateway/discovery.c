@@ -160,28 +160,39 @@ static bool strlist_same(const ir_cfg_strlist *a, const ir_cfg_strlist *b) {
     return true;
 }
 
-/* Member slot takes its group's models and caps, when a reload changed them. */
-static void retune(dns_group *g, int slot) {
-    gw_fleet *f = &g->d->app->fleet;
-    gw_replica *r = &f->replicas[slot];
-    const gw_replica_cfg *o = r->cfg, *t = &g->tmpl;
-    if (strlist_same(&o->models, &t->models) && o->max_concurrency == t->max_concurrency &&
-        o->max_pending == t->max_pending && o->kv_capacity_blocks == t->kv_capacity_blocks)
-        return;
+/* Member r's settings become its group's template (with its own id and url),
+ * published as a new dns_cfg; false when out of memory (it keeps its settings). */
+static bool take_tmpl(dns_group *g, gw_replica *r) {
     dns_cfg *c = calloc(1, sizeof *c);
     if (!c) {
-        IR_WARN("discovery", "replica %s: out of memory; it keeps its settings", o->id);
-        return;
+        IR_WARN("discovery", "replica %s: out of memory; it keeps its settings", r->cfg->id);
+        return false;
     }
-    c->cfg = *t;
+    c->cfg = g->tmpl;
     c->cfg.id = r->dyn_id;
     c->cfg.url = r->dyn_url;
     c->next = g->d->cfgs;
     g->d->cfgs = c;
     atomic_store(&r->cfg, &c->cfg);
+    return true;
+}
+
+/* Member slot takes its group's models and caps when they differ from its own (a
+ * reload changed them, or it came back to its old slot with settings of before);
+ * then its series and model mask follow its settings and the fleet's models, which
+ * a reload may have changed while it was away (the mask is made when a slot is
+ * filled, and a slot that comes back keeps it). */
+static void retune(dns_group *g, int slot) {
+    gw_fleet *f = &g->d->app->fleet;
+    gw_replica *r = &f->replicas[slot];
+    const gw_replica_cfg *o = r->cfg, *t = &g->tmpl;
+    bool same = strlist_same(&o->models, &t->models) && o->max_concurrency == t->max_concurrency &&
+                o->max_pending == t->max_pending && o->kv_capacity_blocks == t->kv_capacity_blocks;
+    bool cap_changed = o->kv_capacity_blocks != t->kv_capacity_blocks;
+    if (!same && !take_tmpl(g, r)) return;
     gw_metrics_replica_models(g->d->app, r); /* its series for models new to it, first */
     gw_replica_models(f, r);
-    if (o->kv_capacity_blocks != t->kv_capacity_blocks) {
+    if (cap_changed) {
         int64_t cap = t->kv_capacity_blocks > 0 ? t->kv_capacity_blocks
                                                 : f->cfg->index.default_capacity_blocks;
         irx_set_capacity(f->index, (uint32_t)slot, (uint32_t)IR_MIN(cap, 1 << 30));
@@ -219,7 +230,7 @@ static void apply(dns_group *g) {
                     g->cfg->name, id, GW_MAX_REPLICAS);
             continue;
         }
-        retune(g, slot); /* it came back to its old slot, with settings of before */
+        retune(g, slot); /* it may have come back to its old slot, as it was then */
         g->members[g->nmembers++] = slot;
         IR_INFO("discovery", "group %s: replica %s joined (%s)", g->cfg->name, id, url);
     }

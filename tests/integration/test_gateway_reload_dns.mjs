@@ -115,3 +115,36 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     await ns2.stop();
   }
 });
+
+// A member away from DNS while a reload adds a model comes back to its old slot:
+// it serves the new model too (its group serves every model), with its series.
+test('a member that comes back after a reload added a model serves that model', { timeout: 120000 }, async () => {
+  const hosts = ['127.0.0.2', '127.0.0.3'];
+  const { port, sims } = await startSimsAt(hosts, ['--served-model-name', 'inferrail/sim-8b', 'm2', '--zero-latency']);
+  const ns = await startDns({ 'a.test': hosts });
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${ns.port}`], dns: [{ name: 'a', url: `http://a.test:${port}`, refresh: '100ms' }] },
+    routing: { default_policy: 'round_robin' },
+    health: { interval: '100ms', timeout: '1s' },
+  });
+  const id = (ip) => `a-${ip}-${port}`;
+  try {
+    await until('both members', async () => (await members(gw)).join() === hosts.map(id).join());
+    ns.setHosts({ 'a.test': [hosts[0]] });
+    await until(`${hosts[1]} to leave`, async () => (await members(gw)).join() === id(hosts[0]));
+    rewrite(gw, (c) => c.models.push({ name: 'm2' }));
+    await reload(gw, 'reload: ');
+    assert.match(gw.log.text, /models 1 added/);
+    ns.setHosts({ 'a.test': hosts });
+    await until(`${hosts[1]} to come back`, async () => (await members(gw)).join() === hosts.map(id).join());
+    assert.deepEqual(await routedTo(gw, 'm2'), hosts.map(id));
+    const page = await (await fetch(`${gw.admin}/metrics`)).text();
+    const m2 = new RegExp(`^inferrail_requests_total\\{model="m2",replica="${id(hosts[1])}",status="2xx"\\} (\\d+)$`, 'm');
+    assert.equal(Number(m2.exec(page)?.[1]), 4, page.split('\n').filter((l) => l.includes('m2')).join('\n'));
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+    await ns.stop();
+  }
+});
