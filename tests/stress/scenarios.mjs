@@ -424,6 +424,24 @@ function routedUnder(results, reloads, members) {
   return { wrong, stretches };
 }
 
+// The members that stay through every reload (`stay`): they serve in each stretch
+// between reloads that had enough requests for round robin to have come round to
+// them (40), never leave, and their counters run on (their requests_total is what
+// the clients got from them). Resolves to the number of stretches checked.
+async function assertStayed(gw, results, stretches, stay) {
+  const busy = stretches.filter((s) => s.results.length >= 40);
+  for (const s of busy)
+    for (const m of stay) assert.ok(s.results.some((r) => r.replica === m), `${m} idle from ${s.from} to ${s.to}`);
+  const count = async (m) => metricSum(await metrics(gw.admin), 'inferrail_requests_total', `replica="${m}"`);
+  for (const m of stay) {
+    assert.doesNotMatch(gw.log.text, new RegExp(`replica ${m} left`));
+    const served = results.filter((r) => r.replica === m).length;
+    await until(`${m}'s count`, async () => (await count(m)) >= served).catch(() => {}); // asserted below
+    assert.equal(await count(m), served, `${m}'s requests_total`);
+  }
+  return busy.length;
+}
+
 // SIGHUP reloads every 500 ms under load, alternating two configs whose discovery
 // blocks differ, against dnsmasq: a group kept (its refresh, models and caps
 // changed), a group renamed (ga, then gb, over the same two addresses), a group
@@ -455,7 +473,7 @@ export async function discoveryReloadUnderLoad({ seconds }) {
     models: [{ name: 'inferrail/sim-8b' }],
     replicas: [{ id: 's0', url: sims[4].url }],
     routing: { default_policy: 'round_robin' },
-    health: { interval: '100ms', timeout: '1s' },
+    health: { interval: '100ms', timeout: '5s' }, // a slow probe on a busy machine marks nobody down
     ...configs[0],
   });
   const base = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
@@ -470,12 +488,13 @@ export async function discoveryReloadUnderLoad({ seconds }) {
         samples.push(seriesOf(await metrics(gw.admin)));
         await sleep(50);
       }
-    })();
+    })().then(() => null, (e) => e);
     const streamBody = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'stress', max_tokens: 30, stream: true });
     const [short, streams] = await Promise.all([drive(gw.url, { seconds }), drive(gw.url, { seconds, concurrency: 8, body: streamBody })]);
     const reloads = await flip.stop();
     sampling = false;
-    await sample;
+    const sampleErr = await sample;
+    if (sampleErr) throw sampleErr;
     const results = short.concat(streams);
     assertAllOk(results, 'discovery reloads');
     const cut = streams.filter((r) => sseData(r.text).at(-1) !== '[DONE]' || sseData(r.text).length !== 31);
@@ -484,28 +503,16 @@ export async function discoveryReloadUnderLoad({ seconds }) {
     assert.equal(wrong.length, 0, `served outside the live config: ${JSON.stringify(wrong.slice(0, 3).map(({ text, ...r }) => r))}`);
     const used = new Set(results.map((r) => r.replica));
     for (const m of members.flat()) assert.ok(used.has(m), `${m} never served: ${[...used]}`);
-    // Those that stay serve between every two reloads (in each stretch with enough
-    // requests for round robin to have come round to them).
-    const busy = stretches.filter((s) => s.results.length >= 40);
-    for (const s of busy)
-      for (const m of stay) assert.ok(s.results.some((r) => r.replica === m), `${m} idle from ${s.from} to ${s.to}`);
     const mixed = samples.filter((ids) => !subset(ids, new Set(members[0])) && !subset(ids, new Set(members[1])));
     assert.equal(mixed.length, 0, `a /metrics page with members of both configs: ${[...(mixed[0] || [])]}`);
     const last = new Set(members[reloads.length ? reloads.at(-1).cfg : 0]);
     await until('the last config\'s members', async () => (await state()).join() === [...last].sort().join());
     const page = await metrics(gw.admin);
     assert.deepEqual([...seriesOf(page)].sort(), [...last].sort(), 'series of departed members remain');
-    // Those that stay never left, and their counters ran on through every reload.
-    for (const m of stay) {
-      assert.doesNotMatch(gw.log.text, new RegExp(`replica ${m} left`));
-      const served = results.filter((r) => r.replica === m).length;
-      await until(`${m}'s count`, async () => metricSum(await metrics(gw.admin), 'inferrail_requests_total', `replica="${m}"`) >= served)
-        .catch(() => {}); // the count is asserted below
-      assert.equal(metricSum(await metrics(gw.admin), 'inferrail_requests_total', `replica="${m}"`), served, `${m}'s requests_total`);
-    }
+    const checked = await assertStayed(gw, results, stretches, stay);
     // Requests that were running on a member when a reload removed it, and finished.
     const finishedOnLeaver = results.filter((r) => reloads.some((k) => r.sent < k.hup && r.done > k.applied && !members[k.cfg].includes(r.replica))).length;
-    return { requests: short.length, streams: streams.length, finished_on_leaver: finishedOnLeaver, reloads: reloads.length, stretches_checked: busy.length, samples: samples.length,
+    return { requests: short.length, streams: streams.length, finished_on_leaver: finishedOnLeaver, reloads: reloads.length, stretches_checked: checked, samples: samples.length,
       served: Object.fromEntries([...used].sort().map((m) => [m, results.filter((r) => r.replica === m).length])) };
   } finally {
     sampling = false;
