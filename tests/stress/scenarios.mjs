@@ -404,24 +404,45 @@ export async function reloadUnderLoad({ seconds }) {
 const seriesOf = (page) => new Set([...page.matchAll(/replica="([^"]+)"/g)].map((m) => m[1]));
 const subset = (a, b) => [...a].every((x) => b.has(x));
 
-// Requests routed against the configs of flipConfigs' reloads: one sent after a
-// reload was applied and answered before the next SIGHUP must be served by a member
-// of the config then live (members[cfg]); one that overlaps a reload, by a member of
-// either. Resolves to the requests that broke this, and to the stretches between
-// reloads, each with its requests.
-function routedUnder(results, reloads, members) {
-  const stretches = [];
-  for (let k = 0; k <= reloads.length; k++) {
-    const from = k ? reloads[k - 1].applied + 1 : 0, to = k < reloads.length ? reloads[k].hup : Infinity;
-    stretches.push({ cfg: k ? reloads[k - 1].cfg : 0, from, to, results: [] });
-  }
-  const either = new Set(members.flat()), wrong = [];
+// The gateway's log times of the members that left because a reload changed their
+// group: the end of each reload's handover (discovery.c).
+function handedOver(gw) {
+  return [...gw.log.text.matchAll(/^(\S+Z) INFO +discovery: group \S+: replica \S+ left \(the group changed\)/gm)].map((m) => Date.parse(m[1]));
+}
+
+// The stretches between flipConfigs' reloads in which one config alone was live:
+// from the end of a reload's handover (the last member of the other config left;
+// `ends`, from handedOver) to the next SIGHUP. A reload whose handover did not end
+// before the next one starts no stretch. Each: {cfg, from, to} (ms since the epoch).
+function stretchesOf(reloads, ends) {
+  const out = [{ cfg: 0, from: 0, to: reloads.length ? reloads[0].hup : Infinity }];
+  reloads.forEach((k, i) => {
+    const to = i + 1 < reloads.length ? reloads[i + 1].hup : Infinity;
+    const end = ends.filter((t) => t >= k.applied && t < to).at(-1);
+    if (end !== undefined) out.push({ cfg: k.cfg, from: end + 1, to });
+  });
+  return out;
+}
+
+// Checks the requests (and /metrics samples) against the stretches: one sent and
+// answered (taken) inside a stretch must be served by (show only) members of the
+// config then live, members[cfg]; one outside, during a reload and its handover,
+// by members of either. Resolves to those that broke this, and to each stretch's
+// requests.
+function routedUnder(results, samples, stretches, members) {
+  const either = new Set(members.flat());
+  const inside = (from, to) => stretches.find((x) => from >= x.from && to + 1 <= x.to);
+  const wrong = [], badSamples = [], per = stretches.map((x) => ({ ...x, results: [] }));
   for (const r of results) {
-    const s = stretches.find((x) => r.sent >= x.from && r.done + 1 <= x.to);
-    if (s) s.results.push(r);
-    if (!(s ? new Set(members[s.cfg]) : either).has(r.replica)) wrong.push({ ...r, cfg: s?.cfg });
+    const s = inside(r.sent, r.done);
+    if (s) per[stretches.indexOf(s)].results.push(r);
+    if (!(s ? new Set(members[s.cfg]) : either).has(r.replica)) wrong.push({ ...r, text: undefined, cfg: s?.cfg });
   }
-  return { wrong, stretches };
+  for (const p of samples) {
+    const s = inside(p.from, p.to);
+    if (!subset(p.ids, s ? new Set(members[s.cfg]) : either)) badSamples.push({ ...p, ids: [...p.ids], cfg: s?.cfg });
+  }
+  return { wrong, badSamples, stretches: per };
 }
 
 // The members that stay through every reload (`stay`): they serve in each stretch
@@ -443,35 +464,37 @@ async function assertStayed(gw, results, stretches, stay) {
 }
 
 // SIGHUP reloads every 500 ms under load, alternating two configs whose discovery
-// blocks differ, against dnsmasq: a group kept (its refresh, models and caps
-// changed), a group renamed (ga, then gb, over the same two addresses), a group
-// added and removed (extra); a configured replica in both. The load is short
-// requests plus streams of 30 tokens (about 60 ms), so that every reload finds
-// requests running on the members it removes. No request lost (every stream ends
-// with [DONE]); every request served by a member of the config live then (or of
-// the other one, for a request that overlaps a reload); no /metrics page ever shows
-// members of both configs, and the members of the last one alone remain at the
-// end; the members that stay never leave, serve between every two reloads, and
-// keep their counters.
+// blocks differ, against dnsmasq: a group kept (its refresh and caps changed), a
+// group renamed (ga, then gb, over the same two addresses), a group added and
+// removed (extra); a configured replica in both. The model m2 is served only by
+// the groups that come and go, so a reload that left it without replicas for a
+// moment would fail its requests. The load is short requests (both models) plus
+// streams of 30 tokens (about 60 ms), so that every reload finds requests running
+// on the members it removes. No request lost (every stream ends with [DONE]);
+// every request served by a member of the config live then (or of either, for one
+// that overlaps a reload and its handover); /metrics likewise (sampled every 50
+// ms), and at the end only the last config's members have series; the members that
+// stay never leave, serve between every two reloads, and keep their counters.
 export async function discoveryReloadUnderLoad({ seconds }) {
   const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
-  const simArgs = ['--decode-token-ms', '2', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'];
+  const simArgs = ['--served-model-name', 'inferrail/sim-8b', 'm2', '--decode-token-ms', '2', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'];
   const { port, sims } = await startSimsAt(hosts, simArgs);
   sims.push(await startSim(simArgs));
   const dns = await startDns({ 'keep.test': [hosts[0]], 'alt.test': hosts.slice(1, 3), 'extra.test': [hosts[3]] });
   const group = (name, host, more = {}) => ({ name, url: `http://${host}:${port}`, refresh: '100ms', ...more });
   const disc = (groups) => ({ nameservers: [`127.0.0.1:${dns.port}`], dns: groups });
+  const only8b = { models: ['inferrail/sim-8b'] };
   const configs = [
-    { discovery: disc([group('keep', 'keep.test'), group('ga', 'alt.test')]) },
-    { discovery: disc([group('keep', 'keep.test', { refresh: '150ms', models: ['inferrail/sim-8b'], max_concurrency: 512 }),
+    { discovery: disc([group('keep', 'keep.test', only8b), group('ga', 'alt.test')]) },
+    { discovery: disc([group('keep', 'keep.test', { ...only8b, refresh: '150ms', max_concurrency: 512 }),
       group('gb', 'alt.test'), group('extra', 'extra.test')]) },
   ];
   const id = (g, ip) => `${g}-${ip}-${port}`;
   const stay = ['s0', id('keep', hosts[0])];
   const members = [[...stay, id('ga', hosts[1]), id('ga', hosts[2])], [...stay, id('gb', hosts[1]), id('gb', hosts[2]), id('extra', hosts[3])]];
   const gw = await startGateway({
-    models: [{ name: 'inferrail/sim-8b' }],
-    replicas: [{ id: 's0', url: sims[4].url }],
+    models: [{ name: 'inferrail/sim-8b' }, { name: 'm2' }],
+    replicas: [{ id: 's0', url: sims[4].url, ...only8b }],
     routing: { default_policy: 'round_robin' },
     health: { interval: '100ms', timeout: '5s' }, // a slow probe on a busy machine marks nobody down
     ...configs[0],
@@ -485,34 +508,41 @@ export async function discoveryReloadUnderLoad({ seconds }) {
     const samples = [];
     const sample = (async () => {
       while (sampling) {
-        samples.push(seriesOf(await metrics(gw.admin)));
+        const from = Date.now(), ids = seriesOf(await metrics(gw.admin));
+        samples.push({ from, to: Date.now(), ids });
         await sleep(50);
       }
     })().then(() => null, (e) => e);
-    const streamBody = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'stress', max_tokens: 30, stream: true });
-    const [short, streams] = await Promise.all([drive(gw.url, { seconds }), drive(gw.url, { seconds, concurrency: 8, body: streamBody })]);
+    const body = (model, more = {}) => JSON.stringify({ model, prompt: 'stress', max_tokens: 1, ...more });
+    const [short, m2, streams] = await Promise.all([
+      drive(gw.url, { seconds, concurrency: 24 }),
+      drive(gw.url, { seconds, concurrency: 8, body: body('m2') }),
+      drive(gw.url, { seconds, concurrency: 8, body: body('inferrail/sim-8b', { max_tokens: 30, stream: true }) }),
+    ]);
     const reloads = await flip.stop();
     sampling = false;
     const sampleErr = await sample;
     if (sampleErr) throw sampleErr;
-    const results = short.concat(streams);
+    const results = short.concat(m2, streams);
     assertAllOk(results, 'discovery reloads');
     const cut = streams.filter((r) => sseData(r.text).at(-1) !== '[DONE]' || sseData(r.text).length !== 31);
     assert.equal(cut.length, 0, `streams cut: ${JSON.stringify(cut.slice(0, 2))}`);
-    const { wrong, stretches } = routedUnder(results, reloads, members);
-    assert.equal(wrong.length, 0, `served outside the live config: ${JSON.stringify(wrong.slice(0, 3).map(({ text, ...r }) => r))}`);
+    assert.ok(m2.every((r) => !stay.includes(r.replica)), 'm2 served by a replica that does not serve it');
+    const { wrong, badSamples, stretches } = routedUnder(results, samples, stretchesOf(reloads, handedOver(gw)), members);
+    assert.equal(wrong.length, 0, `served outside the live config: ${JSON.stringify(wrong.slice(0, 3))}`);
+    assert.equal(badSamples.length, 0, `a /metrics page with members outside the live config: ${JSON.stringify(badSamples.slice(0, 2))}`);
     const used = new Set(results.map((r) => r.replica));
     for (const m of members.flat()) assert.ok(used.has(m), `${m} never served: ${[...used]}`);
-    const mixed = samples.filter((ids) => !subset(ids, new Set(members[0])) && !subset(ids, new Set(members[1])));
-    assert.equal(mixed.length, 0, `a /metrics page with members of both configs: ${[...(mixed[0] || [])]}`);
     const last = new Set(members[reloads.length ? reloads.at(-1).cfg : 0]);
     await until('the last config\'s members', async () => (await state()).join() === [...last].sort().join());
     const page = await metrics(gw.admin);
     assert.deepEqual([...seriesOf(page)].sort(), [...last].sort(), 'series of departed members remain');
     const checked = await assertStayed(gw, results, stretches, stay);
-    // Requests that were running on a member when a reload removed it, and finished.
-    const finishedOnLeaver = results.filter((r) => reloads.some((k) => r.sent < k.hup && r.done > k.applied && !members[k.cfg].includes(r.replica))).length;
-    return { requests: short.length, streams: streams.length, finished_on_leaver: finishedOnLeaver, reloads: reloads.length, stretches_checked: checked, samples: samples.length,
+    // Requests running on a member when it left (at the end of a handover), and finished.
+    const ends = stretches.slice(1).map((x) => ({ cfg: x.cfg, at: x.from - 1 }));
+    const finishedOnLeaver = results.filter((r) => ends.some((e) => r.sent < e.at && r.done > e.at && !members[e.cfg].includes(r.replica))).length;
+    return { requests: short.length, m2: m2.length, streams: streams.length, finished_on_leaver: finishedOnLeaver, reloads: reloads.length,
+      stretches: stretches.length, stretches_checked: checked, samples: samples.length,
       served: Object.fromEntries([...used].sort().map((m) => [m, results.filter((r) => r.replica === m).length])) };
   } finally {
     sampling = false;
