@@ -528,7 +528,7 @@ export async function discoveryReloadUnderLoad({ seconds }) {
     const cut = streams.filter((r) => sseData(r.text).at(-1) !== '[DONE]' || sseData(r.text).length !== 31);
     assert.equal(cut.length, 0, `streams cut: ${JSON.stringify(cut.slice(0, 2))}`);
     assert.ok(m2.every((r) => !stay.includes(r.replica)), 'm2 served by a replica that does not serve it');
-    const { wrong, badSamples, stretches } = routedUnder(results, samples, stretchesOf(reloads, handedOver(gw)), members);
+    const ends = handedOver(gw), { wrong, badSamples, stretches } = routedUnder(results, samples, stretchesOf(reloads, ends), members);
     assert.equal(wrong.length, 0, `served outside the live config: ${JSON.stringify(wrong.slice(0, 3))}`);
     assert.equal(badSamples.length, 0, `a /metrics page with members outside the live config: ${JSON.stringify(badSamples.slice(0, 2))}`);
     const used = new Set(results.map((r) => r.replica));
@@ -538,10 +538,13 @@ export async function discoveryReloadUnderLoad({ seconds }) {
     const page = await metrics(gw.admin);
     assert.deepEqual([...seriesOf(page)].sort(), [...last].sort(), 'series of departed members remain');
     const checked = await assertStayed(gw, results, stretches, stay);
-    // Requests running on a member when it left (at the end of a handover), and finished.
-    const ends = stretches.slice(1).map((x) => ({ cfg: x.cfg, at: x.from - 1 }));
-    const finishedOnLeaver = results.filter((r) => ends.some((e) => r.sent < e.at && r.done > e.at && !members[e.cfg].includes(r.replica))).length;
+    // Requests running on a member when it left (at the end of a handover), and
+    // finished; how long each handover took, from the reload's line to the last leave.
+    const left = stretches.slice(1).map((x) => ({ cfg: x.cfg, at: x.from - 1 }));
+    const finishedOnLeaver = results.filter((r) => left.some((e) => r.sent < e.at && r.done > e.at && !members[e.cfg].includes(r.replica))).length;
+    const handover = reloads.map((k, i) => ends.filter((t) => t >= k.applied && t < (reloads[i + 1]?.hup ?? Infinity)).at(-1) - k.applied).sort((x, y) => x - y);
     return { requests: short.length, m2: m2.length, streams: streams.length, finished_on_leaver: finishedOnLeaver, reloads: reloads.length,
+      handover_ms: { median: handover[handover.length >> 1], max: handover.at(-1) },
       stretches: stretches.length, stretches_checked: checked, samples: samples.length,
       served: Object.fromEntries([...used].sort().map((m) => [m, results.filter((r) => r.replica === m).length])) };
   } finally {
