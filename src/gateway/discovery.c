@@ -222,8 +222,8 @@ static int claim_outgoing(dns_group *g, const char *id, const char *url) {
         if (strcmp(r->dyn_id, id) != 0) continue;
         d->outgoing[i] = d->outgoing[--d->noutgoing];
         if (strcmp(r->dyn_url, url) == 0) return o.slot;
-        IR_INFO("discovery", "group %s: replica %s left (the group changed)", o.group, id);
         gw_fleet_leave(f, (uint32_t)o.slot);
+        IR_INFO("discovery", "group %s: replica %s left (the group changed)", o.group, id);
         return -1;
     }
     return -1;
@@ -269,14 +269,15 @@ static void apply(dns_group *g) {
 }
 
 /* The members handed over by a reload leave (every group has had its first
- * answer: those it found again were claimed). */
+ * answer: those it found again were claimed). Each line is logged once its member
+ * is out, so the last one's time ends the handover (the stress scenario reads it). */
 static void release_outgoing(gw_discovery *d) {
     gw_fleet *f = &d->app->fleet;
     for (size_t i = 0; i < d->noutgoing; i++) {
         const dns_outgoing o = d->outgoing[i];
+        gw_fleet_leave(f, (uint32_t)o.slot);
         IR_INFO("discovery", "group %s: replica %s left (the group changed)", o.group,
                 f->replicas[o.slot].dyn_id);
-        gw_fleet_leave(f, (uint32_t)o.slot);
     }
     d->noutgoing = 0;
 }
@@ -516,9 +517,9 @@ static void hand_over(gw_discovery *d, gw_fleet *f, int slot, const char *group)
         d->outgoing[d->noutgoing++] = (dns_outgoing){slot, group};
         return;
     }
+    gw_fleet_leave(f, (uint32_t)slot);
     IR_INFO("discovery", "group %s: replica %s left (the group changed)", group,
             f->replicas[slot].dyn_id);
-    gw_fleet_leave(f, (uint32_t)slot);
 }
 
 void gw_discovery_adopt(gw_discovery *d, gw_discovery *old) {
