@@ -320,9 +320,10 @@ function appliedTimes(gw) {
   return [...gw.log.text.matchAll(/^(\S+Z) INFO +reload: .*: applied: /gm)].map((m) => Date.parse(m[1]));
 }
 
-// Every `ms` (on a fixed schedule), writes the next of `configs` (configs[1], then [0], then [1], ...) as
-// gw's config file, sends SIGHUP, and waits for the gateway to log that it applied
-// it (a refused file fails). stop() ends it and resolves to the reloads, in order:
+// Every `ms` (on a fixed schedule), writes the next of `configs` (configs[1], then
+// [0], then [1], ...) as gw's config file, sends SIGHUP, and waits for the gateway
+// to log that it applied it (a refused file fails). stop() ends it and resolves to
+// the reloads, in order:
 // {cfg: its index in configs, hup: just before the signal, applied: the time of the
 // gateway's line saying so}, in ms since the epoch (the log's are truncated to ms).
 function flipConfigs(gw, configs, ms = 500) {
