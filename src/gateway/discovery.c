@@ -7,9 +7,12 @@
  * A SIGHUP reload that changes discovery builds a new gw_discovery from the new
  * file (its own channel, so new nameservers apply) and hands it what the old one
  * knew (gw_discovery_adopt): a group kept by name, url and srv keeps its members
- * and its next round, their models and caps changed in place; the members of a
- * group removed, renamed or pointed elsewhere leave, and the new group is looked
- * up at once. */
+ * and its next round, their models and caps changed in place; a new group is
+ * looked up at once. The members of a group removed, renamed or pointed elsewhere
+ * are handed over: they keep serving until every group of the new discovery has
+ * had its first answer, then leave (make before break: a group renamed over the
+ * same addresses leaves no moment with neither). One that a new group finds again
+ * by the same id and url stays, as that group's member. */
 #include "gateway/gateway.h"
 
 #include <ares.h>
@@ -55,6 +58,13 @@ typedef struct dns_sock {
     struct dns_sock *next;
 } dns_sock;
 
+/* A member of a group that a reload removed or changed, serving until the new
+ * discovery has settled (group: its old group's name, in the retired config). */
+typedef struct dns_outgoing {
+    int slot;
+    const char *group;
+} dns_outgoing;
+
 /* A member's settings when a reload changed its group's models or caps (the slot's
  * own dyn_cfg may be read by workers, so a new one is published instead). */
 typedef struct dns_cfg {
@@ -73,6 +83,8 @@ struct gw_discovery {
     dns_sock *socks;
     dns_group *groups;
     size_t ngroups;
+    dns_outgoing outgoing[GW_MAX_REPLICAS];
+    size_t noutgoing;
 };
 
 /* ---- c-ares on the loop ------------------------------------------------------------ */
@@ -160,32 +172,61 @@ static bool strlist_same(const ir_cfg_strlist *a, const ir_cfg_strlist *b) {
     return true;
 }
 
-/* Member slot takes its group's models and caps, when a reload changed them. */
-static void retune(dns_group *g, int slot) {
-    gw_fleet *f = &g->d->app->fleet;
-    gw_replica *r = &f->replicas[slot];
-    const gw_replica_cfg *o = r->cfg, *t = &g->tmpl;
-    if (strlist_same(&o->models, &t->models) && o->max_concurrency == t->max_concurrency &&
-        o->max_pending == t->max_pending && o->kv_capacity_blocks == t->kv_capacity_blocks)
-        return;
+/* Member r's settings become its group's template (with its own id and url),
+ * published as a new dns_cfg; false when out of memory (it keeps its settings). */
+static bool take_tmpl(dns_group *g, gw_replica *r) {
     dns_cfg *c = calloc(1, sizeof *c);
     if (!c) {
-        IR_WARN("discovery", "replica %s: out of memory; it keeps its settings", o->id);
-        return;
+        IR_WARN("discovery", "replica %s: out of memory; it keeps its settings", r->cfg->id);
+        return false;
     }
-    c->cfg = *t;
+    c->cfg = g->tmpl;
     c->cfg.id = r->dyn_id;
     c->cfg.url = r->dyn_url;
     c->next = g->d->cfgs;
     g->d->cfgs = c;
     atomic_store(&r->cfg, &c->cfg);
+    return true;
+}
+
+/* Member slot takes its group's models and caps when they differ from its own (a
+ * reload changed them, or it came back to its old slot with settings of before);
+ * then its series and model mask follow its settings and the fleet's models, which
+ * a reload may have changed while it was away (the mask is made when a slot is
+ * filled, and a slot that comes back keeps it). */
+static void retune(dns_group *g, int slot) {
+    gw_fleet *f = &g->d->app->fleet;
+    gw_replica *r = &f->replicas[slot];
+    const gw_replica_cfg *o = r->cfg, *t = &g->tmpl;
+    bool same = strlist_same(&o->models, &t->models) && o->max_concurrency == t->max_concurrency &&
+                o->max_pending == t->max_pending && o->kv_capacity_blocks == t->kv_capacity_blocks;
+    bool cap_changed = o->kv_capacity_blocks != t->kv_capacity_blocks;
+    if (!same && !take_tmpl(g, r)) return;
     gw_metrics_replica_models(g->d->app, r); /* its series for models new to it, first */
     gw_replica_models(f, r);
-    if (o->kv_capacity_blocks != t->kv_capacity_blocks) {
+    if (cap_changed) {
         int64_t cap = t->kv_capacity_blocks > 0 ? t->kv_capacity_blocks
                                                 : f->cfg->index.default_capacity_blocks;
         irx_set_capacity(f->index, (uint32_t)slot, (uint32_t)IR_MIN(cap, 1 << 30));
     }
+}
+
+/* An outgoing member named id: at url, it is g's member from now on (its slot;
+ * it never left); elsewhere, it leaves now that its successor joins (-1). */
+static int claim_outgoing(dns_group *g, const char *id, const char *url) {
+    gw_discovery *d = g->d;
+    gw_fleet *f = &d->app->fleet;
+    for (size_t i = 0; i < d->noutgoing; i++) {
+        const dns_outgoing o = d->outgoing[i];
+        gw_replica *r = &f->replicas[o.slot];
+        if (strcmp(r->dyn_id, id) != 0) continue;
+        d->outgoing[i] = d->outgoing[--d->noutgoing];
+        if (strcmp(r->dyn_url, url) == 0) return o.slot;
+        gw_fleet_leave(f, (uint32_t)o.slot);
+        IR_INFO("discovery", "group %s: replica %s left (the group changed)", o.group, id);
+        return -1;
+    }
+    return -1;
 }
 
 /* The round succeeded: the addresses found are the members now. */
@@ -213,16 +254,32 @@ static void apply(dns_group *g) {
         bool v6 = strchr(a->ip, ':') != NULL;
         int un = snprintf(url, sizeof url, "http://%s%s%s:%u%s", v6 ? "[" : "", a->ip,
                           v6 ? "]" : "", a->port, g->url.path);
-        int slot = un > 0 && (size_t)un < sizeof url ? gw_fleet_join(f, id, url, &g->tmpl) : -1;
+        bool url_ok = un > 0 && (size_t)un < sizeof url;
+        int slot = url_ok ? claim_outgoing(g, id, url) : -1;
+        if (url_ok && slot < 0) slot = gw_fleet_join(f, id, url, &g->tmpl);
         if (slot < 0) {
             IR_WARN("discovery", "group %s: no room for replica %s (at most %d replicas)",
                     g->cfg->name, id, GW_MAX_REPLICAS);
             continue;
         }
-        retune(g, slot); /* it came back to its old slot, with settings of before */
+        retune(g, slot); /* it may have come back to its old slot, as it was then */
         g->members[g->nmembers++] = slot;
         IR_INFO("discovery", "group %s: replica %s joined (%s)", g->cfg->name, id, url);
     }
+}
+
+/* The members handed over by a reload leave (every group has had its first
+ * answer: those it found again were claimed). Each line is logged once its member
+ * is out, so the last one's time ends the handover (the stress scenario reads it). */
+static void release_outgoing(gw_discovery *d) {
+    gw_fleet *f = &d->app->fleet;
+    for (size_t i = 0; i < d->noutgoing; i++) {
+        const dns_outgoing o = d->outgoing[i];
+        gw_fleet_leave(f, (uint32_t)o.slot);
+        IR_INFO("discovery", "group %s: replica %s left (the group changed)", o.group,
+                f->replicas[o.slot].dyn_id);
+    }
+    d->noutgoing = 0;
 }
 
 static void round_done(dns_group *g) {
@@ -248,6 +305,7 @@ static void round_done(dns_group *g) {
     if (g->ttl_ns && g->ttl_ns < wait) wait = g->ttl_ns;
     g->next = now + wait;
     g->done_once = true;
+    if (gw_discovery_settled(g->d)) release_outgoing(g->d);
 }
 
 static void lookup_done(dns_group *g) {
@@ -452,22 +510,35 @@ static void take_over(dns_group *g, dns_group *o) {
     for (size_t i = 0; i < g->nmembers; i++) retune(g, g->members[i]);
 }
 
+/* Slot, of old group `group`, goes to d's outgoing members (it leaves at once when
+ * there is no d, or no room). */
+static void hand_over(gw_discovery *d, gw_fleet *f, int slot, const char *group) {
+    if (d && d->noutgoing < GW_MAX_REPLICAS) {
+        d->outgoing[d->noutgoing++] = (dns_outgoing){slot, group};
+        return;
+    }
+    gw_fleet_leave(f, (uint32_t)slot);
+    IR_INFO("discovery", "group %s: replica %s left (the group changed)", group,
+            f->replicas[slot].dyn_id);
+}
+
 void gw_discovery_adopt(gw_discovery *d, gw_discovery *old) {
     for (size_t i = 0; d && i < d->ngroups; i++) {
         dns_group *g = &d->groups[i], *o = group_named(old, g->cfg->name);
         if (o && strcmp(o->cfg->url, g->cfg->url) == 0 && o->cfg->srv == g->cfg->srv)
             take_over(g, o);
     }
-    gw_fleet *f = old ? &old->app->fleet : NULL;
-    for (size_t i = 0; old && i < old->ngroups; i++) { /* groups gone or pointed elsewhere */
+    if (!old) return;
+    gw_fleet *f = &old->app->fleet;
+    for (size_t i = 0; i < old->ngroups; i++) { /* groups gone or pointed elsewhere */
         dns_group *o = &old->groups[i];
-        for (size_t k = 0; k < o->nmembers; k++) {
-            IR_INFO("discovery", "group %s: replica %s left (the group changed)", o->cfg->name,
-                    f->replicas[o->members[k]].dyn_id);
-            gw_fleet_leave(f, (uint32_t)o->members[k]);
-        }
+        for (size_t k = 0; k < o->nmembers; k++) hand_over(d, f, o->members[k], o->cfg->name);
         o->nmembers = 0;
     }
+    for (size_t k = 0; k < old->noutgoing; k++) /* those old was still handing over */
+        hand_over(d, f, old->outgoing[k].slot, old->outgoing[k].group);
+    old->noutgoing = 0;
+    if (d && gw_discovery_settled(d)) release_outgoing(d); /* every group kept */
 }
 
 void gw_discovery_free(gw_discovery *d) {

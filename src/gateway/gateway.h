@@ -658,8 +658,11 @@ void gw_engine_fill(gw_replica *r, uint64_t now, uint64_t max_age, irp_candidate
  * ends them); free after the loop has run and the workers are joined (members may
  * point to settings it holds). adopt, before d starts (a reload, on the control
  * thread): d's groups that old has by the same name, url and srv take over their
- * members (with d's models and caps) and their schedule; old's other members leave.
- * old may be NULL, and d too (then every member of old leaves). */
+ * members (with d's models and caps) and their schedule; old's other members (and
+ * those old was still handing over) are handed over to d: they serve on until d
+ * has settled, then leave, but for those a group of d finds again by the same id
+ * and url, which stay as its members. old may be NULL, and d too (then every
+ * member of old leaves at once). */
 typedef struct gw_discovery gw_discovery;
 gw_discovery *gw_discovery_new(gw_app *app, const gw_discovery_cfg *cfg, uv_loop_t *loop, char *err,
                                size_t errlen);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startGateway, sleep, sseData } from './lib.mjs';
-import { startDns, startSimsAt } from './dns_lib.mjs';
+import { randomPort, startDns, startSimsAt } from './dns_lib.mjs';
 
 async function until(what, cond, ms = 20000) {
   const end = Date.now() + ms;
@@ -113,5 +113,105 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     for (const s of sims) await s.stop();
     await ns1.stop();
     await ns2.stop();
+  }
+});
+
+// A member away from DNS while a reload adds a model comes back to its old slot:
+// it serves the new model too (its group serves every model), with its series.
+test('a member that comes back after a reload added a model serves that model', { timeout: 120000 }, async () => {
+  const hosts = ['127.0.0.2', '127.0.0.3'];
+  const { port, sims } = await startSimsAt(hosts, ['--served-model-name', 'inferrail/sim-8b', 'm2', '--zero-latency']);
+  const ns = await startDns({ 'a.test': hosts });
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${ns.port}`], dns: [{ name: 'a', url: `http://a.test:${port}`, refresh: '100ms' }] },
+    routing: { default_policy: 'round_robin' },
+    health: { interval: '100ms', timeout: '1s' },
+  });
+  const id = (ip) => `a-${ip}-${port}`;
+  try {
+    await until('both members', async () => (await members(gw)).join() === hosts.map(id).join());
+    ns.setHosts({ 'a.test': [hosts[0]] });
+    await until(`${hosts[1]} to leave`, async () => (await members(gw)).join() === id(hosts[0]));
+    rewrite(gw, (c) => c.models.push({ name: 'm2' }));
+    await reload(gw, 'reload: ');
+    assert.match(gw.log.text, /models 1 added/);
+    ns.setHosts({ 'a.test': hosts });
+    await until(`${hosts[1]} to come back`, async () => (await members(gw)).join() === hosts.map(id).join());
+    assert.deepEqual(await routedTo(gw, 'm2'), hosts.map(id));
+    const page = await (await fetch(`${gw.admin}/metrics`)).text();
+    const m2 = new RegExp(`^inferrail_requests_total\\{model="m2",replica="${id(hosts[1])}",status="2xx"\\} (\\d+)$`, 'm');
+    assert.equal(Number(m2.exec(page)?.[1]), 4, page.split('\n').filter((l) => l.includes('m2')).join('\n'));
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+    await ns.stop();
+  }
+});
+
+// A UDP port that takes DNS queries and never answers: a nameserver listed before
+// a real one makes every lookup wait for c-ares's timeout first.
+async function silentDns() {
+  const dgram = await import('node:dgram');
+  for (;;) {
+    const sock = dgram.createSocket('udp4');
+    const port = randomPort();
+    const ok = await new Promise((resolve) => {
+      sock.once('error', () => resolve(false));
+      sock.bind(port, '127.0.0.1', () => resolve(true));
+    });
+    if (ok) return { port, stop: () => new Promise((r) => sock.close(r)) };
+  }
+}
+
+// A reload that renames the only group serving the model, under load: its members
+// serve on until the renamed group has its first answer (which a silent first
+// nameserver delays by a second), so no request finds the model without replicas.
+test('a group renamed under load hands its members over: no request lost', { timeout: 120000 }, async () => {
+  const hosts = ['127.0.0.3', '127.0.0.4'];
+  const { port, sims } = await startSimsAt(hosts, ['--zero-latency']);
+  const ns = await startDns({ 'alt.test': hosts });
+  const silent = await silentDns();
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${ns.port}`], dns: [{ name: 'ga', url: `http://alt.test:${port}`, refresh: '100ms' }] },
+    health: { interval: '100ms', timeout: '5s' },
+  });
+  const ids = (g) => hosts.map((h) => `${g}-${h}-${port}`);
+  let stop = false;
+  const got = [];
+  const lane = async () => {
+    while (!stop) {
+      const r = await post(gw, 'inferrail/sim-8b');
+      got.push({ at: Date.now(), status: r.status, replica: r.headers.get('x-inferrail-replica'), text: await r.text() });
+    }
+  };
+  try {
+    await until('group ga', async () => (await members(gw)).join() === ids('ga').join());
+    const lanes = Array.from({ length: 8 }, lane);
+    await sleep(200);
+    rewrite(gw, (c) => {
+      c.discovery.nameservers = [`127.0.0.1:${silent.port}`, `127.0.0.1:${ns.port}`];
+      c.discovery.dns[0].name = 'gb';
+    });
+    await reload(gw, 'reload: ');
+    const reloaded = Date.now();
+    await until('group gb alone', async () => (await members(gw)).join() === ids('gb').join());
+    await sleep(200);
+    stop = true;
+    await Promise.all(lanes);
+    const bad = got.filter((r) => r.status !== 200);
+    assert.equal(bad.length, 0, `${bad.length} of ${got.length} failed, e.g. ${JSON.stringify(bad.slice(0, 2))}`);
+    // ga served after the reload, while gb was being looked up; gb joined before ga left.
+    assert.ok(got.some((r) => r.at > reloaded && r.replica.startsWith('ga-')), 'no handover');
+    assert.ok(got.some((r) => r.replica.startsWith('gb-')), 'gb never served');
+    const log = gw.log.text;
+    assert.ok(log.indexOf(`replica ${ids('gb')[0]} joined`) < log.indexOf(`replica ${ids('ga')[0]} left`), log.slice(-3000));
+  } finally {
+    stop = true;
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+    await ns.stop();
+    await silent.stop();
   }
 });

@@ -5,8 +5,9 @@
 // asserts its outcome; nothing here measures speed.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
-import { startSim, startGateway, metrics, metricValue, rawRequest, sleep, sseData, BUILD } from '../integration/lib.mjs';
+import { startSim, startGateway, metrics, metricValue, metricSum, rawRequest, sleep, sseData, BUILD } from '../integration/lib.mjs';
 import { startFakeEngine } from '../integration/fake_engine.mjs';
 import { startDns, startSimsAt } from '../integration/dns_lib.mjs';
 
@@ -22,7 +23,8 @@ async function until(what, cond, ms = 30000) {
 }
 
 // Closed-loop load: `concurrency` lanes send requests back to back for `seconds`.
-// Returns every request's send time, status and replica.
+// Returns every request's send and answer times (ms since the epoch), status and
+// replica.
 export async function drive(url, { seconds, concurrency = 32, body = BODY, path = '/v1/completions', headers = {} }) {
   const end = Date.now() + seconds * 1000;
   const results = [];
@@ -32,9 +34,9 @@ export async function drive(url, { seconds, concurrency = 32, body = BODY, path 
       try {
         const r = await fetch(url + path, { method: 'POST', body, headers, signal: AbortSignal.timeout(60000) });
         const text = await r.text();
-        results.push({ sent, status: r.status, replica: r.headers.get('x-inferrail-replica'), text });
+        results.push({ sent, done: Date.now(), status: r.status, replica: r.headers.get('x-inferrail-replica'), text });
       } catch (e) {
-        results.push({ sent, status: 0, text: String(e) });
+        results.push({ sent, done: Date.now(), status: 0, text: String(e) });
       }
     }
   }
@@ -313,12 +315,51 @@ export async function sigtermStreams({ streams }) {
   }
 }
 
+// The gateway's log times (ms since the epoch) of the reloads it applied, in order.
+function appliedTimes(gw) {
+  return [...gw.log.text.matchAll(/^(\S+Z) INFO +reload: .*: applied: /gm)].map((m) => Date.parse(m[1]));
+}
+
+// Every `ms` (on a fixed schedule), writes the next of `configs` (configs[1], then
+// [0], then [1], ...) as gw's config file, sends SIGHUP, and waits for the gateway
+// to log that it applied it (a refused file fails). stop() ends it and resolves to
+// the reloads, in order:
+// {cfg: its index in configs, hup: just before the signal, applied: the time of the
+// gateway's line saying so}, in ms since the epoch (the log's are truncated to ms).
+function flipConfigs(gw, configs, ms = 500) {
+  const reloads = [];
+  let stop = false;
+  const start = Date.now();
+  const run = (async () => {
+    while (!stop) {
+      await sleep(Math.max(0, start + (reloads.length + 1) * ms - Date.now()));
+      if (stop) break;
+      const cfg = (reloads.length + 1) % configs.length, before = appliedTimes(gw).length;
+      fs.writeFileSync(gw.file, JSON.stringify(configs[cfg], null, 1));
+      const hup = Date.now();
+      gw.child.kill('SIGHUP');
+      await until(`reload ${reloads.length + 1} to be applied`, () => {
+        assert.ok(!gw.log.text.includes('the file is refused'), gw.log.text.slice(-2000));
+        return appliedTimes(gw).length > before;
+      });
+      reloads.push({ cfg, hup, applied: appliedTimes(gw)[before] });
+    }
+  })().then(() => null, (e) => e);
+  return {
+    async stop() {
+      stop = true;
+      const err = await run;
+      if (err) throw err;
+      return reloads;
+    },
+  };
+}
+
 // SIGHUP reloads every 500 ms under load, alternating two configs that differ in
 // replicas, policy, retries and the model list (a tokenizer, an alias and a model
 // come and go): no request lost, every request routed to a replica of one config or
 // the other, the alias served or answered 404, every reload applied.
 export async function reloadUnderLoad({ seconds }) {
-  const fs = await import('node:fs');
   const sims = [];
   for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
   const rep = (i) => ({ id: `s${i}`, url: sims[i].url });
@@ -336,22 +377,13 @@ export async function reloadUnderLoad({ seconds }) {
     { ...base, replicas: [rep(0), rep(1)], routing: { default_policy: 'round_robin' } },
     { ...base, models: more, replicas: [rep(1), rep(2)], routing: { default_policy: 'least_request' }, retry: { max_attempts: 4 } },
   ];
-  let reloads = 0, stop = false;
-  const flip = (async () => {
-    while (!stop) {
-      await sleep(500);
-      if (stop) break;
-      fs.writeFileSync(gw.file, JSON.stringify(configs[++reloads % 2], null, 1));
-      gw.child.kill('SIGHUP');
-    }
-  })();
+  const flip = flipConfigs(gw, configs);
   try {
     const [results, comeAndGo] = await Promise.all([
       drive(gw.url, { seconds, body: JSON.stringify({ model: 'a', prompt: 'x', max_tokens: 1 }) }),
       drive(gw.url, { seconds, concurrency: 4, body: JSON.stringify({ model: 'b', prompt: 'x', max_tokens: 1 }) }),
     ]);
-    stop = true;
-    await flip;
+    const reloads = (await flip.stop()).length;
     assertAllOk(results, 'reloads');
     // The alias that reloads add and remove: served while it exists, the OpenAI
     // 404 while it does not, never anything else.
@@ -361,12 +393,166 @@ export async function reloadUnderLoad({ seconds }) {
     const used = new Set(results.map((r) => r.replica));
     for (const u of used) assert.ok(['s0', 's1', 's2'].includes(u), u);
     assert.ok(used.has('s0') && used.has('s2'), `both configs routed: ${[...used]}`);
-    await until('every reload to be applied', () => gw.log.text.split('reload: ').length - 1 >= reloads);
-    assert.ok(!gw.log.text.includes('the file is refused'), gw.log.text.slice(-2000));
     return { requests: results.length, alias_b: { served: comeAndGo.filter((r) => r.status === 200).length, absent: comeAndGo.filter((r) => r.status === 404).length }, reloads };
   } finally {
-    stop = true;
+    await flip.stop().catch(() => {}); // already stopped, or failed (said above)
     assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+  }
+}
+
+// The replicas that have series on a /metrics page.
+const seriesOf = (page) => new Set([...page.matchAll(/replica="([^"]+)"/g)].map((m) => m[1]));
+const subset = (a, b) => [...a].every((x) => b.has(x));
+
+// The gateway's log times of the members that left because a reload changed their
+// group: the end of each reload's handover (discovery.c).
+function handedOver(gw) {
+  return [...gw.log.text.matchAll(/^(\S+Z) INFO +discovery: group \S+: replica \S+ left \(the group changed\)/gm)].map((m) => Date.parse(m[1]));
+}
+
+// The stretches between flipConfigs' reloads in which one config alone was live:
+// from the end of a reload's handover (the last member of the other config left;
+// `ends`, from handedOver) to the next SIGHUP. A reload whose handover did not end
+// before the next one starts no stretch. Each: {cfg, from, to} (ms since the epoch).
+function stretchesOf(reloads, ends) {
+  const out = [{ cfg: 0, from: 0, to: reloads.length ? reloads[0].hup : Infinity }];
+  reloads.forEach((k, i) => {
+    const to = i + 1 < reloads.length ? reloads[i + 1].hup : Infinity;
+    const end = ends.filter((t) => t >= k.applied && t < to).at(-1);
+    if (end !== undefined) out.push({ cfg: k.cfg, from: end + 1, to });
+  });
+  return out;
+}
+
+// Checks the requests (and /metrics samples) against the stretches: one sent and
+// answered (taken) inside a stretch must be served by (show only) members of the
+// config then live, members[cfg]; one outside, during a reload and its handover,
+// by members of either. Resolves to those that broke this, and to each stretch's
+// requests.
+function routedUnder(results, samples, stretches, members) {
+  const either = new Set(members.flat());
+  const inside = (from, to) => stretches.find((x) => from >= x.from && to + 1 <= x.to);
+  const wrong = [], badSamples = [], per = stretches.map((x) => ({ ...x, results: [] }));
+  for (const r of results) {
+    const s = inside(r.sent, r.done);
+    if (s) per[stretches.indexOf(s)].results.push(r);
+    if (!(s ? new Set(members[s.cfg]) : either).has(r.replica)) wrong.push({ ...r, text: undefined, cfg: s?.cfg });
+  }
+  for (const p of samples) {
+    const s = inside(p.from, p.to);
+    if (!subset(p.ids, s ? new Set(members[s.cfg]) : either)) badSamples.push({ ...p, ids: [...p.ids], cfg: s?.cfg });
+  }
+  return { wrong, badSamples, stretches: per };
+}
+
+// The members that stay through every reload (`stay`): they serve in each stretch
+// between reloads that had enough requests for round robin to have come round to
+// them (40), never leave, and their counters run on (their requests_total is what
+// the clients got from them). Resolves to the number of stretches checked.
+async function assertStayed(gw, results, stretches, stay) {
+  const busy = stretches.filter((s) => s.results.length >= 40);
+  for (const s of busy)
+    for (const m of stay) assert.ok(s.results.some((r) => r.replica === m), `${m} idle from ${s.from} to ${s.to}`);
+  const count = async (m) => metricSum(await metrics(gw.admin), 'inferrail_requests_total', `replica="${m}"`);
+  for (const m of stay) {
+    assert.doesNotMatch(gw.log.text, new RegExp(`replica ${m} left`));
+    const served = results.filter((r) => r.replica === m).length;
+    await until(`${m}'s count`, async () => (await count(m)) >= served).catch(() => {}); // asserted below
+    assert.equal(await count(m), served, `${m}'s requests_total`);
+  }
+  return busy.length;
+}
+
+// SIGHUP reloads every 500 ms under load, alternating two configs whose discovery
+// blocks differ, against dnsmasq: a group kept (its refresh and caps changed), a
+// group renamed (ga, then gb, over the same two addresses), a group added and
+// removed (extra); a configured replica in both. The model m2 is served only by
+// the groups that come and go, so a reload that left it without replicas for a
+// moment would fail its requests. The load is short requests (both models) plus
+// streams of 30 tokens (about 60 ms), so that every reload finds requests running
+// on the members it removes. No request lost (every stream ends with [DONE]);
+// every request served by a member of the config live then (or of either, for one
+// that overlaps a reload and its handover); /metrics likewise (sampled every 50
+// ms), and at the end only the last config's members have series; the members that
+// stay never leave, serve between every two reloads, and keep their counters.
+export async function discoveryReloadUnderLoad({ seconds }) {
+  const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+  const simArgs = ['--served-model-name', 'inferrail/sim-8b', 'm2', '--decode-token-ms', '2', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'];
+  const { port, sims } = await startSimsAt(hosts, simArgs);
+  sims.push(await startSim(simArgs));
+  const dns = await startDns({ 'keep.test': [hosts[0]], 'alt.test': hosts.slice(1, 3), 'extra.test': [hosts[3]] });
+  const group = (name, host, more = {}) => ({ name, url: `http://${host}:${port}`, refresh: '100ms', ...more });
+  const disc = (groups) => ({ nameservers: [`127.0.0.1:${dns.port}`], dns: groups });
+  const only8b = { models: ['inferrail/sim-8b'] };
+  const configs = [
+    { discovery: disc([group('keep', 'keep.test', only8b), group('ga', 'alt.test')]) },
+    { discovery: disc([group('keep', 'keep.test', { ...only8b, refresh: '150ms', max_concurrency: 512 }),
+      group('gb', 'alt.test'), group('extra', 'extra.test')]) },
+  ];
+  const id = (g, ip) => `${g}-${ip}-${port}`;
+  const stay = ['s0', id('keep', hosts[0])];
+  const members = [[...stay, id('ga', hosts[1]), id('ga', hosts[2])], [...stay, id('gb', hosts[1]), id('gb', hosts[2]), id('extra', hosts[3])]];
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }, { name: 'm2' }],
+    replicas: [{ id: 's0', url: sims[4].url, ...only8b }],
+    routing: { default_policy: 'round_robin' },
+    health: { interval: '100ms', timeout: '5s' }, // a slow probe on a busy machine marks nobody down
+    ...configs[0],
+  });
+  const base = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  const state = async () => (await (await fetch(`${gw.admin}/admin/state`)).json()).replicas.map((r) => r.id).sort();
+  let flip = null, sampling = true;
+  try {
+    await until('the first config\'s members', async () => (await state()).join() === [...members[0]].sort().join());
+    flip = flipConfigs(gw, configs.map((c) => ({ ...base, ...c })));
+    const samples = [];
+    const sample = (async () => {
+      while (sampling) {
+        const from = Date.now(), ids = seriesOf(await metrics(gw.admin));
+        samples.push({ from, to: Date.now(), ids });
+        await sleep(50);
+      }
+    })().then(() => null, (e) => e);
+    const body = (model, more = {}) => JSON.stringify({ model, prompt: 'stress', max_tokens: 1, ...more });
+    const [short, m2, streams] = await Promise.all([
+      drive(gw.url, { seconds, concurrency: 24 }),
+      drive(gw.url, { seconds, concurrency: 8, body: body('m2') }),
+      drive(gw.url, { seconds, concurrency: 8, body: body('inferrail/sim-8b', { max_tokens: 30, stream: true }) }),
+    ]);
+    const reloads = await flip.stop();
+    sampling = false;
+    const sampleErr = await sample;
+    if (sampleErr) throw sampleErr;
+    const results = short.concat(m2, streams);
+    assertAllOk(results, 'discovery reloads');
+    const cut = streams.filter((r) => sseData(r.text).at(-1) !== '[DONE]' || sseData(r.text).length !== 31);
+    assert.equal(cut.length, 0, `streams cut: ${JSON.stringify(cut.slice(0, 2))}`);
+    assert.ok(m2.every((r) => !stay.includes(r.replica)), 'm2 served by a replica that does not serve it');
+    const ends = handedOver(gw), { wrong, badSamples, stretches } = routedUnder(results, samples, stretchesOf(reloads, ends), members);
+    assert.equal(wrong.length, 0, `served outside the live config: ${JSON.stringify(wrong.slice(0, 3))}`);
+    assert.equal(badSamples.length, 0, `a /metrics page with members outside the live config: ${JSON.stringify(badSamples.slice(0, 2))}`);
+    const used = new Set(results.map((r) => r.replica));
+    for (const m of members.flat()) assert.ok(used.has(m), `${m} never served: ${[...used]}`);
+    const last = new Set(members[reloads.length ? reloads.at(-1).cfg : 0]);
+    await until('the last config\'s members', async () => (await state()).join() === [...last].sort().join());
+    const page = await metrics(gw.admin);
+    assert.deepEqual([...seriesOf(page)].sort(), [...last].sort(), 'series of departed members remain');
+    const checked = await assertStayed(gw, results, stretches, stay);
+    // Requests running on a member when it left (at the end of a handover), and
+    // finished; how long each handover took, from the reload's line to the last leave.
+    const left = stretches.slice(1).map((x) => ({ cfg: x.cfg, at: x.from - 1 }));
+    const finishedOnLeaver = results.filter((r) => left.some((e) => r.sent < e.at && r.done > e.at && !members[e.cfg].includes(r.replica))).length;
+    const handover = reloads.map((k, i) => ends.filter((t) => t >= k.applied && t < (reloads[i + 1]?.hup ?? Infinity)).at(-1) - k.applied).sort((x, y) => x - y);
+    return { requests: short.length, m2: m2.length, streams: streams.length, finished_on_leaver: finishedOnLeaver, reloads: reloads.length,
+      handover_ms: { median: handover[handover.length >> 1], max: handover.at(-1) },
+      stretches: stretches.length, stretches_checked: checked, samples: samples.length,
+      served: Object.fromEntries([...used].sort().map((m) => [m, results.filter((r) => r.replica === m).length])) };
+  } finally {
+    sampling = false;
+    await flip?.stop().catch(() => {}); // already stopped, or failed (said above)
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
     for (const s of sims) await s.stop();
   }
 }
@@ -431,7 +617,6 @@ export async function disconnects({ streams }) {
 // `requests` requests (a fifth of them streamed) after a warm-up: resident memory
 // grows at most `maxGrowthKiB`.
 export async function soak({ requests, maxGrowthKiB }) {
-  const fs = await import('node:fs');
   const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
   const sims = [];
   for (let i = 0; i < 3; i++) sims.push(await startSim(['--zero-latency']));
