@@ -672,8 +672,12 @@ static void stored_block(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *
     orphan_gone(e, ev->blocks[i].lo);
     tier_on(ix, r, e, k, ch->t);
     c->stored++;
+    /* A known block keeps the hash it was placed with (and its parent); under the
+     * chain's parent, its children's chain is that parent's hash and its own. */
+    const evnode *n = &e->nodes[k];
+    ch->c = n->parent == ch->parent ? (ir_block_chain){.two = ch->c.one, .one = n->gkey}
+                                    : child_chain(e, k);
     ch->parent = k;
-    ch->c = child_chain(e, k); /* a known block keeps the hash it was placed with */
 }
 
 static void stored(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, pipe *p,
