@@ -34,15 +34,13 @@ static size_t heap_bytes(void) {
 
 static void make_prompt(ir_hash128 *out, size_t n, uint64_t tag, const ir_hash128 *share,
                         size_t nshare) {
-    ir_hash128 h = ir_block_hash_root("bench-model", NULL, NULL);
-    for (size_t i = 0; i < n; i++) {
-        if (i < nshare) {
-            out[i] = h = share[i];
-            continue;
-        }
+    for (size_t i = 0; i < nshare && i < n; i++) out[i] = share[i];
+    ir_block_chain c = ir_block_chain_at(ir_block_hash_root("bench-model", NULL, NULL), out,
+                                         nshare < n ? nshare : n);
+    for (size_t i = nshare; i < n; i++) {
         uint32_t ids[16];
         for (int k = 0; k < 16; k++) ids[k] = (uint32_t)(tag * 131 + i * 16 + (uint64_t)k);
-        out[i] = h = ir_block_hash_next(h, ids, 16);
+        out[i] = ir_block_hash_next(&c, ids, 16);
     }
 }
 

@@ -1,13 +1,17 @@
-/* blockhash.c: chained XXH3-128 block hashes (see ir_core.h). */
+/* blockhash.c: chained XXH3-128 block hashes (see ir_core.h and ADR 0016). */
 #include "core/ir_core.h"
 
 #include <string.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-/* A block this small is copied behind its parent's hash and hashed in one shot;
- * larger ones go through the streaming API, which yields the same digest. */
+/* A block message this small is copied and hashed in one shot; larger ones go
+ * through the streaming API, which yields the same digest. */
 #define ONE_SHOT_BYTES 4096
+
+/* The 16-token chain's loop must have its block hash inlined: a call passes the
+ * chain's words through memory, which costs more than the hash's own work. */
+#define HOT static inline __attribute__((always_inline))
 
 static void absorb_salt(XXH3_state_t *st, const char *s, size_t len) {
     /* Length-prefixed, so ("ab","c") and ("a","bc") differ; an absent salt has
@@ -32,54 +36,116 @@ ir_hash128 ir_block_hash_root(const char *model, const char *adapter, const char
     return ir_block_hash_root_n(model, adapter, cache_salt, cache_salt ? strlen(cache_salt) : 0);
 }
 
-/* vLLM's default block of 16 tokens: XXH3_128bits (seed 0, default secret) of
- * the 80 bytes parent.lo || parent.hi || ids, written out as the library's own
- * 17-to-128-byte path computes it for that length, from its own primitives.
- * Copying the parent into an 80-byte buffer first put a store and a reload on
- * the chain's critical path (7.5 against 6.3 ns a block on the development
- * VM); here the parent stays in registers. tests/unit/core/test_blockhash.c
- * checks the digest against XXH3_128bits of the buffer. */
-static uint64_t mix16(uint64_t a, uint64_t b, const unsigned char *secret) {
-    return XXH3_mul128_fold64(a ^ XXH_readLE64(secret), b ^ XXH_readLE64(secret + 8));
+ir_block_chain ir_block_chain_under(ir_hash128 root, const ir_hash128 *grand,
+                                    const ir_hash128 *parent) {
+    if (!parent) return (ir_block_chain){.two = root}; /* H[-2] = root, H[-1] = 0 */
+    return (ir_block_chain){.two = grand ? *grand : (ir_hash128){0, 0}, .one = *parent};
 }
 
-static ir_hash128 next16(ir_hash128 parent, const uint32_t *ids) {
-    const unsigned char *k = XXH3_kSecret;
-    uint64_t w[8]; /* the buffer's words 2..9: the ids */
-    memcpy(w, ids, sizeof w);
-    /* Three 32-byte rounds over (32,32), (16,48) and (0,64), the last one taking
-     * the parent, as XXH3_len_17to128_128b orders them for 80 bytes. */
-    uint64_t lo = 80 * XXH_PRIME64_1, hi = 0;
-    lo += mix16(w[2], w[3], k + 64), lo ^= w[2] + w[3];
-    hi += mix16(w[2], w[3], k + 80), hi ^= w[2] + w[3];
-    lo += mix16(w[0], w[1], k + 32), lo ^= w[4] + w[5];
-    hi += mix16(w[4], w[5], k + 48), hi ^= w[0] + w[1];
-    lo += mix16(parent.lo, parent.hi, k), lo ^= w[6] + w[7];
-    hi += mix16(w[6], w[7], k + 16), hi ^= parent.lo + parent.hi;
+ir_block_chain ir_block_chain_at(ir_hash128 root, const ir_hash128 *h, size_t k) {
+    if (k == 0) return ir_block_chain_under(root, NULL, NULL);
+    return ir_block_chain_under(root, k >= 2 ? &h[k - 2] : NULL, &h[k - 1]);
+}
+
+/* ---- XXH3-128 of a block's message m (see ir_core.h) ------------------------ */
+
+/* The 64x64->128 multiply folded to 64 bits. On x86-64 it is one mulq: GCC 12
+ * passes an unsigned __int128 product through the stack (a store and a reload
+ * per multiply, 4% of the chain's time in hash-ab.sh). */
+HOT uint64_t fold64(uint64_t a, uint64_t b) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t lo, hi;
+    __asm__("mulq %3" : "=a"(lo), "=d"(hi) : "a"(a), "rm"(b) : "cc");
+    return lo ^ hi;
+#elif defined(__SIZEOF_INT128__)
+    unsigned __int128 p = (unsigned __int128)a * b;
+    return (uint64_t)p ^ (uint64_t)(p >> 64);
+#else
+    return XXH3_mul128_fold64(a, b);
+#endif
+}
+
+HOT uint64_t mix16(uint64_t a, uint64_t b, size_t at) {
+    return fold64(a ^ XXH_readLE64(XXH3_kSecret + at), b ^ XXH_readLE64(XXH3_kSecret + at + 8));
+}
+
+/* A 16-token block: XXH3_128bits (seed 0, default secret) of its 64 bytes with
+ * key XORed into the first 16, written out as the library's 17-to-128-byte path
+ * computes 64 bytes, from its own primitives, so that the tokens are read in
+ * place and the key stays in registers. tests/unit/core/test_blockhash.c checks
+ * it against XXH3_128bits of the message. */
+HOT ir_hash128 xxh3_block16(const uint32_t *ids, ir_hash128 key) {
+    const unsigned char *p = (const unsigned char *)ids;
+    uint64_t w0 = XXH_readLE64(p) ^ key.lo, w1 = XXH_readLE64(p + 8) ^ key.hi;
+    uint64_t w2 = XXH_readLE64(p + 16), w3 = XXH_readLE64(p + 24);
+    uint64_t w4 = XXH_readLE64(p + 32), w5 = XXH_readLE64(p + 40);
+    uint64_t w6 = XXH_readLE64(p + 48), w7 = XXH_readLE64(p + 56);
+    /* Two 32-byte rounds, over (16,32) and then (0,48), the key's in the last. */
+    uint64_t lo = 64 * XXH_PRIME64_1, hi = 0;
+    lo += mix16(w2, w3, 32), lo ^= w4 + w5;
+    hi += mix16(w4, w5, 48), hi ^= w2 + w3;
+    hi += mix16(w6, w7, 16), hi ^= w0 + w1;
+    lo += mix16(w0, w1, 0), lo ^= w6 + w7;
     uint64_t out_lo = lo + hi;
-    uint64_t out_hi = lo * XXH_PRIME64_1 + hi * XXH_PRIME64_4 + 80 * XXH_PRIME64_2;
+    uint64_t out_hi = lo * XXH_PRIME64_1 + (hi * XXH_PRIME64_4 + 64 * XXH_PRIME64_2);
     return (ir_hash128){XXH3_avalanche(out_lo), 0ull - XXH3_avalanche(out_hi)};
 }
 
-ir_hash128 ir_block_hash_next(ir_hash128 parent, const uint32_t *ids, size_t block_size) {
-    /* hash(parent.lo || parent.hi || ids), so a block's hash names its prefix. */
-    if (block_size == 16) return next16(parent, ids);
-    uint64_t p[2] = {parent.lo, parent.hi};
+/* Any block size: the message through the library, copied whole when small,
+ * else its first 16 bytes copied and the rest streamed from where it lies. */
+static ir_hash128 xxh3_block(const uint32_t *ids, size_t block_size, ir_hash128 key) {
     size_t nbytes = block_size * sizeof *ids;
+    unsigned char head[16] = {0};
+    memcpy(head, ids, nbytes < sizeof head ? nbytes : sizeof head);
+    for (int i = 0; i < 8; i++) {
+        head[i] ^= (unsigned char)(key.lo >> (8 * i));
+        head[8 + i] ^= (unsigned char)(key.hi >> (8 * i));
+    }
     XXH128_hash_t h;
-    if (nbytes <= ONE_SHOT_BYTES - sizeof p) {
+    if (nbytes <= sizeof head) {
+        h = XXH3_128bits(head, sizeof head);
+    } else if (nbytes <= ONE_SHOT_BYTES) {
         unsigned char buf[ONE_SHOT_BYTES];
-        memcpy(buf, p, sizeof p);
-        memcpy(buf + sizeof p, ids, nbytes);
-        h = XXH3_128bits(buf, sizeof p + nbytes);
+        memcpy(buf, head, sizeof head);
+        memcpy(buf + sizeof head, (const unsigned char *)ids + sizeof head, nbytes - sizeof head);
+        h = XXH3_128bits(buf, nbytes);
     } else {
         XXH3_state_t st;
         XXH3_128bits_reset(&st);
-        XXH3_128bits_update(&st, p, sizeof p);
-        XXH3_128bits_update(&st, ids, nbytes);
+        XXH3_128bits_update(&st, head, sizeof head);
+        XXH3_128bits_update(&st, (const unsigned char *)ids + sizeof head, nbytes - sizeof head);
         h = XXH3_128bits_digest(&st);
     }
     return (ir_hash128){h.low64, h.high64};
+}
+
+/* ---- the chain ---------------------------------------------------------------- */
+
+ir_hash128 ir_block_hash_next(ir_block_chain *c, const uint32_t *ids, size_t block_size) {
+    ir_hash128 x =
+        block_size == 16 ? xxh3_block16(ids, c->two) : xxh3_block(ids, block_size, c->two);
+    ir_hash128 h = {x.lo ^ c->one.lo, x.hi ^ c->one.hi};
+    c->two = c->one;
+    c->one = h;
+    return h;
+}
+
+/* 16-token blocks. Block i+1's XXH3 call needs H[i-1], not H[i], so it starts
+ * while block i's is still running: the chain's serial part per block is one XOR
+ * (ADR 0016). The chain's words are kept in locals so that they stay in registers,
+ * and the tokens are fetched 16 blocks (1 KiB) ahead (a tenth faster on long
+ * prompts, bench/results/index/hash-ab.md). */
+static void chain16(ir_block_chain *c, const uint32_t *ids, size_t nb, ir_hash128 *out) {
+    uint64_t tl = c->two.lo, th = c->two.hi, ol = c->one.lo, oh = c->one.hi;
+    for (size_t i = 0; i < nb; i++) {
+        __builtin_prefetch(ids + (i + 16 < nb ? i + 16 : i) * 16);
+        ir_hash128 x = xxh3_block16(ids + i * 16, (ir_hash128){tl, th});
+        uint64_t hl = x.lo ^ ol, hh = x.hi ^ oh;
+        out[i].lo = hl, out[i].hi = hh;
+        tl = ol, th = oh, ol = hl, oh = hh;
+    }
+    c->two = (ir_hash128){tl, th};
+    c->one = (ir_hash128){ol, oh};
 }
 
 size_t ir_block_hash_chain(ir_hash128 root, const uint32_t *ids, size_t n, size_t block_size,
@@ -87,14 +153,12 @@ size_t ir_block_hash_chain(ir_hash128 root, const uint32_t *ids, size_t n, size_
     if (block_size == 0) return 0;
     size_t nb = n / block_size;
     if (nb > max_out) nb = max_out;
-    ir_hash128 h = root;
+    ir_block_chain c = ir_block_chain_under(root, NULL, NULL);
     if (block_size == 16) {
-        for (size_t i = 0; i < nb; i++) out[i] = h = next16(h, ids + i * 16);
+        chain16(&c, ids, nb, out);
         return nb;
     }
-    for (size_t i = 0; i < nb; i++) {
-        h = ir_block_hash_next(h, ids + i * block_size, block_size);
-        out[i] = h;
-    }
+    for (size_t i = 0; i < nb; i++)
+        out[i] = ir_block_hash_next(&c, ids + i * block_size, block_size);
     return nb;
 }

@@ -72,24 +72,44 @@ uint64_t ir_now_ns(void);  /* CLOCK_MONOTONIC */
 double ir_wall_time(void); /* seconds since the epoch, CLOCK_REALTIME */
 
 /* ---- chained block hashes ------------------------------------------------
- * Full blocks of block_size tokens are hashed with XXH3-128 in a chain: a
- * block's hash covers its parent's hash and its own ids, so it names its whole
- * prefix. A trailing partial block is never hashed. The chain's root is salted
- * by the model, the LoRA adapter and the request's cache_salt, each
- * length-prefixed; NULL (absent) differs from "" and from every string. The
- * gateway's index and the simulator both hash with these, so the index needs no
- * tokenizer (ADR 0001). Cost of a 16-token block: bench/results/index/. */
+ * Full blocks of block_size tokens are hashed with XXH3-128 in a chain, so a
+ * block's hash names its whole prefix. A trailing partial block is never
+ * hashed. The chain's root is salted by the model, the LoRA adapter and the
+ * request's cache_salt, each length-prefixed; NULL (absent) differs from "" and
+ * from every string. The gateway's index and the simulator both hash with
+ * these, so the index needs no tokenizer (ADR 0001).
+ *
+ * The rule (ADR 0016): with H[-2] = root and H[-1] = 0,
+ *     H[i] = XXH3_128(m[i]) ^ H[i-1],  m[i] = block i's token bytes (as they lie
+ *            in memory, zero-padded to 16 bytes) with H[i-2] XORed into its
+ *            first 16 bytes (lo, then hi, little-endian).
+ * A block's hash needs the two before it, not its parent's alone, so that two
+ * XXH3 calls of one chain run at once (cost of a 16-token block:
+ * bench/results/index/). */
 typedef struct ir_hash128 {
     uint64_t lo, hi;
 } ir_hash128;
+
+/* A chain between two blocks: the hashes of the two blocks before the next one
+ * (H[i-2] and H[i-1] above). */
+typedef struct ir_block_chain {
+    ir_hash128 two, one;
+} ir_block_chain;
 
 ir_hash128 ir_block_hash_root(const char *model, const char *adapter, const char *cache_salt);
 /* The same with a cache_salt of salt_len bytes that may hold NULs (a JSON string
  * "a\u0000b" is three bytes); ir_block_hash_root is this with strlen(cache_salt). */
 ir_hash128 ir_block_hash_root_n(const char *model, const char *adapter, const char *cache_salt,
                                 size_t salt_len);
-/* The hash of one full block under its parent's hash (or the root). */
-ir_hash128 ir_block_hash_next(ir_hash128 parent, const uint32_t *ids, size_t block_size);
+/* The chain of a prompt whose first k full blocks hashed to h[0..k): k = 0 is
+ * the chain's start under root (root is read only then). */
+ir_block_chain ir_block_chain_at(ir_hash128 root, const ir_hash128 *h, size_t k);
+/* The chain before a block whose parent hashed to *parent and grandparent to
+ * *grand (NULL: none). A block without a parent starts under root. */
+ir_block_chain ir_block_chain_under(ir_hash128 root, const ir_hash128 *grand,
+                                    const ir_hash128 *parent);
+/* Hashes the next full block of chain c and moves c past it. */
+ir_hash128 ir_block_hash_next(ir_block_chain *c, const uint32_t *ids, size_t block_size);
 /* Hashes the full blocks of ids[0..n); returns how many were written (<= max_out,
  * 0 when block_size is 0). */
 size_t ir_block_hash_chain(ir_hash128 root, const uint32_t *ids, size_t n, size_t block_size,

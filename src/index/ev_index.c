@@ -2,7 +2,8 @@
  *
  * Each block the engine reports is a node: its engine key (the low 64 bits of
  * an opaque digest), its own gateway hash (recomputed from its token ids,
- * chained from its parent's gateway hash or the root), its parent, children
+ * chained from its parent's and grandparent's gateway hashes, or the root:
+ * ir_block_chain_under), its parent, children
  * and tiers. A node is *attached* when it is on the GPU and so are all its
  * ancestors: exactly the blocks an engine's prefix lookup can hit. Attached
  * nodes set replica r's bit in the shared map under their gateway hash, so
@@ -448,8 +449,9 @@ typedef struct stage_slot { /* one block of the batch in the lookahead's ring */
     uint32_t kslot; /* AHEAD_NODE's guess of the key slot: a removed block's, a stored head's
                      * parent's (NIL: none) */
     bool has_g;     /* AHEAD_MAP hashed this stored block (engine key ekey) */
-    uint64_t ekey;  /* from parent hash pg to its own hash g */
-    ir_hash128 pg, g;
+    uint64_t ekey;  /* from chain pc (its parent's and grandparent's hashes) to its own hash g */
+    ir_block_chain pc;
+    ir_hash128 g;
 } stage_slot;
 
 typedef struct pipe {
@@ -506,24 +508,35 @@ static uint32_t ahead_found(const irx_evrep *e, const stage_slot *s) {
     return v && slot_node(v) < e->nnodes ? slot_node(v) : NIL;
 }
 
-/* The parent hash a stored block will chain from, as far as the lookahead can
- * tell (the apply step checks it): the block before it, when that is the parent
- * (same event, or stored earlier in this batch and not applied yet), else the
- * parent's node, else the root. */
+/* The chain of node k's children: its hash and its parent's (ir_block_chain_under). */
+static ir_block_chain child_chain(const irx_evrep *e, uint32_t k) {
+    const evnode *n = &e->nodes[k];
+    return ir_block_chain_under(e->root, n->parent != NIL ? &e->nodes[n->parent].gkey : NULL,
+                                &n->gkey);
+}
+
+static bool chain_eq(ir_block_chain a, ir_block_chain b) {
+    return ir_hash128_eq(a.one, b.one) && ir_hash128_eq(a.two, b.two);
+}
+
+/* The chain a stored block will hash under, as far as the lookahead can tell (the
+ * apply step checks it): past the block before it, when that is the parent (same
+ * event, or stored earlier in this batch and not applied yet), else its parent's
+ * node's children's, else the root's. */
 static bool ahead_parent(const irx_evrep *e, const stage_slot *s, const stage_slot *prev,
-                         ir_hash128 *pg) {
+                         ir_block_chain *pc) {
     const irx_ev *ev = s->ev;
     if (s->i > 0 || (ev->has_parent && prev->has_g && prev->ekey == ev->parent.lo)) {
-        if (prev->has_g) *pg = prev->g;
+        if (prev->has_g) *pc = (ir_block_chain){.two = prev->pc.one, .one = prev->g};
         return prev->has_g;
     }
     if (!ev->has_parent) {
-        *pg = e->root;
+        *pc = ir_block_chain_at(e->root, NULL, 0);
         return !ev->lora_name && !ev->cache_salt;
     }
     uint32_t k = ahead_found(e, s);
     if (k == NIL || e->nodes[k].ekey != ev->parent.lo) return false;
-    *pg = e->nodes[k].gkey;
+    *pc = child_chain(e, k);
     return true;
 }
 
@@ -538,8 +551,9 @@ static void ahead_map(irx_index *ix, const irx_evrep *e, stage_slot *s, const st
         if (n->parent != NIL) __builtin_prefetch(&e->nodes[n->parent], 1); /* unlinked next */
         return;
     }
-    if (!stored_ok(e, ev) || !ahead_parent(e, s, prev, &s->pg)) return;
-    s->g = ir_block_hash_next(s->pg, ev->tokens + (size_t)s->i * ev->block_size, ev->block_size);
+    if (!stored_ok(e, ev) || !ahead_parent(e, s, prev, &s->pc)) return;
+    ir_block_chain c = s->pc;
+    s->g = ir_block_hash_next(&c, ev->tokens + (size_t)s->i * ev->block_size, ev->block_size);
     s->ekey = ev->blocks[s->i].lo;
     s->has_g = true;
     irx_map_prefetch(&ix->map, s->g);
@@ -575,7 +589,7 @@ static const stage_slot *pipe_step(irx_index *ix, const irx_evrep *e, pipe *p) {
 typedef struct chain { /* a BlockStored being applied */
     bool ok;           /* false: the rest of its blocks are skipped */
     uint32_t t, parent;
-    ir_hash128 g; /* the parent's hash (or the root) */
+    ir_block_chain c; /* the next block's: its parent's and grandparent's hashes (or the root) */
 } chain;
 
 static void orphan(irx_evrep *e, const irx_ev *ev, irx_ev_counts *c) {
@@ -631,11 +645,12 @@ static chain stored_start(irx_evrep *e, const irx_ev *ev, const stage_slot *s, i
             orphan(e, ev, c);
             return ch;
         }
-        ch.g = e->nodes[ch.parent].gkey;
+        ch.c = child_chain(e, ch.parent);
     } else if (!ev->lora_name && !ev->cache_salt) {
-        ch.g = e->root;
+        ch.c = ir_block_chain_at(e->root, NULL, 0);
     } else {
-        ch.g = ir_block_hash_root(e->model, ev->lora_name, ev->cache_salt);
+        ch.c =
+            ir_block_chain_at(ir_block_hash_root(e->model, ev->lora_name, ev->cache_salt), NULL, 0);
     }
     ch.ok = true;
     return ch;
@@ -643,10 +658,11 @@ static chain stored_start(irx_evrep *e, const irx_ev *ev, const stage_slot *s, i
 
 static void stored_block(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, uint32_t i,
                          const stage_slot *s, chain *ch, irx_ev_counts *c) {
+    ir_block_chain next = ch->c;
     ir_hash128 g =
-        s->has_g && ir_hash128_eq(s->pg, ch->g)
+        s->has_g && chain_eq(s->pc, ch->c)
             ? s->g
-            : ir_block_hash_next(ch->g, ev->tokens + (size_t)i * ev->block_size, ev->block_size);
+            : ir_block_hash_next(&next, ev->tokens + (size_t)i * ev->block_size, ev->block_size);
     uint32_t k = node_get(e, ev->blocks[i].lo, g, ch->parent);
     if (k == NIL) { /* the cap or OOM: the rest of the chain cannot be placed */
         c->refused++;
@@ -656,8 +672,12 @@ static void stored_block(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *
     orphan_gone(e, ev->blocks[i].lo);
     tier_on(ix, r, e, k, ch->t);
     c->stored++;
+    /* A known block keeps the hash it was placed with (and its parent); under the
+     * chain's parent, its children's chain is that parent's hash and its own. */
+    const evnode *n = &e->nodes[k];
+    ch->c = n->parent == ch->parent ? (ir_block_chain){.two = ch->c.one, .one = n->gkey}
+                                    : child_chain(e, k);
     ch->parent = k;
-    ch->g = e->nodes[k].gkey; /* a known block keeps the hash it was placed with */
 }
 
 static void stored(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, pipe *p,

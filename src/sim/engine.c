@@ -25,7 +25,7 @@ struct sim_seq {
     /* KV blocks held, in order; the first nhashed are registered */
     int32_t *blocks;
     size_t nblocks, blocks_cap, nhashed;
-    ir_hash128 chain; /* hash of the last registered block */
+    ir_block_chain chain; /* after the last registered block */
     size_t cached_tokens, cpu_tokens;
     bool scheduled_once;
     bool abort_pending;
@@ -273,18 +273,18 @@ static void release_blocks(sim_engine *e, sim_seq *s) {
     for (size_t i = s->nblocks; i-- > 0;) sim_kv_release(&e->kv, s->blocks[i]);
     s->nblocks = 0;
     s->nhashed = 0;
-    s->chain = e->root;
+    s->chain = ir_block_chain_at(e->root, NULL, 0);
 }
 
 /* Registers the hashes of blocks that became full. */
 static void hash_full_blocks(sim_engine *e, sim_seq *s) {
     size_t bs = e->cfg.block_size;
     while (s->nhashed < s->nblocks && (s->nhashed + 1) * bs <= s->ntok) {
-        ir_hash128 parent = s->chain;
+        ir_hash128 parent = s->chain.one;
         const uint32_t *ids = s->tokens + s->nhashed * bs;
-        s->chain = ir_block_hash_next(s->chain, ids, bs);
-        if (sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], s->chain))
-            sim_kvpub_stored(e->pub, s->nhashed ? &parent : NULL, s->chain, ids);
+        ir_hash128 h = ir_block_hash_next(&s->chain, ids, bs);
+        if (sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], h))
+            sim_kvpub_stored(e->pub, s->nhashed ? &parent : NULL, h, ids);
         s->nhashed++;
     }
 }
@@ -409,7 +409,7 @@ static bool admit(sim_engine *e, sim_seq *s, uint64_t now) {
         push_block(s, b);
     }
     s->nhashed = h.gpu;
-    s->chain = h.gpu ? hs[h.gpu - 1] : e->root;
+    s->chain = ir_block_chain_at(e->root, hs, h.gpu);
     /* The CPU copies being loaded are touched and pinned, so that the GPU blocks
      * evicted to make room cannot push them out of the tier. */
     if (e->kv.nc) {
@@ -661,7 +661,7 @@ sim_seq *sim_engine_submit(sim_engine *e, const sim_submit *req) {
     }
     if (req->prompt_len) memcpy(s->tokens, req->prompt, req->prompt_len * sizeof *s->tokens);
     s->ntok = req->prompt_len;
-    s->chain = e->root;
+    s->chain = ir_block_chain_at(e->root, NULL, 0);
     s->t_arrive = ir_now_ns();
     s->state = SEQ_WAITING;
     e->stats.requests_received++;

@@ -354,11 +354,11 @@ static void store_one_in(irx_index *ix, uint32_t r, uint32_t p, uint32_t i, irx_
 }
 
 static void chain_of(ir_hash128 *h, uint32_t p) {
-    ir_hash128 g = ir_block_hash_root("m", NULL, NULL);
+    ir_block_chain c = ir_block_chain_at(ir_block_hash_root("m", NULL, NULL), NULL, 0);
     for (uint32_t i = 0; i < DEPTH; i++) {
         uint32_t t[BS];
         block_toks(t, p, i);
-        h[i] = g = ir_block_hash_next(g, t, BS);
+        h[i] = ir_block_hash_next(&c, t, BS);
     }
 }
 

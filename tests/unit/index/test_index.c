@@ -13,11 +13,10 @@
 
 /* A prompt of n blocks: prefix `shared` blocks of chain a, then chain b. */
 static void chain(ir_hash128 *out, size_t n, uint32_t tag, size_t from) {
-    ir_hash128 h = from ? out[from - 1] : ir_block_hash_root("m", NULL, NULL);
+    ir_block_chain c = ir_block_chain_at(ir_block_hash_root("m", NULL, NULL), out, from);
     for (size_t i = from; i < n; i++) {
         uint32_t ids[4] = {tag, (uint32_t)i, 7, 9};
-        h = ir_block_hash_next(h, ids, 4);
-        out[i] = h;
+        out[i] = ir_block_hash_next(&c, ids, 4);
     }
 }
 

@@ -89,10 +89,11 @@ static void map_equals_shadows(void **state) {
         size_t share = i ? ir_rng_below(&rng, LEN) : 0;
         uint32_t from = i ? (uint32_t)ir_rng_below(&rng, i) : 0;
         memcpy(prompts[i], prompts[from], share * sizeof(ir_hash128));
-        ir_hash128 h = share ? prompts[i][share - 1] : ir_block_hash_root("m", NULL, NULL);
+        ir_block_chain c =
+            ir_block_chain_at(ir_block_hash_root("m", NULL, NULL), prompts[i], share);
         for (size_t b = share; b < LEN; b++) {
             uint32_t ids[2] = {i, (uint32_t)b};
-            prompts[i][b] = h = ir_block_hash_next(h, ids, 2);
+            prompts[i][b] = ir_block_hash_next(&c, ids, 2);
         }
     }
     ix = irx_new(NREP);

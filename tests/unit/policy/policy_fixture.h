@@ -15,13 +15,12 @@
  * prefix_seed share exactly their first `shared` blocks. */
 static inline size_t fx_blocks(ir_hash128 *out, size_t nblocks, uint64_t prefix_seed, size_t shared,
                                uint64_t tail_seed) {
-    ir_hash128 h = ir_block_hash_root("m", NULL, NULL);
+    ir_block_chain c = ir_block_chain_at(ir_block_hash_root("m", NULL, NULL), NULL, 0);
     uint32_t ids[FX_BLOCK];
     for (size_t b = 0; b < nblocks; b++) {
         for (uint32_t t = 0; t < FX_BLOCK; t++)
             ids[t] = (uint32_t)((b < shared ? prefix_seed : tail_seed) * 1000003u + b * 31u + t);
-        h = ir_block_hash_next(h, ids, FX_BLOCK);
-        out[b] = h;
+        out[b] = ir_block_hash_next(&c, ids, FX_BLOCK);
     }
     return nblocks;
 }
