@@ -1,4 +1,4 @@
-/* blockhash.c: chained XXH3-128 block hashes (see ir_core.h and ADR 0016). */
+/* blockhash.c: chained XXH3-128 block hashes (see ir_core.h and ADR 0017). */
 #include "core/ir_core.h"
 
 #include <string.h>
@@ -132,7 +132,7 @@ ir_hash128 ir_block_hash_next(ir_block_chain *c, const uint32_t *ids, size_t blo
 
 /* 16-token blocks. Block i+1's XXH3 call needs H[i-1], not H[i], so it starts
  * while block i's is still running: the chain's serial part per block is one XOR
- * (ADR 0016). The chain's words are kept in locals so that they stay in registers,
+ * (ADR 0017). The chain's words are kept in locals so that they stay in registers,
  * and the tokens are fetched 16 blocks (1 KiB) ahead (a tenth faster on long
  * prompts, bench/results/index/hash-ab.md). */
 static void chain16(ir_block_chain *c, const uint32_t *ids, size_t nb, ir_hash128 *out) {

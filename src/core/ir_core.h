@@ -79,7 +79,7 @@ double ir_wall_time(void); /* seconds since the epoch, CLOCK_REALTIME */
  * from every string. The gateway's index and the simulator both hash with
  * these, so the index needs no tokenizer (ADR 0001).
  *
- * The rule (ADR 0016): with H[-2] = root and H[-1] = 0,
+ * The rule (ADR 0017): with H[-2] = root and H[-1] = 0,
  *     H[i] = XXH3_128(m[i]) ^ H[i-1],  m[i] = block i's token bytes (as they lie
  *            in memory, zero-padded to 16 bytes) with H[i-2] XORed into its
  *            first 16 bytes (lo, then hi, little-endian).
