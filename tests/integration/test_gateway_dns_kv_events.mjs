@@ -6,7 +6,7 @@
 // stream and leaves the index, one that stays keeps its event state; with
 // data_parallel_size 2 both ranks of every member are routing targets, pinned by
 // X-data-parallel-rank and fed by their rank's stream; SIGHUP turns these keys on
-// and off.
+// and off; a configured replica that a reload gives kv_events is followed too.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -207,4 +207,37 @@ test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns
     return targets.every((t) => rows[t] && rows[t].index_source === 'approximate');
   });
   assert.deepEqual(await members(gw), targets);
+});
+
+test('a configured replica that a reload gives kv_events is followed; new endpoints replace it', { timeout: 120000 }, async () => {
+  const { port, pub, replay } = await eventSims(['127.0.0.1']);
+  const url = `http://127.0.0.1:${port}`;
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: [{ id: 'a', url }],
+    server: { workers: 1 },
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  assert.equal((await explain(gw, prompt(0))).a.index_source, 'approximate');
+  const applied = async () => {
+    const before = count(gw.log.text, ': applied: ');
+    gw.child.kill('SIGHUP');
+    await until('the reload', () => count(gw.log.text, ': applied: ') > before);
+  };
+  // Added by a reload: the subscriber starts for it (none ran), and its events count.
+  rewrite(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub}`, replay_endpoint: `tcp://127.0.0.1:${replay}` }; });
+  await applied();
+  assert.match(gw.log.text, /replicas 0 added, 0 removed, 1 replaced/);
+  await until('its stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub}`));
+  await complete(gw, prompt(1));
+  await predictedOn(gw, prompt(1), 'a', ['a']);
+  // Other endpoints (nothing listens there): the replica is replaced, its stream too.
+  rewrite(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub + 1}`, replay_endpoint: `tcp://127.0.0.1:${replay + 1}` }; });
+  await applied();
+  await until('the old stream to close', async () => gw.log.text.includes('replica a: its KV event stream closed'));
+  await until('the new stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub + 1}`));
+  const row = (await explain(gw, prompt(1) + ' more')).a;
+  assert.equal(row.predicted_cached_tokens, 0, JSON.stringify(row)); /* a new, empty view */
+  assert.equal(row.index_source, 'events-stale', JSON.stringify(row)); /* never connected */
 });
