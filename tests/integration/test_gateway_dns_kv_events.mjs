@@ -1,7 +1,7 @@
 // DNS groups with kv_events and data_parallel_size, against a real dnsmasq on
-// loopback and simulators on 127.0.0.N that publish KV events on their own
-// address (one --kv-events-config per simulator, as a Deployment's pods share
-// one). Each discovered member is followed from its own event stream
+// loopback and simulators on 127.0.0.N that publish KV events on one pair of
+// ports, each on its own address (as a Deployment's pods share one
+// --kv-events-config). Each discovered member is followed from its own event stream
 // (index_source "events" in /admin/explain); a member that leaves stops its
 // stream and leaves the index, one that stays keeps its event state; with
 // data_parallel_size 2 both ranks of every member are routing targets, pinned by
@@ -195,6 +195,16 @@ test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns
       assert.equal(metricValue(page, 'vllm:request_success_total', `engine="${r}",finished_reason="length"`), sent[`dp-${ip}-${port}/dp${r}`], `${ip} rank ${r}`);
   }
   // Each prompt is predicted on its rank's target only, from that rank's events.
+  for (let i = 0; i < 8; i++) await predictedOn(gw, prompt(i), served[i], targets);
+
+  // A reload that keeps the group (only its refresh changes): the targets keep their
+  // streams and their views.
+  const opened = count(gw.log.text, 'following its KV events');
+  rewrite(gw, (c) => { c.discovery.dns[0].refresh = '150ms'; });
+  await reload(gw);
+  await sleep(300);
+  assert.equal(count(gw.log.text, 'following its KV events'), opened, 'a kept group\'s streams were opened again');
+  assert.deepEqual(await members(gw), targets);
   for (let i = 0; i < 8; i++) await predictedOn(gw, prompt(i), served[i], targets);
 
   // A reload without kv_events: the same targets, tracked approximately; every stream closes.
