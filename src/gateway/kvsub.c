@@ -411,16 +411,22 @@ static void stream_close(gw_kvsub *k, kvstream *s) {
     free(s);
 }
 
+/* Room for one more stream (and its 3 poll items); false when memory runs out. */
+static bool room_for_one(gw_kvsub *k) {
+    if (k->n < k->cap) return true;
+    size_t cap = k->cap * 2 + 8;
+    kvstream **s = realloc(k->s, cap * sizeof *s);
+    if (s) k->s = s;
+    zmq_pollitem_t *items = s ? realloc(k->items, cap * 3 * sizeof *items) : NULL;
+    if (items) k->items = items;
+    if (items) k->cap = cap;
+    return items != NULL;
+}
+
 /* Opens slot c->slot's stream and tracks the slot from its events; NULL with err
  * when a socket cannot connect (or memory runs out). */
 static kvstream *stream_open(gw_kvsub *k, const kvcmd *c, char *err, size_t errlen) {
-    kvstream **grown = k->n < k->cap ? k->s : realloc(k->s, (k->cap * 2 + 8) * sizeof *k->s);
-    zmq_pollitem_t *items =
-        k->n < k->cap ? k->items : realloc(k->items, (k->cap * 2 + 8) * 3 * sizeof *items);
-    if (grown) k->s = grown;
-    if (items) k->items = items;
-    if (grown && items && k->n >= k->cap) k->cap = k->cap * 2 + 8;
-    kvstream *s = grown && items ? calloc(1, sizeof *s) : NULL;
+    kvstream *s = room_for_one(k) ? calloc(1, sizeof *s) : NULL;
     if (!s) {
         snprintf(err, errlen, "out of memory (KV event subscriber)");
         return NULL;
