@@ -56,10 +56,11 @@ typedef struct dns_group {
     int status;      /* the round's first failure, or ARES_SUCCESS */
     dns_addr found[GW_MAX_REPLICAS];
     size_t nfound;
-    int64_t min_ttl; /* seconds; -1: none */
-    uint64_t ttl_ns; /* the last good round's TTL wait (floored); 0: none */
-    uint64_t next;   /* monotonic ns of the next round */
-    bool failing;    /* the last round failed (logged once) */
+    int64_t min_ttl;    /* seconds; -1: none */
+    uint64_t ttl_ns;    /* the last good round's TTL wait (floored); 0: none */
+    uint64_t next;      /* monotonic ns of the next round */
+    bool failing;       /* the last round failed (logged once) */
+    bool warned_shared; /* members sharing an address, and so event ports (logged once) */
     bool done_once;
 } dns_group;
 
@@ -292,8 +293,23 @@ static bool has_target(const dns_group *g, const dns_addr *a, int64_t r) {
     return false;
 }
 
+/* Members on one address (SRV targets with several ports on one host) would read
+ * the same event ports: said once per group. */
+static void warn_shared_address(dns_group *g, const dns_addr *a) {
+    for (size_t k = 0; k < g->nmembers && !g->warned_shared && g->cfg->kv_events.port; k++) {
+        if (g->maddr[k].port == a->port || strcmp(g->maddr[k].ip, a->ip) != 0) continue;
+        IR_WARN("discovery",
+                "group %s: members at %s share that address, and so the KV event ports "
+                "of kv_events: each stream reads the same engine; give such engines groups "
+                "of their own",
+                g->cfg->name, a->ip);
+        g->warned_shared = true;
+    }
+}
+
 /* Target (a, r) joins the fleet (or stays, handed over by a reload). */
 static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
+    warn_shared_address(g, a);
     gw_fleet *f = &g->d->app->fleet;
     gw_dns_target_cfg t;
     bool ok = gw_dns_target(g->cfg, g->url.path, a->ip, a->port, r, &t) == 0;
