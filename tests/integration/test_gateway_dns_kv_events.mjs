@@ -110,10 +110,10 @@ test('discovered members are tracked from their own events, and keep them while 
   // Each prompt is predicted on the member that computed it, from that member's events.
   const served = {};
   for (let i = 0; i < 4; i++) served[i] = await complete(gw, prompt(i));
-  assert.deepEqual(new Set(Object.values(served)), new Set([id('127.0.0.2'), id('127.0.0.3')]));
+  assert.deepEqual(new Set(Object.values(served)), new Set([id('127.0.0.2'), id('127.0.0.3')]), gw.log.text.slice(-3000));
   for (let i = 0; i < 4; i++) await predictedOn(gw, prompt(i), served[i], [id('127.0.0.2'), id('127.0.0.3')]);
   for (const ip of ['127.0.0.2', '127.0.0.3'])
-    assert.match(gw.log.text, new RegExp(`replica ${id(ip)}: following its KV events at tcp://${ip.replaceAll('.', '\\.')}:${pub}`));
+    await until(`${ip}'s stream in the log`, async () => gw.log.text.includes(`replica ${id(ip)}: following its KV events at tcp://${ip}:${pub}`));
   let page = await metrics(gw.admin);
   const batches3 = metricValue(page, 'inferrail_kv_events_batches_total', `replica="${id('127.0.0.3')}"`);
   assert.ok(batches3 >= 1, page);
@@ -187,7 +187,7 @@ test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns
     served[i] = await complete(gw, prompt(i));
     sent[served[i]]++;
   }
-  for (const t of targets) assert.ok(sent[t] >= 1, `no request on ${t}: ${JSON.stringify(sent)}`);
+  for (const t of targets) assert.ok(sent[t] >= 1, `no request on ${t}: ${JSON.stringify(sent)}\n${gw.log.text.slice(-3000)}`);
   // Pinned: each target's requests ran on its member's rank, by the engines' own counts.
   for (const [k, ip] of hosts.entries()) {
     const page = await metrics(sims[k].url);
@@ -238,7 +238,7 @@ test('a configured replica that a reload gives kv_events is followed; new endpoi
   // Added by a reload: the subscriber starts for it (none ran), and its events count.
   rewrite(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub}`, replay_endpoint: `tcp://127.0.0.1:${replay}` }; });
   await applied();
-  assert.match(gw.log.text, /replicas 0 added, 0 removed, 1 replaced/);
+  assert.match(gw.log.text, /replicas 0 added, 0 removed, 1 replaced/); /* the line the reload waited for */
   await until('its stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub}`));
   await complete(gw, prompt(1));
   await predictedOn(gw, prompt(1), 'a', ['a']);
