@@ -357,12 +357,26 @@ static const ir_cfg_field replica_fields[] = {
 static const ir_cfg_schema replica_schema = {"replica", replica_fields,
                                              IR_ARRAY_LEN(replica_fields), sizeof(gw_replica_cfg)};
 
+static const ir_cfg_field dns_kv_events_fields[] = {
+    FI(gw_dns_kv_events_cfg, "port", port, "0", 0, 65535,
+       "the port of each member's KV event PUB socket (the engine binds tcp://*:PORT); "
+       "required to follow events, 0: members are tracked approximately"),
+    FI(gw_dns_kv_events_cfg, "replay_port", replay_port, "0", 0, 65535,
+       "the port of each member's replay ROUTER socket; 0: a gap clears the member's view"),
+    F(gw_dns_kv_events_cfg, "topic", IR_CFG_STRING, topic, "\"\"",
+      "the topic the engines publish on"),
+};
+static const ir_cfg_schema dns_kv_events_schema = {"kv_events", dns_kv_events_fields,
+                                                   IR_ARRAY_LEN(dns_kv_events_fields),
+                                                   sizeof(gw_dns_kv_events_cfg)};
+
 static const ir_cfg_field dns_group_fields[] = {
     {.key = "name",
      .type = IR_CFG_STRING,
      .offset = offsetof(gw_dns_group_cfg, name),
      .required = true,
-     .doc = "1 to 18 of A-Z a-z 0-9 . _ - :; its members are named <name>-<ip>-<port>"},
+     .doc = "1 to 18 of A-Z a-z 0-9 . _ - : (fewer with data_parallel_size); its members are "
+            "named <name>-<ip>-<port>"},
     {.key = "url",
      .type = IR_CFG_URL,
      .offset = offsetof(gw_dns_group_cfg, url),
@@ -382,6 +396,16 @@ static const ir_cfg_field dns_group_fields[] = {
        "requests waiting for each member's response head"),
     FI(gw_dns_group_cfg, "kv_capacity_blocks", kv_capacity_blocks, "0", 0, INT64_MAX,
        "each member's KV cache in blocks; 0 means learn it from the engine"),
+    {.key = "kv_events",
+     .type = IR_CFG_OBJECT,
+     .offset = offsetof(gw_dns_group_cfg, kv_events),
+     .sub = &dns_kv_events_schema,
+     .doc = "track each member's KV cache exactly from its engine's events, on the member's "
+            "own address (vLLM --kv-events-config)"},
+    FI(gw_dns_group_cfg, "data_parallel_size", data_parallel_size, "1", 1, GW_DP_MAX,
+       "each member's data-parallel ranks (vLLM --data-parallel-size): a member is N routing "
+       "targets <member>/dp<r>, rank r pinned by X-data-parallel-rank and publishing on the "
+       "kv_events ports plus r"),
 };
 static const ir_cfg_schema dns_group_schema = {
     "dns group", dns_group_fields, IR_ARRAY_LEN(dns_group_fields), sizeof(gw_dns_group_cfg)};

@@ -6,13 +6,21 @@
  *
  * A SIGHUP reload that changes discovery builds a new gw_discovery from the new
  * file (its own channel, so new nameservers apply) and hands it what the old one
- * knew (gw_discovery_adopt): a group kept by name, url and srv keeps its members
- * and its next round, their models and caps changed in place; a new group is
- * looked up at once. The members of a group removed, renamed or pointed elsewhere
- * are handed over: they keep serving until every group of the new discovery has
- * had its first answer, then leave (make before break: a group renamed over the
- * same addresses leaves no moment with neither). One that a new group finds again
- * by the same id and url stays, as that group's member. */
+ * knew (gw_discovery_adopt): a group kept by name, url, srv, kv_events and
+ * data_parallel_size keeps its members (their KV event streams too) and its next
+ * round, their models and caps changed in place; a new group is looked up at once.
+ * The members of a group removed, renamed, pointed elsewhere or given other ranks
+ * or KV events are handed over: they keep serving until every group of the new
+ * discovery has had its first answer, then leave (make before break: a group
+ * renamed over the same addresses leaves no moment with neither; their streams
+ * close then). One that a new group finds again by the same id, url, rank and KV
+ * events stays, as that group's member, with its stream.
+ *
+ * With kv_events, each member's engine is followed at the member's own address
+ * (tcp://<ip>:<port>); with data_parallel_size N, each address is N targets
+ * <member>/dp<r>, made by dp.c's rules (ids, ports plus r) as a configured
+ * replica's ranks are. members.c opens and closes their streams as they join and
+ * leave (gw_kvsub_member). */
 #include "gateway/gateway.h"
 
 #include <ares.h>
@@ -35,8 +43,12 @@ typedef struct dns_group {
     gw_discovery *d;
     const gw_dns_group_cfg *cfg;
     ir_url url;          /* host: the name looked up */
-    gw_replica_cfg tmpl; /* what every member gets but its id and url */
+    gw_replica_cfg tmpl; /* what every member gets but its id, url, rank and endpoints */
+    int64_t ranks;       /* routing targets per address: data_parallel_size */
+    /* the targets that are members: their slots, addresses and ranks */
     int members[GW_MAX_REPLICAS];
+    dns_addr maddr[GW_MAX_REPLICAS];
+    int64_t mrank[GW_MAX_REPLICAS];
     size_t nmembers;
     /* the round in progress */
     bool busy;
@@ -44,10 +56,11 @@ typedef struct dns_group {
     int status;      /* the round's first failure, or ARES_SUCCESS */
     dns_addr found[GW_MAX_REPLICAS];
     size_t nfound;
-    int64_t min_ttl; /* seconds; -1: none */
-    uint64_t ttl_ns; /* the last good round's TTL wait (floored); 0: none */
-    uint64_t next;   /* monotonic ns of the next round */
-    bool failing;    /* the last round failed (logged once) */
+    int64_t min_ttl;    /* seconds; -1: none */
+    uint64_t ttl_ns;    /* the last good round's TTL wait (floored); 0: none */
+    uint64_t next;      /* monotonic ns of the next round */
+    bool failing;       /* the last round failed (logged once) */
+    bool warned_shared; /* members sharing an address, and so event ports (logged once) */
     bool done_once;
 } dns_group;
 
@@ -151,17 +164,59 @@ static void add_found(dns_group *g, const struct sockaddr *sa, int ttl) {
     if (g->nfound < GW_MAX_REPLICAS) g->found[g->nfound++] = a;
 }
 
-static void member_id(const dns_group *g, const dns_addr *a, char *out, size_t n) {
-    snprintf(out, n, "%s-%s-%u", g->cfg->name, a->ip, a->port);
+static bool addr_same(const dns_addr *a, const dns_addr *b) {
+    return a->port == b->port && strcmp(a->ip, b->ip) == 0;
 }
 
-static bool found_has(const dns_group *g, const char *id) {
-    char mine[GW_REPLICA_ID_MAX + 1];
-    for (size_t i = 0; i < g->nfound; i++) {
-        member_id(g, &g->found[i], mine, sizeof mine);
-        if (strcmp(mine, id) == 0) return true;
-    }
+static bool found_has(const dns_group *g, const dns_addr *a) {
+    for (size_t i = 0; i < g->nfound; i++)
+        if (addr_same(&g->found[i], a)) return true;
     return false;
+}
+
+/* tcp://<ip>:<port> moved to rank r's port (dp.c's rule, as vLLM's); NULL: no port. */
+static char *target_endpoint(const char *ip, int64_t port, int64_t r, char *out) {
+    char base[GW_EV_ENDPOINT_MAX];
+    bool v6 = strchr(ip, ':') != NULL;
+    if (!port) return NULL;
+    snprintf(base, sizeof base, "tcp://%s%s%s:%lld", v6 ? "[" : "", ip, v6 ? "]" : "",
+             (long long)port);
+    return gw_dp_endpoint(base, r, out, GW_EV_ENDPOINT_MAX) ? NULL : out;
+}
+
+void gw_dns_member_tmpl(const gw_dns_group_cfg *c, gw_replica_cfg *out) {
+    *out = (gw_replica_cfg){.models = c->models,
+                            .max_concurrency = c->max_concurrency,
+                            .max_pending = c->max_pending,
+                            .kv_capacity_blocks = c->kv_capacity_blocks,
+                            .kv_events.topic = c->kv_events.topic,
+                            .data_parallel_size = c->data_parallel_size};
+}
+
+int gw_dns_target(const gw_dns_group_cfg *c, const char *path, const char *ip, uint16_t port,
+                  int64_t r, gw_dns_target_cfg *t) {
+    bool v6 = strchr(ip, ':') != NULL, ranked = c->data_parallel_size > 1;
+    char base[GW_REPLICA_ID_MAX + 1];
+    int n = snprintf(base, sizeof base, "%s-%s-%u", c->name, ip, port);
+    if (n < 0 || (size_t)n >= sizeof base || r < 0 || r >= (ranked ? c->data_parallel_size : 1))
+        return -1;
+    if (ranked ? gw_dp_id(base, r, t->id, sizeof t->id)
+               : snprintf(t->id, sizeof t->id, "%s", base) < 0)
+        return -1;
+    if (strlen(t->id) > GW_REPLICA_ID_MAX) return -1;
+    int un = snprintf(t->url, sizeof t->url, "http://%s%s%s:%u%s", v6 ? "[" : "", ip, v6 ? "]" : "",
+                      port, path);
+    if (un < 0 || (size_t)un >= sizeof t->url) return -1;
+    const gw_dns_kv_events_cfg *e = &c->kv_events;
+    gw_dns_member_tmpl(c, &t->cfg);
+    t->cfg.id = t->id;
+    t->cfg.url = t->url;
+    t->cfg.dp_target = ranked;
+    t->cfg.dp_rank = ranked ? r : 0;
+    t->cfg.kv_events.endpoint = target_endpoint(ip, e->port, r, t->events[0]);
+    t->cfg.kv_events.replay_endpoint =
+        t->cfg.kv_events.endpoint ? target_endpoint(ip, e->replay_port, r, t->events[1]) : NULL;
+    return e->port && !t->cfg.kv_events.endpoint ? -1 : 0;
 }
 
 static bool strlist_same(const ir_cfg_strlist *a, const ir_cfg_strlist *b) {
@@ -180,9 +235,11 @@ static bool take_tmpl(dns_group *g, gw_replica *r) {
         IR_WARN("discovery", "replica %s: out of memory; it keeps its settings", r->cfg->id);
         return false;
     }
-    c->cfg = g->tmpl;
-    c->cfg.id = r->dyn_id;
-    c->cfg.url = r->dyn_url;
+    c->cfg = *r->cfg; /* its own id, url, rank and KV events; the group's models and caps */
+    c->cfg.models = g->tmpl.models;
+    c->cfg.max_concurrency = g->tmpl.max_concurrency;
+    c->cfg.max_pending = g->tmpl.max_pending;
+    c->cfg.kv_capacity_blocks = g->tmpl.kv_capacity_blocks;
     c->next = g->d->cfgs;
     g->d->cfgs = c;
     atomic_store(&r->cfg, &c->cfg);
@@ -211,61 +268,88 @@ static void retune(dns_group *g, int slot) {
     }
 }
 
-/* An outgoing member named id: at url, it is g's member from now on (its slot;
- * it never left); elsewhere, it leaves now that its successor joins (-1). */
-static int claim_outgoing(dns_group *g, const char *id, const char *url) {
+/* An outgoing member named t's id: the same target (url, rank, KV events), it is
+ * g's member from now on (its slot; it never left, its stream stays); another, it
+ * leaves now that its successor joins (-1). */
+static int claim_outgoing(dns_group *g, const gw_dns_target_cfg *t) {
     gw_discovery *d = g->d;
     gw_fleet *f = &d->app->fleet;
     for (size_t i = 0; i < d->noutgoing; i++) {
         const dns_outgoing o = d->outgoing[i];
         gw_replica *r = &f->replicas[o.slot];
-        if (strcmp(r->dyn_id, id) != 0) continue;
+        if (strcmp(r->dyn_id, t->id) != 0) continue;
         d->outgoing[i] = d->outgoing[--d->noutgoing];
-        if (strcmp(r->dyn_url, url) == 0) return o.slot;
+        if (gw_replica_same_target(r, t->url, &t->cfg)) return o.slot;
         gw_fleet_leave(f, (uint32_t)o.slot);
-        IR_INFO("discovery", "group %s: replica %s left (the group changed)", o.group, id);
+        IR_INFO("discovery", "group %s: replica %s left (the group changed)", o.group, t->id);
         return -1;
     }
     return -1;
 }
 
-/* The round succeeded: the addresses found are the members now. */
+static bool has_target(const dns_group *g, const dns_addr *a, int64_t r) {
+    for (size_t k = 0; k < g->nmembers; k++)
+        if (g->mrank[k] == r && addr_same(&g->maddr[k], a)) return true;
+    return false;
+}
+
+/* Members on one address (SRV targets with several ports on one host) would read
+ * the same event ports: said once per group. */
+static void warn_shared_address(dns_group *g, const dns_addr *a) {
+    for (size_t k = 0; k < g->nmembers && !g->warned_shared && g->cfg->kv_events.port; k++) {
+        if (g->maddr[k].port == a->port || strcmp(g->maddr[k].ip, a->ip) != 0) continue;
+        IR_WARN("discovery",
+                "group %s: members at %s share that address, and so the KV event ports "
+                "of kv_events: each stream reads the same engine; give such engines groups "
+                "of their own",
+                g->cfg->name, a->ip);
+        g->warned_shared = true;
+    }
+}
+
+/* Target (a, r) joins the fleet (or stays, handed over by a reload). */
+static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
+    warn_shared_address(g, a);
+    gw_fleet *f = &g->d->app->fleet;
+    gw_dns_target_cfg t;
+    bool ok = gw_dns_target(g->cfg, g->url.path, a->ip, a->port, r, &t) == 0;
+    int slot = ok ? claim_outgoing(g, &t) : -1;
+    if (ok && slot < 0) slot = gw_fleet_join(f, t.id, t.url, &t.cfg);
+    if (slot < 0 || g->nmembers >= GW_MAX_REPLICAS) {
+        IR_WARN("discovery", "group %s: no room for replica %s-%s-%u (at most %d replicas)",
+                g->cfg->name, g->cfg->name, a->ip, a->port, GW_MAX_REPLICAS);
+        if (slot >= 0) gw_fleet_leave(f, (uint32_t)slot);
+        return;
+    }
+    retune(g, slot); /* it may have come back to its old slot, as it was then */
+    g->members[g->nmembers] = slot;
+    g->maddr[g->nmembers] = *a;
+    g->mrank[g->nmembers++] = r;
+    IR_INFO("discovery", "group %s: replica %s joined (%s%s%s)", g->cfg->name, t.id, t.url,
+            t.cfg.kv_events.endpoint ? ", KV events at " : "",
+            t.cfg.kv_events.endpoint ? t.cfg.kv_events.endpoint : "");
+}
+
+/* The round succeeded: the addresses found are the members now (each as
+ * data_parallel_size targets). */
 static void apply(dns_group *g) {
     gw_fleet *f = &g->d->app->fleet;
     size_t kept = 0;
     for (size_t i = 0; i < g->nmembers; i++) { /* who left */
         gw_replica *r = &f->replicas[g->members[i]];
-        if (found_has(g, r->dyn_id)) {
-            g->members[kept++] = g->members[i];
+        if (found_has(g, &g->maddr[i])) {
+            g->members[kept] = g->members[i];
+            g->maddr[kept] = g->maddr[i];
+            g->mrank[kept++] = g->mrank[i];
             continue;
         }
         IR_INFO("discovery", "group %s: replica %s left", g->cfg->name, r->dyn_id);
         gw_fleet_leave(f, (uint32_t)g->members[i]);
     }
     g->nmembers = kept;
-    for (size_t i = 0; i < g->nfound; i++) { /* who joined */
-        char id[GW_REPLICA_ID_MAX + 1], url[640];
-        const dns_addr *a = &g->found[i];
-        member_id(g, a, id, sizeof id);
-        bool have = false;
-        for (size_t k = 0; k < g->nmembers && !have; k++)
-            have = strcmp(f->replicas[g->members[k]].dyn_id, id) == 0;
-        if (have) continue;
-        bool v6 = strchr(a->ip, ':') != NULL;
-        int un = snprintf(url, sizeof url, "http://%s%s%s:%u%s", v6 ? "[" : "", a->ip,
-                          v6 ? "]" : "", a->port, g->url.path);
-        bool url_ok = un > 0 && (size_t)un < sizeof url;
-        int slot = url_ok ? claim_outgoing(g, id, url) : -1;
-        if (url_ok && slot < 0) slot = gw_fleet_join(f, id, url, &g->tmpl);
-        if (slot < 0) {
-            IR_WARN("discovery", "group %s: no room for replica %s (at most %d replicas)",
-                    g->cfg->name, id, GW_MAX_REPLICAS);
-            continue;
-        }
-        retune(g, slot); /* it may have come back to its old slot, as it was then */
-        g->members[g->nmembers++] = slot;
-        IR_INFO("discovery", "group %s: replica %s joined (%s)", g->cfg->name, id, url);
-    }
+    for (size_t i = 0; i < g->nfound; i++) /* who joined */
+        for (int64_t r = 0; r < g->ranks; r++)
+            if (!has_target(g, &g->found[i], r)) join_target(g, &g->found[i], r);
 }
 
 /* The members handed over by a reload leave (every group has had its first
@@ -424,10 +508,8 @@ static void init_group(gw_discovery *d, dns_group *g, const gw_dns_group_cfg *c)
         memmove(g->url.host, g->url.host + 1, hl - 2);
         g->url.host[hl - 2] = '\0';
     }
-    g->tmpl = (gw_replica_cfg){.models = c->models,
-                               .max_concurrency = c->max_concurrency,
-                               .max_pending = c->max_pending,
-                               .kv_capacity_blocks = c->kv_capacity_blocks};
+    gw_dns_member_tmpl(c, &g->tmpl);
+    g->ranks = c->data_parallel_size > 1 ? c->data_parallel_size : 1;
     g->min_ttl = -1;
 }
 
@@ -500,6 +582,8 @@ static dns_group *group_named(gw_discovery *d, const char *name) {
 /* Group g of the new file takes over old group o's members and schedule. */
 static void take_over(dns_group *g, dns_group *o) {
     memcpy(g->members, o->members, o->nmembers * sizeof o->members[0]);
+    memcpy(g->maddr, o->maddr, o->nmembers * sizeof o->maddr[0]);
+    memcpy(g->mrank, o->mrank, o->nmembers * sizeof o->mrank[0]);
     g->nmembers = o->nmembers;
     g->failing = o->failing;
     g->ttl_ns = o->ttl_ns;
@@ -522,11 +606,20 @@ static void hand_over(gw_discovery *d, gw_fleet *f, int slot, const char *group)
             f->replicas[slot].dyn_id);
 }
 
+/* Whether a reload's group b finds the same members as a: the same name, url and
+ * srv, and targets with the same ranks and KV events (members keep their streams). */
+static bool same_members(const gw_dns_group_cfg *a, const gw_dns_group_cfg *b) {
+    const gw_dns_kv_events_cfg *x = &a->kv_events, *y = &b->kv_events;
+    return strcmp(a->url, b->url) == 0 && a->srv == b->srv &&
+           a->data_parallel_size == b->data_parallel_size && x->port == y->port &&
+           x->replay_port == y->replay_port &&
+           strcmp(x->topic ? x->topic : "", y->topic ? y->topic : "") == 0;
+}
+
 void gw_discovery_adopt(gw_discovery *d, gw_discovery *old) {
     for (size_t i = 0; d && i < d->ngroups; i++) {
         dns_group *g = &d->groups[i], *o = group_named(old, g->cfg->name);
-        if (o && strcmp(o->cfg->url, g->cfg->url) == 0 && o->cfg->srv == g->cfg->srv)
-            take_over(g, o);
+        if (o && same_members(o->cfg, g->cfg)) take_over(g, o);
     }
     if (!old) return;
     gw_fleet *f = &old->app->fleet;

@@ -20,15 +20,58 @@ static bool model_known(const gw_config *c, const char *name) {
     return false;
 }
 
-/* A member's id is <name>-<ip>-<port>: the name leaves room for an IPv6 address. */
+/* A member's id is <name>-<ip>-<port>: the name leaves room for an IPv6 address
+ * and, with data_parallel_size N, for its targets' /dp<N-1>. */
 #define GW_DNS_NAME_MAX (GW_REPLICA_ID_MAX - 46)
+
+static size_t name_max(const gw_dns_group_cfg *g) {
+    if (g->data_parallel_size <= 1) return GW_DNS_NAME_MAX;
+    char suffix[32];
+    int n = gw_dp_id("", g->data_parallel_size - 1, suffix, sizeof suffix);
+    return n ? 0 : GW_DNS_NAME_MAX - strlen(suffix);
+}
+
+/* kv_events: its ports, and their ranks' ports (port plus r), within 1..65535 and
+ * apart from each other. */
+static void check_events(const gw_dns_group_cfg *g, size_t i, ir_cfg_errors *errs) {
+    const gw_dns_kv_events_cfg *e = &g->kv_events;
+    int64_t last = g->data_parallel_size > 1 ? g->data_parallel_size - 1 : 0;
+    if (!e->port) {
+        if (e->replay_port || (e->topic && *e->topic))
+            ir_cfg_errors_add(errs,
+                              "discovery.dns[%zu].kv_events.port: required with kv_events "
+                              "(the port of each member's KV event publisher)",
+                              i);
+        return;
+    }
+    const char *keys[2] = {"port", "replay_port"};
+    int64_t ports[2] = {e->port, e->replay_port};
+    for (int k = 0; k < 2; k++)
+        if (ports[k] && ports[k] + last > 65535)
+            ir_cfg_errors_add(errs,
+                              "discovery.dns[%zu].kv_events.%s: %lld cannot serve "
+                              "data_parallel_size %lld: rank r publishes on the port plus r "
+                              "(vLLM), and %lld passes 65535",
+                              i, keys[k], (long long)ports[k], (long long)g->data_parallel_size,
+                              (long long)(ports[k] + last));
+    if (e->replay_port && e->replay_port <= e->port + last && e->port <= e->replay_port + last)
+        ir_cfg_errors_add(errs,
+                          "discovery.dns[%zu].kv_events.replay_port: %lld collides with the "
+                          "publishers' ports %lld..%lld (with data_parallel_size N, each "
+                          "socket takes N ports from its own)",
+                          i, (long long)e->replay_port, (long long)e->port,
+                          (long long)(e->port + last));
+}
 
 static void check_group(const gw_config *c, size_t i, ir_cfg_errors *errs) {
     const gw_dns_group_cfg *g = &((const gw_dns_group_cfg *)c->discovery.dns.items)[i];
-    if (g->name && (!gw_replica_id_ok(g->name) || strlen(g->name) > GW_DNS_NAME_MAX))
-        ir_cfg_errors_add(errs,
-                          "discovery.dns[%zu].name: must be 1 to %d of A-Z a-z 0-9 . _ - :", i,
-                          GW_DNS_NAME_MAX);
+    if (g->name && (!gw_replica_id_ok(g->name) || strlen(g->name) > name_max(g)))
+        ir_cfg_errors_add(
+            errs, "discovery.dns[%zu].name: must be 1 to %zu of A-Z a-z 0-9 . _ - :%s", i,
+            name_max(g),
+            g->data_parallel_size > 1 ? " (data_parallel_size gives member ids a /dp<r> suffix)"
+                                      : "");
+    check_events(g, i, errs);
     for (size_t j = 0; g->name && j < i; j++) {
         const gw_dns_group_cfg *o = &((const gw_dns_group_cfg *)c->discovery.dns.items)[j];
         if (o->name && strcmp(o->name, g->name) == 0) {

@@ -31,12 +31,16 @@ int gw_dp_endpoint(const char *ep, int64_t rank, char *out, size_t cap) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
+int gw_dp_id(const char *base, int64_t rank, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/dp%lld", base, (long long)rank);
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
 /* The targets replica i needs: its ids and endpoints must hold for its last rank. */
 static void check_one(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs) {
     int64_t last = r->data_parallel_size - 1;
     char buf[512];
-    int n = snprintf(buf, sizeof buf, "%s/dp%lld", r->id, (long long)last);
-    if (n < 0 || n > GW_REPLICA_ID_MAX)
+    if (gw_dp_id(r->id, last, buf, sizeof buf) || strlen(buf) > GW_REPLICA_ID_MAX)
         ir_cfg_errors_add(errs,
                           "replicas[%zu].id: '%s' is too long for data_parallel_size %lld: its "
                           "targets' ids (%s) must fit in %d bytes",
@@ -83,7 +87,7 @@ static char *endpoint_at(ir_arena *a, const char *ep, int64_t rank) {
 /* Rank r of replica src into *dst; false when the arena is full. */
 static bool make_target(ir_arena *a, const gw_replica_cfg *src, int64_t r, gw_replica_cfg *dst) {
     char id[GW_REPLICA_ID_MAX + 1];
-    snprintf(id, sizeof id, "%s/dp%lld", src->id, (long long)r);
+    if (gw_dp_id(src->id, r, id, sizeof id)) return false; /* checked before */
     *dst = *src;
     dst->dp_target = true;
     dst->dp_rank = r;

@@ -178,14 +178,25 @@ typedef struct gw_replica_cfg {
     int64_t dp_rank;
 } gw_replica_cfg;
 
+/* discovery.dns[].kv_events: every member's engine publishes its KV events on
+ * these ports of the member's own address (tcp://<ip>:<port>), as the engines of a
+ * Kubernetes headless Service started with one --kv-events-config do. */
+typedef struct gw_dns_kv_events_cfg {
+    int64_t port;        /* its PUB socket; 0: members are tracked approximately */
+    int64_t replay_port; /* its replay ROUTER socket; 0: gaps cannot be replayed */
+    char *topic;         /* the topic it publishes on; "" */
+} gw_dns_kv_events_cfg;
+
 /* discovery.dns[]: a DNS name whose addresses are replicas. */
 typedef struct gw_dns_group_cfg {
-    char *name;            /* members are named <name>-<ip>-<port> */
+    char *name;            /* members are named <name>-<ip>-<port>[/dp<r>] */
     char *url;             /* http://NAME:PORT[/base]; with srv, NAME is the SRV name */
     ir_cfg_strlist models; /* empty: every model */
     uint64_t refresh_ns;
     bool srv; /* ports (and targets) from SRV records */
     int64_t max_concurrency, max_pending, kv_capacity_blocks;
+    gw_dns_kv_events_cfg kv_events;
+    int64_t data_parallel_size; /* each member's DP ranks; N > 1: N targets per member */
 } gw_dns_group_cfg;
 
 typedef struct gw_discovery_cfg {
@@ -238,6 +249,8 @@ void gw_config_expand_dp(gw_config *c, ir_cfg *owner, ir_cfg_errors *errs);
 /* ep with its tcp port plus rank into out; -1 when it has no tcp port or the sum
  * passes 65535 (or out is too small). */
 int gw_dp_endpoint(const char *ep, int64_t rank, char *out, size_t cap);
+/* A DP target's id, <base>/dp<rank>, into out; -1 when it does not fit in cap. */
+int gw_dp_id(const char *base, int64_t rank, char *out, size_t cap);
 /* The header that pins a request to a DP rank (vLLM and SGLang read it). */
 #define GW_DP_HEADER "x-data-parallel-rank"
 /* Replica ids: 1 to GW_REPLICA_ID_MAX of A-Z a-z 0-9 . _ - : */
@@ -262,6 +275,7 @@ typedef struct gw_engine_load {
     _Atomic uint64_t max_age_seen_ns; /* the oldest report a policy was handed */
 } gw_engine_load;
 
+#define GW_EV_ENDPOINT_MAX 80 /* a discovered member's tcp://[v6]:port */
 typedef struct gw_replica {
     /* Its settings: a SIGHUP reload may swap them for new ones (the old stay valid). */
     _Atomic(const gw_replica_cfg *) cfg;
@@ -298,9 +312,10 @@ typedef struct gw_replica {
     _Atomic uint32_t gen;     /* bumped on every join: the prober restarts its counts */
     _Atomic uint64_t left_at; /* monotonic ns of its leaving; 0 while a member */
     bool dynamic;             /* from discovery: cfg is dyn_cfg */
-    gw_replica_cfg dyn_cfg;   /* its group's settings, with its own id and url */
+    gw_replica_cfg dyn_cfg;   /* its group's settings, with its own id, url and events */
     char dyn_id[GW_REPLICA_ID_MAX + 1];
     char dyn_url[320];
+    char dyn_events[2][GW_EV_ENDPOINT_MAX]; /* its kv_events endpoint and replay endpoint */
 } gw_replica;
 
 typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
@@ -384,7 +399,9 @@ typedef struct gw_fleet {
      * (reload.c). What it points to never changes and lives until exit. */
     _Atomic(const gw_config *) cfg;
     irx_index *index; /* the KV index, shared by every worker */
-    gw_kvsub *kvsub;  /* the KV event subscriber (kvsub.c), NULL when no replica has events */
+    /* the KV event subscriber (kvsub.c): NULL until a replica with kv_events is a
+     * member; set once (by the control thread, or at init), then kept until exit */
+    _Atomic(gw_kvsub *) kvsub;
     uint32_t block_size;
     gw_replica *replicas;     /* nslots of them */
     _Atomic size_t nreplicas; /* slots in use (members or not), grows only */
@@ -419,11 +436,19 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
 double gw_prediction_trust(const gw_fleet *f, uint32_t slot);
 /* Its source now, GW_KV_SOURCE_*. */
 int gw_index_source(const gw_fleet *f, uint32_t slot);
-/* Starts f->kvsub when some replica has kv_events (0 and nothing when none). */
+/* Starts f->kvsub when some replica, or some discovery.dns group, has kv_events (0
+ * and nothing when none); follows the configured replicas' events. */
 int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen);
 void gw_kvsub_stop(gw_fleet *f);
-/* The counters of the replica in slot, or NULL when it has no kv_events. */
+/* Membership (members.c, control thread): replica r joined, and its kv_events (if
+ * any) are followed from now on, in a stream of their own (the subscriber starts
+ * if none runs; a failure is logged and r is tracked approximately); or r left,
+ * and its stream (if any) closes. The subscriber thread opens and closes streams
+ * in the order they were asked for, within a poll interval. */
+void gw_kvsub_member(gw_fleet *f, gw_replica *r, bool joined);
+/* The counters of the replica in slot, or NULL when it has no kv_events stream. */
 gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
+/* Checks an endpoint pair; path names the kv_events key (replicas[i].kv_events). */
 void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs);
 /* Closes a check: agreed when the events now show its blocks, or when final is
  * false puts it back for a later look (returns false then). */
@@ -475,11 +500,17 @@ bool gw_replica_cfg_serves(const gw_replica_cfg *c, const char *name);
  * else a fresh one, else the slot of a departed member that has been idle (no
  * request in flight) for GW_SLOT_QUARANTINE_NS, so that no reader that saw it a
  * member can still be using it. tmpl gives every setting but id and url (its
- * models and headers must outlive the member). Returns the slot, or -1 (fleet
- * full, bad url). A replica that leaves finishes its running requests, gets no
- * new ones, drops out of the KV index and of the metrics. */
+ * models, headers and kv_events topic must outlive the member; its kv_events
+ * endpoints, at most GW_EV_ENDPOINT_MAX - 1 bytes, are copied into the slot). An
+ * old slot is taken back only when its url and kv_events are the same. Returns
+ * the slot, or -1 (fleet full, bad url, endpoints too long). A replica that
+ * leaves finishes its running requests, gets no new ones, drops out of the KV
+ * index (its KV event stream closes) and of the metrics. */
 #define GW_SLOT_QUARANTINE_NS (10ull * 1000000000ull)
 int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica_cfg *tmpl);
+/* Whether discovered replica r is the target that url and tmpl describe: the same
+ * url, data-parallel rank and kv_events (endpoints and topic). */
+bool gw_replica_same_target(const gw_replica *r, const char *url, const gw_replica_cfg *tmpl);
 /* A configured replica (a reload added or replaced it): a fresh slot, with cfg as
  * its settings (cfg must outlive the member). The slot, or -1 (no room, bad url). */
 int gw_fleet_add(gw_fleet *f, const gw_replica_cfg *cfg);
@@ -670,6 +701,23 @@ int gw_discovery_start(gw_discovery *d);
 bool gw_discovery_settled(const gw_discovery *d);
 void gw_discovery_stop(gw_discovery *d);
 void gw_discovery_adopt(gw_discovery *d, gw_discovery *old);
+/* A group's members (discovery.c). gw_dns_member_tmpl: what every member of group c
+ * gets but its id, url, rank and KV event endpoints (its strings point into c).
+ * gw_dns_target: rank r (0 without data_parallel_size) of the member at ip:port, its
+ * url ending in path (the group url's base path) into t: id <name>-<ip>-<port>, plus
+ * /dp<r> with data_parallel_size N > 1 (dp.c's gw_dp_id), X-data-parallel-rank r,
+ * and with kv_events the endpoints tcp://<ip>:<port + r> and tcp://<ip>:<replay_port
+ * + r> (gw_dp_endpoint; [ip] for IPv6). t's strings point into t. -1 when something
+ * does not fit, or r is not a rank of the group. */
+typedef struct gw_dns_target_cfg {
+    char id[GW_REPLICA_ID_MAX + 1];
+    char url[640];
+    char events[2][GW_EV_ENDPOINT_MAX];
+    gw_replica_cfg cfg;
+} gw_dns_target_cfg;
+void gw_dns_member_tmpl(const gw_dns_group_cfg *c, gw_replica_cfg *out);
+int gw_dns_target(const gw_dns_group_cfg *c, const char *path, const char *ip, uint16_t port,
+                  int64_t r, gw_dns_target_cfg *t);
 /* The smallest TTL (seconds) of the SRV answers in a raw DNS reply (dns_ttl.c: c-ares
  * 1.18 gives SRV records without it; ADR 0015). 0, or -1 when the reply is
  * malformed or has no SRV answer. Reads nothing past len. */

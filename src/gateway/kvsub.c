@@ -19,7 +19,14 @@
  * which its events are followed again (a partial view: blocks whose parents
  * came before are orphans). A live sequence that goes back is a restart: the
  * view is cleared and replayed from 0. Queues are bounded by ZMQ's high-water
- * marks and the largest message by ZMQ_MAXMSGSIZE. */
+ * marks and the largest message by ZMQ_MAXMSGSIZE.
+ *
+ * Streams come and go with membership: the configured replicas' streams open at
+ * start; a member that joins later (found by DNS discovery, or added by a reload)
+ * is asked for by the control thread (gw_kvsub_member), which queues the request
+ * under a mutex; the subscriber thread opens and closes streams between two polls,
+ * in the order asked. A stream's counters live in a per-slot array that is never
+ * freed before exit, so any thread may read them without a lock. */
 #include "gateway/gateway.h"
 
 #include <errno.h>
@@ -37,8 +44,7 @@
 
 typedef struct kvstream {
     uint32_t slot;
-    const char *id;
-    const gw_kv_events_cfg *cfg;
+    char id[GW_REPLICA_ID_MAX + 1];
     const char *model;
     void *sub, *dealer, *mon; /* mon: the SUB socket's monitor (connects, disconnects) */
     int64_t next;             /* the sequence the index needs next; -1: any (nothing applied yet) */
@@ -47,8 +53,18 @@ typedef struct kvstream {
     uint64_t replay_deadline;
     uint64_t replay_got; /* batches the running replay brought */
     int32_t group;       /* the KV cache group followed (irx_ev_group_follow) */
-    gw_kvsub_stats st;
+    gw_kvsub_stats *st;  /* its slot's counters (gw_kvsub.stats) */
 } kvstream;
+
+/* A stream to open (add) or close, asked for by the control thread. */
+typedef struct kvcmd {
+    bool add;
+    uint32_t slot;
+    char id[GW_REPLICA_ID_MAX + 1];
+    const char *model;               /* lives until exit (configs are kept) */
+    char *endpoint, *replay, *topic; /* owned copies; replay may be NULL */
+    struct kvcmd *next;
+} kvcmd;
 
 struct gw_kvsub {
     gw_fleet *fleet;
@@ -56,8 +72,16 @@ struct gw_kvsub {
     pthread_t thread;
     _Atomic int stop;
     bool thread_started;
-    kvstream *s;
-    size_t n;
+    kvstream **s; /* the open streams: the subscriber thread's (before it starts, init's) */
+    size_t n, cap;
+    zmq_pollitem_t *items; /* 3 per stream */
+    uint64_t mon_seq;      /* names the monitors' inproc endpoints */
+    /* per slot: its counters, and whether a stream fills them (readers check first) */
+    gw_kvsub_stats *stats;
+    _Atomic int *on;
+    size_t nslots;
+    pthread_mutex_t mu; /* guards the queue of asks */
+    kvcmd *head, **tail;
 };
 
 /* ---- config ------------------------------------------------------------------------- */
@@ -103,7 +127,7 @@ static double wall_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-#define ADD(s, field, v) atomic_fetch_add_explicit(&(s)->st.field, (v), memory_order_relaxed)
+#define ADD(s, field, v) atomic_fetch_add_explicit(&(s)->st->field, (v), memory_order_relaxed)
 
 /* ---- the stream's state machine ----------------------------------------------------- */
 
@@ -124,7 +148,7 @@ static void fall_back(gw_kvsub *k, kvstream *s, const char *why) {
     s->tracked = false;
     s->next = -1;
     ADD(s, fallbacks, 1);
-    atomic_store_explicit(&s->st.source, GW_KV_SOURCE_FALLBACK, memory_order_relaxed);
+    atomic_store_explicit(&s->st->source, GW_KV_SOURCE_FALLBACK, memory_order_relaxed);
     if (!s->logged_fallback)
         IR_WARN("kvsub",
                 "replica %s: %s; its KV view is cleared and tracked approximately until its "
@@ -165,11 +189,12 @@ static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
     ADD(s, orphans, c.orphans);
     ADD(s, refused, c.refused);
     double lag = wall_s() - b.ts;
-    atomic_store_explicit(&s->st.lag_us, lag > 0 ? (uint64_t)(lag * 1e6) : 0, memory_order_relaxed);
-    atomic_store_explicit(&s->st.last_batch_ns, now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&s->st->lag_us, lag > 0 ? (uint64_t)(lag * 1e6) : 0,
+                          memory_order_relaxed);
+    atomic_store_explicit(&s->st->last_batch_ns, now_ns(), memory_order_relaxed);
     irx_ev_view v;
     irx_ev_view_get(k->fleet->index, s->slot, &v);
-    atomic_store_explicit(&s->st.source, v.partial ? GW_KV_SOURCE_PARTIAL : GW_KV_SOURCE_EVENTS,
+    atomic_store_explicit(&s->st->source, v.partial ? GW_KV_SOURCE_PARTIAL : GW_KV_SOURCE_EVENTS,
                           memory_order_relaxed);
     irx_ev_batch_free(&b);
 }
@@ -312,66 +337,34 @@ static void drain_monitor(gw_kvsub *k, kvstream *s) {
             const unsigned char *b = zmq_msg_data(&f[0]);
             uint16_t ev = (uint16_t)(b[0] | b[1] << 8); /* little-endian, as libzmq writes it */
             if (ev == ZMQ_EVENT_CONNECTED) {
-                atomic_store_explicit(&s->st.connected, 1, memory_order_relaxed);
+                atomic_store_explicit(&s->st->connected, 1, memory_order_relaxed);
                 if (s->ever_connected) reconnected(k, s);
                 s->ever_connected = true;
             } else if (ev == ZMQ_EVENT_DISCONNECTED) {
-                atomic_store_explicit(&s->st.connected, 0, memory_order_relaxed);
+                atomic_store_explicit(&s->st->connected, 0, memory_order_relaxed);
             }
         }
         close_frames(f, n, 4);
     }
 }
 
-static void *run(void *arg) {
-    gw_kvsub *k = arg;
-    zmq_pollitem_t *items = calloc(3 * k->n, sizeof *items);
-    if (!items) return NULL;
-    for (size_t i = 0; i < k->n; i++) ask_replay(&k->s[i], 0); /* joining late: all buffered */
-    while (!atomic_load(&k->stop)) {
-        size_t n = 0;
-        for (size_t i = 0; i < k->n; i++) {
-            items[n++] = (zmq_pollitem_t){k->s[i].sub, 0, ZMQ_POLLIN, 0};
-            if (k->s[i].dealer) items[n++] = (zmq_pollitem_t){k->s[i].dealer, 0, ZMQ_POLLIN, 0};
-            if (k->s[i].mon) items[n++] = (zmq_pollitem_t){k->s[i].mon, 0, ZMQ_POLLIN, 0};
-        }
-        if (zmq_poll(items, (int)n, POLL_MS) < 0 && zmq_errno() != EINTR) break;
-        uint64_t now = now_ns();
-        for (size_t i = 0; i < k->n; i++) {
-            kvstream *s = &k->s[i];
-            if (s->mon) drain_monitor(k, s);
-            drain_sub(k, s);
-            if (s->dealer) drain_dealer(k, s);
-            gw_parity_poll(k->fleet, &s->st, false);
-            if (s->replaying && now > s->replay_deadline) {
-                s->replaying = false;
-                if (s->next >= 0 && s->live_last >= s->next)
-                    fall_back(k, s, "a KV event replay timed out");
-                else if (s->next < 0 && s->live_last < 0)
-                    ask_replay(s, 0); /* the engine may not be up yet: ask again */
-            }
-        }
-    }
-    free(items);
-    return NULL;
-}
+/* ---- opening and closing streams ------------------------------------------------------ */
 
-/* ---- start and stop ------------------------------------------------------------------ */
-
-static void *new_socket(gw_kvsub *k, int type, const char *topic) {
+static void *new_socket(gw_kvsub *k, int type, const char *topic, const char *ep) {
     void *z = zmq_socket(k->ctx, type);
     if (!z) return NULL;
-    int hwm = RCV_HWM, linger = 0;
+    int hwm = RCV_HWM, linger = 0, v6 = ep && strchr(ep, '[') ? 1 : 0;
     int64_t maxmsg = IRX_EV_MAX_PAYLOAD;
     zmq_setsockopt(z, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (v6) zmq_setsockopt(z, ZMQ_IPV6, &v6, sizeof v6); /* a member's [v6]:port */
     if (type == ZMQ_SUB) zmq_setsockopt(z, ZMQ_SUBSCRIBE, topic, strlen(topic));
     return z;
 }
 
 static void *open_socket(gw_kvsub *k, int type, const char *ep, const char *topic) {
-    void *z = new_socket(k, type, topic);
+    void *z = new_socket(k, type, topic, ep);
     if (z && zmq_connect(z, ep)) {
         zmq_close(z);
         return NULL;
@@ -381,9 +374,9 @@ static void *open_socket(gw_kvsub *k, int type, const char *ep, const char *topi
 
 /* A PAIR socket that receives sub's connect and disconnect events. NULL when the
  * monitor cannot be set up (the view is then never marked stale). */
-static void *open_monitor(gw_kvsub *k, void *sub, size_t i) {
+static void *open_monitor(gw_kvsub *k, void *sub) {
     char ep[64];
-    snprintf(ep, sizeof ep, "inproc://inferrail-kvmon-%zu", i);
+    snprintf(ep, sizeof ep, "inproc://inferrail-kvmon-%llu", (unsigned long long)k->mon_seq++);
     if (zmq_socket_monitor(sub, ep, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED)) return NULL;
     void *m = zmq_socket(k->ctx, ZMQ_PAIR);
     int linger = 0;
@@ -395,6 +388,161 @@ static void *open_monitor(gw_kvsub *k, void *sub, size_t i) {
     return m;
 }
 
+/* A slot's counters start from zero for a new stream (its metric series did too). */
+static void stats_reset(gw_kvsub_stats *st) {
+    _Atomic uint64_t *u[] = {&st->batches,        &st->events,        &st->blocks_stored,
+                             &st->blocks_removed, &st->clears,        &st->orphans,
+                             &st->refused,        &st->replayed,      &st->gaps,
+                             &st->fallbacks,      &st->decode_errors, &st->restarts,
+                             &st->reconnects,     &st->other_group,   &st->lag_us,
+                             &st->last_batch_ns,  &st->parity_checks, &st->parity_agree};
+    for (size_t i = 0; i < IR_ARRAY_LEN(u); i++)
+        atomic_store_explicit(u[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&st->source, GW_KV_SOURCE_EVENTS, memory_order_relaxed);
+    atomic_store_explicit(&st->connected, 0, memory_order_relaxed);
+}
+
+static void stream_close(gw_kvsub *k, kvstream *s) {
+    atomic_store_explicit(&k->on[s->slot], 0, memory_order_release);
+    gw_parity_poll(k->fleet, s->st, true);
+    if (s->sub) zmq_close(s->sub);
+    if (s->dealer) zmq_close(s->dealer);
+    if (s->mon) zmq_close(s->mon);
+    free(s);
+}
+
+/* Room for one more stream (and its 3 poll items); false when memory runs out. */
+static bool room_for_one(gw_kvsub *k) {
+    if (k->n < k->cap) return true;
+    size_t cap = k->cap * 2 + 8;
+    kvstream **s = realloc(k->s, cap * sizeof *s);
+    if (s) k->s = s;
+    zmq_pollitem_t *items = s ? realloc(k->items, cap * 3 * sizeof *items) : NULL;
+    if (items) k->items = items;
+    if (items) k->cap = cap;
+    return items != NULL;
+}
+
+/* Opens slot c->slot's stream and tracks the slot from its events; NULL with err
+ * when a socket cannot connect (or memory runs out). */
+static kvstream *stream_open(gw_kvsub *k, const kvcmd *c, char *err, size_t errlen) {
+    kvstream *s = room_for_one(k) ? calloc(1, sizeof *s) : NULL;
+    if (!s) {
+        snprintf(err, errlen, "out of memory (KV event subscriber)");
+        return NULL;
+    }
+    *s = (kvstream){.slot = c->slot,
+                    .model = c->model,
+                    .next = -1,
+                    .live_last = -1,
+                    .group = IRX_GROUP_UNKNOWN,
+                    .st = &k->stats[c->slot]};
+    snprintf(s->id, sizeof s->id, "%s", c->id);
+    stats_reset(s->st);
+    /* The monitor first, so that it sees the first connection too. */
+    s->sub = new_socket(k, ZMQ_SUB, c->topic ? c->topic : "", c->endpoint);
+    s->mon = s->sub ? open_monitor(k, s->sub) : NULL;
+    if (!s->mon) atomic_store(&s->st->connected, 1); /* never marked stale, then */
+    if (s->sub && zmq_connect(s->sub, c->endpoint)) {
+        zmq_close(s->sub);
+        s->sub = NULL;
+    }
+    if (c->replay) s->dealer = open_socket(k, ZMQ_DEALER, c->replay, "");
+    if (!s->sub || (c->replay && !s->dealer)) {
+        snprintf(err, errlen, "cannot connect: %s", zmq_strerror(zmq_errno()));
+        stream_close(k, s);
+        return NULL;
+    }
+    if (irx_ev_track(k->fleet->index, s->slot, s->model, k->fleet->block_size)) {
+        snprintf(err, errlen, "out of memory (KV index)");
+        stream_close(k, s);
+        return NULL;
+    }
+    s->tracked = true;
+    k->s[k->n++] = s;
+    atomic_store_explicit(&k->on[s->slot], 1, memory_order_release);
+    return s;
+}
+
+static void cmd_free(kvcmd *c) {
+    free(c->endpoint);
+    free(c->replay);
+    free(c->topic);
+    free(c);
+}
+
+/* Closes slot's stream, if it has one: its events no longer reach the index. */
+static void stream_drop(gw_kvsub *k, uint32_t slot) {
+    for (size_t i = 0; i < k->n; i++) {
+        if (k->s[i]->slot != slot) continue;
+        IR_INFO("kvsub", "replica %s: its KV event stream closed", k->s[i]->id);
+        stream_close(k, k->s[i]);
+        k->s[i] = k->s[--k->n];
+        irx_ev_untrack(k->fleet->index, slot); /* what it applied after the member left */
+        return;
+    }
+}
+
+/* The subscriber thread: the streams asked for since the last poll, in order. */
+static void run_cmds(gw_kvsub *k) {
+    pthread_mutex_lock(&k->mu);
+    kvcmd *c = k->head;
+    k->head = NULL;
+    k->tail = &k->head;
+    pthread_mutex_unlock(&k->mu);
+    while (c) {
+        kvcmd *next = c->next;
+        stream_drop(k, c->slot);
+        char err[256];
+        kvstream *s = c->add ? stream_open(k, c, err, sizeof err) : NULL;
+        if (c->add && !s)
+            IR_WARN("kvsub",
+                    "replica %s: its KV events cannot be followed (%s); it is tracked "
+                    "approximately",
+                    c->id, err);
+        if (s) {
+            ask_replay(s, 0); /* joining late: everything the engine still buffers */
+            IR_INFO("kvsub", "replica %s: following its KV events at %s", c->id, c->endpoint);
+        }
+        cmd_free(c);
+        c = next;
+    }
+}
+
+static void *run(void *arg) {
+    gw_kvsub *k = arg;
+    for (size_t i = 0; i < k->n; i++) ask_replay(k->s[i], 0); /* joining late: all buffered */
+    while (!atomic_load(&k->stop)) {
+        run_cmds(k);
+        size_t n = 0;
+        for (size_t i = 0; i < k->n; i++) {
+            kvstream *s = k->s[i];
+            k->items[n++] = (zmq_pollitem_t){s->sub, 0, ZMQ_POLLIN, 0};
+            if (s->dealer) k->items[n++] = (zmq_pollitem_t){s->dealer, 0, ZMQ_POLLIN, 0};
+            if (s->mon) k->items[n++] = (zmq_pollitem_t){s->mon, 0, ZMQ_POLLIN, 0};
+        }
+        if (zmq_poll(n ? k->items : NULL, (int)n, POLL_MS) < 0 && zmq_errno() != EINTR) break;
+        uint64_t now = now_ns();
+        for (size_t i = 0; i < k->n; i++) {
+            kvstream *s = k->s[i];
+            if (s->mon) drain_monitor(k, s);
+            drain_sub(k, s);
+            if (s->dealer) drain_dealer(k, s);
+            gw_parity_poll(k->fleet, s->st, false);
+            if (s->replaying && now > s->replay_deadline) {
+                s->replaying = false;
+                if (s->next >= 0 && s->live_last >= s->next)
+                    fall_back(k, s, "a KV event replay timed out");
+                else if (s->next < 0 && s->live_last < 0)
+                    ask_replay(s, 0); /* the engine may not be up yet: ask again */
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------------------ */
+
 static const char *model_of(const gw_fleet *f, const gw_replica *r) {
     const gw_model_list *ml = gw_fleet_models(f);
     for (size_t m = 0; m < ml->n; m++)
@@ -402,85 +550,150 @@ static const char *model_of(const gw_fleet *f, const gw_replica *r) {
     return ml->n ? ml->items[0]->cfg->name : "";
 }
 
-int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
-    size_t n = 0;
-    for (size_t i = 0; i < f->nreplicas; i++) n += f->replicas[i].cfg->kv_events.endpoint != NULL;
-    if (n == 0) return 0;
-    if (gw_zmq_load(err, errlen)) return -1;
+/* Replica r's stream, as an ask (strings copied); NULL when memory runs out. */
+static kvcmd *cmd_for(const gw_fleet *f, const gw_replica *r, bool add) {
+    kvcmd *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    const gw_kv_events_cfg *e = &r->cfg->kv_events;
+    *c = (kvcmd){.add = add, .slot = r->index};
+    snprintf(c->id, sizeof c->id, "%s", r->cfg->id);
+    if (!add) return c;
+    c->model = model_of(f, r);
+    c->endpoint = strdup(e->endpoint);
+    c->replay = e->replay_endpoint ? strdup(e->replay_endpoint) : NULL;
+    c->topic = strdup(e->topic ? e->topic : "");
+    if (!c->endpoint || !c->topic || (e->replay_endpoint && !c->replay)) {
+        cmd_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void kvsub_free(gw_kvsub *k) {
+    for (size_t i = 0; i < k->n; i++) stream_close(k, k->s[i]);
+    for (size_t i = 0; k->stats && i < k->nslots; i++) /* checks left after a stream closed */
+        gw_parity_poll(k->fleet, &k->stats[i], true);
+    while (k->head) {
+        kvcmd *c = k->head;
+        k->head = c->next;
+        cmd_free(c);
+    }
+    if (k->ctx) zmq_ctx_term(k->ctx);
+    pthread_mutex_destroy(&k->mu);
+    free(k->s);
+    free(k->items);
+    free(k->stats);
+    free(k->on);
+    free(k);
+}
+
+static gw_kvsub *kvsub_new(gw_fleet *f, char *err, size_t errlen) {
+    if (gw_zmq_load(err, errlen)) return NULL;
     gw_kvsub *k = calloc(1, sizeof *k);
-    if (!k || !(k->s = calloc(n, sizeof *k->s)) || !(k->ctx = zmq_ctx_new())) {
-        if (k) free(k->s);
-        free(k);
+    if (!k) {
         snprintf(err, errlen, "out of memory (KV event subscriber)");
-        return -1;
+        return NULL;
     }
     k->fleet = f;
-    f->kvsub = k;
-    for (size_t i = 0; i < f->nreplicas; i++) {
-        const gw_replica *r = &f->replicas[i];
-        const gw_kv_events_cfg *c = &r->cfg->kv_events;
-        if (!c->endpoint) continue;
-        kvstream *s = &k->s[k->n++];
-        *s = (kvstream){.slot = r->index,
-                        .id = r->cfg->id,
-                        .cfg = c,
-                        .model = model_of(f, r),
-                        .next = -1,
-                        .live_last = -1,
-                        .group = IRX_GROUP_UNKNOWN};
-        /* The monitor first, so that it sees the first connection too. */
-        s->sub = new_socket(k, ZMQ_SUB, c->topic ? c->topic : "");
-        s->mon = s->sub ? open_monitor(k, s->sub, k->n - 1) : NULL;
-        if (!s->mon) atomic_store(&s->st.connected, 1); /* never marked stale, then */
-        if (s->sub && zmq_connect(s->sub, c->endpoint)) {
-            zmq_close(s->sub);
-            s->sub = NULL;
-        }
-        if (c->replay_endpoint) s->dealer = open_socket(k, ZMQ_DEALER, c->replay_endpoint, "");
-        if (!s->sub || (c->replay_endpoint && !s->dealer)) {
-            snprintf(err, errlen, "replicas[%zu].kv_events: cannot connect: %s", i,
-                     zmq_strerror(zmq_errno()));
-            gw_kvsub_stop(f);
-            return -1;
-        }
-        if (irx_ev_track(f->index, s->slot, s->model, f->block_size)) {
-            snprintf(err, errlen, "out of memory (KV index)");
-            gw_kvsub_stop(f);
-            return -1;
-        }
-        s->tracked = true;
-        atomic_store(&s->st.source, GW_KV_SOURCE_EVENTS);
+    k->nslots = f->nslots;
+    k->tail = &k->head;
+    pthread_mutex_init(&k->mu, NULL);
+    k->stats = calloc(f->nslots, sizeof *k->stats);
+    k->on = calloc(f->nslots, sizeof *k->on);
+    k->ctx = zmq_ctx_new();
+    if (!k->stats || !k->on || !k->ctx) {
+        kvsub_free(k);
+        snprintf(err, errlen, "out of memory (KV event subscriber)");
+        return NULL;
     }
+    return k;
+}
+
+/* Starts k's thread and publishes k as f's subscriber; on failure k is freed. */
+static int kvsub_run(gw_fleet *f, gw_kvsub *k, char *err, size_t errlen) {
     if (pthread_create(&k->thread, NULL, run, k)) {
         snprintf(err, errlen, "cannot start the KV event subscriber thread");
-        gw_kvsub_stop(f);
+        kvsub_free(k);
         return -1;
     }
     k->thread_started = true;
+    atomic_store_explicit(&f->kvsub, k, memory_order_release);
+    return 0;
+}
+
+static bool groups_want_events(const gw_config *c) {
+    const gw_dns_group_cfg *g = c->discovery.dns.items;
+    for (size_t i = 0; i < c->discovery.dns.n; i++)
+        if (g[i].kv_events.port) return true;
+    return false;
+}
+
+int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
+    size_t n = 0;
+    for (size_t i = 0; i < f->nreplicas; i++) n += f->replicas[i].cfg->kv_events.endpoint != NULL;
+    if (n == 0 && !groups_want_events(f->cfg)) return 0;
+    gw_kvsub *k = kvsub_new(f, err, errlen);
+    if (!k) return -1;
+    for (size_t i = 0; i < f->nreplicas; i++) {
+        const gw_replica *r = &f->replicas[i];
+        if (!r->cfg->kv_events.endpoint) continue;
+        kvcmd *c = cmd_for(f, r, true);
+        char why[256] = "out of memory";
+        kvstream *s = c ? stream_open(k, c, why, sizeof why) : NULL;
+        if (c) cmd_free(c);
+        if (!s) {
+            snprintf(err, errlen, "replicas[%zu].kv_events: %s", i, why);
+            kvsub_free(k);
+            return -1;
+        }
+    }
+    if (kvsub_run(f, k, err, errlen)) return -1;
     IR_INFO("kvsub", "following the KV events of %zu replica(s)", k->n);
     return 0;
 }
 
+/* The running subscriber, started now when none runs; NULL (logged) when it cannot. */
+static gw_kvsub *kvsub_get(gw_fleet *f, const gw_replica *r) {
+    gw_kvsub *k = atomic_load_explicit(&f->kvsub, memory_order_acquire);
+    char err[256];
+    if (!k && (k = kvsub_new(f, err, sizeof err)) && kvsub_run(f, k, err, sizeof err)) k = NULL;
+    if (!k)
+        IR_WARN("kvsub",
+                "replica %s: its KV events cannot be followed (%s); it is tracked "
+                "approximately",
+                r->cfg->id, err);
+    return k;
+}
+
+void gw_kvsub_member(gw_fleet *f, gw_replica *r, bool joined) {
+    bool events = r->cfg->kv_events.endpoint != NULL;
+    gw_kvsub *k =
+        joined && events ? kvsub_get(f, r) : atomic_load_explicit(&f->kvsub, memory_order_acquire);
+    if (!k || (joined && !events)) return;
+    kvcmd *c = cmd_for(f, r, joined && events);
+    if (!c) {
+        IR_WARN("kvsub", "replica %s: out of memory; its KV event stream is left as it is",
+                r->cfg->id);
+        return;
+    }
+    pthread_mutex_lock(&k->mu);
+    *k->tail = c;
+    k->tail = &c->next;
+    pthread_mutex_unlock(&k->mu);
+}
+
 void gw_kvsub_stop(gw_fleet *f) {
-    gw_kvsub *k = f->kvsub;
+    gw_kvsub *k = atomic_load(&f->kvsub);
     if (!k) return;
     atomic_store(&k->stop, 1);
     if (k->thread_started) pthread_join(k->thread, NULL);
-    for (size_t i = 0; i < k->n; i++) {
-        gw_parity_poll(f, &k->s[i].st, true);
-        if (k->s[i].sub) zmq_close(k->s[i].sub);
-        if (k->s[i].dealer) zmq_close(k->s[i].dealer);
-        if (k->s[i].mon) zmq_close(k->s[i].mon);
-    }
-    zmq_ctx_term(k->ctx);
-    free(k->s);
-    free(k);
-    f->kvsub = NULL;
+    atomic_store(&f->kvsub, NULL);
+    kvsub_free(k);
 }
 
 gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot) {
-    gw_kvsub *k = f->kvsub;
-    for (size_t i = 0; k && i < k->n; i++)
-        if (k->s[i].slot == slot) return &k->s[i].st;
-    return NULL;
+    gw_kvsub *k = atomic_load_explicit(&((gw_fleet *)f)->kvsub, memory_order_acquire);
+    if (!k || slot >= k->nslots || !atomic_load_explicit(&k->on[slot], memory_order_acquire))
+        return NULL;
+    return &k->stats[slot];
 }

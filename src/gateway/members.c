@@ -48,6 +48,16 @@ static int fill_cfg(gw_fleet *f, gw_replica *r, uint32_t slot, const gw_replica_
     return gw_replica_headers_init(r);
 }
 
+/* Copies endpoint ep (or NULL) into buf; false when it does not fit. */
+static bool copy_endpoint(char *buf, const char *ep, char **out) {
+    *out = NULL;
+    if (!ep) return true;
+    if (strlen(ep) >= GW_EV_ENDPOINT_MAX) return false;
+    snprintf(buf, GW_EV_ENDPOINT_MAX, "%s", ep);
+    *out = buf;
+    return true;
+}
+
 /* Fills slot r as discovered replica id at url, with its group's settings. */
 static int fill(gw_fleet *f, gw_replica *r, uint32_t slot, const char *id, const char *url,
                 const gw_replica_cfg *tmpl) {
@@ -57,8 +67,24 @@ static int fill(gw_fleet *f, gw_replica *r, uint32_t slot, const char *id, const
     r->dyn_cfg = *tmpl;
     r->dyn_cfg.id = r->dyn_id;
     r->dyn_cfg.url = r->dyn_url;
+    gw_kv_events_cfg *e = &r->dyn_cfg.kv_events;
+    if (!copy_endpoint(r->dyn_events[0], tmpl->kv_events.endpoint, &e->endpoint) ||
+        !copy_endpoint(r->dyn_events[1], tmpl->kv_events.replay_endpoint, &e->replay_endpoint))
+        return -1;
     r->dynamic = true;
     return fill_cfg(f, r, slot, &r->dyn_cfg);
+}
+
+static bool str_same(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool gw_replica_same_target(const gw_replica *r, const char *url, const gw_replica_cfg *tmpl) {
+    const gw_kv_events_cfg *a = &r->cfg->kv_events, *b = &tmpl->kv_events;
+    return strcmp(r->dyn_url, url) == 0 && r->cfg->dp_target == tmpl->dp_target &&
+           r->cfg->dp_rank == tmpl->dp_rank && str_same(a->endpoint, b->endpoint) &&
+           str_same(a->replay_endpoint, b->replay_endpoint) &&
+           str_same(a->endpoint ? a->topic : NULL, b->endpoint ? b->topic : NULL);
 }
 
 int gw_fleet_listen(gw_fleet *f, gw_member_fn fn, void *ud) {
@@ -90,6 +116,7 @@ static void activate(gw_fleet *f, gw_replica *r) {
     atomic_fetch_add(&r->gen, 1);
     index_capacity(f, r);
     atomic_store_explicit(&r->active, 1, memory_order_release);
+    gw_kvsub_member(f, r, true);
     tell(f, r, true);
 }
 
@@ -119,9 +146,9 @@ int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica
     for (size_t i = 0; i < used; i++) { /* the same id at the same url again: its own slot */
         gw_replica *r = &f->replicas[i];
         if (!r->dynamic || strcmp(r->dyn_id, id) != 0) continue;
-        /* a reload gave its group another base path: a new slot (this one's url may
-         * still be read by the requests it finishes) */
-        if (strcmp(r->dyn_url, url) != 0 && !gw_replica_member(r)) continue;
+        /* a reload gave its group another base path or KV events: a new slot (this
+         * one's settings may still be read by the requests it finishes) */
+        if (!gw_replica_member(r) && !gw_replica_same_target(r, url, tmpl)) continue;
         if (!gw_replica_member(r)) activate(f, r);
         return (int)i;
     }
@@ -152,5 +179,6 @@ void gw_fleet_leave(gw_fleet *f, uint32_t slot) {
     atomic_store(&r->healthy, 0);
     atomic_store(&r->left_at, ir_now_ns());
     irx_forget_replica(f->index, slot);
+    gw_kvsub_member(f, r, false);
     tell(f, r, false);
 }

@@ -65,7 +65,11 @@ static bool discovery_differs(const gw_config *a, const gw_config *b) {
             strlist_differs(&x[i].models, &y[i].models) || x[i].refresh_ns != y[i].refresh_ns ||
             x[i].srv != y[i].srv || x[i].max_concurrency != y[i].max_concurrency ||
             x[i].max_pending != y[i].max_pending ||
-            x[i].kv_capacity_blocks != y[i].kv_capacity_blocks)
+            x[i].kv_capacity_blocks != y[i].kv_capacity_blocks ||
+            x[i].data_parallel_size != y[i].data_parallel_size ||
+            x[i].kv_events.port != y[i].kv_events.port ||
+            x[i].kv_events.replay_port != y[i].kv_events.replay_port ||
+            str_differs(x[i].kv_events.topic, y[i].kv_events.topic))
             return true;
     return false;
 }
@@ -161,6 +165,13 @@ static bool headers_differ(const gw_replica_cfg *a, const gw_replica_cfg *b) {
     return json_differs(a->headers.obj, b->headers.obj);
 }
 
+static bool events_differ(const gw_replica_cfg *a, const gw_replica_cfg *b) {
+    const gw_kv_events_cfg *x = &a->kv_events, *y = &b->kv_events;
+    return str_differs(x->endpoint, y->endpoint) ||
+           str_differs(x->replay_endpoint, y->replay_endpoint) ||
+           (x->endpoint && str_differs(x->topic, y->topic));
+}
+
 typedef struct counts {
     size_t added, removed, replaced, updated;
 } counts;
@@ -171,12 +182,13 @@ static bool add_replica(gw_fleet *f, const gw_replica_cfg *c) {
     return false;
 }
 
-/* A member whose settings changed. Its address or headers: a new slot, the old one
- * finishing its requests. Its models and caps: in place. */
+/* A member whose settings changed. Its address, headers or KV events: a new slot
+ * (and event stream), the old one finishing its requests. Its models and caps: in
+ * place. */
 static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, counts *n) {
     gw_replica *r = &f->replicas[slot];
     const gw_replica_cfg *o = r->cfg;
-    if (str_differs(o->url, c->url) || headers_differ(o, c)) {
+    if (str_differs(o->url, c->url) || headers_differ(o, c) || events_differ(o, c)) {
         gw_fleet_leave(f, slot);
         if (add_replica(f, c)) n->replaced++;
         return;
