@@ -32,6 +32,17 @@ const char *bench_err_name(bench_err_kind k) {
 
 typedef struct ol_run ol_run;
 
+/* A timed action (bench_action) of the measured phase, and what came of it. */
+typedef struct ol_action {
+    ol_run *run;
+    const bench_action *a;
+    uv_timer_t timer;
+    ir_url url;
+    double sent_s; /* from the phase's start; -1 while not sent */
+    int status;    /* the HTTP status; 0 while none */
+    int err;       /* an IRN_E* code when it failed */
+} ol_action;
+
 typedef struct ol_call {
     ol_run *run;
     size_t i; /* index into the phase's records */
@@ -58,6 +69,8 @@ struct ol_run {
     uint64_t t0, base; /* absolute start; schedule offset subtracted */
     size_t next, done, inflight;
     double stall_at_s, stall_ms;
+    ol_action actions[BENCH_MAX_ACTIONS];
+    size_t n_actions;
     /* every inter-token gap of the phase, ms */
     double *itl;
     size_t n_itl, cap_itl;
@@ -291,6 +304,78 @@ static void on_stall(uv_timer_t *t) {
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
+/* ---- timed actions ------------------------------------------------------------- */
+
+static void action_head(void *ud, int status, const irn_header *h, size_t n) {
+    ((ol_action *)ud)->status = status;
+}
+
+static void action_body(void *ud, const char *data, size_t len) {}
+
+static void action_done(void *ud, int err) {
+    ((ol_action *)ud)->err = err;
+}
+
+static const irn_client_cbs action_cbs = {action_head, action_body, action_done};
+
+static void on_action(uv_timer_t *t) {
+    ol_action *x = t->data;
+    ol_run *r = x->run;
+    x->sent_s = (double)(ir_now_ns() - r->t0) / 1e9;
+    irn_client_req req = {.host = x->url.host,
+                          .port = x->url.port,
+                          .method = "POST",
+                          .path = x->url.path[0] ? x->url.path : "/",
+                          .body = "",
+                          .body_len = 0,
+                          .connect_timeout_ns = 10000000000ull,
+                          .head_timeout_ns = 30000000000ull,
+                          .idle_timeout_ns = 30000000000ull};
+    irn_client *h;
+    int rc = irn_client_request(r->pool, &req, &action_cbs, x, &h);
+    if (rc) x->err = rc;
+}
+
+/* Arms every action (unsent, with a URL that parsed) for the measured phase. */
+static void actions_start(ol_run *r) {
+    uv_update_time(r->loop); /* the loop's clock may be as old as the warmup's end */
+    for (size_t i = 0; i < r->n_actions; i++) {
+        ol_action *x = &r->actions[i];
+        if (x->sent_s < 0 && !x->err)
+            uv_timer_start(&x->timer, on_action, (uint64_t)(x->a->at_s * 1000), 0);
+    }
+}
+
+static void actions_stop(ol_run *r) {
+    for (size_t i = 0; i < r->n_actions; i++) uv_timer_stop(&r->actions[i].timer);
+}
+
+static json_t *actions_json(const ol_run *r) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < r->n_actions; i++) {
+        const ol_action *x = &r->actions[i];
+        json_t *o = json_pack("{s:f, s:s}", "at_s", x->a->at_s, "url", x->a->url);
+        json_object_set_new(o, "sent_s", x->sent_s >= 0 ? json_real(x->sent_s) : json_null());
+        json_object_set_new(o, "status", x->status ? json_integer(x->status) : json_null());
+        if (x->err) json_object_set_new(o, "error", json_string(irn_strerror(x->err)));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static void actions_init(ol_run *r, uv_loop_t *loop) {
+    r->n_actions = r->cfg->n_actions < BENCH_MAX_ACTIONS ? r->cfg->n_actions : BENCH_MAX_ACTIONS;
+    for (size_t i = 0; i < r->n_actions; i++) {
+        ol_action *x = &r->actions[i];
+        x->run = r;
+        x->a = &r->cfg->actions[i];
+        x->sent_s = -1;
+        if (ir_url_parse(x->a->url, &x->url)) x->err = IRN_EPARSE;
+        uv_timer_init(loop, &x->timer);
+        x->timer.data = x;
+    }
+}
+
 static void run_phase(ol_run *r, size_t first, size_t n, bench_rec *recs, bool measured) {
     r->first = first;
     r->n = n;
@@ -302,11 +387,13 @@ static void run_phase(ol_run *r, size_t first, size_t n, bench_rec *recs, bool m
     r->t0 = ir_now_ns();
     if (measured && r->stall_ms > 0)
         uv_timer_start(&r->stall, on_stall, (uint64_t)(r->stall_at_s * 1000), 0);
+    if (measured) actions_start(r);
     if (r->cfg->progress) uv_timer_start(&r->tick, on_tick, 1000, 1000);
     send_due(r);
     uv_run(r->loop, UV_RUN_DEFAULT);
     uv_timer_stop(&r->tick);
     uv_timer_stop(&r->stall);
+    actions_stop(r);
 }
 
 /* ---- engine counters ---------------------------------------------------------------- */
@@ -580,6 +667,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     uv_timer_init(&loop, &r.tick);
     uv_timer_init(&loop, &r.stall);
     r.tick.data = r.stall.data = &r;
+    actions_init(&r, &loop);
 
     bench_rec *recs = calloc(wl->n, sizeof *recs);
     engine_counts *before = calloc(cfg->n_engine + 1, sizeof *before);
@@ -599,6 +687,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     uv_close((uv_handle_t *)&r.poll, close_cb);
     uv_close((uv_handle_t *)&r.tick, close_cb);
     uv_close((uv_handle_t *)&r.stall, close_cb);
+    for (size_t i = 0; i < r.n_actions; i++) uv_close((uv_handle_t *)&r.actions[i].timer, close_cb);
     irn_pool_close(r.pool, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
@@ -652,9 +741,12 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     json_object_set_new(c, "started_at", json_real(wall0));
     json_object_set_new(doc, "config", c);
     json_object_set_new(doc, "workload",
-                        json_pack("{s:s, s:O, s:o}", "name", wl->name, "params", wl->params,
-                                  "reuse_ceiling", num_or_null(wl->reuse_ceiling)));
+                        json_pack("{s:s, s:O, s:o, s:I, s:I}", "name", wl->name, "params",
+                                  wl->params, "reuse_ceiling", num_or_null(wl->reuse_ceiling),
+                                  "distinct_blocks", (json_int_t)wl->distinct_blocks,
+                                  "reused_blocks", (json_int_t)wl->reused_blocks));
     json_object_set_new(doc, "summary", sum);
+    if (r.n_actions) json_object_set_new(doc, "actions", actions_json(&r));
     json_t *rs = json_array();
     for (size_t i = wl->warmup; i < wl->n; i++)
         json_array_append_new(rs, rec_json(&recs[i], &wl->reqs[i], i));

@@ -28,6 +28,7 @@ typedef struct tsrv {
     uv_async_t stop;
     irn_server *srv;
     int port;
+    int resets; /* POSTs to /reset_prefix_cache seen (server thread; read after stop) */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -104,7 +105,10 @@ static void serial_next(tsrv *s) {
 
 static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     tsrv *s = ud;
-    if (s->mode == SRV_FAST) {
+    if (strcmp(req->path, "/reset_prefix_cache") == 0) {
+        s->resets += strcmp(req->method, "POST") == 0;
+        irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
+    } else if (s->mode == SRV_FAST) {
         answer_now(s, resp, s->tokens);
     } else if (s->mode == SRV_SERIAL) {
         s->queue[s->qtail++ % 4096] = resp;
@@ -167,10 +171,13 @@ static tsrv *srv_start(srv_mode mode) {
     return s;
 }
 
-static void srv_stop(tsrv *s) {
+/* Returns the resets it saw. */
+static int srv_stop(tsrv *s) {
     uv_async_send(&s->stop);
     pthread_join(s->th, NULL);
+    int resets = s->resets;
     free(s);
+    return resets;
 }
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -415,6 +422,46 @@ static void test_blocked_loop(void **st) {
     bench_workload_free(&w);
 }
 
+/* Timed actions (--reset-prefix-cache-at): each is POSTed once, no earlier than
+ * asked, during the measured phase; one due after the last request is not sent. */
+static void test_actions(void **st) {
+    tsrv *s = srv_start(SRV_FAST);
+    bench_workload w;
+    small_w6(&w, 50, 50, 4); /* about 1 s */
+    char base[64], url[96];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", s->port);
+    snprintf(url, sizeof url, "%s/reset_prefix_cache", base);
+    bench_action acts[] = {{0.2, url}, {0.4, url}, {600, url}, {0.1, "not a url"}};
+    bench_run_cfg c = {.base_url = base,
+                       .wl = &w,
+                       .rate = 1,
+                       .slo_ttft_ms = 2000,
+                       .slo_tpot_ms = 100,
+                       .timeout_s = 30,
+                       .actions = acts,
+                       .n_actions = 4};
+    char err[256] = "";
+    json_t *doc = bench_run(&c, err, sizeof err);
+    assert_non_null(doc);
+    assert_int_equal(srv_stop(s), 2);
+    assert_int_equal(S(doc, "errors", NULL), 0);
+    json_t *a = json_object_get(doc, "actions");
+    assert_int_equal(json_array_size(a), 4);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *x = json_array_get(a, i);
+        assert_int_equal(json_integer_value(json_object_get(x, "status")), 200);
+        /* libuv timers count whole milliseconds of a clock read before t0 */
+        double sent = json_number_value(json_object_get(x, "sent_s"));
+        if (sent < acts[i].at_s - 0.002) fprintf(stderr, "action %zu sent at %g s\n", i, sent);
+        assert_true(sent >= acts[i].at_s - 0.002);
+    }
+    assert_true(json_is_null(json_object_get(json_array_get(a, 2), "sent_s")));
+    assert_true(json_is_null(json_object_get(json_array_get(a, 3), "sent_s")));
+    assert_non_null(json_object_get(json_array_get(a, 3), "error"));
+    json_decref(doc);
+    bench_workload_free(&w);
+}
+
 static void test_prediction_arithmetic(void **st) {
     long pred[] = {10, 12, 8, -1, 10, 0};
     long act[] = {10, 10, 10, 5, -1, 0};
@@ -519,6 +566,7 @@ int main(void) {
         cmocka_unit_test(test_known_timing),
         cmocka_unit_test(test_coordinated_omission),
         cmocka_unit_test(test_blocked_loop),
+        cmocka_unit_test(test_actions),
         cmocka_unit_test(test_prediction_arithmetic),
         cmocka_unit_test(test_summary_arithmetic),
         cmocka_unit_test(test_gateway_yaml),
