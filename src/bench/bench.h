@@ -128,6 +128,7 @@ typedef struct bench_rec {
     int status;
     bench_err_kind err;
     char replica[48]; /* x-inferrail-replica; "" when absent */
+    bool direct;      /* sent straight to bench_run_cfg.direct_url, not to base_url */
 } bench_rec;
 
 /* A timed action of the measured phase: an empty POST to url (a simulator's or
@@ -152,7 +153,16 @@ typedef struct bench_run_cfg {
     bool progress;               /* a line per second on stderr */
     const bench_action *actions; /* recorded in the results' "actions" */
     size_t n_actions;            /* at most BENCH_MAX_ACTIONS */
+    /* Another client of one engine: the requests that bench_direct_pick chooses
+     * (warmup included) go straight to direct_url (an engine's base URL), and
+     * are left out of the summary (counted in its "direct"). NULL: none. */
+    const char *direct_url;
+    double direct_share;
 } bench_run_cfg;
+
+/* Whether request i of a schedule built from seed goes to the direct client: a
+ * hash of (seed, i) below share, so the same requests for every policy. */
+bool bench_direct_pick(uint64_t seed, size_t i, double share);
 
 /* Runs the workload open loop and returns the results document (owned). */
 json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen);
@@ -196,6 +206,9 @@ typedef struct bench_common {
     const char *trace; /* --trace FILE */
     /* --reset-prefix-cache-at: model seconds into the measured phase, and the
      * 1-based engine (of --engine-metrics, or compare's simulators) to reset */
+    double direct_share; /* --direct-share F@E: F of the requests straight to engine E */
+    int direct_engine;
+    const char *direct_spec;
     double reset_at[BENCH_MAX_ACTIONS];
     int reset_engine[BENCH_MAX_ACTIONS];
     size_t n_reset;
@@ -205,6 +218,8 @@ typedef struct bench_common {
 /* Parses "S[@E][,S[@E]..]" (model seconds >= 0, engine E >= 1, default 1) into
  * at/engine (cap entries). Returns the count, or -1 on bad input or too many. */
 int bench_reset_parse(const char *spec, double *at, int *engine, size_t cap);
+/* Parses "F[@E]" (0 < F < 1, engine E >= 1, default 1). -1 on bad input. */
+int bench_direct_parse(const char *spec, double *share, int *engine);
 
 struct option;
 void bench_common_init(bench_common *c);

@@ -301,6 +301,9 @@ static void compare_usage(FILE *f) {
                "         [--reset-prefix-cache-at S[@R][,..]]  (POST /reset_prefix_cache to\n"
                "                          simulator R, default 1, S model seconds into the\n"
                "                          measured phase)\n"
+               "         [--direct-share F[@R]]  (another client: a share F of the requests\n"
+               "                          go straight to simulator R, default 1, bypassing\n"
+               "                          the gateway; left out of the summary)\n"
                "Each run gets a fresh gateway and fresh simulators on free loopback ports;\n"
                "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
                "and DIR/summary.json (medians over repetitions); a ladder of rates writes one\n"
@@ -366,6 +369,7 @@ static int compare_at(cmp_opts *o) {
     if (o->f.kv_events) json_object_set_new(out, "kv_events", json_true());
     if (o->c.reset_spec)
         json_object_set_new(out, "reset_prefix_cache_at", json_string(o->c.reset_spec));
+    if (o->c.direct_spec) json_object_set_new(out, "direct_share", json_string(o->c.direct_spec));
     json_object_set_new(out, "params", json_deep_copy(o->c.params));
     json_object_set_new(
         out, "slo",

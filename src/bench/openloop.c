@@ -59,8 +59,8 @@ struct ol_run {
     uv_timer_t tick, stall;
     int tfd;
     const bench_run_cfg *cfg;
-    ir_url url;
-    char path[600];
+    ir_url url, durl; /* base_url, direct_url */
+    char path[600], dpath[600];
     char rid_prefix[48];
     /* the phase being run */
     const bench_req *reqs;
@@ -125,7 +125,9 @@ static int on_sse(void *ud, const ir_sse_event *ev) {
         } else {
             double gap = (double)(now - c->last_ns) / 1e6;
             if (gap > rec->itl_max_ms) rec->itl_max_ms = gap;
-            if (r->n_itl == r->cap_itl && r->cap_itl < MAX_ITL_SAMPLES) {
+            if (rec->direct) {
+                /* not the routed traffic's */
+            } else if (r->n_itl == r->cap_itl && r->cap_itl < MAX_ITL_SAMPLES) {
                 size_t cap = r->cap_itl ? r->cap_itl * 2 : 65536;
                 double *p = realloc(r->itl, cap * sizeof *p);
                 if (p) r->itl = p, r->cap_itl = cap;
@@ -246,15 +248,18 @@ static void send_one(ol_run *r, size_t k, uint64_t now) {
     c->run = r;
     c->i = k;
     ir_sse_init(&c->sse, MAX_SSE_EVENT, on_sse, c);
+    rec->direct =
+        r->cfg->direct_url && bench_direct_pick(r->cfg->seed, r->first + k, r->cfg->direct_share);
+    const ir_url *u = rec->direct ? &r->durl : &r->url;
     char rid[96];
     int rl = snprintf(rid, sizeof rid, "%s-%zu", r->rid_prefix, r->first + k);
     irn_header h[2] = {{"content-type", 12, "application/json", 16},
                        {"x-request-id", 12, rid, (size_t)rl}};
     uint64_t to = (uint64_t)((r->cfg->timeout_s > 0 ? r->cfg->timeout_s : 300) * 1e9);
-    irn_client_req req = {.host = r->url.host,
-                          .port = r->url.port,
+    irn_client_req req = {.host = u->host,
+                          .port = u->port,
                           .method = "POST",
-                          .path = r->path,
+                          .path = rec->direct ? r->dpath : r->path,
                           .headers = h,
                           .nheaders = 2,
                           .body = q->body,
@@ -468,6 +473,7 @@ static json_t *rec_json(const bench_rec *x, const bench_req *q, size_t i) {
     json_object_set_new(o, "replica", x->replica[0] ? json_string(x->replica) : json_null());
     json_object_set_new(o, "hdr_prompt_tokens", long_or_null(x->hdr_prompt_tokens));
     json_object_set_new(o, "hdr_cached_tokens", long_or_null(x->hdr_cached_tokens));
+    if (x->direct) json_object_set_new(o, "direct", json_true());
     return o;
 }
 
@@ -630,6 +636,41 @@ json_t *bench_summarize(const bench_sum_in *in) {
 
 static void close_cb(uv_handle_t *h) {}
 
+/* The chat completions path under a base URL's path (which may end in /v1). */
+static void chat_path(const ir_url *u, char *out, size_t len) {
+    size_t pl = strlen(u->path);
+    while (pl && u->path[pl - 1] == '/') pl--;
+    if (pl >= 3 && memcmp(u->path + pl - 3, "/v1", 3) == 0)
+        snprintf(out, len, "%.*s/chat/completions", (int)pl, u->path);
+    else
+        snprintf(out, len, "%.*s/v1/chat/completions", (int)pl, u->path);
+}
+
+bool bench_direct_pick(uint64_t seed, size_t i, double share) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 0x2545f4914f6cdd1dull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64's finaliser */
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return (double)(x >> 11) / 9007199254740992.0 < share;
+}
+
+/* The measured records the summary reads: those of the routed traffic (the
+ * direct client's left out), copied into out (n entries). Returns the count. */
+static size_t routed_recs(const bench_rec *recs, size_t n, bench_rec *out, size_t *direct,
+                          size_t *direct_err) {
+    size_t m = 0;
+    *direct = *direct_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!recs[i].direct) {
+            out[m++] = recs[i];
+            continue;
+        }
+        (*direct)++;
+        *direct_err += recs[i].err != BENCH_OK;
+    }
+    return m;
+}
+
 json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     const bench_workload *wl = cfg->wl;
     ol_run r = {0};
@@ -641,12 +682,14 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
         snprintf(err, errlen, "--base-url: not an http URL: %s", cfg->base_url);
         return NULL;
     }
-    size_t pl = strlen(r.url.path);
-    while (pl && r.url.path[pl - 1] == '/') pl--;
-    if (pl >= 3 && memcmp(r.url.path + pl - 3, "/v1", 3) == 0)
-        snprintf(r.path, sizeof r.path, "%.*s/chat/completions", (int)pl, r.url.path);
-    else
-        snprintf(r.path, sizeof r.path, "%.*s/v1/chat/completions", (int)pl, r.url.path);
+    chat_path(&r.url, r.path, sizeof r.path);
+    if (cfg->direct_url) {
+        if (ir_url_parse(cfg->direct_url, &r.durl)) {
+            snprintf(err, errlen, "direct client: not an http URL: %s", cfg->direct_url);
+            return NULL;
+        }
+        chat_path(&r.durl, r.dpath, sizeof r.dpath);
+    }
     snprintf(r.rid_prefix, sizeof r.rid_prefix, "bench-%s-%llu", wl->name,
              (unsigned long long)cfg->seed);
     r.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -693,8 +736,17 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     uv_loop_close(&loop);
     close(r.tfd);
 
-    bench_sum_in si = {recs + wl->warmup, nm, cfg->slo_ttft_ms, cfg->slo_tpot_ms, r.itl, r.n_itl};
+    bench_rec *routed = calloc(nm + 1, sizeof *routed);
+    size_t n_direct, direct_err;
+    size_t nr = routed_recs(recs + wl->warmup, nm, routed, &n_direct, &direct_err);
+    bench_sum_in si = {routed, nr, cfg->slo_ttft_ms, cfg->slo_tpot_ms, r.itl, r.n_itl};
     json_t *sum = bench_summarize(&si);
+    free(routed);
+    if (cfg->direct_url)
+        json_object_set_new(sum, "direct",
+                            json_pack("{s:s, s:f, s:I, s:I}", "url", cfg->direct_url, "share",
+                                      cfg->direct_share, "requests", (json_int_t)n_direct, "errors",
+                                      (json_int_t)direct_err));
     json_object_set_new(sum, "reuse_ceiling", num_or_null(wl->reuse_ceiling));
     json_object_set_new(sum, "warmup",
                         json_pack("{s:I, s:I}", "requests", (json_int_t)wl->warmup, "errors",

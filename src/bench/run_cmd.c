@@ -31,7 +31,10 @@ static void run_usage(FILE *f) {
                "  --reset-prefix-cache-at S[@E][,..]  POST /reset_prefix_cache to engine E\n"
                "                        (1-based, of --engine-metrics; default 1) S model seconds\n"
                "                        into the measured phase (what the approximate index\n"
-               "                        cannot see; results: \"actions\")\n");
+               "                        cannot see; results: \"actions\")\n"
+               "  --direct-share F[@E]  another client of engine E (default 1): a share F of\n"
+               "                        the requests (chosen from the seed) go straight to it,\n"
+               "                        left out of the summary (its \"direct\")\n");
 }
 
 static const struct option common_opts[] = {
@@ -56,6 +59,7 @@ static const struct option common_opts[] = {
     {"speedup", required_argument, 0, 'K'},
     {"trace", required_argument, 0, 'R'},
     {"reset-prefix-cache-at", required_argument, 0, 'X'},
+    {"direct-share", required_argument, 0, 'D'},
     {"help", no_argument, 0, 'h'},
 };
 
@@ -140,6 +144,9 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
         c->reset_spec = arg;
         return 0;
     }
+    case 'D':
+        c->direct_spec = arg;
+        return bench_direct_parse(arg, &c->direct_share, &c->direct_engine);
     case 'R':
         c->trace = arg;
         if (!c->workload) c->workload = "trace";
@@ -213,6 +220,22 @@ int bench_reset_parse(const char *spec, double *at, int *engine, size_t cap) {
     return n ? (int)n : -1;
 }
 
+int bench_direct_parse(const char *spec, double *share, int *engine) {
+    char *end;
+    double f = strtod(spec, &end);
+    if (end == spec || !(f > 0 && f < 1)) return -1;
+    long e = 1;
+    if (*end == '@') {
+        const char *p = end + 1;
+        e = strtol(p, &end, 10);
+        if (end == p || e < 1 || e > BENCH_MAX_REPLICAS) return -1;
+    }
+    if (*end) return -1;
+    *share = f;
+    *engine = (int)e;
+    return 0;
+}
+
 /* The resets of the common options as runner actions on the engines: model
  * seconds divided by K. urls holds the strings. -1 when an engine is missing. */
 static int reset_actions(const bench_common *c, const char *const *engines, size_t n_engine,
@@ -244,6 +267,13 @@ json_t *bench_common_run(const bench_common *c, const char *base_url, double rat
     bench_action acts[BENCH_MAX_ACTIONS];
     char urls[BENCH_MAX_ACTIONS][600];
     if (reset_actions(c, engines, n_engine, acts, urls)) return NULL;
+    if (c->direct_spec && (size_t)c->direct_engine > n_engine) {
+        fprintf(stderr,
+                "inferrail-bench: --direct-share: engine %d of %zu (give the engines with "
+                "--engine-metrics)\n",
+                c->direct_engine, n_engine);
+        return NULL;
+    }
     bench_workload w;
     if (bench_common_workload(c, rate, seed, &w)) return NULL;
     bench_run_cfg rc = {.base_url = base_url,
@@ -259,10 +289,15 @@ json_t *bench_common_run(const bench_common *c, const char *base_url, double rat
                         .stall_ms = c->stall_ms,
                         .progress = c->progress,
                         .actions = acts,
-                        .n_actions = c->n_reset};
+                        .n_actions = c->n_reset,
+                        .direct_url = c->direct_spec ? engines[c->direct_engine - 1] : NULL,
+                        .direct_share = c->direct_share};
     char err[512] = "";
     json_t *doc = bench_run(&rc, err, sizeof err);
     if (!doc) fprintf(stderr, "inferrail-bench: %s\n", err);
+    if (doc && c->direct_spec)
+        json_object_set_new(json_object_get(doc, "config"), "direct_share",
+                            json_string(c->direct_spec));
     if (doc && c->reset_spec)
         json_object_set_new(json_object_get(doc, "config"), "reset_prefix_cache_at",
                             json_string(c->reset_spec));

@@ -29,6 +29,7 @@ typedef struct tsrv {
     irn_server *srv;
     int port;
     int resets; /* POSTs to /reset_prefix_cache seen (server thread; read after stop) */
+    int served; /* other requests */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -108,7 +109,10 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     if (strcmp(req->path, "/reset_prefix_cache") == 0) {
         s->resets += strcmp(req->method, "POST") == 0;
         irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
-    } else if (s->mode == SRV_FAST) {
+        return;
+    }
+    s->served++;
+    if (s->mode == SRV_FAST) {
         answer_now(s, resp, s->tokens);
     } else if (s->mode == SRV_SERIAL) {
         s->queue[s->qtail++ % 4096] = resp;
@@ -171,13 +175,18 @@ static tsrv *srv_start(srv_mode mode) {
     return s;
 }
 
-/* Returns the resets it saw. */
-static int srv_stop(tsrv *s) {
+/* Returns the resets it saw; *served (may be NULL) the other requests. */
+static int srv_stop_count(tsrv *s, int *served) {
     uv_async_send(&s->stop);
     pthread_join(s->th, NULL);
     int resets = s->resets;
+    if (served) *served = s->served;
     free(s);
     return resets;
+}
+
+static int srv_stop(tsrv *s) {
+    return srv_stop_count(s, NULL);
 }
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -462,6 +471,73 @@ static void test_actions(void **st) {
     bench_workload_free(&w);
 }
 
+/* --direct-share: the chosen requests go to the other server, the same ones for a
+ * seed, about the share asked; the summary counts them apart. */
+static void test_direct_client(void **st) {
+    size_t n = 0, same = 0;
+    for (size_t i = 0; i < 10000; i++) {
+        bool a = bench_direct_pick(7, i, 0.25);
+        n += a;
+        same += a == bench_direct_pick(8, i, 0.25);
+        assert_true(a == bench_direct_pick(7, i, 0.25));
+        assert_false(bench_direct_pick(7, i, 0));
+    }
+    assert_true(n > 2300 && n < 2700);
+    assert_true(same < 9000); /* another seed picks other requests */
+    double f;
+    int e;
+    assert_int_equal(bench_direct_parse("0.3@2", &f, &e), 0);
+    assert_true(f == 0.3 && e == 2);
+    assert_int_equal(bench_direct_parse("0.5", &f, &e), 0);
+    assert_true(f == 0.5 && e == 1);
+    static const char *const bad[] = {"", "0", "1", "1.5", "-0.1", "0.3@", "0.3@0", "0.3x", "x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(bench_direct_parse(bad[i], &f, &e), -1);
+
+    tsrv *gw = srv_start(SRV_FAST), *eng = srv_start(SRV_FAST);
+    bench_workload w;
+    small_w6(&w, 100, 60, 5);
+    w.warmup = 10;
+    char base[64], direct[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", gw->port);
+    snprintf(direct, sizeof direct, "http://127.0.0.1:%d/v1", eng->port);
+    bench_run_cfg c = {.base_url = base,
+                       .wl = &w,
+                       .rate = 1,
+                       .seed = 5,
+                       .slo_ttft_ms = 2000,
+                       .slo_tpot_ms = 100,
+                       .timeout_s = 30,
+                       .direct_url = direct,
+                       .direct_share = 0.3};
+    char err[256] = "";
+    json_t *doc = bench_run(&c, err, sizeof err);
+    assert_non_null(doc);
+    int to_gw, to_eng;
+    srv_stop_count(gw, &to_gw);
+    srv_stop_count(eng, &to_eng);
+    size_t want = 0, want_measured = 0;
+    for (size_t i = 0; i < 60; i++) {
+        bool d = bench_direct_pick(5, i, 0.3);
+        want += d;
+        want_measured += d && i >= 10;
+    }
+    assert_true(want > 0 && want < 60);
+    assert_int_equal(to_eng, (int)want);
+    assert_int_equal(to_gw, 60 - (int)want);
+    json_t *d = json_object_get(json_object_get(doc, "summary"), "direct");
+    assert_int_equal(json_integer_value(json_object_get(d, "requests")), want_measured);
+    assert_int_equal(json_integer_value(json_object_get(d, "errors")), 0);
+    assert_int_equal(S(doc, "ttft_ms", "n"), 50 - (double)want_measured);
+    size_t i, flagged = 0;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "requests"), i, r) flagged +=
+        json_is_true(json_object_get(r, "direct"));
+    assert_int_equal(flagged, want_measured);
+    json_decref(doc);
+    bench_workload_free(&w);
+}
+
 static void test_prediction_arithmetic(void **st) {
     long pred[] = {10, 12, 8, -1, 10, 0};
     long act[] = {10, 10, 10, 5, -1, 0};
@@ -567,6 +643,7 @@ int main(void) {
         cmocka_unit_test(test_coordinated_omission),
         cmocka_unit_test(test_blocked_loop),
         cmocka_unit_test(test_actions),
+        cmocka_unit_test(test_direct_client),
         cmocka_unit_test(test_prediction_arithmetic),
         cmocka_unit_test(test_summary_arithmetic),
         cmocka_unit_test(test_gateway_yaml),
