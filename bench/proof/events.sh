@@ -38,7 +38,9 @@
 # The rate: as bench/proof/run.sh, `inferrail-bench capacity` with round_robin on
 # the same fleet (the same simulator flags) at the same speed-up, then SHARE of it;
 # RATE_<part> (RATE_pressure_w1, RATE_pressure_w4, RATE_reset_w1, RATE_direct_w1) or RATE skip
-# the probe. The cpu-tier part runs at pressure-w4's rate.
+# the probe. The cpu-tier part runs at pressure-w4's rate. Probes are kept in
+# OUT/capacity-<w>-<hash of the simulator flags, or default>.json and reused (reset-w1
+# and direct-w1 share one); RECAPACITY=1 probes again.
 #
 # Knobs (environment; the defaults are the proof):
 #   POLICIES   round_robin,cost_model,cost_model+events
@@ -126,7 +128,8 @@ rate_for() {
   local part=$1 w=$2 sa=$3 k=$4 r cap
   r=$(var RATE "$part" "${RATE:-}")
   if [ -n "$r" ]; then echo "$r"; return; fi
-  cap="$OUT/capacity-$part.json"
+  # one probe per workload and simulator flags: parts on the same fleet share it
+  cap="$OUT/capacity-$w-$([ -n "$sa" ] && echo "$sa" | md5sum | cut -c1-8 || echo default).json"
   if [ ! -f "$cap" ] || [ -n "${RECAPACITY:-}" ]; then
     "$BIN" capacity --workload "$w" --policy round_robin --replicas "$REPLICAS" \
       --requests "$CAP_REQ" --warmup 5 --probe-seconds "$PROBE_S" --start-rate "$START_RATE" \
