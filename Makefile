@@ -32,6 +32,7 @@ help:
 	@echo "make report         the baselines' report (bench/report/baselines)"
 	@echo "make proof          the cache-aware proof: every workload, every policy (1.5 to 2 hours)"
 	@echo "make proof-report   the proof's report (bench/report/cache-aware)"
+	@echo "make proof-events   the extended proof: events vs approximate index, resets, CPU tier"
 	@echo "make fmt            format the C sources with clang-format"
 	@echo "make fmt-check      check the format"
 	@echo "make deps           install the Debian packages the build needs"
@@ -160,3 +161,9 @@ proof: build
 proof-report: build
 	$(BUILD)/inferrail-bench report bench/results/cache-aware --out bench/report/cache-aware \
 	  --title "Inferrail cache-aware routing: 3 simulators"
+
+# The extended proof of issue 15 (cost_model on the exact index against the
+# approximate one; see bench/proof/events.sh for its parts and knobs).
+.PHONY: proof-events
+proof-events: build
+	BUILD=$(BUILD) ./bench/proof/events.sh

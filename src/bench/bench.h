@@ -74,9 +74,12 @@ typedef struct bench_workload {
     size_t n;
     size_t warmup;
     double reuse_ceiling; /* over the measured requests */
-    json_t *params;       /* every parameter actually used (owned) */
-    double speedup;       /* K the times were divided by (1 when none) */
-    double rate;          /* nominal (model-time) rate; a trace's mean rate */
+    /* The working set, in blocks of the block size, over every request (warmup
+     * included): distinct whole blocks, and those a later request hits again. */
+    size_t distinct_blocks, reused_blocks;
+    json_t *params; /* every parameter actually used (owned) */
+    double speedup; /* K the times were divided by (1 when none) */
+    double rate;    /* nominal (model-time) rate; a trace's mean rate */
 } bench_workload;
 
 /* Builds the workload. Returns 0, or -1 with a message in err. */
@@ -125,7 +128,17 @@ typedef struct bench_rec {
     int status;
     bench_err_kind err;
     char replica[48]; /* x-inferrail-replica; "" when absent */
+    bool direct;      /* sent straight to bench_run_cfg.direct_url, not to base_url */
 } bench_rec;
+
+/* A timed action of the measured phase: an empty POST to url (a simulator's or
+ * vLLM's /reset_prefix_cache) at_s wall seconds after the phase starts, on the
+ * runner's own loop, so it neither blocks nor delays the schedule. */
+typedef struct bench_action {
+    double at_s;
+    const char *url; /* http://host:port/path; borrowed */
+} bench_action;
+#define BENCH_MAX_ACTIONS 16
 
 typedef struct bench_run_cfg {
     const char *base_url; /* http://host:port[/prefix] */
@@ -138,7 +151,18 @@ typedef struct bench_run_cfg {
     size_t n_engine;
     double stall_at_s, stall_ms; /* test hook: block the loop once */
     bool progress;               /* a line per second on stderr */
+    const bench_action *actions; /* recorded in the results' "actions" */
+    size_t n_actions;            /* at most BENCH_MAX_ACTIONS */
+    /* Another client of one engine: the requests that bench_direct_pick chooses
+     * (warmup included) go straight to direct_url (an engine's base URL), and
+     * are left out of the summary (counted in its "direct"). NULL: none. */
+    const char *direct_url;
+    double direct_share;
 } bench_run_cfg;
+
+/* Whether request i of a schedule built from seed goes to the direct client: a
+ * hash of (seed, i) below share, so the same requests for every policy. */
+bool bench_direct_pick(uint64_t seed, size_t i, double share);
 
 /* Runs the workload open loop and returns the results document (owned). */
 json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen);
@@ -180,7 +204,22 @@ typedef struct bench_common {
     double stall_at_s, stall_ms;
     double speedup;    /* --speedup K (1 when not given) */
     const char *trace; /* --trace FILE */
+    /* --reset-prefix-cache-at: model seconds into the measured phase, and the
+     * 1-based engine (of --engine-metrics, or compare's simulators) to reset */
+    double direct_share; /* --direct-share F@E: F of the requests straight to engine E */
+    int direct_engine;
+    const char *direct_spec;
+    double reset_at[BENCH_MAX_ACTIONS];
+    int reset_engine[BENCH_MAX_ACTIONS];
+    size_t n_reset;
+    const char *reset_spec;
 } bench_common;
+
+/* Parses "S[@E][,S[@E]..]" (model seconds >= 0, engine E >= 1, default 1) into
+ * at/engine (cap entries). Returns the count, or -1 on bad input or too many. */
+int bench_reset_parse(const char *spec, double *at, int *engine, size_t cap);
+/* Parses "F[@E]" (0 < F < 1, engine E >= 1, default 1). -1 on bad input. */
+int bench_direct_parse(const char *spec, double *share, int *engine);
 
 struct option;
 void bench_common_init(bench_common *c);
@@ -222,6 +261,13 @@ typedef struct bench_fleet {
 } bench_fleet;
 
 int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen);
+/* A policy name of compare's --policies: a gateway policy, or one with the
+ * suffix "+events" (e.g. cost_model+events: that policy, the simulators
+ * publishing KV events and the gateway following them), so that the exact and
+ * the approximate index run side by side on the same arrivals. Writes the
+ * gateway's policy to base and whether events are on to kv_events. -1 on an
+ * empty name or policy, another suffix, or a name that does not fit. */
+int bench_policy_variant(const char *name, char *base, size_t len, bool *kv_events);
 void bench_fleet_stop(bench_fleet *f);
 /* The directory of this executable, for finding inferrail-sim and -gateway. */
 void bench_exe_dir(char *out, size_t len);

@@ -153,6 +153,15 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
         }
     }
     if (o->reps < 1 || o->reps > MAX_REPS) o->reps = 1;
+    for (size_t p = 0; p < o->npol; p++) {
+        char base[64];
+        bool ev;
+        if (bench_policy_variant(o->policies[p], base, sizeof base, &ev)) {
+            fprintf(stderr, "inferrail-bench: bad policy '%s' (a policy, or one with +events)\n",
+                    o->policies[p]);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -164,17 +173,21 @@ static void free_opts(cmp_opts *o) {
 /* One run on a fresh fleet; the results document or NULL. */
 static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uint64_t seed,
                          const char *log_dir, const char *tag) {
+    char base[64];
+    bool events = false;
+    if (bench_policy_variant(policy, base, sizeof base, &events)) return NULL; /* parse() checked */
+    events |= o->f.kv_events;
     bench_fleet_opts fo = {.sim_bin = o->f.sim_bin,
                            .gw_bin = o->f.gw_bin,
                            .replicas = o->f.no_gateway ? 1 : o->f.replicas,
                            .sim_args = o->f.sim_args,
-                           .policy = o->f.no_gateway ? NULL : policy,
+                           .policy = o->f.no_gateway ? NULL : base,
                            .model = o->c.model,
                            .seed = seed,
                            .log_dir = log_dir,
                            .tag = tag,
                            .speedup = o->c.speedup,
-                           .kv_events = o->f.kv_events};
+                           .kv_events = events};
     bench_fleet f;
     char err[512] = "";
     if (bench_fleet_start(&fo, &f, err, sizeof err)) {
@@ -188,7 +201,7 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
         json_object_set_new(c, "policy", json_string(o->f.no_gateway ? "direct" : policy));
         json_object_set_new(c, "replicas", json_integer(fo.replicas));
         json_object_set_new(c, "sim_args", json_string(o->f.sim_args ? o->f.sim_args : ""));
-        json_object_set_new(c, "kv_events", json_boolean(o->f.kv_events));
+        json_object_set_new(c, "kv_events", json_boolean(events));
         char eff[1024] = "";
         bench_sim_args_scaled(o->f.sim_args, o->c.speedup, eff, sizeof eff);
         json_object_set_new(c, "sim_args_effective", json_string(eff));
@@ -282,7 +295,15 @@ static void compare_usage(FILE *f) {
                "         [--param K=V] [--sharegpt FILE] [--sim-bin B] [--gateway-bin B]\n"
                "         [--no-gateway]   (straight to one simulator, for checking the harness)\n"
                "         [--kv-events]    (the simulators publish KV events, followed by the\n"
-               "                          gateway: the exact index, CPU tiers included)\n"
+               "                          gateway: the exact index, CPU tiers included; for\n"
+               "                          one policy only, name it P+events, e.g.\n"
+               "                          --policies cost_model,cost_model+events)\n"
+               "         [--reset-prefix-cache-at S[@R][,..]]  (POST /reset_prefix_cache to\n"
+               "                          simulator R, default 1, S model seconds into the\n"
+               "                          measured phase)\n"
+               "         [--direct-share F[@R]]  (another client: a share F of the requests\n"
+               "                          go straight to simulator R, default 1, bypassing\n"
+               "                          the gateway; left out of the summary)\n"
                "Each run gets a fresh gateway and fresh simulators on free loopback ports;\n"
                "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
                "and DIR/summary.json (medians over repetitions); a ladder of rates writes one\n"
@@ -345,6 +366,10 @@ static int compare_at(cmp_opts *o) {
     json_object_set_new(out, "sim_args", json_string(o->f.sim_args ? o->f.sim_args : ""));
     json_object_set_new(out, "speedup", json_real(o->c.speedup));
     if (o->c.trace) json_object_set_new(out, "trace", json_string(o->c.trace));
+    if (o->f.kv_events) json_object_set_new(out, "kv_events", json_true());
+    if (o->c.reset_spec)
+        json_object_set_new(out, "reset_prefix_cache_at", json_string(o->c.reset_spec));
+    if (o->c.direct_spec) json_object_set_new(out, "direct_share", json_string(o->c.direct_spec));
     json_object_set_new(out, "params", json_deep_copy(o->c.params));
     json_object_set_new(
         out, "slo",

@@ -396,3 +396,15 @@ void bench_fleet_stop(bench_fleet *f) {
     for (int i = 0; i < f->n; i++) stop_pid(f->sim_pid[i]);
     f->n = 0;
 }
+
+int bench_policy_variant(const char *name, char *base, size_t len, bool *kv_events) {
+    static const char suffix[] = "+events";
+    const char *plus = strchr(name, '+');
+    size_t n = plus ? (size_t)(plus - name) : strlen(name);
+    *kv_events = plus != NULL;
+    if (plus && strcmp(plus, suffix) != 0) return -1;
+    if (n == 0 || n >= len) return -1;
+    memcpy(base, name, n);
+    base[n] = 0;
+    return 0;
+}

@@ -32,6 +32,17 @@ const char *bench_err_name(bench_err_kind k) {
 
 typedef struct ol_run ol_run;
 
+/* A timed action (bench_action) of the measured phase, and what came of it. */
+typedef struct ol_action {
+    ol_run *run;
+    const bench_action *a;
+    uv_timer_t timer;
+    ir_url url;
+    double sent_s; /* from the phase's start; -1 while not sent */
+    int status;    /* the HTTP status; 0 while none */
+    int err;       /* an IRN_E* code when it failed */
+} ol_action;
+
 typedef struct ol_call {
     ol_run *run;
     size_t i; /* index into the phase's records */
@@ -48,8 +59,8 @@ struct ol_run {
     uv_timer_t tick, stall;
     int tfd;
     const bench_run_cfg *cfg;
-    ir_url url;
-    char path[600];
+    ir_url url, durl; /* base_url, direct_url */
+    char path[600], dpath[600];
     char rid_prefix[48];
     /* the phase being run */
     const bench_req *reqs;
@@ -58,6 +69,8 @@ struct ol_run {
     uint64_t t0, base; /* absolute start; schedule offset subtracted */
     size_t next, done, inflight;
     double stall_at_s, stall_ms;
+    ol_action actions[BENCH_MAX_ACTIONS];
+    size_t n_actions;
     /* every inter-token gap of the phase, ms */
     double *itl;
     size_t n_itl, cap_itl;
@@ -112,7 +125,9 @@ static int on_sse(void *ud, const ir_sse_event *ev) {
         } else {
             double gap = (double)(now - c->last_ns) / 1e6;
             if (gap > rec->itl_max_ms) rec->itl_max_ms = gap;
-            if (r->n_itl == r->cap_itl && r->cap_itl < MAX_ITL_SAMPLES) {
+            if (rec->direct) {
+                /* not the routed traffic's */
+            } else if (r->n_itl == r->cap_itl && r->cap_itl < MAX_ITL_SAMPLES) {
                 size_t cap = r->cap_itl ? r->cap_itl * 2 : 65536;
                 double *p = realloc(r->itl, cap * sizeof *p);
                 if (p) r->itl = p, r->cap_itl = cap;
@@ -233,15 +248,18 @@ static void send_one(ol_run *r, size_t k, uint64_t now) {
     c->run = r;
     c->i = k;
     ir_sse_init(&c->sse, MAX_SSE_EVENT, on_sse, c);
+    rec->direct =
+        r->cfg->direct_url && bench_direct_pick(r->cfg->seed, r->first + k, r->cfg->direct_share);
+    const ir_url *u = rec->direct ? &r->durl : &r->url;
     char rid[96];
     int rl = snprintf(rid, sizeof rid, "%s-%zu", r->rid_prefix, r->first + k);
     irn_header h[2] = {{"content-type", 12, "application/json", 16},
                        {"x-request-id", 12, rid, (size_t)rl}};
     uint64_t to = (uint64_t)((r->cfg->timeout_s > 0 ? r->cfg->timeout_s : 300) * 1e9);
-    irn_client_req req = {.host = r->url.host,
-                          .port = r->url.port,
+    irn_client_req req = {.host = u->host,
+                          .port = u->port,
                           .method = "POST",
-                          .path = r->path,
+                          .path = rec->direct ? r->dpath : r->path,
                           .headers = h,
                           .nheaders = 2,
                           .body = q->body,
@@ -291,6 +309,78 @@ static void on_stall(uv_timer_t *t) {
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
+/* ---- timed actions ------------------------------------------------------------- */
+
+static void action_head(void *ud, int status, const irn_header *h, size_t n) {
+    ((ol_action *)ud)->status = status;
+}
+
+static void action_body(void *ud, const char *data, size_t len) {}
+
+static void action_done(void *ud, int err) {
+    ((ol_action *)ud)->err = err;
+}
+
+static const irn_client_cbs action_cbs = {action_head, action_body, action_done};
+
+static void on_action(uv_timer_t *t) {
+    ol_action *x = t->data;
+    ol_run *r = x->run;
+    x->sent_s = (double)(ir_now_ns() - r->t0) / 1e9;
+    irn_client_req req = {.host = x->url.host,
+                          .port = x->url.port,
+                          .method = "POST",
+                          .path = x->url.path[0] ? x->url.path : "/",
+                          .body = "",
+                          .body_len = 0,
+                          .connect_timeout_ns = 10000000000ull,
+                          .head_timeout_ns = 30000000000ull,
+                          .idle_timeout_ns = 30000000000ull};
+    irn_client *h;
+    int rc = irn_client_request(r->pool, &req, &action_cbs, x, &h);
+    if (rc) x->err = rc;
+}
+
+/* Arms every action (unsent, with a URL that parsed) for the measured phase. */
+static void actions_start(ol_run *r) {
+    uv_update_time(r->loop); /* the loop's clock may be as old as the warmup's end */
+    for (size_t i = 0; i < r->n_actions; i++) {
+        ol_action *x = &r->actions[i];
+        if (x->sent_s < 0 && !x->err)
+            uv_timer_start(&x->timer, on_action, (uint64_t)(x->a->at_s * 1000), 0);
+    }
+}
+
+static void actions_stop(ol_run *r) {
+    for (size_t i = 0; i < r->n_actions; i++) uv_timer_stop(&r->actions[i].timer);
+}
+
+static json_t *actions_json(const ol_run *r) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < r->n_actions; i++) {
+        const ol_action *x = &r->actions[i];
+        json_t *o = json_pack("{s:f, s:s}", "at_s", x->a->at_s, "url", x->a->url);
+        json_object_set_new(o, "sent_s", x->sent_s >= 0 ? json_real(x->sent_s) : json_null());
+        json_object_set_new(o, "status", x->status ? json_integer(x->status) : json_null());
+        if (x->err) json_object_set_new(o, "error", json_string(irn_strerror(x->err)));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static void actions_init(ol_run *r, uv_loop_t *loop) {
+    r->n_actions = r->cfg->n_actions < BENCH_MAX_ACTIONS ? r->cfg->n_actions : BENCH_MAX_ACTIONS;
+    for (size_t i = 0; i < r->n_actions; i++) {
+        ol_action *x = &r->actions[i];
+        x->run = r;
+        x->a = &r->cfg->actions[i];
+        x->sent_s = -1;
+        if (ir_url_parse(x->a->url, &x->url)) x->err = IRN_EPARSE;
+        uv_timer_init(loop, &x->timer);
+        x->timer.data = x;
+    }
+}
+
 static void run_phase(ol_run *r, size_t first, size_t n, bench_rec *recs, bool measured) {
     r->first = first;
     r->n = n;
@@ -302,11 +392,13 @@ static void run_phase(ol_run *r, size_t first, size_t n, bench_rec *recs, bool m
     r->t0 = ir_now_ns();
     if (measured && r->stall_ms > 0)
         uv_timer_start(&r->stall, on_stall, (uint64_t)(r->stall_at_s * 1000), 0);
+    if (measured) actions_start(r);
     if (r->cfg->progress) uv_timer_start(&r->tick, on_tick, 1000, 1000);
     send_due(r);
     uv_run(r->loop, UV_RUN_DEFAULT);
     uv_timer_stop(&r->tick);
     uv_timer_stop(&r->stall);
+    actions_stop(r);
 }
 
 /* ---- engine counters ---------------------------------------------------------------- */
@@ -381,6 +473,7 @@ static json_t *rec_json(const bench_rec *x, const bench_req *q, size_t i) {
     json_object_set_new(o, "replica", x->replica[0] ? json_string(x->replica) : json_null());
     json_object_set_new(o, "hdr_prompt_tokens", long_or_null(x->hdr_prompt_tokens));
     json_object_set_new(o, "hdr_cached_tokens", long_or_null(x->hdr_cached_tokens));
+    if (x->direct) json_object_set_new(o, "direct", json_true());
     return o;
 }
 
@@ -543,6 +636,41 @@ json_t *bench_summarize(const bench_sum_in *in) {
 
 static void close_cb(uv_handle_t *h) {}
 
+/* The chat completions path under a base URL's path (which may end in /v1). */
+static void chat_path(const ir_url *u, char *out, size_t len) {
+    size_t pl = strlen(u->path);
+    while (pl && u->path[pl - 1] == '/') pl--;
+    if (pl >= 3 && memcmp(u->path + pl - 3, "/v1", 3) == 0)
+        snprintf(out, len, "%.*s/chat/completions", (int)pl, u->path);
+    else
+        snprintf(out, len, "%.*s/v1/chat/completions", (int)pl, u->path);
+}
+
+bool bench_direct_pick(uint64_t seed, size_t i, double share) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 0x2545f4914f6cdd1dull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64's finaliser */
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return (double)(x >> 11) / 9007199254740992.0 < share;
+}
+
+/* The measured records the summary reads: those of the routed traffic (the
+ * direct client's left out), copied into out (n entries). Returns the count. */
+static size_t routed_recs(const bench_rec *recs, size_t n, bench_rec *out, size_t *direct,
+                          size_t *direct_err) {
+    size_t m = 0;
+    *direct = *direct_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!recs[i].direct) {
+            out[m++] = recs[i];
+            continue;
+        }
+        (*direct)++;
+        *direct_err += recs[i].err != BENCH_OK;
+    }
+    return m;
+}
+
 json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     const bench_workload *wl = cfg->wl;
     ol_run r = {0};
@@ -554,12 +682,14 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
         snprintf(err, errlen, "--base-url: not an http URL: %s", cfg->base_url);
         return NULL;
     }
-    size_t pl = strlen(r.url.path);
-    while (pl && r.url.path[pl - 1] == '/') pl--;
-    if (pl >= 3 && memcmp(r.url.path + pl - 3, "/v1", 3) == 0)
-        snprintf(r.path, sizeof r.path, "%.*s/chat/completions", (int)pl, r.url.path);
-    else
-        snprintf(r.path, sizeof r.path, "%.*s/v1/chat/completions", (int)pl, r.url.path);
+    chat_path(&r.url, r.path, sizeof r.path);
+    if (cfg->direct_url) {
+        if (ir_url_parse(cfg->direct_url, &r.durl)) {
+            snprintf(err, errlen, "direct client: not an http URL: %s", cfg->direct_url);
+            return NULL;
+        }
+        chat_path(&r.durl, r.dpath, sizeof r.dpath);
+    }
     snprintf(r.rid_prefix, sizeof r.rid_prefix, "bench-%s-%llu", wl->name,
              (unsigned long long)cfg->seed);
     r.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -580,6 +710,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     uv_timer_init(&loop, &r.tick);
     uv_timer_init(&loop, &r.stall);
     r.tick.data = r.stall.data = &r;
+    actions_init(&r, &loop);
 
     bench_rec *recs = calloc(wl->n, sizeof *recs);
     engine_counts *before = calloc(cfg->n_engine + 1, sizeof *before);
@@ -599,13 +730,23 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     uv_close((uv_handle_t *)&r.poll, close_cb);
     uv_close((uv_handle_t *)&r.tick, close_cb);
     uv_close((uv_handle_t *)&r.stall, close_cb);
+    for (size_t i = 0; i < r.n_actions; i++) uv_close((uv_handle_t *)&r.actions[i].timer, close_cb);
     irn_pool_close(r.pool, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     close(r.tfd);
 
-    bench_sum_in si = {recs + wl->warmup, nm, cfg->slo_ttft_ms, cfg->slo_tpot_ms, r.itl, r.n_itl};
+    bench_rec *routed = calloc(nm + 1, sizeof *routed);
+    size_t n_direct, direct_err;
+    size_t nr = routed_recs(recs + wl->warmup, nm, routed, &n_direct, &direct_err);
+    bench_sum_in si = {routed, nr, cfg->slo_ttft_ms, cfg->slo_tpot_ms, r.itl, r.n_itl};
     json_t *sum = bench_summarize(&si);
+    free(routed);
+    if (cfg->direct_url)
+        json_object_set_new(sum, "direct",
+                            json_pack("{s:s, s:f, s:I, s:I}", "url", cfg->direct_url, "share",
+                                      cfg->direct_share, "requests", (json_int_t)n_direct, "errors",
+                                      (json_int_t)direct_err));
     json_object_set_new(sum, "reuse_ceiling", num_or_null(wl->reuse_ceiling));
     json_object_set_new(sum, "warmup",
                         json_pack("{s:I, s:I}", "requests", (json_int_t)wl->warmup, "errors",
@@ -652,9 +793,12 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     json_object_set_new(c, "started_at", json_real(wall0));
     json_object_set_new(doc, "config", c);
     json_object_set_new(doc, "workload",
-                        json_pack("{s:s, s:O, s:o}", "name", wl->name, "params", wl->params,
-                                  "reuse_ceiling", num_or_null(wl->reuse_ceiling)));
+                        json_pack("{s:s, s:O, s:o, s:I, s:I}", "name", wl->name, "params",
+                                  wl->params, "reuse_ceiling", num_or_null(wl->reuse_ceiling),
+                                  "distinct_blocks", (json_int_t)wl->distinct_blocks,
+                                  "reused_blocks", (json_int_t)wl->reused_blocks));
     json_object_set_new(doc, "summary", sum);
+    if (r.n_actions) json_object_set_new(doc, "actions", actions_json(&r));
     json_t *rs = json_array();
     for (size_t i = wl->warmup; i < wl->n; i++)
         json_array_append_new(rs, rec_json(&recs[i], &wl->reqs[i], i));

@@ -27,7 +27,14 @@ static void run_usage(FILE *f) {
                "  --block-size B        block size for the reuse ceiling (16)\n"
                "  --timeout D           per request head/idle timeout (300s)\n"
                "  --progress            a status line per second on stderr\n"
-               "  --stall-at S --stall-ms MS   test hook: block the client loop once\n");
+               "  --stall-at S --stall-ms MS   test hook: block the client loop once\n"
+               "  --reset-prefix-cache-at S[@E][,..]  POST /reset_prefix_cache to engine E\n"
+               "                        (1-based, of --engine-metrics; default 1) S model seconds\n"
+               "                        into the measured phase (what the approximate index\n"
+               "                        cannot see; results: \"actions\")\n"
+               "  --direct-share F[@E]  another client of engine E (default 1): a share F of\n"
+               "                        the requests (chosen from the seed) go straight to it,\n"
+               "                        left out of the summary (its \"direct\")\n");
 }
 
 static const struct option common_opts[] = {
@@ -51,6 +58,8 @@ static const struct option common_opts[] = {
     {"stall-ms", required_argument, 0, 'M'},
     {"speedup", required_argument, 0, 'K'},
     {"trace", required_argument, 0, 'R'},
+    {"reset-prefix-cache-at", required_argument, 0, 'X'},
+    {"direct-share", required_argument, 0, 'D'},
     {"help", no_argument, 0, 'h'},
 };
 
@@ -128,6 +137,16 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
         c->speedup = strtod(arg, &end);
         return end != arg && !*end && c->speedup > 0 && c->speedup <= 1000 ? 0 : -1;
     }
+    case 'X': {
+        int n = bench_reset_parse(arg, c->reset_at, c->reset_engine, BENCH_MAX_ACTIONS);
+        if (n < 0) return -1;
+        c->n_reset = (size_t)n;
+        c->reset_spec = arg;
+        return 0;
+    }
+    case 'D':
+        c->direct_spec = arg;
+        return bench_direct_parse(arg, &c->direct_share, &c->direct_engine);
     case 'R':
         c->trace = arg;
         if (!c->workload) c->workload = "trace";
@@ -179,11 +198,82 @@ void bench_raise_fd_limit(void) {
     }
 }
 
+int bench_reset_parse(const char *spec, double *at, int *engine, size_t cap) {
+    size_t n = 0;
+    const char *p = spec;
+    while (*p) {
+        char *end;
+        double s = strtod(p, &end);
+        if (end == p || !(s >= 0) || s > 1e6 || n == cap) return -1;
+        long e = 1;
+        if (*end == '@') {
+            p = end + 1;
+            e = strtol(p, &end, 10);
+            if (end == p || e < 1 || e > BENCH_MAX_REPLICAS) return -1;
+        }
+        if (*end && *end != ',') return -1;
+        at[n] = s;
+        engine[n++] = (int)e;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) return -1; /* a trailing comma */
+    }
+    return n ? (int)n : -1;
+}
+
+int bench_direct_parse(const char *spec, double *share, int *engine) {
+    char *end;
+    double f = strtod(spec, &end);
+    if (end == spec || !(f > 0 && f < 1)) return -1;
+    long e = 1;
+    if (*end == '@') {
+        const char *p = end + 1;
+        e = strtol(p, &end, 10);
+        if (end == p || e < 1 || e > BENCH_MAX_REPLICAS) return -1;
+    }
+    if (*end) return -1;
+    *share = f;
+    *engine = (int)e;
+    return 0;
+}
+
+/* The resets of the common options as runner actions on the engines: model
+ * seconds divided by K. urls holds the strings. -1 when an engine is missing. */
+static int reset_actions(const bench_common *c, const char *const *engines, size_t n_engine,
+                         bench_action *acts, char (*urls)[600]) {
+    for (size_t i = 0; i < c->n_reset; i++) {
+        size_t e = (size_t)c->reset_engine[i];
+        if (e > n_engine) {
+            fprintf(stderr,
+                    "inferrail-bench: --reset-prefix-cache-at: engine %zu of %zu (give the "
+                    "engines with --engine-metrics)\n",
+                    e, n_engine);
+            return -1;
+        }
+        const char *u = engines[e - 1];
+        size_t l = strlen(u);
+        while (l && u[l - 1] == '/') l--;
+        snprintf(urls[i], sizeof urls[i], "%.*s/reset_prefix_cache", (int)l, u);
+        acts[i].at_s = c->reset_at[i] / c->speedup;
+        acts[i].url = urls[i];
+    }
+    return 0;
+}
+
 /* One run of the common options against base_url; the results document.
  * SLOs are given in model time, so they are divided by --speedup like the
  * latencies they judge. */
 json_t *bench_common_run(const bench_common *c, const char *base_url, double rate, uint64_t seed,
                          const char *const *engines, size_t n_engine) {
+    bench_action acts[BENCH_MAX_ACTIONS];
+    char urls[BENCH_MAX_ACTIONS][600];
+    if (reset_actions(c, engines, n_engine, acts, urls)) return NULL;
+    if (c->direct_spec && (size_t)c->direct_engine > n_engine) {
+        fprintf(stderr,
+                "inferrail-bench: --direct-share: engine %d of %zu (give the engines with "
+                "--engine-metrics)\n",
+                c->direct_engine, n_engine);
+        return NULL;
+    }
     bench_workload w;
     if (bench_common_workload(c, rate, seed, &w)) return NULL;
     bench_run_cfg rc = {.base_url = base_url,
@@ -197,10 +287,20 @@ json_t *bench_common_run(const bench_common *c, const char *base_url, double rat
                         .n_engine = n_engine,
                         .stall_at_s = c->stall_at_s,
                         .stall_ms = c->stall_ms,
-                        .progress = c->progress};
+                        .progress = c->progress,
+                        .actions = acts,
+                        .n_actions = c->n_reset,
+                        .direct_url = c->direct_spec ? engines[c->direct_engine - 1] : NULL,
+                        .direct_share = c->direct_share};
     char err[512] = "";
     json_t *doc = bench_run(&rc, err, sizeof err);
     if (!doc) fprintf(stderr, "inferrail-bench: %s\n", err);
+    if (doc && c->direct_spec)
+        json_object_set_new(json_object_get(doc, "config"), "direct_share",
+                            json_string(c->direct_spec));
+    if (doc && c->reset_spec)
+        json_object_set_new(json_object_get(doc, "config"), "reset_prefix_cache_at",
+                            json_string(c->reset_spec));
     bench_workload_free(&w);
     return doc;
 }
@@ -358,8 +458,10 @@ int bench_workload_main(int argc, char **argv) {
     }
     char *params = json_dumps(w.params, JSON_COMPACT);
     printf("{\"workload\":\"%s\",\"requests\":%zu,\"warmup\":%zu,\"reuse_ceiling\":%.6f,"
-           "\"speedup\":%g,\"rate\":%g,\"params\":%s}\n",
-           w.name, w.n, w.warmup, w.reuse_ceiling, w.speedup, w.rate, params);
+           "\"distinct_blocks\":%zu,\"reused_blocks\":%zu,\"speedup\":%g,\"rate\":%g,"
+           "\"params\":%s}\n",
+           w.name, w.n, w.warmup, w.reuse_ceiling, w.distinct_blocks, w.reused_blocks, w.speedup,
+           w.rate, params);
     free(params);
     bench_workload_free(&w);
     bench_common_free(&c);

@@ -907,13 +907,32 @@ static int build_sessions(gen *g, wl_build *b, const uint64_t *t, size_t n, cons
 
 /* ---- the reuse ceiling ------------------------------------------------------------
  * What one replica with an infinite cache would hit: for each request, the
- * leading whole blocks whose chained hash some earlier request produced. */
+ * leading whole blocks whose chained hash some earlier request produced. On
+ * the way, the working set: the distinct blocks of the whole schedule, and
+ * those of them that a later request hits (what a cache must hold to reach the
+ * ceiling). */
 
 /* Every block hash the workload can produce: the cap of the set of seen ones. */
 static size_t max_blocks(const bench_workload *w, size_t bs) {
     size_t n = 1;
     for (size_t i = 0; i < w->n; i++) n += w->reqs[i].prompt_tokens / bs;
     return n;
+}
+
+/* The leading blocks of hs[0..nb) that an earlier request produced; each one
+ * hit for the first time (value 0 -> 1) counts in w->reused_blocks. */
+static size_t count_reused(bench_workload *w, ir_map *seen, const ir_hash128 *hs, size_t nb,
+                           int *rc) {
+    size_t m = 0;
+    uint64_t v;
+    while (m < nb && *rc == 0 && ir_map_get(seen, &hs[m], sizeof hs[m], &v)) {
+        if (v == 0) {
+            *rc = ir_map_put(seen, &hs[m], sizeof hs[m], 1);
+            w->reused_blocks++;
+        }
+        m++;
+    }
+    return m;
 }
 
 static int reuse_ceiling(bench_workload *w, size_t bs) {
@@ -945,10 +964,11 @@ static int reuse_ceiling(bench_workload *w, size_t bs) {
             hs = realloc(hs, hcap * sizeof *hs);
         }
         nb = ir_block_hash_chain(root, ids.ids, ids.len, bs, hs, nb);
-        size_t m = 0;
-        while (m < nb && ir_map_get(&seen, &hs[m], sizeof hs[m], NULL)) m++;
+        size_t m = count_reused(w, &seen, hs, nb, &rc);
         q->reused_tokens = (uint32_t)(m * bs);
-        for (size_t j = 0; j < nb && rc == 0; j++) rc = ir_map_put(&seen, &hs[j], sizeof hs[j], 0);
+        /* Past the first miss every chained hash is new. */
+        for (size_t j = m; j < nb && rc == 0; j++) rc = ir_map_put(&seen, &hs[j], sizeof hs[j], 0);
+        w->distinct_blocks += nb - m;
         if (i >= w->warmup) {
             hit += (double)q->reused_tokens;
             all += (double)q->prompt_tokens;

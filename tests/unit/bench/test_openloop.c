@@ -28,6 +28,8 @@ typedef struct tsrv {
     uv_async_t stop;
     irn_server *srv;
     int port;
+    int resets; /* POSTs to /reset_prefix_cache seen (server thread; read after stop) */
+    int served; /* other requests */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -104,6 +106,12 @@ static void serial_next(tsrv *s) {
 
 static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     tsrv *s = ud;
+    if (strcmp(req->path, "/reset_prefix_cache") == 0) {
+        s->resets += strcmp(req->method, "POST") == 0;
+        irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
+        return;
+    }
+    s->served++;
     if (s->mode == SRV_FAST) {
         answer_now(s, resp, s->tokens);
     } else if (s->mode == SRV_SERIAL) {
@@ -167,10 +175,18 @@ static tsrv *srv_start(srv_mode mode) {
     return s;
 }
 
-static void srv_stop(tsrv *s) {
+/* Returns the resets it saw; *served (may be NULL) the other requests. */
+static int srv_stop_count(tsrv *s, int *served) {
     uv_async_send(&s->stop);
     pthread_join(s->th, NULL);
+    int resets = s->resets;
+    if (served) *served = s->served;
     free(s);
+    return resets;
+}
+
+static int srv_stop(tsrv *s) {
+    return srv_stop_count(s, NULL);
 }
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -415,6 +431,113 @@ static void test_blocked_loop(void **st) {
     bench_workload_free(&w);
 }
 
+/* Timed actions (--reset-prefix-cache-at): each is POSTed once, no earlier than
+ * asked, during the measured phase; one due after the last request is not sent. */
+static void test_actions(void **st) {
+    tsrv *s = srv_start(SRV_FAST);
+    bench_workload w;
+    small_w6(&w, 50, 50, 4); /* about 1 s */
+    char base[64], url[96];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", s->port);
+    snprintf(url, sizeof url, "%s/reset_prefix_cache", base);
+    bench_action acts[] = {{0.2, url}, {0.4, url}, {600, url}, {0.1, "not a url"}};
+    bench_run_cfg c = {.base_url = base,
+                       .wl = &w,
+                       .rate = 1,
+                       .slo_ttft_ms = 2000,
+                       .slo_tpot_ms = 100,
+                       .timeout_s = 30,
+                       .actions = acts,
+                       .n_actions = 4};
+    char err[256] = "";
+    json_t *doc = bench_run(&c, err, sizeof err);
+    assert_non_null(doc);
+    assert_int_equal(srv_stop(s), 2);
+    assert_int_equal(S(doc, "errors", NULL), 0);
+    json_t *a = json_object_get(doc, "actions");
+    assert_int_equal(json_array_size(a), 4);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *x = json_array_get(a, i);
+        assert_int_equal(json_integer_value(json_object_get(x, "status")), 200);
+        /* libuv timers count whole milliseconds of a clock read before t0 */
+        double sent = json_number_value(json_object_get(x, "sent_s"));
+        if (sent < acts[i].at_s - 0.002) fprintf(stderr, "action %zu sent at %g s\n", i, sent);
+        assert_true(sent >= acts[i].at_s - 0.002);
+    }
+    assert_true(json_is_null(json_object_get(json_array_get(a, 2), "sent_s")));
+    assert_true(json_is_null(json_object_get(json_array_get(a, 3), "sent_s")));
+    assert_non_null(json_object_get(json_array_get(a, 3), "error"));
+    json_decref(doc);
+    bench_workload_free(&w);
+}
+
+/* --direct-share: the chosen requests go to the other server, the same ones for a
+ * seed, about the share asked; the summary counts them apart. */
+static void test_direct_client(void **st) {
+    size_t n = 0, same = 0;
+    for (size_t i = 0; i < 10000; i++) {
+        bool a = bench_direct_pick(7, i, 0.25);
+        n += a;
+        same += a == bench_direct_pick(8, i, 0.25);
+        assert_true(a == bench_direct_pick(7, i, 0.25));
+        assert_false(bench_direct_pick(7, i, 0));
+    }
+    assert_true(n > 2300 && n < 2700);
+    assert_true(same < 9000); /* another seed picks other requests */
+    double f;
+    int e;
+    assert_int_equal(bench_direct_parse("0.3@2", &f, &e), 0);
+    assert_true(f == 0.3 && e == 2);
+    assert_int_equal(bench_direct_parse("0.5", &f, &e), 0);
+    assert_true(f == 0.5 && e == 1);
+    static const char *const bad[] = {"", "0", "1", "1.5", "-0.1", "0.3@", "0.3@0", "0.3x", "x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(bench_direct_parse(bad[i], &f, &e), -1);
+
+    tsrv *gw = srv_start(SRV_FAST), *eng = srv_start(SRV_FAST);
+    bench_workload w;
+    small_w6(&w, 100, 60, 5);
+    w.warmup = 10;
+    char base[64], direct[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", gw->port);
+    snprintf(direct, sizeof direct, "http://127.0.0.1:%d/v1", eng->port);
+    bench_run_cfg c = {.base_url = base,
+                       .wl = &w,
+                       .rate = 1,
+                       .seed = 5,
+                       .slo_ttft_ms = 2000,
+                       .slo_tpot_ms = 100,
+                       .timeout_s = 30,
+                       .direct_url = direct,
+                       .direct_share = 0.3};
+    char err[256] = "";
+    json_t *doc = bench_run(&c, err, sizeof err);
+    assert_non_null(doc);
+    int to_gw, to_eng;
+    srv_stop_count(gw, &to_gw);
+    srv_stop_count(eng, &to_eng);
+    size_t want = 0, want_measured = 0;
+    for (size_t i = 0; i < 60; i++) {
+        bool d = bench_direct_pick(5, i, 0.3);
+        want += d;
+        want_measured += d && i >= 10;
+    }
+    assert_true(want > 0 && want < 60);
+    assert_int_equal(to_eng, (int)want);
+    assert_int_equal(to_gw, 60 - (int)want);
+    json_t *d = json_object_get(json_object_get(doc, "summary"), "direct");
+    assert_int_equal(json_integer_value(json_object_get(d, "requests")), want_measured);
+    assert_int_equal(json_integer_value(json_object_get(d, "errors")), 0);
+    assert_int_equal(S(doc, "ttft_ms", "n"), 50 - (double)want_measured);
+    size_t i, flagged = 0;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "requests"), i, r) flagged +=
+        json_is_true(json_object_get(r, "direct"));
+    assert_int_equal(flagged, want_measured);
+    json_decref(doc);
+    bench_workload_free(&w);
+}
+
 static void test_prediction_arithmetic(void **st) {
     long pred[] = {10, 12, 8, -1, 10, 0};
     long act[] = {10, 10, 10, 5, -1, 0};
@@ -519,6 +642,8 @@ int main(void) {
         cmocka_unit_test(test_known_timing),
         cmocka_unit_test(test_coordinated_omission),
         cmocka_unit_test(test_blocked_loop),
+        cmocka_unit_test(test_actions),
+        cmocka_unit_test(test_direct_client),
         cmocka_unit_test(test_prediction_arithmetic),
         cmocka_unit_test(test_summary_arithmetic),
         cmocka_unit_test(test_gateway_yaml),

@@ -299,6 +299,59 @@ static void test_trace_block_text(void **st) {
     ir_buf_free(&y);
 }
 
+/* A workload without sharing reuses no block; one that shares reuses some, and its
+ * working set grows with the schedule. */
+static void test_working_set(void **st) {
+    bench_workload a, b;
+    build(&a, "w1", 4, 40, 1, NULL, 1);
+    build(&b, "w1", 4, 80, 1, NULL, 1);
+    size_t all = 0;
+    for (size_t i = 0; i < a.n; i++) all += a.reqs[i].prompt_tokens / 16;
+    assert_true(a.reused_blocks > 0 && a.reused_blocks < a.distinct_blocks);
+    assert_true(a.distinct_blocks < all);
+    assert_true(b.distinct_blocks > a.distinct_blocks && b.reused_blocks >= a.reused_blocks);
+    bench_workload_free(&a);
+    bench_workload_free(&b);
+    static const char *const kv[] = {"p_min=40", "p_max=80", NULL};
+    build(&a, "w6", 4, 30, 1, kv, 1);
+    assert_int_equal(a.reused_blocks, 0);
+    all = 0;
+    for (size_t i = 0; i < a.n; i++) all += a.reqs[i].prompt_tokens / 16;
+    assert_int_equal(a.distinct_blocks, all);
+    bench_workload_free(&a);
+}
+
+/* compare's policy names: P, or P+events (that policy on the exact index). */
+static void test_policy_variant(void **st) {
+    char base[16];
+    bool ev = true;
+    assert_int_equal(bench_policy_variant("cost_model", base, sizeof base, &ev), 0);
+    assert_string_equal(base, "cost_model");
+    assert_false(ev);
+    assert_int_equal(bench_policy_variant("cost_model+events", base, sizeof base, &ev), 0);
+    assert_string_equal(base, "cost_model");
+    assert_true(ev);
+    assert_int_equal(bench_policy_variant("cost_model+event", base, sizeof base, &ev), -1);
+    assert_int_equal(bench_policy_variant("cost_model+events+events", base, sizeof base, &ev), -1);
+    assert_int_equal(bench_policy_variant("+events", base, sizeof base, &ev), -1);
+    assert_int_equal(bench_policy_variant("", base, sizeof base, &ev), -1);
+    assert_int_equal(bench_policy_variant("sglang_cache_aware", base, sizeof base, &ev), -1);
+}
+
+/* --reset-prefix-cache-at S[@E][,..] */
+static void test_reset_parse(void **st) {
+    double at[4];
+    int e[4];
+    assert_int_equal(bench_reset_parse("30", at, e, 4), 1);
+    assert_true(at[0] == 30 && e[0] == 1);
+    assert_int_equal(bench_reset_parse("10@2,20.5@3,0", at, e, 4), 3);
+    assert_true(at[0] == 10 && e[0] == 2 && at[1] == 20.5 && e[1] == 3 && at[2] == 0 && e[2] == 1);
+    static const char *const bad[] = {"",    "x",   "-1",        "10@0",  "10@", "10@2x",
+                                      "10,", ",10", "1,2,3,4,5", "10@99", "nan"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(bench_reset_parse(bad[i], at, e, 4), -1);
+}
+
 static const char *fixtures(void) {
     const char *f = getenv("IR_FIXTURES");
     return f && *f ? f : "tests/fixtures";
@@ -335,6 +388,11 @@ static void test_trace_replay(void **st) {
     assert_int_equal(w.reqs[2].reused_tokens, 512);
     assert_int_equal(w.reqs[5].reused_tokens, 512);
     assert_true(w.reuse_ceiling > 0.4);
+    /* The working set, in 16-token blocks of (input + 16) tokens each: 69 new; 65 of
+     * which 64 shared (those 64 now reused); 44, 32 shared; 38 new; 82, 64 shared;
+     * 97, 32 shared with the fifth request (32 more reused). */
+    assert_int_equal(w.distinct_blocks, 69 + 1 + 12 + 38 + 18 + 65);
+    assert_int_equal(w.reused_blocks, 64 + 32);
     assert_true(fabs(w.rate - 5 / 2.0) < 1e-9); /* 5 gaps over 2 s */
     assert_string_equal(json_string_value(json_object_get(w.params, "trace")), path);
     bench_workload_free(&w);
@@ -398,6 +456,9 @@ int main(void) {
         cmocka_unit_test(test_llmd_shape),
         cmocka_unit_test(test_gsp_shape),
         cmocka_unit_test(test_prefix_repetition_shape),
+        cmocka_unit_test(test_working_set),
+        cmocka_unit_test(test_policy_variant),
+        cmocka_unit_test(test_reset_parse),
         cmocka_unit_test(test_trace_block_text),
         cmocka_unit_test(test_trace_replay),
         cmocka_unit_test(test_trace_errors),
