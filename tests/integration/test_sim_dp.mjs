@@ -105,7 +105,23 @@ test('a gateway pins each target to its rank and follows each rank\'s events', a
     const page = await metrics(gw.admin);
     return ['e/dp0', 'e/dp1'].map((id) => metricValue(page, 'inferrail_kv_events_batches_total', `replica="${id}"`)).join();
   };
-  const settle = async () => { // until the applied batch counts stop moving
+  const explain = async (prompt) => (await fetch(gw.admin + '/admin/explain?path=/v1/completions',
+    { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) })).json();
+  // Until the gateway has applied the events of the request just served: the same
+  // prompt again is predicted on the rank that ran it as the engine would cache it (its
+  // full blocks, one block short of a whole-block prompt; the simulator's blocks are 16
+  // tokens). Then until the applied batch counts stop moving, for any batch after it.
+  // A fixed wait is too short on a loaded machine: the publisher flushes on a 2 ms
+  // timer and the gateway applies on its own thread, both behind everything else.
+  const settle = async (prompt, rep, tokens) => {
+    const want = Math.floor((tokens - 1) / 16) * 16, deadline = Date.now() + 20000;
+    let got;
+    for (;;) {
+      got = (await explain(prompt)).candidates.find((c) => c.replica === rep)?.predicted_cached_tokens;
+      if (got === want) break;
+      assert.ok(Date.now() < deadline, `${rep}'s events not applied in 20 s: ${prompt.slice(0, 20)}... predicted ${got}, not ${want}`);
+      await sleep(10);
+    }
     let last = await batches();
     for (let i = 0; i < 100; i++) {
       await sleep(15);
@@ -132,7 +148,7 @@ test('a gateway pins each target to its rank and follows each rank\'s events', a
     total++;
     if (reported > 0) hits++;
     if (predicted === reported) exact++; else misses.push({ predicted, reported, rep });
-    await settle();
+    await settle(prompt, rep, j.usage.prompt_tokens);
   }
   // Pinned: each target's requests landed on its rank and nowhere else.
   assert.ok(sent['e/dp0'] >= 10 && sent['e/dp1'] >= 10, JSON.stringify(sent));
@@ -152,7 +168,7 @@ test('a gateway pins each target to its rank and follows each rank\'s events', a
   const fresh = 'A prefix no other request had: ' + 'omega sigma tau '.repeat(20);
   const first = await complete(gw.url, fresh);
   const on = first.r.headers.get('x-inferrail-replica'), off = on === 'e/dp0' ? 'e/dp1' : 'e/dp0';
-  await settle();
+  await settle(fresh, on, first.j.usage.prompt_tokens);
   const body = JSON.stringify({ model: MODEL, prompt: fresh + ' more', max_tokens: 1 });
   const ex = await (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body })).json();
   const row = (id) => ex.candidates.find((c) => c.replica === id);
