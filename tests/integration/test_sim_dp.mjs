@@ -72,8 +72,11 @@ test('the simulator: a rank per header, a balancer without one, a stream per ran
   assert.equal(await served(sim, 0), 0);
   assert.equal(await served(sim, 1), 3);
   // Unpinned: the balancer spreads them (each choice counts as waiting until the
-  // next refresh of the counts, as in vLLM).
-  for (let i = 0; i < 6; i++) assert.equal((await complete(sim.url, `free ${i} ` + 'kv '.repeat(40))).r.status, 200);
+  // next refresh of the counts, every 100 ms, as in vLLM). Sent together, so that
+  // they arrive within one refresh: sent one by one on a loaded machine, each can
+  // come after a refresh that found both ranks idle, and all go to rank 0.
+  const free = await Promise.all(Array.from({ length: 6 }, (_, i) => complete(sim.url, `free ${i} ` + 'kv '.repeat(40))));
+  for (const f of free) assert.equal(f.r.status, 200);
   const s0 = await served(sim, 0), s1 = await served(sim, 1) - 3;
   assert.equal(s0 + s1, 6);
   assert.ok(s0 >= 2 && s1 >= 2, `spread ${s0}/${s1}`);
