@@ -160,6 +160,19 @@ export function shape(v, keep = new Set()) {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Polls `cond` (sync or async) every 10 ms until it returns a truthy value, which it
+// returns; fails naming `what` after `ms`. For a condition a test needs before it
+// asserts: a fixed sleep is too short on a loaded machine and too long on an idle one.
+export async function waitFor(what, cond, ms = 20000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`waitFor: not within ${ms} ms: ${what}`);
+    await sleep(10);
+  }
+}
+
 // Starts build/inferrail-gateway with a config object (written as JSON, which
 // is YAML too). Resolves to {port, url, admin, child, stop()}.
 export async function startGateway(config, opts = {}) {

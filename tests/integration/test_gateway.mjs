@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startFleet, startGateway, startSim, rawRequest, sseData, metrics, metricValue, sleep, freePort, BUILD, metricSum } from './lib.mjs';
+import { startFleet, startGateway, startSim, rawRequest, sseData, metrics, metricValue, sleep, waitFor, freePort, BUILD, metricSum } from './lib.mjs';
 
 let fleet;
 before(async () => {
@@ -195,7 +195,10 @@ test('breakers: a full fleet gets an immediate 503 with Retry-After', async () =
       ctrls.push(c);
       hung.push(fetch(gw.url + '/v1/completions', { method: 'POST', headers: { 'x-inferrail-fault': 'hang' }, body: '{"prompt":"x"}', signal: c.signal }).catch(() => null));
     }
-    await sleep(200);
+    await waitFor('one hung request on each replica', async () => {
+      const p = await metrics(gw.admin);
+      return [0, 1, 2].every((k) => metricValue(p, 'inferrail_replica_in_flight', `replica="s${k}"`) === 1);
+    });
     const t0 = Date.now();
     const r = await post(gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 });
     assert.equal(r.status, 503);
@@ -358,8 +361,9 @@ test('a client that leaves in backoff, waiting for a head or mid-stream is count
     // Cancelling the engine for a client that left is not an engine failure.
     assert.equal(metricValue(page, 'inferrail_upstream_errors_total'), 1, page); // the refused connect
     await idle();
-    await sleep(50);
-    const lines = gw.log.text.split('\n').filter((l) => l.includes('access: '));
+    const accessLines = () => gw.log.text.split('\n').filter((l) => l.includes('access: '));
+    await waitFor('the access log lines', () => accessLines().length >= 3 + streams, 5000).catch(() => {});
+    const lines = accessLines();
     assert.equal(lines.length, 3 + streams, gw.log.text);
     for (const l of lines) assert.match(l, /client_gone=1/);
   } finally {
@@ -566,7 +570,7 @@ test('the access log writes one line per request, and never the body', async () 
   try {
     const r = await post(gw.url, '/v1/completions', { prompt: 'a secret prompt', max_tokens: 1 }, { 'x-request-id': 'logme' });
     await r.arrayBuffer();
-    await sleep(50);
+    await waitFor('the access log line', () => /access: id=logme/.test(gw.log.text), 5000).catch(() => {});
     assert.match(gw.log.text, /access: id=logme model=inferrail\/sim-8b replica=s0 status=200 attempts=1/);
     assert.ok(!gw.log.text.includes('a secret prompt'));
   } finally {

@@ -56,9 +56,9 @@ test('DNS groups: resolved at start, joins, leaves, failures and SRV', { timeout
     assert.ok(requests3 >= 4, page);
 
     // Long streams on every member, then .2 leaves and .4 joins while they run.
-    const streams = Array.from({ length: 6 }, () => fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body({ max_tokens: 60, stream: true }) })
-      .then(async (r) => ({ status: r.status, replica: r.headers.get('x-inferrail-replica'), text: await r.text() })));
-    await sleep(300);
+    // Once their heads are back, they run (a fixed wait can end before they start).
+    const heads = await Promise.all(Array.from({ length: 6 }, () => fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body({ max_tokens: 60, stream: true }) })));
+    const streams = heads.map((r) => r.text().then((text) => ({ status: r.status, replica: r.headers.get('x-inferrail-replica'), text })));
     dns.setHosts({ 'pool.test': ['127.0.0.3', '127.0.0.4'], 'm5.test': ['127.0.0.5'] });
     await until('.2 to leave and .4 to join', async () => {
       const m = await members(gw);

@@ -152,43 +152,107 @@ test('after an engine drops its cache, predictions recover within a few requests
   }
 });
 
-// Requests in flight together: the engine's blocks for decode are taken while a
-// request runs, the shadow counts them at completion, so the two can differ for a
-// while. Open loop at a fixed rate; the share of exact predictions is reported and
-// bounded. tests/stress/test_predict_concurrent.mjs runs the full 3,000 requests.
-// The bound is 99% at full size (the stress run). Here, 600 requests may also run under
-// ASan or TSan on a loaded 2-core machine, where requests overlap more (measured: 98.7%
-// under ASan, 99.2 to 100% in a release build), so the bound is 97% unless
-// PREDICT_LOAD_MIN says otherwise.
-test('open loop at 400 req/s under eviction pressure: nearly every prediction exact', async () => {
+// Requests in flight together. Sequentially the shadow is the engine's cache (the tests
+// above); with requests overlapping on one replica, the gateway records them in the
+// order it decides them, and the engine may run them in another order, take decode
+// blocks while the shadow counts them at completion, and free them in another order:
+// a prediction can then differ from what the engine cached, and the LRU orders can
+// differ for a while after (each such difference is healed by the closed loop or by
+// the next record of the prefix). That is the cost of concurrency, not a bug; how much
+// of it there is depends on how many requests overlap.
+//
+// An open loop at a fixed wall-clock rate makes the overlap a function of machine
+// speed: 400 req/s overlaps little where a request takes 1 ms (measured: 0.4 others
+// in flight on average, 99.2 to 100% exact), and turns into a burst of hundreds in
+// flight where one takes 50 ms (ASan on a loaded 2-core machine: 65 to 93% exact).
+// So the load here is paced by completions too: at most 400 req/s and at most
+// PREDICT_LOAD_WINDOW (2) requests in flight. On a fast machine the window rarely
+// binds and this is the issue's open loop at 400 req/s; on a slow one the rate falls
+// instead of the overlap growing, and the bound means the same on every machine
+// (measured under two CPU hogs, release and ASan: 99.2 to 100% exact over 600).
+// tests/stress/test_predict_concurrent.mjs runs 3,000 requests with the 99% bound;
+// bench/index/predict-openloop.sh runs the unbounded open loop at 400 req/s, whose
+// result depends on the machine (a benchmark, not a test).
+//
+// Checks that do not depend on the machine's speed: every prompt is counted right; the
+// closed loop counts no more mispredictions than the client saw; and, once the load
+// stops, the shadow is the engine's cache again: 150 sequential requests after it
+// mispredict at most once per prefix and not at all in their last 50 (a leaked pin or
+// reservation, or a release that went astray, would keep mispredicting).
+test('400 req/s, at most 2 in flight, under eviction pressure: nearly every prediction exact, then exact again', async () => {
   await startFleetWith(96);
   try {
     const n = Number(process.env.PREDICT_LOAD_N || 600), rate = 400;
-    const t0 = Date.now(), runs = [];
-    for (let i = 0; i < n; i++) {
-      const due = t0 + (i * 1000) / rate;
-      const wait = due - Date.now();
-      if (wait > 0) await new Promise((res) => setTimeout(res, wait));
-      runs.push(one(i));
-    }
-    const got = await Promise.all(runs);
-    const secs = (Date.now() - t0) / 1000;
+    const window = Number(process.env.PREDICT_LOAD_WINDOW ?? 2); // 0: unbounded (the pure open loop)
+    const min = Number(process.env.PREDICT_LOAD_MIN || 0.97);
+    const { got, late, meanOthers, secs } = await paced(n, rate, window);
     let exact = 0, hits = 0;
-    for (const g of got) {
+    for (const [i, g] of got.entries()) {
+      assert.equal(g.prompt, g.usage.prompt_tokens, `request ${i}: prompt tokens`);
       const cached = g.usage.prompt_tokens_details ? g.usage.prompt_tokens_details.cached_tokens : 0;
       if (g.predicted === cached) exact++;
       if (cached > 0) hits++;
     }
-    console.log(`open loop: ${exact}/${n} predictions exact (${(100 * exact / n).toFixed(2)}%), ${hits} hits, ${secs.toFixed(1)} s`);
-    // Sanitizer builds run the gateway several times slower, so more responses reach
-    // the client before their blocks are released: a looser bound there (TSan saw 95%).
-    const sanitized = /(asan|tsan)/.test(process.env.IR_BUILD || '');
-    const min = Number(process.env.PREDICT_LOAD_MIN || (sanitized ? 0.9 : 0.97));
+    console.log(`open loop: ${exact}/${n} predictions exact (${(100 * exact / n).toFixed(2)}%), ${hits} hits, ` +
+      `${secs.toFixed(1)} s, window ${window || 'none'} (${late} sent late), ${meanOthers.toFixed(2)} others in flight on average`);
+    assert.ok(hits > n / 5 && hits < n - n / 20, `${hits} hits: the cache is not under pressure`);
+    const { counted, countedExact } = await closedLoop();
+    // As in the sequential test, some go uncounted (about 1 in 12 here).
+    assert.ok(counted >= 0.85 * n && counted <= n, `the closed loop counted ${counted} of ${n}`);
+    assert.ok(counted - countedExact <= n - exact, `the closed loop counted ${counted - countedExact} mispredictions, the client saw ${n - exact}`);
     assert.ok(exact >= min * n, `${exact}/${n} exact, under ${min * 100}%`);
+    const heal = [];
+    for (let i = 0; i < 150; i++) {
+      const g = await one(n + i);
+      const cached = g.usage.prompt_tokens_details ? g.usage.prompt_tokens_details.cached_tokens : 0;
+      if (g.predicted !== cached) heal.push({ i, on: g.replica, predicted: g.predicted, cached });
+    }
+    const what = JSON.stringify(heal);
+    assert.ok(heal.length <= 2 * systems.length, `after the load, ${heal.length} of 150 sequential predictions missed: ${what}`);
+    assert.ok(heal.every((m) => m.i < 100), `after the load, the last 50 sequential predictions still missed: ${what}`);
   } finally {
     await stopFleet();
   }
 });
+
+// Sends request i at t0 + i / rate, but never more than `window` at once (0: no limit).
+// Reports how many went out late because the window was full, and how many others
+// each request overlapped on average, as the client saw them.
+async function paced(n, rate, window) {
+  const t0 = Date.now(), got = new Array(n), spans = new Array(n);
+  let next = 0, late = 0;
+  const send = async (i) => {
+    const at = performance.now();
+    got[i] = await one(i);
+    spans[i] = [at, performance.now()];
+  };
+  const due = async (i) => {
+    const wait = t0 + (i * 1000) / rate - Date.now();
+    if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+    else if (window && wait < -1) late++;
+  };
+  if (window) {
+    await Promise.all(Array.from({ length: window }, async () => {
+      while (next < n) {
+        const i = next++;
+        await due(i);
+        await send(i);
+      }
+    }));
+  } else {
+    const runs = [];
+    for (let i = 0; i < n; i++) {
+      await due(i);
+      runs.push(send(i));
+    }
+    await Promise.all(runs);
+  }
+  let others = 0;
+  const byStart = spans.map((s, i) => [...s, i]).sort((a, b) => a[0] - b[0]);
+  for (let k = 0; k < n; k++)
+    for (let j = k + 1; j < n && byStart[j][0] < byStart[k][1]; j++) others += 2;
+  return { got, late, meanOthers: others / n, secs: (Date.now() - t0) / 1000 };
+}
 
 test('POST /admin/explain shows the decision and each replica\'s prediction, and records nothing', async () => {
   await startFleetWith(4096);

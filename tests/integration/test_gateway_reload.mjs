@@ -46,8 +46,9 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
   });
   try {
     // A stream that runs across the reloads (60 tokens at 20 ms).
-    const stream = post(gw, 'inferrail/sim-8b', { max_tokens: 60, stream: true }).then(async (r) => ({ status: r.status, text: await r.text() }));
-    await sleep(200);
+    // Once its head is back, the stream runs (a fixed wait can end before it starts).
+    const head = await post(gw, 'inferrail/sim-8b', { max_tokens: 60, stream: true });
+    const stream = head.text().then((text) => ({ status: head.status, text }));
     assert.equal((await post(gw, 'fast')).status, 404);
 
     rewrite(gw, (c) => {

@@ -74,8 +74,9 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     assert.ok(simTokens > 0);
     assert.notEqual(simTokens, want, 'the two tokenizers must count this prompt differently');
     // A stream on m-b that runs across the reload that removes m-b (60 tokens at 20 ms).
-    const stream = post(gw, 'm-b', { max_tokens: 60, stream: true }).then(async (r) => ({ status: r.status, text: await r.text() }));
-    await sleep(200);
+    // Once its head is back, the stream runs (a fixed wait can end before it starts).
+    const head = await post(gw, 'm-b', { max_tokens: 60, stream: true });
+    const stream = head.text().then((text) => ({ status: head.status, text }));
 
     rewrite(gw, (c) => {
       c.models = [{ name: 'm-c', aliases: ['c'] }, { name: 'm-a', tokenizer: LLAMA2 }];

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import path from 'node:path';
-import { startSim, startGateway, metrics, metricValue, sleep, BUILD } from './lib.mjs';
+import { startSim, startGateway, metrics, metricValue, sleep, waitFor, BUILD } from './lib.mjs';
 
 // Under ASan freed memory is quarantined, so the peak says nothing there.
 const sanitized = fs.readFileSync(path.join(BUILD, 'inferrail-sim')).includes('__asan_init');
@@ -32,7 +32,9 @@ function stalledStreams(url, ms) {
     ends.push(new Promise((resolve) => req.on('close', () => resolve(req.rstCode))));
     req.end(BODY);
   }
-  const all = Promise.race([Promise.all(ends), sleep(ms).then(() => null)]);
+  let timer;
+  const cap = new Promise((resolve) => { timer = setTimeout(() => resolve(null), ms); });
+  const all = Promise.race([Promise.all(ends).finally(() => clearTimeout(timer)), cap]);
   return { session, all };
 }
 
@@ -44,7 +46,7 @@ test('simulator: streams that cannot be written are bounded by --max-write-queue
   const sim = await startSim([...simArgs.slice(0, 4), '--decode-token-ms', '0.05', ...simArgs.slice(6), '--max-write-queue', '256KiB']);
   try {
     const before = peakKiB(sim.child.pid);
-    const { session, all } = stalledStreams(sim.url, 3000);
+    const { session, all } = stalledStreams(sim.url, 30000); // at once on an idle machine
     const codes = await all;
     const grown = peakKiB(sim.child.pid) - before;
     // 32 streams of ~5 MB each: once the connection holds 2 x 256 KiB, writes are
@@ -69,12 +71,17 @@ test('gateway: h2c clients with no window are held to server.max_write_queue per
   });
   try {
     const { session } = stalledStreams(gw.url, 0);
-    await sleep(1500);
     // Every write reports the connection's queue: the gateway paused the engine
     // streams once it passed half of max_write_queue, and streams whose writes
     // found it full were closed as too slow. Per stream, all 32 would wait.
-    const page = await metrics(gw.admin);
-    const held = metricValue(page, 'inferrail_replica_in_flight', 'replica="s0"');
+    // Waited for, not slept for: all 32 routed, then fewer than 32 held.
+    let page;
+    const s0 = (name) => metricValue(page, name, 'replica="s0"');
+    await waitFor('the 32 streams routed, and some closed as too slow', async () => {
+      page = await metrics(gw.admin);
+      return s0('inferrail_replica_requests_total') === STREAMS && s0('inferrail_replica_in_flight') < STREAMS;
+    }).catch(() => {}); // the assertion below shows the counts
+    const held = s0('inferrail_replica_in_flight');
     assert.ok(held > 0 && held < STREAMS, `${held} streams held\n${page}`);
     session.destroy();
     // The client's leaving frees every stream.

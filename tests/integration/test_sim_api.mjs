@@ -3,7 +3,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSim, rawRequest, sseData, metrics, metricValue, shape, sleep, FIXTURES } from './lib.mjs';
+import { startSim, rawRequest, sseData, metrics, metricValue, shape, sleep, waitFor, FIXTURES } from './lib.mjs';
 
 const fx = (name) => fs.readFileSync(path.join(FIXTURES, 'vllm', name), 'utf8');
 const KEEP = new Set(['object', 'finish_reason', 'stop_reason', 'role', 'owned_by', 'organization', 'type', 'code']);
@@ -201,11 +201,11 @@ test('a queued request that disconnects frees its slot too', async () => {
   try {
     const c1 = new AbortController();
     const first = fetch(s.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'a', max_tokens: 100 }), signal: c1.signal }).catch(() => null);
-    await sleep(50);
+    await waitFor('the first request running', async () => metricValue(await metrics(s.url), 'vllm:num_requests_running') === 1);
     const c2 = new AbortController();
     const second = fetch(s.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'b', max_tokens: 100 }), signal: c2.signal }).catch(() => null);
-    await sleep(50);
-    let page = await metrics(s.url);
+    let page;
+    await waitFor('the second request waiting', async () => metricValue(page = await metrics(s.url), 'vllm:num_requests_waiting') >= 1);
     assert.equal(metricValue(page, 'vllm:num_requests_waiting'), 1);
     c2.abort();
     await second;
@@ -247,8 +247,9 @@ test('faults: status, close, hang, delay, refuse, and the admin switch', async (
   await post('/admin/fault', { fault: 'refuse=300' });
   const refused = await rawRequest(sim.port, req('none'));
   assert.equal(refused.error, 'ECONNREFUSED');
-  await sleep(400);
-  assert.equal((await post('/v1/completions', { prompt: 'x', max_tokens: 1 })).status, 200);
+  // It ends after 300 ms of the simulator's clock: asked until it answers.
+  const served = await waitFor('the refusal ended', () => post('/v1/completions', { prompt: 'x', max_tokens: 1 }).catch(() => null));
+  assert.equal(served.status, 200);
   const bad = await post('/admin/fault', { fault: 'explode' });
   assert.equal(bad.status, 400);
 });

@@ -79,8 +79,14 @@ const simArgs = ['--num-gpu-blocks-override', '16', '--max-model-len', '250'];
 test('the simulator publishes its CPU tier as vLLM\'s OffloadingConnector does', async () => {
   const sim = await eventSim([...simArgs, '--num-cpu-blocks', '4', '--kv-events-encoding', 'array', '--kv-events-hash', 'int']);
   for (const h of ['One', 'Two', 'Three']) await complete(sim.url, prompt(h));
-  await sleep(50);
-  const events = (await subscribe(sim)).flatMap((b) => b.events);
+  // The publisher flushes every 2 ms, later on a loaded machine: subscribe again (each
+  // replays from 0) until the CPU tier's stores and removals are there, for up to 20 s.
+  let events = [];
+  const has = (type) => events.some((e) => e.type === type && e.medium === 'CPU');
+  for (const deadline = Date.now() + 20000; Date.now() < deadline;) {
+    events = (await subscribe(sim)).flatMap((b) => b.events);
+    if (has('BlockStored') && has('BlockRemoved')) break;
+  }
   const cpuStored = events.filter((e) => e.type === 'BlockStored' && e.medium === 'CPU');
   const cpuRemoved = events.filter((e) => e.type === 'BlockRemoved' && e.medium === 'CPU');
   assert.ok(cpuStored.length >= 1, JSON.stringify(events.map((e) => [e.type, e.medium])));

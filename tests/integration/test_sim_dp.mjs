@@ -72,8 +72,11 @@ test('the simulator: a rank per header, a balancer without one, a stream per ran
   assert.equal(await served(sim, 0), 0);
   assert.equal(await served(sim, 1), 3);
   // Unpinned: the balancer spreads them (each choice counts as waiting until the
-  // next refresh of the counts, as in vLLM).
-  for (let i = 0; i < 6; i++) assert.equal((await complete(sim.url, `free ${i} ` + 'kv '.repeat(40))).r.status, 200);
+  // next refresh of the counts, every 100 ms, as in vLLM). Sent together, so that
+  // they arrive within one refresh: sent one by one on a loaded machine, each can
+  // come after a refresh that found both ranks idle, and all go to rank 0.
+  const free = await Promise.all(Array.from({ length: 6 }, (_, i) => complete(sim.url, `free ${i} ` + 'kv '.repeat(40))));
+  for (const f of free) assert.equal(f.r.status, 200);
   const s0 = await served(sim, 0), s1 = await served(sim, 1) - 3;
   assert.equal(s0 + s1, 6);
   assert.ok(s0 >= 2 && s1 >= 2, `spread ${s0}/${s1}`);
@@ -105,7 +108,23 @@ test('a gateway pins each target to its rank and follows each rank\'s events', a
     const page = await metrics(gw.admin);
     return ['e/dp0', 'e/dp1'].map((id) => metricValue(page, 'inferrail_kv_events_batches_total', `replica="${id}"`)).join();
   };
-  const settle = async () => { // until the applied batch counts stop moving
+  const explain = async (prompt) => (await fetch(gw.admin + '/admin/explain?path=/v1/completions',
+    { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) })).json();
+  // Until the gateway has applied the events of the request just served: the same
+  // prompt again is predicted on the rank that ran it as the engine would cache it (its
+  // full blocks, one block short of a whole-block prompt; the simulator's blocks are 16
+  // tokens). Then until the applied batch counts stop moving, for any batch after it.
+  // A fixed wait is too short on a loaded machine: the publisher flushes on a 2 ms
+  // timer and the gateway applies on its own thread, both behind everything else.
+  const settle = async (prompt, rep, tokens) => {
+    const want = Math.floor((tokens - 1) / 16) * 16, deadline = Date.now() + 20000;
+    let got;
+    for (;;) {
+      got = (await explain(prompt)).candidates.find((c) => c.replica === rep)?.predicted_cached_tokens;
+      if (got === want) break;
+      assert.ok(Date.now() < deadline, `${rep}'s events not applied in 20 s: ${prompt.slice(0, 20)}... predicted ${got}, not ${want}`);
+      await sleep(10);
+    }
     let last = await batches();
     for (let i = 0; i < 100; i++) {
       await sleep(15);
@@ -132,7 +151,7 @@ test('a gateway pins each target to its rank and follows each rank\'s events', a
     total++;
     if (reported > 0) hits++;
     if (predicted === reported) exact++; else misses.push({ predicted, reported, rep });
-    await settle();
+    await settle(prompt, rep, j.usage.prompt_tokens);
   }
   // Pinned: each target's requests landed on its rank and nowhere else.
   assert.ok(sent['e/dp0'] >= 10 && sent['e/dp1'] >= 10, JSON.stringify(sent));
@@ -152,7 +171,7 @@ test('a gateway pins each target to its rank and follows each rank\'s events', a
   const fresh = 'A prefix no other request had: ' + 'omega sigma tau '.repeat(20);
   const first = await complete(gw.url, fresh);
   const on = first.r.headers.get('x-inferrail-replica'), off = on === 'e/dp0' ? 'e/dp1' : 'e/dp0';
-  await settle();
+  await settle(fresh, on, first.j.usage.prompt_tokens);
   const body = JSON.stringify({ model: MODEL, prompt: fresh + ' more', max_tokens: 1 });
   const ex = await (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body })).json();
   const row = (id) => ex.candidates.find((c) => c.replica === id);

@@ -43,6 +43,16 @@ function subscribe(sim, seconds = 0.3) {
   });
 }
 
+// subscribe() until what it got passes `done`, for up to 20 s; the last batches either way.
+async function subscribeUntil(sim, done) {
+  let got = [];
+  for (const deadline = Date.now() + 20000; Date.now() < deadline;) {
+    got = await subscribe(sim);
+    if (done(got)) break;
+  }
+  return got;
+}
+
 async function complete(url, prompt, maxTokens = 3) {
   const r = await fetch(url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: maxTokens }) });
   assert.equal(r.status, 200);
@@ -55,8 +65,9 @@ for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
     const sim = await eventSim(encoding, hash);
     const prompt = 'one two three four five six seven eight nine ten '.repeat(8);
     await complete(sim.url, prompt);
-    await sleep(50); // the publisher flushes every 2 ms
-    const batches = await subscribe(sim);
+    // The publisher flushes every 2 ms, later on a loaded machine: subscribe again
+    // (each replays from 0) until the stored blocks are there.
+    const batches = await subscribeUntil(sim, (bs) => bs.some((b) => b.events.some((e) => e.type === 'BlockStored')));
     assert.ok(batches.length >= 1);
     assert.equal(batches[0].seq, 0);
     for (const b of batches) { assert.equal(b.encoding, encoding); assert.equal(b.rank, 0); assert.ok(Math.abs(b.ts - Date.now() / 1000) < 60); }
@@ -74,8 +85,7 @@ for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
     // /reset_prefix_cache with nothing running: AllBlocksCleared.
     const r = await fetch(sim.url + '/reset_prefix_cache', { method: 'POST' });
     assert.equal(r.status, 200);
-    await sleep(50);
-    const after2 = await subscribe(sim);
+    const after2 = await subscribeUntil(sim, (bs) => bs.some((b) => b.events.some((e) => e.type === 'AllBlocksCleared')));
     assert.equal(after2.at(-1).events.at(-1).type, 'AllBlocksCleared');
   });
 }
@@ -106,31 +116,60 @@ test('a gateway fed by two simulators\' events predicts exactly, through a gap a
     total++;
     if (reported > 0) hits++;
     if (predicted === reported) exact++; else misses.push({ predicted, reported, replica: r.headers.get('x-inferrail-replica') });
+    return { prompt, rep: r.headers.get('x-inferrail-replica'), tokens: j.usage.prompt_tokens };
   }
-  // The subscriber applies events on its own thread: give each answer's events a
-  // moment to land before the next prediction (what a sequential client would race).
+  // The subscriber applies events on its own thread: each answer's events must land
+  // before the next prediction (what a sequential client would race). A fixed wait is
+  // too short on a loaded machine (the publisher flushes on a 2 ms timer, the gateway
+  // applies on its own thread, both behind everything else), so settle waits on the
+  // condition: the same prompt again is predicted on the replica that ran it as the
+  // engine would cache it (its full blocks, one block short of a whole-block prompt;
+  // 16-token blocks). Then until the applied batch counts stop moving, for any batch
+  // after it. While sim-0 has a dropped batch the gateway has not yet seen (it sees the
+  // gap at the next batch), that prediction cannot come, and only the quiet is awaited.
+  const page0 = async () => metrics(gw.admin);
   const batches = async () => {
-    const page = await metrics(gw.admin);
+    const page = await page0();
     return sims.map((_, k) => metricValue(page, 'inferrail_kv_events_batches_total', `replica="sim-${k}"`)).join();
   };
-  const settle = async () => { // until the applied batch counts stop moving
+  const explain = async (prompt) => (await fetch(gw.admin + '/admin/explain?path=/v1/completions',
+    { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) })).json();
+  const until = async (what, cond) => {
+    for (const deadline = Date.now() + 20000; !(await cond());) {
+      assert.ok(Date.now() < deadline, `not in 20 s: ${what}`);
+      await sleep(10);
+    }
+  };
+  let dropPending = false;
+  const settle = async (served) => {
+    if (served && !(dropPending && served.rep === 'sim-0')) {
+      const want = Math.floor((served.tokens - 1) / 16) * 16;
+      await until(`${served.rep}'s events applied`, async () =>
+        (await explain(served.prompt)).candidates.find((c) => c.replica === served.rep)?.predicted_cached_tokens === want);
+    }
     let last = await batches();
     for (let i = 0; i < 100; i++) {
       await sleep(15);
       const now = await batches();
-      if (now === last) return;
+      if (now === last) break;
       last = now;
     }
+    if (dropPending && metricValue(await page0(), 'inferrail_kv_events_gaps_total', 'replica="sim-0"') >= 1) dropPending = false;
   };
-  for (let i = 0; i < 60; i++) { await one(); await settle(); }
+  for (let i = 0; i < 60; i++) await settle(await one());
   // A dropped batch on sim-0: the gateway sees the gap and replays it.
   const f = await fetch(sims[0].url + '/admin/fault', { method: 'POST', body: JSON.stringify({ fault: 'drop-events=1' }) });
   assert.equal(f.status, 200);
-  for (let i = 0; i < 60; i++) { await one(); await settle(); }
+  dropPending = true;
+  for (let i = 0; i < 60; i++) await settle(await one());
   // Both caches reset: AllBlocksCleared, and nothing is predicted from stale blocks.
   for (const s of sims) assert.equal((await fetch(s.url + '/reset_prefix_cache', { method: 'POST' })).status, 200);
+  await until('both resets applied', async () => {
+    const page = await page0();
+    return sims.every((_, k) => metricValue(page, 'inferrail_kv_events_clears_total', `replica="sim-${k}"`) === 1);
+  });
   await settle();
-  for (let i = 0; i < 60; i++) { await one(); await settle(); }
+  for (let i = 0; i < 60; i++) await settle(await one());
   const page = await metrics(gw.admin);
   const sum = (name) => sims.reduce((a, _, k) => a + metricValue(page, name, `replica="sim-${k}"`), 0);
   assert.ok(sum('inferrail_kv_events_gaps_total') >= 1, 'the dropped batch was seen as a gap');
