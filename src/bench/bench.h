@@ -129,6 +129,7 @@ typedef struct bench_rec {
     bench_err_kind err;
     char replica[48]; /* x-inferrail-replica; "" when absent */
     bool direct;      /* sent straight to bench_run_cfg.direct_url, not to base_url */
+    uint8_t gateway;  /* which of the run's base URLs it was sent to */
 } bench_rec;
 
 /* A timed action of the measured phase: an empty POST to url (a simulator's or
@@ -140,8 +141,25 @@ typedef struct bench_action {
 } bench_action;
 #define BENCH_MAX_ACTIONS 16
 
+/* ---- several gateways -------------------------------------------------------
+ * A run can send through up to BENCH_MAX_GATEWAYS base URLs (gateways in front
+ * of the same engines), each request to one of them. */
+#define BENCH_MAX_GATEWAYS 8
+typedef enum {
+    BENCH_SPREAD_ALTERNATE = 0, /* request i to gateway i mod N: a chat's turns land on either */
+    BENCH_SPREAD_SESSION,       /* session s to gateway s mod N: a chat stays on one gateway */
+} bench_spread;
+/* The gateway (0..n-1) that request i of session `session` goes to; 0 when n <= 1. */
+size_t bench_spread_pick(bench_spread s, size_t i, uint32_t session, size_t n);
+/* "alternate" or "session"; -1 for anything else. */
+int bench_spread_parse(const char *name, bench_spread *out);
+const char *bench_spread_name(bench_spread s);
+
 typedef struct bench_run_cfg {
-    const char *base_url; /* http://host:port[/prefix] */
+    const char *base_url;         /* http://host:port[/prefix]; used when n_base is 0 */
+    const char *const *base_urls; /* n_base >= 1: several gateways, spread by `spread` */
+    size_t n_base;
+    bench_spread spread;
     const bench_workload *wl;
     double rate; /* recorded only; the schedule is in wl */
     uint64_t seed;
@@ -176,6 +194,7 @@ typedef struct bench_sum_in {
     double slo_ttft_ms, slo_tpot_ms;
     const double *itl_ms; /* every inter-token gap, ms */
     size_t n_itl;
+    size_t n_gateways; /* > 1: a per_gateway breakdown (requests, hit rate) */
 } bench_sum_in;
 json_t *bench_summarize(const bench_sum_in *in);
 /* Prediction accuracy of header values against usage: {n, exact, over, under,
@@ -213,6 +232,11 @@ typedef struct bench_common {
     int reset_engine[BENCH_MAX_ACTIONS];
     size_t n_reset;
     const char *reset_spec;
+    char *base_buf; /* --base-url U1[,U2..]: its copy, split into base[] */
+    const char *base[BENCH_MAX_GATEWAYS];
+    size_t n_base;
+    int gateways;        /* --gateways N (0 when not given) */
+    bench_spread spread; /* --spread */
 } bench_common;
 
 /* Parses "S[@E][,S[@E]..]" (model seconds >= 0, engine E >= 1, default 1) into
@@ -228,8 +252,9 @@ void bench_common_free(bench_common *c);
 int bench_common_opt(bench_common *c, int ch, const char *arg);
 const struct option *bench_common_options(size_t *n);
 int bench_common_workload(const bench_common *c, double rate, uint64_t seed, bench_workload *w);
-json_t *bench_common_run(const bench_common *c, const char *base_url, double rate, uint64_t seed,
-                         const char *const *engines, size_t n_engine);
+/* One run through the n_base URLs (gateways), spread by c->spread. */
+json_t *bench_common_run(const bench_common *c, const char *const *base_urls, size_t n_base,
+                         double rate, uint64_t seed, const char *const *engines, size_t n_engine);
 void bench_raise_fd_limit(void);
 
 /* Simulators (and, given a policy, a gateway in front) on free loopback
@@ -245,7 +270,8 @@ typedef struct bench_fleet_opts {
     const char *log_dir; /* NULL: /dev/null */
     const char *tag;     /* names the log files */
     double speedup;      /* K: every simulator latency parameter divided by K; 0: 1 */
-    bool kv_events;      /* simulators publish KV events; the gateway follows them */
+    bool kv_events;      /* simulators publish KV events; the gateways follow them */
+    int gateways;        /* gateways in front of the same simulators, configured alike; 0: 1 */
 } bench_fleet_opts;
 
 typedef struct bench_fleet {
@@ -253,9 +279,13 @@ typedef struct bench_fleet {
     int sim_pid[BENCH_MAX_REPLICAS];
     uint16_t sim_port[BENCH_MAX_REPLICAS];
     uint16_t ev_port[BENCH_MAX_REPLICAS][2]; /* KV events: PUB and replay; 0 without */
-    int gw_pid;
-    uint16_t gw_port, admin_port;
-    char base_url[64];
+    int n_gw;                                /* gateways started (0 without a policy) */
+    int gw_pid[BENCH_MAX_GATEWAYS];
+    uint16_t gw_port[BENCH_MAX_GATEWAYS], admin_port[BENCH_MAX_GATEWAYS];
+    uint64_t gw_seed[BENCH_MAX_GATEWAYS];  /* each gateway's routing.seed */
+    char base_url[BENCH_MAX_GATEWAYS][64]; /* without a policy: [0] is the first simulator */
+    const char *base_ptr[BENCH_MAX_GATEWAYS];
+    size_t n_base; /* base URLs to send to: n_gw, or 1 without a gateway */
     char engine_url[BENCH_MAX_REPLICAS][64];
     const char *engine_ptr[BENCH_MAX_REPLICAS];
 } bench_fleet;
@@ -269,6 +299,15 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
  * empty name or policy, another suffix, or a name that does not fit. */
 int bench_policy_variant(const char *name, char *base, size_t len, bool *kv_events);
 void bench_fleet_stop(bench_fleet *f);
+/* Gateway g's routing.seed for a run of seed `seed`: the seed itself for the first,
+ * seed + g * 1,000,003 for the others. Gateways that share a seed (and one worker each)
+ * draw the same random tie-breaks for requests that arrive together, so they pile
+ * those on the same replica: on w1, one arrival sequence in four lost 4 points of hit
+ * rate that way (bench/results/events/two-gateways). */
+uint64_t bench_gateway_seed(uint64_t seed, int g);
+/* Each gateway's inferrail_requests_total so far (from its admin /metrics) into out[0..n_gw);
+ * -1 where the page could not be read. */
+void bench_fleet_gateway_requests(const bench_fleet *f, double *out);
 /* The directory of this executable, for finding inferrail-sim and -gateway. */
 void bench_exe_dir(char *out, size_t len);
 /* The simulator flags for a speed-up of K: sim_args (may be NULL) with the

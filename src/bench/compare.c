@@ -170,6 +170,16 @@ static void free_opts(cmp_opts *o) {
     bench_common_free(&o->c);
 }
 
+/* --gateways N needs gateways: 0, or 2 with a message. */
+static int check_gateways(const cmp_opts *o, const char *cmd) {
+    if (o->c.gateways > 1 && o->f.no_gateway) {
+        fprintf(stderr, "inferrail-bench %s: --gateways %d and --no-gateway exclude each other\n",
+                cmd, o->c.gateways);
+        return 2;
+    }
+    return 0;
+}
+
 /* One run on a fresh fleet; the results document or NULL. */
 static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uint64_t seed,
                          const char *log_dir, const char *tag) {
@@ -187,24 +197,42 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
                            .log_dir = log_dir,
                            .tag = tag,
                            .speedup = o->c.speedup,
-                           .kv_events = events};
+                           .kv_events = events,
+                           .gateways = o->c.gateways};
     bench_fleet f;
     char err[512] = "";
     if (bench_fleet_start(&fo, &f, err, sizeof err)) {
         fprintf(stderr, "inferrail-bench: %s\n", err);
         return NULL;
     }
-    json_t *doc = bench_common_run(&o->c, f.base_url, rate, seed, f.engine_ptr, (size_t)f.n);
+    json_t *doc =
+        bench_common_run(&o->c, f.base_ptr, f.n_base, rate, seed, f.engine_ptr, (size_t)f.n);
+    double gw_req[BENCH_MAX_GATEWAYS];
+    bench_fleet_gateway_requests(&f, gw_req);
+    int n_gw = f.n_gw;
+    json_t *seeds = json_array();
+    for (int g = 0; g < n_gw; g++)
+        json_array_append_new(seeds, json_integer((json_int_t)f.gw_seed[g]));
     bench_fleet_stop(&f);
     if (doc) {
         json_t *c = json_object_get(doc, "config");
         json_object_set_new(c, "policy", json_string(o->f.no_gateway ? "direct" : policy));
         json_object_set_new(c, "replicas", json_integer(fo.replicas));
+        json_object_set_new(c, "gateways", json_integer(n_gw));
+        /* What each gateway says it proxied (warmup included): proof that all took part. */
+        json_t *gr = json_array();
+        for (int g = 0; g < n_gw; g++)
+            json_array_append_new(gr, gw_req[g] >= 0 ? json_integer((json_int_t)gw_req[g])
+                                                     : json_null());
+        json_object_set_new(c, "gateway_requests", gr);
+        json_object_set_new(c, "gateway_seeds", seeds);
         json_object_set_new(c, "sim_args", json_string(o->f.sim_args ? o->f.sim_args : ""));
         json_object_set_new(c, "kv_events", json_boolean(events));
         char eff[1024] = "";
         bench_sim_args_scaled(o->f.sim_args, o->c.speedup, eff, sizeof eff);
         json_object_set_new(c, "sim_args_effective", json_string(eff));
+    } else {
+        json_decref(seeds);
     }
     return doc;
 }
@@ -304,6 +332,9 @@ static void compare_usage(FILE *f) {
                "         [--direct-share F[@R]]  (another client: a share F of the requests\n"
                "                          go straight to simulator R, default 1, bypassing\n"
                "                          the gateway; left out of the summary)\n"
+               "         [--gateways N]   (N gateways, configured alike, in front of the same\n"
+               "                          simulators; requests spread over them by --spread\n"
+               "                          alternate (default) or session)\n"
                "Each run gets a fresh gateway and fresh simulators on free loopback ports;\n"
                "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
                "and DIR/summary.json (medians over repetitions); a ladder of rates writes one\n"
@@ -359,6 +390,12 @@ static int compare_at(cmp_opts *o) {
     json_object_set_new(out, "workload", json_string(o->c.workload));
     json_object_set_new(out, "rate", json_real(isfinite(rate_seen) ? rate_seen : o->c.rate));
     json_object_set_new(out, "replicas", json_integer(o->f.no_gateway ? 1 : o->f.replicas));
+    json_object_set_new(out, "gateways",
+                        json_integer(o->f.no_gateway ? 0
+                                     : o->c.gateways ? o->c.gateways
+                                                     : 1));
+    json_object_set_new(out, "spread", json_string(bench_spread_name(o->c.spread)));
+    json_object_set_new(out, "kv_events", json_boolean(o->f.kv_events));
     json_object_set_new(out, "requests", json_integer((json_int_t)o->c.requests));
     json_object_set_new(out, "warmup", json_integer((json_int_t)o->c.warmup));
     json_object_set_new(out, "repetitions", json_integer(o->reps));
@@ -414,6 +451,10 @@ int bench_compare_main(int argc, char **argv) {
         free_opts(&o);
         return 2;
     }
+    if (check_gateways(&o, "compare")) {
+        free_opts(&o);
+        return 2;
+    }
     if (o.nrates <= 1) {
         rc = compare_at(&o);
         free_opts(&o);
@@ -444,6 +485,7 @@ static void capacity_usage(FILE *f) {
                "         [--steps 4] [--probe-seconds S] [--warmup W] [--seed S] [--sim-args "
                "\"...\"] [--no-gateway]\n"
                "         [--slo-ttft 2s --slo-tpot 100ms] [--param K=V] [--speedup K]\n"
+               "         [--kv-events] [--gateways N] [--spread alternate|session]\n"
                "Doubles the rate from --start-rate until the SLO (p99 TTFT and p99 TPOT) breaks\n"
                "or a request fails, then bisects --steps times. Every probe gets a fresh fleet.\n");
 }
@@ -477,6 +519,10 @@ int bench_capacity_main(int argc, char **argv) {
     }
     if (o.c.trace) {
         fprintf(stderr, "inferrail-bench capacity: a trace keeps its own times; use compare\n");
+        free_opts(&o);
+        return 2;
+    }
+    if (check_gateways(&o, "capacity")) {
         free_opts(&o);
         return 2;
     }
@@ -540,6 +586,10 @@ int bench_capacity_main(int argc, char **argv) {
                   "first_failing_rps", hi > 0 ? jnum(hi) : json_null(), "probes", probes);
     json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
     json_object_set_new(out, "speedup", json_real(o.c.speedup));
+    json_object_set_new(out, "gateways",
+                        json_integer(o.f.no_gateway ? 0
+                                     : o.c.gateways ? o.c.gateways
+                                                    : 1));
     json_object_set_new(out, "params", json_deep_copy(o.c.params));
     rc = bench_write_json(out, o.c.out) ? 1 : 0;
     printf("capacity %s %s: %.3g req/s\n", o.c.workload, policy, lo);

@@ -2,6 +2,7 @@
  * against: simulators on free loopback ports and, given a policy, a gateway
  * configured to route across them. */
 #include "bench/bench.h"
+#include "load/ir_load.h"
 #include "net/ir_net.h"
 #include "tokenize/ir_tokenize.h"
 
@@ -285,27 +286,42 @@ static void spawn_sim(const bench_fleet_opts *o, bench_fleet *f, int i, const ch
     f->engine_ptr[i] = f->engine_url[i];
 }
 
-/* Writes the gateway's config for fresh free ports and spawns it; -1 when
- * the config cannot be written. */
-static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, const char *model, char *log,
-                         size_t loglen, char *err, size_t errlen) {
-    f->gw_port = bench_free_port();
-    f->admin_port = bench_free_port();
-    char listen[32], admin[32], cfgpath[4200];
-    snprintf(listen, sizeof listen, "127.0.0.1:%u", f->gw_port);
-    snprintf(admin, sizeof admin, "127.0.0.1:%u", f->admin_port);
+uint64_t bench_gateway_seed(uint64_t seed, int g) {
+    return seed + (uint64_t)g * 1000003u;
+}
+
+/* Gateway g's file name part: "gateway" for the first, "gateway-2" and on for the others. */
+static void gw_what(char *out, size_t len, int g) {
+    if (g == 0)
+        snprintf(out, len, "gateway");
+    else
+        snprintf(out, len, "gateway-%d", g + 1);
+}
+
+/* Writes gateway g's config for fresh free ports and spawns it; -1 when the
+ * config cannot be written. Every gateway gets the same config but its ports and
+ * its routing seed (bench_gateway_seed). */
+static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, int g, const char *model,
+                         char *log, size_t loglen, char *err, size_t errlen) {
+    f->gw_port[g] = bench_free_port();
+    f->admin_port[g] = bench_free_port();
+    char listen[32], admin[32], cfgpath[4200], what[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", f->gw_port[g]);
+    snprintf(admin, sizeof admin, "127.0.0.1:%u", f->admin_port[g]);
+    gw_what(what, sizeof what, g);
     ir_buf y;
     ir_buf_init(&y, 1 << 20);
     char eff[1024];
     if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, eff, sizeof eff))
         snprintf(eff, sizeof eff, "%s", o->sim_args ? o->sim_args : "");
-    bench_gateway_yaml(&y, listen, admin, o->policy, o->seed, model, f->sim_port, f->n, eff,
+    f->gw_seed[g] = bench_gateway_seed(o->seed, g);
+    bench_gateway_yaml(&y, listen, admin, o->policy, f->gw_seed[g], model, f->sim_port, f->n, eff,
                        o->kv_events ? (const uint16_t(*)[2])f->ev_port : NULL);
     if (o->log_dir)
-        snprintf(cfgpath, sizeof cfgpath, "%s/%s%sgateway.yaml", o->log_dir, o->tag ? o->tag : "",
-                 o->tag ? "-" : "");
+        snprintf(cfgpath, sizeof cfgpath, "%s/%s%s%s.yaml", o->log_dir, o->tag ? o->tag : "",
+                 o->tag ? "-" : "", what);
     else
-        snprintf(cfgpath, sizeof cfgpath, "/tmp/inferrail-bench-%d-gateway.yaml", (int)getpid());
+        snprintf(cfgpath, sizeof cfgpath, "/tmp/inferrail-bench-%d-%s.yaml", (int)getpid(), what);
     FILE *fp = fopen(cfgpath, "w");
     if (!fp || fwrite(y.data, 1, y.len, fp) != y.len) {
         if (fp) fclose(fp);
@@ -315,10 +331,11 @@ static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, const char *
     }
     fclose(fp);
     ir_buf_free(&y);
-    log_path(log, loglen, o, "gateway");
+    log_path(log, loglen, o, what);
     char *argv[] = {(char *)o->gw_bin, "--config", cfgpath, NULL};
-    f->gw_pid = spawn(argv, log);
-    snprintf(f->base_url, sizeof f->base_url, "http://%s", listen);
+    f->gw_pid[g] = spawn(argv, log);
+    snprintf(f->base_url[g], sizeof f->base_url[g], "http://%s", listen);
+    f->base_ptr[g] = f->base_url[g];
     return 0;
 }
 
@@ -327,18 +344,9 @@ static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, const char *
  * ports, up to this many times in all. One that hangs is not. */
 #define START_TRIES 3
 
-int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen) {
-    memset(f, 0, sizeof *f);
-    if (o->replicas < 1 || o->replicas > BENCH_MAX_REPLICAS) {
-        snprintf(err, errlen, "--replicas must be 1..%d", BENCH_MAX_REPLICAS);
-        return -1;
-    }
-    const char *model = o->model ? o->model : "inferrail/sim-8b";
-    char extra[1024];
-    if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, extra, sizeof extra)) {
-        snprintf(err, errlen, "--sim-args: too long, or a latency flag has a bad value");
-        return -1;
-    }
+/* Starts the simulators and waits until each answers /health; -1 with err. */
+static int start_sims(const bench_fleet_opts *o, bench_fleet *f, const char *extra,
+                      const char *model, char *err, size_t errlen) {
     for (int i = 0; i < o->replicas; i++) {
         spawn_sim(o, f, i, extra, model);
         f->n = i + 1;
@@ -351,7 +359,6 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
             bool died = f->sim_pid[i] > 0 && !alive(f->sim_pid[i]);
             if (!died || tries >= START_TRIES) {
                 snprintf(err, errlen, "simulator %d did not come up (see its log)", i + 1);
-                bench_fleet_stop(f);
                 return -1;
             }
             fprintf(stderr,
@@ -361,38 +368,91 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
             spawn_sim(o, f, i, extra, model); /* the dead one was reaped by wait_up */
         }
     }
-    if (!o->policy) {
-        snprintf(f->base_url, sizeof f->base_url, "%s", f->engine_url[0]);
-        return 0;
-    }
-    char log[4200], url[128];
-    for (int tries = 1;; tries++) {
-        if (spawn_gateway(o, f, model, log, sizeof log, err, errlen)) {
-            bench_fleet_stop(f);
-            return -1;
-        }
-        snprintf(url, sizeof url, "%s/health", f->base_url);
-        /* Any answer means it listens; give it a moment to see its replicas healthy. */
-        if (f->gw_pid > 0 && wait_up(url, f->gw_pid, 15, true) == 0) break;
-        bool died = f->gw_pid > 0 && !alive(f->gw_pid);
-        if (!died || tries >= START_TRIES) {
-            snprintf(err, errlen, "the gateway did not come up (see %s)", log);
-            bench_fleet_stop(f);
-            return -1;
-        }
-        fprintf(stderr,
-                "inferrail-bench: the gateway exited while starting (see %s); again on "
-                "new ports\n",
-                log);
-        f->gw_pid = 0; /* reaped by wait_up */
-    }
-    wait_up(url, f->gw_pid, 3, false);
     return 0;
 }
 
+/* Starts gateway g and waits until it answers; -1 with err. */
+static int start_gateway(const bench_fleet_opts *o, bench_fleet *f, int g, const char *model,
+                         char *err, size_t errlen) {
+    char log[4200], url[128];
+    f->n_gw = g + 1;
+    for (int tries = 1;; tries++) {
+        if (spawn_gateway(o, f, g, model, log, sizeof log, err, errlen)) return -1;
+        snprintf(url, sizeof url, "%s/health", f->base_url[g]);
+        /* Any answer means it listens; give it a moment to see its replicas healthy. */
+        if (f->gw_pid[g] > 0 && wait_up(url, f->gw_pid[g], 15, true) == 0) break;
+        bool died = f->gw_pid[g] > 0 && !alive(f->gw_pid[g]);
+        char who[32] = "the gateway"; /* "gateway N" when there are several */
+        if (o->gateways > 1) snprintf(who, sizeof who, "gateway %d", g + 1);
+        if (!died || tries >= START_TRIES) {
+            snprintf(err, errlen, "%s did not come up (see %s)", who, log);
+            return -1;
+        }
+        fprintf(stderr, "inferrail-bench: %s exited while starting (see %s); again on new ports\n",
+                who, log);
+        f->gw_pid[g] = 0; /* reaped by wait_up */
+    }
+    wait_up(url, f->gw_pid[g], 3, false);
+    return 0;
+}
+
+int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    int ngw = o->gateways > 0 ? o->gateways : 1;
+    if (o->replicas < 1 || o->replicas > BENCH_MAX_REPLICAS) {
+        snprintf(err, errlen, "--replicas must be 1..%d", BENCH_MAX_REPLICAS);
+        return -1;
+    }
+    if (ngw > BENCH_MAX_GATEWAYS) {
+        snprintf(err, errlen, "--gateways must be 1..%d", BENCH_MAX_GATEWAYS);
+        return -1;
+    }
+    const char *model = o->model ? o->model : "inferrail/sim-8b";
+    char extra[1024];
+    if (bench_sim_args_scaled(o->sim_args, o->speedup > 0 ? o->speedup : 1, extra, sizeof extra)) {
+        snprintf(err, errlen, "--sim-args: too long, or a latency flag has a bad value");
+        return -1;
+    }
+    if (start_sims(o, f, extra, model, err, errlen)) {
+        bench_fleet_stop(f);
+        return -1;
+    }
+    if (!o->policy) {
+        snprintf(f->base_url[0], sizeof f->base_url[0], "%s", f->engine_url[0]);
+        f->base_ptr[0] = f->base_url[0];
+        f->n_base = 1;
+        return 0;
+    }
+    for (int g = 0; g < ngw; g++) {
+        if (start_gateway(o, f, g, model, err, errlen)) {
+            bench_fleet_stop(f);
+            return -1;
+        }
+    }
+    f->n_base = (size_t)f->n_gw;
+    return 0;
+}
+
+void bench_fleet_gateway_requests(const bench_fleet *f, double *out) {
+    for (int g = 0; g < f->n_gw; g++) {
+        char url[128];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", f->admin_port[g]);
+        ir_buf page;
+        ir_buf_init(&page, 8u << 20);
+        int st = bench_http_get(url, &page, 5);
+        out[g] = st == 200 && page.data
+                     ? irl_prom_sum(page.data, page.len, "inferrail_requests_total")
+                     : -1;
+        ir_buf_free(&page);
+    }
+}
+
 void bench_fleet_stop(bench_fleet *f) {
-    stop_pid(f->gw_pid);
-    f->gw_pid = 0;
+    for (int g = 0; g < f->n_gw; g++) {
+        stop_pid(f->gw_pid[g]);
+        f->gw_pid[g] = 0;
+    }
+    f->n_gw = 0;
     for (int i = 0; i < f->n; i++) stop_pid(f->sim_pid[i]);
     f->n = 0;
 }

@@ -59,8 +59,13 @@ struct ol_run {
     uv_timer_t tick, stall;
     int tfd;
     const bench_run_cfg *cfg;
-    ir_url url, durl; /* base_url, direct_url */
-    char path[600], dpath[600];
+    /* the base URLs (gateways) requests are spread over */
+    const char *base_url[BENCH_MAX_GATEWAYS];
+    ir_url url[BENCH_MAX_GATEWAYS];
+    char path[BENCH_MAX_GATEWAYS][600];
+    size_t n_url;
+    ir_url durl; /* direct_url */
+    char dpath[600];
     char rid_prefix[48];
     /* the phase being run */
     const bench_req *reqs;
@@ -231,6 +236,25 @@ static const irn_client_cbs call_cbs = {on_head, on_body, on_done};
 
 /* ---- sending ------------------------------------------------------------------- */
 
+size_t bench_spread_pick(bench_spread s, size_t i, uint32_t session, size_t n) {
+    if (n <= 1) return 0;
+    return s == BENCH_SPREAD_SESSION ? (size_t)session % n : i % n;
+}
+
+int bench_spread_parse(const char *name, bench_spread *out) {
+    if (strcmp(name, "alternate") == 0)
+        *out = BENCH_SPREAD_ALTERNATE;
+    else if (strcmp(name, "session") == 0)
+        *out = BENCH_SPREAD_SESSION;
+    else
+        return -1;
+    return 0;
+}
+
+const char *bench_spread_name(bench_spread s) {
+    return s == BENCH_SPREAD_SESSION ? "session" : "alternate";
+}
+
 static void send_one(ol_run *r, size_t k, uint64_t now) {
     const bench_req *q = &r->reqs[r->first + k];
     bench_rec *rec = &r->recs[k];
@@ -250,16 +274,18 @@ static void send_one(ol_run *r, size_t k, uint64_t now) {
     ir_sse_init(&c->sse, MAX_SSE_EVENT, on_sse, c);
     rec->direct =
         r->cfg->direct_url && bench_direct_pick(r->cfg->seed, r->first + k, r->cfg->direct_share);
-    const ir_url *u = rec->direct ? &r->durl : &r->url;
     char rid[96];
     int rl = snprintf(rid, sizeof rid, "%s-%zu", r->rid_prefix, r->first + k);
     irn_header h[2] = {{"content-type", 12, "application/json", 16},
                        {"x-request-id", 12, rid, (size_t)rl}};
     uint64_t to = (uint64_t)((r->cfg->timeout_s > 0 ? r->cfg->timeout_s : 300) * 1e9);
+    size_t g = bench_spread_pick(r->cfg->spread, r->first + k, q->session, r->n_url);
+    rec->gateway = (uint8_t)g; /* the direct client's requests bypass every gateway */
+    const ir_url *u = rec->direct ? &r->durl : &r->url[g];
     irn_client_req req = {.host = u->host,
                           .port = u->port,
                           .method = "POST",
-                          .path = rec->direct ? r->dpath : r->path,
+                          .path = rec->direct ? r->dpath : r->path[g],
                           .headers = h,
                           .nheaders = 2,
                           .body = q->body,
@@ -444,7 +470,7 @@ static json_t *long_or_null(long v) {
     return v >= 0 ? json_integer(v) : json_null();
 }
 
-static json_t *rec_json(const bench_rec *x, const bench_req *q, size_t i) {
+static json_t *rec_json(const bench_rec *x, const bench_req *q, size_t i, size_t n_gateways) {
     double ttft = x->first_ns ? (double)(x->first_ns - x->sched_ns) / 1e6 : NAN;
     double tpot = NAN;
     if (x->err == BENCH_OK && x->first_ns && x->completion_tokens > 1)
@@ -471,6 +497,7 @@ static json_t *rec_json(const bench_rec *x, const bench_req *q, size_t i) {
     json_object_set_new(o, "cached_tokens", json_integer(x->cached_tokens));
     json_object_set_new(o, "chunks", json_integer(x->chunks));
     json_object_set_new(o, "replica", x->replica[0] ? json_string(x->replica) : json_null());
+    if (n_gateways > 1 && !x->direct) json_object_set_new(o, "gateway", json_integer(x->gateway));
     json_object_set_new(o, "hdr_prompt_tokens", long_or_null(x->hdr_prompt_tokens));
     json_object_set_new(o, "hdr_cached_tokens", long_or_null(x->hdr_cached_tokens));
     if (x->direct) json_object_set_new(o, "direct", json_true());
@@ -541,6 +568,30 @@ static void in_flight_balance(const bench_sum_in *in, double span_s, json_t *s) 
     json_object_set_new(s, "per_replica_in_flight", per);
     json_object_set_new(s, "in_flight_max_over_mean",
                         num_or_null(ok ? max / (sum / (double)n) : NAN));
+}
+
+/* With several gateways: each one's share of the requests, errors and hit rate. */
+static void per_gateway(const bench_sum_in *in, json_t *s) {
+    if (in->n_gateways <= 1) return;
+    json_t *arr = json_array();
+    for (size_t g = 0; g < in->n_gateways; g++) {
+        size_t n = 0, errs = 0;
+        double prompt = 0, cached = 0;
+        for (size_t i = 0; i < in->n; i++) {
+            const bench_rec *x = &in->recs[i];
+            if (x->gateway != g) continue;
+            n++;
+            errs += x->err != BENCH_OK;
+            if (x->err == BENCH_OK && x->prompt_tokens > 0) {
+                prompt += (double)x->prompt_tokens;
+                cached += (double)x->cached_tokens;
+            }
+        }
+        json_array_append_new(arr, json_pack("{s:I, s:I, s:o}", "requests", (json_int_t)n, "errors",
+                                             (json_int_t)errs, "hit_rate",
+                                             num_or_null(prompt > 0 ? cached / prompt : NAN)));
+    }
+    json_object_set_new(s, "per_gateway", arr);
 }
 
 json_t *bench_summarize(const bench_sum_in *in) {
@@ -615,6 +666,7 @@ json_t *bench_summarize(const bench_sum_in *in) {
     json_object_set_new(s, "hit_rate", num_or_null(prompt > 0 ? cached / prompt : NAN));
     json_object_set_new(s, "per_replica", per_rep);
     in_flight_balance(in, span, s);
+    per_gateway(in, s);
     json_t *pred = json_object();
     json_t *a = bench_prediction(pp, pa, n), *b = bench_prediction(cp, ca, n);
     if (a) json_object_set_new(pred, "prompt_tokens", a);
@@ -671,6 +723,25 @@ static size_t routed_recs(const bench_rec *recs, size_t n, bench_rec *out, size_
     return m;
 }
 
+/* The base URLs and each one's chat completions path; -1 with err on a bad URL. */
+static int run_urls(ol_run *r, const bench_run_cfg *cfg, char *err, size_t errlen) {
+    r->n_url = cfg->n_base ? cfg->n_base : 1;
+    if (r->n_url > BENCH_MAX_GATEWAYS) {
+        snprintf(err, errlen, "at most %d base URLs", BENCH_MAX_GATEWAYS);
+        return -1;
+    }
+    for (size_t g = 0; g < r->n_url; g++) {
+        r->base_url[g] = cfg->n_base ? cfg->base_urls[g] : cfg->base_url;
+        if (!r->base_url[g] || ir_url_parse(r->base_url[g], &r->url[g])) {
+            snprintf(err, errlen, "--base-url: not an http URL: %s",
+                     r->base_url[g] ? r->base_url[g] : "");
+            return -1;
+        }
+        chat_path(&r->url[g], r->path[g], sizeof r->path[g]);
+    }
+    return 0;
+}
+
 json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     const bench_workload *wl = cfg->wl;
     ol_run r = {0};
@@ -678,11 +749,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     r.reqs = wl->reqs;
     r.stall_at_s = cfg->stall_at_s;
     r.stall_ms = cfg->stall_ms;
-    if (ir_url_parse(cfg->base_url, &r.url)) {
-        snprintf(err, errlen, "--base-url: not an http URL: %s", cfg->base_url);
-        return NULL;
-    }
-    chat_path(&r.url, r.path, sizeof r.path);
+    if (run_urls(&r, cfg, err, errlen)) return NULL;
     if (cfg->direct_url) {
         if (ir_url_parse(cfg->direct_url, &r.durl)) {
             snprintf(err, errlen, "direct client: not an http URL: %s", cfg->direct_url);
@@ -739,7 +806,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     bench_rec *routed = calloc(nm + 1, sizeof *routed);
     size_t n_direct, direct_err;
     size_t nr = routed_recs(recs + wl->warmup, nm, routed, &n_direct, &direct_err);
-    bench_sum_in si = {routed, nr, cfg->slo_ttft_ms, cfg->slo_tpot_ms, r.itl, r.n_itl};
+    bench_sum_in si = {routed, nr, cfg->slo_ttft_ms, cfg->slo_tpot_ms, r.itl, r.n_itl, r.n_url};
     json_t *sum = bench_summarize(&si);
     free(routed);
     if (cfg->direct_url)
@@ -781,7 +848,14 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     json_t *doc = json_object();
     json_object_set_new(doc, "schema", json_string("inferrail-bench/run/1"));
     json_t *c = json_object();
-    json_object_set_new(c, "base_url", json_string(cfg->base_url));
+    json_object_set_new(c, "base_url", json_string(r.base_url[0]));
+    json_object_set_new(c, "gateways", json_integer((json_int_t)r.n_url));
+    if (r.n_url > 1) {
+        json_t *bu = json_array();
+        for (size_t g = 0; g < r.n_url; g++) json_array_append_new(bu, json_string(r.base_url[g]));
+        json_object_set_new(c, "base_urls", bu);
+        json_object_set_new(c, "spread", json_string(bench_spread_name(cfg->spread)));
+    }
     json_object_set_new(c, "workload", json_string(wl->name));
     json_object_set_new(c, "rate", json_real(cfg->rate));
     json_object_set_new(c, "speedup", json_real(wl->speedup > 0 ? wl->speedup : 1));
@@ -801,7 +875,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     if (r.n_actions) json_object_set_new(doc, "actions", actions_json(&r));
     json_t *rs = json_array();
     for (size_t i = wl->warmup; i < wl->n; i++)
-        json_array_append_new(rs, rec_json(&recs[i], &wl->reqs[i], i));
+        json_array_append_new(rs, rec_json(&recs[i], &wl->reqs[i], i, r.n_url));
     json_object_set_new(doc, "requests", rs);
     free(recs);
     free(before);

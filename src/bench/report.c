@@ -420,13 +420,18 @@ int bench_report_main(int argc, char **argv) {
                 if (num(p, "ttft_ms", "p99") < vt) vt = num(p, "ttft_ms", "p99"), bt = pol;
                 if (num(p, "hit_rate", NULL) > vh) vh = num(p, "hit_rate", NULL), bh = pol;
             }
-            fprintf(md,
-                    "| %s | %.3g | %g× | %lld | %lld × %lld | %.3f | %s (%.0f ms) | %s (%.3f) |\n",
-                    ir_json_str(c, "workload"), num(c, "rate", NULL), speedup_of(c),
-                    json_integer_value(json_object_get(c, "replicas")),
-                    json_integer_value(json_object_get(c, "requests")),
-                    json_integer_value(json_object_get(c, "repetitions")),
-                    num(c, "reuse_ceiling", NULL), bt, vt, bh, vh);
+            /* Several gateways in front of the replicas: said beside their count. */
+            json_int_t gws = json_integer_value(json_object_get(c, "gateways"));
+            char gw[48] = "";
+            if (gws > 1) snprintf(gw, sizeof gw, " (%lld gateways)", (long long)gws);
+            fprintf(
+                md,
+                "| %s | %.3g | %g× | %lld%s | %lld × %lld | %.3f | %s (%.0f ms) | %s (%.3f) |\n",
+                ir_json_str(c, "workload"), num(c, "rate", NULL), speedup_of(c),
+                json_integer_value(json_object_get(c, "replicas")), gw,
+                json_integer_value(json_object_get(c, "requests")),
+                json_integer_value(json_object_get(c, "repetitions")),
+                num(c, "reuse_ceiling", NULL), bt, vt, bh, vh);
         }
         fprintf(md, "\n");
         chart_bars(out, &in, "p99-ttft", "p99 TTFT per policy and workload", "ms", "ttft_ms", "p99",

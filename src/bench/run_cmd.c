@@ -11,8 +11,13 @@
 #include <xxhash.h>
 
 static void run_usage(FILE *f) {
-    fprintf(f, "Usage: inferrail-bench run --base-url URL --workload W --rate R --requests N\n"
-               "         --out FILE.json [options]\n"
+    fprintf(f, "Usage: inferrail-bench run --base-url URL[,URL2..] --workload W --rate R\n"
+               "         --requests N --out FILE.json [options]\n"
+               "  several base URLs (gateways in front of the same engines, at most 8): each\n"
+               "  request goes to one of them (--spread)\n"
+               "  --gateways N          check that --base-url names N gateways\n"
+               "  --spread S            alternate (request i to URL i mod N; a chat's turns land\n"
+               "                        on either) or session (a chat stays on one) (alternate)\n"
                "  W: w1..w6, llmd-shared-prefix, sglang-gsp, prefix-repetition, or trace\n"
                "  --trace FILE          replay a Mooncake JSONL trace (workload trace; no --rate)\n"
                "  --speedup K           arrival gaps and think times divided by K, SLOs too\n"
@@ -60,6 +65,8 @@ static const struct option common_opts[] = {
     {"trace", required_argument, 0, 'R'},
     {"reset-prefix-cache-at", required_argument, 0, 'X'},
     {"direct-share", required_argument, 0, 'D'},
+    {"gateways", required_argument, 0, 'G'},
+    {"spread", required_argument, 0, 'S'},
     {"help", no_argument, 0, 'h'},
 };
 
@@ -77,6 +84,25 @@ void bench_common_init(bench_common *c) {
 void bench_common_free(bench_common *c) {
     json_decref(c->params);
     free(c->engine_buf);
+    free(c->base_buf);
+}
+
+/* --base-url U1[,U2..]: -1 when more than BENCH_MAX_GATEWAYS or one is empty. */
+static int base_urls(bench_common *c, const char *arg) {
+    free(c->base_buf);
+    c->base_buf = strdup(arg);
+    c->n_base = 0;
+    c->base_url = NULL;
+    if (!c->base_buf) return -1;
+    char *p = c->base_buf;
+    for (char *comma; p; p = comma ? comma + 1 : NULL) {
+        comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        if (!*p || c->n_base == BENCH_MAX_GATEWAYS) return -1;
+        c->base[c->n_base++] = p;
+    }
+    c->base_url = c->base[0];
+    return 0;
 }
 
 /* Handles one common option; 1 when it was not one, -1 on a bad value. */
@@ -84,8 +110,12 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
     double ms;
     switch (ch) {
     case 'u':
-        c->base_url = arg;
-        return 0;
+        return base_urls(c, arg);
+    case 'G':
+        c->gateways = atoi(arg);
+        return c->gateways >= 1 && c->gateways <= BENCH_MAX_GATEWAYS ? 0 : -1;
+    case 'S':
+        return bench_spread_parse(arg, &c->spread);
     case 'm':
         c->model = arg;
         return 0;
@@ -262,8 +292,8 @@ static int reset_actions(const bench_common *c, const char *const *engines, size
 /* One run of the common options against base_url; the results document.
  * SLOs are given in model time, so they are divided by --speedup like the
  * latencies they judge. */
-json_t *bench_common_run(const bench_common *c, const char *base_url, double rate, uint64_t seed,
-                         const char *const *engines, size_t n_engine) {
+json_t *bench_common_run(const bench_common *c, const char *const *base_urls, size_t n_base,
+                         double rate, uint64_t seed, const char *const *engines, size_t n_engine) {
     bench_action acts[BENCH_MAX_ACTIONS];
     char urls[BENCH_MAX_ACTIONS][600];
     if (reset_actions(c, engines, n_engine, acts, urls)) return NULL;
@@ -276,7 +306,9 @@ json_t *bench_common_run(const bench_common *c, const char *base_url, double rat
     }
     bench_workload w;
     if (bench_common_workload(c, rate, seed, &w)) return NULL;
-    bench_run_cfg rc = {.base_url = base_url,
+    bench_run_cfg rc = {.base_urls = base_urls,
+                        .n_base = n_base,
+                        .spread = c->spread,
                         .wl = &w,
                         .rate = c->trace ? w.rate : rate,
                         .seed = seed,
@@ -365,7 +397,13 @@ static void print_line(const json_t *doc) {
     print_num(json_object_get(s, "engine_hit_rate"), "%.3f");
     printf(", ceiling ");
     print_num(json_object_get(s, "reuse_ceiling"), "%.3f");
-    printf(")  lag p99 ");
+    printf(")");
+    json_t *pg = json_object_get(s, "per_gateway");
+    for (size_t g = 0; g < json_array_size(pg); g++) {
+        printf(g ? " / " : "  by gateway ");
+        print_num(json_object_get(json_array_get(pg, g), "hit_rate"), "%.3f");
+    }
+    printf("  lag p99 ");
     print_num(json_object_get(l, "p99"), "%.3f");
     printf(" ms\n");
 }
@@ -397,9 +435,15 @@ int bench_run_main(int argc, char **argv) {
         bench_common_free(&c);
         return 2;
     }
+    if (c.gateways && (size_t)c.gateways != c.n_base) {
+        fprintf(stderr, "inferrail-bench run: --gateways %d but --base-url names %zu\n", c.gateways,
+                c.n_base);
+        bench_common_free(&c);
+        return 2;
+    }
     bench_raise_fd_limit();
-    json_t *doc =
-        bench_common_run(&c, c.base_url, c.rate, c.seed, (const char *const *)c.engine, c.n_engine);
+    json_t *doc = bench_common_run(&c, c.base, c.n_base, c.rate, c.seed,
+                                   (const char *const *)c.engine, c.n_engine);
     rc = 1;
     if (doc) {
         rc = bench_write_json(doc, c.out) ? 1 : 0;

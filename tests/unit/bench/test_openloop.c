@@ -1,7 +1,8 @@
 /* test_openloop.c: trust tests for the open-loop harness: Poisson arrivals,
  * determinism, TTFT/TPOT/ITL against a server with known timing, coordinated
- * omission, a blocked client loop showing up as send lag, and the summary
- * arithmetic (goodput, prediction accuracy, Prometheus sums). */
+ * omission, a blocked client loop showing up as send lag, the summary
+ * arithmetic (goodput, prediction accuracy, Prometheus sums), and a run
+ * spread over several base URLs (gateways). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@ typedef enum { SRV_TIMED, SRV_SERIAL, SRV_FAST } srv_mode;
 typedef struct tsrv {
     srv_mode mode;
     int ttft_ms, itl_ms, tokens, service_ms;
+    int cached; /* usage's cached_tokens (of 100 prompt tokens) */
     uv_loop_t loop;
     uv_async_t stop;
     irn_server *srv;
@@ -52,7 +54,7 @@ static const char *chunk =
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok\"}}]}\n\n";
 static const char *usage_fmt = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,"
                                "\"completion_tokens\":%d,\"prompt_tokens_details\":"
-                               "{\"cached_tokens\":32}}}\n\ndata: [DONE]\n\n";
+                               "{\"cached_tokens\":%d}}}\n\ndata: [DONE]\n\n";
 
 static const irn_header resp_headers[] = {
     {"content-type", 12, "text/event-stream", 17},
@@ -74,7 +76,7 @@ static void stream_step(uv_timer_t *t) {
         return;
     }
     char u[256];
-    int n = snprintf(u, sizeof u, usage_fmt, st->s->tokens);
+    int n = snprintf(u, sizeof u, usage_fmt, st->s->tokens, st->s->cached);
     irn_resp_finish(st->resp, u, (size_t)n);
     uv_close((uv_handle_t *)&st->t, stream_closed);
 }
@@ -83,7 +85,7 @@ static void answer_now(tsrv *s, irn_resp *resp, int tokens) {
     ir_buf b;
     ir_buf_init(&b, 0);
     for (int i = 0; i < tokens; i++) ir_buf_append_str(&b, chunk);
-    ir_buf_appendf(&b, usage_fmt, tokens);
+    ir_buf_appendf(&b, usage_fmt, tokens, s->cached);
     irn_resp_start(resp, 200, resp_headers, 4, -1);
     irn_resp_finish(resp, b.data, b.len);
     ir_buf_free(&b);
@@ -166,6 +168,7 @@ static tsrv *srv_start(srv_mode mode) {
     s->itl_ms = 15;
     s->tokens = 10;
     s->service_ms = 50;
+    s->cached = 32;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_create(&s->th, NULL, srv_main, s);
@@ -634,6 +637,111 @@ static void test_gateway_yaml(void **st) {
     ir_buf_free(&b);
 }
 
+/* Two base URLs (two gateways in front of the same engines): alternate sends request
+ * i to URL i mod 2, so a chat's turns land on both; session keeps a chat on one. The
+ * servers' own counts, each record's gateway and the per-gateway hit rates (the two
+ * servers report different cached tokens) must all agree. */
+static json_t *run_two(tsrv *a, tsrv *b, bench_workload *w, bench_spread spread) {
+    char ua[64], ub[64];
+    snprintf(ua, sizeof ua, "http://127.0.0.1:%d", a->port);
+    snprintf(ub, sizeof ub, "http://127.0.0.1:%d/v1", b->port);
+    const char *urls[2] = {ua, ub};
+    bench_run_cfg c = {.base_urls = urls,
+                       .n_base = 2,
+                       .spread = spread,
+                       .wl = w,
+                       .rate = 1,
+                       .slo_ttft_ms = 2000,
+                       .slo_tpot_ms = 100,
+                       .timeout_s = 30};
+    char err[256] = "";
+    json_t *doc = bench_run(&c, err, sizeof err);
+    assert_non_null(doc);
+    json_t *cfg = json_object_get(doc, "config");
+    assert_int_equal(json_integer_value(json_object_get(cfg, "gateways")), 2);
+    assert_string_equal(json_string_value(json_object_get(cfg, "spread")),
+                        bench_spread_name(spread));
+    assert_int_equal(json_array_size(json_object_get(cfg, "base_urls")), 2);
+    return doc;
+}
+
+/* Per gateway: requests in the records, and whether some session used both. */
+static bool sessions_cross(json_t *doc, size_t per[2]) {
+    json_t *rs = json_object_get(doc, "requests"), *r;
+    size_t i, n = json_array_size(rs);
+    bool cross = false;
+    per[0] = per[1] = 0;
+    json_array_foreach(rs, i, r) {
+        json_int_t g = json_integer_value(json_object_get(r, "gateway"));
+        assert_true(g == 0 || g == 1);
+        per[g]++;
+        json_int_t sess = json_integer_value(json_object_get(r, "session"));
+        for (size_t j = 0; j < n; j++) {
+            json_t *o = json_array_get(rs, j);
+            if (json_integer_value(json_object_get(o, "session")) == sess &&
+                json_integer_value(json_object_get(o, "gateway")) != g)
+                cross = true;
+        }
+    }
+    return cross;
+}
+
+static void test_two_gateways(void **st) {
+    json_t *p = json_object();
+    bench_param_parse(p, "think_min_s=0.05");
+    bench_param_parse(p, "think_max_s=0.05");
+    bench_param_parse(p, "user_max=60");
+    bench_workload w;
+    char err[256] = "";
+    bench_wl_opts o = {.name = "w2", .rate = 100, .n = 60, .seed = 3, .params = p};
+    assert_int_equal(bench_workload_build(&o, &w, err, sizeof err), 0);
+    assert_int_equal(bench_spread_pick(BENCH_SPREAD_ALTERNATE, 5, 2, 1), 0);
+    assert_int_equal(bench_spread_pick(BENCH_SPREAD_ALTERNATE, 5, 2, 3), 2);
+    assert_int_equal(bench_spread_pick(BENCH_SPREAD_SESSION, 5, 7, 3), 1);
+    bench_spread sp;
+    assert_int_equal(bench_spread_parse("session", &sp), 0);
+    assert_int_equal(sp, BENCH_SPREAD_SESSION);
+    assert_int_equal(bench_spread_parse("random", &sp), -1);
+    for (int mode = 0; mode < 2; mode++) {
+        tsrv *a = srv_start(SRV_FAST), *b = srv_start(SRV_FAST);
+        b->cached = 64;
+        bench_spread spread = mode ? BENCH_SPREAD_SESSION : BENCH_SPREAD_ALTERNATE;
+        json_t *doc = run_two(a, b, &w, spread);
+        int served[2];
+        srv_stop_count(a, &served[0]);
+        srv_stop_count(b, &served[1]);
+        assert_int_equal(S(doc, "errors", NULL), 0);
+        size_t per[2];
+        bool cross = sessions_cross(doc, per);
+        assert_int_equal(per[0], served[0]); /* what each server saw is what was recorded */
+        assert_int_equal(per[1], served[1]);
+        assert_true(per[0] > 5 && per[1] > 5);
+        if (mode == 0) {
+            size_t i;
+            json_t *r;
+            json_array_foreach(json_object_get(doc, "requests"), i, r)
+                assert_int_equal(json_integer_value(json_object_get(r, "gateway")),
+                                 json_integer_value(json_object_get(r, "i")) % 2);
+            assert_true(cross); /* some chat's turns went to both gateways */
+        } else {
+            assert_false(cross);
+        }
+        json_t *pg = json_object_get(json_object_get(doc, "summary"), "per_gateway");
+        assert_int_equal(json_array_size(pg), 2);
+        for (size_t g = 0; g < 2; g++) {
+            json_t *x = json_array_get(pg, g);
+            assert_int_equal(json_integer_value(json_object_get(x, "requests")), per[g]);
+            assert_true(
+                fabs(json_number_value(json_object_get(x, "hit_rate")) - (g ? 0.64 : 0.32)) < 1e-9);
+        }
+        assert_true(fabs(S(doc, "hit_rate", NULL) -
+                         (0.32 * (double)per[0] + 0.64 * (double)per[1]) / 60.0) < 1e-3);
+        json_decref(doc);
+    }
+    bench_workload_free(&w);
+    json_decref(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_poisson),
@@ -647,6 +755,7 @@ int main(void) {
         cmocka_unit_test(test_prediction_arithmetic),
         cmocka_unit_test(test_summary_arithmetic),
         cmocka_unit_test(test_gateway_yaml),
+        cmocka_unit_test(test_two_gateways),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
