@@ -13,22 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "config_fixture.h"
 #include "gateway/gateway.h"
-
-static ir_cfg *load(const char *text, gw_config *c, ir_cfg_errors *e) {
-    memset(e, 0, sizeof *e);
-    ir_cfg *owner = ir_cfg_load_text(text, strlen(text), &gw_config_schema, c, e);
-    if (owner) gw_config_check(c, e);
-    if (owner && !e->n) gw_config_expand_dp(c, owner, e);
-    return owner;
-}
-
-static bool has_error(const ir_cfg_errors *e, const char *path) {
-    for (size_t k = 0; k < e->n; k++)
-        if (strncmp(e->msgs[k], path, strlen(path)) == 0) return true;
-    for (size_t k = 0; k < e->n; k++) fprintf(stderr, "  got: %s\n", e->msgs[k]);
-    return false;
-}
 
 static const char *conf = "models: [{name: m}]\n"
                           "discovery:\n"
@@ -45,7 +31,7 @@ static void keys_parse(void **state) {
     (void)state;
     gw_config c;
     ir_cfg_errors e;
-    ir_cfg *owner = load(conf, &c, &e);
+    ir_cfg *owner = fx_load(conf, &c, &e);
     assert_non_null(owner);
     assert_int_equal(e.n, 0);
     const gw_dns_group_cfg *g = c.discovery.dns.items;
@@ -89,12 +75,7 @@ static void errors_name_paths(void **state) {
                  "models: [{name: m}]\ndiscovery:\n  dns:\n    - {name: g, url: "
                  "\"http://g.test:1\", %s}\n",
                  cases[i].group);
-        gw_config c;
-        ir_cfg_errors e;
-        ir_cfg *owner = load(text, &c, &e);
-        if (!has_error(&e, cases[i].path)) fail_msg("case %zu: no error for %s", i, cases[i].path);
-        ir_cfg_free(owner);
-        ir_cfg_errors_free(&e);
+        fx_expect_error(i, text, cases[i].path);
     }
     /* The name leaves room for /dp<N-1>: 18 bytes fit alone, not with 10 ranks. */
     const char *name18 = "abcdefghijklmnopqr";
@@ -105,11 +86,11 @@ static void errors_name_paths(void **state) {
                  name18, dp);
         gw_config c;
         ir_cfg_errors e;
-        ir_cfg *owner = load(text, &c, &e);
+        ir_cfg *owner = fx_load(text, &c, &e);
         if (dp == 1)
             assert_int_equal(e.n, 0);
         else
-            assert_true(has_error(&e, "discovery.dns[0].name: must be 1 to 14"));
+            assert_true(fx_has_error(&e, "discovery.dns[0].name: must be 1 to 14"));
         ir_cfg_free(owner);
         ir_cfg_errors_free(&e);
     }
@@ -119,7 +100,7 @@ static void targets(void **state) {
     (void)state;
     gw_config c;
     ir_cfg_errors e;
-    ir_cfg *owner = load(conf, &c, &e);
+    ir_cfg *owner = fx_load(conf, &c, &e);
     assert_non_null(owner);
     const gw_dns_group_cfg *g = c.discovery.dns.items;
     gw_dns_target_cfg t;
@@ -181,7 +162,7 @@ static bool stream_is(gw_fleet *f, int slot, bool want) {
 static void streams_follow_members(const char *fleet_text, bool started) {
     gw_config c, gc;
     ir_cfg_errors e, ge;
-    ir_cfg *owner = load(fleet_text, &c, &e), *gowner = load(conf, &gc, &ge);
+    ir_cfg *owner = fx_load(fleet_text, &c, &e), *gowner = fx_load(conf, &gc, &ge);
     assert_non_null(owner);
     assert_non_null(gowner);
     assert_int_equal(e.n, 0);

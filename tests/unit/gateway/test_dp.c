@@ -10,23 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config_fixture.h"
 #include "gateway/gateway.h"
-
-/* As gw_config_load does, from text: fields, cross-checks, then the expansion. */
-static ir_cfg *load(const char *text, gw_config *c, ir_cfg_errors *e) {
-    memset(e, 0, sizeof *e);
-    ir_cfg *owner = ir_cfg_load_text(text, strlen(text), &gw_config_schema, c, e);
-    if (owner) gw_config_check(c, e);
-    if (owner && !e->n) gw_config_expand_dp(c, owner, e);
-    return owner;
-}
-
-static bool has_error(const ir_cfg_errors *e, const char *path) {
-    for (size_t k = 0; k < e->n; k++)
-        if (strncmp(e->msgs[k], path, strlen(path)) == 0) return true;
-    for (size_t k = 0; k < e->n; k++) fprintf(stderr, "  got: %s\n", e->msgs[k]);
-    return false;
-}
 
 static const char *conf = "models:\n  - name: m\n"
                           "replicas:\n"
@@ -44,7 +29,7 @@ static void expands_in_rank_order(void **state) {
     (void)state;
     gw_config c;
     ir_cfg_errors e;
-    ir_cfg *owner = load(conf, &c, &e);
+    ir_cfg *owner = fx_load(conf, &c, &e);
     assert_non_null(owner);
     assert_int_equal(e.n, 0);
     assert_int_equal(c.replicas.n, 5);
@@ -124,12 +109,7 @@ static void errors_name_paths(void **state) {
             snprintf(rep, sizeof rep, "{id: %s, url: \"http://h:1\", data_parallel_size: 10}",
                      longid);
         snprintf(text, sizeof text, "models:\n  - name: m\nreplicas:\n  - %s\n", rep);
-        gw_config c;
-        ir_cfg_errors e;
-        ir_cfg *owner = load(text, &c, &e);
-        if (!has_error(&e, cases[i].path)) fail_msg("case %zu: no error for %s", i, cases[i].path);
-        ir_cfg_free(owner);
-        ir_cfg_errors_free(&e);
+        fx_expect_error(i, text, cases[i].path);
     }
     /* Too many targets in all: 5 replicas of 64 ranks. */
     size_t n = snprintf(text, sizeof text, "models:\n  - name: m\nreplicas:\n");
@@ -138,8 +118,8 @@ static void errors_name_paths(void **state) {
                       "  - {id: r%d, url: \"http://h:%d\", data_parallel_size: 64}\n", i, i + 1);
     gw_config c;
     ir_cfg_errors e;
-    ir_cfg *owner = load(text, &c, &e);
-    assert_true(has_error(&e, "replicas: 320 routing targets"));
+    ir_cfg *owner = fx_load(text, &c, &e);
+    assert_true(fx_has_error(&e, "replicas: 320 routing targets"));
     assert_int_equal(c.replicas.n, 5); /* left as it was */
     ir_cfg_free(owner);
     ir_cfg_errors_free(&e);
