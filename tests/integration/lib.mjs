@@ -1,6 +1,7 @@
 // Shared helpers for the integration tests: start real binaries on free
 // loopback ports, talk raw HTTP, parse SSE, and always clean up.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -171,6 +172,14 @@ export async function waitFor(what, cond, ms = 20000) {
     if (Date.now() > deadline) throw new Error(`waitFor: not within ${ms} ms: ${what}`);
     await sleep(10);
   }
+}
+
+// Rewrites the config file of a gateway from startGateway: change(cfg) edits the
+// parsed config in place, which is written back (as JSON) for a SIGHUP to reload.
+export function rewriteConfig(gw, change) {
+  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
+  change(cfg);
+  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
 }
 
 // Starts build/inferrail-gateway with a config object (written as JSON, which

@@ -9,22 +9,12 @@
 // and off; a configured replica that a reload gives kv_events is followed too.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import { startGateway, metrics, metricValue, sleep } from './lib.mjs';
+import { startGateway, metrics, metricValue, sleep, waitFor, rewriteConfig } from './lib.mjs';
 import { startDns, startSimAt, randomPort } from './dns_lib.mjs';
 
 const MODEL = 'inferrail/sim-8b';
 const cleanup = [];
 after(async () => { for (const f of cleanup.reverse()) await f(); });
-
-async function until(what, cond, ms = 20000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(25);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 // Simulators on each host, sharing one HTTP port and one pair of event ports
 // (rank r on pub + r and replay + r), each bound to its own address.
@@ -76,7 +66,7 @@ const prompt = (i) => `Prompt ${i}: ` + Array.from({ length: 60 }, (_, k) => wor
 // no other replica is.
 async function predictedOn(gw, p, on, ids) {
   let rows;
-  await until(`${on} to show its events`, async () => {
+  await waitFor(`${on} to show its events`, async () => {
     rows = await explain(gw, p + ' more');
     return rows[on] && rows[on].predicted_cached_tokens >= 64;
   });
@@ -113,15 +103,15 @@ test('discovered members are tracked from their own events, and keep them while 
   assert.deepEqual(new Set(Object.values(served)), new Set([id('127.0.0.2'), id('127.0.0.3')]), gw.log.text.slice(-3000));
   for (let i = 0; i < 4; i++) await predictedOn(gw, prompt(i), served[i], [id('127.0.0.2'), id('127.0.0.3')]);
   for (const ip of ['127.0.0.2', '127.0.0.3'])
-    await until(`${ip}'s stream in the log`, async () => gw.log.text.includes(`replica ${id(ip)}: following its KV events at tcp://${ip}:${pub}`));
+    await waitFor(`${ip}'s stream in the log`, async () => gw.log.text.includes(`replica ${id(ip)}: following its KV events at tcp://${ip}:${pub}`));
   let page = await metrics(gw.admin);
   const batches3 = metricValue(page, 'inferrail_kv_events_batches_total', `replica="${id('127.0.0.3')}"`);
   assert.ok(batches3 >= 1, page);
 
   // .2 leaves and .4 joins: .2's stream closes and its series go; .3 keeps its view.
   dns.setHosts({ 'pool.test': ['127.0.0.3', '127.0.0.4'] });
-  await until('.2 to leave and .4 to join', async () => (await members(gw)).join() === [id('127.0.0.3'), id('127.0.0.4')].join());
-  await until('.2\'s stream to close', async () => gw.log.text.includes(`replica ${id('127.0.0.2')}: its KV event stream closed`));
+  await waitFor('.2 to leave and .4 to join', async () => (await members(gw)).join() === [id('127.0.0.3'), id('127.0.0.4')].join());
+  await waitFor('.2\'s stream to close', async () => gw.log.text.includes(`replica ${id('127.0.0.2')}: its KV event stream closed`));
   page = await metrics(gw.admin);
   assert.ok(!page.includes(id('127.0.0.2')), 'a departed member keeps metric series');
   assert.ok(metricValue(page, 'inferrail_kv_events_batches_total', `replica="${id('127.0.0.3')}"`) >= batches3,
@@ -140,16 +130,10 @@ test('discovered members are tracked from their own events, and keep them while 
   assert.equal(metricValue(page, 'inferrail_kv_events_decode_errors_total', `replica="${id('127.0.0.4')}"`), 0);
 });
 
-function rewrite(gw, change) {
-  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
-  change(cfg);
-  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
-}
-
 async function reload(gw) {
   const before = count(gw.log.text, 'discovery renewed');
   gw.child.kill('SIGHUP');
-  await until('the reload', () => count(gw.log.text, 'discovery renewed') > before);
+  await waitFor('the reload', () => count(gw.log.text, 'discovery renewed') > before);
 }
 
 test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns the keys on and off', { timeout: 120000 }, async () => {
@@ -174,13 +158,13 @@ test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns
 
   // The reload gives the group two ranks and KV events: four targets, each fed by
   // its rank's stream on its member's address.
-  rewrite(gw, (c) => { Object.assign(c.discovery.dns[0], { data_parallel_size: 2, kv_events: { port: pub, replay_port: replay, topic: '' } }); });
+  rewriteConfig(gw, (c) => { Object.assign(c.discovery.dns[0], { data_parallel_size: 2, kv_events: { port: pub, replay_port: replay, topic: '' } }); });
   await reload(gw);
   const targets = hosts.flatMap((ip) => [0, 1].map((r) => `dp-${ip}-${port}/dp${r}`)).sort();
-  await until('the ranks to join', async () => (await members(gw)).join() === targets.join());
+  await waitFor('the ranks to join', async () => (await members(gw)).join() === targets.join());
   for (const ip of hosts)
     for (const r of [0, 1])
-      await until(`the stream of ${ip} rank ${r}`, async () => gw.log.text.includes(`replica dp-${ip}-${port}/dp${r}: following its KV events at tcp://${ip}:${pub + r}`));
+      await waitFor(`the stream of ${ip} rank ${r}`, async () => gw.log.text.includes(`replica dp-${ip}-${port}/dp${r}: following its KV events at tcp://${ip}:${pub + r}`));
   const sent = Object.fromEntries(targets.map((t) => [t, 0]));
   const served = {};
   for (let i = 0; i < 8; i++) {
@@ -200,7 +184,7 @@ test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns
   // A reload that keeps the group (only its refresh changes): the targets keep their
   // streams and their views.
   const opened = count(gw.log.text, 'following its KV events');
-  rewrite(gw, (c) => { c.discovery.dns[0].refresh = '150ms'; });
+  rewriteConfig(gw, (c) => { c.discovery.dns[0].refresh = '150ms'; });
   await reload(gw);
   await sleep(300);
   assert.equal(count(gw.log.text, 'following its KV events'), opened, 'a kept group\'s streams were opened again');
@@ -208,11 +192,11 @@ test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns
   for (let i = 0; i < 8; i++) await predictedOn(gw, prompt(i), served[i], targets);
 
   // A reload without kv_events: the same targets, tracked approximately; every stream closes.
-  rewrite(gw, (c) => { delete c.discovery.dns[0].kv_events; });
+  rewriteConfig(gw, (c) => { delete c.discovery.dns[0].kv_events; });
   const closedBefore = count(gw.log.text, 'its KV event stream closed');
   await reload(gw);
-  await until('the streams to close', async () => count(gw.log.text, 'its KV event stream closed') >= closedBefore + 4);
-  await until('approximate targets', async () => {
+  await waitFor('the streams to close', async () => count(gw.log.text, 'its KV event stream closed') >= closedBefore + 4);
+  await waitFor('approximate targets', async () => {
     rows = await explain(gw, prompt(0));
     return targets.every((t) => rows[t] && rows[t].index_source === 'approximate');
   });
@@ -233,20 +217,20 @@ test('a configured replica that a reload gives kv_events is followed; new endpoi
   const applied = async () => {
     const before = count(gw.log.text, ': applied: ');
     gw.child.kill('SIGHUP');
-    await until('the reload', () => count(gw.log.text, ': applied: ') > before);
+    await waitFor('the reload', () => count(gw.log.text, ': applied: ') > before);
   };
   // Added by a reload: the subscriber starts for it (none ran), and its events count.
-  rewrite(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub}`, replay_endpoint: `tcp://127.0.0.1:${replay}` }; });
+  rewriteConfig(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub}`, replay_endpoint: `tcp://127.0.0.1:${replay}` }; });
   await applied();
   assert.match(gw.log.text, /replicas 0 added, 0 removed, 1 replaced/); /* the line the reload waited for */
-  await until('its stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub}`));
+  await waitFor('its stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub}`));
   await complete(gw, prompt(1));
   await predictedOn(gw, prompt(1), 'a', ['a']);
   // Other endpoints (nothing listens there): the replica is replaced, its stream too.
-  rewrite(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub + 1}`, replay_endpoint: `tcp://127.0.0.1:${replay + 1}` }; });
+  rewriteConfig(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub + 1}`, replay_endpoint: `tcp://127.0.0.1:${replay + 1}` }; });
   await applied();
-  await until('the old stream to close', async () => gw.log.text.includes('replica a: its KV event stream closed'));
-  await until('the new stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub + 1}`));
+  await waitFor('the old stream to close', async () => gw.log.text.includes('replica a: its KV event stream closed'));
+  await waitFor('the new stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub + 1}`));
   const row = (await explain(gw, prompt(1) + ' more')).a;
   assert.equal(row.predicted_cached_tokens, 0, JSON.stringify(row)); /* a new, empty view */
   assert.equal(row.index_source, 'events-stale', JSON.stringify(row)); /* never connected */

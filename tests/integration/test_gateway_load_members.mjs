@@ -4,8 +4,7 @@
 // loses every series it had.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import { startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
+import { startSim, startGateway, metrics, metricValue, sleep, rewriteConfig } from './lib.mjs';
 
 async function until(what, fn, ms = 20000) {
   const deadline = Date.now() + ms;
@@ -20,12 +19,6 @@ async function until(what, fn, ms = 20000) {
 async function engine(gw, id) {
   const s = await (await fetch(`${gw.admin}/admin/state`)).json();
   return s.replicas.find((r) => r.id === id)?.engine;
-}
-
-function rewrite(gw, change) {
-  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
-  change(cfg);
-  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
 }
 
 async function reload(gw) {
@@ -46,7 +39,7 @@ test('a replica added by a reload is scraped; a removed one loses its series', {
   });
   try {
     await until('s0 reports', async () => (await engine(gw, 's0'))?.age_ms !== null);
-    rewrite(gw, (c) => c.replicas.push({ id: 's1', url: sims[1].url }));
+    rewriteConfig(gw, (c) => c.replicas.push({ id: 's1', url: sims[1].url }));
     await reload(gw);
     // s1 joined after the scraper started: it gets reports of its own.
     const e = await until('s1 reports', async () => {
@@ -63,7 +56,7 @@ test('a replica added by a reload is scraped; a removed one loses its series', {
     assert.ok(Number.isFinite(age) && age < 10, String(age));
 
     // s0 leaves; a stream on s1 (now the only replica) shows in s1's engine report.
-    rewrite(gw, (c) => { c.replicas = c.replicas.filter((r) => r.id === 's1'); });
+    rewriteConfig(gw, (c) => { c.replicas = c.replicas.filter((r) => r.id === 's1'); });
     await reload(gw);
     await until('s0 gone from /admin/state', async () => (await engine(gw, 's0')) === undefined);
     const body = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 150, stream: true });

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startSim, startGateway, sleep, sseData } from './lib.mjs';
+import { startSim, startGateway, sleep, sseData, rewriteConfig } from './lib.mjs';
 
 async function until(what, cond, ms = 15000) {
   const end = Date.now() + ms;
@@ -23,12 +23,6 @@ async function replicas(gw) {
 const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
   method: 'POST', body: JSON.stringify({ model, prompt: 'reload', max_tokens: 2, ...extra }),
 });
-
-function rewrite(gw, change) {
-  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
-  change(cfg);
-  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
-}
 
 async function reload(gw, marker) {
   const before = gw.log.text.split(marker).length;
@@ -51,7 +45,7 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     const stream = head.text().then((text) => ({ status: head.status, text }));
     assert.equal((await post(gw, 'fast')).status, 404);
 
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.replicas.push({ id: 's1', url: sims[1].url }, { id: 's2', url: sims[2].url });
       c.models[0].aliases = ['fast'];
       c.routing.default_policy = 'least_request';
@@ -72,7 +66,7 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
 
     // A bad file: every problem with its path; the running configuration stays.
     const good = fs.readFileSync(gw.file, 'utf8');
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.replicas[1].url = 'ftp://nowhere';
       c.retry = { max_attempts: 0, bogus: 1 };
     });
@@ -85,7 +79,7 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
 
     // s0 (still streaming) and s2 leave, s1 changes its caps in place.
     fs.writeFileSync(gw.file, good);
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.replicas = [{ id: 's1', url: sims[1].url, max_concurrency: 7 }];
       c.server.workers = 2;
     });

@@ -4,8 +4,7 @@
 // discovery.nameservers are asked from then on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import { startGateway, sleep, sseData } from './lib.mjs';
+import { startGateway, sleep, sseData, rewriteConfig } from './lib.mjs';
 import { randomPort, startDns, startSimsAt } from './dns_lib.mjs';
 
 async function until(what, cond, ms = 20000) {
@@ -34,12 +33,6 @@ async function routedTo(gw, model, n = 8) {
     seen.add(r.headers.get('x-inferrail-replica'));
   }
   return [...seen].sort();
-}
-
-function rewrite(gw, change) {
-  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
-  change(cfg);
-  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
 }
 
 async function reload(gw, marker) {
@@ -72,7 +65,7 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     const stream = head.text().then((text) => ({ status: head.status, replica: head.headers.get('x-inferrail-replica'), text }));
 
     // Group b joins; group a now serves only the new model m2 (its member stays).
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.models.push({ name: 'm2' });
       c.discovery.dns[0].models = ['m2'];
       c.discovery.dns.push({ name: 'b', url: `http://b.test:${port}`, refresh: '100ms', models: ['inferrail/sim-8b'] });
@@ -89,7 +82,7 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     assert.deepEqual(await routedTo(gw, 'inferrail/sim-8b'), [id('b', '127.0.0.3'), id('b', '127.0.0.4')]);
 
     // Group b leaves, an SRV group joins, and a is now looked up on ns2 (.4, not .2).
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.discovery.nameservers = [`127.0.0.1:${ns2.port}`];
       c.discovery.dns = [
         { name: 'a', url: `http://a.test:${port}`, refresh: '100ms' },
@@ -133,7 +126,7 @@ test('a member that comes back after a reload added a model serves that model', 
     await until('both members', async () => (await members(gw)).join() === hosts.map(id).join());
     ns.setHosts({ 'a.test': [hosts[0]] });
     await until(`${hosts[1]} to leave`, async () => (await members(gw)).join() === id(hosts[0]));
-    rewrite(gw, (c) => c.models.push({ name: 'm2' }));
+    rewriteConfig(gw, (c) => c.models.push({ name: 'm2' }));
     await reload(gw, 'reload: ');
     assert.match(gw.log.text, /models 1 added/);
     ns.setHosts({ 'a.test': hosts });
@@ -190,7 +183,7 @@ test('a group renamed under load hands its members over: no request lost', { tim
     await until('group ga', async () => (await members(gw)).join() === ids('ga').join());
     const lanes = Array.from({ length: 8 }, lane);
     await sleep(200);
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.discovery.nameservers = [`127.0.0.1:${silent.port}`, `127.0.0.1:${ns.port}`];
       c.discovery.dns[0].name = 'gb';
     });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { ROOT, startSim, startGateway, sleep, sseData } from './lib.mjs';
+import { ROOT, startSim, startGateway, sleep, sseData, rewriteConfig } from './lib.mjs';
 
 const require = createRequire(path.join(ROOT, 'tests', 'package.json'));
 const { Tokenizer } = require('@anush008/tokenizers');
@@ -42,12 +42,6 @@ async function notFound(gw, model) {
   assert.equal(e.message, `The model \`${model}\` does not exist.`);
 }
 
-function rewrite(gw, change) {
-  const cfg = JSON.parse(fs.readFileSync(gw.file, 'utf8'));
-  change(cfg);
-  fs.writeFileSync(gw.file, JSON.stringify(cfg, null, 1));
-}
-
 async function reload(gw, marker) {
   const before = gw.log.text.split(marker).length;
   gw.child.kill('SIGHUP');
@@ -78,7 +72,7 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     const head = await post(gw, 'm-b', { max_tokens: 60, stream: true });
     const stream = head.text().then((text) => ({ status: head.status, text }));
 
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.models = [{ name: 'm-c', aliases: ['c'] }, { name: 'm-a', tokenizer: LLAMA2 }];
       c.replicas[1].models = ['m-c'];
     });
@@ -109,7 +103,7 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
 
     // A tokenizer that cannot load refuses the file; the running models stay.
     const good = fs.readFileSync(gw.file, 'utf8');
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.models[1].tokenizer = '/nonexistent/tokenizer';
       c.models.push({ name: 'm-b' });
     });
@@ -120,7 +114,7 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
 
     // m-b comes back (its old slot and series), m-a back to builtin:sim.
     fs.writeFileSync(gw.file, good);
-    rewrite(gw, (c) => {
+    rewriteConfig(gw, (c) => {
       c.models = [{ name: 'm-a', tokenizer: 'builtin:sim' }, { name: 'm-b' }, { name: 'm-c' }];
       c.replicas[1].models = ['m-b', 'm-c'];
     });
