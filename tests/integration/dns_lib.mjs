@@ -14,6 +14,12 @@ process.on('exit', () => { for (const c of children) try { c.kill('SIGKILL'); } 
 
 export const randomPort = () => 10000 + Math.floor(Math.random() * 10000);
 
+// The ids of a gateway's replicas now (discovered members included), sorted.
+export async function members(gw) {
+  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
+  return s.replicas.map((r) => r.id).sort();
+}
+
 function exited(child) {
   return child.exitCode !== null || child.signalCode !== null;
 }

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, metrics, sleep, sseData } from './lib.mjs';
-import { startDns, startSimsAt, startSimAt } from './dns_lib.mjs';
+import { startDns, startSimsAt, startSimAt, members } from './dns_lib.mjs';
 
 async function until(what, cond, ms = 20000) {
   const end = Date.now() + ms;
@@ -14,11 +14,6 @@ async function until(what, cond, ms = 20000) {
     await sleep(25);
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-async function members(gw) {
-  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
-  return s.replicas.map((r) => r.id).sort();
 }
 
 const body = (extra = {}) => JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hello', max_tokens: 2, ...extra });

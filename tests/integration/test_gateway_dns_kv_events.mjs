@@ -10,7 +10,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, metrics, metricValue, sleep, waitFor, rewriteConfig } from './lib.mjs';
-import { startDns, startSimAt, randomPort } from './dns_lib.mjs';
+import { startDns, startSimAt, randomPort, members } from './dns_lib.mjs';
 
 const MODEL = 'inferrail/sim-8b';
 const cleanup = [];
@@ -37,11 +37,6 @@ async function eventSims(hosts, extra = []) {
     for (const s of sims) await s.stop();
   }
   throw new Error('no ports free on every host');
-}
-
-async function members(gw) {
-  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
-  return s.replicas.map((r) => r.id).sort();
 }
 
 async function explain(gw, prompt) {

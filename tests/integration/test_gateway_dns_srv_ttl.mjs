@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, sleep } from './lib.mjs';
-import { startDns, startSimAt, randomPort } from './dns_lib.mjs';
+import { startDns, startSimAt, randomPort, members } from './dns_lib.mjs';
 
 async function until(what, cond, ms = 20000) {
   const end = Date.now() + ms;
@@ -16,11 +16,6 @@ async function until(what, cond, ms = 20000) {
     await sleep(50);
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-async function members(gw) {
-  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
-  return s.replicas.map((r) => r.id).sort();
 }
 
 async function simOn(host) {

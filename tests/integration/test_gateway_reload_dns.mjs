@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, sleep, sseData, rewriteConfig } from './lib.mjs';
-import { randomPort, startDns, startSimsAt } from './dns_lib.mjs';
+import { randomPort, startDns, startSimsAt, members } from './dns_lib.mjs';
 
 async function until(what, cond, ms = 20000) {
   const end = Date.now() + ms;
@@ -14,11 +14,6 @@ async function until(what, cond, ms = 20000) {
     await sleep(25);
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-async function members(gw) {
-  const s = await (await fetch(`${gw.admin}/admin/state`)).json();
-  return s.replicas.map((r) => r.id).sort();
 }
 
 const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
