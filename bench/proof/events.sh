@@ -44,7 +44,7 @@
 #
 # Knobs (environment; the defaults are the proof):
 #   POLICIES   round_robin,cost_model,cost_model+events
-#   PARTS      "pressure-w1 pressure-w4 reset-w1 cpu-tier"
+#   PARTS      "pressure-w1 pressure-w4 reset-w1 direct-w1 cpu-tier"
 #   K          10 (K_<part> per part)   REPLICAS 3   REPS 3   SHARE 0.7   SEED 1
 #   REQ_W1     600   REQ 400 (w4)   WARMUP 20
 #   FILL 0.5   FLOOR_PROMPTS 3   GPU_BLOCKS_w1, GPU_BLOCKS_w4

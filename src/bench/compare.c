@@ -486,6 +486,7 @@ static void capacity_usage(FILE *f) {
                "\"...\"] [--no-gateway]\n"
                "         [--slo-ttft 2s --slo-tpot 100ms] [--param K=V] [--speedup K]\n"
                "         [--kv-events] [--gateways N] [--spread alternate|session]\n"
+               "         [--sharegpt FILE] [--sim-bin B] [--gateway-bin B] (as compare)\n"
                "Doubles the rate from --start-rate until the SLO (p99 TTFT and p99 TPOT) breaks\n"
                "or a request fails, then bisects --steps times. Every probe gets a fresh fleet.\n");
 }

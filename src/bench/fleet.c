@@ -206,10 +206,11 @@ static double sim_flag(const char *args, const char *flag, double def) {
     return def;
 }
 
-/* The gateway has no engine load scraper yet (no `load.scrape_interval` key;
- * unknown keys are rejected), so nothing here is divided by --speedup. When
- * it gains one, write the interval divided by K (see docs/bench-harness.md). The
- * latency parameters come from the effective simulator flags, already divided. */
+/* No `load` block is written, so the gateway scrapes the engines at its
+ * wall-clock defaults (load.scrape_interval 100ms, max_age 250ms), not divided
+ * by --speedup: reports are K times staler in model time (still to do: write
+ * them divided by K; see docs/bench-harness.md). The latency parameters come
+ * from the effective simulator flags, already divided. */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n,
                        const char *sim_args, const uint16_t (*ev_ports)[2]) {

@@ -9,7 +9,7 @@ static void usage(FILE *f) {
             "Usage: inferrail-bench COMMAND [options]\n"
             "\n"
             "Commands:\n"
-            "  run           one open-loop run of a workload against a base URL\n"
+            "  run           one open-loop run of a workload against a base URL (or several)\n"
             "  compare       policies side by side on fresh gateways and simulators\n"
             "  capacity      the highest rate at which the SLO holds\n"
             "  report        a Markdown report with gnuplot charts from result folders\n"

@@ -463,7 +463,8 @@ static void wl_usage(FILE *f) {
                "         [--warmup K] [--param K=V] [--sharegpt FILE] [--trace FILE]\n"
                "         [--speedup K] [--bodies]\n"
                "Prints one JSON line per request (time, tokens, body hash; the body with\n"
-               "--bodies) and a last line with the reuse ceiling.\n");
+               "--bodies) and a last line with the reuse ceiling and the working set\n"
+               "(distinct_blocks; reused_blocks, those a later request hits again).\n");
 }
 
 int bench_workload_main(int argc, char **argv) {
