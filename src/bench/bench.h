@@ -321,9 +321,10 @@ int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len)
  * sim_args (the effective flags, after --speedup; NULL: the simulator's defaults):
  * block size, KV capacity, the latency parameters and the CPU tier's transfer time.
  * ev_ports (may be NULL): each simulator's KV event ports (PUB, replay), which its
- * replica then follows (kv_events). */
+ * replica then follows (kv_events). speedup (K, <= 0 as 1) divides the gateway's
+ * load scrape interval and max age (100 ms and 250 ms), to a floor of 10 ms. */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n,
-                       const char *sim_args, const uint16_t (*ev_ports)[2]);
+                       const char *sim_args, const uint16_t (*ev_ports)[2], double speedup);
 
 #endif

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <netinet/in.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,14 +207,20 @@ static double sim_flag(const char *args, const char *flag, double def) {
     return def;
 }
 
-/* No `load` block is written, so the gateway scrapes the engines at its
- * wall-clock defaults (load.scrape_interval 100ms, max_age 250ms), not divided
- * by --speedup: reports are K times staler in model time (still to do: write
- * them divided by K; see docs/bench-harness.md). The latency parameters come
- * from the effective simulator flags, already divided. */
+/* The gateway's load scrape follows the speed-up as the simulators do: its
+ * defaults (load.scrape_interval 100ms, max_age 250ms) divided by K, so that a
+ * report is as fresh in model time as at K = 1. The config's floor of 10 ms
+ * bounds it: above K = 10 reports are staler than K times the defaults. The
+ * latency parameters come from the effective simulator flags, already divided. */
+static void gateway_yaml_load(ir_buf *out, double speedup) {
+    double k = speedup > 0 ? speedup : 1;
+    double every = fmax(10, round(100 / k)), age = fmax(every, round(250 / k));
+    ir_buf_appendf(out, "load: {scrape_interval: %.0fms, max_age: %.0fms}\n", every, age);
+}
+
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n,
-                       const char *sim_args, const uint16_t (*ev_ports)[2]) {
+                       const char *sim_args, const uint16_t (*ev_ports)[2], double speedup) {
     ir_buf_appendf(out, "# written by inferrail-bench for one run\n");
     ir_buf_appendf(out, "server: {listen: \"%s\", admin_listen: \"%s\", workers: 1}\n", listen,
                    admin);
@@ -227,6 +234,7 @@ int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const
                    sim_flag(sim_args, "--decode-token-ms", 20),
                    sim_flag(sim_args, "--cpu-transfer-token-us", 5));
     ir_buf_appendf(out, "index: {block_size: %.0f}\n", sim_flag(sim_args, "--block-size", 16));
+    gateway_yaml_load(out, speedup);
     ir_buf_appendf(out, "models:\n  - name: %s\n    aliases: [sim]\n    tokenizer: \"%s\"\n", model,
                    IRT_SIM_SPEC);
     ir_buf_appendf(out, "replicas:\n");
@@ -317,7 +325,7 @@ static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, int g, const
         snprintf(eff, sizeof eff, "%s", o->sim_args ? o->sim_args : "");
     f->gw_seed[g] = bench_gateway_seed(o->seed, g);
     bench_gateway_yaml(&y, listen, admin, o->policy, f->gw_seed[g], model, f->sim_port, f->n, eff,
-                       o->kv_events ? (const uint16_t(*)[2])f->ev_port : NULL);
+                       o->kv_events ? (const uint16_t(*)[2])f->ev_port : NULL, o->speedup);
     if (o->log_dir)
         snprintf(cfgpath, sizeof cfgpath, "%s/%s%s%s.yaml", o->log_dir, o->tag ? o->tag : "",
                  o->tag ? "-" : "", what);
