@@ -6,8 +6,11 @@
 # speed-up changes neither the ranking of the policies nor their hit rates.
 #
 # Writes bench/results/cache-aware/ (per workload a compare folder, the
-# capacity probes, plan.json, speedup-check/k1 and speedup-check/k<K>) and
-# the report in bench/report/cache-aware/. `make proof` runs it.
+# capacity probes, plan.jsonl, speedup-check/k1 and speedup-check/k<K>) and
+# the report in bench/report/cache-aware/. `make proof` runs it, then
+# bench/proof/capacity.sh (the capacity target), bench/proof/targets.py (the
+# targets, met or missed, into targets.md) and bench/proof/slim.py (drops the
+# per-request arrays from the repetitions' files once the charts are drawn).
 #
 # How the rate is chosen: `inferrail-bench capacity` with round_robin on the
 # same fleet, at the same speed-up (so in model time), finds the highest rate
@@ -244,6 +247,13 @@ for dp, _, fs in os.walk(sys.argv[1]):
             if lag is not None and lag > 5:
                 print(f"proof: WARNING {dp} {p}: send lag p99 {lag} ms; the client fell behind, lower K")
 PY
-"$BIN" report "$OUT" --out "$REPORT" \
+# The report covers the proof's own workloads and capacity probes only (OUT also
+# holds earlier one-off results in subfolders, which report would otherwise read).
+inputs=()
+for w in w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition; do
+  [ -f "$OUT/$w/summary.json" ] && inputs+=("$OUT/$w")
+  [ -f "$OUT/capacity-$w.json" ] && inputs+=("$OUT/capacity-$w.json")
+done
+"$BIN" report "${inputs[@]}" --out "$REPORT" \
   --title "Inferrail cache-aware routing: $REPLICAS simulators, $(echo "$POLICIES" | tr ',' ' ' | wc -w) policies"
 echo "proof: done in $(( $(date +%s) - start )) s"
