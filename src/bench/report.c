@@ -255,8 +255,11 @@ static void chart_replicas(const char *out, json_t *cmp, const char *dir, FILE *
 }
 
 /* A clustered bar chart: rows are workloads, columns policies. */
+/* mark (may be NULL): a key of each compare summary's top level (reuse_ceiling)
+ * drawn as one point over each workload's cluster of bars, titled mark_title. */
 static void chart_bars(const char *out, rep_in *in, const char *name, const char *title,
-                       const char *ylabel, const char *a, const char *b, FILE *gp, FILE *md) {
+                       const char *ylabel, const char *a, const char *b, const char *mark,
+                       const char *mark_title, FILE *gp, FILE *md) {
     char dat[128];
     snprintf(dat, sizeof dat, "%s.dat", name);
     FILE *f = open_in(out, dat);
@@ -274,6 +277,7 @@ static void chart_bars(const char *out, rep_in *in, const char *name, const char
     }
     fprintf(f, "workload");
     for (size_t j = 0; j < nc; j++) fprintf(f, " %s", cols[j]);
+    if (mark) fprintf(f, " %s", mark);
     fprintf(f, "\n");
     for (size_t i = 0; i < in->ncmp; i++) {
         json_t *ps = json_object_get(in->compares[i], "policies");
@@ -285,6 +289,10 @@ static void chart_bars(const char *out, rep_in *in, const char *name, const char
             else
                 fprintf(f, " NaN");
         }
+        if (mark) {
+            double m = num(in->compares[i], mark, NULL);
+            fprintf(f, isfinite(m) ? " %.4f" : " NaN", m);
+        }
         fprintf(f, "\n");
     }
     fclose(f);
@@ -293,9 +301,12 @@ static void chart_bars(const char *out, rep_in *in, const char *name, const char
             "%sset output '%s.svg'\nset title '%s'\nset ylabel '%s'\nset xlabel ''\n"
             "set style data histograms\nset style histogram clustered gap 1\n"
             "set style fill solid 0.8 border -1\nset yrange [0:*]\n"
-            "plot for [c=2:%zu] '%s' using c:xtic(1) title columnheader(c)\n"
-            "set style data lines\nset yrange [*:*]\n",
+            "plot for [c=2:%zu] '%s' using c:xtic(1) title columnheader(c)",
             gp_head, name, title, ylabel, nc + 1, dat);
+    if (mark) /* clusters sit at x = 0, 1, ...: one marker over each */
+        fprintf(gp, ", '%s' using 0:%zu with points pt 9 ps 2 lc rgb 'black' title '%s'", dat,
+                nc + 2, mark_title);
+    fprintf(gp, "\nset style data lines\nset yrange [*:*]\n");
     fprintf(md, "![%s](%s.svg)\n\n", title, name);
 }
 
@@ -435,9 +446,10 @@ int bench_report_main(int argc, char **argv) {
         }
         fprintf(md, "\n");
         chart_bars(out, &in, "p99-ttft", "p99 TTFT per policy and workload", "ms", "ttft_ms", "p99",
-                   gp, md);
+                   NULL, NULL, gp, md);
         chart_bars(out, &in, "hit-rate", "Prefix hit rate per policy and workload (usage)",
-                   "cached / prompt tokens", "hit_rate", NULL, gp, md);
+                   "cached / prompt tokens", "hit_rate", NULL, "reuse_ceiling", "reuse ceiling", gp,
+                   md);
     }
     if (in.ncap) {
         fprintf(md, "## Capacity\n\n| workload | policy | replicas | capacity (req/s) | probes |\n"

@@ -70,4 +70,9 @@ for f in README.md ttft-cdf-w1.svg p99-ttft.svg hit-rate.svg replicas-w1-round_r
   [ -s "$tmp/report/$f" ] || fail "report: no $f"
 done
 grep -q '<svg' "$tmp/report/ttft-cdf-w1.svg" || fail "report: not an SVG"
+# The hit-rate chart marks each workload's reuse ceiling (the summary's value).
+want=$(python3 -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["reuse_ceiling"])' "$tmp/cmp/summary.json")
+head -1 "$tmp/report/hit-rate.dat" | grep -q ' reuse_ceiling$' || fail "report: no ceiling column"
+[ "$(sed -n 2p "$tmp/report/hit-rate.dat" | awk '{print $NF}')" = "$want" ] || fail "report: ceiling"
+grep -q 'reuse ceiling' "$tmp/report/hit-rate.svg" || fail "report: ceiling not drawn"
 echo "3 passed, 0 failed"
