@@ -304,8 +304,8 @@ static void chart_bars(const char *out, rep_in *in, const char *name, const char
             "plot for [c=2:%zu] '%s' using c:xtic(1) title columnheader(c)",
             gp_head, name, title, ylabel, nc + 1, dat);
     if (mark) /* clusters sit at x = 0, 1, ...: one marker over each */
-        fprintf(gp, ", '%s' skip 1 using 0:%zu with points pt 9 ps 1.5 lc rgb 'black' title '%s'", dat,
-                nc + 2, mark_title);
+        fprintf(gp, ", '%s' skip 1 using 0:%zu with points pt 9 ps 1.5 lc rgb 'black' title '%s'",
+                dat, nc + 2, mark_title);
     fprintf(gp, "\nset style data lines\nset yrange [*:*]\n");
     fprintf(md, "![%s](%s.svg)\n\n", title, name);
 }
