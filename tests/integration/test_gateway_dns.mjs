@@ -4,17 +4,8 @@
 // set and is logged once, and SRV records give ports.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, metrics, sleep, sseData } from './lib.mjs';
+import { startGateway, metrics, sleep, sseData, waitFor } from './lib.mjs';
 import { startDns, startSimsAt, startSimAt, members } from './dns_lib.mjs';
-
-async function until(what, cond, ms = 20000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(25);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const body = (extra = {}) => JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hello', max_tokens: 2, ...extra });
 
@@ -55,7 +46,7 @@ test('DNS groups: resolved at start, joins, leaves, failures and SRV', { timeout
     const heads = await Promise.all(Array.from({ length: 6 }, () => fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body({ max_tokens: 60, stream: true }) })));
     const streams = heads.map((r) => r.text().then((text) => ({ status: r.status, replica: r.headers.get('x-inferrail-replica'), text })));
     dns.setHosts({ 'pool.test': ['127.0.0.3', '127.0.0.4'], 'm5.test': ['127.0.0.5'] });
-    await until('.2 to leave and .4 to join', async () => {
+    await waitFor('.2 to leave and .4 to join', async () => {
       const m = await members(gw);
       return m.includes(id('127.0.0.4')) && !m.includes(id('127.0.0.2'));
     });
@@ -78,7 +69,7 @@ test('DNS groups: resolved at start, joins, leaves, failures and SRV', { timeout
     assert.ok(!spread.has(id('127.0.0.2')), [...spread].join());
     assert.ok(spread.has(id('127.0.0.4')), [...spread].join());
     // .4 joined at run time: its engine is scraped too.
-    await until('.4\'s engine reports', async () => {
+    await waitFor('.4\'s engine reports', async () => {
       const p = await metrics(gw.admin);
       const m = new RegExp(`inferrail_load_scrapes_total\\{replica="${id('127.0.0.4')}",result="ok"\\} (\\d+)`).exec(p);
       return m && Number(m[1]) >= 2;
@@ -86,14 +77,14 @@ test('DNS groups: resolved at start, joins, leaves, failures and SRV', { timeout
 
     // A failed lookup keeps the last members, logged once however many rounds fail.
     dns.setHosts({ 'm5.test': ['127.0.0.5'] });
-    await until('the failure to be logged', () => gw.log.text.includes('group pool: looking up pool.test failed'));
+    await waitFor('the failure to be logged', () => gw.log.text.includes('group pool: looking up pool.test failed'));
     await sleep(600); // several more refreshes, all failing
     assert.equal(gw.log.text.split('group pool: looking up pool.test failed').length - 1, 1, gw.log.text);
     assert.ok((await members(gw)).includes(id('127.0.0.4')));
     const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
     assert.equal(r.status, 200);
     dns.setHosts({ 'pool.test': ['127.0.0.2'], 'm5.test': ['127.0.0.5'] });
-    await until('.2 to come back alone', async () => {
+    await waitFor('.2 to come back alone', async () => {
       const m = await members(gw);
       return m.includes(id('127.0.0.2')) && !m.includes(id('127.0.0.3')) && !m.includes(id('127.0.0.4'));
     });
@@ -119,12 +110,12 @@ test('a group whose first lookup fails starts empty and fills in later', { timeo
     const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
     assert.equal(r.status, 503);
     dns.setHosts({ 'late.test': ['127.0.0.6'] });
-    await until('the member to join', async () => (await members(gw)).length === 1);
+    await waitFor('the member to join', async () => (await members(gw)).length === 1);
     const ok = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
     assert.equal(ok.status, 200, await ok.text());
     // It joined after the engine scraper started: the scraper follows, and its
     // reports come in.
-    await until('the late member\'s engine reports', async () => {
+    await waitFor('the late member\'s engine reports', async () => {
       const e = (await (await fetch(`${gw.admin}/admin/state`)).json()).replicas[0]?.engine;
       return e && e.age_ms !== null && e.scrapes.ok >= 2;
     });
@@ -148,7 +139,7 @@ test('an answer\'s TTL shorter than refresh brings the next lookup sooner', { ti
   try {
     assert.deepEqual(await members(gw), [`t-127.0.0.1-${sim.port}`]);
     dns.setHosts({ 'ttl.test': ['127.0.0.7'] });
-    await until('the TTL to bring the new address', async () => (await members(gw)).join() === `t-127.0.0.7-${sim.port}`, 30000);
+    await waitFor('the TTL to bring the new address', async () => (await members(gw)).join() === `t-127.0.0.7-${sim.port}`, 30000);
     const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: body() });
     assert.equal(r.status, 200, await r.text());
   } finally {

@@ -6,17 +6,8 @@
 // gateway must move to it (a lookup in the gap fails and keeps the member).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, sleep } from './lib.mjs';
+import { startGateway, waitFor } from './lib.mjs';
 import { startDns, startSimAt, randomPort, members } from './dns_lib.mjs';
-
-async function until(what, cond, ms = 20000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 async function simOn(host) {
   for (let i = 0; i < 20; i++) {
@@ -43,7 +34,7 @@ test('an SRV record\'s short TTL brings the next lookup before refresh', { timeo
     const port = dns.port;
     await dns.stop();
     dns = await startDns({}, [['_http._tcp.srv.test', 't6.test', b.port]], opts(port));
-    await until('the member on the new port', async () => (await members(gw)).join() === `srv-127.0.0.6-${b.port}`);
+    await waitFor('the member on the new port', async () => (await members(gw)).join() === `srv-127.0.0.6-${b.port}`);
     const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 1 }) });
     assert.equal(r.status, 200, await r.text());
     assert.equal(r.headers.get('x-inferrail-replica'), `srv-127.0.0.6-${b.port}`);

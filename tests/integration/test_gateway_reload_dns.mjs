@@ -4,17 +4,8 @@
 // discovery.nameservers are asked from then on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, sleep, sseData, rewriteConfig } from './lib.mjs';
+import { startGateway, sleep, sseData, rewriteConfig, waitFor } from './lib.mjs';
 import { randomPort, startDns, startSimsAt, members } from './dns_lib.mjs';
-
-async function until(what, cond, ms = 20000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(25);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
   method: 'POST', body: JSON.stringify({ model, prompt: 'hello', max_tokens: 2, ...extra }),
@@ -33,7 +24,7 @@ async function routedTo(gw, model, n = 8) {
 async function reload(gw, marker) {
   const before = gw.log.text.split(marker).length;
   gw.child.kill('SIGHUP');
-  await until(`"${marker}" in the log`, () => gw.log.text.split(marker).length > before);
+  await waitFor(`"${marker}" in the log`, () => gw.log.text.split(marker).length > before);
 }
 
 test('SIGHUP changes DNS groups and nameservers without dropping a stream', { timeout: 120000 }, async () => {
@@ -68,7 +59,7 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     await reload(gw, 'reload: ');
     assert.match(gw.log.text, /models 1 added, 0 removed, 0 tokenizers reloaded; discovery renewed/);
     const all = [id('a', '127.0.0.2'), id('b', '127.0.0.3'), id('b', '127.0.0.4')];
-    await until('group b', async () => (await members(gw)).join() === all.join());
+    await waitFor('group b', async () => (await members(gw)).join() === all.join());
     assert.doesNotMatch(gw.log.text, /replica a-127\.0\.0\.2-\d+ left/);
     assert.deepEqual(await routedTo(gw, 'm2'), [id('a', '127.0.0.2')]);
     // The kept member got series for the model its group took in the same reload.
@@ -86,7 +77,7 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     });
     await reload(gw, 'reload: ');
     const now = [id('a', '127.0.0.4'), id('srv', '127.0.0.5')];
-    await until('ns2\'s answers', async () => (await members(gw)).join() === now.join());
+    await waitFor('ns2\'s answers', async () => (await members(gw)).join() === now.join());
     assert.match(gw.log.text, /group b: replica b-127\.0\.0\.3-\d+ left \(the group changed\)/);
     assert.deepEqual(await routedTo(gw, 'm2'), now);
     const page = await (await fetch(`${gw.admin}/metrics`)).text();
@@ -118,14 +109,14 @@ test('a member that comes back after a reload added a model serves that model', 
   });
   const id = (ip) => `a-${ip}-${port}`;
   try {
-    await until('both members', async () => (await members(gw)).join() === hosts.map(id).join());
+    await waitFor('both members', async () => (await members(gw)).join() === hosts.map(id).join());
     ns.setHosts({ 'a.test': [hosts[0]] });
-    await until(`${hosts[1]} to leave`, async () => (await members(gw)).join() === id(hosts[0]));
+    await waitFor(`${hosts[1]} to leave`, async () => (await members(gw)).join() === id(hosts[0]));
     rewriteConfig(gw, (c) => c.models.push({ name: 'm2' }));
     await reload(gw, 'reload: ');
     assert.match(gw.log.text, /models 1 added/);
     ns.setHosts({ 'a.test': hosts });
-    await until(`${hosts[1]} to come back`, async () => (await members(gw)).join() === hosts.map(id).join());
+    await waitFor(`${hosts[1]} to come back`, async () => (await members(gw)).join() === hosts.map(id).join());
     assert.deepEqual(await routedTo(gw, 'm2'), hosts.map(id));
     const page = await (await fetch(`${gw.admin}/metrics`)).text();
     const m2 = new RegExp(`^inferrail_requests_total\\{model="m2",replica="${id(hosts[1])}",status="2xx"\\} (\\d+)$`, 'm');
@@ -175,7 +166,7 @@ test('a group renamed under load hands its members over: no request lost', { tim
     }
   };
   try {
-    await until('group ga', async () => (await members(gw)).join() === ids('ga').join());
+    await waitFor('group ga', async () => (await members(gw)).join() === ids('ga').join());
     const lanes = Array.from({ length: 8 }, lane);
     await sleep(200);
     rewriteConfig(gw, (c) => {
@@ -184,7 +175,7 @@ test('a group renamed under load hands its members over: no request lost', { tim
     });
     await reload(gw, 'reload: ');
     const reloaded = Date.now();
-    await until('group gb alone', async () => (await members(gw)).join() === ids('gb').join());
+    await waitFor('group gb alone', async () => (await members(gw)).join() === ids('gb').join());
     await sleep(200);
     stop = true;
     await Promise.all(lanes);

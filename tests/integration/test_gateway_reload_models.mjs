@@ -8,21 +8,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { ROOT, startSim, startGateway, sleep, sseData, rewriteConfig } from './lib.mjs';
+import { ROOT, startSim, startGateway, sseData, rewriteConfig, waitFor } from './lib.mjs';
 
 const require = createRequire(path.join(ROOT, 'tests', 'package.json'));
 const { Tokenizer } = require('@anush008/tokenizers');
 const LLAMA2 = path.join(ROOT, 'tests', 'node_modules', '@lenml', 'tokenizer-llama2', 'models');
 const PROMPT = 'The quick brown fox jumps over the lazy dog, then reloads its configuration.';
-
-async function until(what, cond, ms = 20000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(20);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
   method: 'POST', body: JSON.stringify({ model, prompt: PROMPT, max_tokens: 2, ...extra }),
@@ -45,7 +36,7 @@ async function notFound(gw, model) {
 async function reload(gw, marker) {
   const before = gw.log.text.split(marker).length;
   gw.child.kill('SIGHUP');
-  await until(`"${marker}" in the log`, () => gw.log.text.split(marker).length > before);
+  await waitFor(`"${marker}" in the log`, () => gw.log.text.split(marker).length > before);
 }
 
 const listed = async (gw) => (await (await fetch(`${gw.url}/v1/models`)).json()).data.map((m) => m.id);
