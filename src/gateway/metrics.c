@@ -317,6 +317,17 @@ static const char *policy_of(const gw_model *md) {
     return md->policy ? irp_policy_name(md->policy) : "none";
 }
 
+/* Asks the registry for one model's series of replica id into rm. */
+static void rmodel_series(gw_metrics *m, const gw_model *md, const char *id, rmodel *rm) {
+    const char *name = md->cfg->name, *pol = policy_of(md);
+    for (int k = 0; k < ST_N; k++)
+        rm->status[k] = iro_series_of(m->requests, name, id, st_names[k]);
+    rm->ttft = iro_series_of(m->ttft, name, pol, id);
+    rm->duration = iro_series_of(m->duration, name, pol, id);
+    rm->decisions = iro_series_of(m->decisions, name, pol, id);
+    rm->prompt_tokens = iro_series_of(m->prompt_tokens, name, id);
+}
+
 /* Asks the registry for replica r's series (made, or revived after it left). */
 static int fill_rmetrics(gw_metrics *m, gw_fleet *f, const gw_replica *r, gw_rmetrics *x) {
     const char *id = r->cfg->id;
@@ -336,14 +347,7 @@ static int fill_rmetrics(gw_metrics *m, gw_fleet *f, const gw_replica *r, gw_rme
     for (size_t mi = 0; mi < f->nmodels; mi++) {
         const gw_model *md = &f->models[mi];
         if (!gw_replica_serves(r, (uint32_t)mi) || !atomic_load(&md->active)) continue;
-        const char *name = md->cfg->name, *pol = policy_of(md);
-        rmodel *rm = &x->models[mi];
-        for (int k = 0; k < ST_N; k++)
-            rm->status[k] = iro_series_of(m->requests, name, id, st_names[k]);
-        rm->ttft = iro_series_of(m->ttft, name, pol, id);
-        rm->duration = iro_series_of(m->duration, name, pol, id);
-        rm->decisions = iro_series_of(m->decisions, name, pol, id);
-        rm->prompt_tokens = iro_series_of(m->prompt_tokens, name, id);
+        rmodel_series(m, md, id, &x->models[mi]);
     }
     snprintf(x->id, sizeof x->id, "%s", id);
     return 0;
@@ -414,13 +418,7 @@ void gw_metrics_replica_free(gw_replica *r) {
 static void join_rmodel(gw_metrics *m, const gw_model *md, gw_rmetrics *x, bool may_write) {
     rmodel scratch, *rm = &x->models[md->index];
     if (rm->ttft || !may_write) rm = &scratch;
-    const char *name = md->cfg->name, *pol = policy_of(md), *id = x->id;
-    for (int k = 0; k < ST_N; k++)
-        rm->status[k] = iro_series_of(m->requests, name, id, st_names[k]);
-    rm->ttft = iro_series_of(m->ttft, name, pol, id);
-    rm->duration = iro_series_of(m->duration, name, pol, id);
-    rm->decisions = iro_series_of(m->decisions, name, pol, id);
-    rm->prompt_tokens = iro_series_of(m->prompt_tokens, name, id);
+    rmodel_series(m, md, x->id, rm);
 }
 
 /* The series made when first seen come back too (a model removed, then added again). */
