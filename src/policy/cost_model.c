@@ -57,8 +57,8 @@
  *      mutex (held for a few loads and stores); a full stripe replaces its
  *      slowest entry. The k members are picked by quickselect, O(n).
  * Then the eligible (or hot-set) candidate with the lowest score wins (score_of:
- * the estimate with the prefill weighted 1 + work_weight),
- * ties broken at random with req->rng.
+ * the estimate with the prefill weighted 1 + work_weight); equal scores go to
+ * the fewest in flight, and remaining ties at random with req->rng.
  *
  * A fleet of more than IRP_MAX_REPLICAS candidates (above the gateway's cap)
  * goes to the least loaded candidate.
@@ -389,6 +389,30 @@ static double hot_warm(const irp_request *req, double shared_blocks, double cmax
     return t < cmax ? t : cmax;
 }
 
+/* The running choice: the lowest score; among equal scores (within a relative
+ * 1e-9) the fewest in flight; among those, one at random (reservoir sampling).
+ * Equal scores are common when nothing distinguishes the candidates, such as a
+ * new prefix that no replica holds while no prefill is queued: breaking those
+ * ties at random placed llm-d's 12 groups 2, 4 and 6 to a replica, and the one
+ * with 6 evicted its own prefixes. The in-flight count also weighs the
+ * decodes, which the estimate leaves out. */
+typedef struct cm_best {
+    double score;
+    uint32_t load;
+    size_t pick, ties;
+} cm_best;
+
+static void best_offer(cm_best *m, ir_rng *rng, size_t i, double score, uint32_t load) {
+    double eps = 1e-9 * (fabs(m->score) > 1.0 ? fabs(m->score) : 1.0);
+    bool same = m->ties && score >= m->score - eps && score <= m->score + eps;
+    if (!m->ties || (!same && score < m->score) || (same && load < m->load)) {
+        *m = (cm_best){.score = score, .load = load, .pick = i, .ties = 1};
+    } else if (same && load == m->load) {
+        m->ties++;
+        if (ir_rng_below(rng, m->ties) == 0) m->pick = i;
+    }
+}
+
 static size_t cm_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
     cm_state *s = state;
     cm_scan sc;
@@ -420,13 +444,12 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
         }
     }
 
-    irp_argmin m;
-    irp_argmin_init(&m);
+    cm_best m = {.ties = 0};
     for (size_t i = 0; i < n; i++) {
         if (!is_elig(&sc, i)) continue;
         double cached = cached_of(req, &c[i]);
         if (hot && cached < warm) cached = warm;
-        irp_argmin_offer(&m, req->rng, i, score_of(cfg, req, &c[i], cached));
+        best_offer(&m, req->rng, i, score_of(cfg, req, &c[i], cached), c[i].in_flight);
     }
     return m.ties ? m.pick : irp_least_loaded(req, c, n);
 }

@@ -322,6 +322,33 @@ static void bounded_under_a_hot_prefix(void **state) {
     }
 }
 
+/* Equal estimates go to the fewest in flight: a prompt no replica holds, with no
+ * prefill queued anywhere, lands on the replica with the fewest decodes, not on
+ * a random one (random placement of new prefixes left one replica with three
+ * times another's prefixes). Remaining ties stay random. */
+static void ties_go_to_fewest_in_flight(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 7);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].in_flight = 4, c[1].in_flight = 2, c[2].in_flight = 3;
+    for (int i = 0; i < 50; i++) assert_int_equal(irp_choose(p, &q, c, 3), 1);
+    c[2].in_flight = 2;
+    int seen[3] = {0};
+    for (int i = 0; i < 200; i++) seen[irp_choose(p, &q, c, 3)]++;
+    assert_int_equal(seen[0], 0);
+    assert_true(seen[1] > 50 && seen[2] > 50);
+    /* A better estimate still beats a lighter load */
+    c[0].predicted_cached_tokens = 4992;
+    assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    (void)state;
+    irp_policy_free(p);
+}
+
 /* The floor of the bound: with a few requests in flight, the bound alone would
  * send a warm prompt to a cold replica (cap = ceil(2 * 4 / 3) = 3 with 3 in flight
  * on the warm one); under cost_load_floor the estimate decides. */
@@ -425,6 +452,7 @@ int main(void) {
         cmocka_unit_test(hot_prefix_replicated),
         cmocka_unit_test(hot_set_is_the_top_k),
         cmocka_unit_test(hot_prefix_keeps_conversations),
+        cmocka_unit_test(ties_go_to_fewest_in_flight),
         cmocka_unit_test(load_floor_keeps_warm),
         cmocka_unit_test(work_weight_prefers_warm),
         cmocka_unit_test(session_affinity),
