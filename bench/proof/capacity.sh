@@ -26,6 +26,11 @@ START_RATE=${START_RATE:-0.5}
 CAP_REQ=${CAP_REQ:-60}
 PROBE_S=${PROBE_S:-60}
 CAP_STEPS=${CAP_STEPS:-3}
+# Each probe's warm-up, in model seconds (WARM_S_<workload> for one workload):
+# w2's conversations need time to reach their later turns, as in the proof's
+# compare runs (W2_WARM_S in run.sh).
+WARM_S=${WARM_S:-0}
+WARM_S_w2=${WARM_S_w2:-30}
 SIM_ARGS_w2=${SIM_ARGS_w2:---num-gpu-blocks-override 16384}
 
 var() { local v="${1}_${2//-/_}"; echo "${!v:-$3}"; }
@@ -45,7 +50,8 @@ for w in $WORKLOADS; do
   for p in ${POLICIES//,/ }; do
     echo "capacity: $w $p at speed-up $k"
     "$BIN" capacity --workload "$w" --policy "$p" --replicas "$REPLICAS" \
-      --requests "$CAP_REQ" --warmup 5 --probe-seconds "$PROBE_S" --start-rate "$START_RATE" \
+      --requests "$CAP_REQ" --warmup 5 --warmup-seconds "$(var WARM_S "$w" "$WARM_S")" \
+      --probe-seconds "$PROBE_S" --start-rate "$START_RATE" \
       --steps "$CAP_STEPS" --speedup "$k" --seed 100 ${sa:+--sim-args "$sa"} \
       --out "$OUT/$w-$p.json"
     rm -rf "$OUT/$w-$p.json.logs"

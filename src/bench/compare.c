@@ -32,7 +32,7 @@ static const struct option fleet_opts[] = {
     {"policy", required_argument, 0, 1005},     {"repetitions", required_argument, 0, 1006},
     {"start-rate", required_argument, 0, 1007}, {"max-rate", required_argument, 0, 1008},
     {"steps", required_argument, 0, 1009},      {"probe-seconds", required_argument, 0, 1010},
-    {"kv-events", no_argument, 0, 1011},
+    {"kv-events", no_argument, 0, 1011},        {"warmup-seconds", required_argument, 0, 1012},
 };
 
 typedef struct cmp_opts {
@@ -47,6 +47,7 @@ typedef struct cmp_opts {
     double start_rate, max_rate;
     int steps;
     double probe_s; /* capacity: each probe lasts about this long (more requests at high rates) */
+    double warm_s;  /* capacity: each probe's warm-up lasts at least this long (model seconds) */
 } cmp_opts;
 
 static int mkdir_p(const char *path) {
@@ -126,6 +127,9 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
             break;
         case 1010:
             o->probe_s = atof(optarg);
+            break;
+        case 1012:
+            o->warm_s = atof(optarg);
             break;
         case 'r': /* a rate, or a ladder of them */
             o->nrates = 0;
@@ -482,13 +486,16 @@ int bench_compare_main(int argc, char **argv) {
 static void capacity_usage(FILE *f) {
     fprintf(f, "Usage: inferrail-bench capacity --workload w1..w6 --policy P --requests N\n"
                "         --out FILE.json [--replicas 3] [--start-rate 1] [--max-rate 1000]\n"
-               "         [--steps 4] [--probe-seconds S] [--warmup W] [--seed S] [--sim-args "
-               "\"...\"] [--no-gateway]\n"
+               "         [--steps 4] [--probe-seconds S] [--warmup W] [--warmup-seconds S]\n"
+               "         [--seed S] [--sim-args \"...\"] [--no-gateway]\n"
                "         [--slo-ttft 2s --slo-tpot 100ms] [--param K=V] [--speedup K]\n"
                "         [--kv-events] [--gateways N] [--spread alternate|session]\n"
                "         [--sharegpt FILE] [--sim-bin B] [--gateway-bin B] (as compare)\n"
                "Doubles the rate from --start-rate until the SLO (p99 TTFT and p99 TPOT) breaks\n"
-               "or a request fails, then bisects --steps times. Every probe gets a fresh fleet.\n");
+               "or a request fails, then bisects --steps times. Every probe gets a fresh fleet.\n"
+               "--probe-seconds S measures at least rate x S requests per probe, and\n"
+               "--warmup-seconds S discards at least the first rate x S (model seconds): a\n"
+               "workload of conversations needs time to reach its later turns.\n");
 }
 
 static void progress(bool tty, int done, int total, const char *line) {
@@ -536,11 +543,14 @@ int bench_capacity_main(int argc, char **argv) {
     double lo = 0, hi = 0, rate = o.start_rate;
     int probe = 0, bisect = 0, total = 4 + o.steps;
     json_t *probes = json_array();
-    size_t min_requests = o.c.requests;
+    size_t min_requests = o.c.requests, min_warmup = o.c.warmup;
     while (rate > 0 && rate <= o.max_rate) {
         o.c.requests = min_requests;
         if (o.probe_s > 0 && rate * o.probe_s > (double)min_requests)
             o.c.requests = (size_t)ceil(rate * o.probe_s);
+        o.c.warmup = min_warmup;
+        if (o.warm_s > 0 && rate * o.warm_s > (double)min_warmup)
+            o.c.warmup = (size_t)ceil(rate * o.warm_s);
         char tag[128], line[256];
         snprintf(tag, sizeof tag, "%s-%s-probe%d", o.c.workload, policy, probe);
         snprintf(line, sizeof line, "probe %d: rate %.3g req/s ...", probe + 1, rate);
@@ -552,11 +562,11 @@ int bench_capacity_main(int argc, char **argv) {
         double errs = s ? getnum(s, "errors", NULL) : NAN;
         bool ok = s && errs == 0 && tt <= o.c.slo_ttft_ms / o.c.speedup &&
                   (!isfinite(tp) || tp <= o.c.slo_tpot_ms / o.c.speedup);
-        json_array_append_new(probes, json_pack("{s:f, s:I, s:b, s:o, s:o, s:o, s:o}", "rate", rate,
-                                                "requests", (json_int_t)o.c.requests, "ok", ok,
-                                                "ttft_p99_ms", jnum(tt), "tpot_p99_ms", jnum(tp),
-                                                "errors", jnum(errs), "goodput",
-                                                jnum(s ? getnum(s, "goodput", NULL) : NAN)));
+        json_array_append_new(
+            probes, json_pack("{s:f, s:I, s:I, s:b, s:o, s:o, s:o, s:o}", "rate", rate, "requests",
+                              (json_int_t)o.c.requests, "warmup", (json_int_t)o.c.warmup, "ok", ok,
+                              "ttft_p99_ms", jnum(tt), "tpot_p99_ms", jnum(tp), "errors",
+                              jnum(errs), "goodput", jnum(s ? getnum(s, "goodput", NULL) : NAN)));
         json_decref(doc);
         probe++;
         snprintf(line, sizeof line,
@@ -577,7 +587,7 @@ int bench_capacity_main(int argc, char **argv) {
         total = probe + (o.steps - bisect + 1);
         rate = (lo + hi) / 2;
     }
-    o.c.requests = min_requests;
+    o.c.requests = min_requests, o.c.warmup = min_warmup;
     json_t *out =
         json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:o, s:o, s:o}", "schema",
                   "inferrail-bench/capacity/1", "workload", o.c.workload, "policy", policy,
@@ -587,6 +597,7 @@ int bench_capacity_main(int argc, char **argv) {
                   "first_failing_rps", hi > 0 ? jnum(hi) : json_null(), "probes", probes);
     json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
     json_object_set_new(out, "speedup", json_real(o.c.speedup));
+    json_object_set_new(out, "warmup_seconds", json_real(o.warm_s));
     json_object_set_new(out, "gateways",
                         json_integer(o.f.no_gateway ? 0
                                      : o.c.gateways ? o.c.gateways
