@@ -89,6 +89,7 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     ir_rng_seed(&rng, now);
     irp_request q;
     gw_policy_request_of(p, tokens, f->block_size, &rng, &q);
+    q.dry_run = true;
     irp_policy_explain(m->policy, &q, cand, n, ex);
     size_t win = n ? irp_choose(m->policy, &q, cand, n) : 0;
     json_t *rows = json_array();

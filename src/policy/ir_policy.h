@@ -12,6 +12,7 @@
 #ifndef IR_POLICY_H
 #define IR_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,9 @@ typedef struct irp_request {
     /* A session-affinity key (a header or the body's `user`); NULL when none. */
     const char *session;
     size_t session_len;
+    /* A what-if (POST /admin/explain): choose answers as it would now, and must
+     * leave the policy's state as it was (round_robin does not take a turn). */
+    bool dry_run;
 } irp_request;
 
 /* The knobs of every policy, with the defaults of irp_config_defaults. One

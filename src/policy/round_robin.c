@@ -16,9 +16,11 @@ static void rr_destroy(void *s) {
 }
 
 /* The candidates come in fleet order, so turns rotate over the model's
- * replicas; one policy instance serves one model. */
+ * replicas; one policy instance serves one model. A dry run names the next
+ * turn without taking it. */
 static size_t rr_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
     rr_state *s = state;
+    if (req->dry_run) return (size_t)(atomic_load_explicit(&s->next, memory_order_relaxed) % n);
     return (size_t)(atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed) % n);
 }
 

@@ -39,6 +39,32 @@ static void registry(void **state) {
     assert_int_equal(n, 8);
 }
 
+/* A dry run (POST /admin/explain) leaves every policy's state as it was: two
+ * instances making the same choices agree, although one of them also answers
+ * dry runs in between (with a generator of their own). round_robin took a turn
+ * on every explain before. */
+static void dry_runs_change_nothing(void **state) {
+    for (const irp_vtable *const *vt = irp_all(); *vt; vt++) {
+        irp_policy *a = irp_policy_new((*vt)->name, NULL), *b = irp_policy_new((*vt)->name, NULL);
+        irp_candidate c[3];
+        ir_rng ra, rb, rd, rc;
+        ir_rng_seed(&ra, 5), ir_rng_seed(&rb, 5), ir_rng_seed(&rd, 9), ir_rng_seed(&rc, 3);
+        make(c, 3, &rc);
+        for (int i = 0; i < 200; i++) {
+            irp_request qa = {.rng = &ra, .prompt_tokens = 100},
+                        qb = {.rng = &rb, .prompt_tokens = 100};
+            irp_request qd = {.rng = &rd, .prompt_tokens = 100, .dry_run = true};
+            assert_true(irp_choose(b, &qd, c, 3) < 3);
+            size_t ka = irp_choose(a, &qa, c, 3), kb = irp_choose(b, &qb, c, 3);
+            assert_int_equal(ka, kb);
+            irp_policy_assigned(a, c[ka].replica, &qa), irp_policy_assigned(b, c[kb].replica, &qb);
+            irp_policy_released(a, c[ka].replica, &qa), irp_policy_released(b, c[kb].replica, &qb);
+        }
+        irp_policy_free(a), irp_policy_free(b);
+    }
+    (void)state;
+}
+
 static void round_robin_rotates(void **state) {
     irp_policy *p = irp_policy_new("round_robin", NULL);
     irp_candidate c[3];
@@ -259,6 +285,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registry),
         cmocka_unit_test(round_robin_rotates),
+        cmocka_unit_test(dry_runs_change_nothing),
         cmocka_unit_test(random_uniform_and_seeded),
         cmocka_unit_test(least_request_picks_a_minimum),
         cmocka_unit_test(p2c_never_picks_a_unique_maximum),
