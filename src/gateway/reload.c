@@ -113,6 +113,13 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
          str_differs(o->observability.otlp_endpoint, n->observability.otlp_endpoint)},
         {"observability.trace_sample_ratio",
          o->observability.trace_sample_ratio != n->observability.trace_sample_ratio},
+        {"observability.decision_log.path",
+         str_differs(o->observability.decision_log.path, n->observability.decision_log.path)},
+        {"observability.decision_log.sample_rate",
+         o->observability.decision_log.sample_rate != n->observability.decision_log.sample_rate},
+        {"load.scrape_interval", o->load.scrape_interval_ns != n->load.scrape_interval_ns},
+        {"load.scrape_timeout", o->load.scrape_timeout_ns != n->load.scrape_timeout_ns},
+        {"load.max_age", o->load.max_age_ns != n->load.max_age_ns},
     };
     size_t k = 0;
     for (size_t i = 0; i < IR_ARRAY_LEN(keys); i++)

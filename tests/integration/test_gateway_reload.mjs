@@ -51,11 +51,13 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
       c.routing.default_policy = 'least_request';
       c.retry = { max_attempts: 5 };
       c.server.workers = 3; // needs a restart
+      c.load = { ...(c.load || {}), max_age: '300ms' }; // so does this one
     });
     await reload(gw, 'reload: ');
     await until('the new replicas', async () => (await replicas(gw)).join() === 's0,s1,s2');
     assert.match(gw.log.text, /server\.workers changed: it needs a restart/);
-    assert.match(gw.log.text, /replicas 2 added, 0 removed, 0 replaced, 0 updated; 1 policies renewed; 1 keys need a restart/);
+    assert.match(gw.log.text, /load\.max_age changed: it needs a restart/);
+    assert.match(gw.log.text, /replicas 2 added, 0 removed, 0 replaced, 0 updated; 1 policies renewed; 2 keys need a restart/);
     const seen = new Set();
     for (let i = 0; i < 9; i++) {
       const r = await post(gw, 'fast');
