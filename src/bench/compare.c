@@ -325,6 +325,8 @@ static void compare_usage(FILE *f) {
                "         [--speedup K] [--trace FILE]\n"
                "         [--seed S] [--sim-args \"...\"] [--slo-ttft 2s --slo-tpot 100ms]\n"
                "         [--param K=V] [--sharegpt FILE] [--sim-bin B] [--gateway-bin B]\n"
+               "         [--model M] [--block-size B] [--timeout D] [--progress]   (as in run;\n"
+               "                          the engines' metrics are scraped by compare itself)\n"
                "         [--no-gateway]   (straight to one simulator, for checking the harness)\n"
                "         [--kv-events]    (the simulators publish KV events, followed by the\n"
                "                          gateway: the exact index, CPU tiers included; for\n"
