@@ -162,6 +162,9 @@ typedef struct irl_target {
     bool ranked;      /* report only data-parallel rank `rank` (irl_report_parse_rank) */
     uint32_t rank;
 } irl_target; /* all copied by irl_scraper_new and irl_scraper_set */
+/* Ranked targets with the same host, port and path share one scrape a round:
+ * the lowest slot among them fetches the page, and every one of them gets its
+ * own report (its own rank, result and tag) from that page. */
 
 /* After every scrape of the target in slot `i`, on the scraper's thread: r is
  * the report when res is IRL_SCRAPE_OK, else NULL. at_ns (monotonic) is when the

@@ -26,6 +26,7 @@ typedef enum {
 typedef struct target {
     irl_scraper *s;
     size_t i;
+    size_t leader;          /* the slot whose scrape of the same page it reads (itself: its own) */
     char *id, *host, *path; /* host NULL: an empty slot (never scraped) */
     uint16_t port;
     uint64_t tag;
@@ -60,6 +61,7 @@ struct irl_scraper {
     uv_mutex_t mu;          /* the slots' next targets, and phase */
     int phase;              /* under mu: IDLE (no loop runs), LIVE, or CLOSING */
     _Atomic size_t nfilled; /* slots that hold a target */
+    _Atomic bool relead;    /* a target changed: the loop recomputes the leaders */
 };
 enum { IDLE, LIVE, CLOSING };
 
@@ -100,6 +102,7 @@ static void install(target *t, spec *p) {
     t->rank = p->rank;
     *p = (spec){0};
     if (t->host) atomic_fetch_add(&t->s->nfilled, 1);
+    atomic_store(&t->s->relead, true);
     t->state = SCRAPE_UNKNOWN;
     t->skip = 0;
     for (int k = 0; k < IRL_SCRAPE_RESULTS; k++) atomic_store(&t->results[k], 0);
@@ -149,7 +152,9 @@ static void note_state(target *t, irl_result res, const char *why) {
     t->state = ok ? SCRAPE_ANSWERING : SCRAPE_SILENT;
 }
 
-static irl_result classify(target *t, int err, irl_report *r, char *why, size_t whylen) {
+/* What src's finished scrape says of data-parallel rank `rank` (-1: the whole engine). */
+static irl_result classify(const target *t, int64_t rank, int err, irl_report *r, char *why,
+                           size_t whylen) {
     if (t->too_large) {
         snprintf(why, whylen, "larger than %zu bytes", t->s->cfg.max_page);
         return IRL_SCRAPE_TOO_LARGE;
@@ -169,8 +174,7 @@ static irl_result classify(target *t, int err, irl_report *r, char *why, size_t 
         snprintf(why, whylen, "status %d", t->status);
         return IRL_SCRAPE_STATUS;
     }
-    if (irl_report_parse_rank(t->page.data ? t->page.data : "", t->page.len, t->rank, r, why,
-                              whylen))
+    if (irl_report_parse_rank(t->page.data ? t->page.data : "", t->page.len, rank, r, why, whylen))
         return IRL_SCRAPE_UNREADABLE;
     return IRL_SCRAPE_OK;
 }
@@ -195,6 +199,52 @@ static void on_changes(uv_async_t *a) {
     for (size_t i = 0; i < s->n; i++) apply(&s->t[i]);
 }
 
+/* Reports src's finished scrape as t's: t's own, or a follower's (share). */
+static irl_result deliver(target *t, const target *src, int err) {
+    irl_scraper *s = t->s;
+    irl_report r;
+    char why[256] = "";
+    irl_result res = classify(src, t->rank, err, &r, why, sizeof why);
+    atomic_fetch_add_explicit(&t->results[res], 1, memory_order_relaxed);
+    note_state(t, res, why);
+    if (s->cfg.on_report)
+        s->cfg.on_report(s->cfg.ud, t->i, t->tag, res, res == IRL_SCRAPE_OK ? &r : NULL,
+                         src->head_at);
+    return res;
+}
+
+/* Ranked targets (one data-parallel rank each, as the gateway expands
+ * data_parallel_size) that read the same page share one scrape a round: the
+ * first of them in slot order, the leader, fetches it, and each of the others
+ * reads its own rank from the leader's page. An engine with 8 ranks serves its
+ * page once a round, not 8 times. */
+static bool same_page(const target *a, const target *b) {
+    return a->host && b->host && a->rank >= 0 && b->rank >= 0 && a->port == b->port &&
+           strcmp(a->host, b->host) == 0 && strcmp(a->path, b->path) == 0;
+}
+
+static void relead(irl_scraper *s) {
+    for (size_t i = 0; i < s->n; i++) {
+        target *t = &s->t[i];
+        t->leader = i;
+        for (size_t j = 0; j < i && t->rank >= 0; j++)
+            if (s->t[j].leader == j && same_page(&s->t[j], t)) {
+                t->leader = j;
+                break;
+            }
+    }
+}
+
+/* The leader's page, for each of its followers that is not changing. */
+static void share(const target *lead, int err) {
+    irl_scraper *s = lead->s;
+    if (lead->rank < 0) return;
+    for (size_t j = lead->i + 1; j < s->n; j++) {
+        target *f = &s->t[j];
+        if (f->leader == lead->i && f->host && !f->req && !f->changing) deliver(f, lead, err);
+    }
+}
+
 static void on_done(void *ud, int err) {
     target *t = ud;
     t->req = NULL;
@@ -210,14 +260,8 @@ static void on_done(void *ud, int err) {
         apply(t);
         return;
     }
-    irl_report r;
-    char why[256] = "";
-    irl_result res = classify(t, err, &r, why, sizeof why);
-    atomic_fetch_add_explicit(&t->results[res], 1, memory_order_relaxed);
-    note_state(t, res, why);
-    if (s->cfg.on_report)
-        s->cfg.on_report(s->cfg.ud, t->i, t->tag, res, res == IRL_SCRAPE_OK ? &r : NULL,
-                         t->head_at);
+    irl_result res = deliver(t, t, err);
+    share(t, err);
     if (res == IRL_SCRAPE_TOO_LARGE) {
         /* Reading a huge or endless page costs the cap each time: such a target
          * is asked again every IRL_TOO_LARGE_ROUNDS rounds only, and the buffer
@@ -261,9 +305,11 @@ static void start_scrape(irl_scraper *s, target *t) {
 static void on_tick(uv_timer_t *h) {
     irl_scraper *s = h->data;
     if (s->stopping) return;
+    if (atomic_exchange(&s->relead, false)) relead(s);
     for (size_t i = 0; i < s->n; i++) {
         target *t = &s->t[i];
         if (!t->host || t->req || t->changing) continue; /* one in flight per target */
+        if (t->leader != i) continue;                    /* it reads its leader's page */
         if (t->skip) {
             t->skip--;
             continue;
@@ -318,6 +364,7 @@ irl_scraper *irl_scraper_new(const irl_scraper_cfg *cfg, const irl_target *targe
         target *t = &s->t[i];
         t->s = s;
         t->i = i;
+        t->leader = i;
         ir_buf_init(&t->page, s->cfg.max_page);
         spec p;
         if (i < n && spec_copy(&p, &targets[i])) {

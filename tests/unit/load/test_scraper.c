@@ -22,6 +22,15 @@ static const char good_page[] = "# TYPE vllm:num_requests_running gauge\n"
                                 "vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 1.0\n"
                                 "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.25\n";
 
+/* An engine with two data-parallel ranks (vLLM's `engine` label). */
+static const char dp_page[] = "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\n"
+                              "vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 1.0\n"
+                              "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.25\n"
+                              "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 5.0\n"
+                              "vllm:num_requests_waiting{engine=\"1\",model_name=\"m\"} 2.0\n"
+                              "vllm:kv_cache_usage_perc{engine=\"1\",model_name=\"m\"} 0.5\n";
+static _Atomic uint64_t dp_requests;
+
 typedef struct server {
     uv_loop_t loop;
     uv_async_t stop;
@@ -48,6 +57,9 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     const char *p = req->path;
     if (strcmp(p, "/good/metrics") == 0) {
         irn_resp_send(resp, 200, "text/plain", good_page, sizeof good_page - 1, NULL, 0);
+    } else if (strcmp(p, "/dp/metrics") == 0) {
+        atomic_fetch_add(&dp_requests, 1);
+        irn_resp_send(resp, 200, "text/plain", dp_page, sizeof dp_page - 1, NULL, 0);
     } else if (strcmp(p, "/garbage/metrics") == 0) {
         irn_resp_send(resp, 200, "text/plain", "\x01\x02{{{ not metrics\n", 18, NULL, 0);
     } else if (strcmp(p, "/status/metrics") == 0) {
@@ -277,6 +289,75 @@ static void targets_follow_membership(void **st) {
     server_stop(&srv);
 }
 
+/* Three ranked targets on one engine's page (ranks 0, 1 and a rank 2 it lacks)
+ * and one for the whole engine: the ranks share one scrape a round, each gets its
+ * own numbers (or its own "unreadable"), and the whole-engine target scrapes on
+ * its own. When the leader leaves, the next rank takes over the scrape. */
+typedef struct dp_seen {
+    _Atomic uint64_t ok[4], unreadable[4];
+    _Atomic int wrong; /* a report with another rank's numbers */
+} dp_seen;
+
+static void dp_count(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *r,
+                     uint64_t at) {
+    (void)at;
+    dp_seen *y = ud;
+    if (i >= 4) return;
+    if (res == IRL_SCRAPE_UNREADABLE) atomic_fetch_add(&y->unreadable[i], 1);
+    if (res != IRL_SCRAPE_OK) return;
+    atomic_fetch_add(&y->ok[i], 1);
+    double want[4] = {3, 5, -1, 8}; /* slot 3: the whole engine, both ranks summed */
+    if (r->running != want[i] || tag != i) atomic_store(&y->wrong, 1);
+}
+
+static bool dp_wait(dp_seen *y, size_t i, uint64_t want) {
+    for (int k = 0; k < 3000; k++) {
+        if (atomic_load(&y->ok[i]) >= want) return true;
+        uv_sleep(10);
+    }
+    return false;
+}
+
+static void ranks_share_a_scrape(void **st) {
+    server srv;
+    server_start(&srv);
+    dp_seen y;
+    memset(&y, 0, sizeof y);
+    irl_scraper_cfg c = {.interval_ns = 20 * 1000000ull,
+                         .timeout_ns = 2000 * 1000000ull,
+                         .on_report = dp_count,
+                         .ud = &y};
+    irl_target t[4];
+    for (uint32_t i = 0; i < 4; i++)
+        t[i] = (irl_target){.id = "dp",
+                            .host = "127.0.0.1",
+                            .port = (uint16_t)srv.port,
+                            .path = "/dp/metrics",
+                            .tag = i,
+                            .ranked = i < 3,
+                            .rank = i};
+    irl_scraper *sc = irl_scraper_new(&c, t, 4, 4);
+    assert_non_null(sc);
+    assert_int_equal(irl_scraper_start(sc), 0);
+    assert_true(dp_wait(&y, 0, 10) && dp_wait(&y, 1, 10) && dp_wait(&y, 3, 10));
+    irl_scraper_stop(sc);
+    uint64_t rounds = atomic_load(&y.ok[0]), whole = atomic_load(&y.ok[3]);
+    assert_int_equal(atomic_load(&y.wrong), 0);
+    assert_true(atomic_load(&y.unreadable[2]) >= rounds - 1);
+    /* One scrape for the three ranks and one for the whole engine, a round (two
+     * rounds of slack for a stop in between); 4 a round without the sharing. */
+    assert_true(atomic_load(&dp_requests) <= rounds + whole + 2);
+    /* The leader leaves: rank 1 leads, and is still read right. */
+    assert_int_equal(irl_scraper_set(sc, 0, NULL), 0);
+    uint64_t before = atomic_load(&y.ok[1]);
+    assert_int_equal(irl_scraper_start(sc), 0);
+    assert_true(dp_wait(&y, 1, before + 10));
+    assert_int_equal(atomic_load(&y.wrong), 0);
+    irl_scraper_free(sc);
+    server_stop(&srv);
+    (void)st;
+}
+
 static void names_and_idle(void **st) {
     assert_string_equal(irl_result_name(IRL_SCRAPE_OK), "ok");
     assert_string_equal(irl_result_name(IRL_SCRAPE_TOO_LARGE), "too_large");
@@ -299,6 +380,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names_and_idle),
         cmocka_unit_test(targets_follow_membership),
+        cmocka_unit_test(ranks_share_a_scrape),
         cmocka_unit_test(misbehaving_engines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
