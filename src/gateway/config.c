@@ -666,6 +666,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     free(names);
     free(paths);
     check_replicas(c, errs);
+    gw_check_event_ports(c, errs);
     gw_check_discovery(c, errs);
     check_ports(c, errs);
     check_nonzero(c, errs);

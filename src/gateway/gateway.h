@@ -256,6 +256,12 @@ void gw_config_expand_dp(gw_config *c, ir_cfg *owner, ir_cfg_errors *errs);
 /* ep with its tcp port plus rank into out; -1 when it has no tcp port or the sum
  * passes 65535 (or out is too small). */
 int gw_dp_endpoint(const char *ep, int64_t rank, char *out, size_t cap);
+/* Configured replicas' kv_events sockets that would share a port: each takes its
+ * port plus 0..N-1 (data_parallel_size N) on its host, and no two of them (a
+ * replica's publisher and replay sockets included) may overlap on one host (the
+ * same host string, whatever its case; names that resolve alike are not
+ * compared). Errors name replicas[i].kv_events.endpoint or .replay_endpoint. */
+void gw_check_event_ports(const gw_config *c, ir_cfg_errors *errs);
 /* A DP target's id, <base>/dp<rank>, into out; -1 when it does not fit in cap. */
 int gw_dp_id(const char *base, int64_t rank, char *out, size_t cap);
 /* The header that pins a request to a DP rank (vLLM and SGLang read it). */
