@@ -6,11 +6,14 @@
 // so a member can only be followed at the right port by matching the records'
 // targets to its address. A failed event lookup keeps the ports last found; a
 // member whose record goes joins again without events, and with them when the
-// record comes back; members whose ports did not change keep their streams. With
-// srv: true and data_parallel_size 2, rank r reads the record's port plus r.
+// record comes back; members whose ports did not change keep their streams; a
+// batch each engine drops is replayed from the replay port its record gave. With
+// srv: true and data_parallel_size 2, rank r reads the record's port plus r; a
+// SIGHUP that keeps the names keeps the streams, one that drops replay_port_srv
+// makes the targets join again.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, waitFor, sleep } from './lib.mjs';
+import { startGateway, metrics, metricValue, waitFor, sleep, rewriteConfig } from './lib.mjs';
 import { startDns, startSimAt, randomPort, members } from './dns_lib.mjs';
 
 const MODEL = 'inferrail/sim-8b';
@@ -25,7 +28,7 @@ async function eventSims(hosts, extra = []) {
     hosts.forEach((h, k) => { ports[h] = { pub: port + 100 + 10 * k, replay: port + 105 + 10 * k }; });
     for (const h of hosts) {
       const kv = { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://${h}:${ports[h].pub}`, replay_endpoint: `tcp://${h}:${ports[h].replay}`, buffer_steps: 1000 };
-      const s = await startSimAt(h, port, ['--zero-latency', '--enable-prompt-tokens-details',
+      const s = await startSimAt(h, port, ['--zero-latency', '--enable-prompt-tokens-details', '--enable-faults',
         '--kv-events-config', JSON.stringify(kv), ...extra]);
       if (!s) break;
       sims.push(s);
@@ -70,7 +73,7 @@ const following = (id, ep) => `replica ${id}: following its KV events at ${ep}`;
 
 test('each member is followed at the ports its own SRV records give; a failed lookup keeps them', { timeout: 120000 }, async () => {
   const hosts = ['127.0.0.2', '127.0.0.3'];
-  const { port, ports } = await eventSims(hosts);
+  const { port, ports, sims } = await eventSims(hosts);
   const names = { '127.0.0.2': 'pod-2.pool.test', '127.0.0.3': 'pod-3.pool.test' };
   const hostsFile = { 'pool.test': hosts, ...Object.fromEntries(hosts.map((h) => [names[h], [h]])) };
   // The records: every replay port, and the publishers' of the hosts in `pubs`.
@@ -133,6 +136,20 @@ test('each member is followed at the ports its own SRV records give; a failed lo
   for (let i = 10; i < 14; i++) later[i] = await complete(gw, prompt(i));
   for (let i = 10; i < 14; i++) await predictedOn(gw, prompt(i), later[i]);
   assert.equal(count(gw.log.text, following(id('127.0.0.2'), '')), 1);
+
+  // Each member's replay socket is its own record's too: a batch each engine drops
+  // is replayed, with no fallback.
+  for (const s of sims) {
+    const f = await fetch(s.url + '/admin/fault', { method: 'POST', body: JSON.stringify({ fault: 'drop-events=1' }) });
+    assert.equal(f.status, 200);
+  }
+  for (let i = 20; i < 24; i++) await complete(gw, prompt(i));
+  await waitFor('both gaps replayed', async () => {
+    const page = await metrics(gw.admin);
+    return hosts.every((h) => metricValue(page, 'inferrail_kv_events_replayed_batches_total', `replica="${id(h)}"`) >= 1);
+  });
+  const page = await metrics(gw.admin);
+  for (const h of hosts) assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', `replica="${id(h)}"`), 0, h);
 });
 
 test('srv: true with data_parallel_size 2: rank r reads the record\'s port plus r', { timeout: 120000 }, async () => {
@@ -164,4 +181,21 @@ test('srv: true with data_parallel_size 2: rank r reads the record\'s port plus 
   for (let i = 0; i < 4; i++) served[i] = await complete(gw, prompt(i));
   assert.deepEqual(new Set(Object.values(served)), new Set(targets));
   for (let i = 0; i < 4; i++) await predictedOn(gw, prompt(i), served[i]);
+
+  // A reload that keeps the names keeps the streams; one that drops replay_port_srv
+  // changes the group: its targets join again, followed without replay.
+  const reload = async () => {
+    const before = count(gw.log.text, 'discovery renewed');
+    gw.child.kill('SIGHUP');
+    await waitFor('the reload', () => count(gw.log.text, 'discovery renewed') > before);
+  };
+  rewriteConfig(gw, (c) => { c.discovery.dns[0].refresh = '150ms'; });
+  await reload();
+  await sleep(300);
+  for (const r of [0, 1]) assert.equal(count(gw.log.text, following(targets[r], '')), 1, `rank ${r} was subscribed again`);
+  rewriteConfig(gw, (c) => { delete c.discovery.dns[0].kv_events.replay_port_srv; });
+  await reload();
+  for (const r of [0, 1])
+    await waitFor(`rank ${r}'s new stream`, async () => count(gw.log.text, following(targets[r], `tcp://127.0.0.4:${pub + r}`)) === 2);
+  assert.deepEqual(await members(gw), targets);
 });
