@@ -6,8 +6,8 @@
 // kv_events on the group, are followed from their own event streams: the IPv6
 // member's at tcp://[::1]:<port> (a socket that needs ZMQ_IPV6, on the gateway's
 // side and on the simulator's). With data_parallel_size 2, rank 1's stream is read
-// at [::1]:<port + 1>. When the AAAA record goes, the IPv6 member leaves with its
-// series and its stream.
+// at [::1]:<port + 1>, the names coming from a nameserver reached at [::1]:<port>.
+// When the AAAA record goes, the IPv6 member leaves with its series and its stream.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, metrics, metricValue, waitFor } from './lib.mjs';
@@ -137,14 +137,16 @@ test('an AAAA member is named <group>-::1-<port>, reached at http://[::1], follo
   assert.equal(await complete(gw, prompt(20)), id('127.0.0.1'));
 });
 
-test('data_parallel_size 2 over IPv6: rank r of [::1] is read at [::1]:port + r', { timeout: 120000 }, async () => {
+test('data_parallel_size 2 over IPv6, from a nameserver at [::1]: rank r of [::1] is read at [::1]:port + r', { timeout: 120000 }, async () => {
   const { port, pub, sims } = await eventSims(['::1'], ['--data-parallel-size', '2']);
-  const dns = await startDns({ 'v6only.test': ['::1'] });
+  // The nameserver is reached over IPv6 too.
+  const dns = await startDns({ 'v6only.test': ['::1'] }, [], { listen: '::1' });
   cleanup.push(() => dns.stop());
+  assert.equal(dns.server, `[::1]:${dns.port}`);
   const gw = await startGateway({
     models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
     discovery: {
-      nameservers: [`127.0.0.1:${dns.port}`],
+      nameservers: [dns.server],
       dns: [{ name: 'dp6', url: `http://v6only.test:${port}`, refresh: '100ms', data_parallel_size: 2, kv_events: { port: pub } }],
     },
     routing: { default_policy: 'round_robin' },
