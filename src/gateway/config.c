@@ -360,11 +360,16 @@ static const ir_cfg_schema replica_schema = {"replica", replica_fields,
 static const ir_cfg_field dns_kv_events_fields[] = {
     FI(gw_dns_kv_events_cfg, "port", port, "0", 0, 65535,
        "the port of each member's KV event PUB socket (the engine binds tcp://*:PORT); "
-       "required to follow events, 0: members are tracked approximately"),
+       "required to follow events (or port_srv), 0: members are tracked approximately"),
     FI(gw_dns_kv_events_cfg, "replay_port", replay_port, "0", 0, 65535,
        "the port of each member's replay ROUTER socket; 0: a gap clears the member's view"),
     F(gw_dns_kv_events_cfg, "topic", IR_CFG_STRING, topic, "\"\"",
       "the topic the engines publish on"),
+    F(gw_dns_kv_events_cfg, "port_srv", IR_CFG_STRING, port_srv, NULL,
+      "instead of port: an SRV name (Kubernetes: _kv-events._tcp.SERVICE.NS.svc.cluster.local) "
+      "whose records give each member its PUB port, matched by the record target's address"),
+    F(gw_dns_kv_events_cfg, "replay_port_srv", IR_CFG_STRING, replay_port_srv, NULL,
+      "instead of replay_port: an SRV name whose records give each member its replay port"),
 };
 static const ir_cfg_schema dns_kv_events_schema = {"kv_events", dns_kv_events_fields,
                                                    IR_ARRAY_LEN(dns_kv_events_fields),
@@ -661,6 +666,7 @@ void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     free(names);
     free(paths);
     check_replicas(c, errs);
+    gw_check_event_ports(c, errs);
     gw_check_discovery(c, errs);
     check_ports(c, errs);
     check_nonzero(c, errs);

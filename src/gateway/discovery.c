@@ -20,7 +20,14 @@
  * (tcp://<ip>:<port>); with data_parallel_size N, each address is N targets
  * <member>/dp<r>, made by dp.c's rules (ids, ports plus r) as a configured
  * replica's ranks are. members.c opens and closes their streams as they join and
- * leave (gw_kvsub_member). */
+ * leave (gw_kvsub_member).
+ *
+ * kv_events.port_srv and replay_port_srv take those ports from SRV records instead
+ * (a Kubernetes headless Service publishes one SRV name per named port, each
+ * record's target a pod's host name): each round also asks for those names and
+ * looks up their targets, and a member whose address a target resolves to gets
+ * that record's port. A failed event lookup keeps the ports last found; a member
+ * whose ports change leaves and joins again with its new streams. */
 #include "gateway/gateway.h"
 
 #include <ares.h>
@@ -39,6 +46,22 @@ typedef struct dns_addr {
     uint16_t port;
 } dns_addr;
 
+struct dns_group;
+
+/* One of kv_events' SRV names (0: port_srv, 1: replay_port_srv): its records'
+ * targets are looked up, and each address found takes its record's port. */
+typedef struct dns_evsrv {
+    struct dns_group *g;
+    const char *name;                /* the SRV name */
+    const char *key;                 /* port_srv or replay_port_srv, for the log */
+    int status;                      /* the round's first failure, or ARES_SUCCESS */
+    bool failing;                    /* the last round's lookup failed (logged once) */
+    dns_addr found[GW_MAX_REPLICAS]; /* this round's: target addresses, record ports */
+    size_t nfound;
+    dns_addr known[GW_MAX_REPLICAS]; /* the last good round's */
+    size_t nknown;
+} dns_evsrv;
+
 typedef struct dns_group {
     gw_discovery *d;
     const gw_dns_group_cfg *cfg;
@@ -49,7 +72,9 @@ typedef struct dns_group {
     int members[GW_MAX_REPLICAS];
     dns_addr maddr[GW_MAX_REPLICAS];
     int64_t mrank[GW_MAX_REPLICAS];
+    int64_t mports[GW_MAX_REPLICAS][2]; /* their KV event ports: publisher, replay; 0: none */
     size_t nmembers;
+    dns_evsrv *evsrv[2]; /* kv_events.port_srv, replay_port_srv; NULL: not named (owned) */
     /* the round in progress */
     bool busy;
     int outstanding; /* lookups not answered yet, plus one while they are sent */
@@ -61,6 +86,7 @@ typedef struct dns_group {
     uint64_t next;      /* monotonic ns of the next round */
     bool failing;       /* the last round failed (logged once) */
     bool warned_shared; /* members sharing an address, and so event ports (logged once) */
+    bool warned_ports;  /* event ports from SRV records left out (logged once) */
     bool done_once;
 } dns_group;
 
@@ -145,27 +171,46 @@ static void on_sock_state(void *data, ares_socket_t fd, int readable, int writab
 
 /* ---- one group's round --------------------------------------------------------------- */
 
-static void add_found(dns_group *g, const struct sockaddr *sa, int ttl) {
-    dns_addr a = {0};
+static bool sockaddr_addr(const struct sockaddr *sa, dns_addr *a) {
+    *a = (dns_addr){0};
     if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *v4 = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &v4->sin_addr, a.ip, sizeof a.ip);
-        a.port = ntohs(v4->sin_port);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &v6->sin6_addr, a.ip, sizeof a.ip);
-        a.port = ntohs(v6->sin6_port);
-    } else {
-        return;
+        inet_ntop(AF_INET, &v4->sin_addr, a->ip, sizeof a->ip);
+        a->port = ntohs(v4->sin_port);
+        return true;
     }
-    if (ttl >= 0 && (g->min_ttl < 0 || ttl < g->min_ttl)) g->min_ttl = ttl;
-    for (size_t i = 0; i < g->nfound; i++)
-        if (g->found[i].port == a.port && strcmp(g->found[i].ip, a.ip) == 0) return;
-    if (g->nfound < GW_MAX_REPLICAS) g->found[g->nfound++] = a;
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &v6->sin6_addr, a->ip, sizeof a->ip);
+        a->port = ntohs(v6->sin6_port);
+        return true;
+    }
+    return false;
 }
 
 static bool addr_same(const dns_addr *a, const dns_addr *b) {
     return a->port == b->port && strcmp(a->ip, b->ip) == 0;
+}
+
+static void note_ttl(dns_group *g, int64_t ttl) {
+    if (ttl >= 0 && (g->min_ttl < 0 || ttl < g->min_ttl)) g->min_ttl = ttl;
+}
+
+/* Adds a to set (of n, at most GW_MAX_REPLICAS), once. */
+static void add_addr(dns_addr *set, size_t *n, const dns_addr *a) {
+    for (size_t i = 0; i < *n; i++)
+        if (addr_same(&set[i], a)) return;
+    if (*n < GW_MAX_REPLICAS) set[(*n)++] = *a;
+}
+
+/* The addresses of a lookup's answer into set, their TTLs into g's. */
+static void add_answer(dns_group *g, const struct ares_addrinfo *res, dns_addr *set, size_t *n) {
+    dns_addr a;
+    for (const struct ares_addrinfo_node *x = res->nodes; x; x = x->ai_next)
+        if (x->ai_addr && sockaddr_addr(x->ai_addr, &a)) {
+            note_ttl(g, x->ai_ttl);
+            add_addr(set, n, &a);
+        }
 }
 
 static bool found_has(const dns_group *g, const dns_addr *a) {
@@ -195,6 +240,12 @@ void gw_dns_member_tmpl(const gw_dns_group_cfg *c, gw_replica_cfg *out) {
 
 int gw_dns_target(const gw_dns_group_cfg *c, const char *path, const char *ip, uint16_t port,
                   int64_t r, gw_dns_target_cfg *t) {
+    return gw_dns_target_ports(c, path, ip, port, r, c->kv_events.port, c->kv_events.replay_port,
+                               t);
+}
+
+int gw_dns_target_ports(const gw_dns_group_cfg *c, const char *path, const char *ip, uint16_t port,
+                        int64_t r, int64_t ev_port, int64_t replay_port, gw_dns_target_cfg *t) {
     bool v6 = strchr(ip, ':') != NULL, ranked = c->data_parallel_size > 1;
     char base[GW_REPLICA_ID_MAX + 1];
     int n = snprintf(base, sizeof base, "%s-%s-%u", c->name, ip, port);
@@ -207,16 +258,15 @@ int gw_dns_target(const gw_dns_group_cfg *c, const char *path, const char *ip, u
     int un = snprintf(t->url, sizeof t->url, "http://%s%s%s:%u%s", v6 ? "[" : "", ip, v6 ? "]" : "",
                       port, path);
     if (un < 0 || (size_t)un >= sizeof t->url) return -1;
-    const gw_dns_kv_events_cfg *e = &c->kv_events;
     gw_dns_member_tmpl(c, &t->cfg);
     t->cfg.id = t->id;
     t->cfg.url = t->url;
     t->cfg.dp_target = ranked;
     t->cfg.dp_rank = ranked ? r : 0;
-    t->cfg.kv_events.endpoint = target_endpoint(ip, e->port, r, t->events[0]);
+    t->cfg.kv_events.endpoint = target_endpoint(ip, ev_port, r, t->events[0]);
     t->cfg.kv_events.replay_endpoint =
-        t->cfg.kv_events.endpoint ? target_endpoint(ip, e->replay_port, r, t->events[1]) : NULL;
-    return e->port && !t->cfg.kv_events.endpoint ? -1 : 0;
+        t->cfg.kv_events.endpoint ? target_endpoint(ip, replay_port, r, t->events[1]) : NULL;
+    return ev_port && !t->cfg.kv_events.endpoint ? -1 : 0;
 }
 
 static bool strlist_same(const ir_cfg_strlist *a, const ir_cfg_strlist *b) {
@@ -296,7 +346,8 @@ static bool has_target(const dns_group *g, const dns_addr *a, int64_t r) {
 /* Members on one address (SRV targets with several ports on one host) would read
  * the same event ports: said once per group. */
 static void warn_shared_address(dns_group *g, const dns_addr *a) {
-    for (size_t k = 0; k < g->nmembers && !g->warned_shared && g->cfg->kv_events.port; k++) {
+    for (size_t k = 0;
+         k < g->nmembers && !g->warned_shared && gw_dns_wants_events(&g->cfg->kv_events); k++) {
         if (g->maddr[k].port == a->port || strcmp(g->maddr[k].ip, a->ip) != 0) continue;
         IR_WARN("discovery",
                 "group %s: members at %s share that address, and so the KV event ports "
@@ -307,12 +358,67 @@ static void warn_shared_address(dns_group *g, const dns_addr *a) {
     }
 }
 
+/* The port that q's records give the address ip (the lowest, when several do; said
+ * once per group); 0: none. */
+static int64_t srv_port_of(dns_group *g, const dns_evsrv *q, const char *ip) {
+    int64_t port = 0;
+    bool several = false;
+    for (size_t i = 0; i < q->nknown; i++) {
+        if (strcmp(q->known[i].ip, ip) != 0) continue;
+        several |= port && port != q->known[i].port;
+        if (!port || q->known[i].port < port) port = q->known[i].port;
+    }
+    if (several && !g->warned_ports) {
+        IR_WARN("discovery",
+                "group %s: several kv_events.%s records (%s) resolve to %s; its members there "
+                "take the lowest port, %lld",
+                g->cfg->name, q->key, q->name, ip, (long long)port);
+        g->warned_ports = true;
+    }
+    return port;
+}
+
+/* The KV event ports of the member at ip, publisher's and replay's (0: none): the
+ * group's, or its SRV records'. Ports from records whose ranks would pass 65535 or
+ * overlap (port plus r) are left out, said once per group. */
+static void member_ports(dns_group *g, const char *ip, int64_t out[2]) {
+    const gw_dns_kv_events_cfg *e = &g->cfg->kv_events;
+    out[0] = g->evsrv[0] ? srv_port_of(g, g->evsrv[0], ip) : e->port;
+    out[1] = g->evsrv[1] ? srv_port_of(g, g->evsrv[1], ip) : e->replay_port;
+    int64_t last = g->ranks - 1, pub = out[0], replay = out[1];
+    const char *why = NULL;
+    if (!out[0]) {
+        out[1] = 0;
+    } else if (out[0] + last > 65535) {
+        why = "the publisher's ranks pass port 65535; no events";
+        out[0] = out[1] = 0;
+    } else if (out[1] &&
+               (out[1] + last > 65535 || (out[1] <= out[0] + last && out[0] <= out[1] + last))) {
+        why = "the replay ranks pass port 65535 or overlap the publisher's; no replay";
+        out[1] = 0;
+    }
+    if (why && !g->warned_ports) {
+        IR_WARN("discovery",
+                "group %s: the member at %s has KV event ports %lld and replay %lld from SRV "
+                "records, with data_parallel_size %lld: %s",
+                g->cfg->name, ip, (long long)pub, (long long)replay, (long long)g->ranks, why);
+        g->warned_ports = true;
+    }
+}
+
+static bool ports_same(const int64_t a[2], const int64_t b[2]) {
+    return a[0] == b[0] && a[1] == b[1];
+}
+
 /* Target (a, r) joins the fleet (or stays, handed over by a reload). */
 static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
     warn_shared_address(g, a);
     gw_fleet *f = &g->d->app->fleet;
     gw_dns_target_cfg t;
-    bool ok = gw_dns_target(g->cfg, g->url.path, a->ip, a->port, r, &t) == 0;
+    int64_t ports[2];
+    member_ports(g, a->ip, ports);
+    bool ok =
+        gw_dns_target_ports(g->cfg, g->url.path, a->ip, a->port, r, ports[0], ports[1], &t) == 0;
     int slot = ok ? claim_outgoing(g, &t) : -1;
     if (ok && slot < 0) slot = gw_fleet_join(f, t.id, t.url, &t.cfg);
     if (slot < 0 || g->nmembers >= GW_MAX_REPLICAS) {
@@ -324,6 +430,7 @@ static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
     retune(g, slot); /* it may have come back to its old slot, as it was then */
     g->members[g->nmembers] = slot;
     g->maddr[g->nmembers] = *a;
+    memcpy(g->mports[g->nmembers], ports, sizeof ports);
     g->mrank[g->nmembers++] = r;
     IR_INFO("discovery", "group %s: replica %s joined (%s%s%s)", g->cfg->name, t.id, t.url,
             t.cfg.kv_events.endpoint ? ", KV events at " : "",
@@ -335,15 +442,20 @@ static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
 static void apply(dns_group *g) {
     gw_fleet *f = &g->d->app->fleet;
     size_t kept = 0;
-    for (size_t i = 0; i < g->nmembers; i++) { /* who left */
+    for (size_t i = 0; i < g->nmembers; i++) { /* who left, or has other event ports */
         gw_replica *r = &f->replicas[g->members[i]];
-        if (found_has(g, &g->maddr[i])) {
+        int64_t ports[2];
+        member_ports(g, g->maddr[i].ip, ports);
+        bool found = found_has(g, &g->maddr[i]), same = ports_same(ports, g->mports[i]);
+        if (found && same) {
             g->members[kept] = g->members[i];
             g->maddr[kept] = g->maddr[i];
+            memcpy(g->mports[kept], g->mports[i], sizeof ports);
             g->mrank[kept++] = g->mrank[i];
             continue;
         }
-        IR_INFO("discovery", "group %s: replica %s left", g->cfg->name, r->dyn_id);
+        IR_INFO("discovery", "group %s: replica %s left%s", g->cfg->name, r->dyn_id,
+                found ? " (its KV event ports changed)" : "");
         gw_fleet_leave(f, (uint32_t)g->members[i]);
     }
     g->nmembers = kept;
@@ -366,6 +478,28 @@ static void release_outgoing(gw_discovery *d) {
     d->noutgoing = 0;
 }
 
+/* A good round: an event SRV name's answers become its known ports, or, when its
+ * own lookup failed, the last ones found stay (logged once). */
+static void settle_evsrv(dns_evsrv *q) {
+    if (!q) return;
+    const char *group = q->g->cfg->name;
+    if (q->status == ARES_SUCCESS) {
+        if (q->failing)
+            IR_INFO("discovery", "group %s: kv_events.%s %s resolves again", group, q->key,
+                    q->name);
+        q->failing = false;
+        memcpy(q->known, q->found, q->nfound * sizeof q->found[0]);
+        q->nknown = q->nfound;
+        return;
+    }
+    if (!q->failing)
+        IR_WARN("discovery",
+                "group %s: looking up kv_events.%s %s failed: %s; its members keep the ports "
+                "last found",
+                group, q->key, q->name, ares_strerror(q->status));
+    q->failing = true;
+}
+
 static void round_done(dns_group *g) {
     uint64_t now = ir_now_ns();
     if (g->status != ARES_SUCCESS) {
@@ -377,6 +511,7 @@ static void round_done(dns_group *g) {
         if (g->failing)
             IR_INFO("discovery", "group %s: %s resolves again", g->cfg->name, g->url.host);
         g->failing = false;
+        for (int k = 0; k < 2; k++) settle_evsrv(g->evsrv[k]);
         apply(g);
     }
     /* The next round: at refresh, or sooner when the answers' TTLs say so; a failed
@@ -401,22 +536,58 @@ static void lookup_done(dns_group *g) {
 static void on_addrinfo(void *arg, int status, int timeouts, struct ares_addrinfo *res) {
     (void)timeouts;
     dns_group *g = arg;
-    if (status == ARES_SUCCESS && res) {
-        for (struct ares_addrinfo_node *n = res->nodes; n; n = n->ai_next)
-            if (n->ai_addr) add_found(g, n->ai_addr, n->ai_ttl);
-    } else if (g->status == ARES_SUCCESS) {
+    if (status == ARES_SUCCESS && res)
+        add_answer(g, res, g->found, &g->nfound);
+    else if (g->status == ARES_SUCCESS)
         g->status = status == ARES_SUCCESS ? ARES_ENODATA : status;
-    }
     if (res) ares_freeaddrinfo(res);
     lookup_done(g);
 }
 
-static void lookup_addrs(dns_group *g, const char *host, uint16_t port) {
+/* An event SRV record's target: its addresses, with the record's port. */
+static void on_ev_addrinfo(void *arg, int status, int timeouts, struct ares_addrinfo *res) {
+    (void)timeouts;
+    dns_evsrv *q = arg;
+    if (status == ARES_SUCCESS && res)
+        add_answer(q->g, res, q->found, &q->nfound);
+    else if (q->status == ARES_SUCCESS)
+        q->status = status == ARES_SUCCESS ? ARES_ENODATA : status;
+    if (res) ares_freeaddrinfo(res);
+    lookup_done(q->g);
+}
+
+static void lookup_addrs_cb(dns_group *g, const char *host, uint16_t port,
+                            ares_addrinfo_callback cb, void *arg) {
     struct ares_addrinfo_hints h = {.ai_family = AF_UNSPEC, .ai_flags = ARES_AI_NUMERICSERV};
     char service[8];
     snprintf(service, sizeof service, "%u", port);
     g->outstanding++;
-    ares_getaddrinfo(g->d->ch, host, service, &h, on_addrinfo, g);
+    ares_getaddrinfo(g->d->ch, host, service, &h, cb, arg);
+}
+
+static void lookup_addrs(dns_group *g, const char *host, uint16_t port) {
+    lookup_addrs_cb(g, host, port, on_addrinfo, g);
+}
+
+/* The records of an event SRV name: each target's addresses are looked up. A failure
+ * is the name's own, not the round's (members come and go by the group's name). */
+static void on_ev_srv(void *arg, int status, int timeouts, unsigned char *abuf, int alen) {
+    (void)timeouts;
+    dns_evsrv *q = arg;
+    dns_group *g = q->g;
+    struct ares_srv_reply *srv = NULL;
+    if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, &srv);
+    uint32_t ttl;
+    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0)
+        note_ttl(g, ttl);
+    if (status != ARES_SUCCESS) {
+        if (q->status == ARES_SUCCESS) q->status = status;
+    } else if (!g->d->stopping) {
+        for (struct ares_srv_reply *s = srv; s; s = s->next)
+            lookup_addrs_cb(g, s->host, s->port, on_ev_addrinfo, q);
+    }
+    if (srv) ares_free_data(srv);
+    lookup_done(g);
 }
 
 /* SRV records name targets and ports; each target's addresses are then looked up.
@@ -427,9 +598,8 @@ static void on_srv(void *arg, int status, int timeouts, unsigned char *abuf, int
     struct ares_srv_reply *srv = NULL;
     if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, &srv);
     uint32_t ttl;
-    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0 &&
-        (g->min_ttl < 0 || ttl < g->min_ttl))
-        g->min_ttl = ttl;
+    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0)
+        note_ttl(g, ttl);
     if (status != ARES_SUCCESS) {
         if (g->status == ARES_SUCCESS) g->status = status;
     } else if (!g->d->stopping) {
@@ -450,6 +620,14 @@ static void start_round(dns_group *g) {
         ares_query(g->d->ch, g->url.host, ns_c_in, ns_t_srv, on_srv, g);
     } else {
         lookup_addrs(g, g->url.host, g->url.port);
+    }
+    for (int k = 0; k < 2; k++) {
+        dns_evsrv *q = g->evsrv[k];
+        if (!q) continue;
+        q->status = ARES_SUCCESS;
+        q->nfound = 0;
+        g->outstanding++;
+        ares_query(g->d->ch, q->name, ns_c_in, ns_t_srv, on_ev_srv, q);
     }
     lookup_done(g);
 }
@@ -499,7 +677,8 @@ static int init_channel(gw_discovery *d, char *err, size_t errlen) {
     return set_nameservers(d, err, errlen);
 }
 
-static void init_group(gw_discovery *d, dns_group *g, const gw_dns_group_cfg *c) {
+/* false: out of memory */
+static bool init_group(gw_discovery *d, dns_group *g, const gw_dns_group_cfg *c) {
     g->d = d;
     g->cfg = c;
     ir_url_parse(c->url, &g->url); /* checked with the config */
@@ -509,8 +688,16 @@ static void init_group(gw_discovery *d, dns_group *g, const gw_dns_group_cfg *c)
         g->url.host[hl - 2] = '\0';
     }
     gw_dns_member_tmpl(c, &g->tmpl);
+    const char *names[2] = {c->kv_events.port_srv, c->kv_events.replay_port_srv};
+    const char *keys[2] = {"port_srv", "replay_port_srv"};
     g->ranks = c->data_parallel_size > 1 ? c->data_parallel_size : 1;
     g->min_ttl = -1;
+    for (int k = 0; k < 2; k++) {
+        if (!names[k]) continue;
+        if (!(g->evsrv[k] = calloc(1, sizeof *g->evsrv[k]))) return false;
+        *g->evsrv[k] = (dns_evsrv){.g = g, .name = names[k], .key = keys[k]};
+    }
+    return true;
 }
 
 gw_discovery *gw_discovery_new(gw_app *app, const gw_discovery_cfg *cfg, uv_loop_t *loop, char *err,
@@ -527,9 +714,11 @@ gw_discovery *gw_discovery_new(gw_app *app, const gw_discovery_cfg *cfg, uv_loop
     d->cfg = cfg;
     d->loop = loop;
     d->ngroups = groups->n;
+    bool ok = true;
     for (size_t i = 0; i < d->ngroups; i++)
-        init_group(d, &d->groups[i], &((const gw_dns_group_cfg *)groups->items)[i]);
-    if (init_channel(d, err, errlen)) {
+        ok &= init_group(d, &d->groups[i], &((const gw_dns_group_cfg *)groups->items)[i]);
+    if (!ok) snprintf(err, errlen, "out of memory");
+    if (!ok || init_channel(d, err, errlen)) {
         gw_discovery_stop(d);
         gw_discovery_free(d);
         return NULL;
@@ -584,7 +773,15 @@ static void take_over(dns_group *g, dns_group *o) {
     memcpy(g->members, o->members, o->nmembers * sizeof o->members[0]);
     memcpy(g->maddr, o->maddr, o->nmembers * sizeof o->maddr[0]);
     memcpy(g->mrank, o->mrank, o->nmembers * sizeof o->mrank[0]);
+    memcpy(g->mports, o->mports, o->nmembers * sizeof o->mports[0]);
     g->nmembers = o->nmembers;
+    for (int k = 0; k < 2; k++) { /* the event ports known (same_members: the same names) */
+        dns_evsrv *q = g->evsrv[k], *oq = o->evsrv[k];
+        if (!q || !oq) continue;
+        memcpy(q->known, oq->known, oq->nknown * sizeof oq->known[0]);
+        q->nknown = oq->nknown;
+        q->failing = oq->failing;
+    }
     g->failing = o->failing;
     g->ttl_ns = o->ttl_ns;
     g->done_once = o->done_once;
@@ -606,14 +803,19 @@ static void hand_over(gw_discovery *d, gw_fleet *f, int slot, const char *group)
             f->replicas[slot].dyn_id);
 }
 
+/* NULL and "" alike. */
+static bool str_same(const char *a, const char *b) {
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
 /* Whether a reload's group b finds the same members as a: the same name, url and
  * srv, and targets with the same ranks and KV events (members keep their streams). */
 static bool same_members(const gw_dns_group_cfg *a, const gw_dns_group_cfg *b) {
     const gw_dns_kv_events_cfg *x = &a->kv_events, *y = &b->kv_events;
     return strcmp(a->url, b->url) == 0 && a->srv == b->srv &&
            a->data_parallel_size == b->data_parallel_size && x->port == y->port &&
-           x->replay_port == y->replay_port &&
-           strcmp(x->topic ? x->topic : "", y->topic ? y->topic : "") == 0;
+           x->replay_port == y->replay_port && str_same(x->topic, y->topic) &&
+           str_same(x->port_srv, y->port_srv) && str_same(x->replay_port_srv, y->replay_port_srv);
 }
 
 void gw_discovery_adopt(gw_discovery *d, gw_discovery *old) {
@@ -641,6 +843,8 @@ void gw_discovery_free(gw_discovery *d) {
         d->cfgs = c->next;
         free(c);
     }
+    for (size_t i = 0; d->groups && i < d->ngroups; i++)
+        for (int k = 0; k < 2; k++) free(d->groups[i].evsrv[k]);
     free(d->groups);
     free(d);
 }

@@ -31,16 +31,59 @@ static size_t name_max(const gw_dns_group_cfg *g) {
     return n ? 0 : GW_DNS_NAME_MAX - strlen(suffix);
 }
 
+bool gw_dns_wants_events(const gw_dns_kv_events_cfg *e) {
+    return e->port || e->port_srv;
+}
+
+/* A DNS name as c-ares would ask for it: 1 to 253 bytes of labels of 1 to 63 of
+ * A-Z a-z 0-9 _ -, split by dots (a trailing dot allowed). */
+static bool dns_name_ok(const char *s) {
+    size_t n = s ? strlen(s) : 0, label = 0;
+    if (n == 0 || n > 253) return false;
+    for (const char *p = s; *p; p++) {
+        if (*p == '.') {
+            if (label == 0) return false;
+            label = 0;
+        } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                   (*p >= '0' && *p <= '9') || *p == '_' || *p == '-') {
+            if (++label > 63) return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* kv_events' SRV names: well formed, and each in place of its port, not beside it. */
+static void check_srv_names(const gw_dns_kv_events_cfg *e, size_t i, ir_cfg_errors *errs) {
+    const char *keys[2] = {"port_srv", "replay_port_srv"},
+               *names[2] = {e->port_srv, e->replay_port_srv};
+    const char *fixed_keys[2] = {"port", "replay_port"};
+    int64_t fixed[2] = {e->port, e->replay_port};
+    for (int k = 0; k < 2; k++) {
+        if (!names[k]) continue;
+        if (!dns_name_ok(names[k]))
+            ir_cfg_errors_add(errs,
+                              "discovery.dns[%zu].kv_events.%s: '%s' is not a DNS name (e.g. "
+                              "_kv-events._tcp.vllm.inference.svc.cluster.local)",
+                              i, keys[k], names[k]);
+        if (fixed[k])
+            ir_cfg_errors_add(errs, "discovery.dns[%zu].kv_events.%s: give %s or %s, not both", i,
+                              keys[k], fixed_keys[k], keys[k]);
+    }
+}
+
 /* kv_events: its ports, and their ranks' ports (port plus r), within 1..65535 and
- * apart from each other. */
+ * apart from each other (ports from SRV records are checked as they come). */
 static void check_events(const gw_dns_group_cfg *g, size_t i, ir_cfg_errors *errs) {
     const gw_dns_kv_events_cfg *e = &g->kv_events;
     int64_t last = g->data_parallel_size > 1 ? g->data_parallel_size - 1 : 0;
-    if (!e->port) {
-        if (e->replay_port || (e->topic && *e->topic))
+    check_srv_names(e, i, errs);
+    if (!gw_dns_wants_events(e)) {
+        if (e->replay_port || e->replay_port_srv || (e->topic && *e->topic))
             ir_cfg_errors_add(errs,
                               "discovery.dns[%zu].kv_events.port: required with kv_events "
-                              "(the port of each member's KV event publisher)",
+                              "(the port of each member's KV event publisher), or port_srv",
                               i);
         return;
     }
@@ -54,7 +97,8 @@ static void check_events(const gw_dns_group_cfg *g, size_t i, ir_cfg_errors *err
                               "(vLLM), and %lld passes 65535",
                               i, keys[k], (long long)ports[k], (long long)g->data_parallel_size,
                               (long long)(ports[k] + last));
-    if (e->replay_port && e->replay_port <= e->port + last && e->port <= e->replay_port + last)
+    if (e->port && e->replay_port && e->replay_port <= e->port + last &&
+        e->port <= e->replay_port + last)
         ir_cfg_errors_add(errs,
                           "discovery.dns[%zu].kv_events.replay_port: %lld collides with the "
                           "publishers' ports %lld..%lld (with data_parallel_size N, each "

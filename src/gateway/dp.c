@@ -62,6 +62,66 @@ static void check_one(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs) {
                               (long long)last);
 }
 
+/* The tcp ports one of a replica's kv_events sockets takes: port .. port + N - 1 on
+ * host (rank r binds the port plus r). */
+typedef struct ev_range {
+    size_t replica;
+    const char *key; /* endpoint or replay_endpoint */
+    const char *ep;
+    char host[256];
+    long first, last;
+} ev_range;
+
+/* ep's range with N ranks; false when ep is not tcp://host:port with room for them
+ * (gw_check_kv_events and check_one say why). */
+static bool ev_range_of(const char *ep, int64_t n, ev_range *out) {
+    char buf[512];
+    if (!ep || gw_dp_endpoint(ep, n - 1, buf, sizeof buf)) return false;
+    const char *host = ep + 6, *colon = strrchr(host, ':');
+    if ((size_t)(colon - host) >= sizeof out->host) return false;
+    snprintf(out->host, sizeof out->host, "%.*s", (int)(colon - host), host);
+    out->ep = ep;
+    out->first = strtol(colon + 1, NULL, 10);
+    out->last = out->first + (long)n - 1;
+    return true;
+}
+
+static void add_overlap(const ev_range *a, const ev_range *b, const gw_replica_cfg *reps,
+                        ir_cfg_errors *errs) {
+    ir_cfg_errors_add(errs,
+                      "replicas[%zu].kv_events.%s: '%s' takes ports %ld..%ld of %s "
+                      "(data_parallel_size %lld), which overlap replicas[%zu].kv_events.%s's "
+                      "%ld..%ld: rank r binds the port plus r (vLLM), so each engine's sockets "
+                      "need N ports of their own",
+                      b->replica, b->key, b->ep, b->first, b->last, b->host,
+                      (long long)IR_MAX(reps[b->replica].data_parallel_size, 1), a->replica, a->key,
+                      a->first, a->last);
+}
+
+void gw_check_event_ports(const gw_config *c, ir_cfg_errors *errs) {
+    const gw_replica_cfg *reps = c->replicas.items;
+    ev_range *rs = calloc(2 * c->replicas.n + 1, sizeof *rs);
+    size_t n = 0;
+    for (size_t i = 0; rs && i < c->replicas.n; i++) {
+        const gw_kv_events_cfg *e = &reps[i].kv_events;
+        int64_t ranks = IR_MAX(reps[i].data_parallel_size, 1);
+        if (!ev_range_of(e->endpoint, ranks, &rs[n])) continue; /* no events (or an error) */
+        rs[n].replica = i;
+        rs[n++].key = "endpoint";
+        if (!ev_range_of(e->replay_endpoint, ranks, &rs[n])) continue;
+        rs[n].replica = i;
+        rs[n++].key = "replay_endpoint";
+    }
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < k; j++)
+            if (strcasecmp(rs[j].host, rs[k].host) == 0 && rs[j].first <= rs[k].last &&
+                rs[k].first <= rs[j].last) {
+                add_overlap(&rs[j], &rs[k], reps, errs);
+                break;
+            }
+    free(rs);
+}
+
 static size_t count_targets(const gw_config *c, ir_cfg_errors *errs) {
     const gw_replica_cfg *reps = c->replicas.items;
     size_t total = 0;

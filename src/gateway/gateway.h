@@ -185,7 +185,14 @@ typedef struct gw_dns_kv_events_cfg {
     int64_t port;        /* its PUB socket; 0: members are tracked approximately */
     int64_t replay_port; /* its replay ROUTER socket; 0: gaps cannot be replayed */
     char *topic;         /* the topic it publishes on; "" */
+    /* SRV names whose records give each member its own port (instead of port and
+     * replay_port): a record's target that resolves to a member's address gives that
+     * member the record's port. NULL: none. */
+    char *port_srv, *replay_port_srv;
 } gw_dns_kv_events_cfg;
+
+/* Whether a group's members follow KV events (kv_events.port or .port_srv). */
+bool gw_dns_wants_events(const gw_dns_kv_events_cfg *e);
 
 /* discovery.dns[]: a DNS name whose addresses are replicas. */
 typedef struct gw_dns_group_cfg {
@@ -249,6 +256,12 @@ void gw_config_expand_dp(gw_config *c, ir_cfg *owner, ir_cfg_errors *errs);
 /* ep with its tcp port plus rank into out; -1 when it has no tcp port or the sum
  * passes 65535 (or out is too small). */
 int gw_dp_endpoint(const char *ep, int64_t rank, char *out, size_t cap);
+/* Configured replicas' kv_events sockets that would share a port: each takes its
+ * port plus 0..N-1 (data_parallel_size N) on its host, and no two of them (a
+ * replica's publisher and replay sockets included) may overlap on one host (the
+ * same host string, whatever its case; names that resolve alike are not
+ * compared). Errors name replicas[i].kv_events.endpoint or .replay_endpoint. */
+void gw_check_event_ports(const gw_config *c, ir_cfg_errors *errs);
 /* A DP target's id, <base>/dp<rank>, into out; -1 when it does not fit in cap. */
 int gw_dp_id(const char *base, int64_t rank, char *out, size_t cap);
 /* The header that pins a request to a DP rank (vLLM and SGLang read it). */
@@ -718,6 +731,10 @@ typedef struct gw_dns_target_cfg {
 void gw_dns_member_tmpl(const gw_dns_group_cfg *c, gw_replica_cfg *out);
 int gw_dns_target(const gw_dns_group_cfg *c, const char *path, const char *ip, uint16_t port,
                   int64_t r, gw_dns_target_cfg *t);
+/* The same with the member's own KV event ports (from SRV records: kv_events.port_srv
+ * and replay_port_srv), instead of the group's; 0: none (no events, or no replay). */
+int gw_dns_target_ports(const gw_dns_group_cfg *c, const char *path, const char *ip, uint16_t port,
+                        int64_t r, int64_t ev_port, int64_t replay_port, gw_dns_target_cfg *t);
 /* The smallest TTL (seconds) of the SRV answers in a raw DNS reply (dns_ttl.c: c-ares
  * 1.18 gives SRV records without it; ADR 0015). 0, or -1 when the reply is
  * malformed or has no SRV answer. Reads nothing past len. */

@@ -624,7 +624,7 @@ static int kvsub_run(gw_fleet *f, gw_kvsub *k, char *err, size_t errlen) {
 static bool groups_want_events(const gw_config *c) {
     const gw_dns_group_cfg *g = c->discovery.dns.items;
     for (size_t i = 0; i < c->discovery.dns.n; i++)
-        if (g[i].kv_events.port) return true;
+        if (gw_dns_wants_events(&g[i].kv_events)) return true;
     return false;
 }
 

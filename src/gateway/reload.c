@@ -69,7 +69,9 @@ static bool discovery_differs(const gw_config *a, const gw_config *b) {
             x[i].data_parallel_size != y[i].data_parallel_size ||
             x[i].kv_events.port != y[i].kv_events.port ||
             x[i].kv_events.replay_port != y[i].kv_events.replay_port ||
-            str_differs(x[i].kv_events.topic, y[i].kv_events.topic))
+            str_differs(x[i].kv_events.topic, y[i].kv_events.topic) ||
+            str_differs(x[i].kv_events.port_srv, y[i].kv_events.port_srv) ||
+            str_differs(x[i].kv_events.replay_port_srv, y[i].kv_events.replay_port_srv))
             return true;
     return false;
 }

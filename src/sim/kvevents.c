@@ -380,6 +380,13 @@ void sim_kvpub_drop(sim_kvpub *p, uint64_t batches) {
 
 /* ---- life cycle ------------------------------------------------------------------------------ */
 
+/* libzmq binds (and resolves) IPv4 only unless the socket has ZMQ_IPV6: an
+ * endpoint such as tcp://[::1]:5557 fails with ENODEV without it. */
+static void allow_ipv6(void *z, const char *ep) {
+    int v6 = 1;
+    if (z && strchr(ep, '[')) zmq_setsockopt(z, ZMQ_IPV6, &v6, sizeof v6);
+}
+
 static void *bind_socket(sim_kvpub *p, int type, const char *ep, char *err, size_t errlen) {
     void *z = zmq_socket(p->ctx, type);
     int linger = 0, hwm = 100000;
@@ -387,6 +394,7 @@ static void *bind_socket(sim_kvpub *p, int type, const char *ep, char *err, size
         zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(z, ZMQ_SNDHWM, &hwm, sizeof hwm);
     }
+    allow_ipv6(z, ep);
     /* vLLM binds an endpoint with a wildcard and connects to one without (to a
      * proxy); the simulator always binds, so that tests can keep to loopback
      * (tcp://127.0.0.1:5557). */
@@ -423,6 +431,7 @@ sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block
         p->router = zmq_socket(p->ctx, ZMQ_ROUTER);
         int linger = 0;
         if (p->router) zmq_setsockopt(p->router, ZMQ_LINGER, &linger, sizeof linger);
+        allow_ipv6(p->router, c->replay_endpoint);
         if (!p->router || zmq_bind(p->router, c->replay_endpoint)) {
             snprintf(err, errlen, "--kv-events-config: cannot bind %s: %s", c->replay_endpoint,
                      zmq_strerror(zmq_errno()));

@@ -105,11 +105,16 @@ static void on_server_closed(void *ud) {
     (void)ud;
 }
 
+/* An IPv6 address in a URL or host:port is written in brackets. */
+#define V6_OPEN(h)  (strchr((h), ':') ? "[" : "")
+#define V6_CLOSE(h) (strchr((h), ':') ? "]" : "")
+
 static void on_refuse_over(uv_timer_t *t) {
     app *a = t->data;
     if (!a->srv && !a->stopping) {
         if (start_server(a) == 0)
-            IR_INFO("sim", "listening again on %s:%u", a->cfg.host, a->cfg.port);
+            IR_INFO("sim", "listening again on %s%s%s:%u", V6_OPEN(a->cfg.host), a->cfg.host,
+                    V6_CLOSE(a->cfg.host), a->cfg.port);
     }
 }
 
@@ -528,9 +533,9 @@ static int start(app *a) {
     uv_signal_start(&a->sigint, on_signal, SIGINT);
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     IR_INFO("sim",
-            "inferrail-sim serving %s on http://%s:%u (engine %s%s, %u data-parallel rank%s)",
-            a->cfg.model_names[0], a->cfg.host, a->cfg.port,
-            a->cfg.engine == SIM_ENGINE_SGLANG ? "sglang" : "vllm",
+            "inferrail-sim serving %s on http://%s%s%s:%u (engine %s%s, %u data-parallel rank%s)",
+            a->cfg.model_names[0], V6_OPEN(a->cfg.host), a->cfg.host, V6_CLOSE(a->cfg.host),
+            a->cfg.port, a->cfg.engine == SIM_ENGINE_SGLANG ? "sglang" : "vllm",
             a->cfg.zero_latency ? ", zero latency" : "", a->cfg.data_parallel_size,
             a->cfg.data_parallel_size == 1 ? "" : "s");
     if (a->cfg.num_cpu_blocks)

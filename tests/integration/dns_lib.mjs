@@ -38,9 +38,11 @@ function stopper(child) {
 // Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...]; ttl:
 // the TTL of its answers from hosts and srv (--local-ttl), in seconds; port: the
 // one to use (tried for a few seconds, for a restart on the same port), else a
-// free one; args: more dnsmasq options (--host-record=NAME,IP,TTL, say).
-// Resolves to {port, setHosts(hosts), stop()}.
-export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args: more = [] } = {}) {
+// free one; args: more dnsmasq options (--host-record=NAME,IP,TTL, say); listen:
+// the address it answers on (::1 for a nameserver reached over IPv6).
+// Resolves to {port, server (host:port, as discovery.nameservers takes it),
+// setHosts(hosts), stop()}.
+export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args: more = [], listen = '127.0.0.1' } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ir-dns-'));
   const hdir = path.join(dir, 'hosts');
   fs.mkdirSync(hdir);
@@ -57,7 +59,7 @@ export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args
   for (let tries = 0; tries < 20; tries++) {
     const port = fixed || randomPort();
     const args = ['-k', '--conf-file=/dev/null', '--no-resolv', '--no-hosts', `--port=${port}`,
-      '--listen-address=127.0.0.1', '--bind-interfaces', `--hostsdir=${hdir}`, `--local-ttl=${ttl}`,
+      `--listen-address=${listen}`, '--bind-interfaces', `--hostsdir=${hdir}`, `--local-ttl=${ttl}`,
       '--pid-file=', '--user=', '--log-facility=-', ...srv.map(([s, t, p]) => `--srv-host=${s},${t},${p}`), ...more];
     const child = spawn(DNSMASQ, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children.add(child);
@@ -65,7 +67,8 @@ export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args
     child.stderr.on('data', (d) => { log += d; });
     child.on('exit', () => children.delete(child));
     const resolver = new dns.Resolver({ timeout: 200, tries: 1 });
-    resolver.setServers([`127.0.0.1:${port}`]);
+    const server = listen.includes(':') ? `[${listen}]:${port}` : `${listen}:${port}`;
+    resolver.setServers([server]);
     let up = false;
     for (const end = Date.now() + 10000; !up && !exited(child) && Date.now() < end;) {
       up = await resolver.resolve4('ready.test').then(() => true, () => false);
@@ -80,7 +83,7 @@ export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args
       throw new Error(`dnsmasq did not start:\n${log}`);
     }
     const stop = stopper(child);
-    return { port, setHosts, log: () => log, async stop() { await stop(); fs.rmSync(dir, { recursive: true, force: true }); } };
+    return { port, server, setHosts, log: () => log, async stop() { await stop(); fs.rmSync(dir, { recursive: true, force: true }); } };
   }
   throw new Error('no free port for dnsmasq');
 }

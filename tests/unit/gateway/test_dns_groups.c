@@ -68,6 +68,18 @@ static void errors_name_paths(void **state) {
         {"kv_events: {port: 5557, replay_port: 5557}", "discovery.dns[0].kv_events.replay_port"},
         {"data_parallel_size: 2, kv_events: {port: 5560, replay_port: 5559}",
          "discovery.dns[0].kv_events.replay_port"},
+        /* ports from SRV records: in place of a port, not beside it; names well formed */
+        {"kv_events: {port: 5557, port_srv: _ev._tcp.g.test}",
+         "discovery.dns[0].kv_events.port_srv"},
+        {"kv_events: {port_srv: _ev._tcp.g.test, replay_port: 5560, replay_port_srv: "
+         "_r._tcp.g.test}",
+         "discovery.dns[0].kv_events.replay_port_srv"},
+        {"kv_events: {replay_port_srv: _r._tcp.g.test}", "discovery.dns[0].kv_events.port"},
+        {"kv_events: {port_srv: \"a..b\"}", "discovery.dns[0].kv_events.port_srv"},
+        {"kv_events: {port_srv: \"\"}", "discovery.dns[0].kv_events.port_srv"},
+        {"kv_events: {port_srv: \"_ev._tcp.g test\"}", "discovery.dns[0].kv_events.port_srv"},
+        {"kv_events: {port: 5557, replay_port_srv: \"tcp://x:1\"}",
+         "discovery.dns[0].kv_events.replay_port_srv"},
     };
     char text[512];
     for (size_t i = 0; i < IR_ARRAY_LEN(cases); i++) {
@@ -94,6 +106,59 @@ static void errors_name_paths(void **state) {
         ir_cfg_free(owner);
         ir_cfg_errors_free(&e);
     }
+}
+
+/* kv_events' ports from SRV records: the names parse, alone or beside the other
+ * socket's fixed port, and count as following events. */
+static void srv_keys_parse(void **state) {
+    (void)state;
+    static const char *text =
+        "models: [{name: m}]\n"
+        "discovery:\n"
+        "  dns:\n"
+        "    - name: a\n"
+        "      url: \"http://vllm.ns.svc:8000\"\n"
+        "      kv_events: {port_srv: _kv-events._tcp.vllm.ns.svc, replay_port_srv: "
+        "_kv-replay._tcp.vllm.ns.svc.}\n"
+        "    - name: b\n"
+        "      url: \"http://vllm.ns.svc:8000\"\n"
+        "      data_parallel_size: 2\n"
+        "      kv_events: {port_srv: _kv-events._tcp.vllm.ns.svc, replay_port: 5560}\n"
+        "    - name: c\n"
+        "      url: \"http://vllm.ns.svc:8000\"\n";
+    gw_config c;
+    ir_cfg_errors e;
+    ir_cfg *owner = fx_load(text, &c, &e);
+    assert_non_null(owner);
+    assert_int_equal(e.n, 0);
+    const gw_dns_group_cfg *g = c.discovery.dns.items;
+    assert_int_equal(g[0].kv_events.port, 0);
+    assert_string_equal(g[0].kv_events.port_srv, "_kv-events._tcp.vllm.ns.svc");
+    assert_string_equal(g[0].kv_events.replay_port_srv, "_kv-replay._tcp.vllm.ns.svc.");
+    assert_true(gw_dns_wants_events(&g[0].kv_events));
+    assert_string_equal(g[1].kv_events.port_srv, "_kv-events._tcp.vllm.ns.svc");
+    assert_null(g[1].kv_events.replay_port_srv);
+    assert_int_equal(g[1].kv_events.replay_port, 5560);
+    assert_true(gw_dns_wants_events(&g[1].kv_events));
+    assert_null(g[2].kv_events.port_srv);
+    assert_false(gw_dns_wants_events(&g[2].kv_events));
+    /* A member's own ports (as SRV records give them) make its endpoints, plus r. */
+    gw_dns_target_cfg t;
+    assert_int_equal(gw_dns_target_ports(&g[1], "", "10.1.2.3", 8000, 1, 6000, 6100, &t), 0);
+    assert_string_equal(t.id, "b-10.1.2.3-8000/dp1");
+    assert_string_equal(t.cfg.kv_events.endpoint, "tcp://10.1.2.3:6001");
+    assert_string_equal(t.cfg.kv_events.replay_endpoint, "tcp://10.1.2.3:6101");
+    assert_int_equal(gw_dns_target_ports(&g[1], "", "fd00::7", 8000, 0, 6000, 0, &t), 0);
+    assert_string_equal(t.cfg.kv_events.endpoint, "tcp://[fd00::7]:6000");
+    assert_null(t.cfg.kv_events.replay_endpoint);
+    /* no port found for it: no events (a replay port alone is none) */
+    assert_int_equal(gw_dns_target_ports(&g[0], "", "10.1.2.3", 8000, 0, 0, 6100, &t), 0);
+    assert_null(t.cfg.kv_events.endpoint);
+    assert_null(t.cfg.kv_events.replay_endpoint);
+    /* a port whose last rank passes 65535 cannot be a target's */
+    assert_int_equal(gw_dns_target_ports(&g[1], "", "10.1.2.3", 8000, 1, 65535, 0, &t), -1);
+    ir_cfg_free(owner);
+    ir_cfg_errors_free(&e);
 }
 
 static void targets(void **state) {
@@ -239,6 +304,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(keys_parse),
         cmocka_unit_test(errors_name_paths),
+        cmocka_unit_test(srv_keys_parse),
         cmocka_unit_test(targets),
         cmocka_unit_test(streams_open_and_close),
         cmocka_unit_test(subscriber_starts_late),

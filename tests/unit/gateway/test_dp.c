@@ -125,6 +125,70 @@ static void errors_name_paths(void **state) {
     ir_cfg_errors_free(&e);
 }
 
+/* Loads a file with the given replicas (each a flow mapping on its own line). */
+static ir_cfg *load_replicas(const char *reps, gw_config *c, ir_cfg_errors *e) {
+    static char text[2048];
+    snprintf(text, sizeof text, "models:\n  - name: m\nreplicas:\n%s", reps);
+    return fx_load(text, c, e);
+}
+
+#define EV(id, port, dp, ep, rep)                                                                  \
+    "  - {id: " id ", url: \"http://h:" port "\", data_parallel_size: " dp                         \
+    ", kv_events: {endpoint: \"" ep "\"" rep "}}\n"
+
+/* Rank r binds its sockets' ports plus r: configured replicas whose sockets would
+ * share a port on one host are refused, naming the later key; apart, or on other
+ * hosts, they load. */
+static void overlapping_event_ports(void **state) {
+    (void)state;
+    static const struct {
+        const char *reps, *path;
+    } bad[] = {
+        /* two engines on one host, 5557 and 5558, two ranks each: 5558 is both's */
+        {EV("a", "1", "2", "tcp://h:5557", "") EV("b", "2", "2", "tcp://h:5558", ""),
+         "replicas[1].kv_events.endpoint: 'tcp://h:5558' takes ports 5558..5559 of h"},
+        /* the host's case does not matter; one rank meets the other's second */
+        {EV("a", "1", "3", "tcp://gpu-0:5557", "") EV("b", "2", "1", "tcp://GPU-0:5559", ""),
+         "replicas[1].kv_events.endpoint"},
+        /* a replay socket in another engine's publisher ranks */
+        {EV("a", "1", "2", "tcp://h:5557", "")
+             EV("b", "2", "1", "tcp://h:6000", ", replay_endpoint: \"tcp://h:5558\""),
+         "replicas[1].kv_events.replay_endpoint"},
+        /* one engine's own replay socket in its publisher's ranks */
+        {EV("a", "1", "4", "tcp://h:5557", ", replay_endpoint: \"tcp://h:5560\""),
+         "replicas[0].kv_events.replay_endpoint"},
+        /* the same endpoint twice */
+        {EV("a", "1", "1", "tcp://[::1]:5557", "") EV("b", "2", "1", "tcp://[::1]:5557", ""),
+         "replicas[1].kv_events.endpoint"},
+    };
+    for (size_t i = 0; i < IR_ARRAY_LEN(bad); i++) {
+        gw_config c;
+        ir_cfg_errors e;
+        ir_cfg *owner = load_replicas(bad[i].reps, &c, &e);
+        if (!fx_has_error(&e, bad[i].path)) fail_msg("case %zu: no error for %s", i, bad[i].path);
+        ir_cfg_free(owner);
+        ir_cfg_errors_free(&e);
+    }
+    static const char *good[] = {
+        /* N ports apart, replay sockets past both */
+        EV("a", "1", "2", "tcp://h:5557", ", replay_endpoint: \"tcp://h:5600\"")
+            EV("b", "2", "2", "tcp://h:5559", ", replay_endpoint: \"tcp://h:5602\""),
+        /* the same ports on other hosts, as DNS group members have */
+        EV("a", "1", "2", "tcp://10.0.0.1:5557", "") EV("b", "2", "2", "tcp://10.0.0.2:5557", ""),
+        /* ipc endpoints have no ports */
+        EV("a", "1", "1", "ipc:///tmp/a", "") EV("b", "2", "1", "ipc:///tmp/b", ""),
+    };
+    for (size_t i = 0; i < IR_ARRAY_LEN(good); i++) {
+        gw_config c;
+        ir_cfg_errors e;
+        ir_cfg *owner = load_replicas(good[i], &c, &e);
+        for (size_t k = 0; k < e.n; k++) fprintf(stderr, "  got: %s\n", e.msgs[k]);
+        assert_int_equal(e.n, 0);
+        ir_cfg_free(owner);
+        ir_cfg_errors_free(&e);
+    }
+}
+
 static void endpoint_offsets(void **state) {
     (void)state;
     char out[64];
@@ -147,6 +211,7 @@ int main(void) {
         cmocka_unit_test(expands_in_rank_order),
         cmocka_unit_test(errors_name_paths),
         cmocka_unit_test(endpoint_offsets),
+        cmocka_unit_test(overlapping_event_ports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
