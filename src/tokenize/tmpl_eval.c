@@ -361,7 +361,8 @@ static bool exact53(int64_t i) {
 
 /* Python's int arithmetic: the 64-bit fast path, and tmpl_bigint.c (GMP)
  * for a big operand or a result past 64 bits. */
-static tv int_arith(trender *r, const tnode *at, int op, tv a, tv b) {
+static inline __attribute__((always_inline)) tv int_arith(trender *r, const tnode *at, int op, tv a,
+                                                          tv b) {
     if (a.t == TV_BIG || b.t == TV_BIG) return tmpl_big_arith(r, at, op, a, b);
     int64_t i = iv(a), j = iv(b), k;
     switch (op) {
@@ -404,7 +405,8 @@ static tv int_arith(trender *r, const tnode *at, int op, tv a, tv b) {
 }
 
 /* Python's float arithmetic (float_div, float_floor_div, float_rem, float_pow). */
-static tv float_arith(trender *r, const tnode *at, int op, double x, double y) {
+static inline __attribute__((always_inline)) tv float_arith(trender *r, const tnode *at, int op,
+                                                            double x, double y) {
     switch (op) {
     case OP_ADD:
         return tv_float(x + y);
@@ -450,10 +452,15 @@ static tv float_arith(trender *r, const tnode *at, int op, double x, double y) {
 
 /* A number as a float operand: CPython converts an int, raising OverflowError. */
 static double float_operand(trender *r, const tnode *at, tv v) {
-    return v.t == TV_FLOAT ? v.f : tmpl_int_to_double(r, at, v);
+    if (v.t == TV_FLOAT) return v.f;
+    if (v.t == TV_INT) return (double)v.i;
+    return v.t == TV_BOOL ? v.b : tmpl_int_to_double(r, at, v);
 }
 
-tv tmpl_arith(trender *r, const tnode *at, int op, tv a, tv b) {
+/* Inlined into eval(), as it was before big integers: a call passing two
+ * 32-byte values cost the 64-bit loops 5-8% (bench/tokenizer/tmpl_arith.sh). */
+static inline __attribute__((always_inline)) tv arith(trender *r, const tnode *at, int op, tv a,
+                                                      tv b) {
     if (op == OP_CONCAT) {
         tsb sb;
         tsb_init(&sb, r->a, r->e, r->lim->max_output);
@@ -495,6 +502,10 @@ tv tmpl_arith(trender *r, const tnode *at, int op, tv a, tv b) {
         efail(r, at, "can only concatenate str (not \"%s\") to str", tv_typename(b));
     efail(r, at, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), tv_typename(a),
           tv_typename(b));
+}
+
+tv tmpl_arith(trender *r, const tnode *at, int op, tv a, tv b) {
+    return arith(r, at, op, a, b);
 }
 
 static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
@@ -771,7 +782,7 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
     }
     case E_BIN: {
         tv a = eval(r, f, x->a);
-        return tmpl_arith(r, x, x->op, a, eval(r, f, x->b));
+        return arith(r, x, x->op, a, eval(r, f, x->b));
     }
     case E_NEG:
     case E_POS: {
