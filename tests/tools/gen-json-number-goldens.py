@@ -159,6 +159,22 @@ def arith_cases(rnd):
                            "1_000_000_000_000_000_000_000", "1e30", "-9223372036854775809",
                            "9" * 4301]):
         rows.append(("ints_%d" % k, "{{ s|int }}", body_of(s=s), False))
+    def rand_int(bits):
+        x = rnd.getrandbits(bits) | 1 << (bits - 1)
+        return -x if rnd.random() < 0.5 else x
+    for k in range(100):  # true division: random sizes, near overflow and subnormal quotients
+        a, b = rand_int(rnd.randint(1, 1100)), rand_int(rnd.randint(1, 1100))
+        rows.append(("rdivr_%d" % k, "{{ a / b }}", body_of(a=a, b=b), False))
+    for k in range(60):  # + - * // % on random big ints, mixed signs
+        a, b = rand_int(rnd.randint(60, 700)), rand_int(rnd.randint(1, 700))
+        rows.append(("rops_%d" % k, "{{ a + b }} {{ a - b }} {{ a * b }} {{ a // b }} {{ a % b }} "
+                     "{{ a == b }} {{ a < b }}", body_of(a=a, b=b), False))
+    for k in range(40):  # int to float at and around halfway points
+        m = rnd.getrandbits(53) | 1 << 53  # 54 bits: the last one is the halfway bit
+        x = (m << rnd.randint(0, 900)) + rnd.choice([0, 0, 1, -1])
+        x = -x if rnd.random() < 0.5 else x
+        rows.append(("half_%d" % k, "{{ a|float }} {{ a + 0.0 }} {{ a == (a|float) }} "
+                     "{{ a < (a|float) }}", body_of(a=x), False))
     literals = [
         "{{ 123456789012345678901234567890 * 3 }}", "{{ -9223372036854775808 }}",
         "{{ 9223372036854775807 + 1 }}", "{{ (2 ** 64) // 3 }} {{ (2 ** 64) % -3 }}",
