@@ -19,6 +19,16 @@
 /* A number of TMPL_BIG_DIGITS + 1 digits is >= 10^4300 > 2^14284. */
 #define BIG_MAX_BITS 14285
 
+/* Big-integer work counts against the render's step budget, one step per
+ * BIG_STEP_DIGITS digits read or written, so a loop of operations at the
+ * bound (about 35 us each: parsing and printing 4,300 digits) stops after
+ * about 3 s of CPU at the default 10M steps instead of minutes. */
+#define BIG_STEP_DIGITS 64
+
+static void charge(trender *r, const tnode *at, size_t digits) {
+    tmpl_charge(r, at, 1 + digits / BIG_STEP_DIGITS);
+}
+
 typedef enum {
     BS_OK,
     BS_DIGITS,    /* the result has more than TMPL_BIG_DIGITS digits */
@@ -208,6 +218,7 @@ tv tmpl_big_arith(trender *r, const tnode *at, int op, tv a, tv b) {
         if (x == 0) bfail(r, at, BS_ZEROPOW, op);
         return tv_float(pow(x, y));
     }
+    charge(r, at, (a.t == TV_BIG ? a.n : 0) + (b.t == TV_BIG ? b.n : 0));
     mpz_t x, y, z;
     mpz_inits(x, y, z, NULL);
     to_mpz(x, a);
@@ -224,12 +235,14 @@ tv tmpl_big_arith(trender *r, const tnode *at, int op, tv a, tv b) {
     }
     mpz_clears(x, y, z, NULL);
     if (st) bfail(r, at, st, op);
+    if (out.t == TV_BIG) charge(r, at, out.n);
     return out;
 }
 
 tv tmpl_big_round(trender *r, const tnode *at, tv v, int64_t ndigits) {
     if (ndigits >= 0) return v.t == TV_BOOL ? tv_int(v.b) : v;
     if (ndigits < -(TMPL_BIG_DIGITS + 2)) return tv_int(0);
+    charge(r, at, 2 * (v.t == TV_BIG ? v.n : 0) + (size_t)-ndigits);
     mpz_t x, p, q, rem;
     mpz_inits(x, p, q, rem, NULL);
     to_mpz(x, v);

@@ -104,6 +104,15 @@ void tmpl_step(trender *r, const tnode *at) {
                   (unsigned long long)r->lim->max_steps);
 }
 
+void tmpl_charge(trender *r, const tnode *at, uint64_t n) {
+    if (n > r->lim->max_steps - r->steps)
+        tmpl_fail(r->e, at ? at->line : 0, at ? at->col : 0,
+                  "the template ran past its limit of %llu loop iterations and calls "
+                  "(big-integer operations count by their size)",
+                  (unsigned long long)r->lim->max_steps);
+    r->steps += n;
+}
+
 static _Noreturn void efail(trender *r, const tnode *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void efail(trender *r, const tnode *at, const char *fmt, ...) {

@@ -301,6 +301,8 @@ struct trender {
 
 /* Checks the iteration budget. */
 void tmpl_step(trender *r, const tnode *at);
+/* Charges n steps to it at once (big-integer work, by size). */
+void tmpl_charge(trender *r, const tnode *at, uint64_t n);
 tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs, const char **kwn,
                    tv *kwv, size_t nkw);
 tv tmpl_getattr(trender *r, const tnode *at, tv obj, const char *name, size_t n);

@@ -272,6 +272,16 @@ static void test_bounds(void **state) {
         assert_int_equal(render_limited(huge[i], NULL, err, sizeof err), IRT_EINVAL);
         assert_non_null(strstr(err, "more than 4300 digits"));
     }
+    /* big-integer work counts against the step limit by its size */
+    irt_template_limits steps = {.max_steps = 1000};
+    assert_int_equal(
+        render_limited("{% for i in range(100) %}{{ i % 7 }}{% endfor %}", &steps, err, sizeof err),
+        IRT_OK);
+    assert_int_equal(render_limited("{% set x = 7 ** 5000 %}{% for i in range(100) %}{{ x % 7 }}"
+                                    "{% endfor %}",
+                                    &steps, err, sizeof err),
+                     IRT_EINVAL);
+    assert_non_null(strstr(err, "count by their size"));
     /* and so is a literal past the bound, at compile time */
     char lit[4400] = "{{ 1";
     memset(lit + 4, '0', 4300);
