@@ -104,6 +104,15 @@ void tmpl_step(trender *r, const tnode *at) {
                   (unsigned long long)r->lim->max_steps);
 }
 
+void tmpl_charge(trender *r, const tnode *at, uint64_t n) {
+    if (n > r->lim->max_steps - r->steps)
+        tmpl_fail(r->e, at ? at->line : 0, at ? at->col : 0,
+                  "the template ran past its limit of %llu loop iterations and calls "
+                  "(big-integer operations count by their size)",
+                  (unsigned long long)r->lim->max_steps);
+    r->steps += n;
+}
+
 static _Noreturn void efail(trender *r, const tnode *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void efail(trender *r, const tnode *at, const char *fmt, ...) {
@@ -307,8 +316,8 @@ static tv do_slice(trender *r, const tnode *at, tv obj, const tv *b, const tv *c
 static bool num(tv v) {
     return v.t == TV_INT || v.t == TV_FLOAT || v.t == TV_BOOL;
 }
-static double fv(tv v) {
-    return v.t == TV_FLOAT ? v.f : v.t == TV_INT ? (double)v.i : v.t == TV_BOOL ? (double)v.b : 0;
+static bool numeric(tv v) { /* num() or a big integer */
+    return num(v) || v.t == TV_BIG;
 }
 static int64_t iv(tv v) {
     return v.t == TV_INT ? v.i : v.t == TV_BOOL ? (int64_t)v.b : 0;
@@ -341,22 +350,126 @@ static tv repeat(trender *r, const tnode *at, tv seq, int64_t times) {
     return v;
 }
 
-static _Noreturn void overflow(trender *r, const tnode *at) {
-    efail(r, at, "integer overflow (past 64 bits, where Python would go on with big integers)");
-}
-
-static tv int_pow(trender *r, const tnode *at, int64_t b, int64_t e) {
+/* x ** e for e >= 0 in 64 bits; false on overflow (then tmpl_bigint.c). */
+static bool pow64(int64_t b, int64_t e, int64_t *out) {
     int64_t acc = 1;
     while (e > 0) {
-        if (e & 1)
-            if (__builtin_mul_overflow(acc, b, &acc)) overflow(r, at);
+        if ((e & 1) && __builtin_mul_overflow(acc, b, &acc)) return false;
         e >>= 1;
-        if (e && __builtin_mul_overflow(b, b, &b)) overflow(r, at);
+        if (e && __builtin_mul_overflow(b, b, &b)) return false;
     }
-    return tv_int(acc);
+    *out = acc;
+    return true;
 }
 
-static tv arith(trender *r, const tnode *at, int op, tv a, tv b) {
+/* Ints whose double is exact: both operands within 2**53 divide as doubles,
+ * as CPython's long_true_divide does. */
+static bool exact53(int64_t i) {
+    return i >= -(INT64_C(1) << 53) && i <= (INT64_C(1) << 53);
+}
+
+/* Python's int arithmetic: the 64-bit fast path, and tmpl_bigint.c (GMP)
+ * for a big operand or a result past 64 bits. */
+static inline __attribute__((always_inline)) tv int_arith(trender *r, const tnode *at, int op, tv a,
+                                                          tv b) {
+    if (a.t == TV_BIG || b.t == TV_BIG) return tmpl_big_arith(r, at, op, a, b);
+    int64_t i = iv(a), j = iv(b), k;
+    switch (op) {
+    case OP_ADD:
+        if (!__builtin_add_overflow(i, j, &k)) return tv_int(k);
+        break;
+    case OP_SUB:
+        if (!__builtin_sub_overflow(i, j, &k)) return tv_int(k);
+        break;
+    case OP_MUL:
+        if (!__builtin_mul_overflow(i, j, &k)) return tv_int(k);
+        break;
+    case OP_DIV:
+        if (j == 0) efail(r, at, "division by zero");
+        if (exact53(i) && exact53(j)) return tv_float((double)i / (double)j);
+        break;
+    case OP_FLOORDIV:
+    case OP_MOD:
+        if (j == 0)
+            efail(r, at, "%s",
+                  op == OP_MOD ? "integer modulo by zero" : "integer division or modulo by zero");
+        if (i == INT64_MIN && j == -1) break;
+        {
+            int64_t q = i / j, m = i % j;
+            if (m != 0 && ((m < 0) != (j < 0))) {
+                q--;
+                m += j;
+            }
+            return tv_int(op == OP_MOD ? m : q);
+        }
+    case OP_POW:
+        if (j < 0) { /* float(i) ** float(j), as CPython */
+            if (i == 0) efail(r, at, "0.0 cannot be raised to a negative power");
+            return tv_float(pow((double)i, (double)j));
+        }
+        if (pow64(i, j, &k)) return tv_int(k);
+        break;
+    }
+    return tmpl_big_arith(r, at, op, a, b);
+}
+
+/* Python's float arithmetic (float_div, float_floor_div, float_rem, float_pow). */
+static inline __attribute__((always_inline)) tv float_arith(trender *r, const tnode *at, int op,
+                                                            double x, double y) {
+    switch (op) {
+    case OP_ADD:
+        return tv_float(x + y);
+    case OP_SUB:
+        return tv_float(x - y);
+    case OP_MUL:
+        return tv_float(x * y);
+    case OP_DIV:
+        if (y == 0) efail(r, at, "float division by zero");
+        return tv_float(x / y);
+    case OP_FLOORDIV:
+    case OP_MOD: {
+        if (y == 0)
+            efail(r, at, "%s", op == OP_MOD ? "float modulo" : "float floor division by zero");
+        double m = fmod(x, y), d = (x - m) / y;
+        if (m != 0) {
+            if ((y < 0) != (m < 0)) {
+                m += y;
+                d -= 1.0;
+            }
+        } else {
+            m = copysign(0.0, y);
+        }
+        if (op == OP_MOD) return tv_float(m);
+        if (d == 0) return tv_float(copysign(0.0, x / y));
+        double fd = floor(d);
+        if (d - fd > 0.5) fd += 1.0;
+        return tv_float(fd);
+    }
+    default: { /* OP_POW */
+        if (x == 0 && y < 0) efail(r, at, "0.0 cannot be raised to a negative power");
+        if (isfinite(x) && x < 0 && isfinite(y) && y != floor(y))
+            efail(r, at,
+                  "a negative number to a fractional power is a complex number in "
+                  "Python; the template engine has no complex numbers");
+        double p = pow(x, y);
+        if (isinf(p) && isfinite(x) && isfinite(y))
+            efail(r, at, "(34, 'Numerical result out of range')");
+        return tv_float(p);
+    }
+    }
+}
+
+/* A number as a float operand: CPython converts an int, raising OverflowError. */
+static double float_operand(trender *r, const tnode *at, tv v) {
+    if (v.t == TV_FLOAT) return v.f;
+    if (v.t == TV_INT) return (double)v.i;
+    return v.t == TV_BOOL ? v.b : tmpl_int_to_double(r, at, v);
+}
+
+/* Inlined into eval(), as it was before big integers: a call passing two
+ * 32-byte values cost the 64-bit loops 5-8% (bench/tokenizer/tmpl_arith.sh). */
+static inline __attribute__((always_inline)) tv arith(trender *r, const tnode *at, int op, tv a,
+                                                      tv b) {
     if (op == OP_CONCAT) {
         tsb sb;
         tsb_init(&sb, r->a, r->e, r->lim->max_output);
@@ -366,53 +479,9 @@ static tv arith(trender *r, const tnode *at, int op, tv a, tv b) {
     }
     if (a.t == TV_UNDEF) undefined_fail(r, at, a);
     if (b.t == TV_UNDEF) undefined_fail(r, at, b);
-    if (a.t == TV_BIG || b.t == TV_BIG) efail(r, at, "%s", TV_BIG_REFUSAL);
-    if (num(a) && num(b)) {
-        bool fl = a.t == TV_FLOAT || b.t == TV_FLOAT;
-        double x = fv(a), y = fv(b);
-        int64_t i = iv(a), j = iv(b), k;
-        switch (op) {
-        case OP_ADD:
-            if (fl) return tv_float(x + y);
-            if (__builtin_add_overflow(i, j, &k)) overflow(r, at);
-            return tv_int(k);
-        case OP_SUB:
-            if (fl) return tv_float(x - y);
-            if (__builtin_sub_overflow(i, j, &k)) overflow(r, at);
-            return tv_int(k);
-        case OP_MUL:
-            if (fl) return tv_float(x * y);
-            if (__builtin_mul_overflow(i, j, &k)) overflow(r, at);
-            return tv_int(k);
-        case OP_DIV:
-            if (y == 0) efail(r, at, "division by zero");
-            return tv_float(x / y);
-        case OP_FLOORDIV:
-        case OP_MOD:
-            if (fl ? y == 0 : j == 0)
-                efail(r, at, "%s by zero", op == OP_MOD ? "modulo" : "integer division or modulo");
-            if (fl) {
-                double m = fmod(x, y);
-                if (m != 0 && ((y < 0) != (m < 0))) m += y;
-                if (op == OP_MOD) return tv_float(m == 0 ? copysign(0.0, y) : m);
-                double d = (x - m) / y, fd = floor(d);
-                if (d - fd > 0.5) fd += 1.0;
-                return tv_float(fd);
-            }
-            if (i == INT64_MIN && j == -1) overflow(r, at);
-            {
-                int64_t q = i / j, m = i % j;
-                if (m != 0 && ((m < 0) != (j < 0))) {
-                    q--;
-                    m += j;
-                }
-                return tv_int(op == OP_MOD ? m : q);
-            }
-        case OP_POW:
-            if (!fl && j >= 0) return int_pow(r, at, i, j);
-            if (x == 0 && y < 0) efail(r, at, "0.0 cannot be raised to a negative power");
-            return tv_float(pow(x, y));
-        }
+    if (numeric(a) && numeric(b)) {
+        if (a.t != TV_FLOAT && b.t != TV_FLOAT) return int_arith(r, at, op, a, b);
+        return float_arith(r, at, op, float_operand(r, at, a), float_operand(r, at, b));
     }
     if (op == OP_ADD && a.t == TV_STR && b.t == TV_STR) {
         if (a.n + b.n > r->lim->max_output) efail(r, at, "string larger than the output limit");
@@ -442,6 +511,10 @@ static tv arith(trender *r, const tnode *at, int op, tv a, tv b) {
         efail(r, at, "can only concatenate str (not \"%s\") to str", tv_typename(b));
     efail(r, at, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), tv_typename(a),
           tv_typename(b));
+}
+
+tv tmpl_arith(trender *r, const tnode *at, int op, tv a, tv b) {
+    return arith(r, at, op, a, b);
 }
 
 static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
@@ -725,12 +798,12 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
         tv a = eval(r, f, x->a);
         if (a.t == TV_UNDEF) undefined_fail(r, x, a);
         if (a.t == TV_BIG) return x->kind == E_POS ? a : tv_big_neg(r->a, r->e, a);
-        if (!num(a))
+        if (!numeric(a))
             efail(r, x, "bad operand type for unary %c: '%s'", x->kind == E_NEG ? '-' : '+',
                   tv_typename(a));
         if (x->kind == E_POS) return a.t == TV_BOOL ? tv_int(a.b) : a;
         if (a.t == TV_FLOAT) return tv_float(-a.f);
-        if (iv(a) == INT64_MIN) overflow(r, x);
+        if (iv(a) == INT64_MIN) return tmpl_big_arith(r, x, OP_SUB, tv_int(0), a);
         return tv_int(-iv(a));
     }
     case E_NOT:

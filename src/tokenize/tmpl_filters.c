@@ -247,11 +247,11 @@ static tv f_round(trender *r, const tnode *at, tv v, tv *args, size_t nargs, con
     const char *method = "common";
     size_t mn = 6;
     if (m) method = need_str(r, at, m, &mn, "method");
-    if (v.t == TV_BIG) ffail(r, at, "%s%s", TV_BIG_REFUSAL, "");
-    if (v.t != TV_INT && v.t != TV_FLOAT && v.t != TV_BOOL)
+    if (v.t != TV_INT && v.t != TV_FLOAT && v.t != TV_BOOL && v.t != TV_BIG)
         ffail(r, at, "type %s doesn't define __round__ method", tv_typename(v), "");
+    bool is_int = v.t != TV_FLOAT;
     if (mn == 6 && memcmp(method, "common", 6) == 0) {
-        if (v.t != TV_FLOAT) return v.t == TV_BOOL ? tv_int(v.b) : v;
+        if (is_int) return tmpl_big_round(r, at, v, prec); /* int.__round__ */
         if (!isfinite(v.f) || prec > 300) return v;
         char buf[400];
         snprintf(buf, sizeof buf, "%.*f", prec < 0 ? 0 : (int)prec, v.f);
@@ -262,34 +262,38 @@ static tv f_round(trender *r, const tnode *at, tv v, tv *args, size_t nargs, con
         }
         return tv_float(x);
     }
-    double x = v.t == TV_FLOAT ? v.f : v.t == TV_INT ? (double)v.i : v.b;
+    /* Jinja2: math.ceil/floor(value * 10**precision) / 10**precision; for an
+     * int and precision >= 0 that is int / int, float(value) correctly rounded */
+    double x = is_int ? tmpl_int_to_double(r, at, v) : v.f;
+    if (is_int && prec >= 0) return tv_float(x);
     double p = pow(10, (double)prec);
     if (mn == 4 && memcmp(method, "ceil", 4) == 0) return tv_float(ceil(x * p) / p);
     if (mn == 5 && memcmp(method, "floor", 5) == 0) return tv_float(floor(x * p) / p);
     ffail(r, at, "%s%s", "method must be common, ceil or floor", "");
 }
 
-/* Python's int(str): optional sign, digits and underscores, white space around. */
-static bool parse_int(const char *s, size_t n, int64_t *out) {
+/* Python's int(str): optional sign, digits and underscores, white space around.
+ * -1: not an int; 0: *out; 1: an int past 64 bits. */
+static int parse_int(const char *s, size_t n, int64_t *out) {
     size_t a, z;
     ts_strip(s, n, NULL, 0, true, true, &a, &z);
-    if (a == z) return false;
-    bool neg = false;
+    if (a == z) return -1;
+    bool neg = false, big = false;
     if (s[a] == '+' || s[a] == '-') neg = s[a++] == '-';
-    if (a == z || s[a] == '_') return false;
+    if (a == z || s[a] == '_') return -1;
     uint64_t v = 0;
     for (size_t i = a; i < z; i++) {
         if (s[i] == '_') {
-            if (i + 1 >= z || s[i + 1] == '_') return false;
+            if (i + 1 >= z || s[i + 1] == '_') return -1;
             continue;
         }
-        if (s[i] < '0' || s[i] > '9') return false;
-        if (v > (UINT64_MAX - 9) / 10) return false;
-        v = v * 10 + (uint64_t)(s[i] - '0');
+        if (s[i] < '0' || s[i] > '9') return -1;
+        if (v > (UINT64_MAX - 9) / 10) big = true;
+        if (!big) v = v * 10 + (uint64_t)(s[i] - '0');
     }
-    if (v > (uint64_t)INT64_MAX + (neg ? 1 : 0)) return false;
+    if (big || v > (uint64_t)INT64_MAX + (neg ? 1 : 0)) return 1;
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
+    return 0;
 }
 
 static bool parse_float(const char *s, size_t n, double *out) {
@@ -309,9 +313,35 @@ static bool parse_float(const char *s, size_t n, double *out) {
     return true;
 }
 
+/* int(f) for a float. Jinja2's int filter: int(value), then on ValueError
+ * int(float(value)) catching OverflowError too. So NaN gives the default, and
+ * so does inf read from a string (strict false); a float inf raises. */
+static tv float_to_int(trender *r, const tnode *at, double f, tv d, bool strict) {
+    if (isnan(f) || (isinf(f) && !strict)) return d;
+    if (isinf(f)) ffail(r, at, "%s%s", "cannot convert float infinity to integer", "");
+    if (fabs(f) < 9.2e18) return tv_int((int64_t)f);
+    return tmpl_big_from_double(r, at, f);
+}
+
+/* The digits of an int string past 64 bits, as a canonical value. */
+static tv big_from_str(trender *r, const tnode *at, const char *s, size_t n, tv d) {
+    size_t a, z;
+    ts_strip(s, n, NULL, 0, true, true, &a, &z);
+    tsb b;
+    tsb_init(&b, r->a, r->e, z - a + 1);
+    if (s[a] == '-') tsb_addc(&b, '-');
+    if (s[a] == '+' || s[a] == '-') a++;
+    while (a < z && (s[a] == '0' || s[a] == '_')) a++;
+    for (; a < z; a++)
+        if (s[a] != '_') tsb_addc(&b, s[a]);
+    /* past the limit, Python's int() raises ValueError and Jinja2 tries
+     * int(float(s)): int(inf), an OverflowError it catches */
+    if (b.n - (b.p[0] == '-') > TMPL_BIG_DIGITS) return d;
+    return tmpl_big_from_text(r, at, b.p, b.n);
+}
+
 static tv f_int(trender *r, const tnode *at, tv v, tv *dflt) {
     tv d = dflt ? *dflt : tv_int(0);
-    (void)at;
     switch (v.t) {
     case TV_INT:
     case TV_BIG:
@@ -319,13 +349,14 @@ static tv f_int(trender *r, const tnode *at, tv v, tv *dflt) {
     case TV_BOOL:
         return tv_int(v.b);
     case TV_FLOAT:
-        if (!isfinite(v.f) || fabs(v.f) >= 9.2e18) return d;
-        return tv_int((int64_t)v.f);
+        return float_to_int(r, at, v.f, d, true);
     case TV_STR: {
         int64_t i;
-        if (parse_int(v.s, v.n, &i)) return tv_int(i);
+        int k = parse_int(v.s, v.n, &i);
+        if (k == 0) return tv_int(i);
+        if (k == 1) return big_from_str(r, at, v.s, v.n, d);
         double f;
-        if (parse_float(v.s, v.n, &f) && isfinite(f) && fabs(f) < 9.2e18) return tv_int((int64_t)f);
+        if (parse_float(v.s, v.n, &f)) return float_to_int(r, at, f, d, false);
         return d;
     }
     default:
@@ -617,6 +648,10 @@ static tv f_wordcount(trender *r, tv v) {
     return tv_int(n);
 }
 
+static bool is_number(tv v) {
+    return v.t == TV_INT || v.t == TV_FLOAT || v.t == TV_BOOL || v.t == TV_BIG;
+}
+
 static tv f_sum(trender *r, const tnode *at, tv v, tv *args, size_t nargs, const char **kwn,
                 tv *kwv, size_t nkw) {
     tlist *items = tmpl_iter(r, at, v);
@@ -625,20 +660,10 @@ static tv f_sum(trender *r, const tnode *at, tv v, tv *args, size_t nargs, const
     tv acc = start ? *start : tv_int(0);
     for (size_t i = 0; i < items->n; i++) {
         tv x = attr ? get_path(r, at, items->v[i], *attr) : items->v[i];
-        if (acc.t == TV_BIG || x.t == TV_BIG) ffail(r, at, "%s%s", TV_BIG_REFUSAL, "");
-        if ((acc.t == TV_INT || acc.t == TV_BOOL) && (x.t == TV_INT || x.t == TV_BOOL)) {
-            int64_t a = acc.t == TV_INT ? acc.i : acc.b, b = x.t == TV_INT ? x.i : x.b, c;
-            if (__builtin_add_overflow(a, b, &c)) ffail(r, at, "%s%s", "integer overflow", "");
-            acc = tv_int(c);
-        } else if ((acc.t == TV_INT || acc.t == TV_FLOAT || acc.t == TV_BOOL) &&
-                   (x.t == TV_INT || x.t == TV_FLOAT || x.t == TV_BOOL)) {
-            double a = acc.t == TV_FLOAT ? acc.f : acc.t == TV_INT ? (double)acc.i : acc.b;
-            double b = x.t == TV_FLOAT ? x.f : x.t == TV_INT ? (double)x.i : x.b;
-            acc = tv_float(a + b);
-        } else {
+        if (!is_number(acc) || !is_number(x))
             ffail(r, at, "unsupported operand type(s) for +: '%s' and '%s'", tv_typename(acc),
                   tv_typename(x));
-        }
+        acc = tmpl_arith(r, at, OP_ADD, acc, x); /* Python's + (big integers included) */
     }
     return acc;
 }
@@ -721,7 +746,7 @@ tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, si
     }
     if (EQ("abs")) {
         if (v.t == TV_INT) {
-            if (v.i == INT64_MIN) ffail(r, at, "%s%s", "integer overflow", "");
+            if (v.i == INT64_MIN) return tmpl_arith(r, at, OP_SUB, tv_int(0), v);
             return tv_int(v.i < 0 ? -v.i : v.i);
         }
         if (v.t == TV_FLOAT) return tv_float(fabs(v.f));
@@ -769,7 +794,9 @@ bool tmpl_test(trender *r, const tnode *at, const char *name, tv v, tv *args, si
     if (EQ("number")) return v.t == TV_INT || v.t == TV_FLOAT || v.t == TV_BOOL || v.t == TV_BIG;
     if (EQ("integer")) return v.t == TV_INT || v.t == TV_BIG;
     if (v.t == TV_BIG && (EQ("odd") || EQ("even"))) return tv_big_odd(v) == EQ("odd");
-    if (v.t == TV_BIG && EQ("divisibleby")) ffail(r, at, "%s%s", TV_BIG_REFUSAL, "");
+    if (EQ("divisibleby") && a0 && (v.t == TV_BIG || a0->t == TV_BIG) &&
+        (v.t == TV_INT || v.t == TV_BOOL || v.t == TV_BIG))
+        return tv_eq(tmpl_arith(r, at, OP_MOD, v, *a0), tv_int(0)); /* value % num == 0 */
     if (EQ("float")) return v.t == TV_FLOAT;
     if (EQ("boolean")) return v.t == TV_BOOL;
     if (EQ("true")) return v.t == TV_BOOL && v.b;

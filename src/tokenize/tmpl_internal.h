@@ -34,14 +34,16 @@ typedef enum {
     TV_FUNC,   /* i: a global function (TF_*) */
     TV_METHOD, /* bound method: self + method name in s/n */
     TV_LOOP,   /* lp */
-    TV_BIG,    /* s, n: an int past 64 bits from the request's JSON, its decimal
-                  digits with any '-' (pyjson.c); printed and compared, never
-                  computed with (TV_BIG_REFUSAL) */
+    TV_BIG,    /* s, n: an int past 64 bits, its canonical decimal digits with any
+                  '-' (from the request's JSON, pyjson.c; a literal; or a result of
+                  tmpl_bigint.c); never a value that fits int64, at most
+                  TMPL_BIG_DIGITS digits */
 } tv_type;
 
-#define TV_BIG_REFUSAL                                                                             \
-    "an integer past 64 bits (from the request's JSON) is printed and compared, never "            \
-    "computed with"
+/* The most digits of a big integer: CPython's default int string-conversion
+ * limit (sys.int_info.default_max_str_digits), past which Python can neither
+ * read nor print an int. A result past it is a refusal (ADR 0018). */
+#define TMPL_BIG_DIGITS 4300
 
 typedef struct tlist tlist;
 typedef struct tdict tdict;
@@ -187,6 +189,8 @@ typedef struct ttok {
     size_t n;
     int64_t i;
     double f;
+    const char *big; /* TK_INT past int64: its digits (arena), else NULL */
+    size_t bign;
 } ttok;
 
 typedef struct ttoks {
@@ -241,7 +245,7 @@ void tv_dict_set(ir_arena *a, terr *e, tdict *d, tv k, tv v);
 tv *tv_dict_get(const tdict *d, tv k);
 tv *tv_dict_gets(const tdict *d, const char *s, size_t n);
 tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth);
-/* -v for a TV_BIG (in the render's arena). */
+/* -v for a TV_BIG (in the render's arena); -(2**63) comes back as TV_INT. */
 tv tv_big_neg(ir_arena *a, terr *e, tv v);
 /* The parity of a TV_BIG's last digit: true when odd. */
 bool tv_big_odd(tv v);
@@ -297,12 +301,33 @@ struct trender {
 
 /* Checks the iteration budget. */
 void tmpl_step(trender *r, const tnode *at);
+/* Charges n steps to it at once (big-integer work, by size). */
+void tmpl_charge(trender *r, const tnode *at, uint64_t n);
 tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs, const char **kwn,
                    tv *kwv, size_t nkw);
 tv tmpl_getattr(trender *r, const tnode *at, tv obj, const char *name, size_t n);
 tv tmpl_getitem(trender *r, const tnode *at, tv obj, tv key);
 /* The items of an iterable (str: its characters; dict: its keys). */
 tlist *tmpl_iter(trender *r, const tnode *at, tv v);
+
+/* a op b with Python's semantics for numbers, strings and lists (tmpl_eval.c). */
+tv tmpl_arith(trender *r, const tnode *at, int op, tv a, tv b);
+
+/* ---- big integers (tmpl_bigint.c, on GMP) ------------------------------------
+ * Called only off the 64-bit fast path; each fails through r->e as Python
+ * raises (ZeroDivisionError, OverflowError) or past TMPL_BIG_DIGITS. */
+/* a op b for ints (TV_INT, TV_BOOL, TV_BIG): + - * // % ** and true division
+ * (a float, correctly rounded as CPython's). A result that fits 64 bits is a
+ * TV_INT. */
+tv tmpl_big_arith(trender *r, const tnode *at, int op, tv a, tv b);
+/* float(v) for an int, correctly rounded; fails as OverflowError. */
+double tmpl_int_to_double(trender *r, const tnode *at, tv v);
+/* Decimal digits (with any '-', no leading zero) as a canonical int value. */
+tv tmpl_big_from_text(trender *r, const tnode *at, const char *s, size_t n);
+/* int(f) for a finite float: truncated toward zero, exact. */
+tv tmpl_big_from_double(trender *r, const tnode *at, double f);
+/* round(v, ndigits) for an int: half to even at 10**-ndigits. */
+tv tmpl_big_round(trender *r, const tnode *at, tv v, int64_t ndigits);
 
 /* ---- filters, tests, methods ------------------------------------------------ */
 tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, size_t nargs,

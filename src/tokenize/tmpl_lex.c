@@ -184,9 +184,25 @@ static bool is_name(char c, bool first) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && is_digit(c));
 }
 
+#define LX_STR2(x)      #x
+#define LX_STR(x)       LX_STR2(x)
+#define BIG_LITERAL_MSG "integer literal of more than " LX_STR(TMPL_BIG_DIGITS) " digits"
+
+/* An integer literal past int64 (digits in buf, no '_'): its canonical
+ * digits in the arena, as Python reads it into a big int. */
+static void lx_big(lx *l, ttok *k, const char *buf, size_t bn, size_t start) {
+    if (bn > TMPL_BIG_DIGITS) lx_fail(l, start, BIG_LITERAL_MSG);
+    char *p = ir_arena_alloc(l->a, bn + 1);
+    if (!p) tmpl_fail(l->e, 0, 0, "out of memory");
+    memcpy(p, buf, bn);
+    p[bn] = '\0';
+    k->big = p;
+    k->bign = bn;
+}
+
 static void lx_number(lx *l) {
     size_t start = l->i;
-    char buf[128];
+    char buf[TMPL_BIG_DIGITS + 128];
     size_t bn = 0;
     bool fl = false;
     while (l->i < l->n && (is_digit(l->s[l->i]) || l->s[l->i] == '_')) {
@@ -218,10 +234,17 @@ static void lx_number(lx *l) {
         k->f = strtod(buf, NULL);
     } else {
         char *end;
-        unsigned long long v = strtoull(buf, &end, 10);
+        if (bn >= sizeof buf - 1) lx_fail(l, start, BIG_LITERAL_MSG);
+        const char *d = buf; /* without leading zeros */
+        while (bn > 1 && d[0] == '0') {
+            d++;
+            bn--;
+        }
+        unsigned long long v = strtoull(d, &end, 10);
         if (bn > 18 && (bn > 19 || v > (unsigned long long)INT64_MAX))
-            lx_fail(l, start, "integer literal too large");
-        k->i = (int64_t)v;
+            lx_big(l, k, d, bn, start);
+        else
+            k->i = (int64_t)v;
     }
 }
 

@@ -248,6 +248,14 @@ static tnode *subscript(ps *p, tnode *x) {
     return r;
 }
 
+/* An integer literal's value: a big integer past int64 (canonical digits). */
+static tv int_lit(const ttok *k) {
+    if (!k->big) return tv_int(k->i);
+    tv v = {.t = TV_BIG, .n = k->bign};
+    v.s = k->big;
+    return v;
+}
+
 static tnode *postfix(ps *p, tnode *x) {
     for (;;) {
         const ttok *k = cur(p);
@@ -258,7 +266,7 @@ static tnode *postfix(ps *p, tnode *x) {
                 tnode *r = nn(p, E_ITEM, k);
                 r->a = x;
                 r->b = nn(p, E_LIT, nt);
-                r->b->val = tv_int(nt->i);
+                r->b->val = int_lit(nt);
                 p->i++;
                 x = r;
                 continue;
@@ -339,7 +347,7 @@ static tnode *primary(ps *p) {
     } else if (k->t == TK_INT || k->t == TK_FLOAT) {
         p->i++;
         x = nn(p, E_LIT, k);
-        x->val = k->t == TK_INT ? tv_int(k->i) : tv_float(k->f);
+        x->val = k->t == TK_INT ? int_lit(k) : tv_float(k->f);
     } else if (is_op(k, "(")) {
         x = paren(p);
     } else if (is_op(k, "[")) {

@@ -244,7 +244,9 @@ static tv number_from_marker(const char *s, size_t n) {
 }
 
 tv tv_big_neg(ir_arena *a, terr *e, tv v) {
+    static const char min64[] = "-9223372036854775808";
     if (v.s[0] == '-') return (tv){.t = TV_BIG, .n = v.n - 1, .s = v.s + 1};
+    if (v.n == sizeof min64 - 2 && memcmp(v.s, min64 + 1, v.n) == 0) return tv_int(INT64_MIN);
     char *p = ir_arena_alloc(a, v.n + 1);
     if (!p) tmpl_fail(e, 0, 0, "out of memory (the render's memory limit)");
     p[0] = '-';
@@ -337,10 +339,6 @@ static bool is_num(tv v) {
     return v.t == TV_BOOL || v.t == TV_INT || v.t == TV_FLOAT;
 }
 
-static double num_f(tv v) {
-    return v.t == TV_FLOAT ? v.f : v.t == TV_INT ? (double)v.i : v.t == TV_BOOL ? (double)v.b : 0;
-}
-
 static int64_t num_i(tv v) {
     return v.t == TV_INT ? v.i : v.t == TV_BOOL ? (int64_t)v.b : 0;
 }
@@ -371,13 +369,39 @@ static int big_cmp(tv a, tv b) {
     return big_cmp_text(a.s, a.n, buf, (size_t)n);
 }
 
+/* An int64 against a float, exactly as CPython's float_richcompare (not
+ * through the int's double, which rounds past 2**53). -1, 0, 1; 2: NaN. */
+static int i64_cmp_f(int64_t i, double f) {
+    if (isnan(f)) return 2;
+    if (i >= -(INT64_C(1) << 53) && i <= (INT64_C(1) << 53)) {
+        double x = (double)i;
+        return x < f ? -1 : x > f;
+    }
+    if (f >= 9223372036854775808.0) return -1;
+    if (f < -9223372036854775808.0) return 1;
+    double fl = floor(f);
+    int64_t k = (int64_t)fl; /* exact: an integral double within int64 */
+    if (i != k) return i < k ? -1 : 1;
+    return fl == f ? 0 : -1;
+}
+
+/* Two numbers (bool, int or float): -1, 0, 1; 2 when a NaN makes them unordered. */
+static int num_cmp(tv a, tv b) {
+    if (a.t == TV_FLOAT && b.t == TV_FLOAT)
+        return isnan(a.f) || isnan(b.f) ? 2 : a.f < b.f ? -1 : a.f > b.f;
+    if (b.t == TV_FLOAT) return i64_cmp_f(num_i(a), b.f);
+    if (a.t == TV_FLOAT) {
+        int c = i64_cmp_f(num_i(b), a.f);
+        return c == 2 ? 2 : -c;
+    }
+    int64_t x = num_i(a), y = num_i(b);
+    return x < y ? -1 : x > y;
+}
+
 bool tv_eq(tv a, tv b) {
     if ((a.t == TV_BIG && (b.t == TV_BIG || is_num(b))) || (b.t == TV_BIG && is_num(a)))
         return big_cmp(a, b) == 0;
-    if (is_num(a) && is_num(b)) {
-        if (a.t == TV_FLOAT || b.t == TV_FLOAT) return num_f(a) == num_f(b);
-        return num_i(a) == num_i(b);
-    }
+    if (is_num(a) && is_num(b)) return num_cmp(a, b) == 0;
     if (a.t != b.t) return false;
     switch (a.t) {
     case TV_UNDEF:
@@ -448,12 +472,8 @@ int tv_cmp(terr *e, tv a, tv b) {
         return c == 2 ? 0 : c;
     }
     if (is_num(a) && is_num(b)) {
-        if (a.t == TV_FLOAT || b.t == TV_FLOAT) {
-            double x = num_f(a), y = num_f(b);
-            return x < y ? -1 : x > y ? 1 : 0;
-        }
-        int64_t x = num_i(a), y = num_i(b);
-        return x < y ? -1 : x > y ? 1 : 0;
+        int c = num_cmp(a, b);
+        return c == 2 ? 0 : c;
     }
     if (a.t == TV_STR && b.t == TV_STR) {
         size_t m = a.n < b.n ? a.n : b.n;
@@ -473,6 +493,38 @@ int tv_cmp(terr *e, tv a, tv b) {
 }
 
 /* ---- printing ---------------------------------------------------------------------------- */
+/* The decimal one unit in the last place from the %.*e digits in buf, toward
+ * f (the side f lies on), when it reads back as f. The shortest string that
+ * reads back need not be the correctly rounded one (2**-140 is
+ * 7.174648137343064e-43, not ...063e-43). */
+static bool neighbour_e(double f, char *buf, size_t cap, int prec) {
+    const char *p = buf + (buf[0] == '-');
+    uint64_t m = 0, lo = 1;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.') m = m * 10 + (uint64_t)(*p - '0');
+    for (int i = 1; i < prec; i++) lo *= 10;
+    int exp = atoi(p + 1);
+    double at = strtod(buf, NULL);
+    m = fabs(at) < fabs(f) ? m + 1 : m - 1;
+    if (m < lo || m >= lo * 10) return false;
+    char d[24], out[64];
+    snprintf(d, sizeof d, "%llu", (unsigned long long)m);
+    snprintf(out, sizeof out, "%s%c%s%se%+03d", f < 0 ? "-" : "", d[0], prec > 1 ? "." : "", d + 1,
+             exp);
+    if (strtod(out, NULL) != f) return false;
+    snprintf(buf, cap, "%s", out);
+    return true;
+}
+
+/* f's shortest round-trip digits as "%.*e" writes them, as CPython's repr. */
+static void shortest_e(double f, char *buf, size_t cap) {
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*e", prec - 1, f);
+        if (strtod(buf, NULL) == f) return;
+        if (prec < 17 && neighbour_e(f, buf, cap, prec)) return;
+    }
+}
+
 void tv_float_repr(tsb *b, double f) {
     if (isnan(f)) {
         tsb_adds(b, "nan");
@@ -483,11 +535,7 @@ void tv_float_repr(tsb *b, double f) {
         return;
     }
     char buf[64];
-    int prec = 1;
-    for (; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
-        if (strtod(buf, NULL) == f) break;
-    }
+    shortest_e(f, buf, sizeof buf);
     /* buf: [-]d[.ddd]e[+-]xx */
     const char *p = buf;
     if (*p == '-') {
