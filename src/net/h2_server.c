@@ -30,9 +30,10 @@
  * streams opened and reset, or seven thousand SETTINGS frames: handled in one
  * nghttp2_session_mem_recv, that is a millisecond of CPU while every other
  * connection of the loop waits. So input goes to nghttp2 in slices of whole frames
- * (at most SLICE_FRAMES frames or SLICE_BYTES bytes), one slice per turn of the
+ * (at most SLICE_FRAMES frames, 30-40 us of CPU for streams opened and reset, or
+ * SLICE_BYTES bytes), one slice per turn of the
  * loop (irn__h2s_feed_some; server.c holds the rest and stops reading). */
-#define SLICE_FRAMES 64
+#define SLICE_FRAMES 32
 #define SLICE_BYTES  (64 * 1024)
 /* Frames that ask work of the server and carry nothing for a request: SETTINGS and
  * PING (not acks), PRIORITY, empty DATA that does not end its stream, and frame

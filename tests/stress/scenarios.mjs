@@ -675,7 +675,7 @@ const H2_POST = Buffer.from([0x83, 0x86, 0x44, 15, ...Buffer.from('/v1/completio
 
 // Writes `bytes` on a fresh connection, optionally half-closes it, and waits for the
 // gateway to answer or close. Resolves to what it saw: {status, goaway, closed, raw}.
-async function hostileConn(port, bytes, { halfClose = false, dribbleMs = 0, timeoutMs = 20000 } = {}) {
+export async function hostileConn(port, bytes, { halfClose = false, dribbleMs = 0, timeoutMs = 20000 } = {}) {
   const net = await import('node:net');
   return new Promise((resolve) => {
     const sock = net.connect(port, '127.0.0.1');
@@ -716,7 +716,7 @@ let hseed = 4242;
 const hrnd = (n) => { hseed = (hseed * 1103515245 + 12345) % 2147483648; return hseed % n; };
 
 // One hostile client, of kind i % 8.
-function hostileCase(i) {
+export function hostileCase(i) {
   const pick = (a) => a[hrnd(a.length)];
   switch (i % 8) {
   case 0: // bad framing
