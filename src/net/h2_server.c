@@ -705,9 +705,9 @@ static bool calm_take(irn__h2s *h) {
 
 /* How many of the len bytes at p the next slice hands nghttp2: the preface, then
  * whole frames until SLICE_FRAMES frames or SLICE_BYTES bytes (a frame that the
- * input ends in goes in part; nghttp2 keeps its state). It stops before a frame
- * the control budget refuses, and sets *calm. */
-static size_t slice(irn__h2s *h, const uint8_t *p, size_t len, bool *calm) {
+ * input ends in goes in part; nghttp2 keeps its state), counted in *nframes. It
+ * stops before a frame the control budget refuses, and sets *calm. */
+static size_t slice(irn__h2s *h, const uint8_t *p, size_t len, size_t *nframes, bool *calm) {
     size_t pos = IR_MIN(len, h->magic_left), frames = 0;
     h->magic_left -= pos;
     while (pos < len) {
@@ -727,10 +727,12 @@ static size_t slice(irn__h2s *h, const uint8_t *p, size_t len, bool *calm) {
         frames++;
         if (costs_calm(h->fh) && !calm_take(h)) {
             *calm = true;
+            *nframes = frames;
             return start;
         }
         h->frame_left = (size_t)h->fh[0] << 16 | (size_t)h->fh[1] << 8 | h->fh[2];
     }
+    *nframes = frames;
     return pos;
 }
 
@@ -745,7 +747,8 @@ int irn__h2s_feed_some(irn__h2s *h, const char *data, size_t len, size_t *used) 
     *used = 0;
     if (h->dead || h->done_called) return IRN_ECLOSED;
     bool calm = false;
-    size_t n = slice(h, (const uint8_t *)data, len, &calm);
+    size_t frames = 0;
+    size_t n = slice(h, (const uint8_t *)data, len, &frames, &calm);
     h->busy++;
     ssize_t r = n ? nghttp2_session_mem_recv(h->s, (const uint8_t *)data, n) : 0;
     h->busy--;
@@ -759,14 +762,14 @@ int irn__h2s_feed_some(irn__h2s *h, const char *data, size_t len, size_t *used) 
     if (calm) enhance_your_calm(h);
     dispatch_ready(h);
     settle(h);
-    return calm ? IRN_ECLOSED : 0;
+    return calm ? IRN_ECLOSED : (int)frames;
 }
 
 int irn__h2s_feed(irn__h2s *h, const char *data, size_t len) {
     size_t used = 0;
     do {
         int rc = irn__h2s_feed_some(h, data, len, &used);
-        if (rc != 0) return rc;
+        if (rc < 0) return rc;
         data += used;
         len -= used;
     } while (len);

@@ -21,23 +21,31 @@
 #include <unistd.h>
 
 #define LINGER_MS 2000
-/* Work per turn of the loop, so that no client holds the loop for long: requests
- * answered at once from one connection's pipelined input (the rest waits a turn:
- * 64 KiB of pipelined 404s took 2.5 ms of CPU in one read before), and
- * connections accepted (the rest wait in the kernel's queue). h2c input is
- * sliced in h2_server.c (SLICE_FRAMES). */
+/* Work per turn of the loop, so that no client holds the loop for long (one turn
+ * is what every other connection may wait for):
+ * - requests answered at once from one connection's pipelined input: the rest
+ *   waits (64 KiB of pipelined 404s took 2.5 ms of CPU in one read before);
+ * - h2c input goes to nghttp2 in slices (SLICE_FRAMES in h2_server.c);
+ * - what was held back is taken up on later turns, connection after connection
+ *   in order (the `more` queue), while the turn's budget of TURN_WORK units
+ *   lasts: an h2 frame or a request is a unit, 1-2 us of CPU;
+ * - connections accepted: the rest wait in the kernel's queue. */
 #define H1_PER_TURN     16
-#define ACCEPT_PER_TURN 16
+#define TURN_WORK       96
+#define ACCEPT_PER_TURN 8
 
 typedef struct conn conn;
 
 struct irn_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
-    uv_check_t turn;     /* after each poll: the accept count starts again */
-    int nclosed;         /* of listener and turn */
-    unsigned accepted;   /* this turn */
-    bool accept_waiting; /* a connection waits for uv_accept: past ACCEPT_PER_TURN */
+    uv_check_t turn;             /* after each poll: the turn's counts start again */
+    uv_idle_t more;              /* active while input waits in the `more` queue */
+    int nclosed;                 /* of listener, turn and more */
+    unsigned accepted;           /* connections accepted this turn */
+    unsigned work;               /* units of work this turn (TURN_WORK) */
+    bool accept_waiting;         /* a connection waits for uv_accept: past ACCEPT_PER_TURN */
+    conn *more_head, *more_tail; /* connections whose input waits for a turn */
     irn_server_cfg cfg;
     irn_h1_limits lim;
     uint64_t header_ms, body_ms;
@@ -61,9 +69,10 @@ struct conn {
     conn *prev, *next;
     uv_tcp_t tcp;
     uv_timer_t timer;
-    irn__lazy tz;      /* tk's deadline */
-    uv_timer_t ftimer; /* h2: deferred flushes */
-    uv_idle_t more;    /* input left over for the next turn of the loop */
+    irn__lazy tz;                /* tk's deadline */
+    uv_timer_t ftimer;           /* h2: deferred flushes */
+    conn *more_prev, *more_next; /* in srv's `more` queue */
+    bool more_queued;
     uv_shutdown_t shut;
     irn_h1_parser *parser; /* NULL once the connection speaks h2 */
     irn__h2s *h2;
@@ -122,24 +131,62 @@ static void read_stop(conn *c) {
     c->reading = false;
 }
 
-static void on_more(uv_idle_t *i) {
-    conn *c = i->data;
-    uv_idle_stop(i);
-    if (c->closing) return;
-    if (c->h2)
-        h2_input(c);
-    else
-        conn_process(c);
+/* ---- the `more` queue: input held back for a later turn ------------------------ */
+
+static bool turn_spent(const irn_server *srv) {
+    return srv->work >= TURN_WORK;
 }
 
-/* Input waits for the next turn of the loop (an idle handle: the loop polls
- * without blocking meanwhile, so other connections are served first). */
+static void more_unlink(conn *c) {
+    if (!c->more_queued) return;
+    irn_server *srv = c->srv;
+    if (c->more_prev)
+        c->more_prev->more_next = c->more_next;
+    else
+        srv->more_head = c->more_next;
+    if (c->more_next)
+        c->more_next->more_prev = c->more_prev;
+    else
+        srv->more_tail = c->more_prev;
+    c->more_prev = c->more_next = NULL;
+    c->more_queued = false;
+}
+
+/* Runs once a turn while the queue holds anyone (an active idle handle also keeps
+ * the loop from blocking in its poll): each connection queued gets one unit of its
+ * input taken up, in order, while the turn's budget lasts; one that has more left
+ * goes to the back. */
+static void on_more(uv_idle_t *i) {
+    irn_server *srv = i->data;
+    conn *last = srv->more_tail;
+    while (srv->more_head && !turn_spent(srv)) {
+        conn *c = srv->more_head;
+        more_unlink(c);
+        if (c->h2)
+            h2_input(c);
+        else
+            conn_process(c);
+        if (c == last) break;
+    }
+    if (!srv->more_head) uv_idle_stop(i);
+}
+
+/* c's input waits for a later turn of the loop. */
 static void more_later(conn *c) {
-    if (!c->closing) uv_idle_start(&c->more, on_more);
+    irn_server *srv = c->srv;
+    if (c->closing || c->more_queued) return;
+    c->more_prev = srv->more_tail;
+    if (srv->more_tail)
+        srv->more_tail->more_next = c;
+    else
+        srv->more_head = c;
+    srv->more_tail = c;
+    c->more_queued = true;
+    if (!uv_is_active((uv_handle_t *)&srv->more)) uv_idle_start(&srv->more, on_more);
 }
 
 static bool more_pending(const conn *c) {
-    return uv_is_active((const uv_handle_t *)&c->more);
+    return c->more_queued;
 }
 
 static size_t in_cap(const conn *c) {
@@ -209,7 +256,7 @@ static void server_maybe_done(irn_server *srv) {
 
 static void on_conn_closed(uv_handle_t *h) {
     conn *c = h->data;
-    if (++c->nclosed < 4) return;
+    if (++c->nclosed < 3) return;
     irn_server *srv = c->srv;
     if (c->h2) {
         irn__h2s *h2 = c->h2;
@@ -243,7 +290,7 @@ static void conn_close(conn *c) {
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_closed);
     uv_close((uv_handle_t *)&c->ftimer, on_conn_closed);
-    uv_close((uv_handle_t *)&c->more, on_conn_closed);
+    more_unlink(c);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -411,12 +458,13 @@ static void h2io_done(void *ctx, bool graceful) {
         conn_close(c);
 }
 
-/* Held input (c->in) to the h2 session, one slice a turn; reading waits meanwhile. */
+/* Held input (c->in) to the h2 session, one slice at a time; reading waits meanwhile. */
 static void h2_input(conn *c) {
     size_t used = 0;
     int rc = irn__h2s_feed_some(c->h2, c->in.data + c->in_off, c->in.len - c->in_off, &used);
+    if (rc > 0) c->srv->work += (unsigned)rc;
     if (c->closing) return;
-    c->in_off = rc == 0 ? c->in_off + used : c->in.len;
+    c->in_off = rc >= 0 ? c->in_off + used : c->in.len;
     if (c->in_off == c->in.len) {
         ir_buf_reset(&c->in); /* no memmove per slice: the buffer empties at once */
         c->in_off = 0;
@@ -429,11 +477,14 @@ static void h2_input(conn *c) {
     }
 }
 
-/* A read on an h2 connection: one slice now, the rest held for the next turns. */
+/* A read on an h2 connection: one slice now (if the turn's budget allows), the rest
+ * held for the next turns. */
 static void h2_read(conn *c, const char *data, size_t len) {
-    if (!c->in.len) {
+    if (!c->in.len && !turn_spent(c->srv)) {
         size_t used = 0;
-        if (irn__h2s_feed_some(c->h2, data, len, &used) != 0 || c->closing) return;
+        int rc = irn__h2s_feed_some(c->h2, data, len, &used);
+        if (rc > 0) c->srv->work += (unsigned)rc;
+        if (rc < 0 || c->closing) return;
         data += used;
         len -= used;
         if (!len) return;
@@ -578,6 +629,7 @@ static void conn_process(conn *c) {
                 return;
             }
             dispatch(c, req);
+            srv->work++;
             if (++served >= H1_PER_TURN && !c->resp) {
                 more_later(c); /* answered at once, and more may be pipelined */
                 break;
@@ -801,6 +853,7 @@ static void on_connection(uv_stream_t *ls, int status) {
 static void on_turn(uv_check_t *t) {
     irn_server *srv = t->data;
     srv->accepted = 0;
+    srv->work = 0;
     if (!srv->accept_waiting || srv->closing) return;
     srv->accept_waiting = false;
     accept_one(srv);
@@ -817,11 +870,9 @@ static void accept_one(irn_server *srv) {
     uv_tcp_init(srv->loop, &c->tcp);
     uv_timer_init(srv->loop, &c->timer);
     uv_timer_init(srv->loop, &c->ftimer);
-    uv_idle_init(srv->loop, &c->more);
     c->tcp.data = c;
     c->timer.data = c;
     c->ftimer.data = c;
-    c->more.data = c;
     ir_buf_init(&c->in, 0);
     c->next = srv->conns;
     if (srv->conns) srv->conns->prev = c;
@@ -972,6 +1023,8 @@ int irn_server_new(uv_loop_t *loop, const irn_server_cfg *cfg, irn_server **out)
                                                    : ((struct sockaddr_in *)&ss)->sin_port);
     uv_check_init(loop, &srv->turn);
     srv->turn.data = srv;
+    uv_idle_init(loop, &srv->more);
+    srv->more.data = srv;
     uv_check_start(&srv->turn, on_turn);
     uv_unref((uv_handle_t *)&srv->turn); /* the listener keeps the loop alive, not this */
     *out = srv;
@@ -988,7 +1041,7 @@ void irn_server_stats_get(const irn_server *srv, irn_server_stats *st) {
 
 static void on_listener_closed(uv_handle_t *h) {
     irn_server *srv = h->data;
-    if (++srv->nclosed < 2) return; /* the listener and the turn handle */
+    if (++srv->nclosed < 3) return; /* the listener, turn and more */
     srv->listener_closed = true;
     server_maybe_done(srv);
 }
@@ -1000,6 +1053,7 @@ void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
     srv->close_ud = ud;
     uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
     uv_close((uv_handle_t *)&srv->turn, on_listener_closed);
+    uv_close((uv_handle_t *)&srv->more, on_listener_closed);
     for (conn *c = srv->conns; c; c = c->next) {
         if (c->closing || c->lingering) continue;
         if (c->h2)
