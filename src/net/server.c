@@ -27,11 +27,15 @@
  *   waits (64 KiB of pipelined 404s took 2.5 ms of CPU in one read before);
  * - h2c input goes to nghttp2 in slices (SLICE_FRAMES in h2_server.c);
  * - what was held back is taken up on later turns, connection after connection
- *   in order (the `more` queue), while the turn's budget of TURN_WORK units
- *   lasts: an h2 frame or a request is a unit, 1-2 us of CPU;
+ *   in order (the `more` queue), while the turn has used less than TURN_CPU_NS of
+ *   CPU (the thread's clock, read only where input could wait); a read of more
+ *   than SMALL_READ bytes that finds the turn spent is held back too (for h2c,
+ *   all of it; a smaller one gets its first slice), so an ordinary request is
+ *   still served in the turn it arrives;
  * - connections accepted: the rest wait in the kernel's queue. */
 #define H1_PER_TURN     16
-#define TURN_WORK       96
+#define TURN_CPU_NS     (100 * 1000)
+#define SMALL_READ      4096
 #define ACCEPT_PER_TURN 8
 
 typedef struct conn conn;
@@ -43,7 +47,8 @@ struct irn_server {
     uv_idle_t more;              /* active while input waits in the `more` queue */
     int nclosed;                 /* of listener, turn and more */
     unsigned accepted;           /* connections accepted this turn */
-    unsigned work;               /* units of work this turn (TURN_WORK) */
+    uint64_t turn_cpu;           /* the thread's CPU clock when this turn was first
+                                    asked about (turn_spent); 0: not yet */
     bool accept_waiting;         /* a connection waits for uv_accept: past ACCEPT_PER_TURN */
     conn *more_head, *more_tail; /* connections whose input waits for a turn */
     irn_server_cfg cfg;
@@ -133,8 +138,15 @@ static void read_stop(conn *c) {
 
 /* ---- the `more` queue: input held back for a later turn ------------------------ */
 
-static bool turn_spent(const irn_server *srv) {
-    return srv->work >= TURN_WORK;
+/* Whether this turn of the loop has used TURN_CPU_NS of CPU, counted from the
+ * first time it is asked (the `more` queue asks first thing, before the poll). */
+static bool turn_spent(irn_server *srv) {
+    uint64_t now = ir_thread_cpu_ns();
+    if (!srv->turn_cpu) {
+        srv->turn_cpu = now;
+        return false;
+    }
+    return now - srv->turn_cpu >= TURN_CPU_NS;
 }
 
 static void more_unlink(conn *c) {
@@ -417,6 +429,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         if (c->in.len >= in_cap(c)) read_stop(c);
         return;
     }
+    if ((size_t)nread > SMALL_READ && turn_spent(c->srv)) {
+        more_later(c); /* a large read when the turn is spent: taken up in order */
+        return;
+    }
     conn_process(c);
 }
 
@@ -462,7 +478,6 @@ static void h2io_done(void *ctx, bool graceful) {
 static void h2_input(conn *c) {
     size_t used = 0;
     int rc = irn__h2s_feed_some(c->h2, c->in.data + c->in_off, c->in.len - c->in_off, &used);
-    if (rc > 0) c->srv->work += (unsigned)rc;
     if (c->closing) return;
     c->in_off = rc >= 0 ? c->in_off + used : c->in.len;
     if (c->in_off == c->in.len) {
@@ -477,13 +492,12 @@ static void h2_input(conn *c) {
     }
 }
 
-/* A read on an h2 connection: one slice now (if the turn's budget allows), the rest
- * held for the next turns. */
+/* A read on an h2 connection: one slice now (unless it is large and the turn is
+ * spent), the rest held for the next turns. */
 static void h2_read(conn *c, const char *data, size_t len) {
-    if (!c->in.len && !turn_spent(c->srv)) {
+    if (!c->in.len && (len <= SMALL_READ || !turn_spent(c->srv))) {
         size_t used = 0;
         int rc = irn__h2s_feed_some(c->h2, data, len, &used);
-        if (rc > 0) c->srv->work += (unsigned)rc;
         if (rc < 0 || c->closing) return;
         data += used;
         len -= used;
@@ -516,7 +530,12 @@ static void conn_to_h2(conn *c, const uint8_t *settings, size_t slen, irn_reques
         return;
     }
     if (c->closing || c->lingering || !c->in.len) return;
-    h2_input(c); /* the bytes after the preface / the upgrade request */
+    if (!turn_spent(srv)) {
+        h2_input(c); /* the bytes after the preface / the upgrade request */
+        return;
+    }
+    read_stop(c);
+    more_later(c);
 }
 
 /* Whether req asks for h2c (RFC 7540 3.2) with valid HTTP2-Settings, decoded
@@ -629,7 +648,6 @@ static void conn_process(conn *c) {
                 return;
             }
             dispatch(c, req);
-            srv->work++;
             if (++served >= H1_PER_TURN && !c->resp) {
                 more_later(c); /* answered at once, and more may be pipelined */
                 break;
@@ -853,7 +871,7 @@ static void on_connection(uv_stream_t *ls, int status) {
 static void on_turn(uv_check_t *t) {
     irn_server *srv = t->data;
     srv->accepted = 0;
-    srv->work = 0;
+    srv->turn_cpu = 0;
     if (!srv->accept_waiting || srv->closing) return;
     srv->accept_waiting = false;
     accept_one(srv);
