@@ -45,7 +45,8 @@ struct irn_server {
     uv_tcp_t listener;
     uv_check_t turn;             /* after each poll: the turn's counts start again */
     uv_idle_t more;              /* active while input waits in the `more` queue */
-    int nclosed;                 /* of listener, turn and more */
+    int nclosed;                 /* of listener and turn */
+    bool more_closed;            /* closed after the last connection */
     unsigned accepted;           /* connections accepted this turn */
     uint64_t turn_cpu;           /* the thread's CPU clock when this turn was first
                                     asked about (turn_spent); 0: not yet */
@@ -257,8 +258,23 @@ static int conn_write(conn *c, const uv_buf_t *parts, int nparts) {
 
 /* ---- closing ------------------------------------------------------------------ */
 
+static void server_maybe_done(irn_server *srv);
+
+static void on_more_closed(uv_handle_t *h) {
+    irn_server *srv = h->data;
+    srv->more_closed = true;
+    server_maybe_done(srv);
+}
+
 static void server_maybe_done(irn_server *srv) {
     if (!srv->closing || !srv->listener_closed || srv->conns) return;
+    if (!srv->more_closed) {
+        /* Closed last: the connections that finish after irn_server_close may still
+         * have held-back input to take up. */
+        if (!uv_is_closing((uv_handle_t *)&srv->more))
+            uv_close((uv_handle_t *)&srv->more, on_more_closed);
+        return;
+    }
     irn_close_cb cb = srv->close_cb;
     void *ud = srv->close_ud;
     srv->close_cb = NULL;
@@ -1059,7 +1075,7 @@ void irn_server_stats_get(const irn_server *srv, irn_server_stats *st) {
 
 static void on_listener_closed(uv_handle_t *h) {
     irn_server *srv = h->data;
-    if (++srv->nclosed < 3) return; /* the listener, turn and more */
+    if (++srv->nclosed < 2) return; /* the listener and turn */
     srv->listener_closed = true;
     server_maybe_done(srv);
 }
@@ -1071,7 +1087,6 @@ void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
     srv->close_ud = ud;
     uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
     uv_close((uv_handle_t *)&srv->turn, on_listener_closed);
-    uv_close((uv_handle_t *)&srv->more, on_listener_closed);
     for (conn *c = srv->conns; c; c = c->next) {
         if (c->closing || c->lingering) continue;
         if (c->h2)
