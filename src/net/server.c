@@ -396,6 +396,8 @@ static void on_timer(uv_timer_t *t) {
     case T_HEADER:
         if (!c->parser)
             conn_close(c);
+        else if (more_pending(c))
+            timer_set(c, T_HEADER, c->srv->header_ms); /* its input waits for a turn */
         else if (irn_h1_parser_idle(c->parser) && c->queued > 0 && !c->resp)
             timer_set(c, T_HEADER, c->srv->header_ms); /* still sending: not idle yet */
         else if (irn_h1_parser_idle(c->parser))
