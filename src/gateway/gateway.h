@@ -745,6 +745,9 @@ void gw_discovery_free(gw_discovery *d);
  * gauges, say: register them after gw_metrics_init, read values in a collect hook,
  * iro_registry_on_collect). NULL before gw_metrics_init. */
 struct iro_registry *gw_metrics_registry(gw_app *app);
+/* The worker's series of inferrail_loop_turn_cpu_seconds (worker.c observes it
+ * before each poll); NULL before gw_metrics_init. */
+struct iro_series *gw_metrics_loop_turn(gw_app *app, uint32_t worker);
 /* Members of GET /admin/state from the registry, each starting with a comma (see
  * README, "The admin console"). */
 void gw_metrics_state_replica(gw_app *app, const gw_replica *r, ir_buf *out);

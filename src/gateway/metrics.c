@@ -9,6 +9,7 @@
  * (gw_metrics_replica_leave). */
 #include "gateway/request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -555,6 +556,22 @@ void gw_metrics_free(gw_app *app) {
     free(m->errors_by);
     free(m);
     app->metrics = NULL;
+}
+
+/* 10 us to 1 s: a turn over 100 us is one client holding the loop while the others wait. */
+static const double turn_buckets[] = {1e-5,   2.5e-5, 5e-5, 1e-4,   2.5e-4, 5e-4, 1e-3,
+                                      2.5e-3, 5e-3,   1e-2, 2.5e-2, 0.1,    1};
+
+struct iro_series *gw_metrics_loop_turn(gw_app *app, uint32_t worker) {
+    if (!app->metrics) return NULL;
+    const char *const lw[] = {"worker", NULL};
+    iro_family *f = iro_histogram(
+        app->metrics->reg, "inferrail_loop_turn_cpu_seconds",
+        "CPU time of each turn of a worker's event loop: every callback between two polls.", lw,
+        turn_buckets, IR_ARRAY_LEN(turn_buckets));
+    char id[16];
+    snprintf(id, sizeof id, "%u", worker);
+    return iro_series_of(f, id);
 }
 
 struct iro_registry *gw_metrics_registry(gw_app *app) {

@@ -57,6 +57,10 @@ struct gw_worker {
      * replica the health checks mark down); recheck is set by gw_worker_recheck. */
     gw_req *waiting;
     _Atomic int recheck;
+    /* Before each poll: the CPU time of the turn of the loop that ends there. */
+    uv_prepare_t turn;
+    struct iro_series *turn_cpu;
+    uint64_t turn_start; /* the thread's CPU clock at the last poll */
 };
 
 /* The body sent on, as parts: the client's bytes before `model`'s value, the

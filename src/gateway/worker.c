@@ -4,14 +4,28 @@
 
 #include <stdlib.h>
 
+#include "obs/ir_obs.h"
+
 static void on_grace(uv_timer_t *t) {
     gw_worker *w = t->data;
     if (w->srv) irn_server_close_all(w->srv);
 }
 
+/* Runs just before the loop polls: the thread's CPU time since the last poll is one
+ * turn of the loop, every callback of it together. A turn of more than 100 us is a
+ * client (or a task) that kept every other connection of this worker waiting. */
+static void on_turn(uv_prepare_t *p) {
+    gw_worker *w = p->data;
+    uint64_t now = ir_thread_cpu_ns();
+    if (w->turn_start) iro_observe(w->turn_cpu, (double)(now - w->turn_start) / 1e9);
+    w->turn_start = now;
+}
+
 static void on_server_closed(void *ud) {
     gw_worker *w = ud;
     w->srv = NULL;
+    uv_prepare_stop(&w->turn);
+    uv_close((uv_handle_t *)&w->turn, NULL);
     uv_timer_stop(&w->grace);
     uv_close((uv_handle_t *)&w->grace, NULL);
     irn_pool_close(w->pool, NULL, NULL);
@@ -102,6 +116,11 @@ int gw_worker_start(gw_worker *w) {
     w->wake.data = w;
     uv_timer_init(&w->loop, &w->grace);
     w->grace.data = w;
+    w->turn_cpu = gw_metrics_loop_turn(app, w->id);
+    uv_prepare_init(&w->loop, &w->turn);
+    w->turn.data = w;
+    uv_prepare_start(&w->turn, on_turn);
+    uv_unref((uv_handle_t *)&w->turn); /* it never keeps the loop running */
     rc = uv_thread_create(&w->thread, worker_main, w);
     if (rc == 0) w->started = true;
     return rc;

@@ -209,6 +209,10 @@ irn_h1_event irn_h1_parser_feed(irn_h1_parser *p, const char *data, size_t len, 
     }
     if (!data) data = "";
     bool in_head = !p->headers_done;
+    /* In the head, llhttp sees at most one byte past the limit: it would scan a
+     * whole 64 KiB read of one header value before its callback could stop it. */
+    if (in_head && len > p->lim.max_header_bytes - p->head_bytes + 1)
+        len = p->lim.max_header_bytes - p->head_bytes + 1;
     llhttp_errno_t e = llhttp_execute(&p->ll, data, len);
     size_t used = len;
     if (e != HPE_OK) {

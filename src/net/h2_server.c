@@ -26,6 +26,25 @@
 #define DEFAULT_STREAMS  256
 #define DEFAULT_CONN_BUF (64u * 1024 * 1024)
 
+/* Work per turn of the loop. One read is up to 64 KiB, which can hold a thousand
+ * streams opened and reset, or seven thousand SETTINGS frames: handled in one
+ * nghttp2_session_mem_recv, that is a millisecond of CPU while every other
+ * connection of the loop waits. So input goes to nghttp2 in slices of whole frames
+ * (at most SLICE_FRAMES frames, 30-40 us of CPU for streams opened and reset, or
+ * SLICE_BYTES bytes), one slice per turn of the
+ * loop (irn__h2s_feed_some; server.c holds the rest and stops reading). */
+#define SLICE_FRAMES 32
+#define SLICE_BYTES  (64 * 1024)
+/* Frames that ask work of the server and carry nothing for a request: SETTINGS and
+ * PING (not acks), PRIORITY, empty DATA that does not end its stream, and frame
+ * types nghttp2 ignores. A token bucket per connection: CALM_BURST of them at once,
+ * CALM_PER_SEC more each second; past that, GOAWAY(ENHANCE_YOUR_CALM) and close.
+ * (nghttp2's own guards stay: at most 1,000 SETTINGS/PING acks queued, and
+ * RST_STREAM at 1,000 at once then 33 a second; see irn__h2s_new.) */
+#define CALM_BURST   1000
+#define CALM_PER_SEC 100
+#define MAGIC_LEN    24 /* the client preface, which nghttp2 reads first */
+
 typedef struct irn__h2s_stream h2st;
 
 struct irn__h2s_stream {
@@ -86,6 +105,12 @@ struct irn__h2s {
     bool dead; /* the connection is gone (or the session failed) */
     bool goaway;
     bool done_called;
+    /* Where the input stands, frame by frame (see slice). */
+    size_t magic_left; /* preface bytes still to come */
+    size_t frame_left; /* payload bytes of the frame under way */
+    uint8_t fh[9];     /* a frame header split between two reads */
+    size_t fh_have;
+    uint64_t calm_tokens, calm_ms; /* the control frame budget, and when it was topped up */
 };
 
 /* ---- streams ----------------------------------------------------------------- */
@@ -575,6 +600,9 @@ irn__h2s *irn__h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_
     snprintf(h->peer, sizeof h->peer, "%s", peer ? peer : "");
     h->io = *io;
     h->idle_since = irn__now_ms();
+    h->magic_left = MAGIC_LEN;
+    h->calm_tokens = CALM_BURST;
+    h->calm_ms = h->idle_since;
     nghttp2_session_callbacks *cbs = NULL;
     nghttp2_option *opt = NULL;
     if (nghttp2_session_callbacks_new(&cbs) != 0 || nghttp2_option_new(&opt) != 0) {
@@ -591,6 +619,9 @@ irn__h2s *irn__h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_
     /* Our response header blocks may be this big (handler headers are capped too). */
     nghttp2_option_set_max_send_header_block_length(opt, 256 * 1024);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+    /* No priority tree, so closed streams need not be kept: a connection that opened
+     * and reset a thousand streams frees them at once, not when it closes. */
+    nghttp2_option_set_no_closed_streams(opt, 1);
     int rv = nghttp2_session_server_new2(&h->s, cbs, h, opt);
     nghttp2_session_callbacks_del(cbs);
     nghttp2_option_del(opt);
@@ -642,10 +673,84 @@ int irn__h2s_start(irn__h2s *h, const uint8_t *settings, size_t settings_len, ir
     return 0;
 }
 
-int irn__h2s_feed(irn__h2s *h, const char *data, size_t len) {
+/* Whether the frame whose header is hd is one the control budget counts. */
+static bool costs_calm(const uint8_t *hd) {
+    size_t len = (size_t)hd[0] << 16 | (size_t)hd[1] << 8 | hd[2];
+    uint8_t type = hd[3], flags = hd[4];
+    switch (type) {
+    case NGHTTP2_SETTINGS:
+    case NGHTTP2_PING:
+        return !(flags & NGHTTP2_FLAG_ACK);
+    case NGHTTP2_PRIORITY:
+        return true;
+    case NGHTTP2_DATA:
+        return len == 0 && !(flags & NGHTTP2_FLAG_END_STREAM);
+    default:
+        return type > NGHTTP2_CONTINUATION; /* extension frames: ignored, but parsed */
+    }
+}
+
+/* Takes one frame from the control budget; false when it is spent. */
+static bool calm_take(irn__h2s *h) {
+    uint64_t now = irn__now_ms();
+    uint64_t earned = (now - h->calm_ms) * CALM_PER_SEC / 1000;
+    if (earned) {
+        h->calm_tokens = IR_MIN(CALM_BURST, h->calm_tokens + earned);
+        h->calm_ms = now;
+    }
+    if (!h->calm_tokens) return false;
+    h->calm_tokens--;
+    return true;
+}
+
+/* How many of the len bytes at p the next slice hands nghttp2: the preface, then
+ * whole frames until SLICE_FRAMES frames or SLICE_BYTES bytes (a frame that the
+ * input ends in goes in part; nghttp2 keeps its state), counted in *nframes. It
+ * stops before a frame the control budget refuses, and sets *calm. */
+static size_t slice(irn__h2s *h, const uint8_t *p, size_t len, size_t *nframes, bool *calm) {
+    size_t pos = IR_MIN(len, h->magic_left), frames = 0;
+    h->magic_left -= pos;
+    while (pos < len) {
+        if (h->frame_left) {
+            size_t n = IR_MIN(h->frame_left, len - pos);
+            pos += n;
+            h->frame_left -= n;
+            continue;
+        }
+        if (!h->fh_have && (frames >= SLICE_FRAMES || pos >= SLICE_BYTES)) break;
+        size_t start = pos, n = IR_MIN(sizeof h->fh - h->fh_have, len - pos);
+        memcpy(h->fh + h->fh_have, p + pos, n);
+        h->fh_have += n;
+        pos += n;
+        if (h->fh_have < sizeof h->fh) break; /* the rest of the header comes later */
+        h->fh_have = 0;
+        frames++;
+        if (costs_calm(h->fh) && !calm_take(h)) {
+            *calm = true;
+            *nframes = frames;
+            return start;
+        }
+        h->frame_left = (size_t)h->fh[0] << 16 | (size_t)h->fh[1] << 8 | h->fh[2];
+    }
+    *nframes = frames;
+    return pos;
+}
+
+/* The client sends more control frames than any client needs. */
+static void enhance_your_calm(irn__h2s *h) {
+    IR_DEBUG("net", "%s: h2: too many control frames; GOAWAY(ENHANCE_YOUR_CALM)", h->peer);
+    h->goaway = true;
+    nghttp2_session_terminate_session(h->s, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+int irn__h2s_feed_some(irn__h2s *h, const char *data, size_t len, size_t *used) {
+    *used = 0;
     if (h->dead || h->done_called) return IRN_ECLOSED;
+    bool calm = false;
+    size_t frames = 0;
+    size_t n = slice(h, (const uint8_t *)data, len, &frames, &calm);
     h->busy++;
-    ssize_t r = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
+    ssize_t r = n ? nghttp2_session_mem_recv(h->s, (const uint8_t *)data, n) : 0;
     h->busy--;
     if (r < 0) {
         IR_DEBUG("net", "%s: h2: %s", h->peer, nghttp2_strerror((int)r));
@@ -653,8 +758,21 @@ int irn__h2s_feed(irn__h2s *h, const char *data, size_t len) {
         session_done(h, true);
         return IRN_EINVAL;
     }
+    *used = calm ? len : n; /* past the budget, the rest is dropped */
+    if (calm) enhance_your_calm(h);
     dispatch_ready(h);
     settle(h);
+    return calm ? IRN_ECLOSED : (int)frames;
+}
+
+int irn__h2s_feed(irn__h2s *h, const char *data, size_t len) {
+    size_t used = 0;
+    do {
+        int rc = irn__h2s_feed_some(h, data, len, &used);
+        if (rc < 0) return rc;
+        data += used;
+        len -= used;
+    } while (len);
     return 0;
 }
 

@@ -259,7 +259,14 @@ irn__h2s *irn__h2s_new(const irn_server_cfg *cfg, const irn_h1_limits *lim, irn_
  * Upgrade: settings is the decoded HTTP2-Settings payload and req (taken over,
  * even on error) becomes stream 1. */
 int irn__h2s_start(irn__h2s *h, const uint8_t *settings, size_t settings_len, irn_request *req);
-/* Processes input; < 0: fatal (the session already called io->done). */
+/* Feeds one slice of the input (whole frames, bounded: see SLICE_FRAMES in
+ * h2_server.c): returns the frames it held (>= 0), *used the bytes taken; the
+ * caller keeps the rest and feeds it on a later turn of the loop. IRN_ECLOSED
+ * once the session is done
+ * (a client over the control frame budget gets GOAWAY(ENHANCE_YOUR_CALM) and the
+ * rest of its input is dropped), IRN_EINVAL when nghttp2 failed it. */
+int irn__h2s_feed_some(irn__h2s *h, const char *data, size_t len, size_t *used);
+/* Feeds all of it, slice after slice (tests and the fuzz target). */
 int irn__h2s_feed(irn__h2s *h, const char *data, size_t len);
 void irn__h2s_flush(irn__h2s *h);
 void irn__h2s_on_written(irn__h2s *h); /* a socket write completed */

@@ -675,7 +675,7 @@ const H2_POST = Buffer.from([0x83, 0x86, 0x44, 15, ...Buffer.from('/v1/completio
 
 // Writes `bytes` on a fresh connection, optionally half-closes it, and waits for the
 // gateway to answer or close. Resolves to what it saw: {status, goaway, closed, raw}.
-async function hostileConn(port, bytes, { halfClose = false, dribbleMs = 0, timeoutMs = 20000 } = {}) {
+export async function hostileConn(port, bytes, { halfClose = false, dribbleMs = 0, timeoutMs = 20000 } = {}) {
   const net = await import('node:net');
   return new Promise((resolve) => {
     const sock = net.connect(port, '127.0.0.1');
@@ -715,10 +715,11 @@ async function hostileConn(port, bytes, { halfClose = false, dribbleMs = 0, time
 let hseed = 4242;
 const hrnd = (n) => { hseed = (hseed * 1103515245 + 12345) % 2147483648; return hseed % n; };
 
-// One hostile client, of kind i % 8.
-function hostileCase(i) {
+// One hostile client, of kind i % HOSTILE_KINDS.
+export const HOSTILE_KINDS = 9;
+export function hostileCase(i) {
   const pick = (a) => a[hrnd(a.length)];
-  switch (i % 8) {
+  switch (i % HOSTILE_KINDS) {
   case 0: // bad framing
     return { kind: 'framing', bytes: Buffer.from(pick([
       'POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
@@ -746,20 +747,51 @@ function hostileCase(i) {
     for (let k = 0; k < 20000; k++) parts.push(h2frame(4, 0, 0));
     return { kind: 'h2 settings flood', bytes: Buffer.concat(parts) };
   }
-  default: { // h2c PING flood
+  case 7: { // h2c PING flood
     const parts = [H2_PREFACE, h2frame(4, 0, 0)];
     for (let k = 0; k < 20000; k++) parts.push(h2frame(6, 0, 0, Buffer.alloc(8)));
     return { kind: 'h2 ping flood', bytes: Buffer.concat(parts) };
   }
+  default: // 2,000 pipelined requests in one write, each answered at once (404)
+    return { kind: 'pipelined', bytes: Buffer.from('GET /nope HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(2000)) };
   }
 }
 
+// The gateway's loop turns (inferrail_loop_turn_cpu_seconds, all workers): the
+// cumulative count of turns by upper bound ("le"), from a /metrics page.
+export function loopTurns(page) {
+  const cum = new Map();
+  for (const line of page.split('\n')) {
+    const m = /^inferrail_loop_turn_cpu_seconds_bucket\{.*le="([^"]+)"\} (\S+)$/.exec(line);
+    if (m) cum.set(m[1], (cum.get(m[1]) || 0) + Number(m[2]));
+  }
+  return cum;
+}
+
+// The turns between two loopTurns readings: how many, how many took over 100 us
+// and over 1 ms of CPU, and the bucket bounds (us) under which 99% and all of
+// them fell. CPU time, so it does not depend on what else the machine runs.
+export function turnsBetween(a, b) {
+  const n = (le) => (b.get(le) || 0) - (a.get(le) || 0);
+  const turns = n('+Inf');
+  const bounds = [...b.keys()].filter((le) => le !== '+Inf').sort((x, y) => Number(x) - Number(y));
+  const at = (s) => n(bounds.find((le) => Math.abs(Number(le) - s) < 1e-12) ?? '+Inf');
+  const us = (le) => (le === undefined ? 'over ' + Number(bounds.at(-1)) * 1e6 : Math.round(Number(le) * 1e6));
+  return {
+    turns, over_100us: turns - at(1e-4), over_1ms: turns - at(1e-3),
+    p99_under_us: us(bounds.find((le) => n(le) >= 0.99 * turns)), max_under_us: us(bounds.find((le) => n(le) >= turns)),
+  };
+}
+
 // `count` hostile clients (bad framing, huge headers, invalid JSON, slowloris,
-// half-closed sockets, h2c rapid reset, SETTINGS and PING floods), `parallel` at a
+// half-closed sockets, h2c rapid reset, SETTINGS and PING floods, pipelined
+// requests), `parallel` at a
 // time, while a good client keeps sending: the gateway never fails (no 5xx of its
 // own, no crash), each hostile client gets a 4xx, a GOAWAY or a closed connection,
 // and every good request succeeds. The good client's median latency with and
-// without the hostile load is returned (for docs/stress.md; not asserted).
+// without the hostile load is returned (for docs/stress.md; not asserted), with
+// the CPU time of the gateway's loop turns before and during the attack: a turn
+// is what every other client may wait for.
 // Another client, in a process of its own (so the attackers' event loop does not
 // delay it): ir-overhead's open loop at `rate` req/s for `n` requests, over kept-alive
 // connections. Resolves to its JSON line (latency in microseconds, errors).
@@ -796,6 +828,7 @@ export async function hostile({ count, parallel = 64 }) {
     return { lat, bad };
   };
   try {
+    const turns0 = loopTurns(await metrics(gw.admin));
     const quiet = await good(2000);
     let next = 0, stop = false;
     const outcomes = {};
@@ -813,6 +846,7 @@ export async function hostile({ count, parallel = 64 }) {
       }
     };
     const otherQuiet = await otherClient(gw.url);
+    const turns1 = loopTurns(await metrics(gw.admin));
     const busy = (async () => { const g = []; while (!stop) g.push(await good(500)); return g; })();
     const others = (async () => { const o = []; while (!stop) o.push(await otherClient(gw.url)); return o; })();
     await Promise.all(Array.from({ length: parallel }, worker));
@@ -824,6 +858,7 @@ export async function hostile({ count, parallel = 64 }) {
     for (const o of [otherQuiet, ...otherDuring]) assert.equal(o.errors, 0, `the other client had errors: ${JSON.stringify(o)}`);
     const page = await metrics(gw.admin);
     assert.equal(metricValue(page, 'inferrail_responses_total', 'class="5xx"'), 0, 'the gateway answered a 5xx');
+    const loop = { quiet: turnsBetween(turns0, turns1), during: turnsBetween(turns1, loopTurns(page)) };
     for (const o of Object.values(outcomes)) delete o.bad;
     // The other process's p50 and p99 before and during the attack (the runs during
     // it: their medians), for docs/stress.md; not asserted (a 2-core machine decides it).
@@ -832,6 +867,7 @@ export async function hostile({ count, parallel = 64 }) {
       count, outcomes, good_median_ms_quiet: +median(quiet.lat).toFixed(2), good_median_ms_during: +median(during.lat).toFixed(2),
       other_client: { runs_during: otherDuring.length, p50_us_quiet: otherQuiet.latency.p50, p50_us_during: during50,
         p99_us_quiet: otherQuiet.latency.p99, p99_us_during: during99, p50_ratio: +(during50 / otherQuiet.latency.p50).toFixed(3) },
+      loop_turn_cpu: loop,
     };
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);

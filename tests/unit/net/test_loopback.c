@@ -194,6 +194,35 @@ static void test_pipelined_in_order(void **st) {
     fx_teardown(&f);
 }
 
+/* More pipelined requests in one write than the server answers in one callback
+ * (H1_PER_TURN, 16): the rest are taken up on later turns of the loop, every one
+ * answered, in order. */
+static void test_pipelined_many(void **st) {
+    fx f;
+    fx_setup(&f, NULL, NULL);
+    ir_buf out;
+    ir_buf_init(&out, 0);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(ir_buf_appendf(&out, "GET /hello HTTP/1.1\r\nHost: h%d\r\n%s\r\n", i,
+                                        i == 99 ? "Connection: close\r\n" : ""),
+                         0);
+    ir_buf in;
+    raw_exchange(&f, out.data, out.len, &in);
+    const char *p = in.data;
+    for (int i = 0; i < 100; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "hello GET h%d ", i);
+        p = strstr(p, want);
+        assert_non_null(p);
+    }
+    ir_buf_free(&in);
+    ir_buf_free(&out);
+    irn_server_stats ss;
+    irn_server_stats_get(f.srv, &ss);
+    assert_int_equal(ss.requests, 100);
+    fx_teardown(&f);
+}
+
 static void test_server_errors(void **st) {
     irn_server_cfg cfg;
     irn_server_cfg_init(&cfg);
@@ -534,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_backpressure_chunked),
         cmocka_unit_test(test_backpressure_last_span),
         cmocka_unit_test(test_pipelined_in_order),
+        cmocka_unit_test(test_pipelined_many),
         cmocka_unit_test(test_server_errors),
         cmocka_unit_test(test_server_error_hook),
         cmocka_unit_test(test_client_abort_fires_on_abort),
