@@ -5,8 +5,12 @@
  *            batches of 64 events through irx_ev_apply_batch (as the gateway's
  *            subscriber applies a payload), with 0 or more lookup threads running
  *            64-block lookups meanwhile (lookups per second reported);
- *   decode   msgpack batches (vLLM's map encoding, 32-byte hashes) decoded and
- *            applied, events per second and MB per second;
+ *   ingest   msgpack payloads as vLLM publishes them (map or array encoding, 64-bit
+ *            or 32-byte hashes), decoded and applied in a steady state: each stores a
+ *            64-block chain and evicts another block by block; CPU time of the decode
+ *            and apply calls (what the gateway's subscriber does);
+ *   decode   msgpack batches of stores only (vLLM's map encoding, 32-byte hashes)
+ *            decoded and applied, events per second and MB per second;
  *   memory   bytes per block held by an event-fed replica (the index's own count,
  *            glibc's heap growth and the resident set's), 1M blocks in 16-block chains;
  *   visible  ns from the start of an irx_ev_apply to a lookup on another thread
@@ -516,7 +520,7 @@ static void visible_bench(void) {
            total / rounds * 1e9, worst * 1e9);
 }
 
-static void apply_bench_guard(int *readers) {
+static void clamp_readers(int *readers) {
     if (*readers < 0) *readers = 0;
     if (*readers > 16) *readers = 16;
 }
@@ -553,7 +557,7 @@ int main(int argc, char **argv) {
                         .per = (uint32_t)atoi(argv[4])};
         if (g.per < 1 || 64 % g.per) return 2;
         int rd = argc > 5 ? atoi(argv[5]) : 0;
-        apply_bench_guard(&rd);
+        clamp_readers(&rd);
         ingest_bench(g, rd, argc > 6 ? atof(argv[6]) : 2.0,
                      argc > 7 ? (uint64_t)atoll(argv[7]) : 0);
         return 0;
