@@ -2,7 +2,8 @@
 # This tree's event ingestion against a base commit's, side by side: builds
 # bench_events.c (this tree's) against the base's src/index (a shim stands in for
 # irx_ev_apply_batch where the base lacks it: one irx_ev_apply per event), then
-# runs both, interleaved, REPS times per case. JSON lines, each with "build".
+# runs both, interleaved, REPS times per case: events applied, then msgpack
+# payloads decoded and applied (ingest). JSON lines, each with "build".
 #   make build && bench/events/against.sh BASE [SECONDS] [REPS] > /tmp/against.jsonl
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -52,6 +53,18 @@ for c in "${cases[@]}"; do
             [ "$b" = base ] && bin="$dir/evbench"
             # shellcheck disable=SC2086
             "$bin" one $c "$secs" | sed "s/^{/{\"build\":\"$b\",/"
+        done
+    done
+done
+# ingest ENCODING HASH PER READERS: msgpack payloads decoded and applied (bench_events.c)
+ingest=("map int 16 0" "array int 16 0" "map bytes 16 0" "array bytes 16 0" "map int 16 1")
+for c in "${ingest[@]}"; do
+    for ((i = 0; i < reps; i++)); do
+        for b in base new; do
+            bin="$new"
+            [ "$b" = base ] && bin="$dir/evbench"
+            # shellcheck disable=SC2086
+            "$bin" ingest $c "$secs" | sed "s/^{/{\"build\":\"$b\",/"
         done
     done
 done

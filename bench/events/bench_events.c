@@ -5,8 +5,12 @@
  *            batches of 64 events through irx_ev_apply_batch (as the gateway's
  *            subscriber applies a payload), with 0 or more lookup threads running
  *            64-block lookups meanwhile (lookups per second reported);
- *   decode   msgpack batches (vLLM's map encoding, 32-byte hashes) decoded and
- *            applied, events per second and MB per second;
+ *   ingest   msgpack payloads as vLLM publishes them (map or array encoding, 64-bit
+ *            or 32-byte hashes), decoded and applied in a steady state: each stores a
+ *            64-block chain and evicts another block by block; CPU time of the decode
+ *            and apply calls (what the gateway's subscriber does);
+ *   decode   msgpack batches of stores only (vLLM's map encoding, 32-byte hashes)
+ *            decoded and applied, events per second and MB per second;
  *   memory   bytes per block held by an event-fed replica (the index's own count,
  *            glibc's heap growth and the resident set's), 1M blocks in 16-block chains;
  *   visible  ns from the start of an irx_ev_apply to a lookup on another thread
@@ -271,6 +275,168 @@ static void decode_bench(double seconds) {
     irx_free(ix);
 }
 
+/* ---- ingest: msgpack payloads as vLLM publishes them, decoded and applied ---------- */
+
+/* A steady state, as an engine's stream runs once its cache is full: each payload
+ * (one engine step's batch) stores a 64-block chain in BlockStored events of
+ * `per` blocks (a prefill) and evicts an older chain in BlockRemoved events of one
+ * block each, leaves first (vLLM evicts block by block). Engine hashes are 64-bit
+ * integers (vLLM's default, VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES) or 32-byte
+ * strings (sha256_cbor); the batch and its events are arrays (older vLLM) or maps
+ * (newer). Token ids are spread over a 152k vocabulary. */
+typedef struct ingest_cfg {
+    bool map, bytes;
+    uint32_t per;
+} ingest_cfg;
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 31, x *= 0x7fb5d329728ea185ull, x ^= x >> 27, x *= 0x81dadef4bc2dd44dull;
+    return x ^ (x >> 33);
+}
+
+static void pack_hash(msgpack_packer *pk, const ingest_cfg *g, uint64_t chain, uint32_t i) {
+    uint64_t v = mix64(chain * 1024 + i + 1);
+    if (!g->bytes) {
+        msgpack_pack_uint64(pk, v);
+        return;
+    }
+    unsigned char d[32];
+    for (int k = 0; k < 4; k++) {
+        uint64_t w = mix64(v + (uint64_t)k);
+        memcpy(d + 8 * k, &w, 8);
+    }
+    msgpack_pack_bin(pk, 32);
+    msgpack_pack_bin_body(pk, d, 32);
+}
+
+/* An event's head: the map's size and "type", or the array's size and tag. */
+static void pack_head(msgpack_packer *pk, const ingest_cfg *g, const char *tag, size_t n) {
+    if (g->map) {
+        msgpack_pack_map(pk, n);
+        pack_str(pk, "type");
+    } else {
+        msgpack_pack_array(pk, n);
+    }
+    pack_str(pk, tag);
+}
+
+static void pack_key(msgpack_packer *pk, const ingest_cfg *g, const char *k) {
+    if (g->map) pack_str(pk, k);
+}
+
+static void pack_stored(msgpack_packer *pk, const ingest_cfg *g, uint64_t c, uint32_t from,
+                        uint32_t n) {
+    pack_head(pk, g, "BlockStored", 7);
+    pack_key(pk, g, "block_hashes");
+    msgpack_pack_array(pk, n);
+    for (uint32_t i = 0; i < n; i++) pack_hash(pk, g, c, from + i);
+    pack_key(pk, g, "parent_block_hash");
+    if (from)
+        pack_hash(pk, g, c, from - 1);
+    else
+        msgpack_pack_nil(pk);
+    pack_key(pk, g, "token_ids");
+    msgpack_pack_array(pk, n * BS);
+    for (uint32_t i = 0; i < n * BS; i++)
+        msgpack_pack_uint32(pk, (uint32_t)((c * 7919 + (from * BS + i) * 31) % 151936));
+    pack_key(pk, g, "block_size");
+    msgpack_pack_uint32(pk, BS);
+    pack_key(pk, g, "lora_id");
+    msgpack_pack_nil(pk);
+    pack_key(pk, g, "medium");
+    pack_str(pk, "GPU");
+}
+
+static void pack_removed(msgpack_packer *pk, const ingest_cfg *g, uint64_t c, uint32_t i) {
+    pack_head(pk, g, "BlockRemoved", 3);
+    pack_key(pk, g, "block_hashes");
+    msgpack_pack_array(pk, 1);
+    pack_hash(pk, g, c, i);
+    pack_key(pk, g, "medium");
+    pack_str(pk, "GPU");
+}
+
+/* One payload: stores chain `store` (64 blocks), then removes chain `evict` (none if
+ * evict < 0). */
+static void pack_step(msgpack_sbuffer *sb, const ingest_cfg *g, uint64_t store, int64_t evict) {
+    const uint32_t depth = 64;
+    msgpack_sbuffer_clear(sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    size_t nev = depth / g->per + (evict >= 0 ? depth : 0);
+    if (g->map) {
+        msgpack_pack_map(&pk, 3);
+        pack_str(&pk, "ts");
+    } else {
+        msgpack_pack_array(&pk, 3);
+    }
+    msgpack_pack_double(&pk, 1.7e9);
+    pack_key(&pk, g, "events");
+    msgpack_pack_array(&pk, nev);
+    for (uint32_t from = 0; from < depth; from += g->per) pack_stored(&pk, g, store, from, g->per);
+    for (uint32_t i = depth; evict >= 0 && i-- > 0;) pack_removed(&pk, g, (uint64_t)evict, i);
+    pack_key(&pk, g, "data_parallel_rank");
+    msgpack_pack_uint32(&pk, 0);
+}
+
+/* What the gateway's subscriber does with a payload (kvsub.c): decode, apply, free.
+ * Its own function, so that callgrind can count it alone (--toggle-collect=ingest_one). */
+static __attribute__((noinline)) size_t ingest_one(irx_index *ix, const msgpack_sbuffer *sb) {
+    irx_ev_batch batch;
+    char err[64];
+    if (irx_ev_decode(sb->data, sb->size, &batch, err, sizeof err)) {
+        fprintf(stderr, "evbench: %s\n", err);
+        abort();
+    }
+    irx_ev_counts c = {0};
+    irx_ev_apply_batch(ix, 0, batch.ev, batch.nev, &c);
+    irx_ev_batch_free(&batch);
+    return (size_t)(c.stored + c.removed);
+}
+
+/* steps > 0: exactly that many payloads (for instruction counts), else `seconds`. */
+static void ingest_bench(ingest_cfg g, int readers, double seconds, uint64_t steps) {
+    const uint64_t live = 2048; /* chains held: 131,072 blocks */
+    irx_index *ix = irx_new(4);
+    irx_ev_track(ix, 0, "m", BS);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    uint64_t c = 0;
+    for (; c < live; c++) {
+        pack_step(&sb, &g, c, -1);
+        ingest_one(ix, &sb);
+    }
+    shared = ix;
+    atomic_store(&stop, 0);
+    atomic_store(&lookups, 0);
+    pthread_t th[16];
+    for (int i = 0; i < readers; i++) pthread_create(&th[i], NULL, looker, NULL);
+    uint64_t blocks = 0, bytes = 0, n = 0;
+    double cpu = 0, t0 = now_s(), t;
+    do {
+        pack_step(&sb, &g, c, (int64_t)(c - live));
+        c++;
+        double c0 = cpu_s();
+        size_t got = ingest_one(ix, &sb);
+        cpu += cpu_s() - c0;
+        if (got != 128) abort(); /* 64 stored, 64 removed */
+        blocks += got, bytes += sb.size;
+        t = now_s();
+    } while (steps ? ++n < steps : t - t0 < seconds);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < readers; i++) pthread_join(th[i], NULL);
+    printf(
+        "{\"case\":\"ingest\",\"encoding\":\"%s\",\"hash\":\"%s\",\"blocks_per_stored_event\":%u,"
+        "\"lookup_threads\":%d,\"blocks_held\":%llu,\"block_events\":%llu,"
+        "\"bytes_per_block_event\":%.1f,\"block_events_per_cpu_s\":%.0f,"
+        "\"lookups_per_s\":%.0f}\n",
+        g.map ? "map" : "array", g.bytes ? "bytes32" : "int", g.per, readers,
+        (unsigned long long)(live * 64), (unsigned long long)blocks, (double)bytes / (double)blocks,
+        (double)blocks / cpu, (double)atomic_load(&lookups) / (t - t0));
+    msgpack_sbuffer_destroy(&sb);
+    irx_free(ix);
+}
+
 static double rss_bytes(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long size = 0, rss = 0;
@@ -354,6 +520,11 @@ static void visible_bench(void) {
            total / rounds * 1e9, worst * 1e9);
 }
 
+static void clamp_readers(int *readers) {
+    if (*readers < 0) *readers = 0;
+    if (*readers > 16) *readers = 16;
+}
+
 int main(int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     double secs = argc > 2 ? atof(argv[2]) : 2.0;
@@ -378,6 +549,24 @@ int main(int argc, char **argv) {
     if (all || strcmp(what, "apply-big") == 0) { /* 1M blocks held: tables far past the cache */
         apply_bench(1, BATCH_MAX, 0, 16384, secs);
         apply_bench(16, BATCH_MAX, 0, 16384, secs);
+    }
+    if (strcmp(what, "ingest") == 0 && argc > 5) {
+        /* ingest map|array int|bytes PER READERS SECONDS [STEPS] */
+        ingest_cfg g = {.map = strcmp(argv[2], "map") == 0,
+                        .bytes = strcmp(argv[3], "bytes") == 0,
+                        .per = (uint32_t)atoi(argv[4])};
+        if (g.per < 1 || 64 % g.per) return 2;
+        int rd = argc > 5 ? atoi(argv[5]) : 0;
+        clamp_readers(&rd);
+        ingest_bench(g, rd, argc > 6 ? atof(argv[6]) : 2.0,
+                     argc > 7 ? (uint64_t)atoll(argv[7]) : 0);
+        return 0;
+    }
+    if (all || strcmp(what, "ingest") == 0) {
+        for (int m = 0; m < 2; m++)
+            for (int b = 0; b < 2; b++)
+                ingest_bench((ingest_cfg){.map = m, .bytes = b, .per = 16}, 0, secs, 0);
+        ingest_bench((ingest_cfg){.map = true, .bytes = false, .per = 16}, readers, secs, 0);
     }
     if (all || strcmp(what, "decode") == 0) decode_bench(secs);
     if (all || strcmp(what, "memory") == 0) memory_bench();

@@ -421,13 +421,15 @@ static void tier_on(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_
 static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_t at, uint32_t t) {
     evnode *n = &e->nodes[k];
     if (!(n->flags & t)) return;
+    /* The tier goes first, so that detach's cpu_sync sees the node as it ends: a block
+     * leaving the GPU does not pass through the CPU map on its way out. */
+    n->flags &= ~t;
     if (t == GPU) {
         detach(ix, r, e, k);
         e->gpu--;
     } else {
         e->cpu--;
     }
-    n->flags &= ~t;
     cpu_sync(ix, r, e, n);
     collect(e, k, at);
 }

@@ -180,8 +180,4 @@ int irx_evrep_check(const irx_evrep *e);
 uint64_t irx_evrep_bits(const irx_evrep *e);
 uint64_t irx_evrep_cpu_bits(const irx_evrep *e);
 
-/* ev_msgpack.c: 0 when buf starts with one whole msgpack value whose containers
- * never claim more elements than the bytes left could hold. */
-int irx_msgpack_sane(const void *buf, size_t len);
-
 #endif

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <msgpack.h>
+
 #include "index/ir_index.h"
 
 static unsigned char *slurp(const char *name, size_t *len) {
@@ -181,11 +183,77 @@ static void bad_payloads(void **state) {
     assert_int_equal(irx_ev_decode(s, sizeof s, &b, err, sizeof err), -1);
 }
 
+static void pack_s(msgpack_packer *pk, const char *s) {
+    msgpack_pack_str(pk, strlen(s));
+    msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+/* {"ts": 0, "events": [{"block_hashes": [1], "token_ids": "x", "type": TYPE}]}: the type
+ * last, after a field that only BlockStored reads, and reads it wrong. */
+static int type_last(const char *type, irx_ev_batch *b, char *err, size_t errlen) {
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 2);
+    pack_s(&pk, "ts");
+    msgpack_pack_uint8(&pk, 0);
+    pack_s(&pk, "events");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_map(&pk, 3);
+    pack_s(&pk, "block_hashes");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_uint8(&pk, 1);
+    pack_s(&pk, "token_ids");
+    pack_s(&pk, "x");
+    pack_s(&pk, "type");
+    pack_s(&pk, type);
+    int rc = irx_ev_decode(sb.data, sb.size, b, err, errlen);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+/* The decoder reads as it goes (ADR 0018): an event's type may come after its fields,
+ * the batch's own errors come before its events', and bytes msgpack-c's template
+ * would misread are refused. */
+static void streaming_order(void **state) {
+    (void)state;
+    irx_ev_batch b;
+    char err[128] = "";
+    assert_int_equal(type_last("BlockRemoved", &b, err, sizeof err), 0);
+    assert_int_equal(b.nev, 1);
+    assert_int_equal(b.ev[0].type, IRX_EV_REMOVED);
+    assert_int_equal(b.ev[0].nblocks, 1);
+    assert_int_equal(b.ev[0].ntokens, 0);
+    assert_null(b.ev[0].tokens);
+    irx_ev_batch_free(&b);
+    assert_int_equal(type_last("BlockStored", &b, err, sizeof err), -1);
+    assert_string_equal(err, "token_ids: not an array");
+    /* {"events": [7], "ts": "x"}: no ts, reported before the bad event after it */
+    const unsigned char t[] = {0x82, 0xa6, 'e',  'v', 'e', 'n',  't', 's',
+                               0x91, 0x07, 0xa2, 't', 's', 0xa1, 'x'};
+    assert_int_equal(irx_ev_decode(t, sizeof t, &b, err, sizeof err), -1);
+    assert_string_equal(err, "batch: no ts");
+    /* [0, [], nil, ext]: an ext where nothing is read is skipped, but one whose length
+     * (2^32 - 1) wraps to 0 in the template is refused */
+    const unsigned char ok[] = {0x94, 0x00, 0x90, 0xc0, 0xd4, 0x01, 0x00};
+    assert_int_equal(irx_ev_decode(ok, sizeof ok, &b, err, sizeof err), 0);
+    irx_ev_batch_free(&b);
+    const unsigned char wrap[] = {0x94, 0x00, 0x90, 0xc0, 0xc9, 0xff, 0xff, 0xff, 0xff};
+    assert_int_equal(irx_ev_decode(wrap, sizeof wrap, &b, err, sizeof err), -1);
+    assert_string_equal(err, "not one well-formed msgpack value");
+    /* an array that claims more elements than the bytes left: refused as it is read */
+    const unsigned char big[] = {0x92, 0x00, 0xdd, 0x10, 0x00, 0x00, 0x00, 0xc0};
+    assert_int_equal(irx_ev_decode(big, sizeof big, &b, err, sizeof err), -1);
+    assert_string_equal(err, "not one well-formed msgpack value");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(array_encoding), cmocka_unit_test(array_signed_and_newer),
-        cmocka_unit_test(map_encoding),   cmocka_unit_test(keys_are_opaque),
-        cmocka_unit_test(bad_payloads),   cmocka_unit_test(offload_events),
+        cmocka_unit_test(array_encoding),  cmocka_unit_test(array_signed_and_newer),
+        cmocka_unit_test(map_encoding),    cmocka_unit_test(keys_are_opaque),
+        cmocka_unit_test(bad_payloads),    cmocka_unit_test(offload_events),
+        cmocka_unit_test(streaming_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
