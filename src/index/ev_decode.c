@@ -13,7 +13,7 @@
  * its object tree) is instantiated here with callbacks that write each value
  * where the batch needs it, as it is read: token ids straight into the event's
  * array, block hashes digested on the spot. No object tree is built, and no
- * walk of the bytes runs before it (ADR 0018). This file keeps, beside the
+ * walk of the bytes runs before it (ADR 0019). This file keeps, beside the
  * template's stack, a stack of its own frames that says what each container
  * is (the batch, its events, an event, a field) and so what each value means.
  *

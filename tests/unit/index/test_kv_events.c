@@ -213,7 +213,7 @@ static int type_last(const char *type, irx_ev_batch *b, char *err, size_t errlen
     return rc;
 }
 
-/* The decoder reads as it goes (ADR 0018): an event's type may come after its fields,
+/* The decoder reads as it goes (ADR 0019): an event's type may come after its fields,
  * the batch's own errors come before its events', and bytes msgpack-c's template
  * would misread are refused. */
 static void streaming_order(void **state) {
