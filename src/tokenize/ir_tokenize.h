@@ -257,6 +257,47 @@ json_t *irt_json_loads(const char *s, size_t len, size_t flags, json_error_t *er
  * (with its sign), "N" (NaN), "I" or "-I" (infinities); NULL when v is not a
  * marker. Points into v. */
 const char *irt_json_number_text(const json_t *v, size_t *n);
+
+/* ---- the chat parse cache (parse_cache.c, ADR 0018) --------------------------------
+ * A chat body's "messages" elements kept parsed across requests: a system prompt
+ * or earlier turns seen before are not read again. Keyed by their bytes (and the
+ * parse flags); holds at most max_bytes (an estimate of each kept value's memory),
+ * least recently used out first. Shared by any number of threads. Elements shorter
+ * than IRT_PARSE_CACHE_MIN_BYTES are always read. */
+typedef struct irt_parse_cache irt_parse_cache;
+
+#define IRT_PARSE_CACHE_MIN_BYTES 64
+
+typedef struct irt_parse_cache_stats {
+    uint64_t hits, misses; /* element lookups (elements of IRT_PARSE_CACHE_MIN_BYTES or more) */
+    uint64_t evictions;
+    uint64_t whole; /* bodies read whole, as irt_json_loads reads them (no "messages"
+                     * array, a doubt of the scanner, a piece jansson refused) */
+    size_t entries, bytes, max_bytes;
+} irt_parse_cache_stats;
+
+/* NULL when max_bytes is 0 or out of memory. Free once no thread uses it. */
+irt_parse_cache *irt_parse_cache_new(size_t max_bytes);
+void irt_parse_cache_free(irt_parse_cache *c);
+void irt_parse_cache_get_stats(const irt_parse_cache *c, irt_parse_cache_stats *out);
+
+/* A body read through the cache. doc is what irt_json_loads gives (NULL alike);
+ * some of its values may be shared with other threads' bodies: read them, never
+ * change them (take a json_deep_copy to change one). The rest is private. */
+typedef struct irt_parsed {
+    json_t *doc;
+    void **pins; /* cache entries this doc uses */
+    size_t npins, cap;
+} irt_parsed;
+
+/* Reads s as irt_json_loads(s, len, flags, err) would, into *p, taking the
+ * top-level "messages" elements it holds from c and keeping those it did not
+ * hold. c NULL: irt_json_loads. err is set only when doc is NULL. Release p with
+ * irt_parsed_release, after every reference taken into doc has been dropped. */
+void irt_chat_loads(irt_parse_cache *c, const char *s, size_t len, size_t flags, json_error_t *err,
+                    irt_parsed *p);
+void irt_parsed_release(irt_parsed *p);
+
 /* The directory holding a spec's tokenizer.json (irt_load's rules). */
 int irt_spec_dir(const char *spec, char *dir, size_t n, char *err, size_t errlen);
 

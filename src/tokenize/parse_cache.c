@@ -1,0 +1,354 @@
+/* parse_cache.c: chat bodies read with the elements of their "messages" array
+ * kept, parsed, across requests (ADR 0018).
+ *
+ * A chat's system prompt and earlier turns come back byte for byte in the next
+ * request, and jansson reads them at 40-130 MB/s. jscan.c splits the body into
+ * the "messages" elements and the rest; each element of IRT_PARSE_CACHE_MIN_BYTES
+ * or more is looked up by its bytes (XXH3, then compared) and, when absent, read
+ * by jansson and kept. The rest, the body with "[]" in the array's place, is
+ * read by jansson, and the elements are put into its empty array.
+ *
+ * The result is irt_json_loads's: a body whose pieces jansson all reads is a body
+ * jansson reads whole, to the same value (the scanner checks the separators
+ * between elements, jansson everything inside each piece, and no piece is
+ * nested deep enough for jansson's depth limit to differ). Anything else (a
+ * scanner doubt, a piece jansson refuses, such as one with NaN or a big integer
+ * for pyjson.c) reads the whole body with irt_json_loads, as before.
+ *
+ * Sharing: a kept element is an immutable jansson value read by many threads.
+ * jansson 2.14 counts references atomically (JSON_HAVE_ATOMIC_BUILTINS), but its
+ * decrement is a release without an acquire, so the thread that frees a value
+ * would not be ordered after other threads' reads of it. Hence the entry's own
+ * count (refs: the table's 1, +1 per parsed body using it): a body drops its
+ * jansson references first, then its pins, and the value is freed only by
+ * whoever drops the last pin, after an acquire-release decrement.
+ *
+ * Sixteen shards (a mutex, a chained table, an LRU list each) under one byte
+ * budget; an insert over it evicts the oldest entries of the whole cache, as
+ * the tokenization cache (cache.c) does. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "tokenize/ir_tokenize.h"
+#include "tokenize/jscan.h"
+
+#define SHARDS 16
+/* What a kept value counts per JSON value in it, besides its bytes twice (the
+ * raw copy, and jansson's copy of its strings): jansson's node, a key, a
+ * hashtable slot and malloc's overhead, roughly. */
+#define BYTES_PER_VALUE 96
+
+typedef struct pentry {
+    struct pentry *hnext;
+    struct pentry *prev, *next;
+    uint64_t h, stamp;
+    atomic_uint refs; /* 1 while in the table, +1 per body using it */
+    size_t len, cost, flags;
+    json_t *v;
+    char raw[]; /* len bytes */
+} pentry;
+
+typedef struct pshard {
+    pthread_mutex_t mu;
+    pentry **buckets;
+    size_t nbuckets, nentries;
+    pentry *head, *tail;
+} pshard;
+
+struct irt_parse_cache {
+    size_t max_bytes;
+    atomic_size_t entries, bytes;
+    atomic_uint_fast64_t hits, misses, evictions, whole;
+    atomic_uint_fast64_t clock;
+    pshard sh[SHARDS];
+};
+
+/* ---- the table ------------------------------------------------------------------ */
+
+static void unpin(pentry *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    json_decref(e->v);
+    free(e);
+}
+
+static void free_shards(irt_parse_cache *c, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        pshard *s = &c->sh[i];
+        for (pentry *e = s->head, *nx; e; e = nx) {
+            nx = e->next;
+            unpin(e);
+        }
+        free(s->buckets);
+        pthread_mutex_destroy(&s->mu);
+    }
+    free(c);
+}
+
+irt_parse_cache *irt_parse_cache_new(size_t max_bytes) {
+    if (!max_bytes) return NULL;
+    irt_parse_cache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->max_bytes = max_bytes;
+    for (size_t i = 0; i < SHARDS; i++) {
+        pshard *s = &c->sh[i];
+        s->nbuckets = 16;
+        s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
+        if (!s->buckets || pthread_mutex_init(&s->mu, NULL)) {
+            free(s->buckets);
+            free_shards(c, i);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void irt_parse_cache_free(irt_parse_cache *c) {
+    if (c) free_shards(c, SHARDS);
+}
+
+void irt_parse_cache_get_stats(const irt_parse_cache *c, irt_parse_cache_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!c) return;
+    irt_parse_cache *m = (irt_parse_cache *)c; /* atomics are read, never written */
+    out->hits = atomic_load(&m->hits);
+    out->misses = atomic_load(&m->misses);
+    out->evictions = atomic_load(&m->evictions);
+    out->whole = atomic_load(&m->whole);
+    out->entries = atomic_load(&m->entries);
+    out->bytes = atomic_load(&m->bytes);
+    out->max_bytes = c->max_bytes;
+}
+
+static pshard *shard_of(irt_parse_cache *c, uint64_t h) {
+    return &c->sh[h & (SHARDS - 1)];
+}
+
+static pentry **bucket_of(pshard *s, uint64_t h) {
+    return &s->buckets[(h >> 4) & (s->nbuckets - 1)];
+}
+
+static void lru_unlink(pshard *s, pentry *e) {
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        s->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        s->tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void lru_front(pshard *s, pentry *e) {
+    e->next = s->head;
+    if (s->head) s->head->prev = e;
+    s->head = e;
+    if (!s->tail) s->tail = e;
+}
+
+/* The entry for these bytes in s, whose lock is held. */
+static pentry *find(pshard *s, uint64_t h, const char *raw, size_t len, size_t flags) {
+    for (pentry *e = *bucket_of(s, h); e; e = e->hnext)
+        if (e->h == h && e->len == len && e->flags == flags && !memcmp(e->raw, raw, len)) return e;
+    return NULL;
+}
+
+static void table_remove(irt_parse_cache *c, pshard *s, pentry *e) {
+    for (pentry **p = bucket_of(s, e->h); *p; p = &(*p)->hnext) {
+        if (*p != e) continue;
+        *p = e->hnext;
+        break;
+    }
+    lru_unlink(s, e);
+    s->nentries--;
+    atomic_fetch_sub(&c->entries, 1);
+    atomic_fetch_sub(&c->bytes, e->cost);
+    atomic_fetch_add(&c->evictions, 1);
+    unpin(e);
+}
+
+/* The entry holding these bytes, pinned, or NULL. */
+static pentry *lookup(irt_parse_cache *c, uint64_t h, const char *raw, size_t len, size_t flags) {
+    pshard *s = shard_of(c, h);
+    pthread_mutex_lock(&s->mu);
+    pentry *e = find(s, h, raw, len, flags);
+    if (e) {
+        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+        e->stamp = atomic_fetch_add(&c->clock, 1);
+        lru_unlink(s, e);
+        lru_front(s, e);
+    }
+    pthread_mutex_unlock(&s->mu);
+    atomic_fetch_add(e ? &c->hits : &c->misses, 1);
+    return e;
+}
+
+static void grow(pshard *s) {
+    size_t nb = s->nbuckets * 2;
+    pentry **b = calloc(nb, sizeof *b);
+    if (!b) return; /* chains just get longer */
+    for (size_t i = 0; i < s->nbuckets; i++) {
+        for (pentry *e = s->buckets[i], *nx; e; e = nx) {
+            nx = e->hnext;
+            pentry **p = &b[(e->h >> 4) & (nb - 1)];
+            e->hnext = *p;
+            *p = e;
+        }
+    }
+    free(s->buckets);
+    s->buckets = b;
+    s->nbuckets = nb;
+}
+
+static int oldest_shard(irt_parse_cache *c) {
+    int best = -1;
+    uint64_t oldest = UINT64_MAX;
+    for (int i = 0; i < SHARDS; i++) {
+        pshard *s = &c->sh[i];
+        pthread_mutex_lock(&s->mu);
+        if (s->tail && s->tail->stamp < oldest) oldest = s->tail->stamp, best = i;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return best;
+}
+
+/* Evicts the least recently used entries until within the budget (LRU up to the
+ * races cache.c describes). */
+static void shrink(irt_parse_cache *c) {
+    while (atomic_load(&c->bytes) > c->max_bytes) {
+        int i = oldest_shard(c);
+        if (i < 0) return;
+        pshard *s = &c->sh[i];
+        pthread_mutex_lock(&s->mu);
+        if (s->tail) table_remove(c, s, s->tail);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* Keeps v (a new reference, taken over) for these bytes. Returns the entry,
+ * pinned for the caller, or NULL when not kept (over the budget, out of memory,
+ * or another thread kept the same bytes first): v is then the caller's again. */
+static pentry *insert(irt_parse_cache *c, uint64_t h, const irt_jspan *sp, const char *raw,
+                      size_t flags, json_t *v) {
+    size_t cost = sizeof(pentry) + 2 * sp->len + BYTES_PER_VALUE * sp->nvals;
+    if (cost > c->max_bytes) return NULL;
+    pentry *e = malloc(sizeof *e + sp->len);
+    if (!e) return NULL;
+    memset(e, 0, sizeof *e);
+    e->h = h;
+    e->len = sp->len;
+    e->cost = cost;
+    e->flags = flags;
+    e->v = v;
+    atomic_init(&e->refs, 2);
+    memcpy(e->raw, raw, sp->len);
+    pshard *s = shard_of(c, h);
+    pthread_mutex_lock(&s->mu);
+    if (find(s, h, raw, sp->len, flags)) {
+        pthread_mutex_unlock(&s->mu);
+        free(e);
+        return NULL;
+    }
+    e->stamp = atomic_fetch_add(&c->clock, 1);
+    if (s->nentries >= s->nbuckets) grow(s);
+    pentry **b = bucket_of(s, h);
+    e->hnext = *b;
+    *b = e;
+    lru_front(s, e);
+    s->nentries++;
+    atomic_fetch_add(&c->entries, 1);
+    atomic_fetch_add(&c->bytes, cost);
+    pthread_mutex_unlock(&s->mu);
+    shrink(c);
+    return e;
+}
+
+/* ---- a body ------------------------------------------------------------------------ */
+
+static int hold(irt_parsed *p, pentry *e) {
+    if (p->npins == p->cap) {
+        size_t n = p->cap ? 2 * p->cap : 8;
+        void **x = realloc(p->pins, n * sizeof *x);
+        if (!x) return -1;
+        p->pins = x;
+        p->cap = n;
+    }
+    p->pins[p->npins++] = e;
+    return 0;
+}
+
+/* One element into arr: from the cache, or read and kept. -1 when jansson
+ * refuses it (or out of memory). */
+static int add_element(irt_parse_cache *c, const char *s, const irt_jspan *sp, size_t flags,
+                       json_t *arr, irt_parsed *p) {
+    const char *raw = s + sp->off;
+    size_t ef = flags | JSON_DECODE_ANY;
+    if (sp->len < IRT_PARSE_CACHE_MIN_BYTES) {
+        json_error_t e;
+        json_t *v = json_loadb(raw, sp->len, ef, &e);
+        return v ? json_array_append_new(arr, v) : -1;
+    }
+    uint64_t h = XXH3_64bits_withSeed(raw, sp->len, ef);
+    pentry *e = lookup(c, h, raw, sp->len, ef);
+    if (!e) {
+        json_error_t je;
+        json_t *v = json_loadb(raw, sp->len, ef, &je);
+        if (!v) return -1;
+        e = insert(c, h, sp, raw, ef, v);
+        if (!e) return json_array_append_new(arr, v);
+    }
+    if (hold(p, e)) {
+        unpin(e);
+        return -1;
+    }
+    return json_array_append(arr, e->v);
+}
+
+/* The body with "[]" in place of its messages array, read by jansson. */
+static json_t *read_rest(const char *s, size_t len, const irt_jscan *j, size_t flags) {
+    size_t tail = len - j->arr_off - j->arr_len;
+    char *r = malloc(j->arr_off + 2 + tail);
+    if (!r) return NULL;
+    memcpy(r, s, j->arr_off);
+    memcpy(r + j->arr_off, "[]", 2);
+    memcpy(r + j->arr_off + 2, s + j->arr_off + j->arr_len, tail);
+    json_error_t e;
+    json_t *doc = json_loadb(r, j->arr_off + 2 + tail, flags, &e);
+    free(r);
+    return doc;
+}
+
+/* The split body read piece by piece into p->doc; -1 when any piece is refused. */
+static int read_split(irt_parse_cache *c, const char *s, size_t len, const irt_jscan *j,
+                      size_t flags, irt_parsed *p) {
+    p->doc = read_rest(s, len, j, flags);
+    json_t *arr = json_object_get(p->doc, "messages");
+    if (!json_is_array(arr) || json_array_size(arr)) return -1;
+    for (size_t i = 0; i < j->nelems; i++)
+        if (add_element(c, s, &j->elems[i], flags, arr, p)) return -1;
+    return 0;
+}
+
+void irt_chat_loads(irt_parse_cache *c, const char *s, size_t len, size_t flags, json_error_t *err,
+                    irt_parsed *p) {
+    memset(p, 0, sizeof *p);
+    irt_jscan j;
+    if (c && s && irt_jscan_chat(s, len, &j) == IRT_JSCAN_OK) {
+        int rc = read_split(c, s, len, &j, flags, p);
+        irt_jscan_free(&j);
+        if (rc == 0) return;
+        irt_parsed_release(p);
+    }
+    if (c) atomic_fetch_add(&c->whole, 1);
+    p->doc = irt_json_loads(s, len, flags, err);
+}
+
+void irt_parsed_release(irt_parsed *p) {
+    json_decref(p->doc); /* first: the values' last references may be the pins' */
+    for (size_t i = 0; i < p->npins; i++) unpin(p->pins[i]);
+    free(p->pins);
+    memset(p, 0, sizeof *p);
+}
