@@ -240,6 +240,10 @@ static const ir_cfg_field tokenizer_fields[] = {
        "token ids kept per tokenizer.json model for repeated prompt pieces (text between special "
        "tokens: system prompts, earlier turns), least recently used out first; ids, text and "
        "bookkeeping together take at most 16 bytes per token of this budget; 0 turns it off"),
+    F(gw_tokenizer_cfg, "parse_cache_bytes", IR_CFG_SIZE, parse_cache_bytes, "32MiB",
+      "chat messages kept parsed per tokenizer.json model, keyed by their bytes, so that a "
+      "system prompt or earlier turns seen before are not parsed again (an estimate of their "
+      "memory, least recently used out first); 0 turns it off"),
 };
 static const ir_cfg_schema tokenizer_schema = {
     "tokenizer", tokenizer_fields, IR_ARRAY_LEN(tokenizer_fields), sizeof(gw_tokenizer_cfg)};

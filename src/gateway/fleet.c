@@ -7,9 +7,9 @@
 #include <urcu-bp.h>
 
 /* A model's tokenizer: builtin:sim, or a tokenizer.json and its chat template
- * loaded now, with its cache of cache_tokens ids (none when 0, or when out of
- * memory: it only saves time). One that cannot load is an error, unless the model
- * says tokenizer_optional (then a warning, and no tokenizer). */
+ * loaded now, with its caches (tokenizer.cache_tokens, tokenizer.parse_cache_bytes;
+ * none when 0, or when out of memory: they only save time). One that cannot load is an error,
+ * unless the model says tokenizer_optional (then a warning, and no tokenizer). */
 static int hf_fail(const gw_model_cfg *c, size_t i, const char *key, const char *why, char *err,
                    size_t errlen) {
     if (c->tokenizer_optional) {
@@ -21,7 +21,7 @@ static int hf_fail(const gw_model_cfg *c, size_t i, const char *key, const char 
     return -1;
 }
 
-int gw_tokset_load(const gw_model_cfg *c, size_t i, int64_t cache_tokens, gw_tokset **out,
+int gw_tokset_load(const gw_model_cfg *c, size_t i, const gw_tokenizer_cfg *tc, gw_tokset **out,
                    char *err, size_t errlen) {
     *out = NULL;
     const char *spec = c->tokenizer;
@@ -54,7 +54,8 @@ int gw_tokset_load(const gw_model_cfg *c, size_t i, int64_t cache_tokens, gw_tok
         return hf_fail(c, i, c->chat_template ? "chat_template" : "tokenizer", why, err, errlen);
     }
     t->kind = GW_TOK_HF;
-    t->tcache = cache_tokens > 0 ? irt_cache_new(t->hf, (size_t)cache_tokens) : NULL;
+    if (tc && tc->cache_tokens > 0) t->tcache = irt_cache_new(t->hf, (size_t)tc->cache_tokens);
+    if (tc && tc->parse_cache_bytes) t->pcache = irt_parse_cache_new(tc->parse_cache_bytes);
     if (irt_chat_uses_harmony(t->chat))
         IR_WARN("fleet",
                 "models[%zu].tokenizer: model %s is gpt-oss, whose chats vLLM renders "
@@ -67,6 +68,7 @@ int gw_tokset_load(const gw_model_cfg *c, size_t i, int64_t cache_tokens, gw_tok
 void gw_tokset_free(gw_tokset *t) {
     if (!t) return;
     irt_cache_free(t->tcache);
+    irt_parse_cache_free(t->pcache);
     irt_free(t->hf);
     irt_chat_free(t->chat);
     free(t);
@@ -140,7 +142,7 @@ static int init_models(gw_fleet *f, const gw_config *cfg, char *err, size_t errl
             return -1;
         }
         gw_tokset *t;
-        if (gw_tokset_load(&mc[i], i, cfg->tokenizer.cache_tokens, &t, err, errlen)) return -1;
+        if (gw_tokset_load(&mc[i], i, &cfg->tokenizer, &t, err, errlen)) return -1;
         gw_model_set_toks(f, m, t);
         atomic_store(&m->active, 1);
         list->items[list->n++] = m;

@@ -215,8 +215,9 @@ typedef struct gw_tokenizer_cfg {
     uint64_t max_wait_ns; /* ns a body may wait for a thread before it goes without a prediction */
     int64_t max_queue;    /* bodies waiting or being tokenized, all workers together */
     int64_t cache_tokens; /* ids each tokenizer.json model keeps for repeated pieces; 0: none */
-    uint64_t max_body_bytes; /* a tokenizer.json model's larger bodies get no prediction */
-    uint64_t inline_bytes;   /* bodies up to this are tokenized on the event loop */
+    uint64_t parse_cache_bytes; /* bytes of parsed chat messages each such model keeps; 0: none */
+    uint64_t max_body_bytes;    /* a tokenizer.json model's larger bodies get no prediction */
+    uint64_t inline_bytes;      /* bodies up to this are tokenized on the event loop */
 } gw_tokenizer_cfg;
 
 typedef struct gw_config {
@@ -338,10 +339,11 @@ typedef enum { GW_TOK_NONE, GW_TOK_SIM, GW_TOK_HF } gw_tok_kind;
  * tokenizing with it (gw_model_toks_take .. gw_tokset_put); the control thread
  * frees a replaced one once refs is 0 (gw_fleet_sweep). */
 typedef struct gw_tokset {
-    gw_tok_kind kind;  /* GW_TOK_SIM or GW_TOK_HF */
-    irt_tokenizer *hf; /* GW_TOK_HF: the loaded tokenizer.json */
-    irt_chat *chat;    /* GW_TOK_HF: its chat template and special tokens */
-    irt_cache *tcache; /* GW_TOK_HF: its repeated pieces (tokenizer.cache_tokens), or NULL */
+    gw_tok_kind kind;        /* GW_TOK_SIM or GW_TOK_HF */
+    irt_tokenizer *hf;       /* GW_TOK_HF: the loaded tokenizer.json */
+    irt_chat *chat;          /* GW_TOK_HF: its chat template and special tokens */
+    irt_cache *tcache;       /* GW_TOK_HF: its repeated pieces (tokenizer.cache_tokens), or NULL */
+    irt_parse_cache *pcache; /* GW_TOK_HF: chat messages kept parsed (parse_cache_bytes), or NULL */
     _Atomic uint32_t refs;
     struct gw_tokset *retired_next; /* on f->toks_retired once replaced */
 } gw_tokset;
@@ -485,11 +487,11 @@ static inline const gw_model_list *gw_fleet_models(const gw_fleet *f) {
  * gw_tokset_put (any thread, no waiting); NULL when the model has none. */
 gw_tokset *gw_model_toks_take(const gw_model *m);
 void gw_tokset_put(gw_tokset *t);
-/* Loads models[i]'s tokenizer (c) with a cache of cache_tokens ids (none when 0, or
- * when out of memory: it only saves time): 0 with *out (NULL when it has none, or
- * when it is tokenizer_optional and failed, which is logged); -1 with err naming
- * the key. */
-int gw_tokset_load(const gw_model_cfg *c, size_t i, int64_t cache_tokens, gw_tokset **out,
+/* Loads models[i]'s tokenizer (c) with its caches sized by tc (cache_tokens ids,
+ * parse_cache_bytes; none when 0, when tc is NULL, or when out of memory: they only
+ * save time): 0 with *out (NULL when it has none, or when it is tokenizer_optional
+ * and failed, which is logged); -1 with err naming the key. */
+int gw_tokset_load(const gw_model_cfg *c, size_t i, const gw_tokenizer_cfg *tc, gw_tokset **out,
                    char *err, size_t errlen);
 void gw_tokset_free(gw_tokset *t);
 /* Control thread: makes t (may be NULL) m's tokenizer; the one it replaces is freed

@@ -41,6 +41,7 @@ struct gw_rmetrics {
 typedef struct mmetrics {
     iro_series *retries, *disconnects, *tokenized[GW_PREDICT_STATES], *tokenize_s;
     iro_series *cache_lookups[2], *cache_held, *cache_bytes; /* hit, miss; NULL without a cache */
+    iro_series *pcache[4]; /* parse cache: hit, miss, whole, bytes; NULL without one */
     _Atomic(iro_series *) unrouted[ST_N]; /* replica "none", made when first seen */
 } mmetrics;
 
@@ -218,6 +219,33 @@ static void cache_series(iro_registry *g, mmetrics *mm, const char *name) {
         name);
 }
 
+/* A tokenizer.json model's chat parse cache: its lookups by result, the chat
+ * bodies read whole, and the bytes it holds. */
+static void pcache_series(iro_registry *g, mmetrics *mm, const char *name) {
+    const char *const lr[] = {"model", "result", NULL};
+    const char *const l[] = {"model", NULL};
+    iro_family *c = iro_counter(g, "inferrail_tokenize_parse_cache_lookups_total",
+                                "Chat messages (64 bytes or more) looked up in the model's parse "
+                                "cache, by result: hit (reused parsed) or miss (parsed, then "
+                                "kept).",
+                                lr);
+    mm->pcache[0] = iro_series_of(c, name, "hit");
+    mm->pcache[1] = iro_series_of(c, name, "miss");
+    mm->pcache[2] = iro_series_of(
+        iro_counter(g, "inferrail_tokenize_parse_cache_whole_total",
+                    "Chat bodies parsed whole instead of message by message: no messages list, "
+                    "a shape the parse cache's scanner does not split, or a message that "
+                    "needs Python's number rules.",
+                    l),
+        name);
+    mm->pcache[3] =
+        iro_series_of(iro_gauge(g, "inferrail_tokenize_parse_cache_bytes",
+                                "Bytes the model's chat parse cache holds, as estimated (at most "
+                                "tokenizer.parse_cache_bytes).",
+                                l),
+                      name);
+}
+
 static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) {
     iro_registry *g = m->reg;
     const char *name = md->cfg->name;
@@ -244,6 +272,7 @@ static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) 
             atomic_load(&md->tok) != GW_TOK_NONE);
     gw_tokset *ts = gw_model_toks_take(md);
     if (ts && ts->tcache) cache_series(g, mm, name);
+    if (ts && ts->pcache) pcache_series(g, mm, name);
     gw_tokset_put(ts);
 }
 
@@ -254,15 +283,25 @@ static void model_token_series(gw_metrics *m, mmetrics *mm, const gw_model *md) 
 static void collect_caches(gw_metrics *m, const gw_fleet *f) {
     for (size_t i = 0; i < f->nmodels; i++) {
         mmetrics *mm = &m->models[i];
-        if (!mm->cache_held || !atomic_load(&f->models[i].active)) continue;
+        if ((!mm->cache_held && !mm->pcache[0]) || !atomic_load(&f->models[i].active)) continue;
         gw_tokset *t = gw_model_toks_take(&f->models[i]);
         irt_cache_stats st = {0};
+        irt_parse_cache_stats ps = {0};
         if (t && t->tcache) irt_cache_get_stats(t->tcache, &st);
+        if (t && t->pcache) irt_parse_cache_get_stats(t->pcache, &ps);
         gw_tokset_put(t);
-        iro_set(mm->cache_lookups[0], (double)st.hits);
-        iro_set(mm->cache_lookups[1], (double)st.misses);
-        iro_set(mm->cache_held, (double)st.tokens);
-        iro_set(mm->cache_bytes, (double)st.bytes);
+        if (mm->cache_held) {
+            iro_set(mm->cache_lookups[0], (double)st.hits);
+            iro_set(mm->cache_lookups[1], (double)st.misses);
+            iro_set(mm->cache_held, (double)st.tokens);
+            iro_set(mm->cache_bytes, (double)st.bytes);
+        }
+        if (mm->pcache[0]) {
+            iro_set(mm->pcache[0], (double)ps.hits);
+            iro_set(mm->pcache[1], (double)ps.misses);
+            iro_set(mm->pcache[2], (double)ps.whole);
+            iro_set(mm->pcache[3], (double)ps.bytes);
+        }
     }
 }
 
@@ -453,6 +492,9 @@ void gw_metrics_model_join(gw_app *app, const gw_model *md) {
         memcpy(real->cache_lookups, scratch.cache_lookups, sizeof real->cache_lookups);
         real->cache_held = scratch.cache_held;
         real->cache_bytes = scratch.cache_bytes;
+        if (real->pcache[0] && !scratch.pcache[0])
+            for (int k = 0; k < 4; k++) iro_series_remove(real->pcache[k]);
+        memcpy(real->pcache, scratch.pcache, sizeof real->pcache);
     }
     if (!m->decision_by_policy[md->index])
         m->decision_by_policy[md->index] = iro_series_of(m->decision_s, policy_of(md));

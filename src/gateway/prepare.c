@@ -92,10 +92,13 @@ static void keep_cache_salt(gw_prompt *p, const json_t *body) {
 void gw_prompt_tokenize(const gw_tokset *m, const char *body, size_t len, bool chat, gw_prompt *p) {
     memset(p, 0, sizeof *p);
     if (!m) return;
+    /* json.loads rules; a chat's messages seen before come parsed from the cache */
     json_error_t e;
-    json_t *doc = irt_json_loads(body, len, JSON_ALLOW_NUL, &e); /* json.loads rules */
+    irt_parsed parsed;
+    irt_chat_loads(chat ? m->pcache : NULL, body, len, JSON_ALLOW_NUL, &e, &parsed);
+    json_t *doc = parsed.doc;
     if (!json_is_object(doc)) {
-        json_decref(doc);
+        irt_parsed_release(&parsed);
         p->state = GW_PREDICT_INVALID;
         return;
     }
@@ -104,7 +107,7 @@ void gw_prompt_tokenize(const gw_tokset *m, const char *body, size_t len, bool c
     ir_buf_init(&p->text, 4 * len + 65536);
     keep_cache_salt(p, doc);
     int rc = prompt_ids(m, doc, chat, p);
-    json_decref(doc);
+    irt_parsed_release(&parsed);
     p->state = rc == IRT_OK             ? GW_PREDICT_OK
                : rc == IRT_EUNSUPPORTED ? GW_PREDICT_UNSUPPORTED
                : rc == IRT_ETEMPLATE    ? GW_PREDICT_TEMPLATE

@@ -109,6 +109,8 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
         {"tokenizer.max_wait", o->tokenizer.max_wait_ns != n->tokenizer.max_wait_ns},
         {"tokenizer.max_queue", o->tokenizer.max_queue != n->tokenizer.max_queue},
         {"tokenizer.cache_tokens", o->tokenizer.cache_tokens != n->tokenizer.cache_tokens},
+        {"tokenizer.parse_cache_bytes",
+         o->tokenizer.parse_cache_bytes != n->tokenizer.parse_cache_bytes},
         {"tokenizer.max_body_bytes", o->tokenizer.max_body_bytes != n->tokenizer.max_body_bytes},
         {"tokenizer.inline_bytes", o->tokenizer.inline_bytes != n->tokenizer.inline_bytes},
         {"observability.otlp_endpoint",
@@ -303,7 +305,7 @@ static int plan_model(gw_fleet *f, const gw_config *o, const gw_config *n, size_
     p->retok = !was || p->back || toks_differ(was, c);
     char err[800];
     /* tokenizer.* keeps its running value: the cache is sized as at start */
-    if (p->retok && gw_tokset_load(c, i, o->tokenizer.cache_tokens, &p->toks, err, sizeof err)) {
+    if (p->retok && gw_tokset_load(c, i, &o->tokenizer, &p->toks, err, sizeof err)) {
         ir_cfg_errors_add(errs, "%s", err);
         return -1;
     }

@@ -17,7 +17,7 @@ static gw_tokset *sim_toks(void) {
     static gw_model_cfg c = {.name = "m", .tokenizer = IRT_SIM_SPEC};
     gw_tokset *t = NULL;
     char err[256];
-    assert_int_equal(gw_tokset_load(&c, 0, 0, &t, err, sizeof err), 0);
+    assert_int_equal(gw_tokset_load(&c, 0, NULL, &t, err, sizeof err), 0);
     assert_non_null(t);
     assert_int_equal(t->kind, GW_TOK_SIM);
     return t;
