@@ -4,13 +4,16 @@
  * irt_encode_cached through a warm cache).
  *
  *   inferrail-chatbench NAME=MODEL_DIR [NAME=...] [--iters N] [--tokens N]
- *                       [--threads N] [--chats N] [--no-hostile]
+ *                       [--threads N] [--chats N] [--no-hostile] [--chat-only]
  *
  * For each model it prints JSON lines:
  *  - "chat": an N-token chat (a long system prompt and a new last user turn each
- *    iteration), cold (no cache) and warm (the system prompt seen before), in one
- *    loop, alternating which goes first; p50/p99 of each step and of the whole.
- *    Every warm id is checked against the cold ids of the same body.
+ *    iteration), cold (no cache), warm (the system prompt seen before, its body
+ *    parsed whole) and warm with the parse cache (its messages seen before come
+ *    parsed), in one loop, each mode first in turn; p50/p99 of each step and of
+ *    the whole. Every warm id is checked against the cold ids of the same body.
+ *    With it, the CPU time of the gateway's other pass over the body (the resolve
+ *    stage's scan for "model").
  *  - "threads": tokens per second of the whole path on 1 and N threads sharing
  *    one tokenizer and one cache, and N threads without the cache; every id is
  *    checked against an uncached single-thread encode of the same body.
@@ -52,18 +55,20 @@ typedef struct steps {
 
 /* One body through the path: parse, render, tokenize (through cache when not
  * NULL). Returns an IRT_* code, or 1 when the body is not JSON; err says why. */
-static int run_path(const model *m, irt_cache *cache, const char *body, size_t len, ir_buf *text,
-                    irt_ids *ids, steps *st, char *err, size_t errlen) {
+static int run_path(const model *m, irt_cache *cache, irt_parse_cache *pc, const char *body,
+                    size_t len, ir_buf *text, irt_ids *ids, steps *st, char *err, size_t errlen) {
     double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID), t0 = now_us();
     json_error_t je;
-    json_t *doc = json_loadb(body, len, JSON_ALLOW_NUL, &je);
+    irt_parsed parsed; /* as the gateway reads it: irt_json_loads, through pc when not NULL */
+    irt_chat_loads(pc, body, len, JSON_ALLOW_NUL, &je, &parsed);
+    json_t *doc = parsed.doc;
     double t1 = now_us();
     ir_buf_reset(text);
     ids->len = 0;
     int rc = 1;
     if (!doc) snprintf(err, errlen, "body: %s", je.text);
     if (doc) rc = irt_chat_render(m->chat, doc, text, err, errlen);
-    json_decref(doc);
+    irt_parsed_release(&parsed);
     double t2 = now_us(), c2 = clock_us(CLOCK_THREAD_CPUTIME_ID);
     if (rc == IRT_OK)
         rc = irt_encode_cached(m->t, cache, text->data ? text->data : "", text->len, false, ids);
@@ -97,7 +102,7 @@ static size_t chat_tokens(const model *m, size_t sys_bytes) {
     ir_buf_init(&text, (size_t)1 << 30);
     irt_ids ids = {0};
     char err[256];
-    int rc = run_path(m, NULL, b, strlen(b), &text, &ids, NULL, err, sizeof err);
+    int rc = run_path(m, NULL, NULL, b, strlen(b), &text, &ids, NULL, err, sizeof err);
     size_t n = rc == IRT_OK ? ids.len : 0;
     if (rc != IRT_OK) fprintf(stderr, "%s: %s\n", m->name, err);
     free(b);
@@ -155,6 +160,20 @@ static void series_print(const char *mode, series *s, size_t n) {
     free(s->total), free(s->parse), free(s->render), free(s->encode), free(s->cpu), free(s->ecpu);
 }
 
+/* The modes of the chat loop: no cache; the tokenization cache (the body parsed
+ * whole, as before the parse cache); both caches. */
+enum { COLD, WARM, WARM_PC, NMODES };
+
+/* The gateway's resolve stage scans the same body for "model" (ir_json_scan_key,
+ * checking the whole grammar) before it is parsed: its CPU time, microseconds. */
+static double model_scan_us(const char *body, size_t len) {
+    ir_json_span sp;
+    double c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+    int rc = ir_json_scan_key(body, len, "model", &sp, 256);
+    double c1 = clock_us(CLOCK_THREAD_CPUTIME_ID);
+    return rc == IR_JSON_INVALID ? -1 : c1 - c0;
+}
+
 static int bench_chat(const model *m, size_t target, size_t iters) {
     size_t sys_bytes = size_for(m, target);
     if (!sys_bytes) return 1;
@@ -162,49 +181,61 @@ static int bench_chat(const model *m, size_t target, size_t iters) {
     for (size_t i = 0; i <= iters; i++)
         bodies[i] = hc_chat(m->name, sys_bytes, 1, USER_BYTES, (unsigned)(1000 + i));
     irt_cache *cache = irt_cache_new(m->t, (size_t)4 << 20);
+    irt_parse_cache *pc = irt_parse_cache_new((size_t)32 << 20);
     ir_buf text;
     ir_buf_init(&text, (size_t)1 << 30);
-    irt_ids cold = {0}, warm = {0};
+    irt_ids ids[NMODES] = {{0}};
     char err[256];
     steps st;
     /* the system prompt seen before: one chat with another last turn */
-    run_path(m, cache, bodies[iters], strlen(bodies[iters]), &text, &warm, NULL, err, sizeof err);
-    series sc, sw;
-    series_init(&sc, iters);
-    series_init(&sw, iters);
+    run_path(m, cache, pc, bodies[iters], strlen(bodies[iters]), &text, &ids[WARM], NULL, err,
+             sizeof err);
+    series sr[NMODES];
+    for (int k = 0; k < NMODES; k++) series_init(&sr[k], iters);
+    double *scan = calloc(iters, sizeof *scan);
     size_t tokens = 0, bytes = 0, bad = 0;
     for (size_t i = 0; i < iters; i++) {
         size_t len = strlen(bodies[i]);
-        for (int k = 0; k < 2; k++) {
-            bool is_cold = (k == 0) == (i % 2 == 0);
-            int rc = run_path(m, is_cold ? NULL : cache, bodies[i], len, &text,
-                              is_cold ? &cold : &warm, &st, err, sizeof err);
+        for (int k = 0; k < NMODES; k++) {
+            int mode = (int)((i + (size_t)k) % NMODES); /* each mode goes first in turn */
+            int rc = run_path(m, mode == COLD ? NULL : cache, mode == WARM_PC ? pc : NULL,
+                              bodies[i], len, &text, &ids[mode], &st, err, sizeof err);
             if (rc != IRT_OK) {
                 fprintf(stderr, "%s: chat %zu: %s (%d)\n", m->name, i, err, rc);
                 return 1;
             }
-            series_put(is_cold ? &sc : &sw, i, &st);
+            series_put(&sr[mode], i, &st);
         }
-        bad += !same_ids(&cold, &warm);
-        tokens += cold.len;
+        scan[i] = model_scan_us(bodies[i], len);
+        bad += !same_ids(&ids[COLD], &ids[WARM]) || !same_ids(&ids[COLD], &ids[WARM_PC]);
+        tokens += ids[COLD].len;
         bytes += text.len;
     }
     irt_cache_stats cs;
     irt_cache_get_stats(cache, &cs);
+    irt_parse_cache_stats ps;
+    irt_parse_cache_get_stats(pc, &ps);
+    double s50, s99;
+    pct(scan, iters, &s50, &s99);
     printf("{\"model\":\"%s\",\"case\":\"chat\",\"iters\":%zu,\"tokens\":%zu,\"text_bytes\":%zu,"
-           "\"body_bytes\":%zu,\"warm_ids_exact\":%s,\"cache_hits\":%llu,\"cache_misses\":%llu",
+           "\"body_bytes\":%zu,\"warm_ids_exact\":%s,\"cache_hits\":%llu,\"cache_misses\":%llu,"
+           "\"parse_cache_hits\":%llu,\"parse_cache_misses\":%llu,\"parse_cache_whole\":%llu,"
+           "\"model_scan_cpu_p50_us\":%.1f,\"model_scan_cpu_p99_us\":%.1f",
            m->name, iters, tokens / iters, bytes / iters, strlen(bodies[0]), bad ? "false" : "true",
-           (unsigned long long)cs.hits, (unsigned long long)cs.misses);
-    series_print("cold", &sc, iters);
-    series_print("warm", &sw, iters);
+           (unsigned long long)cs.hits, (unsigned long long)cs.misses, (unsigned long long)ps.hits,
+           (unsigned long long)ps.misses, (unsigned long long)ps.whole, s50, s99);
+    series_print("cold", &sr[COLD], iters);
+    series_print("warm", &sr[WARM], iters);
+    series_print("warm_parse_cache", &sr[WARM_PC], iters);
     printf("}\n");
     fflush(stdout);
     for (size_t i = 0; i <= iters; i++) free(bodies[i]);
     free(bodies);
+    free(scan);
     irt_cache_free(cache);
+    irt_parse_cache_free(pc);
     ir_buf_free(&text);
-    irt_ids_free(&cold);
-    irt_ids_free(&warm);
+    for (int k = 0; k < NMODES; k++) irt_ids_free(&ids[k]);
     return bad ? 1 : 0;
 }
 
@@ -230,8 +261,8 @@ static void *run_tjob(void *arg) {
     char err[256];
     for (size_t i = 0; i < j->chats; i++) {
         size_t b = (j->first + i) % NBODIES;
-        int rc = run_path(j->m, j->cache, j->bodies[b], strlen(j->bodies[b]), &text, &ids, NULL,
-                          err, sizeof err);
+        int rc = run_path(j->m, j->cache, NULL, j->bodies[b], strlen(j->bodies[b]), &text, &ids,
+                          NULL, err, sizeof err);
         j->bad += rc != IRT_OK || !same_ids(&ids, &j->want[b]);
         j->tokens += ids.len;
     }
@@ -278,7 +309,7 @@ static int bench_threads(const model *m, size_t target, int nthreads, size_t cha
     for (size_t i = 0; i < NBODIES; i++) {
         bodies[i] = hc_chat(m->name, sys_bytes, (unsigned)(1 + i / NUSER), USER_BYTES,
                             (unsigned)(5000 + i));
-        if (run_path(m, NULL, bodies[i], strlen(bodies[i]), &text, &want[i], NULL, err,
+        if (run_path(m, NULL, NULL, bodies[i], strlen(bodies[i]), &text, &want[i], NULL, err,
                      sizeof err) != IRT_OK)
             return 1;
     }
@@ -318,7 +349,7 @@ static void bench_hostile(const model *m, const char *name, char *body, int runs
     int rc = 0;
     for (int i = 0; i < runs; i++) {
         steps st;
-        rc = run_path(m, NULL, body, strlen(body), &text, &ids, &st, err, sizeof err);
+        rc = run_path(m, NULL, NULL, body, strlen(body), &text, &ids, &st, err, sizeof err);
         t[i] = st.parse + st.render + st.encode;
         tp[i] = st.parse, tr[i] = st.render, te[i] = st.encode, tc[i] = st.cpu,
         tec[i] = st.encode_cpu;
@@ -385,7 +416,7 @@ int main(int argc, char **argv) {
     model models[8];
     size_t nm = 0, iters = 1000, target = 8000, chats = 320;
     int threads = 16;
-    bool hostile = true;
+    bool hostile = true, others = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = strtoul(argv[++i], NULL, 10);
@@ -397,12 +428,14 @@ int main(int argc, char **argv) {
             chats = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--no-hostile"))
             hostile = false;
+        else if (!strcmp(argv[i], "--chat-only"))
+            hostile = others = false;
         else if (nm < 8 && load_model(&models[nm], argv[i]) == 0)
             nm++;
         else {
             fprintf(stderr,
                     "usage: %s NAME=MODEL_DIR... [--iters N] [--tokens N] [--threads N] "
-                    "[--chats N] [--no-hostile]\n",
+                    "[--chats N] [--no-hostile] [--chat-only]\n",
                     argv[0]);
             return 2;
         }
@@ -411,7 +444,7 @@ int main(int argc, char **argv) {
     int rc = 0;
     for (size_t i = 0; i < nm; i++) {
         rc |= bench_chat(&models[i], target, iters);
-        rc |= bench_threads(&models[i], target, threads, chats);
+        if (others) rc |= bench_threads(&models[i], target, threads, chats);
         if (hostile) bench_hostiles(&models[i]);
     }
     for (size_t i = 0; i < nm; i++) irt_chat_free(models[i].chat), irt_free(models[i].t);
