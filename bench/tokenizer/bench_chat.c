@@ -180,7 +180,9 @@ static int bench_chat(const model *m, size_t target, size_t iters) {
     char **bodies = calloc(iters + 1, sizeof *bodies);
     for (size_t i = 0; i <= iters; i++)
         bodies[i] = hc_chat(m->name, sys_bytes, 1, USER_BYTES, (unsigned)(1000 + i));
+    /* one tokenization cache per warm mode: in each, the new last turn is new */
     irt_cache *cache = irt_cache_new(m->t, (size_t)4 << 20);
+    irt_cache *cache_pc = irt_cache_new(m->t, (size_t)4 << 20);
     irt_parse_cache *pc = irt_parse_cache_new((size_t)32 << 20);
     ir_buf text;
     ir_buf_init(&text, (size_t)1 << 30);
@@ -188,7 +190,9 @@ static int bench_chat(const model *m, size_t target, size_t iters) {
     char err[256];
     steps st;
     /* the system prompt seen before: one chat with another last turn */
-    run_path(m, cache, pc, bodies[iters], strlen(bodies[iters]), &text, &ids[WARM], NULL, err,
+    run_path(m, cache, NULL, bodies[iters], strlen(bodies[iters]), &text, &ids[WARM], NULL, err,
+             sizeof err);
+    run_path(m, cache_pc, pc, bodies[iters], strlen(bodies[iters]), &text, &ids[WARM_PC], NULL, err,
              sizeof err);
     series sr[NMODES];
     for (int k = 0; k < NMODES; k++) series_init(&sr[k], iters);
@@ -198,8 +202,9 @@ static int bench_chat(const model *m, size_t target, size_t iters) {
         size_t len = strlen(bodies[i]);
         for (int k = 0; k < NMODES; k++) {
             int mode = (int)((i + (size_t)k) % NMODES); /* each mode goes first in turn */
-            int rc = run_path(m, mode == COLD ? NULL : cache, mode == WARM_PC ? pc : NULL,
-                              bodies[i], len, &text, &ids[mode], &st, err, sizeof err);
+            irt_cache *tc = mode == COLD ? NULL : mode == WARM ? cache : cache_pc;
+            int rc = run_path(m, tc, mode == WARM_PC ? pc : NULL, bodies[i], len, &text, &ids[mode],
+                              &st, err, sizeof err);
             if (rc != IRT_OK) {
                 fprintf(stderr, "%s: chat %zu: %s (%d)\n", m->name, i, err, rc);
                 return 1;
@@ -233,6 +238,7 @@ static int bench_chat(const model *m, size_t target, size_t iters) {
     free(bodies);
     free(scan);
     irt_cache_free(cache);
+    irt_cache_free(cache_pc);
     irt_parse_cache_free(pc);
     ir_buf_free(&text);
     for (int k = 0; k < NMODES; k++) irt_ids_free(&ids[k]);

@@ -16,12 +16,18 @@
  * for pyjson.c) reads the whole body with irt_json_loads, as before.
  *
  * Sharing: a kept element is an immutable jansson value read by many threads.
- * jansson 2.14 counts references atomically (JSON_HAVE_ATOMIC_BUILTINS), but its
- * decrement is a release without an acquire, so the thread that frees a value
- * would not be ordered after other threads' reads of it. Hence the entry's own
- * count (refs: the table's 1, +1 per parsed body using it): a body drops its
- * jansson references first, then its pins, and the value is freed only by
- * whoever drops the last pin, after an acquire-release decrement.
+ * jansson 2.14 counts references atomically (JSON_HAVE_ATOMIC_BUILTINS), but
+ * json_incref and json_decref first read the count plainly (to skip the
+ * immortal count (size_t)-1 of true, false and null), and the decrement is a
+ * release without an acquire, so the thread that frees a value would not be
+ * ordered after other threads' reads of it. So a kept value is made immortal
+ * the same way: every node's count is set to (size_t)-1 before it is published,
+ * and json_incref / json_decref leave it alone (no shared count is ever
+ * written, and none of those cache lines bounce between threads). The entry
+ * counts its users itself (refs: the table's 1, +1 per parsed body using it):
+ * a body drops its jansson references first, then its pins, and whoever drops
+ * the last pin, after an acquire-release decrement, makes the nodes mortal
+ * again (count 1) and frees them.
  *
  * Sixteen shards (a mutex, a chained table, an LRU list each) under one byte
  * budget; an insert over it evicts the oldest entries of the whole cache, as
@@ -68,8 +74,22 @@ struct irt_parse_cache {
 
 /* ---- the table ------------------------------------------------------------------ */
 
+/* Sets the count of every node of v (a tree as jansson parses it: each node
+ * held once) to n; true, false and null are jansson's own immortal singletons.
+ * A kept element is at most IRT_JSCAN_MAX_DEPTH deep. */
+static void set_counts(json_t *v, size_t n) {
+    if (!v || json_is_true(v) || json_is_false(v) || json_is_null(v)) return;
+    v->refcount = n;
+    size_t i;
+    json_t *x;
+    const char *k;
+    if (json_is_array(v)) json_array_foreach(v, i, x) set_counts(x, n);
+    if (json_is_object(v)) json_object_foreach(v, k, x) set_counts(x, n);
+}
+
 static void unpin(pentry *e) {
     if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    set_counts(e->v, 1); /* no other thread holds it now */
     json_decref(e->v);
     free(e);
 }
@@ -245,10 +265,12 @@ static pentry *insert(irt_parse_cache *c, uint64_t h, const irt_jspan *sp, const
     e->v = v;
     atomic_init(&e->refs, 2);
     memcpy(e->raw, raw, sp->len);
+    set_counts(v, (size_t)-1); /* before the lock publishes it */
     pshard *s = shard_of(c, h);
     pthread_mutex_lock(&s->mu);
     if (find(s, h, raw, sp->len, flags)) {
         pthread_mutex_unlock(&s->mu);
+        set_counts(v, 1);
         free(e);
         return NULL;
     }

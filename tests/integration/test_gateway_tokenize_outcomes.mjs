@@ -7,7 +7,8 @@
 // without tokenizer_optional the same file fails start-up, naming the key. The
 // tokenization cache (tokenizer.cache_tokens) gives the same prompt lengths as no
 // cache, reuses a repeated system prompt, stays within its budget, and is absent
-// when set to 0. A body over tokenizer.max_body_bytes routes without a
+// when set to 0; so does the chat parse cache (tokenizer.parse_cache_bytes), with
+// bodies it leaves to a whole parse among them. A body over tokenizer.max_body_bytes routes without a
 // prediction (too_large), in the pipeline and in /admin/explain. Bodies up to
 // tokenizer.inline_bytes never wait for a tokenizer thread.
 import { test, after } from 'node:test';
@@ -85,8 +86,8 @@ test('a tokenizer that cannot load: tokenizer_optional starts without prediction
 
 async function promptTokens(url, b) {
   const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b });
-  await r.text();
-  assert.equal(r.status, 200);
+  const text = await r.text();
+  assert.equal(r.status, 200, text.slice(0, 300));
   return Number(r.headers.get('x-inferrail-prompt-tokens'));
 }
 
@@ -127,6 +128,49 @@ test('the tokenization cache: same prompt lengths as without it, a repeated syst
   assert.equal(metricSum(tpage, 'inferrail_tokenize_cache_lookups_total', 'result="hit"') ?? 0, 0, 'nothing that large was kept');
   const ppage = await metrics(plain.admin);
   assert.doesNotMatch(ppage, /inferrail_tokenize_cache/, 'cache_tokens 0: no cache, no series');
+});
+
+test('the chat parse cache: same prompt lengths as without it, messages seen before hit, the budget holds', async () => {
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = (tokenizer) => startGateway({ models: [{ name: MODEL, tokenizer: QWEN }], replicas: [{ id: 's', url: sim.url }], tokenizer });
+  const cached = await gw({}); // the default budget
+  cleanup.push(() => cached.stop());
+  const plain = await gw({ parse_cache_bytes: 0 });
+  cleanup.push(() => plain.stop());
+  const tiny = await gw({ parse_cache_bytes: '4KiB' });
+  cleanup.push(() => tiny.stop());
+  const system = JSON.stringify({ role: 'system', content: 'You are a careful assistant: "quote" [brackets] {braces} \\ caf\u00e9. '.repeat(120) });
+  const user = (i) => JSON.stringify({ role: 'user', content: `question number ${i}: how many replicas hold the prefix of this conversation today?` });
+  const raw = (i, extra = '') => `{"model":"${MODEL}","max_tokens":1,"messages":[ ${system} ,\n${user(i)}]${extra}}`;
+  const bodies = [];
+  for (let i = 0; i < 6; i++) bodies.push(raw(i));
+  // shapes the parse cache leaves to a whole parse, and one that needs json.loads' numbers
+  bodies.push(raw(7, `,"messages":[${user(8)}]`));
+  bodies.push(raw(9, ',"x_big":123456789012345678901234567890'));
+  bodies.push(`{"model":"${MODEL}","max_tokens":1,"messages":[${system.slice(0, -1)},"x":123456789012345678901234567890}, ${user(10)}]}`);
+  for (const [i, b] of bodies.entries()) {
+    const want = await promptTokens(plain.url, b);
+    assert.ok(want > 10, `a prompt: ${want}`);
+    assert.equal(await promptTokens(cached.url, b), want, `body ${i} through the parse cache`);
+    assert.equal(await promptTokens(tiny.url, b), want, `body ${i} through a parse cache too small to keep it`);
+  }
+  const page = await metrics(cached.admin);
+  const hits = metricSum(page, 'inferrail_tokenize_parse_cache_lookups_total', 'result="hit"');
+  const misses = metricSum(page, 'inferrail_tokenize_parse_cache_lookups_total', 'result="miss"');
+  // the system message misses once, then hits in the five bodies after it; the
+  // bodies read whole look nothing up, but the one whose system message differs
+  assert.ok(hits >= 5, `the system prompt was reused: ${hits} hits, ${misses} misses`);
+  assert.ok(misses >= 7, `every new user turn missed: ${misses}`);
+  const whole = metricSum(page, 'inferrail_tokenize_parse_cache_whole_total', `model="${MODEL}"`);
+  assert.equal(whole, 3, 'messages twice, a big integer beside them and in a message: read whole');
+  const bytes = metricSum(page, 'inferrail_tokenize_parse_cache_bytes', `model="${MODEL}"`);
+  assert.ok(bytes > system.length && bytes <= 32 * 1024 * 1024, `bytes ${bytes}`);
+  const tpage = await metrics(tiny.admin);
+  assert.ok(metricSum(tpage, 'inferrail_tokenize_parse_cache_bytes') <= 4096, 'the budget holds');
+  assert.equal(metricSum(tpage, 'inferrail_tokenize_parse_cache_lookups_total', 'result="hit"') ?? 0, 0, 'nothing that large was kept');
+  const ppage = await metrics(plain.admin);
+  assert.doesNotMatch(ppage, /inferrail_tokenize_parse_cache/, 'parse_cache_bytes 0: no cache, no series');
 });
 
 test('a body over tokenizer.max_body_bytes routes without a prediction (too_large), and is answered', async () => {
