@@ -3,6 +3,7 @@
  * it: JSON, plus NaN, Infinity and -Infinity; numbers of any size. */
 #include "core/ir_core.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct scan {
@@ -50,15 +51,33 @@ static size_t utf8_len(const unsigned char *p, size_t n) {
     return len;
 }
 
+/* Skips plain bytes (printable ASCII other than '"' and '\\') eight at a time,
+ * up to the first block of eight that holds another byte. Each test says
+ * whether any byte of the word is such a byte, exactly (the borrow of v - k
+ * can set a high bit only above a byte that really is one). */
+static size_t skip_plain8(const unsigned char *p, size_t i, size_t n) {
+    const uint64_t ones = 0x0101010101010101ull, highs = ones * 0x80;
+    while (n - i >= 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+        uint64_t other = v | ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b);
+        if (other & highs) break; /* >= 0x80, < 0x20, a quote or a backslash */
+        i += 8;
+    }
+    return i;
+}
+
 /* A string token starting at s->i (the opening quote). Plain bytes (printable
- * ASCII other than '"' and '\\') are skipped in a tight loop on locals: prompts
- * make up most of a body. */
+ * ASCII other than '"' and '\\') are skipped eight at a time, then in a tight
+ * loop on locals: prompts make up most of a body. */
 static int str(scan *s) {
     const unsigned char *p = (const unsigned char *)s->p;
     size_t i = s->i, n = s->n;
     if (i >= n || p[i] != '"') return -1;
     i++;
     for (;;) {
+        i = skip_plain8(p, i, n);
         while (i < n && p[i] >= 0x20 && p[i] < 0x80 && p[i] != '"' && p[i] != '\\') i++;
         if (i >= n) break;
         unsigned char c = p[i];

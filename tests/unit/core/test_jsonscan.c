@@ -156,6 +156,37 @@ static void agrees_with_jansson(void **state) {
     ir_buf_free(&doc);
 }
 
+/* Strings of 0 to 40 bytes with one byte of each kind the string scanner stops at
+ * (a quote, an escape, a control byte, UTF-8 valid and not, DEL) at each position:
+ * the scanner and jansson agree on every one (its eight-byte skipping included). */
+static void string_bytes_at_every_position(void **state) {
+    (void)state;
+    static const char *const odd[] = {"\"",       "\\n",      "\\u00e9", "\\x",  "\x01", "\x1f",
+                                      "\xc3\xa9", "\xe2\x82", "\xff",    "\x7f", " ",    "\t"};
+    ir_buf doc;
+    ir_buf_init(&doc, 0);
+    for (size_t len = 0; len <= 40; len++)
+        for (size_t at = 0; at <= len; at++)
+            for (size_t k = 0; k < IR_ARRAY_LEN(odd); k++) {
+                ir_buf_reset(&doc);
+                ir_buf_append_str(&doc, "{\"model\":\"");
+                for (size_t i = 0; i < len; i++) {
+                    if (i == at) ir_buf_append_str(&doc, odd[k]);
+                    ir_buf_append_str(&doc, "a");
+                }
+                ir_buf_append_str(&doc, "\"}");
+                ir_json_span sp;
+                int rc = ir_json_scan_key(doc.data, doc.len, "model", &sp, 0);
+                json_error_t e;
+                json_t *j = json_loadb(doc.data, doc.len, JSON_ALLOW_NUL, &e);
+                if ((rc == IR_JSON_FOUND) != (j != NULL))
+                    fail_msg("scanner %d, jansson %s: %.*s", rc, j ? "reads it" : e.text,
+                             (int)doc.len, doc.data);
+                json_decref(j);
+            }
+    ir_buf_free(&doc);
+}
+
 /* ir_json_append_string writes valid JSON and valid UTF-8 whatever it is given: valid
  * sequences are kept, every invalid byte becomes \ufffd, and jansson reads it back. */
 static void append_string_always_utf8(void **state) {
@@ -204,6 +235,7 @@ int main(void) {
         cmocka_unit_test(known_cases),
         cmocka_unit_test(unescape_utf8),
         cmocka_unit_test(agrees_with_jansson),
+        cmocka_unit_test(string_bytes_at_every_position),
         cmocka_unit_test(append_string_always_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
