@@ -292,8 +292,9 @@ typedef struct irt_parsed {
 
 /* Reads s as irt_json_loads(s, len, flags, err) would, into *p, taking the
  * top-level "messages" elements it holds from c and keeping those it did not
- * hold. c NULL: irt_json_loads. err is set only when doc is NULL. Release p with
- * irt_parsed_release, after every reference taken into doc has been dropped. */
+ * hold. c NULL, or JSON_DISABLE_EOF_CHECK in flags: irt_json_loads. err is set only when doc is
+ * NULL. Release p with irt_parsed_release, after every reference taken into doc has been dropped.
+ */
 void irt_chat_loads(irt_parse_cache *c, const char *s, size_t len, size_t flags, json_error_t *err,
                     irt_parsed *p);
 void irt_parsed_release(irt_parsed *p);

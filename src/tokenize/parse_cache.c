@@ -33,6 +33,7 @@
  * budget; an insert over it evicts the oldest entries of the whole cache, as
  * the tokenization cache (cache.c) does. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,7 +359,9 @@ void irt_chat_loads(irt_parse_cache *c, const char *s, size_t len, size_t flags,
                     irt_parsed *p) {
     memset(p, 0, sizeof *p);
     irt_jscan j;
-    if (c && s && irt_jscan_chat(s, len, &j) == IRT_JSCAN_OK) {
+    /* JSON_DISABLE_EOF_CHECK would let a piece end early where the body may not */
+    bool split = c && s && !(flags & JSON_DISABLE_EOF_CHECK);
+    if (split && irt_jscan_chat(s, len, &j) == IRT_JSCAN_OK) {
         int rc = read_split(c, s, len, &j, flags, p);
         irt_jscan_free(&j);
         if (rc == 0) return;
