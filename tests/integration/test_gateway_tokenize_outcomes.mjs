@@ -134,11 +134,12 @@ test('the chat parse cache: same prompt lengths as without it, messages seen bef
   const sim = await startSim(['--zero-latency']);
   cleanup.push(() => sim.stop());
   const gw = (tokenizer) => startGateway({ models: [{ name: MODEL, tokenizer: QWEN }], replicas: [{ id: 's', url: sim.url }], tokenizer });
-  const cached = await gw({}); // the default budget
+  // a long max_wait: a slow machine (or TSan) must not turn a prompt into a "slow" one
+  const cached = await gw({ max_wait: '10s' }); // the default budget
   cleanup.push(() => cached.stop());
-  const plain = await gw({ parse_cache_bytes: 0 });
+  const plain = await gw({ max_wait: '10s', parse_cache_bytes: 0 });
   cleanup.push(() => plain.stop());
-  const tiny = await gw({ parse_cache_bytes: '4KiB' });
+  const tiny = await gw({ max_wait: '10s', parse_cache_bytes: '4KiB' });
   cleanup.push(() => tiny.stop());
   const system = JSON.stringify({ role: 'system', content: 'You are a careful assistant: "quote" [brackets] {braces} \\ caf\u00e9. '.repeat(120) });
   const user = (i) => JSON.stringify({ role: 'user', content: `question number ${i}: how many replicas hold the prefix of this conversation today?` });
