@@ -39,7 +39,7 @@ def main():
                   f"{r['warm_ids_exact']} |")
     print("\nwarm: the system prompt's ids in the tokenization cache, the body parsed whole; "
           "warm + parse cache: its messages seen before also come parsed from the chat parse "
-          "cache (ADR 0018). Both tokenize the new last turn (1,200 bytes). Same bodies, same "
+          "cache (ADR 0020). Both tokenize the new last turn (1,200 bytes). Same bodies, same "
           "loop, each mode first in turn.\n")
     print("| model | warm CPU p50 | warm + parse cache CPU p50 | ratio | parse p50 (whole / cached) | "
           "parse cache hits / misses / whole | resolve scan CPU p50 / p99 |")

@@ -258,7 +258,7 @@ json_t *irt_json_loads(const char *s, size_t len, size_t flags, json_error_t *er
  * marker. Points into v. */
 const char *irt_json_number_text(const json_t *v, size_t *n);
 
-/* ---- the chat parse cache (parse_cache.c, ADR 0018) --------------------------------
+/* ---- the chat parse cache (parse_cache.c, ADR 0020) --------------------------------
  * A chat body's "messages" elements kept parsed across requests: a system prompt
  * or earlier turns seen before are not read again. Keyed by their bytes (and the
  * parse flags); holds at most max_bytes (an estimate of each kept value's memory),

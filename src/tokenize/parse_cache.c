@@ -1,5 +1,5 @@
 /* parse_cache.c: chat bodies read with the elements of their "messages" array
- * kept, parsed, across requests (ADR 0018).
+ * kept, parsed, across requests (ADR 0020).
  *
  * A chat's system prompt and earlier turns come back byte for byte in the next
  * request, and jansson reads them at 40-130 MB/s. jscan.c splits the body into
