@@ -122,6 +122,19 @@ export async function metrics(url) {
   return r.text();
 }
 
+// The metrics page once ready(page) holds, or the last page read after ms. A
+// request is counted when the gateway lets go of it (its sockets and timers closed),
+// which can come a loop turn after the client has read the whole response: a page
+// read right after the last response may still miss it.
+export async function metricsWhen(url, ready, ms = 5000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const page = await metrics(url);
+    if (ready(page) || Date.now() > deadline) return page;
+    await sleep(10);
+  }
+}
+
 // The value of one sample line, e.g. metricValue(page, 'vllm:num_requests_running').
 export function metricValue(page, name, labelFilter = '') {
   for (const line of page.split('\n')) {

@@ -5,7 +5,7 @@
 // on a worker thread (scrape_worker.mjs).
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import { startFleet, metrics, metricSum } from './lib.mjs';
+import { startFleet, metricsWhen, metricSum } from './lib.mjs';
 import { consistent } from './prom_check.mjs';
 
 async function post(url, body) {
@@ -41,7 +41,7 @@ export async function scrapeDuringStreams(STREAMS, ROUNDS) {
     const gw = fleet.gw.child;
     assert.equal(report.error, undefined, `${report.error} (gateway exit ${gw.exitCode} signal ${gw.signalCode})\n${fleet.gw.log.text.slice(-2000)}`);
     const scrapes = report.scrapes;
-    const page = await metrics(fleet.gw.admin);
+    const page = await metricsWhen(fleet.gw.admin, (p) => metricSum(p, 'inferrail_requests_total', 'status="2xx"') === STREAMS * ROUNDS);
     consistent(page, new Map());
     assert.equal(metricSum(page, 'inferrail_requests_total', 'status="2xx"'), STREAMS * ROUNDS);
     assert.equal(metricSum(page, 'inferrail_ttft_seconds_count'), STREAMS * ROUNDS);

@@ -4,7 +4,7 @@
 // discovery.nameservers are asked from then on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, sleep, sseData, rewriteConfig, waitFor } from './lib.mjs';
+import { startGateway, sleep, sseData, rewriteConfig, waitFor, metricsWhen } from './lib.mjs';
 import { randomPort, startDns, startSimsAt, members } from './dns_lib.mjs';
 
 const post = (gw, model, extra = {}) => fetch(`${gw.url}/v1/completions`, {
@@ -64,7 +64,8 @@ test('SIGHUP changes DNS groups and nameservers without dropping a stream', { ti
     assert.deepEqual(await routedTo(gw, 'm2'), [id('a', '127.0.0.2')]);
     // The kept member got series for the model its group took in the same reload.
     const m2 = new RegExp(`^inferrail_requests_total\\{model="m2",replica="${id('a', '127.0.0.2')}",status="2xx"\\} (\\d+)$`, 'm');
-    assert.equal(Number(m2.exec(await (await fetch(`${gw.admin}/metrics`)).text())?.[1]), 8);
+    const count8 = (p) => Number(m2.exec(p)?.[1]);
+    assert.equal(count8(await metricsWhen(gw.admin, (p) => count8(p) === 8)), 8);
     assert.deepEqual(await routedTo(gw, 'inferrail/sim-8b'), [id('b', '127.0.0.3'), id('b', '127.0.0.4')]);
 
     // Group b leaves, an SRV group joins, and a is now looked up on ns2 (.4, not .2).
@@ -118,8 +119,8 @@ test('a member that comes back after a reload added a model serves that model', 
     ns.setHosts({ 'a.test': hosts });
     await waitFor(`${hosts[1]} to come back`, async () => (await members(gw)).join() === hosts.map(id).join());
     assert.deepEqual(await routedTo(gw, 'm2'), hosts.map(id));
-    const page = await (await fetch(`${gw.admin}/metrics`)).text();
     const m2 = new RegExp(`^inferrail_requests_total\\{model="m2",replica="${id(hosts[1])}",status="2xx"\\} (\\d+)$`, 'm');
+    const page = await metricsWhen(gw.admin, (p) => Number(m2.exec(p)?.[1]) === 4);
     assert.equal(Number(m2.exec(page)?.[1]), 4, page.split('\n').filter((l) => l.includes('m2')).join('\n'));
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);

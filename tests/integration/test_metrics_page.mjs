@@ -6,7 +6,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { startFleet, startSim, metrics, metricSum, sleep, freePort } from './lib.mjs';
+import { startFleet, startSim, metrics, metricsWhen, metricSum, sleep, freePort } from './lib.mjs';
 import { scrapeDuringStreams } from './scrape_check.mjs';
 import { samples } from './prom_check.mjs';
 
@@ -46,7 +46,7 @@ test('promtool accepts the gateway page, which serves the whole table and counts
     let sent = 0;
     for (let i = 0; i < 6; i++, sent++) assert.equal(await post(fleet.gw.url, chat(i % 2 === 0)), 200);
     assert.equal(await post(fleet.gw.url, JSON.stringify({ model: 'nope', messages: [] })), 404);
-    const page = await metrics(fleet.gw.admin);
+    const page = await metricsWhen(fleet.gw.admin, (p) => metricSum(p, 'inferrail_requests_total') === sent);
     const r = promtool(page);
     assert.equal(r.status, 0, `promtool check metrics failed:\n${r.stdout}${r.stderr}\n${page}`);
     assert.equal(r.stdout + r.stderr, '', 'promtool has lint remarks');
