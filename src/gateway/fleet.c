@@ -313,37 +313,56 @@ bool gw_replica_available(const gw_replica *r, uint64_t now) {
            atomic_load_explicit(&r->ejected_until, memory_order_relaxed) <= now;
 }
 
-/* Increments *v unless it already reached cap. */
-static bool inc_below(_Atomic uint32_t *v, uint32_t cap) {
+/* Increments *v unless it already reached cap; *was gets the value it had. */
+static bool inc_below(_Atomic uint32_t *v, uint32_t cap, uint32_t *was) {
     uint32_t cur = atomic_load_explicit(v, memory_order_relaxed);
     do {
         if (cur >= cap) return false;
     } while (!atomic_compare_exchange_weak_explicit(v, &cur, cur + 1, memory_order_acq_rel,
                                                     memory_order_relaxed));
+    *was = cur;
     return true;
 }
 
+/* u * (2c + u) for a lease: twice its prefill's attention term, in tokens^2. */
+static uint64_t lease_work(gw_lease_tokens t) {
+    uint64_t u = t.uncached, c = t.prompt > t.uncached ? t.prompt - t.uncached : 0;
+    return u * (2 * c + u);
+}
+
 bool gw_lease_take(gw_replica *r, gw_lease_tokens t) {
-    if (!inc_below(&r->in_flight, (uint32_t)r->cfg->max_concurrency)) return false;
-    if (!inc_below(&r->pending, (uint32_t)r->cfg->max_pending)) {
+    uint32_t was;
+    if (!inc_below(&r->in_flight, (uint32_t)r->cfg->max_concurrency, &was)) return false;
+    if (!inc_below(&r->pending, (uint32_t)r->cfg->max_pending, &was)) {
         atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
         return false;
     }
+    if (was == 0) atomic_store_explicit(&r->prefill_since, ir_now_ns(), memory_order_relaxed);
     atomic_fetch_add_explicit(&r->prompt_tokens, t.prompt, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->pending_tokens, t.prompt, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->pending_uncached, t.uncached, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->pending_work, lease_work(t), memory_order_relaxed);
     atomic_fetch_add_explicit(&r->requests, 1, memory_order_relaxed);
     return true;
 }
 
-void gw_lease_head(gw_replica *r, gw_lease_tokens t) {
-    atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+static void lease_unpend(gw_replica *r, gw_lease_tokens t) {
     atomic_fetch_sub_explicit(&r->pending_tokens, t.prompt, memory_order_relaxed);
     atomic_fetch_sub_explicit(&r->pending_uncached, t.uncached, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&r->pending_work, lease_work(t), memory_order_relaxed);
+}
+
+void gw_lease_head(gw_replica *r, gw_lease_tokens t) {
+    if (atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel) > 1)
+        atomic_store_explicit(&r->prefill_since, ir_now_ns(), memory_order_relaxed);
+    lease_unpend(r, t);
 }
 
 void gw_lease_release(gw_replica *r, bool pending_still, gw_lease_tokens t) {
-    if (pending_still) gw_lease_head(r, t);
+    if (pending_still) { /* it left before its first byte: the head clock stays */
+        atomic_fetch_sub_explicit(&r->pending, 1, memory_order_acq_rel);
+        lease_unpend(r, t);
+    }
     atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
     atomic_fetch_sub_explicit(&r->prompt_tokens, t.prompt, memory_order_relaxed);
 }
@@ -410,6 +429,13 @@ static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now,
     return NULL;
 }
 
+/* Seconds since the oldest pending request's prefill began (0 if the clock was
+ * restarted after `now` was read). */
+static double head_elapsed(const gw_replica *rep, uint64_t now) {
+    uint64_t since = atomic_load_explicit(&rep->prefill_since, memory_order_relaxed);
+    return since && since < now ? (double)(now - since) * 1e-9 : 0.0;
+}
+
 size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
                                const uint64_t *exclude, irp_candidate *out, size_t *healthy,
                                const char **why) {
@@ -433,6 +459,8 @@ size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
                 atomic_load_explicit(&rep->pending_tokens, memory_order_relaxed),
             .pending_uncached_tokens =
                 atomic_load_explicit(&rep->pending_uncached, memory_order_relaxed),
+            .pending_work = atomic_load_explicit(&rep->pending_work, memory_order_relaxed),
+            .pending_head_s = pen ? head_elapsed(rep, now) : 0.0,
             .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
             .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
         gw_engine_fill(rep, now, f->cfg->load.max_age_ns, &out[n - 1]);

@@ -301,8 +301,15 @@ typedef struct gw_replica {
     _Atomic uint64_t prompt_tokens;
     _Atomic uint64_t pending_tokens;   /* prompt tokens of requests before their first body byte */
     _Atomic uint64_t pending_uncached; /* of those, the tokens predicted uncached */
-    _Atomic int healthy;               /* 1 when the health checker says so */
-    _Atomic uint64_t ejected_until;    /* monotonic ns; passive ejection */
+    /* Of the same requests, the sum of u * (2c + u), u uncached and c cached tokens:
+     * twice the attention term of their prefills (cost_model's queue estimate). */
+    _Atomic uint64_t pending_work;
+    /* When the oldest pending request's prefill began, as far as the gateway can
+     * tell (monotonic ns): when pending went from 0 to 1, or the last first body
+     * byte while others were pending (a FIFO prefill queue starts the next one then). */
+    _Atomic uint64_t prefill_since;
+    _Atomic int healthy;            /* 1 when the health checker says so */
+    _Atomic uint64_t ejected_until; /* monotonic ns; passive ejection */
     _Atomic uint32_t consecutive_failures;
     _Atomic uint32_t ejections;
     /* counters for /metrics */
@@ -555,7 +562,9 @@ void gw_unknown_model_message(const char *name, size_t len, char *out, size_t ca
 /* A lease: one request's claim on a replica's concurrency and pending slots.
  * Taking one never overshoots the caps, whatever the races. */
 /* A lease's tokens: the prompt's, and of those the ones predicted uncached (the
- * prefill work the engine has still to do; equal to prompt without a prediction). */
+ * prefill work the engine has still to do; equal to prompt without a prediction).
+ * Taking a lease that makes the replica's pending 1, and the head of a lease while
+ * others stay pending, restart the replica's prefill_since clock. */
 typedef struct gw_lease_tokens {
     uint64_t prompt, uncached;
 } gw_lease_tokens;

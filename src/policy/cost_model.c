@@ -8,10 +8,15 @@
  * b, d = prefill_a, prefill_b, prefill_d (the simulator's model shape, or what
  * `inferrail-bench calibrate` fits on a real engine). Q_i, the queue wait, is
  * the prefill still ahead of this request on the replica:
- *   - the gateway's own: its p = pending requests (sent, no response head yet)
+ *   - the gateway's own: its p = pending requests (sent, no first body byte yet)
  *     carry U uncached tokens (pending_uncached_tokens, else
- *     pending_prompt_tokens); as p prompts of U/p tokens with nothing cached
- *     they cost Q_gw = a*U + b*U^2/(2p) + d*p;
+ *     pending_prompt_tokens) and W = sum of u*(2c + u) over them (pending_work),
+ *     so their prefills sum to Q_gw = a*U + b*W/2 + d*p. Without W (0: unknown)
+ *     they are taken as p prompts of U/p tokens with nothing cached, b*U^2/(2p)
+ *     for the middle term, which undercounts prompts of mixed lengths (the sum of
+ *     squares is smallest when they are equal). The oldest of them has been in
+ *     its prefill for pending_head_s; up to one mean prefill (Q_gw/p) of that is
+ *     done and is taken off;
  *   - the engine's, when engine_fresh: engine_waiting requests, each taken to
  *     cost a prefill of the gateway's mean pending prompt (U/p), or of this
  *     prompt when nothing is pending: Q_eng = waiting * P(avg, 0);
@@ -117,12 +122,21 @@ static double prefill(const irp_config *cfg, double u, double c) {
     return cfg->prefill_a * u + cfg->prefill_b * u * (c + u / 2.0) + cfg->prefill_d;
 }
 
+/* The prefill still ahead on the replica by the gateway's own counters. */
+static double gateway_queue(const irp_config *cfg, const irp_candidate *c, double U) {
+    double p = c->pending;
+    if (p <= 0) return 0.0;
+    double attn = c->pending_work ? (double)c->pending_work / 2.0 : U * U / (2.0 * p);
+    double q = cfg->prefill_a * U + cfg->prefill_b * attn + cfg->prefill_d * p;
+    double done = c->pending_head_s < q / p ? c->pending_head_s : q / p;
+    return done > 0 ? q - done : q;
+}
+
 static double queue_wait(const irp_config *cfg, const irp_request *req, const irp_candidate *c) {
     double p = c->pending;
     double U = (double)(c->pending_uncached_tokens ? c->pending_uncached_tokens
                                                    : c->pending_prompt_tokens);
-    double q_gw = 0.0;
-    if (p > 0) q_gw = cfg->prefill_a * U + cfg->prefill_b * U * U / (2.0 * p) + cfg->prefill_d * p;
+    double q_gw = gateway_queue(cfg, c, U);
     double q_eng = 0.0;
     if (c->engine_fresh && c->engine_waiting) {
         double avg = p > 0 ? U / p : (double)req->prompt_tokens;

@@ -37,6 +37,12 @@ typedef struct irp_candidate {
      * in (a routed prompt always has at least one uncached token, so 0 with
      * pending > 0 can only mean unknown). */
     uint64_t pending_uncached_tokens;
+    /* Of the same pending requests, the sum of u * (2c + u) (u uncached, c cached
+     * tokens): twice their prefills' attention terms. 0: unknown. */
+    uint64_t pending_work;
+    /* Seconds the oldest pending request has been in its prefill, as the gateway
+     * sees it (since pending went from 0, or since the last first byte); 0 unknown. */
+    double pending_head_s;
     uint64_t predicted_cached_tokens; /* what the KV index predicts it holds of this prompt */
     /* Of the rest, the tokens it holds off the GPU (an event-fed replica's CPU tier):
      * loaded instead of computed. */

@@ -149,14 +149,28 @@ static void caps_never_overshoot(void **state) {
     assert_int_equal(atomic_load(&r->prompt_tokens), 0);
     assert_int_equal(atomic_load(&r->pending_tokens), 0);
     assert_int_equal(atomic_load(&r->pending_uncached), 0);
-    /* Sequentially: the pending cap binds first, then the concurrency cap. */
+    assert_int_equal(atomic_load(&r->pending_work), 0);
+    /* Sequentially: the pending cap binds first, then the concurrency cap. The
+     * prefill clock starts when pending leaves 0 and again at a head with others
+     * still pending; pending_work sums u * (2c + u). */
+    atomic_store(&r->prefill_since, 0);
+    assert_true(gw_lease_take(r, (gw_lease_tokens){30, 10})); /* 10 * (40 + 10) */
+    uint64_t t1 = atomic_load(&r->prefill_since);
+    assert_true(t1 > 0);
     assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1}));
-    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1}));
+    assert_int_equal(atomic_load(&r->prefill_since), t1);
+    assert_int_equal(atomic_load(&r->pending_work), 500 + 1);
     assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1})); /* 2 pending */
-    gw_lease_head(r, (gw_lease_tokens){1, 1});
+    gw_lease_head(r, (gw_lease_tokens){30, 10});
+    uint64_t t2 = atomic_load(&r->prefill_since);
+    assert_true(t2 >= t1);
+    assert_int_equal(atomic_load(&r->pending_work), 1);
     assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1})); /* 3 in flight */
     gw_lease_head(r, (gw_lease_tokens){1, 1});
     assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1}));
+    gw_lease_release(r, true, (gw_lease_tokens){1, 1}); /* left before its first byte */
+    assert_int_equal(atomic_load(&r->pending), 0);
+    assert_int_equal(atomic_load(&r->pending_work), 0);
     gw_fleet_free(&f);
     ir_cfg_free(owner);
     ir_cfg_errors_free(&e);

@@ -59,6 +59,38 @@ static void lowest_ttft_wins(void **state) {
     irp_policy_free(p);
 }
 
+/* The queue's attention term from pending_work: the same 15000 tokens as one prompt
+ * of 13000 and two of 1000 cost more than three of 5000 (the sum of squares), and the
+ * oldest one's time in prefill comes off, at most one mean prefill. */
+static void queue_counts_mixed_lengths_and_the_head(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 1);
+    irp_request q = five_k(&r);
+    irp_candidate c[1];
+    fx_fleet(c, 1);
+    c[0].pending = 3;
+    c[0].pending_prompt_tokens = 15000;
+    double own = 0.54625;                   /* P(5000, 0), this prompt on a cold replica */
+    c[0].pending_work = 3ull * 5000 * 5000; /* u * (2c + u) with c = 0 */
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), 1.63875 + own, 1e-9);
+    c[0].pending_work = 13000ull * 13000 + 2ull * 1000 * 1000;
+    /* 0.1e-3 * 15000 + 3.3e-9 * (13000^2 + 2 * 1000^2) / 2 + 3 * 0.005 */
+    double mixed = 1.5 + 3.3e-9 * 171e6 / 2 + 0.015;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), mixed + own, 1e-9);
+    /* 0.2 s into the oldest one's prefill: 0.2 s less */
+    c[0].pending_head_s = 0.2;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), mixed - 0.2 + own, 1e-9);
+    /* a head that ran past the mean prefill: one mean prefill (mixed / 3) off, no more */
+    c[0].pending_head_s = 5.0;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), mixed * 2 / 3 + own, 1e-9);
+    /* nothing pending: the clock is ignored */
+    c[0].pending = 0;
+    c[0].pending_prompt_tokens = c[0].pending_work = 0;
+    assert_float_equal(irp_cost_ttft(&cfg, &q, &c[0]), own, 1e-9);
+}
+
 /* A CPU-tier hit is priced between a GPU hit and a recompute: 4992 tokens loaded at
  * 5 us each (25 ms), then P(8, 4992) for the rest. */
 static void cpu_tier_priced_between(void **state) {
@@ -446,6 +478,7 @@ static void threads_share_one_instance(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lowest_ttft_wins),
+        cmocka_unit_test(queue_counts_mixed_lengths_and_the_head),
         cmocka_unit_test(cpu_tier_priced_between),
         cmocka_unit_test(bounded_load_guard),
         cmocka_unit_test(kv_pressure_guard),
