@@ -368,7 +368,11 @@ static void compare_usage(FILE *f) {
                "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
                "and DIR/summary.json (medians over repetitions); a ladder of rates writes one\n"
                "such folder per rate, DIR/rate-<R>. --speedup K divides every simulator latency,\n"
-               "arrival gap, think time and SLO by K (rates stay in model time).\n");
+               "arrival gap, think time and SLO by K (rates stay in model time).\n"
+               "Beside the reuse ceiling (one infinite cache), every summary has the finite-\n"
+               "cache ceiling (Belady's MIN over --replicas caches of the simulators' blocks,\n"
+               "--num-gpu-blocks-override plus --num-cpu-blocks, pooled: what no routing can\n"
+               "beat) and pooled LRU (one LRU of that size: a reference, not a bound).\n");
 }
 
 /* One comparison at o->c.rate into o->c.out. 0, 1 when a run failed, 2 on setup errors. */
