@@ -3,7 +3,10 @@
 
     bench/proof/summarize.py DIR [DIR...] > README-part.md
 
-Per workload: each policy's hit rate (from usage), the reuse ceiling, TTFT
+Per workload: each policy's hit rate (from usage), the reuse ceiling and,
+where known, the finite-cache ceiling (Belady's MIN over the fleet's caches
+pooled, an upper bound for any routing) and pooled LRU (a reference, not a
+bound; from the summary or ceilings.json beside it), TTFT
 p50/p90/p99 in wall ms and, in model ms (x K), the ratio of p90 and p99 to
 round_robin's in the same run, errors, the busiest replica's share of
 requests against the mean (max/mean), and the busiest replica's mean number
@@ -31,15 +34,28 @@ def spread(d, pol):
     return f"{min(vals):.1f}..{max(vals):.1f}" if len(vals) > 1 else ""
 
 
+def finite(d):
+    """(finite-cache ceiling, pooled LRU) from the summary or ceilings.json; None if unknown."""
+    src = d
+    if d.get("reuse_ceiling_finite") is None:
+        p = os.path.join(d["_dir"], "ceilings.json")
+        src = json.load(open(p)) if os.path.exists(p) else {}
+    if src.get("reuse_ceiling_finite") is None:
+        return None
+    return src["reuse_ceiling_finite"], src.get("pooled_lru_hit_rate")
+
+
 def table(path):
     d = json.load(open(path))
     d["_dir"] = os.path.dirname(path)
     k = d.get("speedup") or 1
     pols = d["policies"]
     rr = pols.get("round_robin", {}).get("ttft_ms") or {}
+    fin = finite(d)
     out = [f"### `{d['workload']}`: {d['rate']} req/s (model time), K = {k:g}, "
            f"{int(d['requests'])} measured requests after {int(d['warmup'])}, "
-           f"{d['repetitions']} repetition(s), seed {d['seed']}, reuse ceiling {d['reuse_ceiling']}",
+           f"{d['repetitions']} repetition(s), seed {d['seed']}, reuse ceiling {d['reuse_ceiling']}"
+           + (f", finite-cache ceiling {fin[0]} (pooled LRU {fin[1]}, not a bound)" if fin else ""),
            ""]
     if d.get("sim_args"):
         out += [f"Simulator flags: `{d['sim_args']}`", ""]

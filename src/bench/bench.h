@@ -61,7 +61,10 @@ typedef struct bench_wl_opts {
     size_t n;          /* total requests, warmup included */
     size_t warmup;     /* the first `warmup` are discarded from results */
     uint64_t seed;
-    size_t block_size;    /* for the reuse ceiling; 0: 16 */
+    size_t block_size; /* for the reuse ceiling; 0: 16 */
+    /* The fleet's caches, for the finite-cache ceilings: cache_replicas caches of
+     * cache_blocks blocks each; 0 in either: not computed (NaN). */
+    size_t cache_blocks, cache_replicas;
     const char *sharegpt; /* w2: replay conversations from this file */
     json_t *params;       /* overrides, {"key": number}; may be NULL */
     const char *trace;    /* trace: the Mooncake JSONL file to replay */
@@ -74,6 +77,12 @@ typedef struct bench_workload {
     size_t n;
     size_t warmup;
     double reuse_ceiling; /* over the measured requests */
+    /* The same share for the fleet's finite caches pooled into one
+     * (cache_replicas x cache_blocks blocks): Belady's MIN with bypass and per-block
+     * hits, an upper bound for any routing, and LRU in the simulator's order, a
+     * reference only. NaN when the cache size was not given (ceiling.c). */
+    double reuse_ceiling_finite, pooled_lru_hit_rate;
+    size_t cache_blocks, cache_replicas;
     /* The working set, in blocks of the block size, over every request (warmup
      * included): distinct whole blocks, and those a later request hits again. */
     size_t distinct_blocks, reused_blocks;
@@ -95,6 +104,30 @@ int bench_param_parse(json_t *params, const char *kv);
 int bench_trace_block_text(uint64_t id, size_t tokens, ir_buf *out);
 /* Parses "2s", "100ms", or a bare number of milliseconds. */
 int bench_parse_ms(const char *s, double *ms);
+
+/* ---- finite-cache ceilings (ceiling.c; ADR 0021) -------------------------
+ * A block trace: every request's whole blocks in arrival order, each as a dense id
+ * (equal ids: equal chained hashes, so equal prefixes). */
+typedef struct bench_btrace {
+    uint32_t *id; /* id[0..n) */
+    size_t n, cap;
+    size_t *start; /* request r's blocks: id[start[r]..start[r + 1]) */
+    size_t nreq, start_cap;
+    uint32_t n_ids; /* every id is below it */
+} bench_btrace;
+
+void bench_btrace_init(bench_btrace *t);
+void bench_btrace_free(bench_btrace *t);
+/* Appends one request's blocks. -1 when out of memory. */
+int bench_btrace_add(bench_btrace *t, const uint32_t *ids, size_t n);
+/* Hits of Belady's MIN with bypass over one cache of cap blocks, one per block
+ * access (not only leading blocks), counted on requests from_req onwards (the
+ * ones before only fill the cache). The most any demand-filled cache of cap
+ * blocks can hit. -1 when out of memory. */
+int bench_min_hits(const bench_btrace *t, size_t cap, size_t from_req, size_t *hits);
+/* Hits of one engine's LRU of cap blocks (the simulator's order: requests one at
+ * a time, leading cached blocks only, freed last-first), counted as above. */
+int bench_lru_hits(const bench_btrace *t, size_t cap, size_t from_req, size_t *hits);
 
 /* ---- the open-loop runner ----------------------------------------------- */
 typedef enum {
@@ -213,6 +246,7 @@ typedef struct bench_common {
     const char *base_url, *model, *workload, *out, *sharegpt;
     double rate;
     size_t requests, warmup, block_size;
+    size_t cache_blocks, cache_replicas; /* --cache-blocks, --cache-replicas (0: unknown) */
     uint64_t seed;
     double slo_ttft_ms, slo_tpot_ms, timeout_s;
     json_t *params;
@@ -316,6 +350,9 @@ void bench_exe_dir(char *out, size_t len);
  * those it does not set added at the simulator's default divided by K. With
  * K == 1, sim_args unchanged. -1 when out is too small or a value is bad. */
 int bench_sim_args_scaled(const char *sim_args, double k, char *out, size_t len);
+/* One simulator's cache in blocks as sim_args (may be NULL) sets it:
+ * --num-gpu-blocks-override (default 4096) plus --num-cpu-blocks (default 0). */
+size_t bench_sim_cache_blocks(const char *sim_args);
 /* Writes the gateway's YAML config; exported for tests. The gateway tokenizes with
  * builtin:sim, and its KV index and cost model get the simulators' shape from
  * sim_args (the effective flags, after --speedup; NULL: the simulator's defaults):

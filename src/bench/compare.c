@@ -62,6 +62,20 @@ static int mkdir_p(const char *path) {
     return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
+/* The finite-cache ceilings use the fleet's own cache size: each simulator's GPU
+ * blocks (and CPU tier) from --sim-args, times --replicas. -1 when the user gave
+ * one. */
+static int fleet_cache(cmp_opts *o) {
+    if (o->c.cache_blocks || o->c.cache_replicas) {
+        fprintf(stderr, "inferrail-bench: the cache size comes from --replicas and --sim-args "
+                        "(--num-gpu-blocks-override, --num-cpu-blocks) here\n");
+        return -1;
+    }
+    o->c.cache_blocks = bench_sim_cache_blocks(o->f.sim_args);
+    o->c.cache_replicas = o->f.no_gateway ? 1 : (size_t)(o->f.replicas > 0 ? o->f.replicas : 1);
+    return 0;
+}
+
 static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
     memset(o, 0, sizeof *o);
     bench_common_init(&o->c);
@@ -157,6 +171,7 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
         }
     }
     if (o->reps < 1 || o->reps > MAX_REPS) o->reps = 1;
+    if (fleet_cache(o)) return -1;
     for (size_t p = 0; p < o->npol; p++) {
         char base[64];
         bool ev;
@@ -279,9 +294,17 @@ static json_t *policy_summary(json_t **sums, size_t n, json_t *files) {
             json_object_set_new(d, pct[j], med_of(sums, n, lat[k], pct[j]));
         json_object_set_new(p, lat[k], d);
     }
-    static const char *flat[] = {"hit_rate",    "engine_hit_rate", "goodput",
-                                 "goodput_rps", "throughput_rps",  "errors",
-                                 "requests",    "reuse_ceiling",   "in_flight_max_over_mean"};
+    static const char *flat[] = {"hit_rate",
+                                 "engine_hit_rate",
+                                 "goodput",
+                                 "goodput_rps",
+                                 "throughput_rps",
+                                 "errors",
+                                 "requests",
+                                 "reuse_ceiling",
+                                 "reuse_ceiling_finite",
+                                 "pooled_lru_hit_rate",
+                                 "in_flight_max_over_mean"};
     for (size_t k = 0; k < IR_ARRAY_LEN(flat); k++)
         json_object_set_new(p, flat[k], med_of(sums, n, flat[k], NULL));
     json_t *per = json_object();
@@ -345,7 +368,11 @@ static void compare_usage(FILE *f) {
                "repetition k uses seed S+k for every policy. Writes DIR/<w>-<policy>-rep<k>.json\n"
                "and DIR/summary.json (medians over repetitions); a ladder of rates writes one\n"
                "such folder per rate, DIR/rate-<R>. --speedup K divides every simulator latency,\n"
-               "arrival gap, think time and SLO by K (rates stay in model time).\n");
+               "arrival gap, think time and SLO by K (rates stay in model time).\n"
+               "Beside the reuse ceiling (one infinite cache), every summary has the finite-\n"
+               "cache ceiling (Belady's MIN over --replicas caches of the simulators' blocks,\n"
+               "--num-gpu-blocks-override plus --num-cpu-blocks, pooled: what no routing can\n"
+               "beat) and pooled LRU (one LRU of that size: a reference, not a bound).\n");
 }
 
 /* One comparison at o->c.rate into o->c.out. 0, 1 when a run failed, 2 on setup errors. */
@@ -359,9 +386,10 @@ static int compare_at(cmp_opts *o) {
     bench_raise_fd_limit();
     json_t *sums[MAX_POLICIES][MAX_REPS] = {{0}};
     json_t *files[MAX_POLICIES];
-    double ceil[MAX_REPS], rate_seen = o->c.rate;
+    double ceil[MAX_REPS], fin[MAX_REPS], lru[MAX_REPS], rate_seen = o->c.rate;
     int failed = 0;
     for (size_t p = 0; p < o->npol; p++) files[p] = json_array();
+    for (int k = 0; k < MAX_REPS; k++) ceil[k] = fin[k] = lru[k] = NAN; /* a failed run: none */
     /* Repetition-major, so slow drift of a shared machine spreads over every policy. */
     for (int k = 0; k < o->reps; k++) {
         uint64_t seed = o->c.seed + (uint64_t)k;
@@ -382,6 +410,8 @@ static int compare_at(cmp_opts *o) {
             json_t *s = json_object_get(doc, "summary");
             sums[p][k] = json_incref(s);
             ceil[k] = getnum(s, "reuse_ceiling", NULL);
+            fin[k] = getnum(s, "reuse_ceiling_finite", NULL);
+            lru[k] = getnum(s, "pooled_lru_hit_rate", NULL);
             fprintf(stderr,
                     "compare: %s: ttft p99 %.1f ms, tpot p99 %.2f ms, hit %.3f, errors %g\n", tag,
                     getnum(s, "ttft_ms", "p99"), getnum(s, "tpot_ms", "p99"),
@@ -418,6 +448,11 @@ static int compare_at(cmp_opts *o) {
         out, "slo",
         json_pack("{s:f, s:f}", "ttft_ms", o->c.slo_ttft_ms, "tpot_ms", o->c.slo_tpot_ms));
     json_object_set_new(out, "reuse_ceiling", jnum(median(ceil, (size_t)o->reps)));
+    json_object_set_new(out, "reuse_ceiling_finite", jnum(median(fin, (size_t)o->reps)));
+    json_object_set_new(out, "pooled_lru_hit_rate", jnum(median(lru, (size_t)o->reps)));
+    json_object_set_new(out, "cache",
+                        json_pack("{s:I, s:I}", "replicas", (json_int_t)o->c.cache_replicas,
+                                  "blocks_per_replica", (json_int_t)o->c.cache_blocks));
     json_t *pol = json_object();
     for (size_t p = 0; p < o->npol; p++) {
         json_t *have[MAX_REPS];

@@ -207,6 +207,12 @@ static double sim_flag(const char *args, const char *flag, double def) {
     return def;
 }
 
+size_t bench_sim_cache_blocks(const char *sim_args) {
+    double gpu = sim_flag(sim_args, "--num-gpu-blocks-override", 4096);
+    double cpu = sim_flag(sim_args, "--num-cpu-blocks", 0);
+    return (size_t)fmin(fmax(gpu, 0), 1e9) + (size_t)fmin(fmax(cpu, 0), 1e9);
+}
+
 /* The gateway's load scrape follows the speed-up as the simulators do: its
  * defaults (load.scrape_interval 100ms, max_age 250ms) divided by K, so that a
  * report is as fresh in model time as at K = 1. The config's floor of 10 ms

@@ -742,6 +742,23 @@ static int run_urls(ol_run *r, const bench_run_cfg *cfg, char *err, size_t errle
     return 0;
 }
 
+/* The results document's "workload": its parameters, ceilings and working set. */
+static json_t *workload_json(const bench_workload *wl) {
+    json_t *w =
+        json_pack("{s:s, s:O, s:o, s:o, s:o, s:I, s:I}", "name", wl->name, "params", wl->params,
+                  "reuse_ceiling", num_or_null(wl->reuse_ceiling), "reuse_ceiling_finite",
+                  num_or_null(wl->reuse_ceiling_finite), "pooled_lru_hit_rate",
+                  num_or_null(wl->pooled_lru_hit_rate), "distinct_blocks",
+                  (json_int_t)wl->distinct_blocks, "reused_blocks", (json_int_t)wl->reused_blocks);
+    if (wl->cache_blocks && wl->cache_replicas)
+        json_object_set_new(w, "cache",
+                            json_pack("{s:I, s:I, s:I}", "replicas", (json_int_t)wl->cache_replicas,
+                                      "blocks_per_replica", (json_int_t)wl->cache_blocks,
+                                      "pooled_blocks",
+                                      (json_int_t)(wl->cache_blocks * wl->cache_replicas)));
+    return w;
+}
+
 json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     const bench_workload *wl = cfg->wl;
     ol_run r = {0};
@@ -815,6 +832,8 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
                                       cfg->direct_share, "requests", (json_int_t)n_direct, "errors",
                                       (json_int_t)direct_err));
     json_object_set_new(sum, "reuse_ceiling", num_or_null(wl->reuse_ceiling));
+    json_object_set_new(sum, "reuse_ceiling_finite", num_or_null(wl->reuse_ceiling_finite));
+    json_object_set_new(sum, "pooled_lru_hit_rate", num_or_null(wl->pooled_lru_hit_rate));
     json_object_set_new(sum, "warmup",
                         json_pack("{s:I, s:I}", "requests", (json_int_t)wl->warmup, "errors",
                                   (json_int_t)warm_err));
@@ -866,11 +885,7 @@ json_t *bench_run(const bench_run_cfg *cfg, char *err, size_t errlen) {
     json_object_set_new(c, "slo_tpot_ms", json_real(cfg->slo_tpot_ms));
     json_object_set_new(c, "started_at", json_real(wall0));
     json_object_set_new(doc, "config", c);
-    json_object_set_new(doc, "workload",
-                        json_pack("{s:s, s:O, s:o, s:I, s:I}", "name", wl->name, "params",
-                                  wl->params, "reuse_ceiling", num_or_null(wl->reuse_ceiling),
-                                  "distinct_blocks", (json_int_t)wl->distinct_blocks,
-                                  "reused_blocks", (json_int_t)wl->reused_blocks));
+    json_object_set_new(doc, "workload", workload_json(wl));
     json_object_set_new(doc, "summary", sum);
     if (r.n_actions) json_object_set_new(doc, "actions", actions_json(&r));
     json_t *rs = json_array();

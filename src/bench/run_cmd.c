@@ -3,6 +3,7 @@
 #include "bench/bench.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,13 @@ static void run_usage(FILE *f) {
                "  --engine-metrics U,.. engine base URLs whose /metrics are scraped before/after\n"
                "  --sharegpt FILE       w2: replay ShareGPT-format conversations\n"
                "  --param K=V           override a workload parameter (docs/bench-workloads.md)\n"
-               "  --block-size B        block size for the reuse ceiling (16)\n"
+               "  --block-size B        block size for the reuse ceilings (16)\n"
+               "  --cache-blocks N      each engine's KV cache in blocks (GPU plus any CPU\n"
+               "                        tier): adds the finite-cache ceiling (Belady's MIN\n"
+               "                        over the engines' caches pooled, an upper bound for\n"
+               "                        any routing) and pooled LRU (a reference, not a bound)\n"
+               "  --cache-replicas R    how many such caches (default: the --engine-metrics\n"
+               "                        count; one of the two is needed with --cache-blocks)\n"
                "  --timeout D           per request head/idle timeout (300s)\n"
                "  --progress            a status line per second on stderr\n"
                "  --stall-at S --stall-ms MS   test hook: block the client loop once\n"
@@ -57,6 +64,8 @@ static const struct option common_opts[] = {
     {"sharegpt", required_argument, 0, 'g'},
     {"param", required_argument, 0, 'k'},
     {"block-size", required_argument, 0, 'b'},
+    {"cache-blocks", required_argument, 0, 'C'},
+    {"cache-replicas", required_argument, 0, 'Q'},
     {"timeout", required_argument, 0, 't'},
     {"progress", no_argument, 0, 'p'},
     {"stall-at", required_argument, 0, 'A'},
@@ -105,6 +114,15 @@ static int base_urls(bench_common *c, const char *arg) {
     return 0;
 }
 
+/* A whole number in [1, max] into out; -1 otherwise. */
+static int parse_count(const char *arg, double max, size_t *out) {
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !(v >= 1 && v <= max) || v != (double)(size_t)v) return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
 /* Handles one common option; 1 when it was not one, -1 on a bad value. */
 int bench_common_opt(bench_common *c, int ch, const char *arg) {
     double ms;
@@ -149,6 +167,10 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
     case 'b':
         c->block_size = (size_t)atol(arg);
         return c->block_size > 0 ? 0 : -1;
+    case 'C':
+        return parse_count(arg, 1e9, &c->cache_blocks);
+    case 'Q':
+        return parse_count(arg, 4096, &c->cache_replicas);
     case 't':
         if (bench_parse_ms(arg, &ms)) return -1;
         c->timeout_s = ms / 1000;
@@ -208,6 +230,8 @@ int bench_common_workload(const bench_common *c, double rate, uint64_t seed, ben
                        .warmup = c->warmup,
                        .seed = seed,
                        .block_size = c->block_size,
+                       .cache_blocks = c->cache_blocks,
+                       .cache_replicas = c->cache_replicas,
                        .sharegpt = c->sharegpt,
                        .params = c->params,
                        .trace = c->trace,
@@ -337,6 +361,20 @@ json_t *bench_common_run(const bench_common *c, const char *const *base_urls, si
     return doc;
 }
 
+/* --cache-replicas defaults to the engines given; -1 (with a message) when the
+ * cache size is half given. */
+static int cache_fleet(bench_common *c, const char *cmd) {
+    if (c->cache_blocks && !c->cache_replicas) c->cache_replicas = c->n_engine;
+    if (!c->cache_blocks != !c->cache_replicas) {
+        fprintf(stderr,
+                "inferrail-bench %s: --cache-blocks needs --cache-replicas or --engine-metrics, "
+                "and --cache-replicas needs --cache-blocks\n",
+                cmd);
+        return -1;
+    }
+    return 0;
+}
+
 static int getopt_all(int argc, char **argv, bench_common *c, void (*usage)(FILE *)) {
     size_t n;
     const struct option *opts = bench_common_options(&n);
@@ -397,6 +435,12 @@ static void print_line(const json_t *doc) {
     print_num(json_object_get(s, "engine_hit_rate"), "%.3f");
     printf(", ceiling ");
     print_num(json_object_get(s, "reuse_ceiling"), "%.3f");
+    if (json_is_number(json_object_get(s, "reuse_ceiling_finite"))) {
+        printf(", finite-cache ceiling ");
+        print_num(json_object_get(s, "reuse_ceiling_finite"), "%.3f");
+        printf(", pooled LRU ");
+        print_num(json_object_get(s, "pooled_lru_hit_rate"), "%.3f");
+    }
     printf(")");
     json_t *pg = json_object_get(s, "per_gateway");
     for (size_t g = 0; g < json_array_size(pg); g++) {
@@ -435,6 +479,10 @@ int bench_run_main(int argc, char **argv) {
         bench_common_free(&c);
         return 2;
     }
+    if (cache_fleet(&c, "run")) {
+        bench_common_free(&c);
+        return 2;
+    }
     if (c.gateways && (size_t)c.gateways != c.n_base) {
         fprintf(stderr, "inferrail-bench run: --gateways %d but --base-url names %zu\n", c.gateways,
                 c.n_base);
@@ -458,13 +506,26 @@ int bench_run_main(int argc, char **argv) {
     return rc;
 }
 
+/* "key":value, with null for NaN. */
+static void print_json_num(const char *key, double v) {
+    if (isfinite(v))
+        printf("\"%s\":%.6f,", key, v);
+    else
+        printf("\"%s\":null,", key);
+}
+
 static void wl_usage(FILE *f) {
     fprintf(f, "Usage: inferrail-bench workload --workload W --rate R --requests N [--seed S]\n"
                "         [--warmup K] [--param K=V] [--sharegpt FILE] [--trace FILE]\n"
-               "         [--speedup K] [--bodies]\n"
+               "         [--speedup K] [--block-size B] [--cache-blocks N --cache-replicas R]\n"
+               "         [--bodies]\n"
                "Prints one JSON line per request (time, tokens, body hash; the body with\n"
                "--bodies) and a last line with the reuse ceiling and the working set\n"
-               "(distinct_blocks; reused_blocks, those a later request hits again).\n");
+               "(distinct_blocks; reused_blocks, those a later request hits again). With\n"
+               "--cache-blocks N (blocks per engine) and --cache-replicas R, also the\n"
+               "finite-cache ceiling (Belady's MIN over R x N pooled blocks: what no routing\n"
+               "over R caches of N blocks can beat) and pooled LRU (one engine of R x N\n"
+               "blocks: a reference, not a bound); null without them.\n");
 }
 
 int bench_workload_main(int argc, char **argv) {
@@ -487,6 +548,10 @@ int bench_workload_main(int argc, char **argv) {
         bench_common_free(&c);
         return rc > 0 ? 0 : 2;
     }
+    if (cache_fleet(&c, "workload")) {
+        bench_common_free(&c);
+        return 2;
+    }
     bench_workload w;
     if (bench_common_workload(&c, c.rate, c.seed, &w)) {
         bench_common_free(&c);
@@ -503,10 +568,13 @@ int bench_workload_main(int argc, char **argv) {
     }
     char *params = json_dumps(w.params, JSON_COMPACT);
     printf("{\"workload\":\"%s\",\"requests\":%zu,\"warmup\":%zu,\"reuse_ceiling\":%.6f,"
-           "\"distinct_blocks\":%zu,\"reused_blocks\":%zu,\"speedup\":%g,\"rate\":%g,"
-           "\"params\":%s}\n",
+           "\"distinct_blocks\":%zu,\"reused_blocks\":%zu,\"speedup\":%g,\"rate\":%g,",
            w.name, w.n, w.warmup, w.reuse_ceiling, w.distinct_blocks, w.reused_blocks, w.speedup,
-           w.rate, params);
+           w.rate);
+    print_json_num("reuse_ceiling_finite", w.reuse_ceiling_finite);
+    print_json_num("pooled_lru_hit_rate", w.pooled_lru_hit_rate);
+    printf("\"cache_blocks\":%zu,\"cache_replicas\":%zu,\"block_size\":%zu,\"params\":%s}\n",
+           w.cache_blocks, w.cache_replicas, c.block_size, params);
     free(params);
     bench_workload_free(&w);
     bench_common_free(&c);

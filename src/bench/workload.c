@@ -919,64 +919,106 @@ static size_t max_blocks(const bench_workload *w, size_t bs) {
     return n;
 }
 
+/* The map's value for a block: its dense id (bench_btrace) and, in bit 0, whether
+ * a later request has hit it. */
+#define SEEN_HIT 1u
+
 /* The leading blocks of hs[0..nb) that an earlier request produced; each one
- * hit for the first time (value 0 -> 1) counts in w->reused_blocks. */
+ * hit for the first time counts in w->reused_blocks. Writes every block's id to
+ * ids, giving new blocks the next ids from *n_ids. */
 static size_t count_reused(bench_workload *w, ir_map *seen, const ir_hash128 *hs, size_t nb,
-                           int *rc) {
+                           uint32_t *ids, uint32_t *n_ids, int *rc) {
     size_t m = 0;
     uint64_t v;
     while (m < nb && *rc == 0 && ir_map_get(seen, &hs[m], sizeof hs[m], &v)) {
-        if (v == 0) {
-            *rc = ir_map_put(seen, &hs[m], sizeof hs[m], 1);
+        if (!(v & SEEN_HIT)) {
+            *rc = ir_map_put(seen, &hs[m], sizeof hs[m], v | SEEN_HIT);
             w->reused_blocks++;
         }
-        m++;
+        ids[m++] = (uint32_t)(v >> 1);
+    }
+    /* Past the first miss every chained hash is new. */
+    for (size_t j = m; j < nb && *rc == 0; j++) {
+        ids[j] = (*n_ids)++;
+        *rc = ir_map_put(seen, &hs[j], sizeof hs[j], (uint64_t)ids[j] << 1);
     }
     return m;
 }
 
+/* The builtin:sim tokens of request q's rendered chat into ids; -1 on failure. */
+static int request_tokens(const bench_req *q, irt_ids *ids) {
+    json_t *body = json_loadb(q->body, q->body_len, 0, NULL);
+    ir_buf text;
+    ir_buf_init(&text, 0);
+    const char *e;
+    ids->len = 0;
+    int rc = !body || irt_sim_render_chat(json_object_get(body, "messages"), true, &text, &e) ||
+                     irt_sim_encode(text.data ? text.data : "", text.len, ids)
+                 ? -1
+                 : 0;
+    json_decref(body);
+    ir_buf_free(&text);
+    return rc;
+}
+
+/* The finite-cache ceilings over trace t (ceiling.c): NaN when no cache size was given. */
+static int finite_ceilings(bench_workload *w, const bench_btrace *t, size_t bs, double all) {
+    w->reuse_ceiling_finite = w->pooled_lru_hit_rate = NAN;
+    if (!w->cache_blocks || !w->cache_replicas) return 0;
+    size_t pool = w->cache_blocks * w->cache_replicas, min_hits, lru_hits;
+    if (bench_min_hits(t, pool, w->warmup, &min_hits) ||
+        bench_lru_hits(t, pool, w->warmup, &lru_hits))
+        return -1;
+    w->reuse_ceiling_finite = all > 0 ? (double)(min_hits * bs) / all : 0;
+    w->pooled_lru_hit_rate = all > 0 ? (double)(lru_hits * bs) / all : 0;
+    return 0;
+}
+
+/* Room for nb blocks' hashes and ids. -1 when out of memory. */
+static int grow_blocks(ir_hash128 **hs, uint32_t **bid, size_t *cap, size_t nb) {
+    ir_hash128 *h = realloc(*hs, nb * 2 * sizeof *h);
+    if (h) *hs = h;
+    uint32_t *b = realloc(*bid, nb * 2 * sizeof *b);
+    if (b) *bid = b;
+    if (!h || !b) return -1;
+    *cap = nb * 2;
+    return 0;
+}
+
 static int reuse_ceiling(bench_workload *w, size_t bs) {
-    ir_map seen; /* block hashes produced so far (values unused) */
+    ir_map seen; /* block hashes produced so far -> id << 1 | SEEN_HIT */
     if (ir_map_init(&seen, 1024, max_blocks(w, bs))) return -1;
     ir_hash128 root = ir_block_hash_root(NULL, NULL, NULL);
     irt_ids ids;
     irt_ids_init(&ids);
     ir_hash128 *hs = NULL;
+    uint32_t *bid = NULL, n_ids = 0;
     size_t hcap = 0;
+    bench_btrace t;
+    bench_btrace_init(&t);
     double hit = 0, all = 0;
     int rc = 0;
     for (size_t i = 0; i < w->n && rc == 0; i++) {
         bench_req *q = &w->reqs[i];
-        json_t *body = json_loadb(q->body, q->body_len, 0, NULL);
-        ir_buf text;
-        ir_buf_init(&text, 0);
-        const char *e;
-        ids.len = 0;
-        if (!body || irt_sim_render_chat(json_object_get(body, "messages"), true, &text, &e) ||
-            irt_sim_encode(text.data ? text.data : "", text.len, &ids))
-            rc = -1;
-        json_decref(body);
-        ir_buf_free(&text);
-        if (rc) break;
+        if ((rc = request_tokens(q, &ids))) break;
         size_t nb = ids.len / bs;
-        if (nb > hcap) {
-            hcap = nb * 2;
-            hs = realloc(hs, hcap * sizeof *hs);
-        }
+        if (nb > hcap && (rc = grow_blocks(&hs, &bid, &hcap, nb))) break;
         nb = ir_block_hash_chain(root, ids.ids, ids.len, bs, hs, nb);
-        size_t m = count_reused(w, &seen, hs, nb, &rc);
+        size_t m = count_reused(w, &seen, hs, nb, bid, &n_ids, &rc);
         q->reused_tokens = (uint32_t)(m * bs);
-        /* Past the first miss every chained hash is new. */
-        for (size_t j = m; j < nb && rc == 0; j++) rc = ir_map_put(&seen, &hs[j], sizeof hs[j], 0);
         w->distinct_blocks += nb - m;
+        if (rc == 0) rc = bench_btrace_add(&t, bid, nb);
         if (i >= w->warmup) {
             hit += (double)q->reused_tokens;
             all += (double)q->prompt_tokens;
         }
     }
     w->reuse_ceiling = all > 0 ? hit / all : 0;
+    if (rc == 0) rc = finite_ceilings(w, &t, bs, all);
+    bench_btrace_free(&t);
     irt_ids_free(&ids);
     free(hs);
+    free(bid);
     ir_map_free(&seen);
     return rc;
 }
@@ -1007,6 +1049,8 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
     }
     snprintf(w->name, sizeof w->name, "%s", d->name);
     w->warmup = o->warmup;
+    w->cache_blocks = o->cache_blocks;
+    w->cache_replicas = o->cache_replicas;
     w->params = json_object();
     for (size_t i = 0; i < d->nparams; i++) {
         json_t *v = o->params ? json_object_get(o->params, d->params[i].key) : NULL;

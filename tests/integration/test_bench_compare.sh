@@ -19,7 +19,7 @@ trap 'kill $pid 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.05; done
 "$B" run --base-url "http://127.0.0.1:$port" --workload w1 --rate 4 --requests 12 --warmup 3 \
   --param prompts=3 --param sys_min=300 --param sys_max=600 \
-  --engine-metrics "http://127.0.0.1:$port" --out "$tmp/run.json" >/dev/null
+  --engine-metrics "http://127.0.0.1:$port" --cache-blocks 4096 --out "$tmp/run.json" >/dev/null
 kill $pid
 py '
 import json,sys
@@ -27,6 +27,10 @@ d=json.load(open(sys.argv[1])); s=d["summary"]
 assert s["requests"]==12 and s["errors"]==0, s
 assert abs(s["hit_rate"]-s["engine_hit_rate"])<1e-3, (s["hit_rate"], s["engine_hit_rate"])
 assert s["hit_rate"]>0.3, s["hit_rate"]
+# the finite-cache ceiling (one engine of 4096 blocks) bounds what it hit
+assert d["workload"]["cache"]=={"replicas":1,"blocks_per_replica":4096,"pooled_blocks":4096}, d["workload"]
+assert s["hit_rate"]<=s["reuse_ceiling_finite"]+1e-9<=s["reuse_ceiling"]+2e-9, s
+assert 0<=s["pooled_lru_hit_rate"]<=s["reuse_ceiling_finite"], s
 for r in d["requests"]:
     assert r["prompt_tokens"]==r["expected_prompt_tokens"], r
     assert r["completion_tokens"]==r["max_tokens"], r
@@ -43,6 +47,8 @@ py '
 import json,sys,os
 d=json.load(open(os.path.join(sys.argv[1],"summary.json")))
 assert d["workload"]=="w1" and d["replicas"]==2, d
+assert d["cache"]=={"replicas":2,"blocks_per_replica":4096}, d["cache"]
+assert 0<=d["pooled_lru_hit_rate"]<=d["reuse_ceiling_finite"]<=d["reuse_ceiling"], d
 assert set(d["policies"])=={"round_robin","least_request"}, d["policies"].keys()
 for p,v in d["policies"].items():
     assert v["errors"]==0 and v["requests"]==12, (p,v)
@@ -50,6 +56,7 @@ for p,v in d["policies"].items():
     assert sum(v["per_replica"].values())==12, v["per_replica"]
     assert set(v["per_replica"])<= {"sim-1","sim-2"}, v["per_replica"]
     for k in ("ttft_ms","tpot_ms","e2e_ms"): assert v[k]["p50"] is not None, (p,k)
+    assert v["hit_rate"]<=v["reuse_ceiling_finite"]+1e-9, (p,v["hit_rate"],v["reuse_ceiling_finite"])
 rr=d["policies"]["round_robin"]["per_replica"]
 assert abs(rr.get("sim-1",0)-rr.get("sim-2",0))<=1, rr
 # every policy got the same requests at the same times
@@ -75,4 +82,5 @@ want=$(python3 -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))[
 head -1 "$tmp/report/hit-rate.dat" | grep -q ' reuse_ceiling$' || fail "report: no ceiling column"
 [ "$(sed -n 2p "$tmp/report/hit-rate.dat" | awk '{print $NF}')" = "$want" ] || fail "report: ceiling"
 grep -q 'reuse ceiling' "$tmp/report/hit-rate.svg" || fail "report: ceiling not drawn"
+grep -q 'finite-cache ceiling |' "$tmp/report/README.md" || fail "report: no finite-cache ceiling column"
 echo "3 passed, 0 failed"
