@@ -320,6 +320,28 @@ int ir_json_append(ir_buf *out, const json_t *v, bool python_style);
 const char *ir_json_str(const json_t *obj, const char *key);
 /* Appends s as a JSON string literal, quotes included. */
 int ir_json_append_string(ir_buf *out, const char *s, size_t n);
+/* The two-character escape JSON writes for c (\" \\ \n \r \t \b \f, as Python's
+ * json.dumps does), or NULL: other control bytes take \u00XX, the rest is copied. */
+static inline const char *ir_json_short_escape(unsigned char c) {
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    case '\b':
+        return "\\b";
+    case '\f':
+        return "\\f";
+    default:
+        return NULL;
+    }
+}
 
 /* ---- targeted JSON scanning --------------------------------------------------------
  * Finds one top-level key of a JSON object without building a tree. The whole

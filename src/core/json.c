@@ -27,35 +27,11 @@ int ir_json_append_string(ir_buf *out, const char *s, size_t n) {
     size_t run = 0; /* bytes copied verbatim in one go */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
+        const char *esc = ir_json_short_escape(c);
         char u[6];
-        switch (c) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        case '\b':
-            esc = "\\b";
-            break;
-        case '\f':
-            esc = "\\f";
-            break;
-        default:
-            if (c < 0x20) {
-                u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4];
-                u[5] = hex[c & 15];
-            }
+        if (!esc && c < 0x20) {
+            u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4];
+            u[5] = hex[c & 15];
         }
         if (c >= 0x80) {
             /* Valid UTF-8 is copied; an invalid byte (a lone surrogate, an overlong or cut

@@ -569,17 +569,26 @@ static void lookup_addrs(dns_group *g, const char *host, uint16_t port) {
     lookup_addrs_cb(g, host, port, on_addrinfo, g);
 }
 
+/* An SRV reply's records into *srv (NULL, or ares_free_data them), their TTL
+ * (which ares_parse_srv_reply drops) noted from the raw reply; the status. */
+static int read_srv(dns_group *g, int status, const unsigned char *abuf, int alen,
+                    struct ares_srv_reply **srv) {
+    *srv = NULL;
+    if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, srv);
+    uint32_t ttl;
+    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0)
+        note_ttl(g, ttl);
+    return status;
+}
+
 /* The records of an event SRV name: each target's addresses are looked up. A failure
  * is the name's own, not the round's (members come and go by the group's name). */
 static void on_ev_srv(void *arg, int status, int timeouts, unsigned char *abuf, int alen) {
     (void)timeouts;
     dns_evsrv *q = arg;
     dns_group *g = q->g;
-    struct ares_srv_reply *srv = NULL;
-    if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, &srv);
-    uint32_t ttl;
-    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0)
-        note_ttl(g, ttl);
+    struct ares_srv_reply *srv;
+    status = read_srv(g, status, abuf, alen, &srv);
     if (status != ARES_SUCCESS) {
         if (q->status == ARES_SUCCESS) q->status = status;
     } else if (!g->d->stopping) {
@@ -590,16 +599,12 @@ static void on_ev_srv(void *arg, int status, int timeouts, unsigned char *abuf, 
     lookup_done(g);
 }
 
-/* SRV records name targets and ports; each target's addresses are then looked up.
- * Their TTL (which ares_parse_srv_reply drops) comes from the raw reply. */
+/* SRV records name targets and ports; each target's addresses are then looked up. */
 static void on_srv(void *arg, int status, int timeouts, unsigned char *abuf, int alen) {
     (void)timeouts;
     dns_group *g = arg;
-    struct ares_srv_reply *srv = NULL;
-    if (status == ARES_SUCCESS) status = ares_parse_srv_reply(abuf, alen, &srv);
-    uint32_t ttl;
-    if (status == ARES_SUCCESS && alen > 0 && gw_dns_srv_ttl(abuf, (size_t)alen, &ttl) == 0)
-        note_ttl(g, ttl);
+    struct ares_srv_reply *srv;
+    status = read_srv(g, status, abuf, alen, &srv);
     if (status != ARES_SUCCESS) {
         if (g->status == ARES_SUCCESS) g->status = status;
     } else if (!g->d->stopping) {

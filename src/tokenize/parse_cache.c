@@ -29,9 +29,10 @@
  * the last pin, after an acquire-release decrement, makes the nodes mortal
  * again (count 1) and frees them.
  *
- * Sixteen shards (a mutex, a chained table, an LRU list each) under one byte
- * budget; an insert over it evicts the oldest entries of the whole cache, as
- * the tokenization cache (cache.c) does. */
+ * The entries live in the sharded LRU table that the tokenization cache
+ * (cache.c) uses too (slru.c: sixteen shards, a mutex, a chained table, an LRU
+ * list each) under one byte budget; an insert over it evicts the oldest
+ * entries of the whole cache. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -41,36 +42,23 @@
 
 #include "tokenize/ir_tokenize.h"
 #include "tokenize/jscan.h"
+#include "tokenize/slru.h"
 
-#define SHARDS 16
 /* What a kept value counts per JSON value in it, besides its bytes twice (the
  * raw copy, and jansson's copy of its strings): jansson's node, a key, a
  * hashtable slot and malloc's overhead, roughly. */
 #define BYTES_PER_VALUE 96
 
 typedef struct pentry {
-    struct pentry *hnext;
-    struct pentry *prev, *next;
-    uint64_t h, stamp;
-    atomic_uint refs; /* 1 while in the table, +1 per body using it */
-    size_t len, cost, flags;
+    irt_slru_node n; /* first: n.bytes is its cost; refs 1 while in the table, +1 per body */
+    size_t len, flags;
     json_t *v;
     char raw[]; /* len bytes */
 } pentry;
 
-typedef struct pshard {
-    pthread_mutex_t mu;
-    pentry **buckets;
-    size_t nbuckets, nentries;
-    pentry *head, *tail;
-} pshard;
-
 struct irt_parse_cache {
-    size_t max_bytes;
-    atomic_size_t entries, bytes;
-    atomic_uint_fast64_t hits, misses, evictions, whole;
-    atomic_uint_fast64_t clock;
-    pshard sh[SHARDS];
+    atomic_uint_fast64_t hits, misses, whole;
+    irt_slru lru; /* the entries, their budget, counts and evictions */
 };
 
 /* ---- the table ------------------------------------------------------------------ */
@@ -89,45 +77,31 @@ static void set_counts(json_t *v, size_t n) {
 }
 
 static void unpin(pentry *e) {
-    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    if (atomic_fetch_sub_explicit(&e->n.refs, 1, memory_order_acq_rel) != 1) return;
     set_counts(e->v, 1); /* no other thread holds it now */
     json_decref(e->v);
     free(e);
 }
 
-static void free_shards(irt_parse_cache *c, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        pshard *s = &c->sh[i];
-        for (pentry *e = s->head, *nx; e; e = nx) {
-            nx = e->next;
-            unpin(e);
-        }
-        free(s->buckets);
-        pthread_mutex_destroy(&s->mu);
-    }
-    free(c);
+static void release(irt_slru_node *n) {
+    unpin((pentry *)n);
 }
 
 irt_parse_cache *irt_parse_cache_new(size_t max_bytes) {
     if (!max_bytes) return NULL;
     irt_parse_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->max_bytes = max_bytes;
-    for (size_t i = 0; i < SHARDS; i++) {
-        pshard *s = &c->sh[i];
-        s->nbuckets = 16;
-        s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
-        if (!s->buckets || pthread_mutex_init(&s->mu, NULL)) {
-            free(s->buckets);
-            free_shards(c, i);
-            return NULL;
-        }
+    if (irt_slru_init(&c->lru, SIZE_MAX, max_bytes, release)) {
+        free(c);
+        return NULL;
     }
     return c;
 }
 
 void irt_parse_cache_free(irt_parse_cache *c) {
-    if (c) free_shards(c, SHARDS);
+    if (!c) return;
+    irt_slru_destroy(&c->lru);
+    free(c);
 }
 
 void irt_parse_cache_get_stats(const irt_parse_cache *c, irt_parse_cache_stats *out) {
@@ -136,117 +110,34 @@ void irt_parse_cache_get_stats(const irt_parse_cache *c, irt_parse_cache_stats *
     irt_parse_cache *m = (irt_parse_cache *)c; /* atomics are read, never written */
     out->hits = atomic_load(&m->hits);
     out->misses = atomic_load(&m->misses);
-    out->evictions = atomic_load(&m->evictions);
+    out->evictions = atomic_load(&m->lru.evictions);
     out->whole = atomic_load(&m->whole);
-    out->entries = atomic_load(&m->entries);
-    out->bytes = atomic_load(&m->bytes);
-    out->max_bytes = c->max_bytes;
-}
-
-static pshard *shard_of(irt_parse_cache *c, uint64_t h) {
-    return &c->sh[h & (SHARDS - 1)];
-}
-
-static pentry **bucket_of(pshard *s, uint64_t h) {
-    return &s->buckets[(h >> 4) & (s->nbuckets - 1)];
-}
-
-static void lru_unlink(pshard *s, pentry *e) {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        s->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        s->tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void lru_front(pshard *s, pentry *e) {
-    e->next = s->head;
-    if (s->head) s->head->prev = e;
-    s->head = e;
-    if (!s->tail) s->tail = e;
+    out->entries = atomic_load(&m->lru.entries);
+    out->bytes = atomic_load(&m->lru.bytes);
+    out->max_bytes = c->lru.max_bytes;
 }
 
 /* The entry for these bytes in s, whose lock is held. */
-static pentry *find(pshard *s, uint64_t h, const char *raw, size_t len, size_t flags) {
-    for (pentry *e = *bucket_of(s, h); e; e = e->hnext)
-        if (e->h == h && e->len == len && e->flags == flags && !memcmp(e->raw, raw, len)) return e;
-    return NULL;
-}
-
-static void table_remove(irt_parse_cache *c, pshard *s, pentry *e) {
-    for (pentry **p = bucket_of(s, e->h); *p; p = &(*p)->hnext) {
-        if (*p != e) continue;
-        *p = e->hnext;
-        break;
+static pentry *find(irt_slru_shard *s, uint64_t h, const char *raw, size_t len, size_t flags) {
+    for (irt_slru_node *n = irt_slru_chain(s, h); n; n = n->hnext) {
+        pentry *e = (pentry *)n;
+        if (n->h == h && e->len == len && e->flags == flags && !memcmp(e->raw, raw, len)) return e;
     }
-    lru_unlink(s, e);
-    s->nentries--;
-    atomic_fetch_sub(&c->entries, 1);
-    atomic_fetch_sub(&c->bytes, e->cost);
-    atomic_fetch_add(&c->evictions, 1);
-    unpin(e);
+    return NULL;
 }
 
 /* The entry holding these bytes, pinned, or NULL. */
 static pentry *lookup(irt_parse_cache *c, uint64_t h, const char *raw, size_t len, size_t flags) {
-    pshard *s = shard_of(c, h);
+    irt_slru_shard *s = irt_slru_shard_of(&c->lru, h);
     pthread_mutex_lock(&s->mu);
     pentry *e = find(s, h, raw, len, flags);
     if (e) {
-        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-        e->stamp = atomic_fetch_add(&c->clock, 1);
-        lru_unlink(s, e);
-        lru_front(s, e);
+        atomic_fetch_add_explicit(&e->n.refs, 1, memory_order_relaxed);
+        irt_slru_touch(&c->lru, s, &e->n);
     }
     pthread_mutex_unlock(&s->mu);
     atomic_fetch_add(e ? &c->hits : &c->misses, 1);
     return e;
-}
-
-static void grow(pshard *s) {
-    size_t nb = s->nbuckets * 2;
-    pentry **b = calloc(nb, sizeof *b);
-    if (!b) return; /* chains just get longer */
-    for (size_t i = 0; i < s->nbuckets; i++) {
-        for (pentry *e = s->buckets[i], *nx; e; e = nx) {
-            nx = e->hnext;
-            pentry **p = &b[(e->h >> 4) & (nb - 1)];
-            e->hnext = *p;
-            *p = e;
-        }
-    }
-    free(s->buckets);
-    s->buckets = b;
-    s->nbuckets = nb;
-}
-
-static int oldest_shard(irt_parse_cache *c) {
-    int best = -1;
-    uint64_t oldest = UINT64_MAX;
-    for (int i = 0; i < SHARDS; i++) {
-        pshard *s = &c->sh[i];
-        pthread_mutex_lock(&s->mu);
-        if (s->tail && s->tail->stamp < oldest) oldest = s->tail->stamp, best = i;
-        pthread_mutex_unlock(&s->mu);
-    }
-    return best;
-}
-
-/* Evicts the least recently used entries until within the budget (LRU up to the
- * races cache.c describes). */
-static void shrink(irt_parse_cache *c) {
-    while (atomic_load(&c->bytes) > c->max_bytes) {
-        int i = oldest_shard(c);
-        if (i < 0) return;
-        pshard *s = &c->sh[i];
-        pthread_mutex_lock(&s->mu);
-        if (s->tail) table_remove(c, s, s->tail);
-        pthread_mutex_unlock(&s->mu);
-    }
 }
 
 /* Keeps v (a new reference, taken over) for these bytes. Returns the entry,
@@ -255,19 +146,19 @@ static void shrink(irt_parse_cache *c) {
 static pentry *insert(irt_parse_cache *c, uint64_t h, const irt_jspan *sp, const char *raw,
                       size_t flags, json_t *v) {
     size_t cost = sizeof(pentry) + 2 * sp->len + BYTES_PER_VALUE * sp->nvals;
-    if (cost > c->max_bytes) return NULL;
+    if (cost > c->lru.max_bytes) return NULL;
     pentry *e = malloc(sizeof *e + sp->len);
     if (!e) return NULL;
     memset(e, 0, sizeof *e);
-    e->h = h;
+    e->n.h = h;
+    e->n.bytes = cost;
+    atomic_init(&e->n.refs, 2);
     e->len = sp->len;
-    e->cost = cost;
     e->flags = flags;
     e->v = v;
-    atomic_init(&e->refs, 2);
     memcpy(e->raw, raw, sp->len);
     set_counts(v, (size_t)-1); /* before the lock publishes it */
-    pshard *s = shard_of(c, h);
+    irt_slru_shard *s = irt_slru_shard_of(&c->lru, h);
     pthread_mutex_lock(&s->mu);
     if (find(s, h, raw, sp->len, flags)) {
         pthread_mutex_unlock(&s->mu);
@@ -275,17 +166,9 @@ static pentry *insert(irt_parse_cache *c, uint64_t h, const irt_jspan *sp, const
         free(e);
         return NULL;
     }
-    e->stamp = atomic_fetch_add(&c->clock, 1);
-    if (s->nentries >= s->nbuckets) grow(s);
-    pentry **b = bucket_of(s, h);
-    e->hnext = *b;
-    *b = e;
-    lru_front(s, e);
-    s->nentries++;
-    atomic_fetch_add(&c->entries, 1);
-    atomic_fetch_add(&c->bytes, cost);
+    irt_slru_add(&c->lru, s, &e->n);
     pthread_mutex_unlock(&s->mu);
-    shrink(c);
+    irt_slru_shrink(&c->lru);
     return e;
 }
 

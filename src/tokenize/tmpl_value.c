@@ -718,32 +718,7 @@ static void json_str(tsb *b, const char *s, size_t n, bool ascii) {
     size_t run = 0;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        switch (c) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        case '\b':
-            esc = "\\b";
-            break;
-        case '\f':
-            esc = "\\f";
-            break;
-        default:
-            break;
-        }
+        const char *esc = ir_json_short_escape(c);
         if (!esc && c >= 0x20 && (c < 0x80 || !ascii)) {
             i++;
             run++;

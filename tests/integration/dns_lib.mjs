@@ -1,12 +1,14 @@
 // A real DNS server for discovery tests: Debian's dnsmasq on a high loopback
 // port, answering from a hosts directory that the test rewrites (dnsmasq reads
-// changed files there by itself), plus simulators on 127.0.0.N sharing a port.
+// changed files there by itself), plus simulators on 127.0.0.N sharing a port,
+// and the helpers of the tests that follow discovered members' KV events.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { promises as dns } from 'node:dns';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BUILD, sleep } from './lib.mjs';
+import { BUILD, sleep, waitFor } from './lib.mjs';
 
 const DNSMASQ = ['/usr/sbin/dnsmasq', '/usr/bin/dnsmasq'].find((p) => fs.existsSync(p)) || 'dnsmasq';
 const children = new Set();
@@ -126,4 +128,78 @@ export async function startSimsAt(hosts, args = []) {
     for (const s of sims) await s.stop();
   }
   throw new Error('no port free on every host');
+}
+
+// ---- KV events from discovered members ------------------------------------------
+
+export const SIM_MODEL = 'inferrail/sim-8b';
+
+export const zmqUrl = (h, port) => (h.includes(':') ? `tcp://[${h}]:${port}` : `tcp://${h}:${port}`);
+
+// Simulators publishing KV events, one on each host (IPv4 or IPv6), all on one
+// HTTP port, each bound to its own address. By default they share one pair of
+// event ports, pub and replay = pub + 4 (rank r on pub + r and replay + r), as a
+// Deployment's pods share one --kv-events-config: resolves to {port, pub, replay,
+// sims}. With perHost, host k publishes on port + 100 + 10k and replays on
+// port + 105 + 10k: resolves to {port, ports: {host: {pub, replay}}, sims}.
+// args: more simulator options. The simulators' stops are pushed onto cleanup
+// (the list the test's after() runs).
+export async function eventSims(hosts, { args = [], perHost = false, cleanup }) {
+  for (let tries = 0; tries < 20; tries++) {
+    const port = randomPort(), ports = {};
+    if (perHost) {
+      hosts.forEach((h, k) => { ports[h] = { pub: port + 100 + 10 * k, replay: port + 105 + 10 * k }; });
+    } else {
+      const pub = randomPort();
+      if (Math.abs(port - pub) < 8) continue;
+      for (const h of hosts) ports[h] = { pub, replay: pub + 4 };
+    }
+    const sims = [];
+    for (const h of hosts) {
+      const kv = { enable_kv_cache_events: true, publisher: 'zmq', endpoint: zmqUrl(h, ports[h].pub), replay_endpoint: zmqUrl(h, ports[h].replay), buffer_steps: 1000 };
+      const s = await startSimAt(h, port, ['--zero-latency', '--enable-prompt-tokens-details',
+        '--kv-events-config', JSON.stringify(kv), ...args]);
+      if (!s) break;
+      sims.push(s);
+    }
+    if (sims.length === hosts.length) {
+      cleanup.push(async () => { for (const s of sims) await s.stop(); });
+      if (perHost) return { port, ports, sims };
+      return { port, pub: ports[hosts[0]].pub, replay: ports[hosts[0]].replay, sims };
+    }
+    for (const s of sims) await s.stop();
+  }
+  throw new Error('no ports free on every host');
+}
+
+// /admin/explain's candidates for a completion of prompt, by replica id.
+export async function explain(gw, prompt) {
+  const r = await fetch(`${gw.admin}/admin/explain?path=/v1/completions`, { method: 'POST', body: JSON.stringify({ model: SIM_MODEL, prompt, max_tokens: 1 }) });
+  assert.equal(r.status, 200);
+  const rows = {};
+  for (const c of (await r.json()).candidates) rows[c.replica] = c;
+  return rows;
+}
+
+// A completion through the gateway; resolves to the replica that served it.
+export async function complete(gw, prompt) {
+  const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: SIM_MODEL, prompt, max_tokens: 2 }) });
+  assert.equal(r.status, 200, await r.clone().text());
+  await r.json();
+  return r.headers.get('x-inferrail-replica');
+}
+
+// Until the target that served p (on) is predicted to hold it from its events;
+// then each of ids follows its events, and none but on holds p.
+export async function predictedOn(gw, p, on, ids) {
+  let rows;
+  await waitFor(`${on} to show its events`, async () => {
+    rows = await explain(gw, p + ' more');
+    return rows[on] && rows[on].predicted_cached_tokens >= 64;
+  });
+  for (const id of ids) {
+    assert.ok(rows[id], `${id} missing from ${JSON.stringify(Object.keys(rows))}`);
+    assert.equal(rows[id].index_source, 'events', `${id}: ${JSON.stringify(rows[id])}`);
+    if (id !== on) assert.equal(rows[id].predicted_cached_tokens, 0, `${id} for a prompt only ${on} saw`);
+  }
 }

@@ -11,70 +11,15 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, metrics, metricValue, waitFor } from './lib.mjs';
-import { startDns, startSimAt, randomPort, members } from './dns_lib.mjs';
+import { startDns, members, eventSims, complete, predictedOn, zmqUrl as zmq, SIM_MODEL as MODEL } from './dns_lib.mjs';
 
-const MODEL = 'inferrail/sim-8b';
 const cleanup = [];
 after(async () => { for (const f of cleanup.reverse()) await f(); });
 
 const url = (h, port) => (h.includes(':') ? `http://[${h}]:${port}` : `http://${h}:${port}`);
-const zmq = (h, port) => (h.includes(':') ? `tcp://[${h}]:${port}` : `tcp://${h}:${port}`);
-
-// A simulator on each host (::1 and 127.0.0.1), all on one HTTP port and one pair
-// of event ports, each bound to its own address.
-async function eventSims(hosts, extra = []) {
-  for (let tries = 0; tries < 20; tries++) {
-    const port = randomPort(), pub = randomPort(), replay = pub + 4;
-    if (Math.abs(port - pub) < 8) continue;
-    const sims = [];
-    for (const h of hosts) {
-      const kv = { enable_kv_cache_events: true, publisher: 'zmq', endpoint: zmq(h, pub), replay_endpoint: zmq(h, replay), buffer_steps: 1000 };
-      const s = await startSimAt(h, port, ['--zero-latency', '--enable-prompt-tokens-details',
-        '--kv-events-config', JSON.stringify(kv), ...extra]);
-      if (!s) break;
-      sims.push(s);
-    }
-    if (sims.length === hosts.length) {
-      cleanup.push(async () => { for (const s of sims) await s.stop(); });
-      return { port, pub, replay, sims };
-    }
-    for (const s of sims) await s.stop();
-  }
-  throw new Error('no ports free on every host');
-}
-
-async function explain(gw, prompt) {
-  const r = await fetch(`${gw.admin}/admin/explain?path=/v1/completions`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) });
-  assert.equal(r.status, 200);
-  const rows = {};
-  for (const c of (await r.json()).candidates) rows[c.replica] = c;
-  return rows;
-}
-
-async function complete(gw, prompt) {
-  const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }) });
-  assert.equal(r.status, 200, await r.clone().text());
-  await r.json();
-  return r.headers.get('x-inferrail-replica');
-}
 
 const words = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'router', 'token', 'block', 'prefix'];
 const prompt = (i) => `IPv6 prompt ${i}: ` + Array.from({ length: 60 }, (_, k) => words[(k * 3 + i * 7) % 10]).join(' ');
-
-// Until the target that served p is predicted to hold it from its events, and no
-// other target is.
-async function predictedOn(gw, p, on, ids) {
-  let rows;
-  await waitFor(`${on} to show its events`, async () => {
-    rows = await explain(gw, p + ' more');
-    return rows[on] && rows[on].predicted_cached_tokens >= 64;
-  });
-  for (const id of ids) {
-    assert.ok(rows[id], `${id} missing from ${JSON.stringify(Object.keys(rows))}`);
-    assert.equal(rows[id].index_source, 'events', `${id}: ${JSON.stringify(rows[id])}`);
-    if (id !== on) assert.equal(rows[id].predicted_cached_tokens, 0, `${id} for a prompt only ${on} saw`);
-  }
-}
 
 async function state(gw) {
   return (await fetch(`${gw.admin}/admin/state`)).json();
@@ -82,7 +27,7 @@ async function state(gw) {
 
 test('an AAAA member is named <group>-::1-<port>, reached at http://[::1], followed at tcp://[::1]', { timeout: 120000 }, async () => {
   const hosts = ['::1', '127.0.0.1'];
-  const { port, pub, replay, sims } = await eventSims(hosts);
+  const { port, pub, replay, sims } = await eventSims(hosts, { cleanup });
   const dns = await startDns({ 'mix.test': hosts });
   cleanup.push(() => dns.stop());
   const gw = await startGateway({
@@ -138,7 +83,7 @@ test('an AAAA member is named <group>-::1-<port>, reached at http://[::1], follo
 });
 
 test('data_parallel_size 2 over IPv6, from a nameserver at [::1]: rank r of [::1] is read at [::1]:port + r', { timeout: 120000 }, async () => {
-  const { port, pub, sims } = await eventSims(['::1'], ['--data-parallel-size', '2']);
+  const { port, pub, sims } = await eventSims(['::1'], { args: ['--data-parallel-size', '2'], cleanup });
   // The nameserver is reached over IPv6 too.
   const dns = await startDns({ 'v6only.test': ['::1'] }, [], { listen: '::1' });
   cleanup.push(() => dns.stop());

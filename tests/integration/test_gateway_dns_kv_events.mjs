@@ -10,73 +10,19 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, metrics, metricValue, sleep, waitFor, rewriteConfig } from './lib.mjs';
-import { startDns, startSimAt, randomPort, members } from './dns_lib.mjs';
+import { startDns, members, eventSims, explain, complete, predictedOn, SIM_MODEL as MODEL } from './dns_lib.mjs';
 
-const MODEL = 'inferrail/sim-8b';
 const cleanup = [];
 after(async () => { for (const f of cleanup.reverse()) await f(); });
 
-// Simulators on each host, sharing one HTTP port and one pair of event ports
-// (rank r on pub + r and replay + r), each bound to its own address.
-async function eventSims(hosts, extra = []) {
-  for (let tries = 0; tries < 20; tries++) {
-    const port = randomPort(), pub = randomPort(), replay = pub + 4;
-    if (Math.abs(port - pub) < 8) continue;
-    const sims = [];
-    for (const h of hosts) {
-      const kv = { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://${h}:${pub}`, replay_endpoint: `tcp://${h}:${replay}`, buffer_steps: 1000 };
-      const s = await startSimAt(h, port, ['--zero-latency', '--enable-prompt-tokens-details',
-        '--kv-events-config', JSON.stringify(kv), ...extra]);
-      if (!s) break;
-      sims.push(s);
-    }
-    if (sims.length === hosts.length) {
-      cleanup.push(async () => { for (const s of sims) await s.stop(); });
-      return { port, pub, replay, sims };
-    }
-    for (const s of sims) await s.stop();
-  }
-  throw new Error('no ports free on every host');
-}
-
-async function explain(gw, prompt) {
-  const r = await fetch(`${gw.admin}/admin/explain?path=/v1/completions`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) });
-  assert.equal(r.status, 200);
-  const rows = {};
-  for (const c of (await r.json()).candidates) rows[c.replica] = c;
-  return rows;
-}
-
-async function complete(gw, prompt) {
-  const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }) });
-  assert.equal(r.status, 200, await r.clone().text());
-  await r.json();
-  return r.headers.get('x-inferrail-replica');
-}
-
 const words = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'router', 'token', 'block', 'prefix'];
 const prompt = (i) => `Prompt ${i}: ` + Array.from({ length: 60 }, (_, k) => words[(k * 7 + i * 3) % 10]).join(' ');
-
-// Until the replica that served p is predicted to hold it (from its events), and
-// no other replica is.
-async function predictedOn(gw, p, on, ids) {
-  let rows;
-  await waitFor(`${on} to show its events`, async () => {
-    rows = await explain(gw, p + ' more');
-    return rows[on] && rows[on].predicted_cached_tokens >= 64;
-  });
-  for (const id of ids) {
-    assert.ok(rows[id], `${id} missing from ${JSON.stringify(Object.keys(rows))}`);
-    assert.equal(rows[id].index_source, 'events', `${id}: ${JSON.stringify(rows[id])}`);
-    if (id !== on) assert.equal(rows[id].predicted_cached_tokens, 0, `${id} for a prompt only ${on} saw`);
-  }
-}
 
 const count = (text, s) => text.split(s).length - 1;
 
 test('discovered members are tracked from their own events, and keep them while they stay', { timeout: 120000 }, async () => {
   const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
-  const { port, pub, replay } = await eventSims(hosts);
+  const { port, pub, replay } = await eventSims(hosts, { cleanup });
   const dns = await startDns({ 'pool.test': ['127.0.0.2', '127.0.0.3'] });
   cleanup.push(() => dns.stop());
   const gw = await startGateway({
@@ -133,7 +79,7 @@ async function reload(gw) {
 
 test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns the keys on and off', { timeout: 120000 }, async () => {
   const hosts = ['127.0.0.2', '127.0.0.3'];
-  const { port, pub, replay, sims } = await eventSims(hosts, ['--data-parallel-size', '2']);
+  const { port, pub, replay, sims } = await eventSims(hosts, { args: ['--data-parallel-size', '2'], cleanup });
   const dns = await startDns({ 'dp.test': hosts });
   cleanup.push(() => dns.stop());
   // At first the group has neither key: one approximate target per member, and no
@@ -199,7 +145,7 @@ test('data_parallel_size 2: both ranks of every member are targets; SIGHUP turns
 });
 
 test('a configured replica that a reload gives kv_events is followed; new endpoints replace it', { timeout: 120000 }, async () => {
-  const { port, pub, replay } = await eventSims(['127.0.0.1']);
+  const { port, pub, replay } = await eventSims(['127.0.0.1'], { cleanup });
   const url = `http://127.0.0.1:${port}`;
   const gw = await startGateway({
     models: [{ name: MODEL, tokenizer: 'builtin:sim' }],

@@ -14,48 +14,10 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, metrics, metricValue, waitFor, sleep, rewriteConfig } from './lib.mjs';
-import { startDns, startSimAt, randomPort, members } from './dns_lib.mjs';
+import { startDns, members, eventSims, explain, complete, SIM_MODEL as MODEL } from './dns_lib.mjs';
 
-const MODEL = 'inferrail/sim-8b';
 const cleanup = [];
 after(async () => { for (const f of cleanup.reverse()) await f(); });
-
-// A simulator on each host, all on one HTTP port, each publishing on its own pair
-// of event ports ({host: {pub, replay}}).
-async function eventSims(hosts, extra = []) {
-  for (let tries = 0; tries < 20; tries++) {
-    const port = randomPort(), ports = {}, sims = [];
-    hosts.forEach((h, k) => { ports[h] = { pub: port + 100 + 10 * k, replay: port + 105 + 10 * k }; });
-    for (const h of hosts) {
-      const kv = { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://${h}:${ports[h].pub}`, replay_endpoint: `tcp://${h}:${ports[h].replay}`, buffer_steps: 1000 };
-      const s = await startSimAt(h, port, ['--zero-latency', '--enable-prompt-tokens-details', '--enable-faults',
-        '--kv-events-config', JSON.stringify(kv), ...extra]);
-      if (!s) break;
-      sims.push(s);
-    }
-    if (sims.length === hosts.length) {
-      cleanup.push(async () => { for (const s of sims) await s.stop(); });
-      return { port, ports, sims };
-    }
-    for (const s of sims) await s.stop();
-  }
-  throw new Error('no ports free on every host');
-}
-
-async function explain(gw, prompt) {
-  const r = await fetch(`${gw.admin}/admin/explain?path=/v1/completions`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1 }) });
-  assert.equal(r.status, 200);
-  const rows = {};
-  for (const c of (await r.json()).candidates) rows[c.replica] = c;
-  return rows;
-}
-
-async function complete(gw, prompt) {
-  const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 2 }) });
-  assert.equal(r.status, 200, await r.clone().text());
-  await r.json();
-  return r.headers.get('x-inferrail-replica');
-}
 
 const words = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'router', 'token', 'block', 'prefix'];
 const prompt = (i) => `SRV prompt ${i}: ` + Array.from({ length: 60 }, (_, k) => words[(k * 7 + i * 3) % 10]).join(' ');
@@ -73,7 +35,7 @@ const following = (id, ep) => `replica ${id}: following its KV events at ${ep}`;
 
 test('each member is followed at the ports its own SRV records give; a failed lookup keeps them', { timeout: 120000 }, async () => {
   const hosts = ['127.0.0.2', '127.0.0.3'];
-  const { port, ports, sims } = await eventSims(hosts);
+  const { port, ports, sims } = await eventSims(hosts, { args: ['--enable-faults'], perHost: true, cleanup });
   const names = { '127.0.0.2': 'pod-2.pool.test', '127.0.0.3': 'pod-3.pool.test' };
   const hostsFile = { 'pool.test': hosts, ...Object.fromEntries(hosts.map((h) => [names[h], [h]])) };
   // The records: every replay port, and the publishers' of the hosts in `pubs`.
@@ -153,7 +115,7 @@ test('each member is followed at the ports its own SRV records give; a failed lo
 });
 
 test('srv: true with data_parallel_size 2: rank r reads the record\'s port plus r', { timeout: 120000 }, async () => {
-  const { port, ports } = await eventSims(['127.0.0.4'], ['--data-parallel-size', '2']);
+  const { port, ports } = await eventSims(['127.0.0.4'], { args: ['--enable-faults', '--data-parallel-size', '2'], perHost: true, cleanup });
   const { pub, replay } = ports['127.0.0.4'];
   const dns = await startDns({ 'pod-4.dp.test': ['127.0.0.4'] }, [
     ['_http._tcp.dp.test', 'pod-4.dp.test', port],

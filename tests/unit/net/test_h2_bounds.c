@@ -2,19 +2,11 @@
  * opens no window (SETTINGS_INITIAL_WINDOW_SIZE 0): the response bytes of all
  * its streams are one bounded queue, producers are told to pause and are
  * drained as for HTTP/1.1, and streams that cannot be written are reset. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <nghttp2/nghttp2.h>
-
-#include "net/net_internal.h"
+#include "net/h2s_fixture.h"
 
 #define NSTREAMS 8
 #define CHUNK    (16 * 1024)
@@ -23,33 +15,14 @@
 #define LOW      (8 * 1024)
 
 typedef struct tb {
-    irn__h2s *h;
+    h2s_fx s; /* its wire: server -> client bytes not yet given to the client */
     nghttp2_session *cli;
-    ir_buf wire; /* server -> client bytes not yet given to the client */
     irn_resp *resp[NSTREAMS];
     int nresp;
     int aborts;
     int drains;
     int closed_streams;
-    uint64_t timer_ms;
-    bool done;
 } tb;
-
-static int io_write(void *ctx, const uv_buf_t *parts, int n) {
-    tb *t = ctx;
-    for (int i = 0; i < n; i++) ir_buf_append(&t->wire, parts[i].base, parts[i].len);
-    return 0;
-}
-static size_t io_queued(void *ctx) {
-    return 0;
-}
-static void io_schedule(void *ctx) {}
-static void io_timer(void *ctx, uint64_t ms) {
-    ((tb *)ctx)->timer_ms = ms;
-}
-static void io_done(void *ctx, bool graceful) {
-    ((tb *)ctx)->done = true;
-}
 
 static void on_abort(irn_resp *resp, void *ud) {
     tb *t = ud;
@@ -83,14 +56,14 @@ static void exchange(tb *t) {
         const uint8_t *data;
         ssize_t n;
         while ((n = nghttp2_session_mem_send(t->cli, &data)) > 0) {
-            irn__h2s_feed(t->h, (const char *)data, (size_t)n);
+            irn__h2s_feed(t->s.h, (const char *)data, (size_t)n);
             moved = true;
         }
-        irn__h2s_flush(t->h);
-        if (t->wire.len) {
-            assert_true(nghttp2_session_mem_recv(t->cli, (uint8_t *)t->wire.data, t->wire.len) >=
-                        0);
-            ir_buf_reset(&t->wire);
+        irn__h2s_flush(t->s.h);
+        if (t->s.wire.len) {
+            assert_true(
+                nghttp2_session_mem_recv(t->cli, (uint8_t *)t->s.wire.data, t->s.wire.len) >= 0);
+            ir_buf_reset(&t->s.wire);
             moved = true;
         }
         if (!moved) return;
@@ -99,23 +72,16 @@ static void exchange(tb *t) {
 
 static void setup(tb *t, uint32_t window) {
     memset(t, 0, sizeof *t);
-    ir_buf_init(&t->wire, 0);
     irn_server_cfg cfg;
     irn_server_cfg_init(&cfg);
-    cfg.h2c = true;
     cfg.max_write_queue = MAXQ;
     cfg.write_high_water = HIGH;
     cfg.write_low_water = LOW;
     cfg.h2_stall_timeout_ns = 100 * 1000000ull;
     cfg.on_request = on_request;
     cfg.ud = t;
-    irn_h1_limits lim = {0};
-    irn__h2s_io io = {t, io_write, io_queued, io_schedule, io_timer, io_done};
-    t->h = irn__h2s_new(&cfg, &lim, NULL, "test:1", &io);
-    assert_non_null(t->h);
-    assert_int_equal(irn__h2s_start(t->h, NULL, 0, NULL), 0);
-    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    irn__h2s_feed(t->h, preface, sizeof preface - 1);
+    h2s_fx_start(&t->s, &cfg);
+    irn__h2s_feed(t->s.h, H2S_PREFACE, sizeof H2S_PREFACE - 1);
 
     nghttp2_session_callbacks *cbs;
     nghttp2_session_callbacks_new(&cbs);
@@ -133,7 +99,7 @@ static void skip_client_preface(tb *t) {
     const uint8_t *data;
     ssize_t n = nghttp2_session_mem_send(t->cli, &data);
     assert_true(n >= 24);
-    irn__h2s_feed(t->h, (const char *)data + 24, (size_t)n - 24);
+    irn__h2s_feed(t->s.h, (const char *)data + 24, (size_t)n - 24);
 }
 
 static void open_streams(tb *t, int n) {
@@ -152,9 +118,8 @@ static void open_streams(tb *t, int n) {
 static void teardown(tb *t) {
     for (int i = 0; i < t->nresp; i++)
         if (t->resp[i]) irn_resp_end(t->resp[i]);
-    irn__h2s_free(t->h);
+    h2s_fx_free(&t->s);
     nghttp2_session_del(t->cli);
-    ir_buf_free(&t->wire);
 }
 
 /* Every write reports the connection's queue, so the third stream's producer is
@@ -200,13 +165,13 @@ static void test_stalled_streams_are_reset(void **state) {
     memset(chunk, 'x', sizeof chunk);
     for (int i = 0; i < 2; i++) assert_true(irn_resp_write(t.resp[i], chunk, sizeof chunk) > 0);
     exchange(&t);
-    assert_true(t.timer_ms > 0 && t.timer_ms <= 100); /* the stall deadline is armed */
+    assert_true(t.s.timer_ms > 0 && t.s.timer_ms <= 100); /* the stall deadline is armed */
     usleep(120 * 1000);
-    irn__h2s_on_timer(t.h);
+    irn__h2s_on_timer(t.s.h);
     exchange(&t);
     assert_int_equal(t.aborts, 2);
     assert_int_equal(t.closed_streams, 2);
-    assert_false(t.done);
+    assert_false(t.s.done);
     assert_non_null(t.resp[2]); /* nothing queued on it: not stalled */
     assert_int_equal(irn_resp_queued(t.resp[2]), 0);
     teardown(&t);

