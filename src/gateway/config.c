@@ -316,7 +316,8 @@ static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(m
 static const ir_cfg_field kv_events_fields[] = {
     F(gw_kv_events_cfg, "endpoint", IR_CFG_STRING, endpoint, NULL,
       "the engine's KV event PUB socket, tcp://host:port (vLLM's --kv-events-config endpoint, "
-      "with the host the gateway reaches); none: the replica is tracked approximately"),
+      "with the host the gateway reaches; a host name is looked up with discovery.nameservers, "
+      "IPv4 first, else IPv6); none: the replica is tracked approximately"),
     F(gw_kv_events_cfg, "replay_endpoint", IR_CFG_STRING, replay_endpoint, NULL,
       "its replay ROUTER socket, tcp://host:port; none: a gap clears the replica's view"),
     F(gw_kv_events_cfg, "topic", IR_CFG_STRING, topic, "\"\"", "the topic the engine publishes on"),
@@ -426,7 +427,8 @@ static const ir_cfg_field discovery_fields[] = {
      .sub = &dns_group_schema,
      .doc = "DNS groups: every address a name resolves to is a replica"},
     F(gw_discovery_cfg, "nameservers", IR_CFG_STRLIST, nameservers, NULL,
-      "DNS servers as host:port, instead of /etc/resolv.conf's"),
+      "DNS servers as host:port, instead of /etc/resolv.conf's (DNS groups, and the host names "
+      "of kv_events endpoints)"),
 };
 static const ir_cfg_schema discovery_schema = {
     "discovery", discovery_fields, IR_ARRAY_LEN(discovery_fields), sizeof(gw_discovery_cfg)};

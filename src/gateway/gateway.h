@@ -463,6 +463,12 @@ void gw_kvsub_stop(gw_fleet *f);
 void gw_kvsub_member(gw_fleet *f, gw_replica *r, bool joined);
 /* The counters of the replica in slot, or NULL when it has no kv_events stream. */
 gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
+/* Whether tcp:// endpoint ep names its host by a DNS name (not an IPv4 or a
+ * bracketed IPv6 literal); the name is copied into host (cap bytes). */
+bool gw_ep_dns_host(const char *ep, char *host, size_t cap);
+/* ep (tcp://host:port) with address ip in the host's place, in brackets when it
+ * is IPv6, into out; -1 when ep is not tcp:// or out is too small. */
+int gw_ep_at_addr(const char *ep, const char *ip, char *out, size_t cap);
 /* Checks an endpoint pair; path names the kv_events key (replicas[i].kv_events). */
 void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs);
 /* Closes a check: agreed when the events now show its blocks, or when final is

@@ -127,3 +127,28 @@ export async function startSimsAt(hosts, args = []) {
   }
   throw new Error('no port free on every host');
 }
+
+// The KV event endpoint of a simulator on host h (an IPv6 address in brackets).
+export const zmqAt = (h, port) => (h.includes(':') ? `tcp://[${h}]:${port}` : `tcp://${h}:${port}`);
+
+// Simulators publishing KV events, one on each host, all on one HTTP port and one
+// pair of event ports (publisher, replay = publisher + 4), each bound to its own
+// address; tried until the ports are free on every host. Resolves to
+// {port, pub, replay, sims}; the caller stops the sims.
+export async function startEventSimsAt(hosts, extra = []) {
+  for (let tries = 0; tries < 20; tries++) {
+    const port = randomPort(), pub = randomPort(), replay = pub + 4;
+    if (Math.abs(port - pub) < 8) continue;
+    const sims = [];
+    for (const h of hosts) {
+      const kv = { enable_kv_cache_events: true, publisher: 'zmq', endpoint: zmqAt(h, pub), replay_endpoint: zmqAt(h, replay), buffer_steps: 1000 };
+      const s = await startSimAt(h, port, ['--zero-latency', '--enable-prompt-tokens-details',
+        '--kv-events-config', JSON.stringify(kv), ...extra]);
+      if (!s) break;
+      sims.push(s);
+    }
+    if (sims.length === hosts.length) return { port, pub, replay, sims };
+    for (const s of sims) await s.stop();
+  }
+  throw new Error('no ports free on every host');
+}
