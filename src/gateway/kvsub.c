@@ -144,6 +144,11 @@ void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs
     if (c->replay_endpoint && !c->endpoint)
         ir_cfg_errors_add(errs, "replicas[%zu].kv_events.replay_endpoint: needs kv_events.endpoint",
                           i);
+    char why[256];
+    if (gw_ep_zone_problem(c->endpoint, why, sizeof why))
+        ir_cfg_errors_add(errs, "replicas[%zu].kv_events.endpoint: %s", i, why);
+    if (gw_ep_zone_problem(c->replay_endpoint, why, sizeof why))
+        ir_cfg_errors_add(errs, "replicas[%zu].kv_events.replay_endpoint: %s", i, why);
 }
 
 /* ---- clocks and counters -------------------------------------------------------------- */
@@ -757,6 +762,8 @@ static kvcmd *cmd_for(const gw_fleet *f, const gw_replica *r, bool add) {
         cmd_free(c);
         return NULL;
     }
+    gw_ep_unescape_zone(c->endpoint);
+    gw_ep_unescape_zone(c->replay);
     return c;
 }
 
