@@ -144,11 +144,12 @@ void gw_kvdns_lookup(gw_kvdns *d, const char *host, gw_kvdns_cb cb, void *arg) {
 
 size_t gw_kvdns_items(gw_kvdns *d, zmq_pollitem_t *items) {
     ares_socket_t socks[ARES_GETSOCK_MAXNUM];
-    int bits = ares_getsock(d->ch, socks, ARES_GETSOCK_MAXNUM);
+    /* c-ares's own bit macros shift an int by up to 31: undefined for the last one. */
+    unsigned bits = (unsigned)ares_getsock(d->ch, socks, ARES_GETSOCK_MAXNUM);
     size_t n = 0;
-    for (int i = 0; i < ARES_GETSOCK_MAXNUM && n < GW_KVDNS_SOCKS; i++) {
-        short ev = (short)((ARES_GETSOCK_READABLE(bits, i) ? ZMQ_POLLIN : 0) |
-                           (ARES_GETSOCK_WRITABLE(bits, i) ? ZMQ_POLLOUT : 0));
+    for (unsigned i = 0; i < ARES_GETSOCK_MAXNUM && n < GW_KVDNS_SOCKS; i++) {
+        short ev = (short)((bits & (1u << i) ? ZMQ_POLLIN : 0) |
+                           (bits & (1u << (i + ARES_GETSOCK_MAXNUM)) ? ZMQ_POLLOUT : 0));
         if (ev) items[n++] = (zmq_pollitem_t){NULL, socks[i], ev, 0};
     }
     return n;
