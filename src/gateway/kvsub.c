@@ -862,10 +862,11 @@ int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
             return -1;
         }
     }
-    if (kvsub_run(f, k, err, errlen)) return -1;
-    size_t named = 0;
+    size_t named = 0; /* counted before the thread may change the lists */
     for (const kvname *x = k->names; x; x = x->next_name) named++;
-    IR_INFO("kvsub", "following the KV events of %zu replica(s)%s", k->n + named,
+    size_t total = k->n + named;
+    if (kvsub_run(f, k, err, errlen)) return -1;
+    IR_INFO("kvsub", "following the KV events of %zu replica(s)%s", total,
             named ? ", some once their hosts' names resolve" : "");
     return 0;
 }
