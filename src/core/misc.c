@@ -53,6 +53,30 @@ static int valid_host(const char *h, size_t n) {
     return 1;
 }
 
+/* What is inside brackets: an IPv6 address, maybe with a zone (RFC 4007: %eth0, %2),
+ * also written %25eth0 as in a URL (RFC 6874). Copied into out with the zone as
+ * %zone; -1 when invalid or too long. */
+static int copy_v6_host(const char *h, size_t hn, char *out, size_t cap) {
+    const char *pct = memchr(h, '%', hn);
+    size_t an = pct ? (size_t)(pct - h) : hn;
+    if (!valid_host(h, an)) return -1;
+    const char *z = pct ? pct + 1 : NULL;
+    size_t zn = pct ? hn - an - 1 : 0;
+    if (z && zn > 2 && z[0] == '2' && z[1] == '5') { /* %25eth0: the '%' percent-encoded */
+        z += 2;
+        zn -= 2;
+    }
+    if (z && (!valid_host(z, zn) || memchr(z, ':', zn) || memchr(z, '%', zn))) return -1;
+    if (an + (z ? zn + 1 : 0) >= cap) return -1;
+    memcpy(out, h, an);
+    if (z) {
+        out[an] = '%';
+        memcpy(out + an + 1, z, zn);
+    }
+    out[an + (z ? zn + 1 : 0)] = '\0';
+    return 0;
+}
+
 int ir_hostport_parse(const char *s, char *host, size_t hostlen, uint16_t *port) {
     const char *colon;
     const char *h = s;
@@ -60,10 +84,9 @@ int ir_hostport_parse(const char *s, char *host, size_t hostlen, uint16_t *port)
     if (s[0] == '[') {
         const char *close = strchr(s, ']');
         if (!close || close[1] != ':') return -1;
-        h = s + 1;
-        hn = (size_t)(close - h);
         colon = close + 1;
-        if (!valid_host(h, hn)) return -1;
+        if (parse_port(colon + 1, strlen(colon + 1), port)) return -1;
+        return copy_v6_host(s + 1, (size_t)(close - s - 1), host, hostlen);
     } else {
         colon = strrchr(s, ':');
         if (!colon) return -1;
@@ -103,12 +126,12 @@ int ir_url_parse(const char *s, ir_url *out) {
         size_t hn = authlen;
         if (auth[0] == '[') {
             if (auth[authlen - 1] != ']') return -1;
-            h++;
-            hn -= 2;
+            if (copy_v6_host(h + 1, hn - 2, out->host, sizeof out->host)) return -1;
+        } else {
+            if (!valid_host(h, hn) || hn >= sizeof out->host) return -1;
+            memcpy(out->host, h, hn);
+            out->host[hn] = '\0';
         }
-        if (!valid_host(h, hn) || hn >= sizeof out->host) return -1;
-        memcpy(out->host, h, hn);
-        out->host[hn] = '\0';
         out->port = 80;
     }
     const char *path = slash ? slash : "";

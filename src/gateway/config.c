@@ -316,7 +316,9 @@ static const ir_cfg_schema model_schema = {"model", model_fields, IR_ARRAY_LEN(m
 static const ir_cfg_field kv_events_fields[] = {
     F(gw_kv_events_cfg, "endpoint", IR_CFG_STRING, endpoint, NULL,
       "the engine's KV event PUB socket, tcp://host:port (vLLM's --kv-events-config endpoint, "
-      "with the host the gateway reaches); none: the replica is tracked approximately"),
+      "with the host the gateway reaches; a host name is looked up with discovery.nameservers, "
+      "IPv4 first, else IPv6; a link-local IPv6 host names its zone, tcp://[fe80::1%eth0]:5557); "
+      "none: the replica is tracked approximately"),
     F(gw_kv_events_cfg, "replay_endpoint", IR_CFG_STRING, replay_endpoint, NULL,
       "its replay ROUTER socket, tcp://host:port; none: a gap clears the replica's view"),
     F(gw_kv_events_cfg, "topic", IR_CFG_STRING, topic, "\"\"", "the topic the engine publishes on"),
@@ -334,7 +336,8 @@ static const ir_cfg_field replica_fields[] = {
      .type = IR_CFG_URL,
      .offset = offsetof(gw_replica_cfg, url),
      .required = true,
-     .doc = "the engine's base URL, http://host:port without /v1; a path is kept as a prefix"},
+     .doc = "the engine's base URL, http://host:port without /v1; a path is kept as a prefix; "
+            "a link-local IPv6 host names its zone, http://[fe80::1%eth0]:8000"},
     F(gw_replica_cfg, "models", IR_CFG_STRLIST, models, NULL,
       "models it serves; default every configured model"),
     FI(gw_replica_cfg, "max_concurrency", max_concurrency, "256", 1, 1000000,
@@ -426,7 +429,8 @@ static const ir_cfg_field discovery_fields[] = {
      .sub = &dns_group_schema,
      .doc = "DNS groups: every address a name resolves to is a replica"},
     F(gw_discovery_cfg, "nameservers", IR_CFG_STRLIST, nameservers, NULL,
-      "DNS servers as host:port, instead of /etc/resolv.conf's"),
+      "DNS servers as host:port, instead of /etc/resolv.conf's (DNS groups, and the host names "
+      "of kv_events endpoints)"),
 };
 static const ir_cfg_schema discovery_schema = {
     "discovery", discovery_fields, IR_ARRAY_LEN(discovery_fields), sizeof(gw_discovery_cfg)};
@@ -576,6 +580,9 @@ static void check_url(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs) {
         ir_cfg_errors_add(errs, "replicas[%zu].url: not an http URL", i);
         return;
     }
+    char why[256];
+    if (gw_ip6_zone_problem(u.host, why, sizeof why))
+        ir_cfg_errors_add(errs, "replicas[%zu].url: %s", i, why);
     size_t pl = strlen(u.path);
     if (strpbrk(u.path, "?#"))
         ir_cfg_errors_add(errs, "replicas[%zu].url: '%s' has a query or fragment", i, r->url);

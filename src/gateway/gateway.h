@@ -470,6 +470,22 @@ void gw_kvsub_stop(gw_fleet *f);
 void gw_kvsub_member(gw_fleet *f, gw_replica *r, bool joined);
 /* The counters of the replica in slot, or NULL when it has no kv_events stream. */
 gw_kvsub_stats *gw_kvsub_replica(const gw_fleet *f, uint32_t slot);
+/* Link-local IPv6 hosts and their zones (ip6zone.c). The problem with host (an
+ * address as ir_url_parse leaves it, fe80::1%eth0) into why, or NULL when none: a
+ * link-local address without a zone, a zone on another address, or a zone that is
+ * neither an interface here nor a number. */
+const char *gw_ip6_zone_problem(const char *host, char *why, size_t cap);
+/* The same for a tcp://[addr%zone]:port endpoint's host (NULL for other hosts). */
+const char *gw_ep_zone_problem(const char *ep, char *why, size_t cap);
+/* tcp://[fe80::1%25eth0]:port (a URL's escaped zone) becomes [fe80::1%eth0], in
+ * place: libzmq reads the zone after a bare %. */
+void gw_ep_unescape_zone(char *ep);
+/* Whether tcp:// endpoint ep names its host by a DNS name (not an IPv4 or a
+ * bracketed IPv6 literal); the name is copied into host (cap bytes). */
+bool gw_ep_dns_host(const char *ep, char *host, size_t cap);
+/* ep (tcp://host:port) with address ip in the host's place, in brackets when it
+ * is IPv6, into out; -1 when ep is not tcp:// or out is too small. */
+int gw_ep_at_addr(const char *ep, const char *ip, char *out, size_t cap);
 /* Checks an endpoint pair; path names the kv_events key (replicas[i].kv_events). */
 void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs);
 /* Closes a check: agreed when the events now show its blocks, or when final is

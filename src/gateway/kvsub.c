@@ -26,9 +26,19 @@
  * is asked for by the control thread (gw_kvsub_member), which queues the request
  * under a mutex; the subscriber thread opens and closes streams between two polls,
  * in the order asked. A stream's counters live in a per-slot array that is never
- * freed before exit, so any thread may read them without a lock. */
+ * freed before exit, so any thread may read them without a lock.
+ *
+ * An endpoint whose host is a DNS name is looked up by the subscriber itself
+ * (kvsub_dns.c: its own c-ares channel, with discovery.nameservers, polled in the
+ * same zmq_poll), and its stream opens at the address found: IPv4 when the name has
+ * one, else IPv6 (tcp://[addr]:port, with ZMQ_IPV6). The name is looked up again at
+ * its answer's TTL (1 s to 30 s) and at once when the publisher's socket
+ * disconnects; an address that changes reopens the stream there (its view rebuilt
+ * by replay). A failed lookup keeps the address last found; before the first
+ * answer the replica is tracked approximately (kvname). */
 #include "gateway/gateway.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,11 +46,15 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "gateway/kvsub_dns.h"
 #include "gateway/zmq_dl.h" /* after <zmq.h>: libzmq is opened on first use */
 
 #define RCV_HWM        100000
 #define REPLAY_TIMEOUT (3ull * 1000000000ull)
 #define POLL_MS        50
+#define NAME_TTL_MIN   (1ull * 1000000000ull)  /* a name is looked up again at its TTL, */
+#define NAME_TTL_MAX   (30ull * 1000000000ull) /* within these bounds; */
+#define NAME_RETRY     (1ull * 1000000000ull)  /* and this long after a failure */
 
 typedef struct kvstream {
     uint32_t slot;
@@ -66,6 +80,22 @@ typedef struct kvcmd {
     struct kvcmd *next;
 } kvcmd;
 
+/* A stream whose endpoints name their host by a DNS name (see the top). */
+typedef struct kvname {
+    struct gw_kvsub *k;
+    kvcmd *c;                      /* the stream as asked, with its names; owned */
+    char host[2][256];             /* the publisher's and the replay's name; "": an address */
+    char ip[2][INET6_ADDRSTRLEN];  /* the addresses its stream is open at; "": not open */
+    char got[2][INET6_ADDRSTRLEN]; /* the running lookup's answers */
+    int pending;                   /* lookups in flight, plus one while they are sent */
+    const char *why;               /* the running lookup's first failure; NULL: none */
+    int64_t ttl;                   /* the running lookup's smallest TTL; -1: none */
+    uint64_t next;                 /* the next lookup (monotonic ns) */
+    bool failing;                  /* the last lookup failed (logged once) */
+    bool dropped;                  /* its stream was closed while a lookup ran: freed then */
+    struct kvname *next_name;
+} kvname;
+
 struct gw_kvsub {
     gw_fleet *fleet;
     void *ctx;
@@ -74,7 +104,7 @@ struct gw_kvsub {
     bool thread_started;
     kvstream **s; /* the open streams: the subscriber thread's (before it starts, init's) */
     size_t n, cap;
-    zmq_pollitem_t *items; /* 3 per stream */
+    zmq_pollitem_t *items; /* 3 per stream, then c-ares's sockets */
     uint64_t mon_seq;      /* names the monitors' inproc endpoints */
     /* per slot: its counters, and whether a stream fills them (readers check first) */
     gw_kvsub_stats *stats;
@@ -82,6 +112,9 @@ struct gw_kvsub {
     size_t nslots;
     pthread_mutex_t mu; /* guards the queue of asks */
     kvcmd *head, **tail;
+    gw_kvdns *dns; /* NULL: names are left to libzmq (IPv4, the system's resolver) */
+    kvname *names; /* the streams whose hosts are names */
+    bool closing;  /* kvsub_free runs: answers change nothing */
 };
 
 /* ---- config ------------------------------------------------------------------------- */
@@ -111,6 +144,11 @@ void gw_check_kv_events(const gw_kv_events_cfg *c, size_t i, ir_cfg_errors *errs
     if (c->replay_endpoint && !c->endpoint)
         ir_cfg_errors_add(errs, "replicas[%zu].kv_events.replay_endpoint: needs kv_events.endpoint",
                           i);
+    char why[256];
+    if (gw_ep_zone_problem(c->endpoint, why, sizeof why))
+        ir_cfg_errors_add(errs, "replicas[%zu].kv_events.endpoint: %s", i, why);
+    if (gw_ep_zone_problem(c->replay_endpoint, why, sizeof why))
+        ir_cfg_errors_add(errs, "replicas[%zu].kv_events.replay_endpoint: %s", i, why);
 }
 
 /* ---- clocks and counters -------------------------------------------------------------- */
@@ -328,6 +366,8 @@ static void reconnected(gw_kvsub *k, kvstream *s) {
     ask_replay(s, 0);
 }
 
+static void name_soon(gw_kvsub *k, uint32_t slot);
+
 static void drain_monitor(gw_kvsub *k, kvstream *s) {
     zmq_msg_t f[4];
     for (int budget = 0; budget < 64; budget++) {
@@ -342,6 +382,7 @@ static void drain_monitor(gw_kvsub *k, kvstream *s) {
                 s->ever_connected = true;
             } else if (ev == ZMQ_EVENT_DISCONNECTED) {
                 atomic_store_explicit(&s->st->connected, 0, memory_order_relaxed);
+                name_soon(k, s->slot); /* the engine may have moved */
             }
         }
         close_frames(f, n, 4);
@@ -417,7 +458,8 @@ static bool room_for_one(gw_kvsub *k) {
     size_t cap = k->cap * 2 + 8;
     kvstream **s = realloc(k->s, cap * sizeof *s);
     if (s) k->s = s;
-    zmq_pollitem_t *items = s ? realloc(k->items, cap * 3 * sizeof *items) : NULL;
+    zmq_pollitem_t *items =
+        s ? realloc(k->items, (cap * 3 + GW_KVDNS_SOCKS) * sizeof *items) : NULL;
     if (items) k->items = items;
     if (items) k->cap = cap;
     return items != NULL;
@@ -483,6 +525,147 @@ static void stream_drop(gw_kvsub *k, uint32_t slot) {
     }
 }
 
+/* ---- endpoints named by DNS names (kvname) --------------------------------------------- */
+
+static void name_free(kvname *n) {
+    cmd_free(n->c);
+    free(n);
+}
+
+/* c, when one of its endpoints names its host by a DNS name and the subscriber
+ * can look names up, becomes a kvname (which takes c); false: open it as it is. */
+static bool name_add(gw_kvsub *k, kvcmd *c) {
+    char host[2][256] = {"", ""};
+    if (!k->dns) return false;
+    bool named = gw_ep_dns_host(c->endpoint, host[0], sizeof host[0]);
+    named |= c->replay && gw_ep_dns_host(c->replay, host[1], sizeof host[1]);
+    kvname *n = named ? calloc(1, sizeof *n) : NULL;
+    if (!n) return false; /* out of memory: libzmq resolves it (IPv4) */
+    n->k = k;
+    n->c = c;
+    memcpy(n->host, host, sizeof host);
+    n->next_name = k->names;
+    k->names = n;
+    return true;
+}
+
+static kvname **name_at(gw_kvsub *k, uint32_t slot) {
+    kvname **pp = &k->names;
+    while (*pp && (*pp)->c->slot != slot) pp = &(*pp)->next_name;
+    return pp;
+}
+
+/* Slot's stream closes: its name is no longer followed. */
+static void name_drop(gw_kvsub *k, uint32_t slot) {
+    kvname **pp = name_at(k, slot), *n = *pp;
+    if (!n) return;
+    *pp = n->next_name;
+    if (n->pending)
+        n->dropped = true; /* its last answer frees it */
+    else
+        name_free(n);
+}
+
+static void name_soon(gw_kvsub *k, uint32_t slot) {
+    kvname *n = *name_at(k, slot);
+    if (n && !n->failing) n->next = 0;
+}
+
+/* n's stream opens (again) at the addresses just found. */
+static void name_open(gw_kvsub *k, kvname *n) {
+    kvcmd c = *n->c;
+    char eps[2][GW_EV_ENDPOINT_MAX + INET6_ADDRSTRLEN], err[256];
+    char **dst[2] = {&c.endpoint, &c.replay};
+    for (int j = 0; j < 2; j++) {
+        if (!*dst[j] || !n->host[j][0]) continue;
+        if (gw_ep_at_addr(*dst[j], n->got[j], eps[j], sizeof eps[j])) {
+            IR_WARN("kvsub", "replica %s: the address of %s does not fit its endpoint", c.id,
+                    n->host[j]);
+            return;
+        }
+        *dst[j] = eps[j];
+    }
+    stream_drop(k, c.slot);
+    memcpy(n->ip, n->got, sizeof n->ip);
+    kvstream *s = stream_open(k, &c, err, sizeof err);
+    if (!s) {
+        IR_WARN("kvsub", "replica %s: its KV events cannot be followed at %s (%s)", c.id,
+                c.endpoint, err);
+        n->ip[0][0] = n->ip[1][0] = '\0'; /* tried again at the next answer */
+        return;
+    }
+    ask_replay(s, 0);
+    IR_INFO("kvsub", "replica %s: following its KV events at %s (%s resolves to %s)", c.id,
+            c.endpoint, n->host[0][0] ? n->host[0] : n->host[1],
+            n->host[0][0] ? n->got[0] : n->got[1]);
+}
+
+/* A lookup of n's names ended: open its stream at the addresses found when they
+ * changed; a failure keeps the stream where it is (retried soon, logged once). */
+static void name_settle(gw_kvsub *k, kvname *n) {
+    uint64_t now = now_ns();
+    const char *id = n->c->id, *host = n->host[0][0] ? n->host[0] : n->host[1];
+    if (n->why) {
+        if (!n->failing)
+            IR_WARN("kvsub", "replica %s: looking up %s failed: %s; %s", id, host, n->why,
+                    n->ip[0][0] || n->ip[1][0]
+                        ? "its KV events are followed at the address last found"
+                        : "it is tracked approximately until the name resolves");
+        n->failing = true;
+        n->next = now + NAME_RETRY;
+        return;
+    }
+    if (n->failing) IR_INFO("kvsub", "replica %s: %s resolves again", id, host);
+    n->failing = false;
+    uint64_t ttl = n->ttl < 0 ? NAME_TTL_MAX : (uint64_t)n->ttl * 1000000000ull;
+    n->next = now + IR_MIN(IR_MAX(ttl, NAME_TTL_MIN), NAME_TTL_MAX);
+    if (memcmp(n->ip, n->got, sizeof n->ip) != 0) name_open(k, n);
+}
+
+static void name_done(kvname *n) {
+    if (--n->pending > 0) return;
+    if (n->dropped)
+        name_free(n);
+    else if (!n->k->closing)
+        name_settle(n->k, n);
+}
+
+static void name_answer(kvname *n, int j, const gw_kvdns_answer *a) {
+    if (a->ok) {
+        memcpy(n->got[j], a->ip, sizeof n->got[j]);
+        if (a->ttl >= 0 && (n->ttl < 0 || a->ttl < n->ttl)) n->ttl = a->ttl;
+    } else if (!n->why) {
+        n->why = a->why;
+    }
+    name_done(n);
+}
+
+static void on_pub_name(void *arg, const gw_kvdns_answer *a) {
+    name_answer(arg, 0, a);
+}
+
+static void on_replay_name(void *arg, const gw_kvdns_answer *a) {
+    name_answer(arg, 1, a);
+}
+
+/* The names whose time has come are looked up. */
+static void name_lookups(gw_kvsub *k, uint64_t now) {
+    for (kvname *n = k->names; n; n = n->next_name) {
+        if (n->pending || now < n->next) continue;
+        n->pending = 1; /* held while sending: an answer may come at once */
+        n->why = NULL;
+        n->ttl = -1;
+        memset(n->got, 0, sizeof n->got);
+        gw_kvdns_cb cbs[2] = {on_pub_name, on_replay_name};
+        for (int j = 0; j < 2; j++) {
+            if (!n->host[j][0]) continue;
+            n->pending++;
+            gw_kvdns_lookup(k->dns, n->host[j], cbs[j], n);
+        }
+        name_done(n);
+    }
+}
+
 /* The subscriber thread: the streams asked for since the last poll, in order. */
 static void run_cmds(gw_kvsub *k) {
     pthread_mutex_lock(&k->mu);
@@ -492,7 +675,12 @@ static void run_cmds(gw_kvsub *k) {
     pthread_mutex_unlock(&k->mu);
     while (c) {
         kvcmd *next = c->next;
+        name_drop(k, c->slot);
         stream_drop(k, c->slot);
+        if (c->add && name_add(k, c)) { /* opened when its name resolves */
+            c = next;
+            continue;
+        }
         char err[256];
         kvstream *s = c->add ? stream_open(k, c, err, sizeof err) : NULL;
         if (c->add && !s)
@@ -514,6 +702,7 @@ static void *run(void *arg) {
     for (size_t i = 0; i < k->n; i++) ask_replay(k->s[i], 0); /* joining late: all buffered */
     while (!atomic_load(&k->stop)) {
         run_cmds(k);
+        if (k->dns) name_lookups(k, now_ns());
         size_t n = 0;
         for (size_t i = 0; i < k->n; i++) {
             kvstream *s = k->s[i];
@@ -521,7 +710,14 @@ static void *run(void *arg) {
             if (s->dealer) k->items[n++] = (zmq_pollitem_t){s->dealer, 0, ZMQ_POLLIN, 0};
             if (s->mon) k->items[n++] = (zmq_pollitem_t){s->mon, 0, ZMQ_POLLIN, 0};
         }
-        if (zmq_poll(n ? k->items : NULL, (int)n, POLL_MS) < 0 && zmq_errno() != EINTR) break;
+        size_t nd = k->dns ? gw_kvdns_items(k->dns, k->items + n) : 0;
+        if (zmq_poll(n + nd ? k->items : NULL, (int)(n + nd), POLL_MS) < 0 && zmq_errno() != EINTR)
+            break;
+        if (k->dns) { /* answers may open and close streams (and move k->items) */
+            zmq_pollitem_t dns[GW_KVDNS_SOCKS];
+            memcpy(dns, k->items + n, nd * sizeof dns[0]);
+            gw_kvdns_process(k->dns, dns, nd);
+        }
         uint64_t now = now_ns();
         for (size_t i = 0; i < k->n; i++) {
             kvstream *s = k->s[i];
@@ -566,10 +762,19 @@ static kvcmd *cmd_for(const gw_fleet *f, const gw_replica *r, bool add) {
         cmd_free(c);
         return NULL;
     }
+    gw_ep_unescape_zone(c->endpoint);
+    gw_ep_unescape_zone(c->replay);
     return c;
 }
 
 static void kvsub_free(gw_kvsub *k) {
+    k->closing = true;
+    gw_kvdns_free(k->dns); /* answers what is in flight: dropped names are freed */
+    while (k->names) {
+        kvname *n = k->names;
+        k->names = n->next_name;
+        name_free(n);
+    }
     for (size_t i = 0; i < k->n; i++) stream_close(k, k->s[i]);
     for (size_t i = 0; k->stats && i < k->nslots; i++) /* checks left after a stream closed */
         gw_parity_poll(k->fleet, &k->stats[i], true);
@@ -601,11 +806,20 @@ static gw_kvsub *kvsub_new(gw_fleet *f, char *err, size_t errlen) {
     k->stats = calloc(f->nslots, sizeof *k->stats);
     k->on = calloc(f->nslots, sizeof *k->on);
     k->ctx = zmq_ctx_new();
-    if (!k->stats || !k->on || !k->ctx) {
+    k->items = calloc(GW_KVDNS_SOCKS, sizeof *k->items);
+    if (!k->stats || !k->on || !k->ctx || !k->items) {
         kvsub_free(k);
         snprintf(err, errlen, "out of memory (KV event subscriber)");
         return NULL;
     }
+    char why[256];
+    const gw_config *cfg = atomic_load(&f->cfg);
+    k->dns = gw_kvdns_new(&cfg->discovery.nameservers, why, sizeof why);
+    if (!k->dns)
+        IR_WARN("kvsub",
+                "KV event endpoints named by host name are left to libzmq (IPv4 only, the "
+                "system's resolver): %s",
+                why);
     return k;
 }
 
@@ -638,6 +852,7 @@ int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
         const gw_replica *r = &f->replicas[i];
         if (!r->cfg->kv_events.endpoint) continue;
         kvcmd *c = cmd_for(f, r, true);
+        if (c && name_add(k, c)) continue; /* opened when its name resolves */
         char why[256] = "out of memory";
         kvstream *s = c ? stream_open(k, c, why, sizeof why) : NULL;
         if (c) cmd_free(c);
@@ -647,8 +862,12 @@ int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen) {
             return -1;
         }
     }
+    size_t named = 0; /* counted before the thread may change the lists */
+    for (const kvname *x = k->names; x; x = x->next_name) named++;
+    size_t total = k->n + named;
     if (kvsub_run(f, k, err, errlen)) return -1;
-    IR_INFO("kvsub", "following the KV events of %zu replica(s)", k->n);
+    IR_INFO("kvsub", "following the KV events of %zu replica(s)%s", total,
+            named ? ", some once their hosts' names resolve" : "");
     return 0;
 }
 

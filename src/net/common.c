@@ -1,6 +1,7 @@
 /* common.c: error names, header helpers, error bodies, the header collector. */
 #include "net/net_internal.h"
 
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,8 @@ bool irn__bad_text(const char *s, size_t n, bool allow_space) {
 
 int irn__append_authority(ir_buf *b, const char *host, size_t hl, uint16_t port) {
     bool v6 = memchr(host, ':', hl) != NULL;
+    const char *zone = memchr(host, '%', hl);
+    if (zone) hl = (size_t)(zone - host); /* a zone is the client's own business */
     return (v6 && ir_buf_append_lit(b, "[")) || ir_buf_append(b, host, hl) ||
                    (v6 && ir_buf_append_lit(b, "]")) || ir_buf_append_lit(b, ":") ||
                    ir_buf_append_uint(b, port)
@@ -333,6 +336,31 @@ int irn__split_target(irn_request *req) {
     return req->path ? 0 : -1;
 }
 
+/* An IPv6 address, maybe with a zone (%eth0 or %2): the zone becomes the scope id.
+ * uv_ip6_addr reads only an interface name, and quietly leaves an unknown one (or a
+ * number) as scope 0, which would connect nowhere: so the zone is read here. */
+static int addr6_zoned(const char *host, uint16_t port, struct sockaddr_in6 *out) {
+    const char *pct = strchr(host, '%');
+    char addr[64];
+    size_t an = pct ? (size_t)(pct - host) : strlen(host);
+    if (an >= sizeof addr) return UV_EINVAL;
+    memcpy(addr, host, an);
+    addr[an] = '\0';
+    if (uv_ip6_addr(addr, port, out) != 0) return UV_EINVAL;
+    if (!pct) return 0;
+    out->sin6_scope_id = irn_ip6_zone_index(pct + 1);
+    return out->sin6_scope_id ? 0 : UV_EINVAL;
+}
+
+unsigned irn_ip6_zone_index(const char *zone) {
+    if (!zone || !*zone) return 0;
+    if (strspn(zone, "0123456789") == strlen(zone)) {
+        unsigned long v = strlen(zone) <= 10 ? strtoul(zone, NULL, 10) : 0;
+        return v <= 0xffffffffUL ? (unsigned)v : 0;
+    }
+    return if_nametoindex(zone);
+}
+
 int irn__addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *out) {
     memset(out, 0, sizeof *out);
     if (!host || !*host) host = "0.0.0.0";
@@ -344,8 +372,7 @@ int irn__addr_numeric(const char *host, uint16_t port, struct sockaddr_storage *
         tmp[hl - 2] = '\0';
         host = tmp;
     }
-    if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)out) == 0) return 0;
-    return UV_EINVAL;
+    return addr6_zoned(host, port, (struct sockaddr_in6 *)out);
 }
 
 /* ---- header collector ---------------------------------------------------- */

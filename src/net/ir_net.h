@@ -60,6 +60,12 @@ enum {
 /* Names an IRN_E* or UV_E* code. Never NULL. */
 const char *irn_strerror(int err);
 
+/* The scope id of an IPv6 zone (RFC 4007), as a host written fe80::1%zone carries
+ * it: a number, or the index of the network interface of that name; 0 when it is
+ * neither (an unknown interface, empty, or past 32 bits). A host with a zone
+ * connects (and binds) with that scope id, and never with scope 0. */
+unsigned irn_ip6_zone_index(const char *zone);
+
 /* ---- headers -------------------------------------------------------------
  * Names and values are NUL-terminated as well as counted. */
 typedef struct irn_header {

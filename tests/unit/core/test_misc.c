@@ -48,10 +48,42 @@ static void url_parsing(void **state) {
     assert_int_equal(ir_hostport_parse("nope", host, sizeof host, &port), -1);
 }
 
+/* A link-local address's zone (RFC 4007) inside the brackets: written %eth0 or %2,
+ * or percent-encoded as a URL writes it (RFC 6874: %25eth0); kept as %zone. */
+static void ipv6_zones(void **state) {
+    (void)state;
+    ir_url u;
+    assert_int_equal(ir_url_parse("http://[fe80::1%eth0]:8000/base", &u), 0);
+    assert_string_equal(u.host, "fe80::1%eth0");
+    assert_int_equal(u.port, 8000);
+    assert_string_equal(u.path, "/base");
+    assert_int_equal(ir_url_parse("http://[fe80::1%25eth0]:8000", &u), 0);
+    assert_string_equal(u.host, "fe80::1%eth0");
+    assert_int_equal(ir_url_parse("http://[fe80::1%2]", &u), 0);
+    assert_string_equal(u.host, "fe80::1%2");
+    assert_int_equal(u.port, 80);
+    assert_int_equal(ir_url_parse("http://[fe80::1%25]:1", &u), 0); /* zone "25" */
+    assert_string_equal(u.host, "fe80::1%25");
+    /* An empty zone, a zone with what an interface name never has, a zone outside
+     * brackets. */
+    assert_int_equal(ir_url_parse("http://[fe80::1%]:1", &u), -1);
+    assert_int_equal(ir_url_parse("http://[fe80::1%eth:0]:1", &u), -1);
+    assert_int_equal(ir_url_parse("http://[fe80::1%et%h0]:1", &u), -1);
+    assert_int_equal(ir_url_parse("http://[fe80::1%et h0]:1", &u), -1);
+    assert_int_equal(ir_url_parse("http://host%eth0:1", &u), -1);
+    char host[64];
+    uint16_t port;
+    assert_int_equal(ir_hostport_parse("[fe80::1%25lo]:5557", host, sizeof host, &port), 0);
+    assert_string_equal(host, "fe80::1%lo");
+    assert_int_equal(port, 5557);
+    assert_int_equal(ir_hostport_parse("[fe80::1%lo]:5557", host, 10, &port), -1); /* no room */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rng_is_seeded_and_uniform),
         cmocka_unit_test(url_parsing),
+        cmocka_unit_test(ipv6_zones),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <net/if.h>
 #include <string.h>
 
 #include "net/net_internal.h"
@@ -48,10 +50,42 @@ static void streq_ci(void **state) {
     assert_true(irn__streq_ci("", 0, ""));
 }
 
+/* A link-local address's zone is its socket's scope id (an interface name or a
+ * number), never silently 0; the Host header leaves it out. */
+static void ipv6_zones(void **state) {
+    (void)state;
+    unsigned lo = if_nametoindex("lo");
+    assert_true(lo > 0);
+    assert_int_equal(irn_ip6_zone_index("lo"), lo);
+    assert_int_equal(irn_ip6_zone_index("7"), 7);
+    assert_int_equal(irn_ip6_zone_index("4294967295"), 4294967295u);
+    assert_int_equal(irn_ip6_zone_index("4294967296"), 0);
+    assert_int_equal(irn_ip6_zone_index("no-such-if0"), 0);
+    assert_int_equal(irn_ip6_zone_index(""), 0);
+    struct sockaddr_storage ss;
+    assert_int_equal(irn__addr_numeric("fe80::1%lo", 8000, &ss), 0);
+    const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&ss;
+    assert_int_equal(v6->sin6_family, AF_INET6);
+    assert_int_equal(v6->sin6_scope_id, lo);
+    assert_int_equal(ntohs(v6->sin6_port), 8000);
+    assert_int_equal(irn__addr_numeric("[fe80::1%3]", 1, &ss), 0);
+    assert_int_equal(((const struct sockaddr_in6 *)&ss)->sin6_scope_id, 3);
+    assert_int_equal(irn__addr_numeric("fe80::1%no-such-if0", 1, &ss), UV_EINVAL);
+    assert_int_equal(irn__addr_numeric("fe80::1", 1, &ss), 0);
+    assert_int_equal(((const struct sockaddr_in6 *)&ss)->sin6_scope_id, 0);
+    ir_buf b;
+    ir_buf_init(&b, 256);
+    assert_int_equal(irn__append_authority(&b, "fe80::1%eth0", 12, 8000), 0);
+    assert_int_equal(b.len, strlen("[fe80::1]:8000"));
+    assert_memory_equal(b.data, "[fe80::1]:8000", b.len);
+    ir_buf_free(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_text_matches_reference),
         cmocka_unit_test(streq_ci),
+        cmocka_unit_test(ipv6_zones),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
