@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <netdb.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,14 +168,9 @@ static void more_unlink(conn *c) {
 /* Runs once a turn while the queue holds anyone (an active idle handle also keeps
  * the loop from blocking in its poll): each connection queued gets one unit of its
  * input taken up, in order, while the turn's budget lasts; one that has more left
- * goes to the back. Held-back input is the least urgent work there is (a flood, a
- * long pipeline), so the thread first yields its CPU: a thread waiting to run on
- * it (another worker, an engine, a client on a shared machine) goes first, and a
- * flood is taken up in turns of 100 us between the others' work. With nothing
- * else to run, sched_yield returns at once. */
+ * goes to the back. */
 static void on_more(uv_idle_t *i) {
     irn_server *srv = i->data;
-    if (srv->more_head) sched_yield();
     conn *last = srv->more_tail;
     while (srv->more_head && !turn_spent(srv)) {
         conn *c = srv->more_head;
