@@ -91,15 +91,19 @@ function attack(gw) {
   return async () => { stop = true; await all; return { hostile: n, wrong_outcomes: bad }; };
 }
 
-// `perf sched` over `ms`, then each wake-up's delay to running for the given pids
+// `perf sched` over `ms`; then each wake-up's delay to running for the given pids
 // (name -> pid), and who ran on that CPU while the wake-ups that waited over
 // 200 us waited: CPU time by process (the given names, else "other"), in us,
 // by the process that waited.
-async function perfSched(ms, pids) {
+async function perfRecord(ms) {
   const file = `/tmp/hostile-latency-${process.pid}.perf`;
   await new Promise((r) => execFile('perf', ['sched', 'record', '-o', file, '--', 'sleep', String(ms / 1000)], { maxBuffer: 1e7 }, r));
   const text = await new Promise((r) => execFile('perf', ['sched', 'timehist', '-i', file], { maxBuffer: 1 << 30 }, (e, so) => r(so || '')));
   fs.rmSync(file, { force: true });
+  return text;
+}
+// Parsed once the phase is over (parsing blocks this process, the attackers').
+function perfParse(text, pids) {
   const byPid = new Map(Object.entries(pids).map(([k, v]) => [String(v), k]));
   const runs = [], waits = []; // runs: [cpu, from, to, who]; waits: [cpu, from, to]
   const delays = Object.fromEntries(Object.keys(pids).map((k) => [k, []]));
@@ -160,7 +164,7 @@ async function phase(mode, attacked, round) {
   let perf = null;
   if (round < PERF_ROUNDS) {
     await sleep(300);
-    perf = perfSched(1000, { gateway: gw.child.pid, sim: simPid, client: cl.pid, attackers: process.pid });
+    perf = perfRecord(1000);
   }
   const client = await cl.done;
   const g1 = schedstat(gw.child.pid), s1 = simPid ? schedstat(simPid) : null, n1 = schedstat(process.pid);
@@ -182,7 +186,7 @@ async function phase(mode, attacked, round) {
     sched_wait_us_per_slice: { gateway: waitPerSlice(g0, g1), sim: s0 ? waitPerSlice(s0, s1) : null, client: client.wait_us_per_slice },
     cpu: { gateway: share(g0, g1), sim: s0 ? share(s0, s1) : null, attackers: share(n0, n1), client: client.cpu_s ? +(client.cpu_s * 1e9 / wallNs).toFixed(2) : null },
   };
-  if (perf) rec.perf_sched = await perf;
+  if (perf) rec.perf_sched = perfParse(await perf, { gateway: gw.child.pid, sim: simPid, client: cl.pid, attackers: process.pid });
   console.log(JSON.stringify(rec));
   if (out) fs.appendFileSync(out, JSON.stringify(rec) + '\n');
   return rec;
