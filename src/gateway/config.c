@@ -188,7 +188,7 @@ static const ir_cfg_field logging_fields[] = {
     F(gw_logging_cfg, "log_prompts", IR_CFG_BOOL, log_prompts, "false",
       "log request bodies at debug level (off: bodies are never logged)"),
     F(gw_logging_cfg, "access_log", IR_CFG_BOOL, access_log, "false",
-      "one info line per proxied request"),
+      "one info line per proxied request (ms, and engine_ms: the engine's share)"),
 };
 static const ir_cfg_schema logging_schema = {"logging", logging_fields,
                                              IR_ARRAY_LEN(logging_fields), sizeof(gw_logging_cfg)};

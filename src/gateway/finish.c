@@ -2,6 +2,14 @@
  * The KV index's feedback and per-request metrics join here as they land. */
 #include "gateway/request.h"
 
+/* The engine's share of the request's time: from the last attempt's send to its
+ * response head, in ms; -1 when no engine answered. The rest of `ms` is the
+ * gateway's (and its loop's) own time, and the body's transfer. */
+static double engine_ms(const gw_req *r) {
+    if (!r->up_sent || r->up_head < r->up_sent) return -1;
+    return (double)(r->up_head - r->up_sent) / 1e6;
+}
+
 /* In the json format, each of the access log's values is a field of its own. */
 static void access_json(const gw_req *r, double ms) {
     ir_log_field f[] = {
@@ -11,6 +19,7 @@ static void access_json(const gw_req *r, double ms) {
         {"status", NULL, r->status},
         {"attempts", NULL, r->attempt},
         {"ms", NULL, ms},
+        {"engine_ms", NULL, engine_ms(r)},
         {"prompt_tokens", NULL, (double)r->prompt_tokens},
         {"client_gone", NULL, r->client_gone},
     };
@@ -27,8 +36,9 @@ void gw_finish(gw_req *r) {
         return;
     }
     IR_INFO("access",
-            "id=%s model=%s replica=%s status=%d attempts=%d ms=%.3f prompt_tokens=%llu%s", r->rid,
-            r->model ? r->model->cfg->name : "-", r->last_replica ? r->last_replica : "-",
-            r->status, r->attempt, ms, (unsigned long long)r->prompt_tokens,
+            "id=%s model=%s replica=%s status=%d attempts=%d ms=%.3f engine_ms=%.3f "
+            "prompt_tokens=%llu%s",
+            r->rid, r->model ? r->model->cfg->name : "-", r->last_replica ? r->last_replica : "-",
+            r->status, r->attempt, ms, engine_ms(r), (unsigned long long)r->prompt_tokens,
             r->client_gone ? " client_gone=1" : "");
 }

@@ -79,6 +79,8 @@ void gw_forward(gw_req *r) {
         gw_req_fail(r, 502, "cannot start the upstream request");
         return;
     }
+    r->up_sent = now;
+    r->up_head = 0;
     gw_req_wait_head(r);
 }
 

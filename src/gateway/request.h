@@ -139,6 +139,9 @@ struct gw_req {
     size_t nparts;
     char rid[160];
     uint64_t arrival, deadline;
+    /* The last attempt's send to its engine and that engine's response head (0: none
+     * yet), for the access log's engine share of the request's time. */
+    uint64_t up_sent, up_head;
     uint64_t prepare_start; /* when stage 3 began (inferrail_tokenize_seconds) */
     uint64_t prompt_tokens;
     int attempt;

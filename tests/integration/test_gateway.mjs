@@ -572,6 +572,10 @@ test('the access log writes one line per request, and never the body', async () 
     await r.arrayBuffer();
     await waitFor('the access log line', () => /access: id=logme/.test(gw.log.text), 5000).catch(() => {});
     assert.match(gw.log.text, /access: id=logme model=inferrail\/sim-8b replica=s0 status=200 attempts=1/);
+    // The engine's share (send to response head) is part of the request's time.
+    const t = /access: id=logme .* ms=([\d.]+) engine_ms=([\d.]+) /.exec(gw.log.text);
+    assert.ok(t, gw.log.text);
+    assert.ok(Number(t[2]) > 0 && Number(t[2]) <= Number(t[1]), t[0]);
     assert.ok(!gw.log.text.includes('a secret prompt'));
   } finally {
     await gw.stop();
