@@ -56,11 +56,15 @@ int gw_tokset_load(const gw_model_cfg *c, size_t i, const gw_tokenizer_cfg *tc, 
     t->kind = GW_TOK_HF;
     if (tc && tc->cache_tokens > 0) t->tcache = irt_cache_new(t->hf, (size_t)tc->cache_tokens);
     if (tc && tc->parse_cache_bytes) t->pcache = irt_parse_cache_new(tc->parse_cache_bytes);
-    if (irt_chat_uses_harmony(t->chat))
-        IR_WARN("fleet",
-                "models[%zu].tokenizer: model %s is gpt-oss, whose chats vLLM renders "
-                "with openai-harmony; its chats route without cache predictions",
-                i, c->name);
+    if (irt_chat_uses_harmony(t->chat)) {
+        char today[64];
+        irt_harmony_today(today);
+        IR_INFO("fleet",
+                "models[%zu].tokenizer: model %s is gpt-oss: its chats are rendered as vLLM "
+                "renders them with openai-harmony, dated %s (VLLM_SYSTEM_START_DATE, else the "
+                "local date)",
+                i, c->name, today);
+    }
     *out = t;
     return 0;
 }

@@ -37,7 +37,18 @@ static int handle_chat(const irt_tokenizer *t, const irt_chat *chat, const json_
     char err[512], msg[640];
     ir_buf text;
     ir_buf_init(&text, (size_t)1 << 30);
-    int e = irt_chat_render(chat, root, &text, err, sizeof err);
+    int e;
+    if (irt_chat_uses_harmony(chat)) { /* gpt-oss: openai-harmony, not a template */
+        ids->len = 0;
+        e = irt_harmony_ids(t, NULL, root, NULL, ids, err, sizeof err);
+        ir_buf_free(&text);
+        if (e == IRT_OK)
+            print_ids(ids);
+        else
+            print_error(err);
+        return e == IRT_OK ? 0 : -1;
+    }
+    e = irt_chat_render(chat, root, &text, err, sizeof err);
     if (e == IRT_OK) {
         bool add = json_is_true(json_object_get(root, "add_special_tokens"));
         e = irt_encode(t, text.data ? text.data : "", text.len, add, ids);
