@@ -10,7 +10,8 @@
  * {"type": "function", "function": {"name", "description", "parameters"}}),
  * as openai-harmony's template_tools_section writes it, appended to out.
  * IRT_EUNSUPPORTED for a schema value whose text the gateway cannot write
- * exactly as serde_json would (reals in defaults, numbers past 64 bits),
+ * exactly as serde_json would (reals in defaults, numbers past 64 bits,
+ * schemas nested over 48 levels),
  * IRT_EINVAL for a tool without a name, IRT_ENOMEM. */
 int irt_harmony_tools_section(const json_t *tools, ir_buf *out);
 

@@ -11,6 +11,11 @@
 
 #define PUT(b, s) ir_buf_append((b), (s), strlen(s))
 
+/* Schemas nested deeper are not followed (the recursion stays bounded). */
+#define HM_MAX_DEPTH 48
+
+static int schema_ts(const json_t *schema, const char *indent, ir_buf *out, int depth);
+
 /* The member key of o when it is a string, else NULL (serde's as_str). */
 static const char *str_of(const json_t *o, const char *key) {
     return json_string_value(json_object_get(o, key));
@@ -118,11 +123,11 @@ static bool nullable(const json_t *s) {
 }
 
 /* A variant's type, with " | null" when it is nullable and says no null. */
-static int put_variant_type(ir_buf *b, const json_t *variant, const char *indent) {
+static int put_variant_type(ir_buf *b, const json_t *variant, const char *indent, int depth) {
     char sub[256];
     if (snprintf(sub, sizeof sub, "%s   ", indent) >= (int)sizeof sub) return IRT_EUNSUPPORTED;
     size_t from = b->len;
-    int rc = irt_harmony_schema_ts(variant, sub, b);
+    int rc = schema_ts(variant, sub, b, depth + 1);
     if (rc) return rc;
     if (nullable(variant) && !memmem(b->data + from, b->len - from, "null", 4))
         return PUT(b, " | null") ? IRT_ENOMEM : IRT_OK;
@@ -131,13 +136,13 @@ static int put_variant_type(ir_buf *b, const json_t *variant, const char *indent
 
 /* A top-level oneOf: each variant on a line of its own, with its
  * description and default as a trailing comment. */
-static int one_of(ir_buf *b, const json_t *arr, const char *indent) {
+static int one_of(ir_buf *b, const json_t *arr, const char *indent, int depth) {
     size_t i;
     json_t *v;
     json_array_foreach(arr, i, v) {
         int rc;
         if (ir_buf_appendf(b, "\n%s | ", indent)) return IRT_ENOMEM;
-        if ((rc = put_variant_type(b, v, indent))) return rc;
+        if ((rc = put_variant_type(b, v, indent, depth))) return rc;
         const char *desc = str_of(v, "description");
         bool dflt = json_object_get(v, "default") != NULL;
         if (!desc && !dflt) continue;
@@ -168,7 +173,7 @@ static int prop_comments(ir_buf *b, const json_t *val, const char *indent) {
 /* A property whose value is a oneOf list: its description and default
  * above its name, then one " | variant" line each. */
 static int prop_one_of(ir_buf *b, const char *key, bool req, const json_t *val, const json_t *arr,
-                       const char *indent) {
+                       const char *indent, int depth) {
     const char *pdesc = str_of(val, "description");
     const char *first = str_of(json_array_get(arr, 0), "description");
     bool above = pdesc && !(first && !strcmp(first, pdesc));
@@ -184,7 +189,7 @@ static int prop_one_of(ir_buf *b, const char *key, bool req, const json_t *val, 
     json_t *v;
     json_array_foreach(arr, i, v) {
         if (ir_buf_appendf(b, "%s | ", indent)) return IRT_ENOMEM;
-        if ((rc = put_variant_type(b, v, indent))) return rc;
+        if ((rc = put_variant_type(b, v, indent, depth))) return rc;
         const char *desc = str_of(v, "description");
         if ((i == 0 && above) || (desc && pdesc && !strcmp(desc, pdesc))) desc = NULL;
         bool dflt = json_object_get(v, "default") != NULL;
@@ -208,12 +213,13 @@ static bool required(const json_t *schema, const char *key) {
 }
 
 /* One ordinary property: "key?: type, // default: ...". */
-static int prop_plain(ir_buf *b, const char *key, bool req, const json_t *val, const char *indent) {
+static int prop_plain(ir_buf *b, const char *key, bool req, const json_t *val, const char *indent,
+                      int depth) {
     char sub[256];
     if (snprintf(sub, sizeof sub, "%s    ", indent) >= (int)sizeof sub) return IRT_EUNSUPPORTED;
     if (ir_buf_appendf(b, "%s%s%s: ", indent, key, req ? "" : "?")) return IRT_ENOMEM;
     size_t from = b->len;
-    int rc = irt_harmony_schema_ts(val, sub, b);
+    int rc = schema_ts(val, sub, b, depth + 1);
     if (rc) return rc;
     if (nullable(val) && !memmem(b->data + from, b->len - from, "null", 4) &&
         ir_buf_append_lit(b, " | null"))
@@ -226,7 +232,7 @@ static int prop_plain(ir_buf *b, const char *key, bool req, const json_t *val, c
     return ir_buf_append_lit(b, "\n") ? IRT_ENOMEM : IRT_OK;
 }
 
-static int object_ts(ir_buf *b, const json_t *schema, const char *indent) {
+static int object_ts(ir_buf *b, const json_t *schema, const char *indent, int depth) {
     const char *desc = str_of(schema, "description");
     if (desc && ir_buf_appendf(b, "%s// %s\n", indent, desc)) return IRT_ENOMEM;
     if (ir_buf_append_lit(b, "{\n")) return IRT_ENOMEM;
@@ -238,8 +244,8 @@ static int object_ts(ir_buf *b, const json_t *schema, const char *indent) {
         int rc = prop_comments(b, val, indent);
         json_t *arr = json_object_get(val, "oneOf");
         if (!rc)
-            rc = json_is_array(arr) ? prop_one_of(b, key, req, val, arr, indent)
-                                    : prop_plain(b, key, req, val, indent);
+            rc = json_is_array(arr) ? prop_one_of(b, key, req, val, arr, indent, depth)
+                                    : prop_plain(b, key, req, val, indent, depth);
         if (rc) return rc;
     }
     return ir_buf_appendf(b, "%s}", indent) ? IRT_ENOMEM : IRT_OK;
@@ -270,9 +276,10 @@ static int type_list(ir_buf *b, const json_t *types) {
     return n ? IRT_OK : 1;
 }
 
-int irt_harmony_schema_ts(const json_t *schema, const char *indent, ir_buf *out) {
+static int schema_ts(const json_t *schema, const char *indent, ir_buf *out, int depth) {
+    if (depth > HM_MAX_DEPTH) return IRT_EUNSUPPORTED;
     json_t *arr = json_object_get(schema, "oneOf");
-    if (json_is_array(arr)) return one_of(out, arr, indent);
+    if (json_is_array(arr)) return one_of(out, arr, indent, depth);
     json_t *type = json_object_get(schema, "type");
     if (json_is_array(type)) {
         int rc = type_list(out, type);
@@ -280,7 +287,7 @@ int irt_harmony_schema_ts(const json_t *schema, const char *indent, ir_buf *out)
     }
     const char *ty = json_string_value(type);
     if (!ty) return PUT(out, "any") ? IRT_ENOMEM : IRT_OK;
-    if (!strcmp(ty, "object")) return object_ts(out, schema, indent);
+    if (!strcmp(ty, "object")) return object_ts(out, schema, indent, depth);
     if (!strcmp(ty, "string")) return string_ts(out, schema);
     const char *simple = !strcmp(ty, "number") || !strcmp(ty, "integer") ? "number"
                          : !strcmp(ty, "boolean")                        ? "boolean"
@@ -289,8 +296,12 @@ int irt_harmony_schema_ts(const json_t *schema, const char *indent, ir_buf *out)
     if (simple) return PUT(out, simple) ? IRT_ENOMEM : IRT_OK;
     json_t *items = json_object_get(schema, "items");
     if (!items) return PUT(out, "Array<any>") ? IRT_ENOMEM : IRT_OK;
-    int rc = irt_harmony_schema_ts(items, indent, out);
+    int rc = schema_ts(items, indent, out, depth + 1);
     return rc ? rc : PUT(out, "[]") ? IRT_ENOMEM : IRT_OK;
+}
+
+int irt_harmony_schema_ts(const json_t *schema, const char *indent, ir_buf *out) {
+    return schema_ts(schema, indent, out, 0);
 }
 
 /* Each line of s as Rust's str::lines() gives them (split at \n, a \r
