@@ -133,7 +133,10 @@ static void usage(FILE *f) {
                "        or builtin:sim (the simulator's tokenizer, chat bodies included)\n"
                "  INPUT: an OpenAI completions or chat body; with --jsonl, one body per line.\n"
                "        Chats are rendered with the model's chat template as vLLM prepares\n"
-               "        them, and tokenized without adding special tokens\n");
+               "        them, and tokenized without adding special tokens; a gpt-oss model\n"
+               "        directory's chats (config.json model_type gpt_oss) are rendered as\n"
+               "        vLLM renders them with openai-harmony, dated $VLLM_SYSTEM_START_DATE\n"
+               "        when set, else today's local date\n");
 }
 
 int irt_cli_main(int argc, char **argv) {

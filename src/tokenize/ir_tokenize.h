@@ -255,7 +255,8 @@ void irt_harmony_today(char out[64]);
 
 /* Whether vLLM renders this model's chats with openai-harmony rather than a
  * template (gpt-oss: config.json's model_type "gpt_oss" in the spec's
- * directory). Its chats are then IRT_EUNSUPPORTED; completions are not affected. */
+ * directory). irt_chat_render then refuses its chats (IRT_EUNSUPPORTED): render
+ * them with irt_harmony_ids. Completions are not affected. */
 bool irt_chat_uses_harmony(const irt_chat *c);
 /* "string" or "openai": the content format in force. */
 const char *irt_chat_content_format(const irt_chat *c);
