@@ -417,6 +417,18 @@ static int render(const sink *o, const hm_msg *m, const char *date, const char *
     return rc;
 }
 
+int irt_harmony_check(const irt_tokenizer *t, char *err, size_t errlen) {
+    static const char *const marks[] = {"<|start|>", "<|message|>", "<|end|>", "<|channel|>",
+                                        "<|call|>"};
+    for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
+        if (irt_token_to_id(t, marks[i], strlen(marks[i])) < 0) {
+            snprintf(err, errlen, "a gpt-oss model (config.json) whose tokenizer lacks %s",
+                     marks[i]);
+            return IRT_EMODEL;
+        }
+    return IRT_OK;
+}
+
 void irt_harmony_today(char out[64]) {
     const char *env = getenv("VLLM_SYSTEM_START_DATE");
     if (env && *env) {

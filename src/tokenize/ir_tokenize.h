@@ -248,6 +248,9 @@ bool irt_chat_has_template(const irt_chat *c);
  * Thread-safe. */
 int irt_harmony_ids(const irt_tokenizer *t, irt_cache *cache, const json_t *body, const char *date,
                     irt_ids *ids, char *err, size_t errlen);
+/* IRT_OK when t has every marker irt_harmony_ids writes, else IRT_EMODEL with
+ * err naming the first one missing. */
+int irt_harmony_check(const irt_tokenizer *t, char *err, size_t errlen);
 /* The date vLLM's gpt-oss system message carries: $VLLM_SYSTEM_START_DATE when
  * set and not empty (vLLM's own setting), else today's date on this process's
  * local clock (TZ), as YYYY-MM-DD, as vLLM's datetime.now() gives it. */

@@ -188,6 +188,30 @@ static void test_refusals(void **state) {
     irt_free(t);
 }
 
+/* A tokenizer without Harmony's markers is refused by name. */
+static void test_check(void **state) {
+    (void)state;
+    irt_tokenizer *t = gptoss();
+    char err[256];
+    assert_int_equal(irt_harmony_check(t, err, sizeof err), IRT_OK);
+    irt_free(t);
+    static const char bare[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[{\"id\":2,\"content\":\"<|start|>\","
+        "\"special\":true,\"lstrip\":false,\"rstrip\":false,\"single_word\":false,"
+        "\"normalized\":false}],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},"
+        "\"merges\":[]}}";
+    t = irt_load_json(bare, sizeof bare - 1, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    assert_int_equal(irt_harmony_check(t, err, sizeof err), IRT_EMODEL);
+    assert_non_null(strstr(err, "<|message|>"));
+    json_t *body = json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", "ab");
+    irt_ids ids = {0};
+    assert_int_equal(irt_harmony_ids(t, NULL, body, "d", &ids, err, sizeof err), IRT_EMODEL);
+    assert_int_equal(ids.len, 0);
+    json_decref(body);
+    irt_free(t);
+}
+
 /* Schema text pieces that need no tokenizer. */
 static void test_schema_ts(void **state) {
     (void)state;
@@ -228,7 +252,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens),   cmocka_unit_test(test_marker_text_is_text),
         cmocka_unit_test(test_today),     cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_schema_ts),
+        cmocka_unit_test(test_schema_ts), cmocka_unit_test(test_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
