@@ -53,7 +53,7 @@ static int hf_chat_ids(const gw_tokset *m, const json_t *body, gw_prompt *p) {
     char err[256];
     /* gpt-oss: vLLM renders the chat with openai-harmony, not a template */
     if (irt_chat_uses_harmony(m->chat))
-        return irt_harmony_ids(m->hf, m->tcache, body, NULL, &p->ids, err, sizeof err);
+        return irt_harmony_ids(m->hf, m->tcache, body, NULL, &p->ids, &p->text, err, sizeof err);
     int rc = irt_chat_render(m->chat, body, &p->text, err, sizeof err);
     if (rc != IRT_OK) return rc;
     bool add = json_is_true(json_object_get(body, "add_special_tokens"));

@@ -40,7 +40,7 @@ static int handle_chat(const irt_tokenizer *t, const irt_chat *chat, const json_
     int e;
     if (irt_chat_uses_harmony(chat)) { /* gpt-oss: openai-harmony, not a template */
         ids->len = 0;
-        e = irt_harmony_ids(t, NULL, root, NULL, ids, err, sizeof err);
+        e = irt_harmony_ids(t, NULL, root, NULL, ids, NULL, err, sizeof err);
         ir_buf_free(&text);
         if (e == IRT_OK)
             print_ids(ids);

@@ -343,15 +343,18 @@ typedef struct sink {
     const irt_tokenizer *t;
     irt_cache *cache;
     irt_ids *ids;
+    ir_buf *text; /* the prompt's text too, or NULL */
 } sink;
 
-static int text(const sink *o, const char *s, size_t n) {
+static int put_text(const sink *o, const char *s, size_t n) {
+    if (o->text && ir_buf_append(o->text, s, n)) return IRT_ENOMEM;
     return irt_encode_ordinary(o->t, o->cache, s, n, o->ids);
 }
 
 static int mark(const sink *o, const char *tok) {
     int64_t id = irt_token_to_id(o->t, tok, strlen(tok));
     if (id < 0) return IRT_EMODEL;
+    if (o->text && ir_buf_append(o->text, tok, strlen(tok))) return IRT_ENOMEM;
     return irt_ids_push(o->ids, (uint32_t)id);
 }
 
@@ -383,7 +386,7 @@ static int content(const sink *o, const hm_msg *m, const char *date, const char 
         size_t i;
         json_t *p;
         json_array_foreach(m->parts, i, p) {
-            int rc = text(o, json_string_value(p), json_string_length(p));
+            int rc = put_text(o, json_string_value(p), json_string_length(p));
             if (rc) return rc;
         }
         return IRT_OK;
@@ -391,7 +394,7 @@ static int content(const sink *o, const hm_msg *m, const char *date, const char 
     ir_buf b;
     ir_buf_init(&b, (size_t)256 << 20);
     int rc = m->kind == HM_SYSTEM ? system_text(&b, date, effort, fn_tools) : developer_text(&b, m);
-    if (!rc) rc = text(o, b.data ? b.data : "", b.len);
+    if (!rc) rc = put_text(o, b.data ? b.data : "", b.len);
     ir_buf_free(&b);
     return rc;
 }
@@ -401,15 +404,15 @@ static int content(const sink *o, const hm_msg *m, const char *date, const char 
 static int render(const sink *o, const hm_msg *m, const char *date, const char *effort,
                   bool fn_tools) {
     int rc = mark(o, "<|start|>");
-    if (!rc) rc = text(o, m->role, strlen(m->role));
+    if (!rc) rc = put_text(o, m->role, strlen(m->role));
     if (!rc && m->recipient && strcmp(m->recipient, "all")) {
         char *r = join2(" to=", m->recipient);
-        rc = r ? text(o, r, strlen(r)) : IRT_ENOMEM;
+        rc = r ? put_text(o, r, strlen(r)) : IRT_ENOMEM;
         free(r);
     }
     if (!rc && m->channel) rc = mark(o, "<|channel|>");
-    if (!rc && m->channel) rc = text(o, m->channel, strlen(m->channel));
-    if (!rc && m->json_type) rc = text(o, " json", 5);
+    if (!rc && m->channel) rc = put_text(o, m->channel, strlen(m->channel));
+    if (!rc && m->json_type) rc = put_text(o, " json", 5);
     if (!rc) rc = mark(o, "<|message|>");
     if (!rc) rc = content(o, m, date, effort, fn_tools);
     bool call = m->role && !strcmp(m->role, "assistant") && m->recipient;
@@ -441,7 +444,7 @@ void irt_harmony_today(char out[64]) {
 }
 
 int irt_harmony_ids(const irt_tokenizer *t, irt_cache *cache, const json_t *body, const char *date,
-                    irt_ids *ids, char *err, size_t errlen) {
+                    irt_ids *ids, ir_buf *text, char *err, size_t errlen) {
     if (!t || !ids || !json_is_object(body)) {
         snprintf(err, errlen, "the body is not a JSON object");
         return IRT_EINVAL;
@@ -452,8 +455,8 @@ int irt_harmony_ids(const irt_tokenizer *t, irt_cache *cache, const json_t *body
     const char *effort = NULL;
     bool fn_tools = false;
     build(&h, body, &effort, &fn_tools);
-    sink o = {.t = t, .cache = cache, .ids = ids};
-    size_t from = ids->len;
+    sink o = {.t = t, .cache = cache, .ids = ids, .text = text};
+    size_t from = ids->len, tfrom = text ? text->len : 0;
     for (size_t i = 0; !h.rc && i < h.n; i++) {
         int rc = render(&o, &h.m[i], date, effort, fn_tools);
         if (rc)
@@ -463,10 +466,11 @@ int irt_harmony_ids(const irt_tokenizer *t, irt_cache *cache, const json_t *body
     }
     if (!h.rc) {
         int rc = mark(&o, "<|start|>");
-        if (!rc) rc = text(&o, "assistant", 9);
+        if (!rc) rc = put_text(&o, "assistant", 9);
         if (rc) fail(&h, rc, "cannot encode the conversation");
     }
     hm_free(&h);
     if (h.rc) ids->len = from;
+    if (h.rc && text) text->len = tfrom;
     return h.rc;
 }

@@ -241,13 +241,14 @@ bool irt_chat_has_template(const irt_chat *c);
  * instructions, and the function tools as a TypeScript namespace; then the
  * conversation), rendered to ids with t, each text piece encoded as plain text,
  * ending "<|start|>assistant". date is the system message's "Current date"
- * (NULL: irt_harmony_today()). The ids are APPENDED to ids. Returns IRT_OK;
+ * (NULL: irt_harmony_today()). The ids are APPENDED to ids, and the prompt's
+ * text (markers written out) to text unless it is NULL. Returns IRT_OK;
  * IRT_EINVAL for a request vLLM refuses; IRT_EUNSUPPORTED for one the gateway
  * does not follow (image or refusal parts, schema values it cannot print
  * exactly), with err saying why; IRT_EMODEL when t lacks Harmony's markers.
  * Thread-safe. */
 int irt_harmony_ids(const irt_tokenizer *t, irt_cache *cache, const json_t *body, const char *date,
-                    irt_ids *ids, char *err, size_t errlen);
+                    irt_ids *ids, ir_buf *text, char *err, size_t errlen);
 /* IRT_OK when t has every marker irt_harmony_ids writes, else IRT_EMODEL with
  * err naming the first one missing. */
 int irt_harmony_check(const irt_tokenizer *t, char *err, size_t errlen);

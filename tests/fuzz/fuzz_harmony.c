@@ -53,9 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *body = irt_json_loads((const char *)data, size, JSON_ALLOW_NUL, &je);
     if (!body) return 0;
     irt_ids ids = {0};
+    ir_buf text;
+    ir_buf_init(&text, 4 << 20);
     char err[256] = "";
     if (irt_ids_push(&ids, 7)) abort(); /* something before: it must stay */
-    int rc = irt_harmony_ids(t, NULL, body, "2026-01-01", &ids, err, sizeof err);
+    int rc = irt_harmony_ids(t, NULL, body, "2026-01-01", &ids, &text, err, sizeof err);
     if (rc != IRT_OK && (ids.len != 1 || !err[0])) abort();
     if (rc == IRT_OK) {
         if (ids.len < 1 + 1 + 9 || ids.ids[0] != 7) abort();
@@ -66,6 +68,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                    9 * sizeof(uint32_t)))
             abort();
     }
+    /* the text: a refusal leaves none, a prompt ends with the generation prompt */
+    if (rc != IRT_OK && text.len) abort();
+    if (rc == IRT_OK &&
+        (text.len < 18 || memcmp(text.data + text.len - 18, "<|start|>assistant", 18)))
+        abort();
+    ir_buf_free(&text);
     irt_ids_free(&ids);
     json_decref(body);
     return 0;

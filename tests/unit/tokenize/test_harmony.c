@@ -46,7 +46,10 @@ static void check_case(const irt_tokenizer *t, irt_cache *cache, json_t *row) {
     int rc_want = expected_rc(json_string_value(json_object_get(row, "refuse")));
     irt_ids got = {0};
     char err[256] = "";
-    int rc = irt_harmony_ids(t, cache, json_object_get(row, "body"), date, &got, err, sizeof err);
+    ir_buf text;
+    ir_buf_init(&text, 1 << 20);
+    int rc =
+        irt_harmony_ids(t, cache, json_object_get(row, "body"), date, &got, &text, err, sizeof err);
     if (rc != rc_want) fail_msg("%s: rc %d (%s), want %d", name, rc, err, rc_want);
     if (rc == IRT_OK) {
         if (got.len != json_array_size(want))
@@ -55,11 +58,17 @@ static void check_case(const irt_tokenizer *t, irt_cache *cache, json_t *row) {
             if (got.ids[i] != (uint32_t)json_integer_value(json_array_get(want, i)))
                 fail_msg("%s: id %zu is %u, want %lld", name, i, got.ids[i],
                          (long long)json_integer_value(json_array_get(want, i)));
+        json_t *wt = json_object_get(row, "text");
+        if (text.len != json_string_length(wt) ||
+            memcmp(text.data, json_string_value(wt), text.len))
+            fail_msg("%s: text differs: %.*s", name, (int)text.len, text.data);
     } else {
         assert_int_equal(got.len, 0);
+        assert_int_equal(text.len, 0);
         assert_true(err[0] != '\0');
     }
     irt_ids_free(&got);
+    ir_buf_free(&text);
 }
 
 static void test_goldens(void **state) {
@@ -135,8 +144,8 @@ static void test_today(void **state) {
     irt_ids a = {0}, b = {0};
     char err[256];
     irt_harmony_today(d);
-    assert_int_equal(irt_harmony_ids(t, NULL, body, NULL, &a, err, sizeof err), IRT_OK);
-    assert_int_equal(irt_harmony_ids(t, NULL, body, d, &b, err, sizeof err), IRT_OK);
+    assert_int_equal(irt_harmony_ids(t, NULL, body, NULL, &a, NULL, err, sizeof err), IRT_OK);
+    assert_int_equal(irt_harmony_ids(t, NULL, body, d, &b, NULL, err, sizeof err), IRT_OK);
     assert_int_equal(a.len, b.len);
     assert_memory_equal(a.ids, b.ids, a.len * sizeof(uint32_t));
     json_decref(body);
@@ -179,7 +188,7 @@ static void test_refusals(void **state) {
         assert_non_null(b);
         irt_ids ids = {0};
         char err[256] = "";
-        int rc = irt_harmony_ids(t, NULL, b, "2026-01-01", &ids, err, sizeof err);
+        int rc = irt_harmony_ids(t, NULL, b, "2026-01-01", &ids, NULL, err, sizeof err);
         if (rc != cases[i].rc) fail_msg("case %zu: rc %d (%s), want %d", i, rc, err, cases[i].rc);
         assert_true(err[0] != '\0');
         json_decref(b);
@@ -206,7 +215,7 @@ static void test_check(void **state) {
     assert_non_null(strstr(err, "<|message|>"));
     json_t *body = json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", "ab");
     irt_ids ids = {0};
-    assert_int_equal(irt_harmony_ids(t, NULL, body, "d", &ids, err, sizeof err), IRT_EMODEL);
+    assert_int_equal(irt_harmony_ids(t, NULL, body, "d", &ids, NULL, err, sizeof err), IRT_EMODEL);
     assert_int_equal(ids.len, 0);
     json_decref(body);
     irt_free(t);
