@@ -217,6 +217,7 @@ static void test_check(void **state) {
     irt_ids ids = {0};
     assert_int_equal(irt_harmony_ids(t, NULL, body, "d", &ids, NULL, err, sizeof err), IRT_EMODEL);
     assert_int_equal(ids.len, 0);
+    irt_ids_free(&ids);
     json_decref(body);
     irt_free(t);
 }
