@@ -227,6 +227,53 @@ const CASES = [
       "<|start|>assistant<|channel|>final<|message|>Done<|end|>" +
       "<|start|>user<|message|><|end|>" + GEN,
   },
+  {
+    name: "assistant content and two calls; a result whose id matches no call",
+    date: "2026-02-03",
+    body: {
+      tools: [weather],
+      messages: [
+        { role: "user", content: "Oslo and Rome?" },
+        {
+          role: "assistant",
+          content: "Checking both.",
+          tool_calls: [
+            { id: "a", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } },
+            { id: "b", type: "function", function: { name: "get_weather", arguments: "" } },
+          ],
+        },
+        { role: "tool", tool_call_id: "b", content: [{ type: "text", text: "9" }, { type: "text", text: "C" }] },
+        { role: "tool", tool_call_id: "zz", content: "lost" },
+      ],
+    },
+    expect:
+      SYS("2026-02-03", "medium", true) +
+      "<|start|>developer<|message|>" + WEATHER_NS + "<|end|>" +
+      "<|start|>user<|message|>Oslo and Rome?<|end|>" +
+      "<|start|>assistant<|channel|>commentary<|message|>Checking both.<|end|>" +
+      "<|start|>assistant␞ to=functions.get_weather<|channel|>commentary␞ json<|message|>" +
+      '{"city":"Oslo"}<|call|>' +
+      "<|start|>assistant␞ to=functions.get_weather<|channel|>commentary␞ json<|message|><|call|>" +
+      "<|start|>functions.get_weather␞ to=assistant<|channel|>commentary<|message|>9C<|end|>" +
+      "<|start|>functions.␞ to=assistant<|channel|>commentary<|message|>lost<|end|>" + GEN,
+  },
+  {
+    name: "a leading developer message without text (peeled, no instructions); CRLF description lines",
+    date: "2026-06-07",
+    body: {
+      reasoning_effort: "medium",
+      tools: [{ type: "function", function: { name: "t", description: "one\r\ntwo\n", parameters: { type: "object", properties: { q: { type: "string", enum: ["x"] } }, required: ["q"] } } }],
+      messages: [
+        { role: "developer", content: [] },
+        { role: "user", content: "go" },
+      ],
+    },
+    expect:
+      SYS("2026-06-07", "medium", true) +
+      "<|start|>developer<|message|># Tools\n\n## functions\n\nnamespace functions {\n\n" +
+      "// one\n// two\ntype t = (_: {\nq: \"x\",\n}) => any;\n\n} // namespace functions<|end|>" +
+      "<|start|>user<|message|>go<|end|>" + GEN,
+  },
   { name: "image part", date: "2026-01-01", refuse: "unsupported",
     body: { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "http://x/y.png" } }] }] } },
   { name: "reasoning_effort none", date: "2026-01-01", refuse: "invalid",
