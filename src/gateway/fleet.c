@@ -53,14 +53,25 @@ int gw_tokset_load(const gw_model_cfg *c, size_t i, const gw_tokenizer_cfg *tc, 
         free(t);
         return hf_fail(c, i, c->chat_template ? "chat_template" : "tokenizer", why, err, errlen);
     }
+    if (irt_chat_uses_harmony(t->chat) && irt_harmony_check(t->hf, why, sizeof why)) {
+        irt_chat_free(t->chat);
+        irt_free(t->hf);
+        free(t);
+        snprintf(msg, sizeof msg, "cannot load '%s': %s", spec, why);
+        return hf_fail(c, i, "tokenizer", msg, err, errlen);
+    }
     t->kind = GW_TOK_HF;
     if (tc && tc->cache_tokens > 0) t->tcache = irt_cache_new(t->hf, (size_t)tc->cache_tokens);
     if (tc && tc->parse_cache_bytes) t->pcache = irt_parse_cache_new(tc->parse_cache_bytes);
-    if (irt_chat_uses_harmony(t->chat))
-        IR_WARN("fleet",
-                "models[%zu].tokenizer: model %s is gpt-oss, whose chats vLLM renders "
-                "with openai-harmony; its chats route without cache predictions",
-                i, c->name);
+    if (irt_chat_uses_harmony(t->chat)) {
+        char today[64];
+        irt_harmony_today(today);
+        IR_INFO("fleet",
+                "models[%zu].tokenizer: model %s is gpt-oss: its chats are rendered as vLLM "
+                "renders them with openai-harmony, dated %s (VLLM_SYSTEM_START_DATE, else the "
+                "local date)",
+                i, c->name, today);
+    }
     *out = t;
     return 0;
 }

@@ -4,11 +4,10 @@
  * A model with a tokenizer (models[].tokenizer) has its prompts tokenized as its
  * engines will tokenize them: builtin:sim for chats and completions, a tokenizer.json
  * for completions and for chats rendered with the model's chat template (irt_chat,
- * as vLLM prepares a chat). Anything else routes
- * without a prediction, its prompt length estimated from the body (four bytes a
- * token). A tokenizer.json model's bodies over tokenizer.inline_bytes are tokenized
- * on the tokenizer threads, the rest (and builtin:sim) on the loop; gw_stage_prepare
- * calls next() when it is done. */
+ * as vLLM prepares a chat) or, for gpt-oss, with openai-harmony (irt_harmony_ids). Anything else
+ * routes without a prediction, its prompt length estimated from the body (four bytes a token). A
+ * tokenizer.json model's bodies over tokenizer.inline_bytes are tokenized on the tokenizer threads,
+ * the rest (and builtin:sim) on the loop; gw_stage_prepare calls next() when it is done. */
 #include "gateway/request.h"
 
 #include <stdatomic.h>
@@ -52,6 +51,9 @@ static int hf_prompt_ids(const gw_tokset *m, const json_t *body, gw_prompt *p) {
  * template wrote them) unless the body asks for add_special_tokens. */
 static int hf_chat_ids(const gw_tokset *m, const json_t *body, gw_prompt *p) {
     char err[256];
+    /* gpt-oss: vLLM renders the chat with openai-harmony, not a template */
+    if (irt_chat_uses_harmony(m->chat))
+        return irt_harmony_ids(m->hf, m->tcache, body, NULL, &p->ids, &p->text, err, sizeof err);
     int rc = irt_chat_render(m->chat, body, &p->text, err, sizeof err);
     if (rc != IRT_OK) return rc;
     bool add = json_is_true(json_object_get(body, "add_special_tokens"));

@@ -175,8 +175,8 @@ static bool file_exists(const char *p) {
 
 /* vLLM's serving_chat renders the chats of a model whose config.json says
  * model_type "gpt_oss" with openai-harmony, whatever the chat template (the
- * model's, --chat-template or the request's). The gateway does not reproduce
- * Harmony, so it predicts nothing for such chats. A config.json that is absent,
+ * model's, --chat-template or the request's): callers then use
+ * irt_harmony_ids, and irt_chat_render refuses such chats. A config.json that is absent,
  * over 1 MiB or not JSON says nothing (vLLM would not start on a bad one). */
 static bool uses_harmony(const char *dir) {
     char path[4200], why[256];

@@ -37,7 +37,18 @@ static int handle_chat(const irt_tokenizer *t, const irt_chat *chat, const json_
     char err[512], msg[640];
     ir_buf text;
     ir_buf_init(&text, (size_t)1 << 30);
-    int e = irt_chat_render(chat, root, &text, err, sizeof err);
+    int e;
+    if (irt_chat_uses_harmony(chat)) { /* gpt-oss: openai-harmony, not a template */
+        ids->len = 0;
+        e = irt_harmony_ids(t, NULL, root, NULL, ids, NULL, err, sizeof err);
+        ir_buf_free(&text);
+        if (e == IRT_OK)
+            print_ids(ids);
+        else
+            print_error(err);
+        return e == IRT_OK ? 0 : -1;
+    }
+    e = irt_chat_render(chat, root, &text, err, sizeof err);
     if (e == IRT_OK) {
         bool add = json_is_true(json_object_get(root, "add_special_tokens"));
         e = irt_encode(t, text.data ? text.data : "", text.len, add, ids);
@@ -122,7 +133,10 @@ static void usage(FILE *f) {
                "        or builtin:sim (the simulator's tokenizer, chat bodies included)\n"
                "  INPUT: an OpenAI completions or chat body; with --jsonl, one body per line.\n"
                "        Chats are rendered with the model's chat template as vLLM prepares\n"
-               "        them, and tokenized without adding special tokens\n");
+               "        them, and tokenized without adding special tokens; a gpt-oss model\n"
+               "        directory's chats (config.json model_type gpt_oss) are rendered as\n"
+               "        vLLM renders them with openai-harmony, dated $VLLM_SYSTEM_START_DATE\n"
+               "        when set, else today's local date\n");
 }
 
 int irt_cli_main(int argc, char **argv) {

@@ -530,6 +530,20 @@ static int post_process(const irt_tokenizer *t, irt_ids *out) {
     return 0;
 }
 
+static void ctx_free(hf_ctx *c) {
+    pcre2_match_data_free(c->md);
+    hf_buf_free(&c->nbuf);
+    for (size_t i = 0; i < HF_MAX_STAGES; i++) {
+        stage_scratch *st = &c->st[i];
+        hf_buf_free(&st->buf);
+        hf_buf_free(&st->map);
+        free(st->m);
+        free(st->ev);
+        free(st->pc);
+    }
+    hf_bpe_scratch_free(&c->bpe);
+}
+
 int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_special,
                irt_ids *out) {
     return irt_encode_cached(t, NULL, text, len, add_special, out);
@@ -548,18 +562,60 @@ int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text
     piece_fn fn = cache ? cached_piece : raw_piece;
     int rc = len ? split_added(&c, &t->trie_raw, text, len, true, fn) : 0;
     if (!rc && add_special) rc = post_process(t, out);
-    pcre2_match_data_free(c.md);
-    hf_buf_free(&c.nbuf);
-    for (size_t i = 0; i < HF_MAX_STAGES; i++) {
-        stage_scratch *st = &c.st[i];
-        hf_buf_free(&st->buf);
-        hf_buf_free(&st->map);
-        free(st->m);
-        free(st->ev);
-        free(st->pc);
-    }
-    hf_bpe_scratch_free(&c.bpe);
+    ctx_free(&c);
     if (rc) out->len = 0;
+    return rc;
+}
+
+/* Whether any added token's text occurs in s (ignoring single_word and the
+ * strip flags: a superset of the matches split_added acts on). */
+static bool has_added(const hf_trie *tr, const char *s, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; tr->ntokens && i < len; i++) {
+        size_t mlen;
+        if ((tr->first[u[i] >> 3] & (1u << (u[i] & 7))) &&
+            hf_trie_longest(tr, u + i, len - i, &mlen) >= 0)
+            return true;
+    }
+    return false;
+}
+
+/* Plain text through normalizer, pre-tokenizer and model, added tokens not
+ * looked for. */
+static int ordinary_piece(hf_ctx *c, const char *s, size_t len, bool first) {
+    const irt_tokenizer *t = c->t;
+    if (t->norm) {
+        c->nbuf.len = 0;
+        if (hf_normalize(t->norm, s, len, &c->nbuf, NULL)) return IRT_ENOMEM;
+        if (!c->nbuf.len) return 0;
+        s = c->nbuf.p;
+        len = c->nbuf.len;
+    }
+    return normalized_piece(c, s, len, first);
+}
+
+int irt_encode_ordinary(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
+                        irt_ids *out) {
+    if (!t || !out || (!text && len)) return IRT_EINVAL;
+    if (!len) return IRT_OK;
+    bool plain = !has_added(&t->trie_raw, text, len) && !has_added(&t->trie_norm, text, len);
+    if (plain) { /* the same ids as irt_encode gives: its cache can serve them */
+        irt_ids tmp;
+        irt_ids_init(&tmp);
+        int rc = irt_encode_cached(t, cache, text, len, false, &tmp);
+        if (!rc) rc = hf_ids_append(out, tmp.ids, tmp.len);
+        irt_ids_free(&tmp);
+        return rc;
+    }
+    if (len > IRT_MAX_INPUT) return IRT_ETOOLONG;
+    if (hf_utf8_valid_prefix(text, len) != len) return IRT_EINVAL;
+    size_t from = out->len;
+    hf_ctx c = {.t = t, .out = out};
+    c.md = pcre2_match_data_create(4, NULL);
+    if (!c.md) return IRT_ENOMEM;
+    int rc = ordinary_piece(&c, text, len, true);
+    ctx_free(&c);
+    if (rc) out->len = from;
     return rc;
 }
 

@@ -143,6 +143,13 @@ void irt_cache_get_stats(const irt_cache *c, irt_cache_stats *out);
 int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
                       bool add_special, irt_ids *out);
 
+/* tiktoken's encode_ordinary: text encoded as plain text, the added tokens'
+ * texts in it (<|start|>, ...) not looked for, no post-processor. The ids are
+ * APPENDED to out (on failure out keeps its length). The cache serves text
+ * in which no added token's text occurs. Thread-safe. */
+int irt_encode_ordinary(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
+                        irt_ids *out);
+
 /* Decodes ids to text through the tokenizer's decoder, then, when the model
  * directory's tokenizer_config.json sets clean_up_tokenization_spaces, with
  * transformers' clean-up (" ." -> ".", " n't" -> "n't", ...), as
@@ -227,9 +234,33 @@ irt_chat *irt_chat_new(const json_t *tokenizer_config, const char *template_src,
                        const irt_chat_opts *o, char *err, size_t errlen);
 void irt_chat_free(irt_chat *c);
 bool irt_chat_has_template(const irt_chat *c);
+/* ---- gpt-oss chats (harmony.c, harmony_ts.c) ------------------------------------
+ * A Chat Completions body as vLLM renders it for a gpt-oss model: openai-harmony
+ * messages (system: identity, knowledge cutoff, the date, reasoning effort,
+ * channels; developer: the first system/developer message's text as
+ * instructions, and the function tools as a TypeScript namespace; then the
+ * conversation), rendered to ids with t, each text piece encoded as plain text,
+ * ending "<|start|>assistant". date is the system message's "Current date"
+ * (NULL: irt_harmony_today()). The ids are APPENDED to ids, and the prompt's
+ * text (markers written out) to text unless it is NULL. Returns IRT_OK;
+ * IRT_EINVAL for a request vLLM refuses; IRT_EUNSUPPORTED for one the gateway
+ * does not follow (image or refusal parts, schema values it cannot print
+ * exactly), with err saying why; IRT_EMODEL when t lacks Harmony's markers.
+ * Thread-safe. */
+int irt_harmony_ids(const irt_tokenizer *t, irt_cache *cache, const json_t *body, const char *date,
+                    irt_ids *ids, ir_buf *text, char *err, size_t errlen);
+/* IRT_OK when t has every marker irt_harmony_ids writes, else IRT_EMODEL with
+ * err naming the first one missing. */
+int irt_harmony_check(const irt_tokenizer *t, char *err, size_t errlen);
+/* The date vLLM's gpt-oss system message carries: $VLLM_SYSTEM_START_DATE when
+ * set and not empty (vLLM's own setting), else today's date on this process's
+ * local clock (TZ), as YYYY-MM-DD, as vLLM's datetime.now() gives it. */
+void irt_harmony_today(char out[64]);
+
 /* Whether vLLM renders this model's chats with openai-harmony rather than a
  * template (gpt-oss: config.json's model_type "gpt_oss" in the spec's
- * directory). Its chats are then IRT_EUNSUPPORTED; completions are not affected. */
+ * directory). irt_chat_render then refuses its chats (IRT_EUNSUPPORTED): render
+ * them with irt_harmony_ids. Completions are not affected. */
 bool irt_chat_uses_harmony(const irt_chat *c);
 /* "string" or "openai": the content format in force. */
 const char *irt_chat_content_format(const irt_chat *c);

