@@ -523,6 +523,65 @@ static void test_gptoss_harmony(void **state) {
     rmdir(tmp);
 }
 
+/* {{ a + b + c }} is written piece by piece when every operand is a string
+ * (tmpl_eval.c, emit_concat): random chains of + and ~ over strings, numbers,
+ * lists, none, undefined names and raised exceptions, under a small output
+ * limit, print and fail exactly as the same chain evaluated whole and printed
+ * from a variable. The expression starts at the same column in both, so that
+ * error messages, which name it, compare equal. */
+static int render_cmp(const char *src, const json_t *vars, const irt_template_limits *lim,
+                      ir_buf *out, char *err, size_t errlen) {
+    irt_template *t = irt_template_new(src, strlen(src), lim, err, errlen);
+    assert_non_null(t);
+    ir_buf_reset(out);
+    ir_buf_append(out, "kept|", 5); /* what a render finds in out stays there */
+    int rc = irt_template_render(t, vars, 0, out, err, errlen);
+    irt_template_free(t);
+    return rc;
+}
+
+static void test_concat_written_in_pieces(void **s) {
+    (void)s;
+    static const char *const ops[] = {
+        "a", "'x'", "big", "big", "n",   "l",         "none",
+        "u", "a",   "'é'", "e",   "n~a", "(a + 'y')", "raise_exception('boom ' ~ n)",
+    };
+    const size_t nops = sizeof ops / sizeof *ops;
+    json_t *vars = json_pack("{s:s,s:s,s:i,s:[i],s:s}", "a", "ab", "big",
+                             "0123456789012345678901234567890123456789", "n", 3, "l", 1, "e", "");
+    irt_template_limits lim = {.max_output = 100};
+    ir_buf a, b;
+    ir_buf_init(&a, 1 << 20);
+    ir_buf_init(&b, 1 << 20);
+    unsigned seed = 5;
+    int pieces = 0, failed = 0;
+    for (int i = 0; i < 3000; i++) {
+        char expr[512];
+        size_t n = 0;
+        int k = 2 + rand_r(&seed) % 5;
+        for (int j = 0; j < k; j++) {
+            if (j)
+                n += (size_t)snprintf(expr + n, sizeof expr - n, rand_r(&seed) % 3 ? " + " : " ~ ");
+            n += (size_t)snprintf(expr + n, sizeof expr - n, "%s", ops[rand_r(&seed) % nops]);
+        }
+        char whole[1024], piecewise[1024], ea[256], eb[256];
+        /* "pre{% set x = " and "pre{{" + 9 spaces: the expression at column 15 */
+        snprintf(whole, sizeof whole, "pre{%% set x = %s %%}{{ x }}post", expr);
+        snprintf(piecewise, sizeof piecewise, "pre{{         %s }}post", expr);
+        int ra = render_cmp(whole, vars, &lim, &a, ea, sizeof ea);
+        int rb = render_cmp(piecewise, vars, &lim, &b, eb, sizeof eb);
+        if (ra != rb || strcmp(a.data, b.data) || (ra && strcmp(ea, eb)))
+            fail_msg("%s\nwhole: %d %s [%s]\npieces: %d %s [%s]", expr, ra, a.data, ra ? ea : "",
+                     rb, b.data, rb ? eb : "");
+        pieces += ra == IRT_OK;
+        failed += ra != IRT_OK;
+    }
+    assert_true(pieces > 300 && failed > 300); /* both ways taken often */
+    ir_buf_free(&a);
+    ir_buf_free(&b);
+    json_decref(vars);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_constructs),
@@ -535,6 +594,7 @@ int main(void) {
         cmocka_unit_test(test_json_loads_rules),
         cmocka_unit_test(test_json_loads_threads),
         cmocka_unit_test(test_gptoss_harmony),
+        cmocka_unit_test(test_concat_written_in_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
