@@ -6,6 +6,7 @@
  * its own (a set inside a loop is gone at the next iteration), and `if`
  * blocks share their enclosing frame. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1122,6 +1123,50 @@ static int render_body(const irt_template *t, trender *r, const json_t *vars) {
     return IRT_OK;
 }
 
+/* ---- the render's memory --------------------------------------------------------------
+ * A render's values live in an arena. Each thread keeps one arena between its
+ * renders, reset (down to its first chunk, KEEP_BYTES) after each: a chat's render
+ * copies a long system prompt a few times ('+', a set), and fresh chunks of that
+ * size would be fresh pages from the kernel on every render (page faults cost more
+ * than the copies). Chunks past the first go back at each reset. A thread's arena
+ * is freed when the thread exits (a key's destructor). */
+#define KEEP_BYTES ((size_t)256 << 10)
+
+static pthread_key_t arena_key;
+static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
+static bool arena_key_ok;
+static _Thread_local ir_arena *kept_arena; /* NULL while this thread renders */
+
+static void arena_drop(void *a) {
+    ir_arena_free(a);
+}
+
+static void arena_key_init(void) {
+    arena_key_ok = pthread_key_create(&arena_key, arena_drop) == 0;
+}
+
+__attribute__((noinline)) static ir_arena *render_arena(size_t max) {
+    ir_arena *a = kept_arena;
+    if (a) {
+        kept_arena = NULL;
+        ir_arena_set_max(a, max);
+        return a;
+    }
+    a = ir_arena_new(KEEP_BYTES, max);
+    if (a) ir_arena_set_growth(a, (size_t)8 << 20);
+    return a;
+}
+
+static void render_arena_done(ir_arena *a) {
+    pthread_once(&arena_once, arena_key_init);
+    if (kept_arena || !arena_key_ok || pthread_setspecific(arena_key, a)) {
+        ir_arena_free(a);
+        return;
+    }
+    ir_arena_reset(a);
+    kept_arena = a;
+}
+
 /* out back to its first n bytes (a render that failed leaves it as it found it). */
 static void out_truncate(ir_buf *out, size_t n) {
     if (out->len == n) return;
@@ -1132,9 +1177,8 @@ static void out_truncate(ir_buf *out, size_t n) {
 int irt_template_render(const irt_template *t, const json_t *vars, int64_t now_unix, ir_buf *out,
                         char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
-    ir_arena *a = ir_arena_new(8 * 1024, t->lim.max_memory);
+    ir_arena *a = render_arena(t->lim.max_memory);
     if (!a) return IRT_ENOMEM;
-    ir_arena_set_growth(a, (size_t)8 << 20);
     terr e = {.msg = err, .msglen = errlen};
     /* the text goes straight into out; an error takes it back out */
     size_t start = out->len;
@@ -1143,7 +1187,7 @@ int irt_template_render(const irt_template *t, const json_t *vars, int64_t now_u
     trender r = {.a = a, .e = &e, .out = &main, .lim = &t->lim, .now = now_unix};
     r.caller = tv_undef(NULL, 0);
     if (setjmp(e.jb)) {
-        ir_arena_free(a);
+        render_arena_done(a);
         out_truncate(out, start);
         return IRT_EINVAL;
     }
@@ -1153,7 +1197,7 @@ int irt_template_render(const irt_template *t, const json_t *vars, int64_t now_u
         out_truncate(out, start);
         if (err) snprintf(err, errlen, "rendered text larger than the output buffer");
     }
-    ir_arena_free(a);
+    render_arena_done(a);
     return rc;
 }
 
