@@ -174,6 +174,15 @@ static int hold(irt_parsed *p, pentry *e) {
     return 0;
 }
 
+/* An element's bytes read as json_loadb reads them: a flat object of strings by
+ * jflat.c, the rest by jansson. */
+static json_t *read_element(const char *raw, size_t len, size_t flags) {
+    json_t *v = irt_jflat_object(raw, len, flags);
+    if (v) return v;
+    json_error_t je;
+    return json_loadb(raw, len, flags, &je);
+}
+
 /* One element into arr: from the cache, or read and kept. -1 when jansson
  * refuses it (or out of memory). */
 static int add_element(irt_parse_cache *c, const char *s, const irt_jspan *sp, size_t flags,
@@ -181,15 +190,13 @@ static int add_element(irt_parse_cache *c, const char *s, const irt_jspan *sp, s
     const char *raw = s + sp->off;
     size_t ef = flags | JSON_DECODE_ANY;
     if (sp->len < IRT_PARSE_CACHE_MIN_BYTES) {
-        json_error_t e;
-        json_t *v = json_loadb(raw, sp->len, ef, &e);
+        json_t *v = read_element(raw, sp->len, ef);
         return v ? json_array_append_new(arr, v) : -1;
     }
     uint64_t h = XXH3_64bits_withSeed(raw, sp->len, ef);
     pentry *e = lookup(c, h, raw, sp->len, ef);
     if (!e) {
-        json_error_t je;
-        json_t *v = json_loadb(raw, sp->len, ef, &je);
+        json_t *v = read_element(raw, sp->len, ef);
         if (!v) return -1;
         e = insert(c, h, sp, raw, ef, v);
         if (!e) return json_array_append_new(arr, v);

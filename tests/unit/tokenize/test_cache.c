@@ -343,7 +343,7 @@ static irt_tokenizer *load_no_wcache(const char *model) {
 
 /* Each family's texts and conversation-like texts, through a fresh word cache
  * twice (the second pass finds its words held), against merging every word. */
-static void test_word_cache_same_ids(void **s) {
+__attribute__((unused)) static void test_word_cache_same_ids(void **s) {
     (void)s;
     char *pool[400];
     size_t npool = load_texts(pool, 400);
