@@ -874,7 +874,8 @@ static void emit(trender *r, tv v) {
  * Chat templates print a message as '<|im_start|>' + role + '\n' + content + ...;
  * building that string copies a long content once per '+', then once more into
  * the output. When every operand of a chain of + (or ~) is a string, the result
- * is their bytes in order, so they are written out in turn instead. Operands are
+ * is their bytes in order, so they are written out in turn instead (and a set
+ * joins them once, not once per operator). Operands are
  * evaluated in eval's order; at the first one that is not a string (or that would
  * take the sum past the output limit), the strings so far are joined and the
  * chain goes on through arith, exactly as eval would go: same value, same errors. */
@@ -898,34 +899,56 @@ static tv cat_join(trender *r, const tv *parts, size_t n, size_t total) {
     return tv_str(p, at);
 }
 
-static void emit_concat(trender *r, tframe *f, const tnode *x) {
+/* The chain x evaluated: true with its string operands in parts[0..*np) (*total
+ * bytes, within the output limit) when all are strings; else false with *v its
+ * value, computed as eval computes it. */
+static bool cat_collect(trender *r, tframe *f, const tnode *x, tv *parts, size_t *np, size_t *total,
+                        tv *v) {
     const tnode *spine[CAT_MAX]; /* the chain's nodes, outermost first */
     size_t k = 0;
     const tnode *first = x;
     while (k < CAT_MAX && is_cat(first)) spine[k++] = first, first = first->a;
-    tv parts[CAT_MAX + 1], v = eval(r, f, first);
-    size_t np = 0, total = 0;
-    if (v.t == TV_STR) {
-        parts[np++] = v;
-        total = v.n;
+    *v = eval(r, f, first);
+    *np = *total = 0;
+    if (v->t == TV_STR) {
+        parts[(*np)++] = *v;
+        *total = v->n;
         for (; k > 0; k--) {
             const tnode *op = spine[k - 1];
             tv b = eval(r, f, op->b);
             size_t max = r->lim->max_output;
-            if (b.t != TV_STR || total > max || b.n > max - total) {
-                v = arith(r, op, op->op, cat_join(r, parts, np, total), b);
-                np = 0; /* the rest goes through arith */
-                k--;
+            if (b.t != TV_STR || *total > max || b.n > max - *total) {
+                *v = arith(r, op, op->op, cat_join(r, parts, *np, *total), b);
                 break;
             }
-            parts[np++] = b;
-            total += b.n;
+            parts[(*np)++] = b;
+            *total += b.n;
         }
-        for (size_t i = 0; i < np; i++) tsb_add(r->out, parts[i].s, parts[i].n);
-        if (np) return;
+        if (!k) return true;
+        k--; /* the operator just applied by arith */
     }
-    for (; k > 0; k--) v = arith(r, spine[k - 1], spine[k - 1]->op, v, eval(r, f, spine[k - 1]->b));
-    emit(r, v);
+    for (; k > 0; k--)
+        *v = arith(r, spine[k - 1], spine[k - 1]->op, *v, eval(r, f, spine[k - 1]->b));
+    return false;
+}
+
+/* {{ chain }}: the strings written in turn. */
+static void emit_concat(trender *r, tframe *f, const tnode *x) {
+    tv parts[CAT_MAX + 1], v;
+    size_t np, total;
+    if (!cat_collect(r, f, x, parts, &np, &total, &v)) {
+        emit(r, v);
+        return;
+    }
+    for (size_t i = 0; i < np; i++) tsb_add(r->out, parts[i].s, parts[i].n);
+}
+
+/* {% set x = chain %}: the strings joined once, not once per operator. */
+static tv eval_concat(trender *r, tframe *f, const tnode *x) {
+    tv parts[CAT_MAX + 1], v;
+    size_t np, total;
+    if (!cat_collect(r, f, x, parts, &np, &total, &v)) return v;
+    return cat_join(r, parts, np, total);
 }
 
 static void bind_targets(trender *r, tframe *f, const tnode *x, tv item) {
@@ -999,7 +1022,7 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
     case N_FOR:
         return exec_for(r, f, x);
     case N_SET: {
-        tv v = eval(r, f, x->a);
+        tv v = is_cat(x->a) ? eval_concat(r, f, x->a) : eval(r, f, x->a);
         if (x->str) {
             tv *ns = frame_get(f, x->names[0], strlen(x->names[0]));
             if (!ns || ns->t != TV_NS)

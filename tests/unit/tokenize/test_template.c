@@ -523,12 +523,13 @@ static void test_gptoss_harmony(void **state) {
     rmdir(tmp);
 }
 
-/* {{ a + b + c }} is written piece by piece when every operand is a string
- * (tmpl_eval.c, emit_concat): random chains of + and ~ over strings, numbers,
- * lists, none, undefined names and raised exceptions, under a small output
- * limit, print and fail exactly as the same chain evaluated whole and printed
- * from a variable. The expression starts at the same column in both, so that
- * error messages, which name it, compare equal. */
+/* {{ a + b + c }} is written piece by piece when every operand is a string, and
+ * {% set x = a + b + c %} joins them once (tmpl_eval.c, cat_collect): random
+ * chains of + and ~ over strings, numbers, lists, none, undefined names and
+ * raised exceptions, under a small output limit, print and fail exactly as the
+ * same chain evaluated operator by operator (inside a list literal, which those
+ * paths leave alone). The expression starts at the same column in all three, so
+ * that error messages, which name it, compare equal. */
 static int render_cmp(const char *src, const json_t *vars, const irt_template_limits *lim,
                       ir_buf *out, char *err, size_t errlen) {
     irt_template *t = irt_template_new(src, strlen(src), lim, err, errlen);
@@ -564,15 +565,20 @@ static void test_concat_written_in_pieces(void **s) {
                 n += (size_t)snprintf(expr + n, sizeof expr - n, rand_r(&seed) % 3 ? " + " : " ~ ");
             n += (size_t)snprintf(expr + n, sizeof expr - n, "%s", ops[rand_r(&seed) % nops]);
         }
-        char whole[1024], piecewise[1024], ea[256], eb[256];
-        /* "pre{% set x = " and "pre{{" + 9 spaces: the expression at column 15 */
-        snprintf(whole, sizeof whole, "pre{%% set x = %s %%}{{ x }}post", expr);
-        snprintf(piecewise, sizeof piecewise, "pre{{         %s }}post", expr);
-        int ra = render_cmp(whole, vars, &lim, &a, ea, sizeof ea);
-        int rb = render_cmp(piecewise, vars, &lim, &b, eb, sizeof eb);
-        if (ra != rb || strcmp(a.data, b.data) || (ra && strcmp(ea, eb)))
-            fail_msg("%s\nwhole: %d %s [%s]\npieces: %d %s [%s]", expr, ra, a.data, ra ? ea : "",
-                     rb, b.data, rb ? eb : "");
+        char ref[1024], set[1024], out[1024], e0[256], e1[256], e2[256];
+        /* "pre{{" + 8 spaces + "[", "pre{% set x = ", "pre{{" + 9 spaces: column 15 */
+        snprintf(ref, sizeof ref, "pre{{        [%s][0] }}post", expr);
+        snprintf(set, sizeof set, "pre{%% set x = %s %%}{{ x }}post", expr);
+        snprintf(out, sizeof out, "pre{{         %s }}post", expr);
+        int ra = render_cmp(ref, vars, &lim, &a, e0, sizeof e0);
+        int rb = render_cmp(set, vars, &lim, &b, e1, sizeof e1);
+        if (ra != rb || strcmp(a.data, b.data) || (ra && strcmp(e0, e1)))
+            fail_msg("%s\nchained: %d %s [%s]\nset: %d %s [%s]", expr, ra, a.data, ra ? e0 : "", rb,
+                     b.data, rb ? e1 : "");
+        rb = render_cmp(out, vars, &lim, &b, e2, sizeof e2);
+        if (ra != rb || strcmp(a.data, b.data) || (ra && strcmp(e0, e2)))
+            fail_msg("%s\nchained: %d %s [%s]\npieces: %d %s [%s]", expr, ra, a.data, ra ? e0 : "",
+                     rb, b.data, rb ? e2 : "");
         pieces += ra == IRT_OK;
         failed += ra != IRT_OK;
     }
