@@ -245,7 +245,7 @@ static void wc_insert(hf_wcache *c, uint64_t h, const char *s, size_t len, const
     atomic_thread_fence(memory_order_release);
     uint64_t w[WC_WORDS] = {0};
     memcpy(&w[1], s, len);
-    memcpy(&w[4], ids, nids * sizeof(uint32_t));
+    if (nids) memcpy(&w[4], ids, nids * sizeof(uint32_t)); /* a word may give no id */
     for (int i = 1; i < WC_WORDS; i++) atomic_store_explicit(&sl->w[i], w[i], memory_order_relaxed);
     uint64_t seq = (old + 2) & 0xFFFFFFFFu;
     atomic_store_explicit(&sl->w[0], seq | (uint64_t)len << 32 | (uint64_t)nids << 40,
