@@ -9,8 +9,10 @@
  *
  * For each model it prints JSON lines:
  *  - "chat": an N-token chat (a long system prompt and a new last user turn each
- *    iteration), cold (no cache), warm (the system prompt seen before, its body
- *    parsed whole) and warm with the parse cache (its messages seen before come
+ *    iteration), cold (no tokenization cache; since ADR 0021 the tokenizer's own
+ *    word cache, shared by the modes, holds the prose's words after the first
+ *    chats, so "cold" is a warm tokenizer without a cache of pieces), warm (the system prompt seen
+ * before, its body parsed whole) and warm with the parse cache (its messages seen before come
  *    parsed), in one loop, each mode first in turn; p50/p99 of each step and of
  *    the whole. Every warm id is checked against the cold ids of the same body.
  *    With it, the CPU time of the gateway's other pass over the body (the resolve
