@@ -392,7 +392,7 @@ typedef struct wjob {
 static void *wworker(void *arg) {
     wjob *j = arg;
     irt_ids got = {0};
-    for (int k = 0; k < 200; k++) {
+    for (int k = 0; k < 100; k++) {
         size_t i = (size_t)rand_r(&j->seed) % j->n;
         if (irt_encode(j->t, j->texts[i], strlen(j->texts[i]), false, &got) ||
             got.len != j->want[i].len ||
@@ -408,9 +408,9 @@ static void *wworker(void *arg) {
 static void test_word_cache_threads(void **s) {
     (void)s;
     irt_tokenizer *t = load("qwen3");
-    char *pool[120];
-    size_t npool = load_texts(pool, 120);
-    irt_ids want[120];
+    char *pool[60];
+    size_t npool = load_texts(pool, 60);
+    irt_ids want[60];
     /* the reference: the same tokenizer with its word cache off for a moment */
     struct hf_wcache *w = t->bpe.wcache;
     t->bpe.wcache = NULL;
