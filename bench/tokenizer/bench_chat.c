@@ -4,16 +4,21 @@
  * irt_encode_cached through a warm cache).
  *
  *   inferrail-chatbench NAME=MODEL_DIR [NAME=...] [--iters N] [--tokens N]
- *                       [--threads N] [--chats N] [--no-hostile] [--chat-only]
+ *                       [--threads N] [--chats N] [--modes LIST] [--no-hostile]
+ *                       [--chat-only]
  *
  * For each model it prints JSON lines:
  *  - "chat": an N-token chat (a long system prompt and a new last user turn each
- *    iteration), cold (no cache), warm (the system prompt seen before, its body
- *    parsed whole) and warm with the parse cache (its messages seen before come
+ *    iteration), cold (no tokenization cache; since ADR 0023 the tokenizer's own
+ *    word cache, shared by the modes, holds the prose's words after the first
+ *    chats, so "cold" is a warm tokenizer without a cache of pieces), warm (the system prompt seen
+ * before, its body parsed whole) and warm with the parse cache (its messages seen before come
  *    parsed), in one loop, each mode first in turn; p50/p99 of each step and of
  *    the whole. Every warm id is checked against the cold ids of the same body.
  *    With it, the CPU time of the gateway's other pass over the body (the resolve
- *    stage's scan for "model").
+ *    stage's scan for "model"). --modes picks some of cold, warm and
+ *    warm_parse_cache (then the ids are checked against cold ones computed
+ *    before the loop); the loop is chat_loop, for callgrind's --toggle-collect.
  *  - "threads": tokens per second of the whole path on 1 and N threads sharing
  *    one tokenizer and one cache, and N threads without the cache; every id is
  *    checked against an uncached single-thread encode of the same body.
@@ -144,6 +149,10 @@ static void series_put(series *s, size_t i, const steps *st) {
     s->ecpu[i] = st->encode_cpu;
 }
 
+static void series_drop(series *s) {
+    free(s->total), free(s->parse), free(s->render), free(s->encode), free(s->cpu), free(s->ecpu);
+}
+
 static void series_print(const char *mode, series *s, size_t n) {
     double a50, a99, p50, p99, r50, r99, e50, e99, c50, c99, ec50, ec99;
     pct(s->total, n, &a50, &a99);
@@ -157,7 +166,7 @@ static void series_print(const char *mode, series *s, size_t n) {
            "\"encode_p99_us\":%.1f,\"cpu_p50_us\":%.1f,\"cpu_p99_us\":%.1f,"
            "\"encode_cpu_p50_us\":%.1f,\"encode_cpu_p99_us\":%.1f}",
            mode, a50, a99, p50, p99, r50, r99, e50, e99, c50, c99, ec50, ec99);
-    free(s->total), free(s->parse), free(s->render), free(s->encode), free(s->cpu), free(s->ecpu);
+    series_drop(s);
 }
 
 /* The modes of the chat loop: no cache; the tokenization cache (the body parsed
@@ -174,75 +183,131 @@ static double model_scan_us(const char *body, size_t len) {
     return rc == IR_JSON_INVALID ? -1 : c1 - c0;
 }
 
-static int bench_chat(const model *m, size_t target, size_t iters) {
+/* What the timed loop of bench_chat works on. */
+typedef struct chat_run {
+    const model *m;
+    char **bodies;
+    size_t iters;
+    unsigned modes; /* bit k: mode k runs */
+    irt_cache *cache, *cache_pc;
+    irt_parse_cache *pc;
+    irt_ids *want; /* the cold ids of each body, when COLD does not run */
+    series sr[NMODES];
+    double *scan;
+    size_t tokens, bytes, bad;
+} chat_run;
+
+/* The timed loop alone (its own function, so that callgrind's --toggle-collect can
+ * count its instructions): every body through each mode that runs, each mode first
+ * in turn. */
+__attribute__((noinline)) static int chat_loop(chat_run *r) {
+    ir_buf text;
+    ir_buf_init(&text, (size_t)1 << 30);
+    irt_ids ids[NMODES] = {{0}};
+    char err[256];
+    steps st;
+    int rc = 0;
+    for (size_t i = 0; i < r->iters && !rc; i++) {
+        size_t len = strlen(r->bodies[i]);
+        for (int k = 0; k < NMODES && !rc; k++) {
+            int mode = (int)((i + (size_t)k) % NMODES);
+            if (!(r->modes & (1u << mode))) continue;
+            irt_cache *tc = mode == COLD ? NULL : mode == WARM ? r->cache : r->cache_pc;
+            rc = run_path(r->m, tc, mode == WARM_PC ? r->pc : NULL, r->bodies[i], len, &text,
+                          &ids[mode], &st, err, sizeof err);
+            if (rc != IRT_OK)
+                fprintf(stderr, "%s: chat %zu: %s (%d)\n", r->m->name, i, err, rc);
+            else
+                series_put(&r->sr[mode], i, &st);
+        }
+        if (r->modes & (1u << COLD)) r->scan[i] = model_scan_us(r->bodies[i], len);
+        const irt_ids *want = r->want ? &r->want[i] : &ids[COLD];
+        for (int k = 0; k < NMODES; k++)
+            if (k != COLD && (r->modes & (1u << k))) r->bad += !same_ids(want, &ids[k]);
+        r->tokens += want->len;
+        r->bytes += text.len;
+    }
+    ir_buf_free(&text);
+    for (int k = 0; k < NMODES; k++) irt_ids_free(&ids[k]);
+    return rc;
+}
+
+/* The cold ids of each body, for the checks when COLD does not run (untimed). */
+static irt_ids *cold_ids(const model *m, char **bodies, size_t n) {
+    irt_ids *want = calloc(n, sizeof *want);
+    ir_buf text;
+    ir_buf_init(&text, (size_t)1 << 30);
+    char err[256];
+    for (size_t i = 0; want && i < n; i++)
+        if (run_path(m, NULL, NULL, bodies[i], strlen(bodies[i]), &text, &want[i], NULL, err,
+                     sizeof err) != IRT_OK)
+            fprintf(stderr, "%s: chat %zu: %s\n", m->name, i, err);
+    ir_buf_free(&text);
+    return want;
+}
+
+static const char *const MODE_NAME[NMODES] = {"cold", "warm", "warm_parse_cache"};
+
+static int bench_chat(const model *m, size_t target, size_t iters, unsigned modes) {
     size_t sys_bytes = size_for(m, target);
     if (!sys_bytes) return 1;
     char **bodies = calloc(iters + 1, sizeof *bodies);
     for (size_t i = 0; i <= iters; i++)
         bodies[i] = hc_chat(m->name, sys_bytes, 1, USER_BYTES, (unsigned)(1000 + i));
     /* one tokenization cache per warm mode: in each, the new last turn is new */
-    irt_cache *cache = irt_cache_new(m->t, (size_t)4 << 20);
-    irt_cache *cache_pc = irt_cache_new(m->t, (size_t)4 << 20);
-    irt_parse_cache *pc = irt_parse_cache_new((size_t)32 << 20);
+    chat_run r = {.m = m,
+                  .bodies = bodies,
+                  .iters = iters,
+                  .modes = modes,
+                  .cache = irt_cache_new(m->t, (size_t)4 << 20),
+                  .cache_pc = irt_cache_new(m->t, (size_t)4 << 20),
+                  .pc = irt_parse_cache_new((size_t)32 << 20),
+                  .want = modes & (1u << COLD) ? NULL : cold_ids(m, bodies, iters),
+                  .scan = calloc(iters, sizeof(double))};
     ir_buf text;
     ir_buf_init(&text, (size_t)1 << 30);
-    irt_ids ids[NMODES] = {{0}};
+    irt_ids ids = {0};
     char err[256];
-    steps st;
     /* the system prompt seen before: one chat with another last turn */
-    run_path(m, cache, NULL, bodies[iters], strlen(bodies[iters]), &text, &ids[WARM], NULL, err,
+    run_path(m, r.cache, NULL, bodies[iters], strlen(bodies[iters]), &text, &ids, NULL, err,
              sizeof err);
-    run_path(m, cache_pc, pc, bodies[iters], strlen(bodies[iters]), &text, &ids[WARM_PC], NULL, err,
+    run_path(m, r.cache_pc, r.pc, bodies[iters], strlen(bodies[iters]), &text, &ids, NULL, err,
              sizeof err);
-    series sr[NMODES];
-    for (int k = 0; k < NMODES; k++) series_init(&sr[k], iters);
-    double *scan = calloc(iters, sizeof *scan);
-    size_t tokens = 0, bytes = 0, bad = 0;
-    for (size_t i = 0; i < iters; i++) {
-        size_t len = strlen(bodies[i]);
-        for (int k = 0; k < NMODES; k++) {
-            int mode = (int)((i + (size_t)k) % NMODES); /* each mode goes first in turn */
-            irt_cache *tc = mode == COLD ? NULL : mode == WARM ? cache : cache_pc;
-            int rc = run_path(m, tc, mode == WARM_PC ? pc : NULL, bodies[i], len, &text, &ids[mode],
-                              &st, err, sizeof err);
-            if (rc != IRT_OK) {
-                fprintf(stderr, "%s: chat %zu: %s (%d)\n", m->name, i, err, rc);
-                return 1;
-            }
-            series_put(&sr[mode], i, &st);
-        }
-        scan[i] = model_scan_us(bodies[i], len);
-        bad += !same_ids(&ids[COLD], &ids[WARM]) || !same_ids(&ids[COLD], &ids[WARM_PC]);
-        tokens += ids[COLD].len;
-        bytes += text.len;
-    }
+    ir_buf_free(&text);
+    irt_ids_free(&ids);
+    for (int k = 0; k < NMODES; k++) series_init(&r.sr[k], iters);
+    if (chat_loop(&r)) return 1;
     irt_cache_stats cs;
-    irt_cache_get_stats(cache, &cs);
+    irt_cache_get_stats(r.cache, &cs);
     irt_parse_cache_stats ps;
-    irt_parse_cache_get_stats(pc, &ps);
-    double s50, s99;
-    pct(scan, iters, &s50, &s99);
+    irt_parse_cache_get_stats(r.pc, &ps);
+    double s50 = -1, s99 = -1;
+    if (modes & (1u << COLD)) pct(r.scan, iters, &s50, &s99);
     printf("{\"model\":\"%s\",\"case\":\"chat\",\"iters\":%zu,\"tokens\":%zu,\"text_bytes\":%zu,"
            "\"body_bytes\":%zu,\"warm_ids_exact\":%s,\"cache_hits\":%llu,\"cache_misses\":%llu,"
            "\"parse_cache_hits\":%llu,\"parse_cache_misses\":%llu,\"parse_cache_whole\":%llu,"
            "\"model_scan_cpu_p50_us\":%.1f,\"model_scan_cpu_p99_us\":%.1f",
-           m->name, iters, tokens / iters, bytes / iters, strlen(bodies[0]), bad ? "false" : "true",
-           (unsigned long long)cs.hits, (unsigned long long)cs.misses, (unsigned long long)ps.hits,
-           (unsigned long long)ps.misses, (unsigned long long)ps.whole, s50, s99);
-    series_print("cold", &sr[COLD], iters);
-    series_print("warm", &sr[WARM], iters);
-    series_print("warm_parse_cache", &sr[WARM_PC], iters);
+           m->name, iters, r.tokens / iters, r.bytes / iters, strlen(bodies[0]),
+           r.bad ? "false" : "true", (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+           (unsigned long long)ps.hits, (unsigned long long)ps.misses, (unsigned long long)ps.whole,
+           s50, s99);
+    for (int k = 0; k < NMODES; k++) {
+        if (modes & (1u << k))
+            series_print(MODE_NAME[k], &r.sr[k], iters);
+        else
+            series_drop(&r.sr[k]);
+    }
     printf("}\n");
     fflush(stdout);
     for (size_t i = 0; i <= iters; i++) free(bodies[i]);
     free(bodies);
-    free(scan);
-    irt_cache_free(cache);
-    irt_cache_free(cache_pc);
-    irt_parse_cache_free(pc);
-    ir_buf_free(&text);
-    for (int k = 0; k < NMODES; k++) irt_ids_free(&ids[k]);
-    return bad ? 1 : 0;
+    free(r.scan);
+    irt_cache_free(r.cache);
+    irt_cache_free(r.cache_pc);
+    irt_parse_cache_free(r.pc);
+    for (size_t i = 0; r.want && i < iters; i++) irt_ids_free(&r.want[i]);
+    free(r.want);
+    return r.bad ? 1 : 0;
 }
 
 /* ---- threads sharing one tokenizer and one cache ----------------------------------- */
@@ -402,6 +467,20 @@ static void bench_hostiles(const model *m) {
 }
 
 /* ---- main ------------------------------------------------------------------------------ */
+/* A comma-separated list of mode names: their bits; 0 on an unknown name. */
+static unsigned parse_modes(const char *list) {
+    unsigned bits = 0;
+    while (*list) {
+        size_t n = strcspn(list, ",");
+        int k = 0;
+        while (k < NMODES && (strlen(MODE_NAME[k]) != n || strncmp(MODE_NAME[k], list, n))) k++;
+        if (k == NMODES) return 0;
+        bits |= 1u << k;
+        list += n + (list[n] == ',');
+    }
+    return bits;
+}
+
 static int load_model(model *m, char *arg) {
     char *eq = strchr(arg, '=');
     if (!eq) return -1;
@@ -423,6 +502,7 @@ int main(int argc, char **argv) {
     size_t nm = 0, iters = 1000, target = 8000, chats = 320;
     int threads = 16;
     bool hostile = true, others = true;
+    unsigned modes = (1u << NMODES) - 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = strtoul(argv[++i], NULL, 10);
@@ -432,6 +512,8 @@ int main(int argc, char **argv) {
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--chats") && i + 1 < argc)
             chats = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--modes") && i + 1 < argc)
+            modes = parse_modes(argv[++i]);
         else if (!strcmp(argv[i], "--no-hostile"))
             hostile = false;
         else if (!strcmp(argv[i], "--chat-only"))
@@ -441,15 +523,17 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: %s NAME=MODEL_DIR... [--iters N] [--tokens N] [--threads N] "
-                    "[--chats N] [--no-hostile] [--chat-only]\n",
+                    "[--chats N] [--modes cold,warm,warm_parse_cache] [--no-hostile] "
+                    "[--chat-only]\n",
                     argv[0]);
             return 2;
         }
     }
-    if (!nm || !iters || threads < 1 || threads > 256 || chats < (size_t)threads) return 2;
+    if (!nm || !iters || !modes || threads < 1 || threads > 256 || chats < (size_t)threads)
+        return 2;
     int rc = 0;
     for (size_t i = 0; i < nm; i++) {
-        rc |= bench_chat(&models[i], target, iters);
+        rc |= bench_chat(&models[i], target, iters, modes);
         if (others) rc |= bench_threads(&models[i], target, threads, chats);
         if (hostile) bench_hostiles(&models[i]);
     }

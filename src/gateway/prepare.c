@@ -107,6 +107,10 @@ void gw_prompt_tokenize(const gw_tokset *m, const char *body, size_t len, bool c
     /* The text is the body's strings plus the template's markers: bounded by twice
      * the body, and a margin for very short ones. */
     ir_buf_init(&p->text, 4 * len + 65536);
+    /* room for about the body's size at once: the template writes the text in
+     * many small pieces, which would otherwise grow it by doubling (no room is
+     * fine: it grows) */
+    (void)ir_buf_reserve(&p->text, len);
     keep_cache_salt(p, doc);
     int rc = prompt_ids(m, doc, chat, p);
     irt_parsed_release(&parsed);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "tokenize/ir_tokenize.h"
+#include "tokenize/json_share.h"
 
 struct irt_chat {
     irt_template *tmpl;     /* NULL: the model has no chat template */
@@ -83,7 +84,9 @@ irt_chat *irt_chat_new(const json_t *cfg, const char *template_src, const irt_ch
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    /* shared by every render on every thread: immortal (json_share.h) */
     c->specials = irt_special_tokens(cfg);
+    irt_json_set_counts(c->specials, IRT_JSON_IMMORTAL);
     c->kwargs = o && json_is_object(o->kwargs) ? json_deep_copy(o->kwargs) : json_object();
     json_t *ct = json_object_get(cfg, "chat_template");
     const char *what = template_src ? "chat template" : "tokenizer_config.json: chat_template";
@@ -128,6 +131,7 @@ void irt_chat_free(irt_chat *c) {
     if (!c) return;
     irt_template_free(c->tmpl);
     irt_template_free(c->tool_use);
+    irt_json_set_counts(c->specials, 1);
     json_decref(c->specials);
     json_decref(c->kwargs);
     free(c);
@@ -519,8 +523,8 @@ static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *c
                                                     : json_object_get(body, "documents");
     json_object_set_new(vars, "documents", docs ? json_incref(docs) : json_null());
     json_object_set_new(vars, "add_generation_prompt", json_boolean(agp));
-    /* a copy: the chat is shared by threads, and jansson counts references */
-    json_object_update_new(vars, json_deep_copy(c->specials));
+    /* shared, not copied: its values are immortal */
+    json_object_update(vars, c->specials);
     const irt_template *t =
         c->tool_use && json_is_array(json_object_get(vars, "tools")) ? c->tool_use : c->tmpl;
     /* kwargs reach the template only when it reads them, as vLLM filters them */

@@ -1,6 +1,7 @@
 /* hf_bpe.c: the BPE model, merging exactly as tokenizers' Word::merge_all
  * does: the lowest-ranked pair first, leftmost on ties, with stale queue
  * entries dropped when the pair at their position no longer yields their id. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,8 +161,8 @@ static bool char_id(const hf_bpe *m, hf_bpe_scratch *sc, const char *c, size_t k
 
 static int bpe_word(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out);
 
-/* A quick hash for short words (the cache is per call, so it need not
- * resist crafted input: a collision only costs a recomputation). */
+/* A quick hash for short words (a collision only costs a slot: the cache
+ * compares the whole word). */
 static inline uint64_t wc_hash(const char *s, size_t len) {
     uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ull;
     while (len >= 8) {
@@ -180,38 +181,90 @@ static inline uint64_t wc_hash(const char *s, size_t len) {
     return h ^ (h >> 31);
 }
 
-/* BPE of a word depends on the word alone, so repeated words (most of them
- * in prose and code) are served from the call's cache. */
+/* ---- the word cache ------------------------------------------------------------------
+ * BPE of a word depends on the word's bytes alone, so its ids can be kept and
+ * reused by any call and any thread: a hit appends exactly what bpe_word would.
+ * A slot is eight 64-bit words: w[0] the sequence (bits 0-31; odd while a writer
+ * fills the slot), the word's length (32-39) and its number of ids (40-47);
+ * w[1..3] the word, zero-padded; w[4..7] the ids. Every access is atomic: a
+ * reader copies the slot between two reads of w[0] and keeps the copy only when
+ * both are the same even value (a seqlock: Boehm, "Can seqlocks get along with
+ * programming language memory models?", 2012); a writer claims the slot by
+ * making w[0] odd with a compare-and-swap, and a slot already claimed is left
+ * to its writer. */
+#define WC_WORDS 8
+typedef struct wc_slot {
+    _Alignas(64) atomic_uint_fast64_t w[WC_WORDS];
+} wc_slot;
+
+struct hf_wcache {
+    wc_slot slot[HF_WC_SLOTS];
+};
+
+_Static_assert(sizeof(atomic_uint_fast64_t) == 8, "a slot word is 8 bytes");
+_Static_assert(HF_WC_LEN == 3 * 8 && HF_WC_IDS * 4 == 4 * 8, "a slot is one cache line");
+
+hf_wcache *hf_wcache_new(void) {
+    return ir_big_calloc(sizeof(hf_wcache)); /* all zero: empty slots (length 0) */
+}
+
+void hf_wcache_free(hf_wcache *c) {
+    ir_big_free(c);
+}
+
+size_t hf_wcache_bytes(void) {
+    return sizeof(hf_wcache);
+}
+
+/* The ids of word s (1 to HF_WC_LEN bytes) appended to out when its slot holds
+ * it: 1 on a hit, 0 on a miss, IRT_ENOMEM when out cannot grow. */
+static int wc_lookup(hf_wcache *c, uint64_t h, const char *s, size_t len, irt_ids *out) {
+    wc_slot *sl = &c->slot[h & (HF_WC_SLOTS - 1)];
+    uint64_t w[WC_WORDS], key[3] = {0, 0, 0};
+    w[0] = atomic_load_explicit(&sl->w[0], memory_order_acquire);
+    if ((w[0] & 1) || ((w[0] >> 32) & 0xFF) != len) return 0;
+    for (int i = 1; i < WC_WORDS; i++) w[i] = atomic_load_explicit(&sl->w[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&sl->w[0], memory_order_relaxed) != w[0]) return 0;
+    memcpy(key, s, len);
+    if (key[0] != w[1] || key[1] != w[2] || key[2] != w[3]) return 0;
+    uint32_t ids[HF_WC_IDS];
+    memcpy(ids, &w[4], sizeof ids);
+    return hf_ids_append(out, ids, (w[0] >> 40) & 0xFF) ? IRT_ENOMEM : 1;
+}
+
+/* Keeps word s and its ids in its slot, unless another writer holds the slot. */
+static void wc_insert(hf_wcache *c, uint64_t h, const char *s, size_t len, const uint32_t *ids,
+                      size_t nids) {
+    wc_slot *sl = &c->slot[h & (HF_WC_SLOTS - 1)];
+    uint64_t old = atomic_load_explicit(&sl->w[0], memory_order_relaxed);
+    if ((old & 1) ||
+        !atomic_compare_exchange_strong_explicit(&sl->w[0], &old, (old + 1) & 0xFFFFFFFFu,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return;
+    atomic_thread_fence(memory_order_release);
+    uint64_t w[WC_WORDS] = {0};
+    memcpy(&w[1], s, len);
+    if (nids) memcpy(&w[4], ids, nids * sizeof(uint32_t)); /* a word may give no id */
+    for (int i = 1; i < WC_WORDS; i++) atomic_store_explicit(&sl->w[i], w[i], memory_order_relaxed);
+    uint64_t seq = (old + 2) & 0xFFFFFFFFu;
+    atomic_store_explicit(&sl->w[0], seq | (uint64_t)len << 32 | (uint64_t)nids << 40,
+                          memory_order_release);
+}
+
+/* Appends the ids of one pre-tokenized word: from the word cache when it holds
+ * the word, else merged by bpe_word (and kept when short enough). */
 int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out) {
     if (!len) return 0;
-    if (len > HF_WC_LEN) return bpe_word(m, s, len, sc, out);
-    if (!sc->wc) {
-        if (++sc->nwords < HF_WC_AFTER) return bpe_word(m, s, len, sc, out);
-        sc->wc = calloc(HF_WC_SLOTS, sizeof(*sc->wc));
-        if (!sc->wc) return IRT_ENOMEM;
-    }
+    if (len > HF_WC_LEN || !m->wcache) return bpe_word(m, s, len, sc, out);
     uint64_t h = wc_hash(s, len);
-    uint32_t tag = (uint32_t)h | 1;
-    hf_wc_ent *e = &sc->wc[(h >> 40) & (HF_WC_SLOTS - 1)];
-    if (e->tag == tag && e->len == len && memcmp(e->word, s, len) == 0) {
-        if (out->cap - out->len < e->nids) {
-            for (size_t i = 0; i < e->nids; i++)
-                if (hf_ids_push(out, e->ids[i])) return IRT_ENOMEM;
-            return 0;
-        }
-        memcpy(out->ids + out->len, e->ids, e->nids * sizeof(uint32_t));
-        out->len += e->nids;
-        return 0;
-    }
+    int hit = wc_lookup(m->wcache, h, s, len, out);
+    if (hit) return hit < 0 ? hit : 0;
     size_t start = out->len;
     int rc = bpe_word(m, s, len, sc, out);
-    if (rc || out->len - start > HF_WC_IDS) return rc;
-    e->tag = tag;
-    e->len = (uint8_t)len;
-    e->nids = (uint8_t)(out->len - start);
-    memcpy(e->word, s, len);
-    memcpy(e->ids, out->ids + start, e->nids * sizeof(uint32_t));
-    return 0;
+    if (!rc && out->len - start <= HF_WC_IDS)
+        wc_insert(m->wcache, h, s, len, out->ids + start, out->len - start);
+    return rc;
 }
 
 static int bpe_word(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out) {
@@ -276,7 +329,6 @@ static int bpe_word(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *
 void hf_bpe_scratch_free(hf_bpe_scratch *sc) {
     free(sc->syms);
     free(sc->heap);
-    free(sc->wc);
     hf_buf_free(&sc->tmp);
     memset(sc, 0, sizeof(*sc));
 }

@@ -4,6 +4,7 @@
  * hands every sub-piece to the next stage, and the last stage feeds BPE.
  * Each stage owns its scratch buffers, so a parent's piece never moves
  * while its children run. All scratch belongs to one call. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,14 +29,19 @@ typedef struct stage_scratch {
     size_t npc, pccap;
 } stage_scratch;
 
-struct hf_ctx {
-    const irt_tokenizer *t;
-    irt_cache *cache; /* NULL: no cache */
-    irt_ids *out;
+/* A call's scratch memory; each thread keeps one between its calls (below). */
+typedef struct hf_scratch {
     hf_buf nbuf;
     stage_scratch st[HF_MAX_STAGES];
     pcre2_match_data *md;
     hf_bpe_scratch bpe;
+} hf_scratch;
+
+struct hf_ctx {
+    const irt_tokenizer *t;
+    irt_cache *cache; /* NULL: no cache */
+    irt_ids *out;
+    hf_scratch *x;
 };
 
 static const uint16_t *bytes_char_table(void) {
@@ -214,7 +220,7 @@ static int word_runs(stage_scratch *st, const char *s, size_t len) {
 static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first);
 
 static int run_pieces(hf_ctx *c, size_t i, const char *base, bool first) {
-    stage_scratch *st = &c->st[i];
+    stage_scratch *st = &c->x->st[i];
     /* Children never touch this stage's scratch, so st->pc stays valid. */
     for (size_t k = 0; k < st->npc; k++) {
         piece p = st->pc[k];
@@ -226,7 +232,7 @@ static int run_pieces(hf_ctx *c, size_t i, const char *base, bool first) {
 }
 
 static int bytelevel_map(hf_ctx *c, size_t i, const char *s, size_t len, bool first) {
-    stage_scratch *st = &c->st[i];
+    stage_scratch *st = &c->x->st[i];
     st->map.len = 0;
     if (hf_buf_reserve(&st->map, len * 2)) return IRT_ENOMEM;
     for (size_t k = 0; k < len; k++) {
@@ -240,9 +246,9 @@ static int bytelevel_map(hf_ctx *c, size_t i, const char *s, size_t len, bool fi
 
 static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first) {
     const irt_tokenizer *t = c->t;
-    if (i == t->nstages) return hf_bpe_encode(&t->bpe, s, len, &c->bpe, c->out);
+    if (i == t->nstages) return hf_bpe_encode(&t->bpe, s, len, &c->x->bpe, c->out);
     const hf_pretok *p = &t->stages[i];
-    stage_scratch *st = &c->st[i];
+    stage_scratch *st = &c->x->st[i];
     switch (p->type) {
     case PT_BYTELEVEL: {
         if (p->add_prefix_space && !(len && s[0] == ' ')) {
@@ -255,7 +261,7 @@ static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first)
             if (p->byte_map) return bytelevel_map(c, i, s, len, first);
             return run_stage(c, i + 1, s, len, first);
         }
-        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->md) ||
+        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->x->md) ||
             events_from_matches(st, len, false) || apply_behavior(st, SPLIT_ISOLATED))
             return IRT_ENOMEM;
         if (!p->byte_map) return run_pieces(c, i, s, first);
@@ -268,7 +274,7 @@ static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first)
         return 0;
     }
     case PT_SPLIT:
-        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->md) ||
+        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->x->md) ||
             events_from_matches(st, len, p->invert) || apply_behavior(st, p->behavior))
             return IRT_ENOMEM;
         return run_pieces(c, i, s, first);
@@ -455,11 +461,11 @@ static int normalized_piece(hf_ctx *c, const char *s, size_t len, bool first) {
 static int raw_piece(hf_ctx *c, const char *s, size_t len, bool first) {
     const irt_tokenizer *t = c->t;
     if (t->norm) {
-        c->nbuf.len = 0;
-        if (hf_normalize(t->norm, s, len, &c->nbuf, NULL)) return IRT_ENOMEM;
-        if (!c->nbuf.len) return 0;
-        s = c->nbuf.p;
-        len = c->nbuf.len;
+        c->x->nbuf.len = 0;
+        if (hf_normalize(t->norm, s, len, &c->x->nbuf, NULL)) return IRT_ENOMEM;
+        if (!c->x->nbuf.len) return 0;
+        s = c->x->nbuf.p;
+        len = c->x->nbuf.len;
     }
     return split_added(c, &t->trie_norm, s, len, first, normalized_piece);
 }
@@ -530,23 +536,78 @@ static int post_process(const irt_tokenizer *t, irt_ids *out) {
     return 0;
 }
 
-static void ctx_free(hf_ctx *c) {
-    pcre2_match_data_free(c->md);
-    hf_buf_free(&c->nbuf);
+int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_special,
+               irt_ids *out) {
+    return irt_encode_cached(t, NULL, text, len, add_special, out);
+}
+
+/* ---- scratch kept between calls ---------------------------------------------------------
+ * A call's buffers (pieces, matches, symbols) grow to fit its text; made afresh on
+ * every call, they cost a warm chat more in malloc, realloc and page faults than
+ * the work that fills them. Each thread keeps its scratch between its calls unless
+ * it grew past KEEP_SCRATCH bytes, and frees it when the thread exits (a key's
+ * destructor). */
+#define KEEP_SCRATCH ((size_t)1 << 20)
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+static _Thread_local hf_scratch *kept_scratch; /* NULL while this thread encodes */
+
+static void scratch_free(void *p) {
+    hf_scratch *x = p;
+    if (!x) return;
+    pcre2_match_data_free(x->md);
+    hf_buf_free(&x->nbuf);
     for (size_t i = 0; i < HF_MAX_STAGES; i++) {
-        stage_scratch *st = &c->st[i];
+        stage_scratch *st = &x->st[i];
         hf_buf_free(&st->buf);
         hf_buf_free(&st->map);
         free(st->m);
         free(st->ev);
         free(st->pc);
     }
-    hf_bpe_scratch_free(&c->bpe);
+    hf_bpe_scratch_free(&x->bpe);
+    free(x);
 }
 
-int irt_encode(const irt_tokenizer *t, const char *text, size_t len, bool add_special,
-               irt_ids *out) {
-    return irt_encode_cached(t, NULL, text, len, add_special, out);
+static size_t scratch_bytes(const hf_scratch *x) {
+    size_t n = x->nbuf.cap + x->bpe.symcap * sizeof(hf_sym) + x->bpe.heapcap * sizeof(hf_heapent) +
+               x->bpe.tmp.cap;
+    for (size_t i = 0; i < HF_MAX_STAGES; i++) {
+        const stage_scratch *st = &x->st[i];
+        n += st->buf.cap + st->map.cap + st->mcap * sizeof(hf_match) + st->evcap * sizeof(event) +
+             st->pccap * sizeof(piece);
+    }
+    return n;
+}
+
+static void scratch_key_init(void) {
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+static hf_scratch *scratch_take(void) {
+    hf_scratch *x = kept_scratch;
+    if (x) {
+        kept_scratch = NULL;
+        return x;
+    }
+    x = calloc(1, sizeof *x);
+    if (x && !(x->md = pcre2_match_data_create(4, NULL))) {
+        free(x);
+        x = NULL;
+    }
+    return x;
+}
+
+static void scratch_give_back(hf_scratch *x) {
+    pthread_once(&scratch_once, scratch_key_init);
+    if (kept_scratch || !scratch_key_ok || scratch_bytes(x) > KEEP_SCRATCH ||
+        pthread_setspecific(scratch_key, x)) {
+        scratch_free(x);
+        return;
+    }
+    kept_scratch = x;
 }
 
 int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text, size_t len,
@@ -556,13 +617,12 @@ int irt_encode_cached(const irt_tokenizer *t, irt_cache *cache, const char *text
     out->len = 0;
     if (len > IRT_MAX_INPUT) return IRT_ETOOLONG;
     if (hf_utf8_valid_prefix(text, len) != len) return IRT_EINVAL;
-    hf_ctx c = {.t = t, .cache = cache, .out = out};
-    c.md = pcre2_match_data_create(4, NULL);
-    if (!c.md) return IRT_ENOMEM;
+    hf_ctx c = {.t = t, .cache = cache, .out = out, .x = scratch_take()};
+    if (!c.x) return IRT_ENOMEM;
     piece_fn fn = cache ? cached_piece : raw_piece;
     int rc = len ? split_added(&c, &t->trie_raw, text, len, true, fn) : 0;
     if (!rc && add_special) rc = post_process(t, out);
-    ctx_free(&c);
+    scratch_give_back(c.x);
     if (rc) out->len = 0;
     return rc;
 }
@@ -585,11 +645,11 @@ static bool has_added(const hf_trie *tr, const char *s, size_t len) {
 static int ordinary_piece(hf_ctx *c, const char *s, size_t len, bool first) {
     const irt_tokenizer *t = c->t;
     if (t->norm) {
-        c->nbuf.len = 0;
-        if (hf_normalize(t->norm, s, len, &c->nbuf, NULL)) return IRT_ENOMEM;
-        if (!c->nbuf.len) return 0;
-        s = c->nbuf.p;
-        len = c->nbuf.len;
+        c->x->nbuf.len = 0;
+        if (hf_normalize(t->norm, s, len, &c->x->nbuf, NULL)) return IRT_ENOMEM;
+        if (!c->x->nbuf.len) return 0;
+        s = c->x->nbuf.p;
+        len = c->x->nbuf.len;
     }
     return normalized_piece(c, s, len, first);
 }
@@ -610,11 +670,10 @@ int irt_encode_ordinary(const irt_tokenizer *t, irt_cache *cache, const char *te
     if (len > IRT_MAX_INPUT) return IRT_ETOOLONG;
     if (hf_utf8_valid_prefix(text, len) != len) return IRT_EINVAL;
     size_t from = out->len;
-    hf_ctx c = {.t = t, .out = out};
-    c.md = pcre2_match_data_create(4, NULL);
-    if (!c.md) return IRT_ENOMEM;
+    hf_ctx c = {.t = t, .out = out, .x = scratch_take()};
+    if (!c.x) return IRT_ENOMEM;
     int rc = ordinary_piece(&c, text, len, true);
-    ctx_free(&c);
+    scratch_give_back(c.x);
     if (rc) out->len = from;
     return rc;
 }

@@ -322,10 +322,11 @@ typedef struct hf_bpe {
     const char *prefix, *suffix; /* NULL when absent */
     size_t prefixlen, suffixlen;
     bool fuse_unk, byte_fallback, ignore_merges;
-    bool raw;              /* pieces reach the model as raw bytes */
-    int32_t byte_id[256];  /* raw mode: id of each byte's mapped char */
-    int32_t byte_fb[256];  /* <0xXX> ids, -1 when absent */
-    int32_t ascii_id[128]; /* char mode: id of each ASCII char, -1 when absent */
+    bool raw;                 /* pieces reach the model as raw bytes */
+    int32_t byte_id[256];     /* raw mode: id of each byte's mapped char */
+    int32_t byte_fb[256];     /* <0xXX> ids, -1 when absent */
+    int32_t ascii_id[128];    /* char mode: id of each ASCII char, -1 when absent */
+    struct hf_wcache *wcache; /* words seen before (mutable, thread-safe); NULL: none */
 } hf_bpe;
 
 #define HF_MAX_STAGES 16
@@ -375,26 +376,24 @@ typedef struct hf_sym {
 typedef struct hf_heapent {
     uint32_t rank, pos, id;
 } hf_heapent;
-/* A per-call cache of word -> ids: direct-mapped, one cache line an entry,
- * allocated only once a call has encoded HF_WC_AFTER words. */
-#define HF_WC_LEN   26
+/* The tokenizer's word cache (hf_bpe.c): pre-tokenized words of up to
+ * HF_WC_LEN bytes to their ids (up to HF_WC_IDS), shared by every thread that
+ * encodes with the tokenizer and kept across calls, as tokenizers' BPE cache.
+ * Direct-mapped, HF_WC_SLOTS slots of one cache line each; a slot is a
+ * seqlock, so readers never block and never see a half-written entry. */
+#define HF_WC_LEN   24
 #define HF_WC_IDS   8
-#define HF_WC_SLOTS 1024
-#define HF_WC_AFTER 32
-typedef struct hf_wc_ent {
-    uint32_t tag; /* hash | 1; 0 is empty */
-    uint8_t len, nids;
-    char word[HF_WC_LEN];
-    uint32_t ids[HF_WC_IDS];
-} hf_wc_ent;
+#define HF_WC_SLOTS ((size_t)1 << 15)
+typedef struct hf_wcache hf_wcache;
+hf_wcache *hf_wcache_new(void);
+void hf_wcache_free(hf_wcache *c);
+size_t hf_wcache_bytes(void);
 typedef struct hf_bpe_scratch {
     hf_sym *syms;
     size_t nsyms, symcap;
     hf_heapent *heap;
     size_t nheap, heapcap;
     hf_buf tmp;
-    hf_wc_ent *wc;
-    size_t nwords;
 } hf_bpe_scratch;
 /* Appends the ids of one pre-tokenized piece. */
 int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out);

@@ -992,6 +992,7 @@ static irt_tokenizer *load_root(const hj_val *root, char *err, size_t errlen) {
         t->has_decoder = true;
         if (load_dec(&L, v, "decoder")) goto fail;
     }
+    t->bpe.wcache = hf_wcache_new(); /* NULL: every word merged, same ids */
     return t;
 fail:
     irt_free(t);
@@ -1043,6 +1044,7 @@ void irt_free(irt_tokenizer *t) {
     ir_big_free(t->bpe.id_tok);
     ir_big_free(t->bpe.id_len);
     hf_pairmap_free(&t->bpe.merges);
+    hf_wcache_free(t->bpe.wcache);
     free(t->added);
     hf_strmap_free(&t->added_map);
     hf_pairmap_free(&t->added_ids);
@@ -1059,7 +1061,8 @@ size_t irt_memory_bytes(const irt_tokenizer *t) {
     size_t n = sizeof(*t) + ir_arena_held(t->arena) + hf_strmap_bytes(&m->vocab) +
                hf_strmap_bytes(&m->vocab_raw) + m->nids * (sizeof(char *) + sizeof(uint32_t)) +
                (m->merges.mask + 1) * sizeof(hf_pairent) + t->nadded * sizeof(hf_added) +
-               hf_strmap_bytes(&t->added_map) + t->vocab_size / 8 + 1;
+               hf_strmap_bytes(&t->added_map) + t->vocab_size / 8 + 1 +
+               (m->wcache ? hf_wcache_bytes() : 0);
     const hf_trie *tr[2] = {&t->trie_raw, &t->trie_norm};
     for (int i = 0; i < 2; i++)
         n += (tr[i]->edges.mask + 1) * sizeof(hf_pairent) + tr[i]->nnodes * sizeof(int32_t);

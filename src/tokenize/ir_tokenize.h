@@ -4,8 +4,12 @@
  * simulator, the gateway and the benchmarks), chained block hashes, and
  * Hugging Face tokenizer.json pipelines.
  *
- * Ownership: a loaded tokenizer is immutable and may be shared by any number
- * of threads; every call keeps its scratch memory to itself. */
+ * Ownership: a loaded tokenizer may be shared by any number of threads. Its
+ * vocabulary, merges and pipeline are immutable; it also keeps a word cache
+ * (pre-tokenized words to their ids, 2 MiB, lock-free seqlock slots) that any
+ * thread fills and reads. Each thread that encodes or renders keeps its own
+ * scratch memory between calls (at most 1 MiB of encode buffers and a 256 KiB
+ * render arena), freed when the thread exits. ADR 0023. */
 #ifndef IR_TOKENIZE_H
 #define IR_TOKENIZE_H
 
@@ -174,7 +178,8 @@ const char *irt_strerror(int code);
  * and tojson(ensure_ascii=False). No I/O. See docs/internals/template.md.
  *
  * A compiled template is immutable and may be rendered by any number of
- * threads at once; each render keeps its memory to itself. */
+ * threads at once; each render keeps its memory to itself (an arena that its
+ * thread keeps between renders, ADR 0023). */
 typedef struct irt_template irt_template;
 
 /* Bounds of one template or render; 0 in a field takes its default. */
@@ -197,7 +202,8 @@ void irt_template_free(irt_template *t);
  * now_unix (seconds; 0 for the clock) is what strftime_now formats.
  * Returns IRT_OK; IRT_EINVAL with the template's message in err (a raised
  * exception, an undefined value used, a type error, a bound passed);
- * IRT_ENOMEM. out may hold a partial render after an error. */
+ * IRT_ENOMEM. The text is written into out as it is rendered; after an error
+ * out is cut back to the length it had. */
 int irt_template_render(const irt_template *t, const json_t *vars, int64_t now_unix, ir_buf *out,
                         char *err, size_t errlen);
 

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 /* Nesting deeper than this anywhere in a body is a doubt: the whole body is then
  * read by jansson, whose limit (JSON_PARSER_MAX_DEPTH, 2048) counts the two
  * levels above each element that a piece read alone would not. */
@@ -36,5 +38,11 @@ enum {
 /* Scans s[0 .. len); fills out on IRT_JSCAN_OK (out is zeroed first). */
 int irt_jscan_chat(const char *s, size_t len, irt_jscan *out);
 void irt_jscan_free(irt_jscan *j);
+
+/* jflat.c: an element that is a flat object of strings ({"role": "user",
+ * "content": "..."}) read without jansson's lexer, to exactly the value
+ * json_loadb(s, n, flags) reads (members in the same order). NULL declines:
+ * anything else, which the caller reads with jansson. New reference. */
+json_t *irt_jflat_object(const char *s, size_t n, size_t flags);
 
 #endif

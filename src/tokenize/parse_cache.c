@@ -42,6 +42,7 @@
 
 #include "tokenize/ir_tokenize.h"
 #include "tokenize/jscan.h"
+#include "tokenize/json_share.h"
 #include "tokenize/slru.h"
 
 /* What a kept value counts per JSON value in it, besides its bytes twice (the
@@ -63,22 +64,9 @@ struct irt_parse_cache {
 
 /* ---- the table ------------------------------------------------------------------ */
 
-/* Sets the count of every node of v (a tree as jansson parses it: each node
- * held once) to n; true, false and null are jansson's own immortal singletons.
- * A kept element is at most IRT_JSCAN_MAX_DEPTH deep. */
-static void set_counts(json_t *v, size_t n) {
-    if (!v || json_is_true(v) || json_is_false(v) || json_is_null(v)) return;
-    v->refcount = n;
-    size_t i;
-    json_t *x;
-    const char *k;
-    if (json_is_array(v)) json_array_foreach(v, i, x) set_counts(x, n);
-    if (json_is_object(v)) json_object_foreach(v, k, x) set_counts(x, n);
-}
-
 static void unpin(pentry *e) {
     if (atomic_fetch_sub_explicit(&e->n.refs, 1, memory_order_acq_rel) != 1) return;
-    set_counts(e->v, 1); /* no other thread holds it now */
+    irt_json_set_counts(e->v, 1); /* no other thread holds it now */
     json_decref(e->v);
     free(e);
 }
@@ -157,12 +145,12 @@ static pentry *insert(irt_parse_cache *c, uint64_t h, const irt_jspan *sp, const
     e->flags = flags;
     e->v = v;
     memcpy(e->raw, raw, sp->len);
-    set_counts(v, (size_t)-1); /* before the lock publishes it */
+    irt_json_set_counts(v, IRT_JSON_IMMORTAL); /* before the lock publishes it */
     irt_slru_shard *s = irt_slru_shard_of(&c->lru, h);
     pthread_mutex_lock(&s->mu);
     if (find(s, h, raw, sp->len, flags)) {
         pthread_mutex_unlock(&s->mu);
-        set_counts(v, 1);
+        irt_json_set_counts(v, 1);
         free(e);
         return NULL;
     }
@@ -186,6 +174,15 @@ static int hold(irt_parsed *p, pentry *e) {
     return 0;
 }
 
+/* An element's bytes read as json_loadb reads them: a flat object of strings by
+ * jflat.c, the rest by jansson. */
+static json_t *read_element(const char *raw, size_t len, size_t flags) {
+    json_t *v = irt_jflat_object(raw, len, flags);
+    if (v) return v;
+    json_error_t je;
+    return json_loadb(raw, len, flags, &je);
+}
+
 /* One element into arr: from the cache, or read and kept. -1 when jansson
  * refuses it (or out of memory). */
 static int add_element(irt_parse_cache *c, const char *s, const irt_jspan *sp, size_t flags,
@@ -193,15 +190,13 @@ static int add_element(irt_parse_cache *c, const char *s, const irt_jspan *sp, s
     const char *raw = s + sp->off;
     size_t ef = flags | JSON_DECODE_ANY;
     if (sp->len < IRT_PARSE_CACHE_MIN_BYTES) {
-        json_error_t e;
-        json_t *v = json_loadb(raw, sp->len, ef, &e);
+        json_t *v = read_element(raw, sp->len, ef);
         return v ? json_array_append_new(arr, v) : -1;
     }
     uint64_t h = XXH3_64bits_withSeed(raw, sp->len, ef);
     pentry *e = lookup(c, h, raw, sp->len, ef);
     if (!e) {
-        json_error_t je;
-        json_t *v = json_loadb(raw, sp->len, ef, &je);
+        json_t *v = read_element(raw, sp->len, ef);
         if (!v) return -1;
         e = insert(c, h, sp, raw, ef, v);
         if (!e) return json_array_append_new(arr, v);

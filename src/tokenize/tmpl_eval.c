@@ -6,6 +6,7 @@
  * its own (a set inside a loop is gone at the next iteration), and `if`
  * blocks share their enclosing frame. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -869,6 +870,87 @@ static void emit(trender *r, tv v) {
         tv_str_to(r->out, v);
 }
 
+/* ---- {{ a + b + c }}: the strings written one after the other -------------------------
+ * Chat templates print a message as '<|im_start|>' + role + '\n' + content + ...;
+ * building that string copies a long content once per '+', then once more into
+ * the output. When every operand of a chain of + (or ~) is a string, the result
+ * is their bytes in order, so they are written out in turn instead (and a set
+ * joins them once, not once per operator). Operands are
+ * evaluated in eval's order; at the first one that is not a string (or that would
+ * take the sum past the output limit), the strings so far are joined and the
+ * chain goes on through arith, exactly as eval would go: same value, same errors. */
+#define CAT_MAX 16
+
+static bool is_cat(const tnode *x) {
+    return x->kind == E_BIN && (x->op == OP_ADD || x->op == OP_CONCAT);
+}
+
+/* The strings parts[0..n) (total bytes) as one string. */
+static tv cat_join(trender *r, const tv *parts, size_t n, size_t total) {
+    if (n == 1) return parts[0];
+    char *p = ir_arena_alloc(r->a, total + 1);
+    if (!p) tmpl_fail(r->e, 0, 0, "out of memory (the render's memory limit)");
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(p + at, parts[i].s, parts[i].n);
+        at += parts[i].n;
+    }
+    p[at] = '\0';
+    return tv_str(p, at);
+}
+
+/* The chain x evaluated: true with its string operands in parts[0..*np) (*total
+ * bytes, within the output limit) when all are strings; else false with *v its
+ * value, computed as eval computes it. */
+static bool cat_collect(trender *r, tframe *f, const tnode *x, tv *parts, size_t *np, size_t *total,
+                        tv *v) {
+    const tnode *spine[CAT_MAX]; /* the chain's nodes, outermost first */
+    size_t k = 0;
+    const tnode *first = x;
+    while (k < CAT_MAX && is_cat(first)) spine[k++] = first, first = first->a;
+    *v = eval(r, f, first);
+    *np = *total = 0;
+    if (v->t == TV_STR) {
+        parts[(*np)++] = *v;
+        *total = v->n;
+        for (; k > 0; k--) {
+            const tnode *op = spine[k - 1];
+            tv b = eval(r, f, op->b);
+            size_t max = r->lim->max_output;
+            if (b.t != TV_STR || *total > max || b.n > max - *total) {
+                *v = arith(r, op, op->op, cat_join(r, parts, *np, *total), b);
+                break;
+            }
+            parts[(*np)++] = b;
+            *total += b.n;
+        }
+        if (!k) return true;
+        k--; /* the operator just applied by arith */
+    }
+    for (; k > 0; k--)
+        *v = arith(r, spine[k - 1], spine[k - 1]->op, *v, eval(r, f, spine[k - 1]->b));
+    return false;
+}
+
+/* {{ chain }}: the strings written in turn. */
+static void emit_concat(trender *r, tframe *f, const tnode *x) {
+    tv parts[CAT_MAX + 1], v;
+    size_t np, total;
+    if (!cat_collect(r, f, x, parts, &np, &total, &v)) {
+        emit(r, v);
+        return;
+    }
+    for (size_t i = 0; i < np; i++) tsb_add(r->out, parts[i].s, parts[i].n);
+}
+
+/* {% set x = chain %}: the strings joined once, not once per operator. */
+static tv eval_concat(trender *r, tframe *f, const tnode *x) {
+    tv parts[CAT_MAX + 1], v;
+    size_t np, total;
+    if (!cat_collect(r, f, x, parts, &np, &total, &v)) return v;
+    return cat_join(r, parts, np, total);
+}
+
 static void bind_targets(trender *r, tframe *f, const tnode *x, tv item) {
     if (x->nnames == 1) {
         frame_set(r, f, x->names[0], strlen(x->names[0]), item);
@@ -929,7 +1011,10 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
         tsb_add(r->out, x->str, x->slen);
         return FLOW_NORMAL;
     case N_OUTPUT:
-        emit(r, eval(r, f, x->a));
+        if (is_cat(x->a))
+            emit_concat(r, f, x->a);
+        else
+            emit(r, eval(r, f, x->a));
         return FLOW_NORMAL;
     case N_IF:
         if (tv_truthy(eval(r, f, x->a))) return exec_list(r, f, x->list, x->n);
@@ -937,7 +1022,7 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
     case N_FOR:
         return exec_for(r, f, x);
     case N_SET: {
-        tv v = eval(r, f, x->a);
+        tv v = is_cat(x->a) ? eval_concat(r, f, x->a) : eval(r, f, x->a);
         if (x->str) {
             tv *ns = frame_get(f, x->names[0], strlen(x->names[0]));
             if (!ns || ns->t != TV_NS)
@@ -1061,25 +1146,81 @@ static int render_body(const irt_template *t, trender *r, const json_t *vars) {
     return IRT_OK;
 }
 
+/* ---- the render's memory --------------------------------------------------------------
+ * A render's values live in an arena. Each thread keeps one arena between its
+ * renders, reset (down to its first chunk, KEEP_BYTES) after each: a chat's render
+ * copies a long system prompt a few times ('+', a set), and fresh chunks of that
+ * size would be fresh pages from the kernel on every render (page faults cost more
+ * than the copies). Chunks past the first go back at each reset. A thread's arena
+ * is freed when the thread exits (a key's destructor). */
+#define KEEP_BYTES ((size_t)256 << 10)
+
+static pthread_key_t arena_key;
+static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
+static bool arena_key_ok;
+static _Thread_local ir_arena *kept_arena; /* NULL while this thread renders */
+
+static void arena_drop(void *a) {
+    ir_arena_free(a);
+}
+
+static void arena_key_init(void) {
+    arena_key_ok = pthread_key_create(&arena_key, arena_drop) == 0;
+}
+
+__attribute__((noinline)) static ir_arena *render_arena(size_t max) {
+    ir_arena *a = kept_arena;
+    if (a) {
+        kept_arena = NULL;
+        ir_arena_set_max(a, max);
+        return a;
+    }
+    a = ir_arena_new(KEEP_BYTES, max);
+    if (a) ir_arena_set_growth(a, (size_t)8 << 20);
+    return a;
+}
+
+static void render_arena_done(ir_arena *a) {
+    pthread_once(&arena_once, arena_key_init);
+    if (kept_arena || !arena_key_ok || pthread_setspecific(arena_key, a)) {
+        ir_arena_free(a);
+        return;
+    }
+    ir_arena_reset(a);
+    kept_arena = a;
+}
+
+/* out back to its first n bytes (a render that failed leaves it as it found it). */
+static void out_truncate(ir_buf *out, size_t n) {
+    if (out->len == n) return;
+    out->len = n;
+    out->data[n] = '\0';
+}
+
 int irt_template_render(const irt_template *t, const json_t *vars, int64_t now_unix, ir_buf *out,
                         char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
-    ir_arena *a = ir_arena_new(64 * 1024, t->lim.max_memory);
+    ir_arena *a = render_arena(t->lim.max_memory);
     if (!a) return IRT_ENOMEM;
-    ir_arena_set_growth(a, (size_t)8 << 20);
     terr e = {.msg = err, .msglen = errlen};
+    /* the text goes straight into out; an error takes it back out */
+    size_t start = out->len;
     tsb main;
-    tsb_init(&main, a, &e, t->lim.max_output);
+    tsb_init_sink(&main, &e, t->lim.max_output, out);
     trender r = {.a = a, .e = &e, .out = &main, .lim = &t->lim, .now = now_unix};
     r.caller = tv_undef(NULL, 0);
     if (setjmp(e.jb)) {
-        ir_arena_free(a);
+        render_arena_done(a);
+        out_truncate(out, start);
         return IRT_EINVAL;
     }
     render_body(t, &r, vars);
-    int rc = ir_buf_append(out, main.p ? main.p : "", main.n) ? IRT_ENOMEM : IRT_OK;
-    if (rc && err) snprintf(err, errlen, "rendered text larger than the output buffer");
-    ir_arena_free(a);
+    int rc = main.sink_full ? IRT_ENOMEM : IRT_OK;
+    if (rc) {
+        out_truncate(out, start);
+        if (err) snprintf(err, errlen, "rendered text larger than the output buffer");
+    }
+    render_arena_done(a);
     return rc;
 }
 

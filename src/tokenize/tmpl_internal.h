@@ -206,15 +206,20 @@ void tmpl_lex(ir_arena *a, terr *e, const char *src, size_t len, ttoks *toks);
 tnode *tmpl_parse(ir_arena *a, terr *e, const ttoks *toks, int max_depth);
 
 /* ---- strings ----------------------------------------------------------------- */
-/* A string builder in an arena, with a cap on its length. */
+/* A string builder in an arena, with a cap on its length; or, with a sink, a
+ * writer into that buffer (p stays NULL; n counts what was written, for the
+ * cap; sink_full once the sink refused bytes, which are then dropped). */
 typedef struct tsb {
     ir_arena *a;
     char *p;
     size_t n, cap, max;
     terr *e;
+    ir_buf *sink;
+    bool sink_full;
 } tsb;
 
 void tsb_init(tsb *b, ir_arena *a, terr *e, size_t max);
+void tsb_init_sink(tsb *b, terr *e, size_t max, ir_buf *sink);
 void tsb_add(tsb *b, const char *s, size_t n);
 static inline void tsb_addc(tsb *b, char c) {
     tsb_add(b, &c, 1);

@@ -32,11 +32,23 @@ void tsb_init(tsb *b, ir_arena *a, terr *e, size_t max) {
     b->p = NULL;
     b->n = b->cap = 0;
     b->max = max;
+    b->sink = NULL;
+    b->sink_full = false;
+}
+
+void tsb_init_sink(tsb *b, terr *e, size_t max, ir_buf *sink) {
+    tsb_init(b, NULL, e, max);
+    b->sink = sink;
 }
 
 void tsb_add(tsb *b, const char *s, size_t n) {
     if (!n) return;
     if (n > b->max - b->n) tmpl_fail(b->e, 0, 0, "output larger than its limit");
+    if (b->sink) {
+        b->n += n;
+        if (!b->sink_full && ir_buf_append(b->sink, s, n)) b->sink_full = true;
+        return;
+    }
     if (b->cap - b->n < n + 1) {
         size_t nc = b->cap ? b->cap * 2 : 64;
         while (nc - b->n < n + 1) nc *= 2;

@@ -2,6 +2,7 @@
  * splits a body into "messages" elements, and what it leaves to a whole parse
  * (escaped keys, "messages" twice, malformed or truncated bodies, deep nesting). */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -145,6 +146,152 @@ static void depth(void **state) {
     }
 }
 
+/* ---- jflat.c: flat objects of strings read without jansson's lexer ---------------- */
+
+/* irt_jflat_object against json_loadb for s: declined, or the same value with
+ * its members in the same order (compared as jansson prints them); never read
+ * when jansson refuses. Returns whether it was read. */
+static bool same_as_jansson(const char *s, size_t n, size_t flags) {
+    json_error_t e;
+    json_t *want = json_loadb(s, n, flags, &e);
+    json_t *got = irt_jflat_object(s, n, flags);
+    bool read = got != NULL;
+    if (got) {
+        if (!want) fail_msg("read what jansson refuses (%s): %.*s", e.text, (int)n, s);
+        char *a = json_dumps(want, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *b = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!a || !b || strcmp(a, b)) fail_msg("%.*s\njansson: %s\njflat:   %s", (int)n, s, a, b);
+        free(a);
+        free(b);
+    }
+    json_decref(want);
+    json_decref(got);
+    return read;
+}
+
+static void jflat_cases(void **state) {
+    (void)state;
+    static const struct {
+        const char *s;
+        bool read;
+    } cases[] = {
+        {"{\"role\":\"user\",\"content\":\"hello\"}", true},
+        {" \t\r\n{ \"role\" : \"user\" , \"content\" : \"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\" }\n",
+         true},
+        {"{}", true},
+        {"{ }", true},
+        {"{\"\":\"\"}", true},
+        {"{\"a\":\"x\",\"b\":\"y\",\"a\":\"z\"}", true}, /* first place, last value */
+        {"{\"c\":\"\\u00e9\\u20ac\\ud83d\\ude00 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"}",
+         true},
+        {"{\"c\":\"0123456789abcdefghijklmnopqrstuvwxyz\\u0041BCDEFGHIJKLMNOPQRSTUVWXYZ\"}", true},
+        {"{\"c\":\"\\u0000\"}", true}, /* with JSON_ALLOW_NUL */
+        {"{\"c\":\"\\ud800\"}", false},
+        {"{\"c\":\"\\udc00\"}", false},
+        {"{\"c\":\"\\ud800\\u0041\"}", false},
+        {"{\"c\":\"\\x41\"}", false},
+        {"{\"c\":\"\\u00g1\"}", false},
+        {"{\"c\":\"a\nb\"}", false},
+        {"{\"c\":\"\x7f\"}", true},
+        {"{\"c\":\"\xc0\x80\"}", false},
+        {"{\"c\":\"\xed\xa0\x80\"}", false},
+        {"{\"c\":\"\xf4\x90\x80\x80\"}", false},
+        {"{\"c\":\"\xe2\x82\"}", false},
+        {"{\"c\":\"\xff\"}", false},
+        {"{\"c\":1}", false},
+        {"{\"c\":null}", false},
+        {"{\"c\":[\"x\"]}", false},
+        {"{\"c\":\"x\",}", false},
+        {"{\"c\":\"x\"} x", false},
+        {"{\"c\":\"x\"", false},
+        {"{\"c\" \"x\"}", false},
+        {"{\"k\\u0041\":\"x\"}", false},
+        {"{\"caf\xc3\xa9\":\"x\"}", false},
+        {"[\"x\"]", false},
+        {"\"x\"", false},
+        {"", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *s = cases[i].s;
+        size_t n = strlen(s);
+        if (same_as_jansson(s, n, JSON_ALLOW_NUL | JSON_DECODE_ANY) != cases[i].read)
+            fail_msg("case %zu (%s): expected %s", i, s, cases[i].read ? "read" : "declined");
+    }
+    /* without JSON_ALLOW_NUL, "\u0000" is jansson's to refuse; other flags: declined */
+    assert_false(same_as_jansson("{\"c\":\"\\u0000\"}", 14, JSON_DECODE_ANY));
+    assert_false(same_as_jansson("{\"a\":\"x\",\"a\":\"y\"}", 17, JSON_REJECT_DUPLICATES));
+    assert_false(same_as_jansson("{\"a\":\"x\"} ", 10, JSON_DISABLE_EOF_CHECK));
+}
+
+/* Messages mutated at random (bytes replaced, inserted, cut; quotes, backslashes,
+ * escapes, control and UTF-8 bytes among them): jflat reads what it reads exactly
+ * as jansson does. */
+static void jflat_mutations(void **state) {
+    (void)state;
+    static const char *const seeds[] = {
+        "{\"role\":\"user\",\"content\":\"Explain the cache policy, briefly. Then the queue.\"}",
+        "{\"role\":\"system\",\"content\":\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ "
+        "\\n\\t end\",\"name\":\"x\"}",
+        "{ \"content\" : \"tab\\there\" , \"role\" : \"assistant\" }",
+    };
+    static const char *const bits[] = {"\"",
+                                       "\\",
+                                       "\\u",
+                                       "\\ud83d",
+                                       "\\ude00",
+                                       "\\u0000",
+                                       "\n",
+                                       "\x01",
+                                       "\xc3",
+                                       "\xa9",
+                                       "\xe2\x82\xac",
+                                       "\xed\xa0\x80",
+                                       ",",
+                                       ":",
+                                       "}",
+                                       "{",
+                                       " ",
+                                       "\\n",
+                                       "1",
+                                       "\x7f"};
+    unsigned seed = 99;
+    size_t read = 0, total = 0;
+    char buf[512];
+    for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++) {
+        for (int round = 0; round < 8000; round++) {
+            size_t n = strlen(seeds[s]);
+            memcpy(buf, seeds[s], n);
+            int edits = 1 + rand_r(&seed) % 3;
+            for (int e = 0; e < edits && n > 2; e++) {
+                size_t at = (size_t)rand_r(&seed) % n;
+                const char *b = bits[(size_t)rand_r(&seed) % (sizeof bits / sizeof *bits)];
+                size_t bl = strlen(b);
+                switch (rand_r(&seed) % 8) {
+                case 0: /* replace one byte */
+                    buf[at] = b[0];
+                    break;
+                case 1: /* insert */
+                case 2:
+                case 3:
+                    if (n + bl < sizeof buf) {
+                        memmove(buf + at + bl, buf + at, n - at);
+                        memcpy(buf + at, b, bl);
+                        n += bl;
+                    }
+                    break;
+                default: /* cut */
+                    n = at + 1;
+                }
+            }
+            size_t flags = rand_r(&seed) % 4 ? JSON_ALLOW_NUL | JSON_DECODE_ANY : JSON_DECODE_ANY;
+            read += same_as_jansson(buf, n, flags);
+            total++;
+        }
+    }
+    printf("[jflat] %zu of %zu mutated messages read, the rest declined\n", read, total);
+    assert_true(read > total / 20 && read < total - total / 20); /* both ways, often */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(splits_elements),
@@ -154,6 +301,8 @@ int main(void) {
         cmocka_unit_test(doubts),
         cmocka_unit_test(truncated),
         cmocka_unit_test(depth),
+        cmocka_unit_test(jflat_cases),
+        cmocka_unit_test(jflat_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

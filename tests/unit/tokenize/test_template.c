@@ -523,6 +523,71 @@ static void test_gptoss_harmony(void **state) {
     rmdir(tmp);
 }
 
+/* {{ a + b + c }} is written piece by piece when every operand is a string, and
+ * {% set x = a + b + c %} joins them once (tmpl_eval.c, cat_collect): random
+ * chains of + and ~ over strings, numbers, lists, none, undefined names and
+ * raised exceptions, under a small output limit, print and fail exactly as the
+ * same chain evaluated operator by operator (inside a list literal, which those
+ * paths leave alone). The expression starts at the same column in all three, so
+ * that error messages, which name it, compare equal. */
+static int render_cmp(const char *src, const json_t *vars, const irt_template_limits *lim,
+                      ir_buf *out, char *err, size_t errlen) {
+    irt_template *t = irt_template_new(src, strlen(src), lim, err, errlen);
+    assert_non_null(t);
+    ir_buf_reset(out);
+    ir_buf_append(out, "kept|", 5); /* what a render finds in out stays there */
+    int rc = irt_template_render(t, vars, 0, out, err, errlen);
+    irt_template_free(t);
+    return rc;
+}
+
+static void test_concat_written_in_pieces(void **s) {
+    (void)s;
+    static const char *const ops[] = {
+        "a", "'x'", "big", "big", "n",   "l",         "none",
+        "u", "a",   "'é'", "e",   "n~a", "(a + 'y')", "raise_exception('boom ' ~ n)",
+    };
+    const size_t nops = sizeof ops / sizeof *ops;
+    json_t *vars = json_pack("{s:s,s:s,s:i,s:[i],s:s}", "a", "ab", "big",
+                             "0123456789012345678901234567890123456789", "n", 3, "l", 1, "e", "");
+    irt_template_limits lim = {.max_output = 100};
+    ir_buf a, b;
+    ir_buf_init(&a, 1 << 20);
+    ir_buf_init(&b, 1 << 20);
+    unsigned seed = 5;
+    int pieces = 0, failed = 0;
+    for (int i = 0; i < 3000; i++) {
+        char expr[512];
+        size_t n = 0;
+        int k = 2 + rand_r(&seed) % 5;
+        for (int j = 0; j < k; j++) {
+            if (j)
+                n += (size_t)snprintf(expr + n, sizeof expr - n, rand_r(&seed) % 3 ? " + " : " ~ ");
+            n += (size_t)snprintf(expr + n, sizeof expr - n, "%s", ops[rand_r(&seed) % nops]);
+        }
+        char ref[1024], set[1024], out[1024], e0[256], e1[256], e2[256];
+        /* "pre{{" + 8 spaces + "[", "pre{% set x = ", "pre{{" + 9 spaces: column 15 */
+        snprintf(ref, sizeof ref, "pre{{        [%s][0] }}post", expr);
+        snprintf(set, sizeof set, "pre{%% set x = %s %%}{{ x }}post", expr);
+        snprintf(out, sizeof out, "pre{{         %s }}post", expr);
+        int ra = render_cmp(ref, vars, &lim, &a, e0, sizeof e0);
+        int rb = render_cmp(set, vars, &lim, &b, e1, sizeof e1);
+        if (ra != rb || strcmp(a.data, b.data) || (ra && strcmp(e0, e1)))
+            fail_msg("%s\nchained: %d %s [%s]\nset: %d %s [%s]", expr, ra, a.data, ra ? e0 : "", rb,
+                     b.data, rb ? e1 : "");
+        rb = render_cmp(out, vars, &lim, &b, e2, sizeof e2);
+        if (ra != rb || strcmp(a.data, b.data) || (ra && strcmp(e0, e2)))
+            fail_msg("%s\nchained: %d %s [%s]\npieces: %d %s [%s]", expr, ra, a.data, ra ? e0 : "",
+                     rb, b.data, rb ? e2 : "");
+        pieces += ra == IRT_OK;
+        failed += ra != IRT_OK;
+    }
+    assert_true(pieces > 300 && failed > 300); /* both ways taken often */
+    ir_buf_free(&a);
+    ir_buf_free(&b);
+    json_decref(vars);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_constructs),
@@ -535,6 +600,7 @@ int main(void) {
         cmocka_unit_test(test_json_loads_rules),
         cmocka_unit_test(test_json_loads_threads),
         cmocka_unit_test(test_gptoss_harmony),
+        cmocka_unit_test(test_concat_written_in_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,263 @@
+/* jflat.c: a chat message read without jansson's lexer (see jscan.h).
+ *
+ * jansson reads a string a byte at a time through three function calls, about
+ * 140 instructions a byte; a chat's new last turn is such a string, read on
+ * every request. Most messages are flat objects of strings ({"role": "user",
+ * "content": "..."}), and those are read here: the string bytes eight at a
+ * time until a quote, a backslash, a control byte or a non-ASCII byte, UTF-8
+ * checked as jansson checks it, escapes decoded as jansson decodes them, the
+ * members set with the same jansson call its parser uses (so a key given
+ * twice keeps its first place and its last value, as there).
+ *
+ * Anything else is declined (NULL) and left to jansson: another kind of value,
+ * a key that is not plain printable ASCII, a lone surrogate, an escape jansson
+ * refuses, "\u0000" without JSON_ALLOW_NUL, any flag but JSON_ALLOW_NUL and
+ * JSON_DECODE_ANY, and every malformed input. So what is read here, jansson
+ * reads to the same value with its members in the same order, and what
+ * jansson refuses is never read here. test_jscan and fuzz_parse_cache compare
+ * the two. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenize/jscan.h"
+
+#define ONES  0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+static bool is_ws(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static size_t skip_ws(const char *s, size_t n, size_t i) {
+    while (i < n && is_ws(s[i])) i++;
+    return i;
+}
+
+/* Whether any byte of w is '"', '\\', below 0x20 or 0x80 and up. */
+static bool has_special(uint64_t w) {
+    uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+    uint64_t zero_q = (q - ONES) & ~q, zero_b = (b - ONES) & ~b;
+    uint64_t below = (w - ONES * 0x20) & ~w;
+    return ((zero_q | zero_b | below) & HIGHS) || (w & HIGHS);
+}
+
+/* The length of the valid UTF-8 sequence at s[i] (first byte >= 0x80), as
+ * jansson's utf8_check_full accepts it: no overlong form, no surrogate, at most
+ * U+10FFFF; 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n, size_t i) {
+    unsigned c = s[i];
+    size_t k;
+    uint32_t cp, min;
+    if (c >= 0xC2 && c <= 0xDF)
+        k = 2, cp = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        k = 3, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        k = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n - i < k) return 0;
+    for (size_t j = 1; j < k; j++) {
+        if ((s[i + j] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i + j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return k;
+}
+
+static int hex4(const char *s, size_t n, size_t i, uint32_t *out) {
+    if (n - i < 4) return -1;
+    uint32_t v = 0;
+    for (size_t j = i; j < i + 4; j++) {
+        char c = s[j];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) return -1;
+        v = v << 4 | (uint32_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+static size_t put_utf8(char *o, uint32_t cp) {
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12);
+        o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18);
+    o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One escape at s[*i] (just past its backslash) decoded into o; its length, or
+ * 0 to decline. */
+static size_t unescape(const char *s, size_t n, size_t *i, bool allow_nul, char *o) {
+    if (*i >= n) return 0;
+    char c = s[(*i)++];
+    switch (c) {
+    case '"':
+    case '\\':
+    case '/':
+        *o = c;
+        return 1;
+    case 'b':
+        *o = '\b';
+        return 1;
+    case 'f':
+        *o = '\f';
+        return 1;
+    case 'n':
+        *o = '\n';
+        return 1;
+    case 'r':
+        *o = '\r';
+        return 1;
+    case 't':
+        *o = '\t';
+        return 1;
+    case 'u':
+        break;
+    default:
+        return 0;
+    }
+    uint32_t cp, lo;
+    if (hex4(s, n, *i, &cp)) return 0;
+    *i += 4;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return 0;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (n - *i < 6 || s[*i] != '\\' || s[*i + 1] != 'u' || hex4(s, n, *i + 2, &lo) ||
+            lo < 0xDC00 || lo > 0xDFFF)
+            return 0;
+        *i += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    if (cp == 0 && !allow_nul) return 0;
+    return put_utf8(o, cp);
+}
+
+/* The string whose opening quote is s[*i]: a new jansson string, *i one past its
+ * closing quote; NULL to decline. */
+static json_t *read_string(const char *s, size_t n, size_t *i, bool allow_nul) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t start = *i + 1, j = start;
+    char *dec = NULL; /* decoded bytes, once an escape is seen (never longer than raw) */
+    size_t dn = 0, from = start;
+    json_t *out = NULL;
+    for (;;) {
+        while (n - j >= 8) {
+            uint64_t w;
+            memcpy(&w, s + j, 8);
+            if (has_special(w)) break;
+            j += 8;
+        }
+        if (j >= n) goto done;
+        unsigned c = u[j];
+        if (c == '"') break;
+        if (c < 0x20) goto done;
+        if (c >= 0x80) {
+            size_t k = utf8_seq(u, n, j);
+            if (!k) goto done;
+            j += k;
+            continue;
+        }
+        if (c != '\\') {
+            j++;
+            continue;
+        }
+        if (!dec && !(dec = malloc(n - start))) goto done;
+        memcpy(dec + dn, s + from, j - from);
+        dn += j - from;
+        j++;
+        size_t k = unescape(s, n, &j, allow_nul, dec + dn);
+        if (!k) goto done;
+        dn += k;
+        from = j;
+    }
+    if (dec) {
+        memcpy(dec + dn, s + from, j - from);
+        dn += j - from;
+        out = json_stringn_nocheck(dec, dn);
+    } else {
+        out = json_stringn_nocheck(s + start, j - start);
+    }
+    *i = j + 1;
+done:
+    free(dec);
+    return out;
+}
+
+/* A key whose opening quote is s[*i]: plain printable ASCII only (jansson would
+ * refuse a NUL in it; nothing else is worth the care here). Its bytes and length
+ * (not terminated), *i past its closing quote; NULL to decline. */
+static const char *read_key(const char *s, size_t n, size_t *i, size_t *len) {
+    size_t j = *i + 1;
+    while (j < n && s[j] != '"') {
+        if (s[j] < 0x20 || s[j] > 0x7E || s[j] == '\\') return NULL;
+        j++;
+    }
+    if (j >= n) return NULL;
+    *len = j - *i - 1;
+    const char *k = s + *i + 1;
+    *i = j + 1;
+    return k;
+}
+
+/* One member at s[*i] ("key": "value") set into obj; -1 to decline. */
+static int read_member(const char *s, size_t n, size_t *i, bool allow_nul, json_t *obj) {
+    size_t klen;
+    if (*i >= n || s[*i] != '"') return -1;
+    const char *key = read_key(s, n, i, &klen);
+    if (!key) return -1;
+    *i = skip_ws(s, n, *i);
+    if (*i >= n || s[*i] != ':') return -1;
+    *i = skip_ws(s, n, *i + 1);
+    if (*i >= n || s[*i] != '"') return -1;
+    json_t *v = read_string(s, n, i, allow_nul);
+    if (!v) return -1;
+    return json_object_setn_new_nocheck(obj, key, klen, v) ? -1 : 0;
+}
+
+json_t *irt_jflat_object(const char *s, size_t n, size_t flags) {
+    if (flags & ~(size_t)(JSON_ALLOW_NUL | JSON_DECODE_ANY)) return NULL;
+    bool allow_nul = flags & JSON_ALLOW_NUL;
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '{') return NULL;
+    json_t *obj = json_object();
+    if (!obj) return NULL;
+    i = skip_ws(s, n, i + 1);
+    if (i < n && s[i] == '}') {
+        i++;
+    } else {
+        for (;;) {
+            if (read_member(s, n, &i, allow_nul, obj)) goto decline;
+            i = skip_ws(s, n, i);
+            if (i < n && s[i] == '}') {
+                i++;
+                break;
+            }
+            if (i >= n || s[i] != ',') goto decline;
+            i = skip_ws(s, n, i + 1);
+        }
+    }
+    if (skip_ws(s, n, i) == n) return obj;
+decline:
+    json_decref(obj);
+    return NULL;
+}
