@@ -390,11 +390,13 @@ static unsigned read_by(irx_ev_type t) {
 
 static void keep_read(irx_ev *ev, unsigned fields) {
     if (fields == (1u << F_NONE) - 1) return;
-    irx_ev was = *ev;
-    *ev = (irx_ev){.type = was.type, .medium = IRX_MEDIUM_GPU, .group_idx = -1};
-    if (fields & 1u << F_HASHES) ev->blocks = was.blocks, ev->nblocks = was.nblocks;
-    if (fields & 1u << F_MEDIUM) ev->medium = was.medium;
-    if (fields & 1u << F_GROUP) ev->group_idx = was.group_idx;
+    /* field by field, not a copy of the whole event: the others back to defaults */
+    if (!(fields & 1u << F_HASHES)) ev->blocks = NULL, ev->nblocks = 0;
+    if (!(fields & 1u << F_MEDIUM)) ev->medium = IRX_MEDIUM_GPU;
+    if (!(fields & 1u << F_GROUP)) ev->group_idx = -1;
+    ev->has_parent = false, ev->parent = (ir_hash128){0, 0};
+    ev->ntokens = ev->block_size = 0, ev->tokens = NULL;
+    ev->lora_name = ev->cache_salt = NULL, ev->kind = IRX_KIND_NONE;
 }
 
 /* The salt: the last string of extra_keys' first entry that is not the LoRA name
@@ -450,7 +452,7 @@ static void event_end(dec *d) {
 
 /* ---- the roles of values, as containers begin and end --------------------------------- */
 
-static int child_role(dec *d, frame *fr) {
+static inline __attribute__((always_inline)) int child_role(dec *d, frame *fr) {
     uint32_t at = fr->at++;
     switch (fr->kind) {
     case K_TOKENS:
@@ -479,7 +481,7 @@ static int child_role(dec *d, frame *fr) {
     }
 }
 
-static int begin(dec *d) {
+static inline __attribute__((always_inline)) int begin(dec *d) {
     return d->top ? child_role(d, &d->st[d->top - 1]) : R_ROOT;
 }
 
