@@ -127,7 +127,7 @@ typedef struct dec {
     char *err;
     size_t errlen;
     uint64_t budget; /* container elements the payload's bytes can still hold */
-    frame st[MSGPACK_EMBED_STACK_SIZE];
+    frame st[MSGPACK_EMBED_STACK_SIZE + 1]; /* st[top]: the innermost; st[0]: none (K_SKIP) */
     unsigned top;
     irx_ev_batch *out;
     /* the batch: the last "ts", "events" and "data_parallel_rank" count */
@@ -361,7 +361,7 @@ static void extra_item(dec *d, const val *v) {
 /* ---- events ----------------------------------------------------------------------------- */
 
 static void event_begin(dec *d, bool map) {
-    irx_ev *ev = d->ev = &d->evs[d->st[d->top - 1].at - 1];
+    irx_ev *ev = d->ev = &d->evs[d->st[d->top].at - 1];
     memset(ev, 0, sizeof *ev);
     ev->medium = IRX_MEDIUM_GPU;
     ev->group_idx = -1;
@@ -482,7 +482,7 @@ static inline __attribute__((always_inline)) int child_role(dec *d, frame *fr) {
 }
 
 static inline __attribute__((always_inline)) int begin(dec *d) {
-    return d->top ? child_role(d, &d->st[d->top - 1]) : R_ROOT;
+    return d->top ? child_role(d, &d->st[d->top]) : R_ROOT;
 }
 
 static void events_begin(dec *d, uint32_t n) {
@@ -524,7 +524,7 @@ static ckind container_begin(dec *d, int r, bool map, uint32_t n) {
         return K_SKIP;
     case R_BKEY:
     case R_EKEY:
-        d->st[d->top - 1].key = R_SKIP;
+        d->st[d->top].key = R_SKIP;
         return K_SKIP;
     case R_TAG:
         d->es.tag_bad = true;
@@ -548,7 +548,7 @@ static void container_end(dec *d, ckind k) {
 
 /* A scalar in role r. */
 static void scalar(dec *d, int r, const val *v) {
-    frame *fr = d->top ? &d->st[d->top - 1] : NULL;
+    frame *fr = d->top ? &d->st[d->top] : NULL;
     switch (r) {
     case R_ROOT:
         d->root_bad = true;
@@ -622,12 +622,12 @@ static __attribute__((noinline)) int value_slow(dec *d, val v) {
 /* Token ids and block hashes are most of a payload's values: they go straight into
  * their arrays; every other value through scalar(). */
 static inline int value(dec *d, val v) {
-    frame *fr = d->top ? &d->st[d->top - 1] : NULL;
-    if (fr && fr->kind == K_TOKENS && v.k == V_POS && v.v.u <= UINT32_MAX) {
+    frame *fr = &d->st[d->top];
+    if (fr->kind == K_TOKENS && v.k == V_POS && v.v.u <= UINT32_MAX) {
         ((uint32_t *)fr->out)[fr->at++] = (uint32_t)v.v.u;
         return 0;
     }
-    if (fr && fr->kind == K_HASHES && !engine_key(&v, (ir_hash128 *)fr->out + fr->at)) {
+    if (fr->kind == K_HASHES && !engine_key(&v, (ir_hash128 *)fr->out + fr->at)) {
         fr->at++;
         return 0;
     }
@@ -646,18 +646,28 @@ static inline int container(dec *d, bool map, unsigned n) {
     void *out = k == K_TOKENS   ? (void *)d->ev->tokens
                 : k == K_HASHES ? (void *)d->ev->blocks
                                 : NULL;
-    d->st[d->top++] = (frame){.kind = k, .left = n, .key = R_SKIP, .out = out};
+    d->st[++d->top] = (frame){.kind = k, .left = n, .key = R_SKIP, .out = out};
     return 0;
 }
 
 /* A child of the top container is complete. */
 static inline int item_done(dec *d) {
-    frame *fr = &d->st[d->top - 1];
+    frame *fr = &d->st[d->top];
     if (--fr->left == 0) {
         d->top--;
         container_end(d, fr->kind);
     }
     return 0;
+}
+
+/* An unsigned of at most 32 bits (most are token ids): no range check on the way. */
+static inline int value_u32(dec *d, uint32_t x) {
+    frame *fr = &d->st[d->top];
+    if (fr->kind == K_TOKENS) {
+        ((uint32_t *)fr->out)[fr->at++] = x;
+        return 0;
+    }
+    return value(d, (val){.k = V_POS, .v.u = x});
 }
 
 static inline val evp_cb_root(dec *d) {
@@ -675,9 +685,14 @@ static inline val evp_cb_root(dec *d) {
         return value(d, x >= 0 ? (val){.k = V_POS, .v.u = (uint64_t)x}                             \
                                : (val){.k = V_NEG, .v.i = x});                                     \
     }
-UINT_CB(uint8, uint8_t)
-UINT_CB(uint16, uint16_t)
-UINT_CB(uint32, uint32_t)
+#define U32_CB(name, type)                                                                         \
+    static inline int evp_cb_##name(dec *d, type x, val *o) {                                      \
+        (void)o;                                                                                   \
+        return value_u32(d, x);                                                                    \
+    }
+U32_CB(uint8, uint8_t)
+U32_CB(uint16, uint16_t)
+U32_CB(uint32, uint32_t)
 UINT_CB(uint64, uint64_t)
 INT_CB(int8, int8_t)
 INT_CB(int16, int16_t)
