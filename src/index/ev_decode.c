@@ -132,6 +132,8 @@ typedef struct dec {
     irx_ev_batch *out;
     /* the batch: the last "ts", "events" and "data_parallel_rank" count */
     bool root_bad, has_ts, ts_ok, has_events;
+    bool fast;          /* token arrays are read by tokens_fast (ADR 0023) */
+    uint32_t tokens_at; /* > 0: the template stopped at a token array of that many ids */
     const char *dp_err, *events_err;
     irx_ev *evs; /* the events array, nevs long */
     uint32_t nevs;
@@ -721,7 +723,12 @@ static inline int evp_cb_false(dec *d, val *o) {
 }
 static inline int evp_cb_array(dec *d, unsigned n, val *o) {
     (void)o;
-    return container(d, false, n);
+    if (container(d, false, n)) return -1;
+    if (d->fast && n && d->st[d->top].kind == K_TOKENS) {
+        d->tokens_at = n; /* the template stops here; tokens_fast reads the ids */
+        return -1;
+    }
+    return 0;
 }
 static inline int evp_cb_map(dec *d, unsigned n, val *o) {
     (void)o;
@@ -777,28 +784,118 @@ static int batch_end(dec *d) {
     return 0;
 }
 
-int irx_ev_decode(const void *payload, size_t len, irx_ev_batch *out, char *err, size_t errlen) {
+/* ---- token ids without the template (ADR 0023) ----------------------------------- */
+
+/* The ids of the token array the template stopped at, whose header ends at byte
+ * *off: read here, each a positive fixint, uint 8, uint 16 or uint 32, which the
+ * template would hand to the same place. false (nothing to undo: the decode starts
+ * again without this path) at any other form or at the payload's end. */
+static bool tokens_fast(dec *d, const unsigned char *b, size_t len, size_t *off) {
+    frame *fr = &d->st[d->top];
+    uint32_t *t = fr->out, n = d->tokens_at;
+    size_t i = *off + 1;
+    for (uint32_t k = 0; k < n; k++) {
+        if (i >= len) return false;
+        unsigned c = b[i];
+        if (c < 0x80) {
+            t[k] = c, i += 1;
+        } else if (c == 0xcc && len - i > 1) {
+            t[k] = b[i + 1], i += 2;
+        } else if (c == 0xcd && len - i > 2) {
+            t[k] = (uint32_t)b[i + 1] << 8 | b[i + 2], i += 3;
+        } else if (c == 0xce && len - i > 4) {
+            t[k] = (uint32_t)b[i + 1] << 24 | (uint32_t)b[i + 2] << 16 | (uint32_t)b[i + 3] << 8 |
+                   b[i + 4];
+            i += 5;
+        } else {
+            return false;
+        }
+    }
+    fr->at = n;
+    *off = i;
+    return true;
+}
+
+/* The template's own step after a value completes (its _push), for the token array
+ * read outside it: the containers it completes end, in the template's stack and in
+ * ours. true: it was the last value of the root. */
+static bool value_done(struct evp_context *ctx) {
+    dec *d = &ctx->user;
+    d->top--; /* the token array's frame (container_end: nothing for its kind) */
+    while (ctx->top) {
+        struct evp_stack *c = &ctx->stack[ctx->top - 1];
+        if (c->ct == MSGPACK_CT_MAP_KEY) {
+            c->ct = MSGPACK_CT_MAP_VALUE;
+            return false;
+        }
+        item_done(d);
+        if (--c->count) {
+            if (c->ct == MSGPACK_CT_MAP_VALUE) c->ct = MSGPACK_CT_MAP_KEY;
+            return false;
+        }
+        ctx->top--;
+    }
+    return true;
+}
+
+/* The template over the payload, token arrays read by tokens_fast: 1 decoded, 0 not
+ * one well-formed value, -1 to start again without tokens_fast. */
+static int run(struct evp_context *ctx, const char *payload, size_t len) {
+    dec *d = &ctx->user;
+    size_t off = 0;
+    for (;;) {
+        d->tokens_at = 0;
+        int r = evp_execute(ctx, payload, len, &off);
+        if (!d->tokens_at) return r == 1 && off == len;
+        if (!tokens_fast(d, (const unsigned char *)payload, len, &off)) return -1;
+        ctx->cs = MSGPACK_CS_HEADER, ctx->trail = 0;
+        if (value_done(ctx)) return off == len;
+    }
+}
+
+static int decode(const void *payload, size_t len, irx_ev_batch *out, char *err, size_t errlen,
+                  bool fast) {
     memset(out, 0, sizeof *out);
     out->dp_rank = -1;
-    if (len > IRX_EV_MAX_PAYLOAD)
-        return fail(&(dec){.err = err, .errlen = errlen}, "payload too large");
     ir_arena *arena = ir_arena_new(64 * 1024, 16 * (size_t)len + (1u << 20));
     if (!arena) return fail(&(dec){.err = err, .errlen = errlen}, "out of memory");
     struct evp_context ctx;
     evp_init(&ctx);
     dec *d = &ctx.user;
-    *d = (dec){.arena = arena, .err = err, .errlen = errlen, .budget = len, .out = out};
+    *d = (dec){
+        .arena = arena, .err = err, .errlen = errlen, .budget = len, .out = out, .fast = fast};
     out->mem = arena;
-    size_t off = 0;
-    int rc = evp_execute(&ctx, payload, len, &off) == 1 && off == len
-                 ? batch_end(d)
-                 : fail(d, "not one well-formed msgpack value");
+    int r = run(&ctx, payload, len);
+    if (r < 0) {
+        irx_ev_batch_free(out);
+        return decode(payload, len, out, err, errlen, false);
+    }
+    int rc = r ? batch_end(d) : fail(d, "not one well-formed msgpack value");
     if (rc) {
         irx_ev_batch_free(out);
         out->dp_rank = -1;
         out->ts = 0;
     }
     return rc;
+}
+
+static int decode_checked(const void *payload, size_t len, irx_ev_batch *out, char *err,
+                          size_t errlen, bool fast) {
+    if (len > IRX_EV_MAX_PAYLOAD) {
+        memset(out, 0, sizeof *out);
+        out->dp_rank = -1;
+        return fail(&(dec){.err = err, .errlen = errlen}, "payload too large");
+    }
+    return decode(payload, len, out, err, errlen, fast);
+}
+
+int irx_ev_decode(const void *payload, size_t len, irx_ev_batch *out, char *err, size_t errlen) {
+    return decode_checked(payload, len, out, err, errlen, true);
+}
+
+int irx_ev_decode_template(const void *payload, size_t len, irx_ev_batch *out, char *err,
+                           size_t errlen) {
+    return decode_checked(payload, len, out, err, errlen, false);
 }
 
 void irx_ev_batch_free(irx_ev_batch *b) {
