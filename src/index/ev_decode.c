@@ -127,11 +127,13 @@ typedef struct dec {
     char *err;
     size_t errlen;
     uint64_t budget; /* container elements the payload's bytes can still hold */
-    frame st[MSGPACK_EMBED_STACK_SIZE];
+    frame st[MSGPACK_EMBED_STACK_SIZE + 1]; /* st[top]: the innermost; st[0]: none (K_SKIP) */
     unsigned top;
     irx_ev_batch *out;
     /* the batch: the last "ts", "events" and "data_parallel_rank" count */
     bool root_bad, has_ts, ts_ok, has_events;
+    bool fast;          /* token arrays are read by tokens_fast (ADR 0024) */
+    uint32_t tokens_at; /* > 0: the template stopped at a token array of that many ids */
     const char *dp_err, *events_err;
     irx_ev *evs; /* the events array, nevs long */
     uint32_t nevs;
@@ -361,7 +363,7 @@ static void extra_item(dec *d, const val *v) {
 /* ---- events ----------------------------------------------------------------------------- */
 
 static void event_begin(dec *d, bool map) {
-    irx_ev *ev = d->ev = &d->evs[d->st[d->top - 1].at - 1];
+    irx_ev *ev = d->ev = &d->evs[d->st[d->top].at - 1];
     memset(ev, 0, sizeof *ev);
     ev->medium = IRX_MEDIUM_GPU;
     ev->group_idx = -1;
@@ -390,11 +392,13 @@ static unsigned read_by(irx_ev_type t) {
 
 static void keep_read(irx_ev *ev, unsigned fields) {
     if (fields == (1u << F_NONE) - 1) return;
-    irx_ev was = *ev;
-    *ev = (irx_ev){.type = was.type, .medium = IRX_MEDIUM_GPU, .group_idx = -1};
-    if (fields & 1u << F_HASHES) ev->blocks = was.blocks, ev->nblocks = was.nblocks;
-    if (fields & 1u << F_MEDIUM) ev->medium = was.medium;
-    if (fields & 1u << F_GROUP) ev->group_idx = was.group_idx;
+    /* field by field, not a copy of the whole event: the others back to defaults */
+    if (!(fields & 1u << F_HASHES)) ev->blocks = NULL, ev->nblocks = 0;
+    if (!(fields & 1u << F_MEDIUM)) ev->medium = IRX_MEDIUM_GPU;
+    if (!(fields & 1u << F_GROUP)) ev->group_idx = -1;
+    ev->has_parent = false, ev->parent = (ir_hash128){0, 0};
+    ev->ntokens = ev->block_size = 0, ev->tokens = NULL;
+    ev->lora_name = ev->cache_salt = NULL, ev->kind = IRX_KIND_NONE;
 }
 
 /* The salt: the last string of extra_keys' first entry that is not the LoRA name
@@ -450,7 +454,7 @@ static void event_end(dec *d) {
 
 /* ---- the roles of values, as containers begin and end --------------------------------- */
 
-static int child_role(dec *d, frame *fr) {
+static inline __attribute__((always_inline)) int child_role(dec *d, frame *fr) {
     uint32_t at = fr->at++;
     switch (fr->kind) {
     case K_TOKENS:
@@ -479,8 +483,8 @@ static int child_role(dec *d, frame *fr) {
     }
 }
 
-static int begin(dec *d) {
-    return d->top ? child_role(d, &d->st[d->top - 1]) : R_ROOT;
+static inline __attribute__((always_inline)) int begin(dec *d) {
+    return d->top ? child_role(d, &d->st[d->top]) : R_ROOT;
 }
 
 static void events_begin(dec *d, uint32_t n) {
@@ -522,7 +526,7 @@ static ckind container_begin(dec *d, int r, bool map, uint32_t n) {
         return K_SKIP;
     case R_BKEY:
     case R_EKEY:
-        d->st[d->top - 1].key = R_SKIP;
+        d->st[d->top].key = R_SKIP;
         return K_SKIP;
     case R_TAG:
         d->es.tag_bad = true;
@@ -546,7 +550,7 @@ static void container_end(dec *d, ckind k) {
 
 /* A scalar in role r. */
 static void scalar(dec *d, int r, const val *v) {
-    frame *fr = d->top ? &d->st[d->top - 1] : NULL;
+    frame *fr = d->top ? &d->st[d->top] : NULL;
     switch (r) {
     case R_ROOT:
         d->root_bad = true;
@@ -620,12 +624,12 @@ static __attribute__((noinline)) int value_slow(dec *d, val v) {
 /* Token ids and block hashes are most of a payload's values: they go straight into
  * their arrays; every other value through scalar(). */
 static inline int value(dec *d, val v) {
-    frame *fr = d->top ? &d->st[d->top - 1] : NULL;
-    if (fr && fr->kind == K_TOKENS && v.k == V_POS && v.v.u <= UINT32_MAX) {
+    frame *fr = &d->st[d->top];
+    if (fr->kind == K_TOKENS && v.k == V_POS && v.v.u <= UINT32_MAX) {
         ((uint32_t *)fr->out)[fr->at++] = (uint32_t)v.v.u;
         return 0;
     }
-    if (fr && fr->kind == K_HASHES && !engine_key(&v, (ir_hash128 *)fr->out + fr->at)) {
+    if (fr->kind == K_HASHES && !engine_key(&v, (ir_hash128 *)fr->out + fr->at)) {
         fr->at++;
         return 0;
     }
@@ -644,18 +648,28 @@ static inline int container(dec *d, bool map, unsigned n) {
     void *out = k == K_TOKENS   ? (void *)d->ev->tokens
                 : k == K_HASHES ? (void *)d->ev->blocks
                                 : NULL;
-    d->st[d->top++] = (frame){.kind = k, .left = n, .key = R_SKIP, .out = out};
+    d->st[++d->top] = (frame){.kind = k, .left = n, .key = R_SKIP, .out = out};
     return 0;
 }
 
 /* A child of the top container is complete. */
 static inline int item_done(dec *d) {
-    frame *fr = &d->st[d->top - 1];
+    frame *fr = &d->st[d->top];
     if (--fr->left == 0) {
         d->top--;
         container_end(d, fr->kind);
     }
     return 0;
+}
+
+/* An unsigned of at most 32 bits (most are token ids): no range check on the way. */
+static inline int value_u32(dec *d, uint32_t x) {
+    frame *fr = &d->st[d->top];
+    if (fr->kind == K_TOKENS) {
+        ((uint32_t *)fr->out)[fr->at++] = x;
+        return 0;
+    }
+    return value(d, (val){.k = V_POS, .v.u = x});
 }
 
 static inline val evp_cb_root(dec *d) {
@@ -673,9 +687,14 @@ static inline val evp_cb_root(dec *d) {
         return value(d, x >= 0 ? (val){.k = V_POS, .v.u = (uint64_t)x}                             \
                                : (val){.k = V_NEG, .v.i = x});                                     \
     }
-UINT_CB(uint8, uint8_t)
-UINT_CB(uint16, uint16_t)
-UINT_CB(uint32, uint32_t)
+#define U32_CB(name, type)                                                                         \
+    static inline int evp_cb_##name(dec *d, type x, val *o) {                                      \
+        (void)o;                                                                                   \
+        return value_u32(d, x);                                                                    \
+    }
+U32_CB(uint8, uint8_t)
+U32_CB(uint16, uint16_t)
+U32_CB(uint32, uint32_t)
 UINT_CB(uint64, uint64_t)
 INT_CB(int8, int8_t)
 INT_CB(int16, int16_t)
@@ -704,7 +723,12 @@ static inline int evp_cb_false(dec *d, val *o) {
 }
 static inline int evp_cb_array(dec *d, unsigned n, val *o) {
     (void)o;
-    return container(d, false, n);
+    if (container(d, false, n)) return -1;
+    if (d->fast && n && d->st[d->top].kind == K_TOKENS) {
+        d->tokens_at = n; /* the template stops here; tokens_fast reads the ids */
+        return -1;
+    }
+    return 0;
 }
 static inline int evp_cb_map(dec *d, unsigned n, val *o) {
     (void)o;
@@ -760,28 +784,118 @@ static int batch_end(dec *d) {
     return 0;
 }
 
-int irx_ev_decode(const void *payload, size_t len, irx_ev_batch *out, char *err, size_t errlen) {
+/* ---- token ids without the template (ADR 0024) ----------------------------------- */
+
+/* The ids of the token array the template stopped at, whose header ends at byte
+ * *off: read here, each a positive fixint, uint 8, uint 16 or uint 32, which the
+ * template would hand to the same place. false (nothing to undo: the decode starts
+ * again without this path) at any other form or at the payload's end. */
+static bool tokens_fast(dec *d, const unsigned char *b, size_t len, size_t *off) {
+    frame *fr = &d->st[d->top];
+    uint32_t *t = fr->out, n = d->tokens_at;
+    size_t i = *off + 1;
+    for (uint32_t k = 0; k < n; k++) {
+        if (i >= len) return false;
+        unsigned c = b[i];
+        if (c < 0x80) {
+            t[k] = c, i += 1;
+        } else if (c == 0xcc && len - i > 1) {
+            t[k] = b[i + 1], i += 2;
+        } else if (c == 0xcd && len - i > 2) {
+            t[k] = (uint32_t)b[i + 1] << 8 | b[i + 2], i += 3;
+        } else if (c == 0xce && len - i > 4) {
+            t[k] = (uint32_t)b[i + 1] << 24 | (uint32_t)b[i + 2] << 16 | (uint32_t)b[i + 3] << 8 |
+                   b[i + 4];
+            i += 5;
+        } else {
+            return false;
+        }
+    }
+    fr->at = n;
+    *off = i;
+    return true;
+}
+
+/* The template's own step after a value completes (its _push), for the token array
+ * read outside it: the containers it completes end, in the template's stack and in
+ * ours. true: it was the last value of the root. */
+static bool value_done(struct evp_context *ctx) {
+    dec *d = &ctx->user;
+    d->top--; /* the token array's frame (container_end: nothing for its kind) */
+    while (ctx->top) {
+        struct evp_stack *c = &ctx->stack[ctx->top - 1];
+        if (c->ct == MSGPACK_CT_MAP_KEY) {
+            c->ct = MSGPACK_CT_MAP_VALUE;
+            return false;
+        }
+        item_done(d);
+        if (--c->count) {
+            if (c->ct == MSGPACK_CT_MAP_VALUE) c->ct = MSGPACK_CT_MAP_KEY;
+            return false;
+        }
+        ctx->top--;
+    }
+    return true;
+}
+
+/* The template over the payload, token arrays read by tokens_fast: 1 decoded, 0 not
+ * one well-formed value, -1 to start again without tokens_fast. */
+static int run(struct evp_context *ctx, const char *payload, size_t len) {
+    dec *d = &ctx->user;
+    size_t off = 0;
+    for (;;) {
+        d->tokens_at = 0;
+        int r = evp_execute(ctx, payload, len, &off);
+        if (!d->tokens_at) return r == 1 && off == len;
+        if (!tokens_fast(d, (const unsigned char *)payload, len, &off)) return -1;
+        ctx->cs = MSGPACK_CS_HEADER, ctx->trail = 0;
+        if (value_done(ctx)) return off == len;
+    }
+}
+
+static int decode(const void *payload, size_t len, irx_ev_batch *out, char *err, size_t errlen,
+                  bool fast) {
     memset(out, 0, sizeof *out);
     out->dp_rank = -1;
-    if (len > IRX_EV_MAX_PAYLOAD)
-        return fail(&(dec){.err = err, .errlen = errlen}, "payload too large");
     ir_arena *arena = ir_arena_new(64 * 1024, 16 * (size_t)len + (1u << 20));
     if (!arena) return fail(&(dec){.err = err, .errlen = errlen}, "out of memory");
     struct evp_context ctx;
     evp_init(&ctx);
     dec *d = &ctx.user;
-    *d = (dec){.arena = arena, .err = err, .errlen = errlen, .budget = len, .out = out};
+    *d = (dec){
+        .arena = arena, .err = err, .errlen = errlen, .budget = len, .out = out, .fast = fast};
     out->mem = arena;
-    size_t off = 0;
-    int rc = evp_execute(&ctx, payload, len, &off) == 1 && off == len
-                 ? batch_end(d)
-                 : fail(d, "not one well-formed msgpack value");
+    int r = run(&ctx, payload, len);
+    if (r < 0) {
+        irx_ev_batch_free(out);
+        return decode(payload, len, out, err, errlen, false);
+    }
+    int rc = r ? batch_end(d) : fail(d, "not one well-formed msgpack value");
     if (rc) {
         irx_ev_batch_free(out);
         out->dp_rank = -1;
         out->ts = 0;
     }
     return rc;
+}
+
+static int decode_checked(const void *payload, size_t len, irx_ev_batch *out, char *err,
+                          size_t errlen, bool fast) {
+    if (len > IRX_EV_MAX_PAYLOAD) {
+        memset(out, 0, sizeof *out);
+        out->dp_rank = -1;
+        return fail(&(dec){.err = err, .errlen = errlen}, "payload too large");
+    }
+    return decode(payload, len, out, err, errlen, fast);
+}
+
+int irx_ev_decode(const void *payload, size_t len, irx_ev_batch *out, char *err, size_t errlen) {
+    return decode_checked(payload, len, out, err, errlen, true);
+}
+
+int irx_ev_decode_template(const void *payload, size_t len, irx_ev_batch *out, char *err,
+                           size_t errlen) {
+    return decode_checked(payload, len, out, err, errlen, false);
 }
 
 void irx_ev_batch_free(irx_ev_batch *b) {

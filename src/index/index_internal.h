@@ -169,6 +169,12 @@ struct irx_index {
     irx_replica rep[];
 };
 
+/* ev_decode.c: irx_ev_decode with msgpack-c's template reading every value, token
+ * ids included (irx_ev_decode reads token arrays itself, ADR 0024). For tests and
+ * fuzzing: the two must agree on every input. */
+int irx_ev_decode_template(const void *payload, size_t len, irx_ev_batch *out, char *err,
+                           size_t errlen);
+
 /* index.c, with r's lock held: drops r's shadow blocks and voids its records. */
 void irx_replica_drop(struct irx_index *ix, uint32_t r);
 /* ev_index.c, with r's lock held. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/index_internal.h"
 #include "index/ir_index.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,6 +23,35 @@ static void touch(const irx_ev *ev) {
     (void)sink;
 }
 
+static bool str_eq(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool ev_eq(const irx_ev *a, const irx_ev *b) {
+    return a->type == b->type && a->nblocks == b->nblocks && a->has_parent == b->has_parent &&
+           memcmp(&a->parent, &b->parent, sizeof a->parent) == 0 && a->ntokens == b->ntokens &&
+           a->block_size == b->block_size && a->medium == b->medium &&
+           a->group_idx == b->group_idx && a->kind == b->kind && !a->blocks == !b->blocks &&
+           !a->tokens == !b->tokens &&
+           (!a->nblocks || memcmp(a->blocks, b->blocks, a->nblocks * sizeof *a->blocks) == 0) &&
+           (!a->ntokens || memcmp(a->tokens, b->tokens, a->ntokens * sizeof *a->tokens) == 0) &&
+           str_eq(a->lora_name, b->lora_name) && str_eq(a->cache_salt, b->cache_salt);
+}
+
+/* The decoder's token path (ADR 0024) against msgpack-c's template reading every value. */
+static void differential(const uint8_t *p, size_t size, int rc, const irx_ev_batch *b,
+                         const char *err) {
+    irx_ev_batch t;
+    char terr[128];
+    int trc = irx_ev_decode_template(p, size, &t, terr, sizeof terr);
+    if (trc != rc || t.nev != b->nev || t.dp_rank != b->dp_rank ||
+        memcmp(&t.ts, &b->ts, sizeof t.ts) || (rc && strcmp(terr, err)))
+        abort();
+    for (size_t i = 0; i < t.nev; i++)
+        if (!ev_eq(&t.ev[i], &b->ev[i])) abort();
+    irx_ev_batch_free(&t);
+}
+
 static int32_t group = IRX_GROUP_UNKNOWN; /* the KV cache group followed, as kvsub.c does */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -34,7 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(copy, data, size);
     irx_ev_batch b;
     char err[128];
-    if (irx_ev_decode(copy, size, &b, err, sizeof err) == 0) {
+    int rc = irx_ev_decode(copy, size, &b, err, sizeof err);
+    differential(copy, size, rc, &b, err);
+    if (rc == 0) {
         if (b.nev && !b.ev) abort();
         irx_ev_counts c = {0};
         size_t n = 0; /* the followed events, applied as one batch as kvsub.c does */

@@ -13,6 +13,7 @@
 
 #include <msgpack.h>
 
+#include "index/index_internal.h"
 #include "index/ir_index.h"
 
 static unsigned char *slurp(const char *name, size_t *len) {
@@ -248,12 +249,109 @@ static void streaming_order(void **state) {
     assert_string_equal(err, "not one well-formed msgpack value");
 }
 
+/* [0, [["BlockStored", [1], nil, TOKENS, 16]]] with TOKENS packed by `pack`: n ids in
+ * one form; without block_size (refused), the payload ends with the token array. */
+static msgpack_sbuffer stored_with(void (*pack)(msgpack_packer *, uint32_t), uint32_t n,
+                                   bool bsize) {
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_uint8(&pk, 0);
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_array(&pk, bsize ? 5 : 4);
+    pack_s(&pk, "BlockStored");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_uint8(&pk, 1);
+    msgpack_pack_nil(&pk);
+    msgpack_pack_array(&pk, n);
+    for (uint32_t i = 0; i < n; i++) pack(&pk, i);
+    if (bsize) msgpack_pack_uint8(&pk, 16);
+    return sb;
+}
+
+static void as_fix(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_fix_uint8(pk, (uint8_t)i);
+}
+static void as_u8(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_fix_uint8(pk, (uint8_t)(200 + i));
+}
+static void as_u16(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_fix_uint16(pk, (uint16_t)(40000 + i));
+}
+static void as_u32(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_fix_uint32(pk, 4000000000u + i);
+}
+static void as_u64(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_fix_uint64(pk, 7 + i);
+}
+static void as_i8(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_fix_int8(pk, (int8_t)i);
+}
+static void as_mixed(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_uint32(pk, i * 9973u); /* msgpack-c's shortest form of each */
+}
+static void as_neg(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_int32(pk, i == 9 ? -1 : (int32_t)i);
+}
+static void as_big(msgpack_packer *pk, uint32_t i) {
+    msgpack_pack_uint64(pk, i == 3 ? 1ull << 32 : i);
+}
+static void as_float(msgpack_packer *pk, uint32_t i) {
+    if (i == 15)
+        msgpack_pack_double(pk, 1.0);
+    else
+        msgpack_pack_uint8(pk, (uint8_t)i);
+}
+
+/* Token ids read outside msgpack-c's template (ADR 0024) decode as the template reads
+ * them, in every integer form, with their errors; truncated anywhere, too. */
+static void token_forms(void **state) {
+    (void)state;
+    void (*forms[])(msgpack_packer *, uint32_t) = {as_fix, as_u8,    as_u16, as_u32, as_u64,
+                                                   as_i8,  as_mixed, as_neg, as_big, as_float};
+    for (size_t f = 0; f < 2 * sizeof forms / sizeof forms[0]; f++) {
+        msgpack_sbuffer sb = stored_with(forms[f / 2], 16, f % 2);
+        for (size_t len = 0; len <= sb.size; len++) {
+            irx_ev_batch a, t;
+            char ea[128] = "", et[128] = "";
+            int ra = irx_ev_decode(sb.data, len, &a, ea, sizeof ea);
+            int rt = irx_ev_decode_template(sb.data, len, &t, et, sizeof et);
+            assert_int_equal(ra, rt);
+            assert_string_equal(ea, et);
+            assert_int_equal(a.nev, t.nev);
+            if (ra == 0) {
+                assert_int_equal(len, sb.size);
+                assert_int_equal(a.ev[0].ntokens, 16);
+                assert_memory_equal(a.ev[0].tokens, t.ev[0].tokens, 16 * sizeof(uint32_t));
+            }
+            irx_ev_batch_free(&a);
+            irx_ev_batch_free(&t);
+        }
+        msgpack_sbuffer_destroy(&sb);
+    }
+    /* the values themselves, not only agreement */
+    msgpack_sbuffer sb = stored_with(as_u32, 16, true);
+    irx_ev_batch b;
+    char err[128];
+    assert_int_equal(irx_ev_decode(sb.data, sb.size, &b, err, sizeof err), 0);
+    assert_int_equal(b.ev[0].tokens[0], 4000000000u);
+    assert_int_equal(b.ev[0].tokens[15], 4000000015u);
+    irx_ev_batch_free(&b);
+    msgpack_sbuffer_destroy(&sb);
+    sb = stored_with(as_big, 16, true);
+    assert_int_equal(irx_ev_decode(sb.data, sb.size, &b, err, sizeof err), -1);
+    assert_string_equal(err, "token_ids: not a token id");
+    msgpack_sbuffer_destroy(&sb);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(array_encoding),  cmocka_unit_test(array_signed_and_newer),
         cmocka_unit_test(map_encoding),    cmocka_unit_test(keys_are_opaque),
         cmocka_unit_test(bad_payloads),    cmocka_unit_test(offload_events),
-        cmocka_unit_test(streaming_order),
+        cmocka_unit_test(streaming_order), cmocka_unit_test(token_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
