@@ -604,6 +604,10 @@ static void scratch_give_back(hf_scratch *x) {
     pthread_once(&scratch_once, scratch_key_init);
     if (kept_scratch || !scratch_key_ok || scratch_bytes(x) > KEEP_SCRATCH ||
         pthread_setspecific(scratch_key, x)) {
+        /* Kept by an earlier call, x is still the key's value: clear it, or the
+         * thread's exit would free x a second time. */
+        if (scratch_key_ok && pthread_getspecific(scratch_key) == x)
+            pthread_setspecific(scratch_key, NULL);
         scratch_free(x);
         return;
     }
@@ -658,7 +662,9 @@ int irt_encode_ordinary(const irt_tokenizer *t, irt_cache *cache, const char *te
                         irt_ids *out) {
     if (!t || !out || (!text && len)) return IRT_EINVAL;
     if (!len) return IRT_OK;
-    bool plain = !has_added(&t->trie_raw, text, len) && !has_added(&t->trie_norm, text, len);
+    /* A normalizer may make text that an added token matches: then never plain. */
+    bool plain =
+        !t->norm && !has_added(&t->trie_raw, text, len) && !has_added(&t->trie_norm, text, len);
     if (plain) { /* the same ids as irt_encode gives: its cache can serve them */
         irt_ids tmp;
         irt_ids_init(&tmp);

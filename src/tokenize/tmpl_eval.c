@@ -1183,6 +1183,10 @@ __attribute__((noinline)) static ir_arena *render_arena(size_t max) {
 static void render_arena_done(ir_arena *a) {
     pthread_once(&arena_once, arena_key_init);
     if (kept_arena || !arena_key_ok || pthread_setspecific(arena_key, a)) {
+        /* The key may still name it (kept before, taken by this render): the
+         * thread's exit would free it again. */
+        if (arena_key_ok && pthread_getspecific(arena_key) == a)
+            pthread_setspecific(arena_key, NULL);
         ir_arena_free(a);
         return;
     }

@@ -290,6 +290,37 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* A thread keeps its encoding scratch between calls unless a call grew it past
+ * the bound (1 MiB); then it is freed, and the thread's exit must not free it a
+ * second time (it did when an earlier, small call had kept it: a double free at
+ * exit, the gateway's tokenizer threads included). */
+static void *small_then_large(void *arg) {
+    const irt_tokenizer *t = arg;
+    irt_ids x;
+    memset(&x, 0, sizeof x);
+    int rc = irt_encode(t, "hello world", 11, false, &x);
+    size_t cap = 400000, len = 0;
+    char *big = malloc(cap);
+    for (unsigned i = 0; len + 16 < cap; i++) len += (size_t)sprintf(big + len, "w%u, ", i);
+    rc |= irt_encode(t, big, len, false, &x);
+    free(big);
+    irt_ids_free(&x);
+    return (void *)(intptr_t)rc;
+}
+
+static void test_scratch_freed_once_at_thread_exit(void **s) {
+    (void)s;
+    irt_tokenizer *t = load("qwen3");
+    for (int k = 0; k < 2; k++) {
+        pthread_t th;
+        void *rc;
+        assert_int_equal(pthread_create(&th, NULL, small_then_large, t), 0);
+        assert_int_equal(pthread_join(th, &rc), 0);
+        assert_int_equal((intptr_t)rc, 0);
+    }
+    irt_free(t);
+}
+
 /* Eight threads on one cache that holds only part of the texts: hits, misses,
  * inserts and evictions race, and every id is still exact. */
 static void test_threads_share_one_cache(void **s) {
@@ -448,6 +479,7 @@ int main(void) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_bytes_bound_sparse_text),
         cmocka_unit_test(test_threads_share_one_cache),
+        cmocka_unit_test(test_scratch_freed_once_at_thread_exit),
         cmocka_unit_test(test_word_cache_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
