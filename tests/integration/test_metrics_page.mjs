@@ -46,7 +46,10 @@ test('promtool accepts the gateway page, which serves the whole table and counts
     let sent = 0;
     for (let i = 0; i < 6; i++, sent++) assert.equal(await post(fleet.gw.url, chat(i % 2 === 0)), 200);
     assert.equal(await post(fleet.gw.url, JSON.stringify({ model: 'nope', messages: [] })), 404);
-    const page = await metricsWhen(fleet.gw.admin, (p) => metricSum(p, 'inferrail_requests_total') === sent);
+    // Both are recorded as the gateway lets go of a request, one after the other: a
+    // page may fall between them, so wait for both.
+    const page = await metricsWhen(fleet.gw.admin, (p) => metricSum(p, 'inferrail_requests_total') === sent &&
+      metricSum(p, 'inferrail_request_duration_seconds_count') === sent);
     const r = promtool(page);
     assert.equal(r.status, 0, `promtool check metrics failed:\n${r.stdout}${r.stderr}\n${page}`);
     assert.equal(r.stdout + r.stderr, '', 'promtool has lint remarks');
