@@ -122,7 +122,7 @@ test('404 and 405 in the vLLM error shape; /health and /v1/models answer locally
   assert.equal((await fetch(fleet.gw.url + '/health')).status, 200);
   // Cards are fetched in the background: wait for the engine's metadata.
   let models;
-  for (let i = 0; i < 50; i++) {
+  for (const end = Date.now() + 20000; Date.now() < end;) {
     models = await (await fetch(fleet.gw.url + '/v1/models')).json();
     if (models.data[0].owned_by === 'vllm') break;
     await sleep(100);
@@ -210,7 +210,7 @@ test('breakers: a full fleet gets an immediate 503 with Retry-After', async () =
     for (const c of ctrls) c.abort();
     await Promise.all(hung);
     // The slots come back once the clients left.
-    for (let i = 0; i < 50; i++) {
+    for (const end = Date.now() + 20000; Date.now() < end;) {
       const p = await metrics(gw.admin);
       if ([0, 1, 2].every((k) => metricValue(p, 'inferrail_replica_in_flight', `replica="s${k}"`) === 0)) break;
       await sleep(20);
@@ -244,7 +244,7 @@ test('a client that disconnects, streaming or waiting, is aborted in the engine'
   assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0} ms`);
   // The gateway counts it, though it often learns of the close from a refused write.
   let gpage;
-  for (let i = 0; i < 200; i++) {
+  for (const end = Date.now() + 20000; Date.now() < end;) {
     gpage = await metrics(fleet.gw.admin);
     if (metricSum(gpage, 'inferrail_client_disconnects_total') > d0) break;
     await sleep(10);
@@ -260,7 +260,7 @@ test('a client that disconnects, streaming or waiting, is aborted in the engine'
     sock.on('error', () => {});
     sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-inferrail-fault: delay=5000\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
     // Leave once the request is in flight (on a loaded machine that takes a moment).
-    for (let i = 0; i < 300; i++) {
+    for (const end = Date.now() + 20000; Date.now() < end;) {
       if (metricValue(await metrics(gw.admin), 'inferrail_replica_in_flight', 'replica="s0"') === 1) break;
       await sleep(10);
     }
@@ -268,7 +268,7 @@ test('a client that disconnects, streaming or waiting, is aborted in the engine'
     // The disconnect is counted at once; the replica is freed when the cancelled upstream
     // request ends, an iteration of the loop later (the scrape runs on another thread).
     let page;
-    for (let i = 0; i < 200; i++) {
+    for (const end = Date.now() + 20000; Date.now() < end;) {
       page = await metrics(gw.admin);
       if (metricSum(page, 'inferrail_client_disconnects_total') >= 1 &&
           metricValue(page, 'inferrail_replica_in_flight', 'replica="s0"') === 0) break;
@@ -294,7 +294,7 @@ async function openRequest(port, body, headers = '') {
 
 async function waitMetric(url, name, label, ok) {
   let page;
-  for (let i = 0; i < 300; i++) {
+  for (const end = Date.now() + 20000; Date.now() < end;) {
     page = await metrics(url);
     if (ok(metricSum(page, name, label))) return page;
     await sleep(10);
