@@ -617,8 +617,12 @@ export async function disconnects({ streams }) {
     let finished = 0;
     for (const s of sims) finished += metricValue(await metrics(s.url), 'vllm:request_success_total', 'finished_reason="length"') || 0;
     assert.equal(finished, whole, `engines finished ${finished}, clients read ${whole} whole`);
-    const page = await metrics(gw.admin);
-    for (let i = 0; i < 3; i++) assert.equal(metricValue(page, 'inferrail_replica_in_flight', `replica="s${i}"`), 0);
+    // The gateway frees a cut stream's slot when the cancelled upstream request has
+    // closed, which can come after the engine has counted the abort: wait for it.
+    let page;
+    const inFlight = (p) => [0, 1, 2].map((i) => metricValue(p, 'inferrail_replica_in_flight', `replica="s${i}"`));
+    await until('every slot freed', async () => inFlight(page = await metrics(gw.admin)).every((v) => v === 0)).catch(() => {});
+    for (let i = 0; i < 3; i++) assert.equal(inFlight(page)[i], 0, page);
     return { streams, cut, whole, aborted };
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);
