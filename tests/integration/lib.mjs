@@ -42,8 +42,10 @@ export async function freePort() {
   throw new Error('freePort: no free port in 20000-31999');
 }
 
+// Until /health answers 200, the child exits, or 60 s pass: a gateway loading four
+// real tokenizer.json files took more than 10 s under ASan on a loaded 2-core VM.
 async function waitReady(port, child, log, what) {
-  const deadline = Date.now() + 10000;
+  const deadline = Date.now() + 60000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited early (${child.exitCode ?? child.signalCode}):\n${log.text}`);
     try {
