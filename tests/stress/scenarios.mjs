@@ -222,9 +222,10 @@ export async function sigkill({ seconds, rate = 1000 }) {
     restartedAt = Date.now();
   })();
   try {
-    // The load runs on through the restart: on a loaded machine the chaos's timers can
-    // fire late, after a fixed-length run has already ended (no request after the kill).
-    const run = await driveRate(gw.url, { seconds: seconds + 1, rate, done: () => restartedAt > 0 });
+    // The load runs on for 500 ms past the kill at least: on a loaded machine the chaos's
+    // timer can fire late, after a fixed-length run has already ended (no request after
+    // the kill). A restart that comes after the run is waited for below.
+    const run = await driveRate(gw.url, { seconds: seconds + 1, rate, done: () => killedAt > 0 && Date.now() > killedAt + 500 });
     const results = run.results;
     await chaos;
     assert.equal(run.skipped, 0, 'the client kept its rate (no request held back by the in-flight cap)');
