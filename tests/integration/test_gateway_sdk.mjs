@@ -8,10 +8,14 @@ import { startFleet } from './lib.mjs';
 let fleet, client;
 before(async () => {
   // Caps high enough for the 1,000-stream test even in slow sanitizer builds
-  // (the breakers have their own test).
+  // (the breakers have their own test). Idle client connections stay open: the SDK
+  // readies its 1,000 requests in one long run of promise callbacks, and on a busy VM
+  // that outlasted the default 10 s, so the first request went out on a kept-alive
+  // connection the gateway had already closed ("other side closed").
   fleet = await startFleet({
     simArgs: ['--decode-token-ms', '1', '--prefill-token-us', '1', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'],
     replica: { max_concurrency: 2048, max_pending: 2048 },
+    gateway: { server: { header_read_timeout: '300s' } },
   });
   client = new OpenAI({ baseURL: `${fleet.gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
 });
