@@ -595,20 +595,26 @@ test('SIGTERM lets a running stream finish, then exits 0', async () => {
 });
 
 test('busy_poll: a polling worker proxies, times out a stalled body, and exits 0 on SIGTERM', async () => {
+  // request_timeout bounds every request: 300 ms gave a proxied one a 504 under TSan on
+  // a busy VM. A gateway left running by a failure kept node (and ctest) waiting.
   const gw = await startGateway({
-    server: { busy_poll: true, workers: 1, request_timeout: '300ms' },
+    server: { busy_poll: true, workers: 1, request_timeout: '2s' },
     models: [{ name: 'inferrail/sim-8b' }],
     replicas: [{ id: 's0', url: fleet.sims[0].url }],
   });
-  for (let i = 0; i < 20; i++) {
-    const r = await post(gw.url, '/v1/completions', { model: 'inferrail/sim-8b', prompt: `p${i}`, max_tokens: 2 });
-    assert.equal(r.status, 200);
-    assert.equal((await r.json()).usage.completion_tokens, 2);
+  try {
+    for (let i = 0; i < 20; i++) {
+      const r = await post(gw.url, '/v1/completions', { model: 'inferrail/sim-8b', prompt: `p${i}`, max_tokens: 2 });
+      assert.equal(r.status, 200);
+      assert.equal((await r.json()).usage.completion_tokens, 2);
+    }
+    // Timers still fire while the loop never sleeps: a body that stalls gets its 408.
+    const stalled = await rawRequest(gw.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{"mo', { timeoutMs: 10000 });
+    assert.equal(stalled.status, 408);
+    assert.equal(await gw.stop('SIGTERM'), 0);
+  } finally {
+    await gw.stop();
   }
-  // Timers still fire while the loop never sleeps: a body that stalls gets its 408.
-  const stalled = await rawRequest(gw.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{"mo');
-  assert.equal(stalled.status, 408);
-  assert.equal(await gw.stop('SIGTERM'), 0);
 });
 
 for (const http2 of [false, true]) test(`backpressure: a client that stops reading gets its whole stream, with a small server.max_write_queue (upstream.http2: ${http2})`, async () => {
