@@ -350,10 +350,14 @@ test('a client that leaves in backoff, waiting for a head or mid-stream is count
     const streams = 8;
     for (let i = 0; i < streams; i++) {
       sock = await openRequest(gw.port, JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 30000, stream: true }));
+      // Until 16 KiB have come, or the answer ended without them (a failure to show,
+      // not a wait without end).
+      let got = 0, head = '';
       await new Promise((resolve) => {
-        let got = 0;
-        sock.on('data', (d) => { got += d.length; if (got > 16384) resolve(); });
+        sock.on('data', (d) => { if (!got) head = d.toString().slice(0, 300); got += d.length; if (got > 16384) resolve(); });
+        sock.on('close', resolve);
       });
+      assert.ok(got > 16384, `stream ${i}: ${got} bytes, then it ended: ${head}`);
       sock.resetAndDestroy();
     }
     const page = await waitMetric(gw.admin, 'inferrail_replica_in_flight', 'replica="s0"', gone(0));
