@@ -350,14 +350,17 @@ test('a client that leaves in backoff, waiting for a head or mid-stream is count
     const streams = 8;
     for (let i = 0; i < streams; i++) {
       sock = await openRequest(gw.port, JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'x', max_tokens: 30000, stream: true }));
-      // Until 16 KiB have come, or the answer ended without them (a failure to show,
-      // not a wait without end).
+      // Until 16 KiB have come, or the answer ended or stalled without them (a failure
+      // to show, not a wait without end).
       let got = 0, head = '';
+      let timer;
       await new Promise((resolve) => {
         sock.on('data', (d) => { if (!got) head = d.toString().slice(0, 300); got += d.length; if (got > 16384) resolve(); });
         sock.on('close', resolve);
+        timer = setTimeout(resolve, 60000); // a stalled stream fails here, with the log
       });
-      assert.ok(got > 16384, `stream ${i}: ${got} bytes, then it ended: ${head}`);
+      clearTimeout(timer);
+      assert.ok(got > 16384, `stream ${i}: ${got} bytes, then it ended or stalled: ${head}\n${gw.log.text.slice(-2000)}`);
       sock.resetAndDestroy();
     }
     const page = await waitMetric(gw.admin, 'inferrail_replica_in_flight', 'replica="s0"', gone(0));
