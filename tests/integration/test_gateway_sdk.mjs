@@ -70,5 +70,7 @@ test('1,000 concurrent streams through the gateway with exact usage and an even 
   }));
   assert.ok(results.every(Boolean));
   assert.deepEqual(Object.keys(spread).sort(), ['sim-1', 'sim-2', 'sim-3']);
-  for (const v of Object.values(spread)) assert.ok(Math.abs(v - N / 3) <= 2, JSON.stringify(spread));
+  // A replica taken out for a while (the log says why) is what makes round robin uneven.
+  const health = fleet.gw.log.text.split('\n').filter((l) => /unhealthy|ejected|healthy again/.test(l)).slice(-10).join('\n');
+  for (const v of Object.values(spread)) assert.ok(Math.abs(v - N / 3) <= 2, `${JSON.stringify(spread)}\n${health}`);
 });
