@@ -193,9 +193,11 @@ export async function complete(gw, prompt) {
 // then each of ids follows its events, and none but on holds p.
 export async function predictedOn(gw, p, on, ids) {
   let rows;
-  await waitFor(`${on} to show its events`, async () => {
+  // Every member followed by then: one that just joined opens its stream, and connects
+  // it, a moment after it shows in /admin/state (events-stale, or approximate, before).
+  await waitFor(`${on} to show its events, and ${ids.join(', ')} to follow theirs`, async () => {
     rows = await explain(gw, p + ' more');
-    return rows[on] && rows[on].predicted_cached_tokens >= 64;
+    return rows[on] && rows[on].predicted_cached_tokens >= 64 && ids.every((id) => rows[id]?.index_source === 'events');
   });
   for (const id of ids) {
     assert.ok(rows[id], `${id} missing from ${JSON.stringify(Object.keys(rows))}`);

@@ -42,8 +42,12 @@ export async function freePort() {
   throw new Error('freePort: no free port in 20000-31999');
 }
 
+// Until /health answers 200, the child exits, or 120 s pass: a gateway loading four
+// real tokenizer.json files took more than 10 s under ASan on a loaded 2-core VM, and
+// one loading Qwen's more than 60 s under TSan. A child that never got ready is killed:
+// left running, it kept node (and ctest) waiting until the test's timeout.
 async function waitReady(port, child, log, what) {
-  const deadline = Date.now() + 10000;
+  const deadline = Date.now() + 120000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited early (${child.exitCode ?? child.signalCode}):\n${log.text}`);
     try {
@@ -53,6 +57,7 @@ async function waitReady(port, child, log, what) {
     } catch { /* not up yet */ }
     await new Promise((r) => setTimeout(r, 25));
   }
+  child.kill('SIGKILL');
   throw new Error(`${what} did not become ready on ${port}:\n${log.text}`);
 }
 
@@ -242,7 +247,9 @@ export async function startFleet({ n = 3, simArgs = [], gateway = {}, replica = 
   const cfg = {
     models: [{ name: 'inferrail/sim-8b', aliases: ['sim'] }],
     replicas: sims.map((s, i) => ({ id: `sim-${i + 1}`, url: s.url, ...replica })),
-    health: { interval: '100ms', timeout: '200ms' },
+    // A probe has 2 s: with 200 ms, three slow ones in a row (a simulator busy with
+    // hundreds of streams under TSan on a busy VM) took a replica out mid-test.
+    health: { interval: '100ms', timeout: '2s' },
     ...gateway,
   };
   const gw = await startGateway(cfg);

@@ -8,11 +8,12 @@ import { Worker } from 'node:worker_threads';
 import { startFleet, metricsWhen, metricSum } from './lib.mjs';
 import { consistent } from './prom_check.mjs';
 
+// The status, or the status and the start of the body when it is not a 200.
 async function post(url, body) {
   try {
     const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    await r.text();
-    return r.status;
+    const text = await r.text();
+    return r.status === 200 ? 200 : `${r.status} ${text.slice(0, 200)}`;
   } catch (e) {
     return `error ${e.cause?.code || e.cause || e.message}`;
   }
@@ -23,8 +24,9 @@ export async function scrapeDuringStreams(STREAMS, ROUNDS) {
   // the gateway is closing (a POST on it would fail; that race is no metrics bug).
   const fleet = await startFleet({ simArgs: ['--decode-token-ms', '2', '--max-num-seqs', '1024'], replica: { max_concurrency: 4000, max_pending: 4000 },
     gateway: { server: { header_read_timeout: '300s' } } });
+  let worker;
   try {
-    const worker = new Worker(new URL('./scrape_worker.mjs', import.meta.url), { workerData: { url: fleet.gw.admin } });
+    worker = new Worker(new URL('./scrape_worker.mjs', import.meta.url), { workerData: { url: fleet.gw.admin } });
     let report = null;
     const done = new Promise((res) => worker.on('message', (m) => { report = m; res(); }));
     const failed = () => report && report.error;
@@ -32,7 +34,8 @@ export async function scrapeDuringStreams(STREAMS, ROUNDS) {
       const all = [];
       for (let i = 0; i < STREAMS; i++) all.push(post(fleet.gw.url, JSON.stringify({ model: 'sim', stream: true, max_tokens: 20, messages: [{ role: 'user', content: `r${round} s${i}` }] })));
       const statuses = await Promise.all(all);
-      assert.ok(statuses.every((s) => s === 200), `statuses: ${[...new Set(statuses)]}`);
+      const health = fleet.gw.log.text.split('\n').filter((l) => /unhealthy|ejected|healthy again/.test(l)).slice(-10).join('\n');
+      assert.ok(statuses.every((s) => s === 200), `statuses: ${[...new Set(statuses)].join(' | ')}\n${health}`);
       if (failed()) break;
     }
     worker.postMessage('stop');
@@ -48,6 +51,7 @@ export async function scrapeDuringStreams(STREAMS, ROUNDS) {
     assert.ok(scrapes >= 10, `only ${scrapes} scrapes`);
     console.log(`${scrapes} consistent scrapes during ${STREAMS * ROUNDS} streams`);
   } finally {
+    await worker?.terminate(); // a failure above left it scraping, and node waiting
     await fleet.stop();
   }
 }

@@ -89,6 +89,10 @@ before(async () => {
     models: [...FAMILIES.map((f) => ({ name: f, tokenizer: dirOf(f) })), { name: 'gptoss', tokenizer: gptossDir }],
     replicas: [{ id: 'sim-0', url: sim.url }],
     health: { interval: '10s' },
+    // Bodies over 1 KiB wait for a tokenizer thread: past the default 50 ms (a sanitizer
+    // build on a busy VM) one routes without a count (reason slow), and the comparison
+    // below would fail though nothing was miscounted.
+    tokenizer: { max_wait: '10s' },
   });
 });
 

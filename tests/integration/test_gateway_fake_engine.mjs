@@ -45,7 +45,7 @@ function assertJsonError(r, status) {
 // behaves, succeeds.
 async function assertNotWedged(gw, eng, okScenario = 'ok') {
   let page;
-  for (let i = 0; i < 100; i++) {
+  for (const end = Date.now() + 20000; Date.now() < end;) {
     page = await metrics(gw.admin);
     if (metricValue(page, 'inferrail_replica_in_flight', 'replica="f0"') === 0) break;
     await sleep(20);

@@ -41,10 +41,12 @@ test('a replica added by a reload is scraped; a removed one loses its series', {
     await until('s0 reports', async () => (await engine(gw, 's0'))?.age_ms !== null);
     rewriteConfig(gw, (c) => c.replicas.push({ id: 's1', url: sims[1].url }));
     await reload(gw);
-    // s1 joined after the scraper started: it gets reports of its own.
+    // s1 joined after the scraper started: it gets reports of its own. (Fresh is
+    // waited for too: a scrape that a loaded machine slows past the 100 ms timeout
+    // leaves the report older than max_age for a moment.)
     const e = await until('s1 reports', async () => {
       const x = await engine(gw, 's1');
-      return x && x.age_ms !== null && x.scrapes.ok >= 3 && x;
+      return x && x.age_ms !== null && x.scrapes.ok >= 3 && x.fresh && x;
     });
     assert.ok(e.fresh, JSON.stringify(e));
     const page = await until('s1 on /metrics', async () => {

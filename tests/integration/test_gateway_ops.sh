@@ -15,6 +15,14 @@ trap cleanup EXIT
 fails=0 passes=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { passes=$((passes + 1)); }
+# wait_for what cmd...: polls cmd until it succeeds (20 s at most) instead of a fixed sleep.
+wait_for() {
+  local what=$1 i
+  shift
+  for i in $(seq 400); do "$@" 2>/dev/null && return 0; sleep 0.05; done
+  fail "not within 20 s: $what"
+  return 1
+}
 wait_http() { for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; return 1; }
 # A listener held by another process: plain, or with SO_REUSEPORT as a gateway
 # worker has it (which let a second gateway join its group silently).
@@ -112,7 +120,7 @@ g3pid=$!
 pids+=($g3pid)
 wait_http "localhost:$A3/health" || fail "gateway 3 did not start"
 code=000
-for _ in $(seq 60); do
+for _ in $(seq 400); do
   code=$(curl -s -o "$T/ready" -w '%{http_code}' "localhost:$A3/ready")
   [ "$code" = 503 ] && break
   sleep 0.05
@@ -125,12 +133,14 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A3/health")
 "$SIM" --port "$D" --decode-token-ms 50 2>"$T/simd.log" &
 pids+=($!)
 wait_http "localhost:$D/health"
-for _ in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A3/ready")" = 200 ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ "$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A3/ready")" = 200 ] && break; sleep 0.05; done
 curl -sN "localhost:$G3/v1/completions" -d '{"model":"sim","prompt":"x","max_tokens":20,"stream":true}' >"$T/stream1" &
 cpid=$!
-sleep 0.3
+# The stream is in flight once its first event is back (a fixed wait can end before
+# it starts on a loaded machine), and the drain has begun once it says so.
+wait_for 'the stream to start' test -s "$T/stream1"
 kill -TERM $g3pid
-sleep 0.1
+wait_for 'the drain to begin' grep -q 'SIGTERM: draining' "$T/g3.log"
 code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A3/ready")
 [ "$code" = 503 ] || [ "$code" = 000 ] && ok || fail "/ready while draining: $code"
 wait $cpid
@@ -139,12 +149,13 @@ for _ in $(seq 100); do grep -q 'drained, exiting' "$T/g3.log" && break; sleep 0
 grep -q 'SIGTERM: draining 1 requests in flight' "$T/g3.log" && ok || fail "no draining line: $(cat "$T/g3.log")"
 grep -q 'drained, exiting: .*2xx' "$T/g3.log" && ok || fail "no drained line: $(cat "$T/g3.log")"
 
-# ---- a second SIGTERM 50 ms after the first: logged, fast exit, not death by signal (143)
-curl -sN "localhost:$G1/v1/completions" -d '{"model":"sim","prompt":"x","max_tokens":2000,"stream":true}' >/dev/null &
-sleep 0.3
-t0=$(date +%s%N)
+# ---- a second SIGTERM during the drain: logged, fast exit, not death by signal (143)
+curl -sN "localhost:$G1/v1/completions" -d '{"model":"sim","prompt":"x","max_tokens":2000,"stream":true}' >"$T/stream2" &
+wait_for 'the long stream to start' test -s "$T/stream2"
 kill -TERM $gpid
-sleep 0.05
+# Two signals sent before the first is handled arrive as one: the second waits for the drain.
+wait_for 'the first SIGTERM to be handled' grep -q 'SIGTERM: draining' "$T/g1.log"
+t0=$(date +%s%N)
 kill -TERM $gpid
 wait $gpid
 rc=$?

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { ROOT, startSim, startGateway, sseData, rewriteConfig, waitFor } from './lib.mjs';
+import { ROOT, startSim, startGateway, sseData, rewriteConfig, waitFor, metricsWhen } from './lib.mjs';
 
 const require = createRequire(path.join(ROOT, 'tests', 'package.json'));
 const { Tokenizer } = require('@anush008/tokenizers');
@@ -77,11 +77,14 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     assert.equal(await promptTokens(gw, 'm-a'), want);
     assert.deepEqual(await listed(gw), ['m-c', 'c', 'm-a']);
     assert.deepEqual(await stateModels(gw), ['m-c', 'm-a']);
-    const page = await metricsPage(gw);
+    // Every m-c request counted, on whichever replica served it (s1 took m-c in the same
+    // reload). A request is counted once the gateway lets go of it, which can come after
+    // the client has its response (and on the other worker): wait for the count.
+    const mcCount = (p) => [...p.matchAll(/^inferrail_requests_total\{model="m-c",replica="(s[01])",status="2xx"\} (\d+)$/gm)]
+      .reduce((n, x) => n + Number(x[2]), 0);
+    const page = await metricsWhen(gw.admin, (p) => mcCount(p) === 6);
     assert.doesNotMatch(page, /model="m-b"/);
-    // Every m-c request counted, on whichever replica served it (s1 took m-c in the same reload).
-    const mc = [...page.matchAll(/^inferrail_requests_total\{model="m-c",replica="(s[01])",status="2xx"\} (\d+)$/gm)];
-    assert.equal(mc.reduce((n, x) => n + Number(x[2]), 0), 6, page);
+    assert.equal(mcCount(page), 6, page);
     assert.match(page, /inferrail_upstream_retries_total\{model="m-c"\}/);
     assert.match(page, /inferrail_model_predictions_enabled\{model="m-a"\} 1/);
     // m-a's new tokenizer.json has its cache (tokenizer.cache_tokens), on the page.
@@ -117,7 +120,8 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
     assert.deepEqual(await listed(gw), ['m-a', 'm-b', 'm-c']);
     // builtin:sim again: no cache, so its series leave the page.
     assert.doesNotMatch(await metricsPage(gw), /inferrail_tokenize_cache_tokens\{model="m-a"\}/);
-    assert.match(await metricsPage(gw), /inferrail_requests_total\{model="m-b",replica="s[01]",status="2xx"\}/);
+    const mb = /inferrail_requests_total\{model="m-b",replica="s[01]",status="2xx"\}/;
+    assert.match(await metricsWhen(gw.admin, (p) => mb.test(p)), mb);
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);
     for (const s of sims) await s.stop();

@@ -8,10 +8,14 @@ import { startFleet } from './lib.mjs';
 let fleet, client;
 before(async () => {
   // Caps high enough for the 1,000-stream test even in slow sanitizer builds
-  // (the breakers have their own test).
+  // (the breakers have their own test). Idle client connections stay open: the SDK
+  // readies its 1,000 requests in one long run of promise callbacks, and on a busy VM
+  // that outlasted the default 10 s, so the first request went out on a kept-alive
+  // connection the gateway had already closed ("other side closed").
   fleet = await startFleet({
     simArgs: ['--decode-token-ms', '1', '--prefill-token-us', '1', '--prefill-fixed-ms', '0', '--max-num-seqs', '1024'],
     replica: { max_concurrency: 2048, max_pending: 2048 },
+    gateway: { server: { header_read_timeout: '300s' } },
   });
   client = new OpenAI({ baseURL: `${fleet.gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
 });
@@ -66,5 +70,7 @@ test('1,000 concurrent streams through the gateway with exact usage and an even 
   }));
   assert.ok(results.every(Boolean));
   assert.deepEqual(Object.keys(spread).sort(), ['sim-1', 'sim-2', 'sim-3']);
-  for (const v of Object.values(spread)) assert.ok(Math.abs(v - N / 3) <= 2, JSON.stringify(spread));
+  // A replica taken out for a while (the log says why) is what makes round robin uneven.
+  const health = fleet.gw.log.text.split('\n').filter((l) => /unhealthy|ejected|healthy again/.test(l)).slice(-10).join('\n');
+  for (const v of Object.values(spread)) assert.ok(Math.abs(v - N / 3) <= 2, `${JSON.stringify(spread)}\n${health}`);
 });

@@ -119,11 +119,13 @@ test('the tokenization cache: same prompt lengths as without it, a repeated syst
   const sim = await startSim(['--zero-latency']);
   cleanup.push(() => sim.stop());
   const gw = (tokenizer) => startGateway({ models: [{ name: MODEL, tokenizer: QWEN }], replicas: [{ id: 's', url: sim.url }], tokenizer });
-  const cached = await gw({ cache_tokens: 100000 });
+  // a long max_wait, as in the parse cache's test below: under TSan on a busy VM a prompt
+  // waited past the default 50 ms and routed without a count ("a long prompt: 0")
+  const cached = await gw({ max_wait: '10s', cache_tokens: 100000 });
   cleanup.push(() => cached.stop());
-  const plain = await gw({ cache_tokens: 0 });
+  const plain = await gw({ max_wait: '10s', cache_tokens: 0 });
   cleanup.push(() => plain.stop());
-  const tiny = await gw({ cache_tokens: 300 });
+  const tiny = await gw({ max_wait: '10s', cache_tokens: 300 });
   cleanup.push(() => tiny.stop());
   const system = 'You are a careful assistant for a fleet of inference engines. '.repeat(150);
   const chat = (i) => JSON.stringify({ model: MODEL, max_tokens: 1, messages: [

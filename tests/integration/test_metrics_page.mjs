@@ -46,7 +46,10 @@ test('promtool accepts the gateway page, which serves the whole table and counts
     let sent = 0;
     for (let i = 0; i < 6; i++, sent++) assert.equal(await post(fleet.gw.url, chat(i % 2 === 0)), 200);
     assert.equal(await post(fleet.gw.url, JSON.stringify({ model: 'nope', messages: [] })), 404);
-    const page = await metricsWhen(fleet.gw.admin, (p) => metricSum(p, 'inferrail_requests_total') === sent);
+    // Both are recorded as the gateway lets go of a request, one after the other: a
+    // page may fall between them, so wait for both.
+    const page = await metricsWhen(fleet.gw.admin, (p) => metricSum(p, 'inferrail_requests_total') === sent &&
+      metricSum(p, 'inferrail_request_duration_seconds_count') === sent);
     const r = promtool(page);
     assert.equal(r.status, 0, `promtool check metrics failed:\n${r.stdout}${r.stderr}\n${page}`);
     assert.equal(r.stdout + r.stderr, '', 'promtool has lint remarks');
@@ -115,7 +118,7 @@ test('outcomes: an engine that breaks a started response is aborted, a client th
     await reader.read();
     ac.abort();
     let page;
-    for (let i = 0; i < 200; i++) {
+    for (const end = Date.now() + 20000; Date.now() < end;) {
       page = await metrics(gw.admin);
       if (metricSum(page, 'inferrail_requests_total', 'status="cancelled"') === 1 && metricSum(page, 'inferrail_requests_total', 'status="aborted"') === 1) break;
       await sleep(25);
@@ -124,15 +127,14 @@ test('outcomes: an engine that breaks a started response is aborted, a client th
     assert.equal(metricSum(page, 'inferrail_requests_total', 'replica="s0",status="cancelled"'), 1, page);
     assert.equal(metricSum(page, 'inferrail_client_disconnects_total', 'model="inferrail/sim-8b"'), 1, page);
     // A model whose only replica is down: answered 503 by the gateway, on replica "none".
-    for (let i = 0; i < 200 && metricSum(await metrics(gw.admin), 'inferrail_replica_healthy', 'replica="dead"') !== 0; i++) await sleep(25);
+    await metricsWhen(gw.admin, (p) => metricSum(p, 'inferrail_replica_healthy', 'replica="dead"') === 0, 20000);
     const n = await fetch(`${gw.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'nowhere', prompt: 'x' }) });
     assert.equal(n.status, 503);
     await n.text();
     // The gateway counts a response once its write has completed, which the client
     // may see first (an ASan build under load did): wait for the count.
     const unrouted = (p) => metricSum(p, 'inferrail_requests_total', 'model="nowhere",replica="none",status="5xx"');
-    page = await metrics(gw.admin);
-    for (let i = 0; i < 200 && unrouted(page) !== 1; i++) { await sleep(25); page = await metrics(gw.admin); }
+    page = await metricsWhen(gw.admin, (p) => unrouted(p) === 1, 20000);
     assert.equal(unrouted(page), 1, page);
     assert.equal(metricSum(page, 'inferrail_request_errors_total', 'model="nowhere",reason="unavailable"'), 1, page);
     assert.equal(metricSum(page, 'inferrail_requests_total'), 3, page);

@@ -198,7 +198,7 @@ test('the parity self-test catches an engine that hashes other blocks', async ()
   cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
   for (let i = 0; i < 5; i++) await complete(gw.url, `Request ${i}: ` + 'kv cache router '.repeat(30));
   let page;
-  for (let i = 0; i < 200; i++) { // each check waits up to 500 ms for its events
+  for (const end = Date.now() + 20000; Date.now() < end;) { // each check waits up to 500 ms for its events
     page = await metrics(gw.admin);
     if (metricValue(page, 'inferrail_kv_events_parity_checks_total', 'replica="odd"') === 5) break;
     await sleep(25);
@@ -235,7 +235,7 @@ test('two gateways hold one view; one that joins late catches up by replay', asy
   };
   // Both have applied the same batches: the late one replayed what it missed.
   let ca, cb;
-  for (let i = 0; i < 200; i++) {
+  for (const end = Date.now() + 20000; Date.now() < end;) {
     ca = await counts(a); cb = await counts(b);
     if (ca.join() === cb.join()) break;
     await sleep(25);

@@ -109,6 +109,11 @@ static void map_equals_shadows(void **state) {
         pthread_create(&th[t++], NULL, forgetter, (void *)(uintptr_t)(i + 200));
     struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&ts, NULL);
+    /* At least one operation of each kind before stopping: on a loaded machine a
+     * thread can get no CPU for the whole of secs (the check below needs them). */
+    struct timespec tick = {0, 10000000};
+    while (!atomic_load(&ops[0]) || !atomic_load(&ops[1]) || !atomic_load(&ops[2]))
+        nanosleep(&tick, NULL);
     atomic_store(&stop, true);
     unsigned long bad = 0;
     for (int i = 0; i < t; i++) {

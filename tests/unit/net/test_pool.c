@@ -173,11 +173,18 @@ static void test_deadlines_move(void **st) {
     fx_setup(&f, NULL, &pc);
     call c;
     get(&f, 0, &c);
-    run_for(&f, 20);
-    /* /p0 answers after 30 ms: the idle deadline armed at 40 ms passes meanwhile */
+    /* The request takes the idle connection at once (before the loop runs again), and
+     * /slow is answered only once the idle deadline armed at 40 ms has passed. (It was
+     * /p0, answered 30 ms in, 20 ms after the deadline was armed: a busy machine that
+     * ran those 20 ms long let the deadline close the connection before the request.) */
     call_init(&c);
-    irn_client_req r = mkreq(&f, "GET", "/p0");
-    do_call(&f, &r, &c);
+    irn_client_req r = mkreq(&f, "GET", "/slow");
+    assert_int_equal(irn_client_request(f.pool, &r, &CBS, &c, &c.h), 0);
+    run_until(&f, &f.nheld);
+    run_for(&f, 80);
+    assert_false(c.done);
+    irn_resp_send(f.held[0], 200, "text/plain", "late", 4, NULL, 0);
+    run_until(&f, &c.done);
     assert_int_equal(c.err, 0);
     assert_int_equal(c.status, 200);
     ir_buf_free(&c.body);
