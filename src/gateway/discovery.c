@@ -648,17 +648,21 @@ static void on_tick(uv_timer_t *t) {
 
 /* ---- lifetime ------------------------------------------------------------------------- */
 
-static int set_nameservers(gw_discovery *d, char *err, size_t errlen) {
-    const ir_cfg_strlist *ns = &d->cfg->nameservers;
-    if (ns->n == 0) return 0;
+int gw_dns_set_servers(struct ares_channeldata *ch, const ir_cfg_strlist *ns) {
+    if (!ns || ns->n == 0) return ARES_SUCCESS;
     ir_buf csv;
     ir_buf_init(&csv, 1 << 16);
     for (size_t i = 0; i < ns->n; i++) {
         if (i) ir_buf_append_lit(&csv, ",");
         ir_buf_append_str(&csv, ns->items[i]);
     }
-    int rc = ir_buf_append(&csv, "", 1) ? ARES_ENOMEM : ares_set_servers_ports_csv(d->ch, csv.data);
+    int rc = ir_buf_append(&csv, "", 1) ? ARES_ENOMEM : ares_set_servers_ports_csv(ch, csv.data);
     ir_buf_free(&csv);
+    return rc;
+}
+
+static int set_nameservers(gw_discovery *d, char *err, size_t errlen) {
+    int rc = gw_dns_set_servers(d->ch, &d->cfg->nameservers);
     if (rc != ARES_SUCCESS) snprintf(err, errlen, "discovery.nameservers: %s", ares_strerror(rc));
     return rc == ARES_SUCCESS ? 0 : -1;
 }

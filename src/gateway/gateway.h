@@ -766,6 +766,11 @@ int gw_dns_target_ports(const gw_dns_group_cfg *c, const char *path, const char 
  * 1.18 gives SRV records without it; ADR 0015). 0, or -1 when the reply is
  * malformed or has no SRV answer. Reads nothing past len. */
 int gw_dns_srv_ttl(const unsigned char *reply, size_t len, uint32_t *ttl);
+/* Points a c-ares channel (an ares_channel) at the nameservers given as "host[:port]"
+ * strings; none: the channel keeps the system's. A c-ares status (ARES_SUCCESS). Used
+ * by discovery and by the KV event subscriber's own channel. */
+struct ares_channeldata;
+int gw_dns_set_servers(struct ares_channeldata *ch, const ir_cfg_strlist *ns);
 void gw_discovery_free(gw_discovery *d);
 
 /* The registry itself, for files that add families of their own (the engines' load

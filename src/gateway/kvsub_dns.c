@@ -61,19 +61,6 @@ int gw_ep_at_addr(const char *ep, const char *ip, char *out, size_t cap) {
 
 /* ---- the channel ------------------------------------------------------------------- */
 
-static int set_servers(gw_kvdns *d, const ir_cfg_strlist *ns) {
-    if (!ns || ns->n == 0) return ARES_SUCCESS;
-    ir_buf csv;
-    ir_buf_init(&csv, 1 << 16);
-    for (size_t i = 0; i < ns->n; i++) {
-        if (i) ir_buf_append_lit(&csv, ",");
-        ir_buf_append_str(&csv, ns->items[i]);
-    }
-    int rc = ir_buf_append(&csv, "", 1) ? ARES_ENOMEM : ares_set_servers_ports_csv(d->ch, csv.data);
-    ir_buf_free(&csv);
-    return rc;
-}
-
 gw_kvdns *gw_kvdns_new(const ir_cfg_strlist *nameservers, char *err, size_t errlen) {
     gw_kvdns *d = calloc(1, sizeof *d);
     int rc = d ? ares_library_init(ARES_LIB_INIT_ALL) : ARES_ENOMEM;
@@ -84,7 +71,7 @@ gw_kvdns *gw_kvdns_new(const ir_cfg_strlist *nameservers, char *err, size_t errl
     }
     struct ares_options o = {.timeout = 1000, .tries = 2};
     rc = ares_init_options(&d->ch, &o, ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
-    if (rc == ARES_SUCCESS && (rc = set_servers(d, nameservers)) != ARES_SUCCESS)
+    if (rc == ARES_SUCCESS && (rc = gw_dns_set_servers(d->ch, nameservers)) != ARES_SUCCESS)
         ares_destroy(d->ch);
     if (rc != ARES_SUCCESS) {
         ares_library_cleanup();

@@ -458,16 +458,22 @@ static int normalized_piece(hf_ctx *c, const char *s, size_t len, bool first) {
     return run_stage(c, 0, s, len, first);
 }
 
-static int raw_piece(hf_ctx *c, const char *s, size_t len, bool first) {
+/* The tokenizer's normalizer over *s (if it has one), into the scratch's nbuf: *s and
+ * *len then name the normalized text. IRT_ENOMEM, else 0. */
+static int normalize_in_place(hf_ctx *c, const char **s, size_t *len) {
     const irt_tokenizer *t = c->t;
-    if (t->norm) {
-        c->x->nbuf.len = 0;
-        if (hf_normalize(t->norm, s, len, &c->x->nbuf, NULL)) return IRT_ENOMEM;
-        if (!c->x->nbuf.len) return 0;
-        s = c->x->nbuf.p;
-        len = c->x->nbuf.len;
-    }
-    return split_added(c, &t->trie_norm, s, len, first, normalized_piece);
+    if (!t->norm) return 0;
+    c->x->nbuf.len = 0;
+    if (hf_normalize(t->norm, *s, *len, &c->x->nbuf, NULL)) return IRT_ENOMEM;
+    *s = c->x->nbuf.p;
+    *len = c->x->nbuf.len;
+    return 0;
+}
+
+static int raw_piece(hf_ctx *c, const char *s, size_t len, bool first) {
+    int rc = normalize_in_place(c, &s, &len);
+    if (rc || !len) return rc;
+    return split_added(c, &c->t->trie_norm, s, len, first, normalized_piece);
 }
 
 /* A raw piece through the cache: its ids copied when held, else encoded and kept. */
@@ -647,14 +653,8 @@ static bool has_added(const hf_trie *tr, const char *s, size_t len) {
 /* Plain text through normalizer, pre-tokenizer and model, added tokens not
  * looked for. */
 static int ordinary_piece(hf_ctx *c, const char *s, size_t len, bool first) {
-    const irt_tokenizer *t = c->t;
-    if (t->norm) {
-        c->x->nbuf.len = 0;
-        if (hf_normalize(t->norm, s, len, &c->x->nbuf, NULL)) return IRT_ENOMEM;
-        if (!c->x->nbuf.len) return 0;
-        s = c->x->nbuf.p;
-        len = c->x->nbuf.len;
-    }
+    int rc = normalize_in_place(c, &s, &len);
+    if (rc || !len) return rc;
     return normalized_piece(c, s, len, first);
 }
 
