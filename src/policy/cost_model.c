@@ -101,6 +101,7 @@ typedef struct cm_rate {
     /* How many leading blocks the prefix's arrivals share, a moving average of each
      * arrival against the previous one; < 0: not measured yet. */
     double shared;
+    uint32_t home; /* the replica its last arrival was sent to, + 1; 0: none */
 } cm_rate;
 
 typedef struct cm_stripe {
@@ -207,16 +208,22 @@ static cm_rate *rate_victim(cm_stripe *st, uint64_t now, double tau) {
     return v;
 }
 
-/* The current arrival rate of `key` (per second), and in *shared the blocks its
- * arrivals share (< 0: not measured). */
-static double rate_get(cm_state *s, uint64_t key, double *shared) {
+/* What choose knows of a prefix: its current arrival rate (per second), the
+ * blocks its arrivals share (< 0: not measured) and its home (replica + 1, 0:
+ * none). */
+typedef struct cm_prefix {
+    double rate, shared;
+    uint32_t home;
+} cm_prefix;
+
+static cm_prefix rate_get(cm_state *s, uint64_t key) {
     cm_stripe *st = &s->stripes[key % CM_STRIPES];
     pthread_mutex_lock(&st->mu);
     cm_rate *e = rate_find(st, key);
-    double r = e ? decayed(e, ir_now_ns(), tau_of(&s->cfg)) : 0.0;
-    *shared = e ? e->shared : -1.0;
+    cm_prefix p = {0.0, -1.0, 0};
+    if (e) p = (cm_prefix){decayed(e, ir_now_ns(), tau_of(&s->cfg)), e->shared, e->home};
     pthread_mutex_unlock(&st->mu);
-    return r;
+    return p;
 }
 
 static uint64_t lo_of(const irp_request *req, size_t nb) {
@@ -246,8 +253,9 @@ static void remember(const cm_state *s, cm_rate *e, const irp_request *req) {
     e->nblocks = (uint32_t)(n < UINT32_MAX ? n : UINT32_MAX);
 }
 
-/* Counts one arrival of `key`, and measures how much of it the prefix shares. */
-static void rate_add(cm_state *s, uint64_t key, const irp_request *req) {
+/* Counts one arrival of `key`, sent to `replica`, and measures how much of it the
+ * prefix shares. */
+static void rate_add(cm_state *s, uint64_t key, const irp_request *req, uint32_t replica) {
     cm_stripe *st = &s->stripes[key % CM_STRIPES];
     uint64_t now = ir_now_ns();
     double tau = tau_of(&s->cfg);
@@ -264,6 +272,7 @@ static void rate_add(cm_state *s, uint64_t key, const irp_request *req) {
         e->shared = e->shared < 0 ? l : e->shared + (l - e->shared) / 8.0;
     }
     if (blocks) remember(s, e, req);
+    e->home = replica < UINT32_MAX ? replica + 1 : 0;
     e->rate = r + 1.0 / tau;
     e->t_ns = now ? now : 1;
     pthread_mutex_unlock(&st->mu);
@@ -363,8 +372,8 @@ static void select_top(cm_rank *r, size_t m, size_t k) {
 }
 
 /* How many replicas the prefix should be spread over (1: not hot). */
-static size_t hot_k(cm_state *s, uint64_t key, double w, size_t ne, double *shared) {
-    double r = rate_get(s, key, shared);
+static size_t hot_k(cm_state *s, const cm_prefix *pf, double w, size_t ne) {
+    double r = pf->rate;
     double util = s->cfg.hot_util > 0 ? s->cfg.hot_util : 0.7;
     double want = ceil(r * w / util);
     size_t lim = s->cfg.hot_replicas && s->cfg.hot_replicas < ne ? s->cfg.hot_replicas : ne;
@@ -401,6 +410,27 @@ static double hot_warm(const irp_request *req, double shared_blocks, double cmax
     if (shared_blocks < 0 || !req->blocks || !req->block_size) return cmax;
     double t = shared_blocks * (double)req->block_size;
     return t < cmax ? t : cmax;
+}
+
+/* The prefix's home: the candidate its last arrival was sent to, when it is
+ * eligible and no eligible candidate holds more of this prompt than it does (n:
+ * none). *warm is then the part of the prompt the prefix's arrivals share (at
+ * least what the home holds), which choose counts the home as holding. A prefix
+ * that no replica holds any more (evicted, or its engine's cache reset) is thus
+ * rebuilt where it was, as the approximate index did by remembering it there,
+ * instead of wherever the queues happen to be shortest: with the exact index
+ * (KV events), reset-w1 moved the reset replica's groups onto the others, whose
+ * caches then overflowed (hit rate 0.781 against 0.819). */
+static size_t home_of(const irp_request *req, const cm_scan *sc, const irp_candidate *c,
+                      const cm_prefix *pf, double cmax, double *warm) {
+    if (!pf->home || pf->shared <= 0) return sc->n;
+    for (size_t i = 0; i < sc->n; i++) {
+        if (c[i].replica + 1 != pf->home) continue;
+        if (!is_elig(sc, i) || cached_of(req, &c[i]) < cmax) return sc->n;
+        *warm = hot_warm(req, pf->shared, (double)req->prompt_tokens);
+        return i;
+    }
+    return sc->n;
 }
 
 /* The running choice: the lowest score; among equal scores (within a relative
@@ -441,20 +471,24 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
     }
 
     /* Hot prefix: the set it is spread over, and how much of this prompt every
-     * member of it counts as holding (warm). */
+     * member of it counts as holding (warm). Else its home, if no candidate holds
+     * more of the prompt than the home does, counts as holding the shared part. */
     uint64_t key;
     bool hot = false;
     double warm = 0.0;
+    size_t home = n;
     if (sc.ne > 1 && irp_prefix_key(req, cfg->prefix_blocks, &key)) {
-        double cmax = 0.0, shared;
+        double cmax = 0.0;
         for (size_t i = 0; i < n; i++)
             if (is_elig(&sc, i) && cached_of(req, &c[i]) > cmax) cmax = cached_of(req, &c[i]);
-        size_t k =
-            hot_k(s, key, prefill(cfg, (double)req->prompt_tokens - cmax, cmax), sc.ne, &shared);
+        cm_prefix pf = rate_get(s, key);
+        size_t k = hot_k(s, &pf, prefill(cfg, (double)req->prompt_tokens - cmax, cmax), sc.ne);
         if (k > 1) {
             hot = true;
-            warm = hot_warm(req, shared, cmax);
+            warm = hot_warm(req, pf.shared, cmax);
             hot_set(&sc, key, c, k);
+        } else {
+            home = home_of(req, &sc, c, &pf, cmax, &warm);
         }
     }
 
@@ -462,7 +496,7 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
     for (size_t i = 0; i < n; i++) {
         if (!is_elig(&sc, i)) continue;
         double cached = cached_of(req, &c[i]);
-        if (hot && cached < warm) cached = warm;
+        if ((hot || i == home) && cached < warm) cached = warm;
         best_offer(&m, req->rng, i, score_of(cfg, req, &c[i], cached), c[i].in_flight);
     }
     return m.ties ? m.pick : irp_least_loaded(req, c, n);
@@ -474,7 +508,7 @@ static void cm_assigned(void *state, uint32_t replica, const irp_request *req) {
     cm_state *s = state;
     if (!s || !req) return;
     uint64_t key;
-    if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_add(s, key, req);
+    if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_add(s, key, req, replica);
     if (s->cfg.session_affinity && req->session && req->session_len)
         session_put(s, session_key(req), replica);
 }

@@ -381,6 +381,47 @@ static void ties_go_to_fewest_in_flight(void **state) {
     irp_policy_free(p);
 }
 
+/* A prefix that no replica holds any more (evicted, or its engine's cache reset)
+ * goes back to its home, the replica its last arrival went to, although another
+ * replica's queue is a little shorter; a replica that holds more of it still
+ * wins, and so does a much shorter queue. */
+static void cold_prefix_goes_home(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 8);
+    /* a group of questions after a 30-block system prompt, sent to replica 2 */
+    ir_hash128 b[40];
+    for (uint64_t q = 0; q < 3; q++) {
+        fx_blocks(b, 40, 55, 30, 900 + q);
+        irp_request rq = fx_request(&r, b, 40);
+        irp_policy_assigned(p, 2, &rq);
+    }
+    fx_blocks(b, 40, 55, 30, 999);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    /* nothing cached anywhere; replica 2 has a short prompt waiting */
+    c[2].in_flight = c[2].pending = 1;
+    c[2].pending_prompt_tokens = c[2].pending_uncached_tokens = 100;
+    for (int i = 0; i < 50; i++) {
+        irp_request rq = fx_request(&r, b, 40);
+        assert_int_equal(irp_choose(p, &rq, c, 3), 2);
+    }
+    /* a replica holding some of the prompt beats the cold home */
+    c[1].predicted_cached_tokens = 4 * FX_BLOCK;
+    irp_request rq = fx_request(&r, b, 40);
+    assert_int_equal(irp_choose(p, &rq, c, 3), 1);
+    /* with the home cold and a long queue there, an idle replica wins */
+    c[1].predicted_cached_tokens = 0;
+    c[2].pending = 4;
+    c[2].pending_prompt_tokens = c[2].pending_uncached_tokens = 20000;
+    rq = fx_request(&r, b, 40);
+    assert_int_not_equal(irp_choose(p, &rq, c, 3), 2);
+    (void)state;
+    irp_policy_free(p);
+}
+
 /* The floor of the bound: with a few requests in flight, the bound alone would
  * send a warm prompt to a cold replica (cap = ceil(2 * 4 / 3) = 3 with 3 in flight
  * on the warm one); under cost_load_floor the estimate decides. */
@@ -486,6 +527,7 @@ int main(void) {
         cmocka_unit_test(hot_set_is_the_top_k),
         cmocka_unit_test(hot_prefix_keeps_conversations),
         cmocka_unit_test(ties_go_to_fewest_in_flight),
+        cmocka_unit_test(cold_prefix_goes_home),
         cmocka_unit_test(load_floor_keeps_warm),
         cmocka_unit_test(work_weight_prefers_warm),
         cmocka_unit_test(session_affinity),
