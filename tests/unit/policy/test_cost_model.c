@@ -384,7 +384,7 @@ static void ties_go_to_fewest_in_flight(void **state) {
 /* A prefix that no replica holds any more (evicted, or its engine's cache reset)
  * goes back to its home, the replica its last arrival went to, although another
  * replica's queue is a little shorter; a replica that holds more of it still
- * wins, and so does a much shorter queue. */
+ * wins, and so does a queue shorter by more than one fixed prefill. */
 static void cold_prefix_goes_home(void **state) {
     irp_config cfg;
     irp_config_defaults(&cfg);
@@ -401,9 +401,12 @@ static void cold_prefix_goes_home(void **state) {
     fx_blocks(b, 40, 55, 30, 999);
     irp_candidate c[3];
     fx_fleet(c, 3);
-    /* nothing cached anywhere; replica 2 has a short prompt waiting */
-    c[2].in_flight = c[2].pending = 1;
-    c[2].pending_prompt_tokens = c[2].pending_uncached_tokens = 100;
+    /* nothing cached anywhere; every replica has a short prompt waiting, replica
+     * 2's 20 tokens longer (2 ms more of queue: less than one fixed prefill) */
+    for (int i = 0; i < 3; i++) {
+        c[i].in_flight = c[i].pending = 1;
+        c[i].pending_prompt_tokens = c[i].pending_uncached_tokens = i == 2 ? 120 : 100;
+    }
     for (int i = 0; i < 50; i++) {
         irp_request rq = fx_request(&r, b, 40);
         assert_int_equal(irp_choose(p, &rq, c, 3), 2);
@@ -412,10 +415,10 @@ static void cold_prefix_goes_home(void **state) {
     c[1].predicted_cached_tokens = 4 * FX_BLOCK;
     irp_request rq = fx_request(&r, b, 40);
     assert_int_equal(irp_choose(p, &rq, c, 3), 1);
-    /* with the home cold and a long queue there, an idle replica wins */
+    /* with the home cold and a queue there 60 tokens (6 ms) longer, the shortest
+     * queue wins */
     c[1].predicted_cached_tokens = 0;
-    c[2].pending = 4;
-    c[2].pending_prompt_tokens = c[2].pending_uncached_tokens = 20000;
+    c[2].pending_prompt_tokens = c[2].pending_uncached_tokens = 160;
     rq = fx_request(&r, b, 40);
     assert_int_not_equal(irp_choose(p, &rq, c, 3), 2);
     (void)state;
