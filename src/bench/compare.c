@@ -599,11 +599,13 @@ int bench_capacity_main(int argc, char **argv) {
         double errs = s ? getnum(s, "errors", NULL) : NAN;
         bool ok = s && errs == 0 && tt <= o.c.slo_ttft_ms / o.c.speedup &&
                   (!isfinite(tp) || tp <= o.c.slo_tpot_ms / o.c.speedup);
-        json_array_append_new(
-            probes, json_pack("{s:f, s:I, s:I, s:b, s:o, s:o, s:o, s:o}", "rate", rate, "requests",
-                              (json_int_t)o.c.requests, "warmup", (json_int_t)o.c.warmup, "ok", ok,
-                              "ttft_p99_ms", jnum(tt), "tpot_p99_ms", jnum(tp), "errors",
-                              jnum(errs), "goodput", jnum(s ? getnum(s, "goodput", NULL) : NAN)));
+        json_array_append_new(probes,
+                              json_pack("{s:f, s:I, s:I, s:b, s:o, s:o, s:o, s:o, s:o}", "rate",
+                                        rate, "requests", (json_int_t)o.c.requests, "warmup",
+                                        (json_int_t)o.c.warmup, "ok", ok, "ttft_p99_ms", jnum(tt),
+                                        "tpot_p99_ms", jnum(tp), "errors", jnum(errs), "goodput",
+                                        jnum(s ? getnum(s, "goodput", NULL) : NAN), "hit_rate",
+                                        jnum(s ? getnum(s, "hit_rate", NULL) : NAN)));
         json_decref(doc);
         probe++;
         snprintf(line, sizeof line,
