@@ -731,6 +731,7 @@ static void apply_all(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev,
 }
 
 void irx_evrep_clear(irx_index *ix, uint32_t r) {
+    atomic_store_explicit(&ix->rep[r].cleared_ns, ir_now_ns(), memory_order_relaxed);
     irx_evrep *e = ix->rep[r].ev;
     /* Every bit goes (a duplicate's second removal finds it gone: a no-op). */
     for (uint32_t k = 0; k < e->nnodes; k++) {

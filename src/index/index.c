@@ -156,6 +156,7 @@ void irx_forget_replica(irx_index *ix, uint32_t r) {
     set_shadow_bytes(ix, irx_shadow_bytes(&rp->sh), 0);
     irx_shadow_free(&rp->sh);
     pthread_mutex_unlock(&rp->mu);
+    atomic_store(&rp->cleared_ns, ir_now_ns());
 }
 
 void irx_reset_replica(irx_index *ix, uint32_t r) {
@@ -167,10 +168,15 @@ void irx_reset_replica(irx_index *ix, uint32_t r) {
     pthread_mutex_unlock(&rp->mu);
     atomic_fetch_add(&rp->resets, 1);
     atomic_fetch_add(&ix->resets, 1);
+    atomic_store(&rp->cleared_ns, ir_now_ns());
 }
 
 uint64_t irx_replica_resets(irx_index *ix, uint32_t r) {
     return r < ix->nrep ? atomic_load(&ix->rep[r].resets) : 0;
+}
+
+uint64_t irx_replica_cleared_ns(irx_index *ix, uint32_t r) {
+    return r < ix->nrep ? atomic_load_explicit(&ix->rep[r].cleared_ns, memory_order_relaxed) : 0;
 }
 
 /* ---- record, undo, correct ---------------------------------------------------- */

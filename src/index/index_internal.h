@@ -154,7 +154,8 @@ typedef struct irx_replica {
     irx_shadow sh;
     uint32_t epoch, stamp;
     _Atomic uint64_t resets;
-    irx_evrep *ev; /* non-NULL: tracked from events; the shadow stays empty */
+    _Atomic uint64_t cleared_ns; /* ir_now_ns() of the last time its view was emptied */
+    irx_evrep *ev;               /* non-NULL: tracked from events; the shadow stays empty */
 } irx_replica;
 
 struct irx_index {

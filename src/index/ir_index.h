@@ -144,6 +144,11 @@ typedef struct irx_stats {
 } irx_stats;
 void irx_stats_get(irx_index *ix, irx_stats *out);
 uint64_t irx_replica_resets(irx_index *ix, uint32_t r);
+/* When replica r's view was last emptied (ir_now_ns(); 0: never): a reset, a forget,
+ * or, for an event-fed replica, AllBlocksCleared, a gap that could not be replayed
+ * or irx_ev_clear. Policies read it to tell a prefix lost to a clear from one
+ * evicted under pressure. */
+uint64_t irx_replica_cleared_ns(irx_index *ix, uint32_t r);
 
 /* ---- prefix placement (a pure function for the prefix_hash policy) ------------
  * Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018),

@@ -209,19 +209,20 @@ static cm_rate *rate_victim(cm_stripe *st, uint64_t now, double tau) {
 }
 
 /* What choose knows of a prefix: its current arrival rate (per second), the
- * blocks its arrivals share (< 0: not measured) and its home (replica + 1, 0:
- * none). */
+ * blocks its arrivals share (< 0: not measured), its home (replica + 1, 0: none)
+ * and when its last arrival was sent there. */
 typedef struct cm_prefix {
     double rate, shared;
     uint32_t home;
+    uint64_t last_ns;
 } cm_prefix;
 
 static cm_prefix rate_get(cm_state *s, uint64_t key) {
     cm_stripe *st = &s->stripes[key % CM_STRIPES];
     pthread_mutex_lock(&st->mu);
     cm_rate *e = rate_find(st, key);
-    cm_prefix p = {0.0, -1.0, 0};
-    if (e) p = (cm_prefix){decayed(e, ir_now_ns(), tau_of(&s->cfg)), e->shared, e->home};
+    cm_prefix p = {0.0, -1.0, 0, 0};
+    if (e) p = (cm_prefix){decayed(e, ir_now_ns(), tau_of(&s->cfg)), e->shared, e->home, e->t_ns};
     pthread_mutex_unlock(&st->mu);
     return p;
 }
@@ -412,33 +413,29 @@ static double hot_warm(const irp_request *req, double shared_blocks, double cmax
     return t < cmax ? t : cmax;
 }
 
-/* The prefix's home: the candidate its last arrival was sent to, when it is
- * eligible, no eligible candidate holds more of this prompt than it does, and its
- * queue is at most one fixed prefill (prefill_d) longer than the shortest (n:
- * none). *warm is then the part of the prompt the prefix's arrivals share (at
- * least what the home holds), which choose counts the home as holding. A prefix
- * that no replica holds any more (evicted, or its engine's cache reset) is thus
- * rebuilt where it was, as the approximate index did by remembering it there,
- * instead of wherever the queues happen to be a little shorter: with the exact
- * index (KV events), reset-w1 moved the reset replica's groups onto the others,
- * whose caches then overflowed (hit rate 0.781 against 0.819). The queue bound
- * keeps a busy home from collecting cold prefills: without it, pressure-w1's p99
- * TTFT rose from 97 to 130 ms. */
-static size_t home_of(const irp_config *cfg, const irp_request *req, const cm_scan *sc,
-                      const irp_candidate *c, const cm_prefix *pf, double cmax, double *warm) {
+/* The prefix's home: the candidate its last arrival was sent to, when the KV
+ * index has emptied its view of that replica since (an engine restart, a cache
+ * reset, an event gap), it is eligible, and no eligible candidate holds more of
+ * this prompt than it does (n: none). *warm is then the part of the prompt the
+ * prefix's arrivals share (at least what the home holds), which choose counts the
+ * home as holding. A prefix lost to a reset is thus rebuilt where it was, as the
+ * approximate index did by not seeing the reset, instead of wherever the queues
+ * happen to be a little shorter: with the exact index (KV events), reset-w1 moved
+ * the reset replica's groups onto the others, whose caches then overflowed (hit
+ * rate 0.781 against 0.819). A prefix that was evicted instead is not sent home:
+ * under eviction pressure its home is short of room, and sending prefixes back
+ * there lowered pressure-w1's hit rates (0.478 against 0.499) and raised its p99. */
+static size_t home_of(const irp_request *req, const cm_scan *sc, const irp_candidate *c,
+                      const cm_prefix *pf, double cmax, double *warm) {
     if (!pf->home || pf->shared <= 0) return sc->n;
-    size_t h = sc->n;
-    double qmin = INFINITY;
     for (size_t i = 0; i < sc->n; i++) {
-        if (!is_elig(sc, i)) continue;
-        double q = queue_wait(cfg, req, &c[i]);
-        qmin = q < qmin ? q : qmin;
-        if (c[i].replica + 1 == pf->home) h = i;
+        if (c[i].replica + 1 != pf->home) continue;
+        if (c[i].cleared_ns <= pf->last_ns || !is_elig(sc, i) || cached_of(req, &c[i]) < cmax)
+            return sc->n;
+        *warm = hot_warm(req, pf->shared, (double)req->prompt_tokens);
+        return i;
     }
-    if (h == sc->n || cached_of(req, &c[h]) < cmax) return sc->n;
-    if (queue_wait(cfg, req, &c[h]) > qmin + cfg->prefill_d) return sc->n;
-    *warm = hot_warm(req, pf->shared, (double)req->prompt_tokens);
-    return h;
+    return sc->n;
 }
 
 /* The running choice: the lowest score; among equal scores (within a relative
@@ -496,7 +493,7 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
             warm = hot_warm(req, pf.shared, cmax);
             hot_set(&sc, key, c, k);
         } else {
-            home = home_of(cfg, req, &sc, c, &pf, cmax, &warm);
+            home = home_of(req, &sc, c, &pf, cmax, &warm);
         }
     }
 

@@ -52,6 +52,9 @@ typedef struct irp_candidate {
     bool engine_fresh;           /* the engine's numbers below are current */
     uint32_t engine_running, engine_waiting;
     double engine_kv_usage; /* 0..1 */
+    /* When the KV index last emptied its view of the replica (ir_now_ns(); 0: never):
+     * an engine restart, a cache reset, an event gap (irx_replica_cleared_ns). */
+    uint64_t cleared_ns;
 } irp_candidate;
 
 /* The request being routed. */

@@ -131,11 +131,15 @@ static void tiers_orphans_clear(void **state) {
     irx_ev_view_get(ix, 2, &v);
     assert_false(v.partial);
     check(ix);
-    /* AllBlocksCleared */
+    /* AllBlocksCleared, and when the view was emptied */
+    assert_int_equal(irx_replica_cleared_ns(ix, 2), 0);
+    uint64_t before = ir_now_ns();
     irx_ev cl = {.type = IRX_EV_CLEARED};
     irx_ev_counts c = {0};
     irx_ev_apply(ix, 2, &cl, &c);
     assert_int_equal(c.cleared, 1);
+    assert_true(irx_replica_cleared_ns(ix, 2) >= before);
+    assert_int_equal(irx_replica_cleared_ns(ix, 1), 0);
     assert_int_equal(depth(ix, 2, 1, 4), 0);
     check(ix);
     /* After the clear the same engine keys are new blocks again. */
@@ -187,8 +191,10 @@ static void salts_duplicates_and_fallback(void **state) {
     removes(ix, 3, 81, IRX_MEDIUM_GPU);
     assert_int_equal(depth(ix, 3, 4, 4), 1);
     check(ix);
-    /* A restart (counters back) clears events too. */
+    /* A restart (counters back) clears events too, and says when. */
+    uint64_t before = ir_now_ns();
     irx_reset_replica(ix, 3);
+    assert_true(irx_replica_cleared_ns(ix, 3) >= before);
     assert_int_equal(depth(ix, 3, 4, 4), 0);
     check(ix);
     /* Fallback: approximate again, and records count. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/ir_core.h"
 #include "policy/ir_policy.h"
 #include "policy_fixture.h"
 
@@ -381,11 +382,11 @@ static void ties_go_to_fewest_in_flight(void **state) {
     irp_policy_free(p);
 }
 
-/* A prefix that no replica holds any more (evicted, or its engine's cache reset)
- * goes back to its home, the replica its last arrival went to, although another
- * replica's queue is a little shorter; a replica that holds more of it still
- * wins, and so does a queue shorter by more than one fixed prefill. */
-static void cold_prefix_goes_home(void **state) {
+/* A prefix lost to a clear of its home's view (a cache reset, an engine restart)
+ * goes back to that home, the replica its last arrival went to, although another
+ * replica's queue is shorter; one merely evicted (no clear since) does not; a
+ * replica that holds more of it still wins. */
+static void cleared_prefix_goes_home(void **state) {
     irp_config cfg;
     irp_config_defaults(&cfg);
     irp_policy *p = irp_policy_new("cost_model", &cfg);
@@ -401,24 +402,28 @@ static void cold_prefix_goes_home(void **state) {
     fx_blocks(b, 40, 55, 30, 999);
     irp_candidate c[3];
     fx_fleet(c, 3);
-    /* nothing cached anywhere; every replica has a short prompt waiting, replica
-     * 2's 20 tokens longer (2 ms more of queue: less than one fixed prefill) */
-    for (int i = 0; i < 3; i++) {
-        c[i].in_flight = c[i].pending = 1;
-        c[i].pending_prompt_tokens = c[i].pending_uncached_tokens = i == 2 ? 120 : 100;
-    }
+    /* nothing cached anywhere; replica 2 has a short prompt waiting */
+    c[2].in_flight = c[2].pending = 1;
+    c[2].pending_prompt_tokens = c[2].pending_uncached_tokens = 100;
+    irp_request rq = fx_request(&r, b, 40);
+    assert_int_not_equal(irp_choose(p, &rq, c, 3), 2); /* evicted: not home */
+    c[0].cleared_ns = ir_now_ns();                     /* another replica's clear */
+    rq = fx_request(&r, b, 40);
+    assert_int_not_equal(irp_choose(p, &rq, c, 3), 2);
+    c[2].cleared_ns = ir_now_ns(); /* the home's view emptied since */
     for (int i = 0; i < 50; i++) {
-        irp_request rq = fx_request(&r, b, 40);
+        rq = fx_request(&r, b, 40);
         assert_int_equal(irp_choose(p, &rq, c, 3), 2);
     }
-    /* a replica holding some of the prompt beats the cold home */
+    /* a replica holding some of the prompt beats the cleared home */
     c[1].predicted_cached_tokens = 4 * FX_BLOCK;
-    irp_request rq = fx_request(&r, b, 40);
+    rq = fx_request(&r, b, 40);
     assert_int_equal(irp_choose(p, &rq, c, 3), 1);
-    /* with the home cold and a queue there 60 tokens (6 ms) longer, the shortest
-     * queue wins */
+    /* once the prefix has been sent home after the clear, home is warm or evicted
+     * again: the rule no longer applies */
     c[1].predicted_cached_tokens = 0;
-    c[2].pending_prompt_tokens = c[2].pending_uncached_tokens = 160;
+    rq = fx_request(&r, b, 40);
+    irp_policy_assigned(p, 2, &rq);
     rq = fx_request(&r, b, 40);
     assert_int_not_equal(irp_choose(p, &rq, c, 3), 2);
     (void)state;
@@ -530,7 +535,7 @@ int main(void) {
         cmocka_unit_test(hot_set_is_the_top_k),
         cmocka_unit_test(hot_prefix_keeps_conversations),
         cmocka_unit_test(ties_go_to_fewest_in_flight),
-        cmocka_unit_test(cold_prefix_goes_home),
+        cmocka_unit_test(cleared_prefix_goes_home),
         cmocka_unit_test(load_floor_keeps_warm),
         cmocka_unit_test(work_weight_prefers_warm),
         cmocka_unit_test(session_affinity),
