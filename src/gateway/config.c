@@ -232,6 +232,13 @@ static const ir_cfg_field tokenizer_fields[] = {
       "a tokenizer.json model's bodies up to this size are rendered and tokenized on the event "
       "loop, larger ones on the tokenizer threads: the hop to a thread and back costs two "
       "wake-ups, a cold 8,000-token chat about 1 ms of the loop"),
+    F(gw_tokenizer_cfg, "inline_warm_bytes", IR_CFG_SIZE, inline_warm_bytes, "64KiB",
+      "bodies over inline_bytes and up to this size also stay on the event loop while this "
+      "worker's recent bodies took under inline_warm each to prepare (repeated system prompts "
+      "and earlier turns from the caches): cheaper than the two wake-ups of the hop"),
+    F(gw_tokenizer_cfg, "inline_warm", IR_CFG_DURATION, inline_warm_ns, "50us",
+      "the recent preparation time (a moving average per worker) under which bodies up to "
+      "inline_warm_bytes stay on the event loop; 0: never"),
     F(gw_tokenizer_cfg, "max_body_bytes", IR_CFG_SIZE, max_body_bytes, "1MiB",
       "a tokenizer.json model's request body larger than this routes without a prediction "
       "(reason too_large): rendering and tokenizing a body costs 30 to 55 ms per MiB here, so "

@@ -218,6 +218,9 @@ typedef struct gw_tokenizer_cfg {
     uint64_t parse_cache_bytes; /* bytes of parsed chat messages each such model keeps; 0: none */
     uint64_t max_body_bytes;    /* a tokenizer.json model's larger bodies get no prediction */
     uint64_t inline_bytes;      /* bodies up to this are tokenized on the event loop */
+    /* Bodies up to inline_warm_bytes also stay on the loop while the worker's recent
+     * bodies took under inline_warm_ns each to prepare (0: off). */
+    uint64_t inline_warm_bytes, inline_warm_ns;
 } gw_tokenizer_cfg;
 
 typedef struct gw_config {

@@ -160,6 +160,7 @@ typedef struct gw_tokwork {
     size_t len;
     bool chat;
     uint64_t queued_at, max_wait;
+    uint64_t cost_ns; /* how long the thread took to prepare it */
     gw_prompt prompt; /* filled by the thread */
 } gw_tokwork;
 
@@ -170,7 +171,31 @@ static void tok_work(uv_work_t *w) {
         t->prompt.state = GW_PREDICT_SLOW;
         return;
     }
+    uint64_t t0 = ir_now_ns();
     gw_prompt_tokenize(t->toks, t->body, t->len, t->chat, &t->prompt);
+    t->cost_ns = ir_now_ns() - t0;
+}
+
+/* The worker's moving average of preparation times (bodies over inline_bytes). */
+double gw_prep_average(double avg, uint64_t ns) {
+    double x = (double)ns;
+    return avg > 0 ? avg + (x - avg) / 8.0 : x;
+}
+
+static void prep_observe(gw_worker *w, uint64_t ns) {
+    w->prep_avg_ns = gw_prep_average(w->prep_avg_ns, ns);
+}
+
+/* Whether a tokenizer.json model's body is prepared on the event loop: up to
+ * inline_bytes always; up to inline_warm_bytes while this worker's recent bodies
+ * were cheap (their pieces came from the caches), since the hop to a thread and
+ * back costs two wake-ups, more than such a body's preparation on slow-waking
+ * machines (about 200 us each here, ADR 0006; bench/results/gateway/tokenize).
+ * A body that turns out costly raises the average, and the next ones hop again. */
+bool gw_prep_on_loop(const gw_tokenizer_cfg *c, size_t body_len, double avg) {
+    if (body_len <= c->inline_bytes) return true;
+    return c->inline_warm_ns && body_len <= c->inline_warm_bytes && avg > 0 &&
+           avg < (double)c->inline_warm_ns;
 }
 
 static void prepared(gw_req *r, gw_step_fn next) {
@@ -186,6 +211,7 @@ static void tok_done(uv_work_t *w, int status) {
     r->tokwork = NULL;
     r->prompt = t->prompt;
     if (status) r->prompt.state = GW_PREDICT_SLOW; /* cancelled */
+    if (!status && t->cost_ns) prep_observe(r->w, t->cost_ns);
     gw_step_fn next = t->next;
     gw_tokset_put(t->toks);
     free(t->body);
@@ -257,7 +283,8 @@ void gw_stage_prepare(gw_req *r, gw_step_fn next) {
         return;
     }
     /* builtin:sim costs less than a hop to a thread: it always stays on the loop */
-    if (toks && toks->kind == GW_TOK_HF && r->body_len > r->w->app->cfg.tokenizer.inline_bytes) {
+    bool hf = toks && toks->kind == GW_TOK_HF;
+    if (hf && !gw_prep_on_loop(&r->w->app->cfg.tokenizer, r->body_len, r->w->prep_avg_ns)) {
         if (prepare_on_thread(r, toks, chat, next)) return;
         if (r->prompt.state == GW_PREDICT_BUSY) {
             gw_tokset_put(toks);
@@ -265,7 +292,10 @@ void gw_stage_prepare(gw_req *r, gw_step_fn next) {
             return;
         }
     }
+    uint64_t t0 = ir_now_ns();
     gw_prompt_tokenize(toks, r->body, r->body_len, chat, &r->prompt);
+    if (hf && r->body_len > r->w->app->cfg.tokenizer.inline_bytes)
+        prep_observe(r->w, ir_now_ns() - t0);
     gw_tokset_put(toks);
     prepared(r, next);
 }

@@ -61,6 +61,9 @@ struct gw_worker {
     uv_prepare_t turn;
     struct iro_series *turn_cpu;
     uint64_t turn_start; /* the thread's CPU clock at the last poll */
+    /* A moving average of how long this worker's tokenizer.json bodies took to
+     * prepare, wherever they ran (prepare.c); 0: none measured yet. */
+    double prep_avg_ns;
 };
 
 /* The body sent on, as parts: the client's bytes before `model`'s value, the
@@ -73,6 +76,14 @@ typedef void (*gw_again_fn)(gw_req *r, int status, const char *msg);
 
 /* The stage after an asynchronous one (prepare) resumes the request with this. */
 typedef void (*gw_step_fn)(gw_req *r);
+
+/* Where a tokenizer.json model's body is prepared (prepare.c): on the event loop
+ * when it is at most tokenizer.inline_bytes, or at most inline_warm_bytes while
+ * avg, the worker's moving average of preparation times (0: none yet), is under
+ * inline_warm; else on a tokenizer thread. gw_prep_average folds one more
+ * preparation time (ns) into avg (a weight of 1/8; the first sets it). */
+bool gw_prep_on_loop(const gw_tokenizer_cfg *c, size_t body_len, double avg);
+double gw_prep_average(double avg, uint64_t ns);
 
 /* The prompt, as far as the gateway follows it (prepare.c). Its arrays are the
  * request's, freed by gw_prompt_free. */

@@ -86,9 +86,31 @@ static void session_from_header_or_user(void **state) {
     gw_prompt_free(&p);
 }
 
+/* Bodies over inline_bytes stay on the loop only while the worker's recent
+ * preparations were cheap; one costly body sends the next ones to the threads
+ * again, and cheap ones bring them back. */
+static void warm_bodies_stay_on_the_loop(void **state) {
+    (void)state;
+    gw_tokenizer_cfg c = {
+        .inline_bytes = 1024, .inline_warm_bytes = 64 * 1024, .inline_warm_ns = 50000};
+    assert_true(gw_prep_on_loop(&c, 1000, 0));
+    assert_false(gw_prep_on_loop(&c, 13000, 0)); /* nothing measured yet */
+    double avg = gw_prep_average(0, 30000);
+    assert_true(avg == 30000.0);
+    assert_true(gw_prep_on_loop(&c, 13000, avg));
+    assert_false(gw_prep_on_loop(&c, 65 * 1024, avg)); /* over inline_warm_bytes */
+    avg = gw_prep_average(avg, 1000000);               /* a cold 8,000-token chat */
+    assert_false(gw_prep_on_loop(&c, 13000, avg));
+    for (int i = 0; i < 40; i++) avg = gw_prep_average(avg, 30000);
+    assert_true(gw_prep_on_loop(&c, 13000, avg));
+    c.inline_warm_ns = 0; /* off */
+    assert_false(gw_prep_on_loop(&c, 13000, avg));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(salts_keep_their_nuls),
                                        cmocka_unit_test(salts_separate_and_absent_differs),
-                                       cmocka_unit_test(session_from_header_or_user)};
+                                       cmocka_unit_test(session_from_header_or_user),
+                                       cmocka_unit_test(warm_bodies_stay_on_the_loop)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
