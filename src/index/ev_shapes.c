@@ -12,7 +12,7 @@
  * of any width or 1 to 64 bytes (bin or str), token ids as non-negative integers
  * of at most 32 bits, medium, lora_name and kv_cache_spec_kind as strings or nil,
  * block_size and group_idx as non-negative integers, lora_id as an integer or nil,
- * extra_keys nil only, and values of unknown fields that are scalars. A decoded
+ * extra_keys nil (or nil for every block), and values of unknown fields that are scalars. A decoded
  * event is kept or dropped field by field as ev_decode.c does, and one that
  * ev_decode.c would refuse (no block_hashes, no token_ids) makes this reader give
  * up, so it never has an error of its own to report. */
@@ -287,6 +287,7 @@ static bool spec_kind(rd *r, irx_ev *ev) {
 /* Field f's value (F_NONE: a field nobody reads). */
 static bool field(rd *r, irx_ev *ev, int f) {
     uint64_t v;
+    uint32_t v32;
     switch (f) {
     case F_HASHES:
         return hashes(r, ev);
@@ -306,8 +307,12 @@ static bool field(rd *r, irx_ev *ev, int f) {
         return medium(r, ev);
     case F_LORA_NAME:
         return lora_name(r, ev);
-    case F_EXTRA:
-        return is_nil(r);
+    case F_EXTRA: /* nil, or nil for every block: no salt (a tuple: the template's) */
+        if (is_nil(r)) return true;
+        if (!header(r, false, &v32)) return false;
+        for (uint32_t i = 0; i < v32; i++)
+            if (!is_nil(r)) return false;
+        return true;
     case F_GROUP:
         if (is_nil(r)) return true;
         if (!read_uint(r, &v) || v > INT32_MAX) return false;
