@@ -39,13 +39,19 @@ HOT size_t left(const rd *r) {
     return (size_t)(r->end - r->p);
 }
 HOT uint32_t be16(const unsigned char *p) {
-    return (uint32_t)p[0] << 8 | p[1];
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_bswap16(v);
 }
 HOT uint32_t be32(const unsigned char *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_bswap32(v);
 }
 HOT uint64_t be64(const unsigned char *p) {
-    return (uint64_t)be32(p) << 32 | be32(p + 4);
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_bswap64(v);
 }
 
 /* ---- msgpack's forms ------------------------------------------------------------- */
@@ -179,6 +185,11 @@ HOT bool hash(rd *r, ir_hash128 *out) {
     uint64_t v;
     const unsigned char *s;
     uint32_t n;
+    if (left(r) > 8 && *r->p == 0xcf) { /* uint 64: vLLM's integer hashes, mostly */
+        *out = irx_ekey_int(be64(r->p + 1));
+        r->p += 9;
+        return true;
+    }
     if (int_bits(r, &v)) {
         *out = irx_ekey_int(v);
         return true;
@@ -285,7 +296,7 @@ static bool spec_kind(rd *r, irx_ev *ev) {
 }
 
 /* Field f's value (F_NONE: a field nobody reads). */
-static bool field(rd *r, irx_ev *ev, int f) {
+HOT bool field(rd *r, irx_ev *ev, int f) {
     uint64_t v;
     uint32_t v32;
     switch (f) {
