@@ -199,7 +199,7 @@ HOT bool hash(rd *r, ir_hash128 *out) {
     return true;
 }
 
-static bool hashes(rd *r, irx_ev *ev) {
+HOT bool hashes(rd *r, irx_ev *ev) {
     uint32_t n;
     if (!header(r, false, &n) || n > IRX_EV_MAX_BLOCKS) return false;
     ir_hash128 *h = grab(r, (n ? n : 1) * sizeof *h);
@@ -254,9 +254,14 @@ static bool tokens(rd *r, irx_ev *ev) {
     return true;
 }
 
-static bool medium(rd *r, irx_ev *ev) {
+HOT bool medium(rd *r, irx_ev *ev) {
     const unsigned char *s;
     uint32_t n;
+    if (left(r) >= 4 && memcmp(r->p, "\xa3GPU", 4) == 0) { /* the usual one */
+        ev->medium = IRX_MEDIUM_GPU;
+        r->p += 4;
+        return true;
+    }
     if (is_nil(r)) {
         ev->medium = IRX_MEDIUM_GPU;
         return true;
