@@ -31,7 +31,7 @@ enum {
  * agree), a byte string (sha256_cbor's 32 bytes; 1 to IRX_EV_MAX_KEY_BYTES) by its
  * bytes. An integer's halves are two bijective mixes of it (Stafford's 64-bit
  * finalizer, variant 13), so two integers never share a key; a byte string's are
- * XXH3-128 of a kind byte and the bytes (ADR 0026). */
+ * XXH3-128 of the bytes, seeded (ADR 0026). */
 static inline uint64_t irx_ekey_mix(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -42,10 +42,7 @@ static inline ir_hash128 irx_ekey_int(uint64_t bits) {
                         irx_ekey_mix(bits ^ 0x13198a2e03707344ull)};
 }
 static inline ir_hash128 irx_ekey_bytes(const void *p, size_t n) {
-    unsigned char buf[1 + IRX_EV_MAX_KEY_BYTES];
-    buf[0] = 'b';
-    memcpy(buf + 1, p, n);
-    XXH128_hash_t h = XXH3_128bits(buf, 1 + n);
+    XXH128_hash_t h = XXH3_128bits_withSeed(p, n, 0x62 /* 'b' */);
     return (ir_hash128){h.low64, h.high64};
 }
 

@@ -214,10 +214,10 @@ HOT bool hashes(rd *r, irx_ev *ev) {
  * there: the next id's place, or NULL for any other form. Branches, not a table of
  * forms: a table's load would sit on the chain from one id's place to the next. */
 HOT const unsigned char *token(const unsigned char *p, uint32_t *t) {
-    unsigned c = p[0];
-    if (c < 0x80) return *t = c, p + 1;
+    unsigned c = p[0]; /* ids of 16 and 32 bits first: most of a large vocabulary */
     if (c == 0xce) return *t = be32(p + 1), p + 5;
     if (c == 0xcd) return *t = be16(p + 1), p + 3;
+    if (c < 0x80) return *t = c, p + 1;
     if (c == 0xcc) return *t = p[1], p + 2;
     return NULL;
 }
