@@ -30,6 +30,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "index/ev_fields.h"
 #include "index/index_internal.h"
 #include "index/ir_index.h"
 
@@ -49,22 +50,6 @@ typedef struct val {
 } val;
 
 /* ---- fields, frames and roles ------------------------------------------------------ */
-
-/* Field i (0-based, after the tag) of BlockStored / BlockRemoved, by its
- * position in the array encoding; the map encoding names it. */
-enum {
-    F_HASHES,
-    F_PARENT,
-    F_TOKENS,
-    F_BSIZE,
-    F_LORA_ID,
-    F_MEDIUM,
-    F_LORA_NAME,
-    F_EXTRA,
-    F_GROUP,
-    F_KIND,
-    F_NONE
-};
 
 /* What a container is. */
 typedef enum {
@@ -153,26 +138,17 @@ static bool is_str(const val *o, const char *s, size_t n) {
 
 /* ---- values ------------------------------------------------------------------------ */
 
-/* An engine block hash, opaque: an integer (its 64-bit pattern, so signed and
- * unsigned encodings of the same bits agree) or a byte string (sha256_cbor's 32
- * bytes), digested to 128 bits with its kind mixed in. */
+/* An engine block hash (ev_fields.h): an integer or a byte string of 1 to
+ * IRX_EV_MAX_KEY_BYTES. */
 static const char *engine_key(const val *o, ir_hash128 *out) {
-    unsigned char buf[1 + IRX_EV_MAX_KEY_BYTES];
-    size_t n;
     if (o->k == V_POS || o->k == V_NEG) {
-        buf[0] = 'i';
-        memcpy(buf + 1, &o->v.u, 8);
-        n = 9;
+        *out = irx_ekey_int(o->v.u);
     } else if (o->k == V_BIN || o->k == V_STR) {
         if (o->len == 0 || o->len > IRX_EV_MAX_KEY_BYTES) return "block hash: bad length";
-        buf[0] = 'b';
-        memcpy(buf + 1, o->v.p, o->len);
-        n = 1 + o->len;
+        *out = irx_ekey_bytes(o->v.p, o->len);
     } else {
         return "block hash: neither an integer nor bytes";
     }
-    XXH128_hash_t h = XXH3_128bits(buf, n);
-    *out = (ir_hash128){h.low64, h.high64};
     return NULL;
 }
 
@@ -383,24 +359,6 @@ static const char *tag(const val *o, irx_ev_type *t) {
     return NULL;
 }
 
-/* The fields the event's type reads; the others' values and errors are dropped. */
-static unsigned read_by(irx_ev_type t) {
-    if (t == IRX_EV_STORED) return (1u << F_NONE) - 1;
-    if (t == IRX_EV_REMOVED) return 1u << F_HASHES | 1u << F_MEDIUM | 1u << F_GROUP;
-    return 0;
-}
-
-static void keep_read(irx_ev *ev, unsigned fields) {
-    if (fields == (1u << F_NONE) - 1) return;
-    /* field by field, not a copy of the whole event: the others back to defaults */
-    if (!(fields & 1u << F_HASHES)) ev->blocks = NULL, ev->nblocks = 0;
-    if (!(fields & 1u << F_MEDIUM)) ev->medium = IRX_MEDIUM_GPU;
-    if (!(fields & 1u << F_GROUP)) ev->group_idx = -1;
-    ev->has_parent = false, ev->parent = (ir_hash128){0, 0};
-    ev->ntokens = ev->block_size = 0, ev->tokens = NULL;
-    ev->lora_name = ev->cache_salt = NULL, ev->kind = IRX_KIND_NONE;
-}
-
 /* The salt: the last string of extra_keys' first entry that is not the LoRA name
  * (vLLM puts the LoRA name, multimodal hashes, cache_salt and prompt-embedding
  * hashes there, in that order). */
@@ -432,8 +390,8 @@ static const char *event_error(dec *d) {
     evstate *s = &d->es;
     if (s->tag_bad) return "event: unknown type";
     if (!s->typed) return s->map ? "event: no type" : "event: empty";
-    unsigned fields = read_by(d->ev->type);
-    keep_read(d->ev, fields);
+    unsigned fields = irx_ev_read_by(d->ev->type);
+    irx_ev_keep_read(d->ev, fields);
     if (s->extra && (fields & 1u << F_EXTRA)) {
         const char *e = salt(d);
         if (e) s->ferr[F_NONE] = e, s->ferr_at[F_NONE] = s->extra_at, s->fmask |= 1u << F_NONE;
@@ -859,12 +817,17 @@ static int decode(const void *payload, size_t len, irx_ev_batch *out, char *err,
     out->dp_rank = -1;
     ir_arena *arena = ir_arena_new(64 * 1024, 16 * (size_t)len + (1u << 20));
     if (!arena) return fail(&(dec){.err = err, .errlen = errlen}, "out of memory");
+    out->mem = arena;
+    if (fast && irx_ev_decode_shapes(payload, len, arena, out)) return 0;
+    if (fast) { /* not one of the usual shapes: what it read goes (ADR 0026) */
+        ir_arena_reset(arena);
+        out->ev = NULL, out->nev = 0, out->ts = 0, out->dp_rank = -1;
+    }
     struct evp_context ctx;
     evp_init(&ctx);
     dec *d = &ctx.user;
     *d = (dec){
         .arena = arena, .err = err, .errlen = errlen, .budget = len, .out = out, .fast = fast};
-    out->mem = arena;
     int r = run(&ctx, payload, len);
     if (r < 0) {
         irx_ev_batch_free(out);

@@ -286,6 +286,14 @@ static int push(irx_evrep *e, uint32_t k) {
 /* Attaches k (on the GPU, its parent attached or none) and, parents first, every
  * descendant on the GPU that was waiting for it. */
 static void attach(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k) {
+    evnode *leaf = &e->nodes[k];
+    if (leaf->child == NIL) { /* a block stored at the end of its chain: no walk */
+        if ((leaf->flags & (GPU | ATTACHED)) != GPU) return;
+        leaf->flags |= ATTACHED;
+        bit_on(ix, r, e, leaf);
+        cpu_sync(ix, r, e, leaf);
+        return;
+    }
     e->nstack = 0;
     if (push(e, k)) return;
     while (e->nstack) {

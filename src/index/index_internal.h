@@ -176,6 +176,12 @@ struct irx_index {
 int irx_ev_decode_template(const void *payload, size_t len, irx_ev_batch *out, char *err,
                            size_t errlen);
 
+/* ev_shapes.c: the usual shapes of a batch read straight from the bytes into out
+ * (ts, dp_rank, ev, nev; arrays from arena), as the template would decode them.
+ * false: not one of them, or one that the template would refuse (out and arena
+ * then hold what was read so far; ADR 0026). */
+bool irx_ev_decode_shapes(const void *payload, size_t len, ir_arena *arena, irx_ev_batch *out);
+
 /* index.c, with r's lock held: drops r's shadow blocks and voids its records. */
 void irx_replica_drop(struct irx_index *ix, uint32_t r);
 /* ev_index.c, with r's lock held. */

@@ -38,7 +38,8 @@ static bool ev_eq(const irx_ev *a, const irx_ev *b) {
            str_eq(a->lora_name, b->lora_name) && str_eq(a->cache_salt, b->cache_salt);
 }
 
-/* The decoder's token path (ADR 0024) against msgpack-c's template reading every value. */
+/* The decoder (the usual shapes read straight from the bytes, ADR 0026, else the token
+ * path, ADR 0024) against msgpack-c's template reading every value. */
 static void differential(const uint8_t *p, size_t size, int rc, const irx_ev_batch *b,
                          const char *err) {
     irx_ev_batch t;

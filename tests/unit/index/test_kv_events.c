@@ -346,12 +346,138 @@ static void token_forms(void **state) {
     msgpack_sbuffer_destroy(&sb);
 }
 
+/* ---- the usual shapes read straight from the bytes (ADR 0026) ---------------------- */
+
+static bool str_same(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static void events_equal(const irx_ev *a, const irx_ev *b) {
+    assert_int_equal(a->type, b->type);
+    assert_int_equal(a->nblocks, b->nblocks);
+    assert_int_equal(a->has_parent, b->has_parent);
+    assert_true(same(a->parent, b->parent));
+    assert_int_equal(a->ntokens, b->ntokens);
+    assert_int_equal(a->block_size, b->block_size);
+    assert_int_equal(a->medium, b->medium);
+    assert_int_equal(a->group_idx, b->group_idx);
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(!a->blocks, !b->blocks);
+    assert_int_equal(!a->tokens, !b->tokens);
+    if (a->nblocks) assert_memory_equal(a->blocks, b->blocks, a->nblocks * sizeof *a->blocks);
+    if (a->ntokens) assert_memory_equal(a->tokens, b->tokens, a->ntokens * sizeof *a->tokens);
+    assert_true(str_same(a->lora_name, b->lora_name));
+    assert_true(str_same(a->cache_salt, b->cache_salt));
+}
+
+/* irx_ev_decode (the shapes first) and the template alone give the same answer on p;
+ * returns whether the shape reader read it. */
+static bool agrees(const unsigned char *p, size_t len) {
+    irx_ev_batch a, t;
+    char ea[128] = "", et[128] = "";
+    int ra = irx_ev_decode(p, len, &a, ea, sizeof ea);
+    int rt = irx_ev_decode_template(p, len, &t, et, sizeof et);
+    assert_int_equal(ra, rt);
+    assert_string_equal(ea, et);
+    assert_int_equal(a.nev, t.nev);
+    assert_int_equal(a.dp_rank, t.dp_rank);
+    assert_memory_equal(&a.ts, &t.ts, sizeof a.ts);
+    for (size_t i = 0; i < a.nev; i++) events_equal(&a.ev[i], &t.ev[i]);
+    irx_ev_batch_free(&a);
+    irx_ev_batch_free(&t);
+    ir_arena *arena = ir_arena_new(4096, 16 * len + (1u << 20));
+    irx_ev_batch s = {.dp_rank = -1};
+    bool read = irx_ev_decode_shapes(p, len, arena, &s);
+    ir_arena_free(arena);
+    if (read) assert_int_equal(rt, 0); /* never a payload the template refuses */
+    return read;
+}
+
+/* Every fixture, every prefix of it and every one-byte change of it (a few values a
+ * byte): the same answer both ways; the shapes vLLM writes are read by the shape
+ * reader, not handed to the template. */
+static void shapes_agree_with_the_template(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        bool shaped; /* one of the usual shapes */
+    } fx[] = {
+        {"array_int.msgpack", true},         {"array_signed_newer.msgpack", false},
+        {"array_hybrid.msgpack", true},      {"map_bytes.msgpack", false},
+        {"map_hybrid.msgpack", true},        {"map_offload.msgpack", true},
+        {"map_lora.msgpack", false},         {"bad_group.msgpack", false},
+        {"bad_hash_type.msgpack", false},    {"bad_huge_count.msgpack", false},
+        {"bad_kind.msgpack", false},         {"bad_no_events.msgpack", false},
+        {"bad_trailing.msgpack", false},     {"bad_truncated.msgpack", false},
+        {"bad_unknown_type.msgpack", false}, {"bad_zero_block_size.msgpack", false},
+    };
+    /* newer vLLM's map with every field, extra_keys nil for each block: read */
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 2);
+    pack_s(&pk, "ts");
+    msgpack_pack_double(&pk, 1.5);
+    pack_s(&pk, "events");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_map(&pk, 11);
+    const char *keys[] = {
+        "type",   "block_hashes", "parent_block_hash", "token_ids", "block_size",        "lora_id",
+        "medium", "lora_name",    "extra_keys",        "group_idx", "kv_cache_spec_kind"};
+    for (int k = 0; k < 11; k++) {
+        pack_s(&pk, keys[k]);
+        if (k == 0) pack_s(&pk, "BlockStored");
+        if (k == 1)
+            msgpack_pack_array(&pk, 2), msgpack_pack_uint64(&pk, 1ull << 63),
+                msgpack_pack_int64(&pk, -2);
+        if (k == 2 || k == 5 || k == 7) msgpack_pack_nil(&pk);
+        if (k == 3) {
+            msgpack_pack_array(&pk, 32);
+            for (uint32_t i = 0; i < 32; i++) msgpack_pack_uint32(&pk, i * 4099u);
+        }
+        if (k == 4) msgpack_pack_uint8(&pk, 16);
+        if (k == 6) pack_s(&pk, "GPU");
+        if (k == 8) msgpack_pack_array(&pk, 2), msgpack_pack_nil(&pk), msgpack_pack_nil(&pk);
+        if (k == 9) msgpack_pack_uint8(&pk, 0);
+        if (k == 10) pack_s(&pk, "full_attention");
+    }
+    assert_true(agrees((const unsigned char *)sb.data, sb.size));
+    msgpack_sbuffer_destroy(&sb);
+    static const int delta[] = {0x01, 0x80, 0x10, 0x20};
+    static const unsigned char to[] = {0x00, 0x7f, 0x90, 0xa0, 0xc0, 0xcc, 0xcf, 0xd3, 0xdc, 0xff};
+    for (size_t f = 0; f < sizeof fx / sizeof fx[0]; f++) {
+        size_t len;
+        unsigned char *p = slurp(fx[f].name, &len);
+        if (agrees(p, len) != fx[f].shaped) fail_msg("%s: shapes", fx[f].name);
+        for (size_t n = 0; n < len; n++) {
+            unsigned char *cut = malloc(n ? n : 1); /* exact size: ASan sees overreads */
+            memcpy(cut, p, n);
+            agrees(cut, n);
+            free(cut);
+        }
+        for (size_t i = 0; i < len; i++) {
+            unsigned char was = p[i];
+            for (size_t k = 0; k < sizeof delta / sizeof delta[0]; k++)
+                p[i] = (unsigned char)(was ^ delta[k]), agrees(p, len);
+            for (size_t k = 0; k < sizeof to; k++) p[i] = to[k], agrees(p, len);
+            p[i] = was;
+        }
+        free(p);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(array_encoding),  cmocka_unit_test(array_signed_and_newer),
-        cmocka_unit_test(map_encoding),    cmocka_unit_test(keys_are_opaque),
-        cmocka_unit_test(bad_payloads),    cmocka_unit_test(offload_events),
-        cmocka_unit_test(streaming_order), cmocka_unit_test(token_forms),
+        cmocka_unit_test(array_encoding),
+        cmocka_unit_test(array_signed_and_newer),
+        cmocka_unit_test(map_encoding),
+        cmocka_unit_test(keys_are_opaque),
+        cmocka_unit_test(bad_payloads),
+        cmocka_unit_test(offload_events),
+        cmocka_unit_test(streaming_order),
+        cmocka_unit_test(token_forms),
+        cmocka_unit_test(shapes_agree_with_the_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
