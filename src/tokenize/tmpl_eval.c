@@ -46,6 +46,23 @@ static tframe *frame_new(trender *r, tframe *up) {
     return f;
 }
 
+/* A loop iteration's frame: the previous iteration's, emptied, unless a closure
+ * holds it (a macro or call block defined in the body keeps its scope alive);
+ * else a new one. A 50,000-message loop would otherwise leave 50,000 frames
+ * (and their slot arrays) in the render's arena. */
+static tframe *frame_next(trender *r, tframe *up, tframe *prev) {
+    if (prev && !prev->kept) {
+        prev->n = 0;
+        return prev;
+    }
+    return frame_new(r, up);
+}
+
+/* f and the frames above it outlive their scope: a closure holds them. */
+static void frame_keep(tframe *f) {
+    for (; f && !f->kept; f = f->up) f->kept = true;
+}
+
 static void frame_set(trender *r, tframe *f, const char *name, size_t n, tv v) {
     for (size_t i = 0; i < f->n; i++)
         if (f->lens[i] == n && memcmp(f->names[i], name, n) == 0) {
@@ -969,9 +986,10 @@ static int exec_for(trender *r, tframe *f, const tnode *x) {
     if (x->b) { /* the loop filter runs before loop.* is counted */
         tlist *kept = tv_list_new(r->a, 0);
         if (!kept) tmpl_fail(r->e, 0, 0, "out of memory");
+        tframe *g = NULL;
         for (size_t i = 0; i < items->n; i++) {
             tmpl_step(r, x);
-            tframe *g = frame_new(r, f);
+            g = frame_next(r, f, g);
             bind_targets(r, g, x, items->v[i]);
             if (tv_truthy(eval(r, g, x->b))) tv_list_push(r->a, r->e, kept, items->v[i]);
         }
@@ -984,10 +1002,11 @@ static int exec_for(trender *r, tframe *f, const tnode *x) {
     (void)outer; /* loop.depth counts recursive loops only, which are not supported */
     tv lv = {.t = TV_LOOP};
     lv.lp = lp;
+    tframe *g = NULL;
     for (size_t i = 0; i < items->n; i++) {
         tmpl_step(r, x);
         lp->index0 = i;
-        tframe *g = frame_new(r, f);
+        g = frame_next(r, f, g);
         bind_targets(r, g, x, items->v[i]);
         frame_set(r, g, "loop", 4, lv);
         if (exec_list(r, g, x->list, x->n) == FLOW_BREAK) break;
@@ -1046,6 +1065,7 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
         if (!m) tmpl_fail(r->e, 0, 0, "out of memory");
         m->def = x;
         m->closure = f;
+        frame_keep(f);
         m->name = x->str;
         tv v = {.t = TV_MACRO};
         v.m = m;
@@ -1057,6 +1077,7 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
         if (!m) tmpl_fail(r->e, 0, 0, "out of memory");
         m->def = x;
         m->closure = f;
+        frame_keep(f);
         m->name = "caller";
         tv c = {.t = TV_MACRO};
         c.m = m;
