@@ -91,9 +91,12 @@ static void frame_set(trender *r, tframe *f, const char *name, size_t n, tv v) {
 }
 
 static tv *frame_get(tframe *f, const char *name, size_t n) {
+    /* the first byte rules most names out without a call */
     for (; f; f = f->up)
         for (size_t i = f->n; i-- > 0;)
-            if (f->lens[i] == n && memcmp(f->names[i], name, n) == 0) return &f->vals[i];
+            if (f->lens[i] == n && (!n || f->names[i][0] == name[0]) &&
+                memcmp(f->names[i], name, n) == 0)
+                return &f->vals[i];
     return NULL;
 }
 
@@ -543,9 +546,7 @@ static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
                   tv_typename(needle));
         if (!needle.n) return true;
         if (needle.n > hay.n) return false;
-        for (size_t i = 0; i + needle.n <= hay.n; i++)
-            if (memcmp(hay.s + i, needle.s, needle.n) == 0) return true;
-        return false;
+        return memmem(hay.s, hay.n, needle.s, needle.n) != NULL;
     case TV_LIST:
         for (size_t i = 0; i < hay.l->n; i++)
             if (tv_eq(hay.l->v[i], needle)) return true;
