@@ -179,6 +179,7 @@ static bool dbuf_reserve(dbuf *d, size_t more) {
 }
 
 static bool dbuf_add(dbuf *d, const char *s, size_t n) {
+    if (!n) return true; /* d->p may still be NULL */
     if (!dbuf_reserve(d, n)) return false;
     memcpy(d->p + d->n, s, n);
     d->n += n;
