@@ -5,7 +5,7 @@
  *
  *   inferrail-chatbench NAME=MODEL_DIR [NAME=...] [--iters N] [--tokens N]
  *                       [--threads N] [--chats N] [--modes LIST] [--no-hostile]
- *                       [--chat-only]
+ *                       [--chat-only] [--hostile-only] [--hostile NAME]
  *
  * For each model it prints JSON lines:
  *  - "chat": an N-token chat (a long system prompt and a new last user turn each
@@ -23,7 +23,8 @@
  *    one tokenizer and one cache, and N threads without the cache; every id is
  *    checked against an uncached single-thread encode of the same body.
  *  - "hostile": each body of tests/unit/tokenize/hostile_chats.h, its outcome and
- *    its median and worst time over a few runs.
+ *    its median and worst time over a few runs (--hostile-only: only these;
+ *    --hostile NAME: only those whose name contains NAME).
  * Exits 1 when an id differs. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -454,16 +455,20 @@ static void bench_hostile(const model *m, const char *name, char *body, int runs
     irt_ids_free(&ids);
 }
 
-static void bench_hostiles(const model *m) {
+/* The hostile bodies whose name contains `only` (all when NULL). */
+static void bench_hostiles(const model *m, const char *only) {
+#define HOSTILE(name, make)                                                                        \
+    if (!only || strstr(name, only)) bench_hostile(m, name, make, 5)
     /* 1 and 2 MiB first: where the time per MiB puts a size bound under 100 ms */
-    bench_hostile(m, "message_1mib", hc_big_message(m->name, (size_t)1 << 20), 5);
-    bench_hostile(m, "message_2mib", hc_big_message(m->name, (size_t)2 << 20), 5);
-    bench_hostile(m, "message_4mib", hc_big_message(m->name, (size_t)4 << 20), 5);
-    bench_hostile(m, "messages_50000", hc_many_messages(m->name, 50000), 5);
-    bench_hostile(m, "tools_1000", hc_many_tools(m->name, 1000), 5);
-    bench_hostile(m, "arguments_string_depth_10000", hc_nested_arguments(m->name, 10000, 1), 5);
-    bench_hostile(m, "arguments_object_depth_10000", hc_nested_arguments(m->name, 10000, 0), 5);
-    bench_hostile(m, "arguments_object_depth_2000", hc_nested_arguments(m->name, 2000, 0), 5);
+    HOSTILE("message_1mib", hc_big_message(m->name, (size_t)1 << 20));
+    HOSTILE("message_2mib", hc_big_message(m->name, (size_t)2 << 20));
+    HOSTILE("message_4mib", hc_big_message(m->name, (size_t)4 << 20));
+    HOSTILE("messages_50000", hc_many_messages(m->name, 50000));
+    HOSTILE("tools_1000", hc_many_tools(m->name, 1000));
+    HOSTILE("arguments_string_depth_10000", hc_nested_arguments(m->name, 10000, 1));
+    HOSTILE("arguments_object_depth_10000", hc_nested_arguments(m->name, 10000, 0));
+    HOSTILE("arguments_object_depth_2000", hc_nested_arguments(m->name, 2000, 0));
+#undef HOSTILE
 }
 
 /* ---- main ------------------------------------------------------------------------------ */
@@ -501,7 +506,8 @@ int main(int argc, char **argv) {
     model models[8];
     size_t nm = 0, iters = 1000, target = 8000, chats = 320;
     int threads = 16;
-    bool hostile = true, others = true;
+    bool hostile = true, others = true, chat = true;
+    const char *only = NULL;
     unsigned modes = (1u << NMODES) - 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
@@ -518,13 +524,17 @@ int main(int argc, char **argv) {
             hostile = false;
         else if (!strcmp(argv[i], "--chat-only"))
             hostile = others = false;
+        else if (!strcmp(argv[i], "--hostile-only"))
+            chat = others = false;
+        else if (!strcmp(argv[i], "--hostile") && i + 1 < argc)
+            only = argv[++i], chat = others = false;
         else if (nm < 8 && load_model(&models[nm], argv[i]) == 0)
             nm++;
         else {
             fprintf(stderr,
                     "usage: %s NAME=MODEL_DIR... [--iters N] [--tokens N] [--threads N] "
                     "[--chats N] [--modes cold,warm,warm_parse_cache] [--no-hostile] "
-                    "[--chat-only]\n",
+                    "[--chat-only] [--hostile-only] [--hostile NAME]\n",
                     argv[0]);
             return 2;
         }
@@ -533,9 +543,9 @@ int main(int argc, char **argv) {
         return 2;
     int rc = 0;
     for (size_t i = 0; i < nm; i++) {
-        rc |= bench_chat(&models[i], target, iters, modes);
+        if (chat) rc |= bench_chat(&models[i], target, iters, modes);
         if (others) rc |= bench_threads(&models[i], target, threads, chats);
-        if (hostile) bench_hostiles(&models[i]);
+        if (hostile) bench_hostiles(&models[i], only);
     }
     for (size_t i = 0; i < nm; i++) irt_chat_free(models[i].chat), irt_free(models[i].t);
     return rc;

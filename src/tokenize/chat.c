@@ -356,12 +356,31 @@ static json_t *tool_calls(prep *p, json_t *calls) {
     return out;
 }
 
+/* Whether the message m is already what conversation() would make of it:
+ * {"role": ..., "content": "..."} exactly, in that order, in the string format,
+ * and not a developer message (which gains "tools"). Then it is shared, not
+ * rebuilt: a hostile body's 50,000 messages cost a copy each otherwise. */
+static bool as_prepared(json_t *m, bool openai) {
+    if (openai || json_object_size(m) != 2) return false;
+    void *it = json_object_iter(m);
+    if (strcmp(json_object_iter_key(it), "role")) return false;
+    json_t *role = json_object_iter_value(it);
+    it = json_object_iter_next(m, it);
+    if (strcmp(json_object_iter_key(it), "content")) return false;
+    return json_is_string(role) && strcmp(json_string_value(role), "developer") &&
+           json_is_string(json_object_iter_value(it));
+}
+
 static json_t *conversation(prep *p, json_t *msgs, bool openai) {
     if (!json_is_array(msgs)) return refuse(p, IRT_EINVAL, "messages is not a list");
     json_t *conv = json_array();
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m) {
+        if (json_is_object(m) && as_prepared(m, openai)) {
+            json_array_append(conv, m);
+            continue;
+        }
         json_t *role = json_object_get(m, "role");
         if (!json_is_object(m) || !json_is_string(role)) {
             json_decref(conv);
@@ -373,7 +392,9 @@ static json_t *conversation(prep *p, json_t *msgs, bool openai) {
             json_decref(conv);
             return NULL;
         }
-        json_t *out = json_pack("{s:O,s:o}", "role", role, "content", content);
+        json_t *out = json_object(); /* json_pack's format costs more than the copy */
+        json_object_set_nocheck(out, "role", role);
+        json_object_set_new_nocheck(out, "content", content);
         if (!strcmp(r, "assistant")) {
             json_t *tc = json_object_get(m, "tool_calls");
             if (tc && !json_is_null(tc)) {

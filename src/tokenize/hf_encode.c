@@ -244,6 +244,79 @@ static int bytelevel_map(hf_ctx *c, size_t i, const char *s, size_t len, bool fi
     return run_stage(c, i + 1, st->map.p, st->map.len, first);
 }
 
+/* ---- long pieces in batches ------------------------------------------------------------
+ * A split stage finds every match of its pattern in its piece, turns them into
+ * events, then pieces: for a 4 MiB message that is some 60 MB of scratch, fresh
+ * pages from the kernel on every call (its clearing cost more than the matching).
+ * When each event is a piece of its own or dropped (Isolated, Removed: no piece
+ * spans two events), a long piece is split batch_matches at a time instead, each
+ * batch's pieces run before the next batch is found. The matcher sees the whole
+ * piece on every call and goes on where it stopped, so the matches, events and
+ * pieces are the same ones in the same order: the same ids. */
+static size_t batch_matches = 4096;           /* matches found at a time */
+static size_t batch_bytes = (size_t)64 << 10; /* pieces shorter than this: all at once */
+
+void hf_encode_set_batching(size_t min_bytes, size_t matches) {
+    batch_bytes = min_bytes;
+    batch_matches = matches ? matches : 1;
+}
+
+static bool batchable(int behavior, size_t len) {
+    return len >= batch_bytes && (behavior == SPLIT_ISOLATED || behavior == SPLIT_REMOVED);
+}
+
+/* The events of one batch of matches (*prev: the end of the last event so far),
+ * the gap to the end once the search is done. */
+static int batch_events(stage_scratch *st, size_t len, bool invert, size_t *prev, bool done) {
+    st->nev = 0;
+    for (size_t k = 0; k < st->nm; k++) {
+        if (*prev != st->m[k].start && ev_push(st, *prev, st->m[k].start, invert)) return -1;
+        if (ev_push(st, st->m[k].start, st->m[k].end, !invert)) return -1;
+        *prev = st->m[k].end;
+    }
+    if (done && *prev != len && ev_push(st, *prev, len, invert)) return -1;
+    return 0;
+}
+
+static int bytelevel_map(hf_ctx *c, size_t i, const char *s, size_t len, bool first);
+
+/* Stage i's pieces of s (after a split): through the next stage, or byte-mapped
+ * first (ByteLevel with its regex). */
+static int stage_pieces(hf_ctx *c, size_t i, const char *s, bool first, bool byte_map) {
+    if (!byte_map) return run_pieces(c, i, s, first);
+    stage_scratch *st = &c->x->st[i];
+    for (size_t k = 0; k < st->npc; k++) {
+        piece pc = st->pc[k];
+        if (pc.end <= pc.start) continue;
+        int rc = bytelevel_map(c, i, s + pc.start, pc.end - pc.start, first && !pc.start);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* A split by pattern, all at once or in batches (above). */
+static int split_stage(hf_ctx *c, size_t i, const hf_pattern *pat, bool invert, int behavior,
+                       bool byte_map, const char *s, size_t len, bool first) {
+    stage_scratch *st = &c->x->st[i];
+    if (!batchable(behavior, len)) {
+        if (hf_pattern_find(pat, s, len, &st->m, &st->nm, &st->mcap, c->x->md) ||
+            events_from_matches(st, len, invert) || apply_behavior(st, behavior))
+            return IRT_ENOMEM;
+        return stage_pieces(c, i, s, first, byte_map);
+    }
+    hf_find f = {0};
+    size_t prev = 0;
+    do {
+        if (hf_pattern_find_some(pat, s, len, &f, batch_matches, &st->m, &st->nm, &st->mcap,
+                                 c->x->md) ||
+            batch_events(st, len, invert, &prev, f.done) || apply_behavior(st, behavior))
+            return IRT_ENOMEM;
+        int rc = stage_pieces(c, i, s, first, byte_map);
+        if (rc) return rc;
+    } while (!f.done);
+    return 0;
+}
+
 static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first) {
     const irt_tokenizer *t = c->t;
     if (i == t->nstages) return hf_bpe_encode(&t->bpe, s, len, &c->x->bpe, c->out);
@@ -261,23 +334,10 @@ static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first)
             if (p->byte_map) return bytelevel_map(c, i, s, len, first);
             return run_stage(c, i + 1, s, len, first);
         }
-        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->x->md) ||
-            events_from_matches(st, len, false) || apply_behavior(st, SPLIT_ISOLATED))
-            return IRT_ENOMEM;
-        if (!p->byte_map) return run_pieces(c, i, s, first);
-        for (size_t k = 0; k < st->npc; k++) {
-            piece pc = st->pc[k];
-            if (pc.end <= pc.start) continue;
-            int rc = bytelevel_map(c, i, s + pc.start, pc.end - pc.start, first && !pc.start);
-            if (rc) return rc;
-        }
-        return 0;
+        return split_stage(c, i, &p->pat, false, SPLIT_ISOLATED, p->byte_map, s, len, first);
     }
     case PT_SPLIT:
-        if (hf_pattern_find(&p->pat, s, len, &st->m, &st->nm, &st->mcap, c->x->md) ||
-            events_from_matches(st, len, p->invert) || apply_behavior(st, p->behavior))
-            return IRT_ENOMEM;
-        return run_pieces(c, i, s, first);
+        return split_stage(c, i, &p->pat, p->invert, p->behavior, false, s, len, first);
     case PT_METASPACE: {
         st->buf.len = 0;
         const char *q = s, *e = s + len;
@@ -462,7 +522,8 @@ static int normalized_piece(hf_ctx *c, const char *s, size_t len, bool first) {
  * *len then name the normalized text. IRT_ENOMEM, else 0. */
 static int normalize_in_place(hf_ctx *c, const char **s, size_t *len) {
     const irt_tokenizer *t = c->t;
-    if (!t->norm) return 0;
+    /* text the normalizer would leave alone (NFC over ASCII) is not copied */
+    if (!t->norm || hf_normalize_keeps(t->norm, *s, *len)) return 0;
     c->x->nbuf.len = 0;
     if (hf_normalize(t->norm, *s, *len, &c->x->nbuf, NULL)) return IRT_ENOMEM;
     *s = c->x->nbuf.p;

@@ -360,9 +360,27 @@ typedef struct hf_ctx hf_ctx;
 
 /* Normalizes s into out (appending). */
 int hf_normalize(const hf_norm *n, const char *s, size_t len, hf_buf *out, hf_buf *tmp);
+/* Long pieces split in batches (hf_encode.c): from min_bytes (SIZE_MAX: never),
+ * `matches` at a time. For tests only (not thread-safe); the default is 64 KiB
+ * and 4,096. */
+void hf_encode_set_batching(size_t min_bytes, size_t matches);
+/* Whether normalizing s with n gives s itself (then nothing need be copied):
+ * false when unsure. */
+bool hf_normalize_keeps(const hf_norm *n, const char *s, size_t len);
 /* Collects matches of p in s (non-overlapping, left to right) into *m. */
 int hf_pattern_find(const hf_pattern *p, const char *s, size_t len, hf_match **m, size_t *n,
                     size_t *cap, pcre2_match_data *md);
+/* Where a search of matches in batches stands: hf_pattern_find_some goes on from
+ * it (the matcher always sees the whole subject, so the batches' matches are
+ * hf_pattern_find's, in order). Zeroed to start. */
+typedef struct hf_find {
+    size_t pos, last_end; /* where to search next; the previous match's end */
+    bool started, done;
+} hf_find;
+/* The next matches of p in s, at most max, into *m (*n of them; *n is reset);
+ * f->done once the search is over. */
+int hf_pattern_find_some(const hf_pattern *p, const char *s, size_t len, hf_find *f, size_t max,
+                         hf_match **m, size_t *n, size_t *cap, pcre2_match_data *md);
 int hf_pattern_compile(hf_pattern *p, const char *re, size_t len, bool literal, char *err,
                        size_t errlen);
 void hf_pattern_free(hf_pattern *p);

@@ -130,6 +130,31 @@ static int strip_accents(const char *s, size_t len, hf_buf *out) {
     return 0;
 }
 
+/* NFC leaves text of inert characters alone; every Unicode normal form leaves
+ * ASCII alone. */
+bool hf_normalize_keeps(const hf_norm *n, const char *s, size_t len) {
+    switch (n->type) {
+    case NORM_NFC:
+        if (ascii_only(s, len)) return true;
+        for (size_t i = 0; i < len;) {
+            uint32_t cp;
+            i += (size_t)hf_utf8_dec((const unsigned char *)s + i, &cp);
+            if (!nfc_inert(cp)) return false;
+        }
+        return true;
+    case NORM_NFD:
+    case NORM_NFKC:
+    case NORM_NFKD:
+        return ascii_only(s, len);
+    case NORM_SEQ:
+        for (size_t i = 0; i < n->nkids; i++)
+            if (!hf_normalize_keeps(&n->kids[i], s, len)) return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
 int hf_normalize(const hf_norm *n, const char *s, size_t len, hf_buf *out, hf_buf *tmp) {
     (void)tmp;
     switch (n->type) {

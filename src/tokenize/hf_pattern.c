@@ -122,39 +122,59 @@ static int re_match(const hf_pattern *p, const char *s, size_t len, size_t pos,
     return 1;
 }
 
-int hf_pattern_find(const hf_pattern *p, const char *s, size_t len, hf_match **m, size_t *n,
-                    size_t *cap, pcre2_match_data *md) {
+int hf_pattern_find_some(const hf_pattern *p, const char *s, size_t len, hf_find *f, size_t max,
+                         hf_match **m, size_t *n, size_t *cap, pcre2_match_data *md) {
     *n = 0;
+    if (!f->started) {
+        f->started = true;
+        f->pos = 0;
+        f->last_end = SIZE_MAX;
+    }
     if (p->lit) {
-        if (!p->litlen) return 0;
-        size_t pos = 0;
-        while (pos < len) {
-            const char *f = memmem(s + pos, len - pos, p->lit, p->litlen);
-            if (!f) break;
-            size_t st = (size_t)(f - s);
+        if (!p->litlen) f->done = true;
+        while (!f->done && *n < max) {
+            const char *at =
+                f->pos < len ? memmem(s + f->pos, len - f->pos, p->lit, p->litlen) : NULL;
+            if (!at) {
+                f->done = true;
+                break;
+            }
+            size_t st = (size_t)(at - s);
             if (push(m, n, cap, st, st + p->litlen)) return -1;
-            pos = st + p->litlen;
+            f->pos = st + p->litlen;
         }
         return 0;
     }
-    size_t pos = 0, last_end = SIZE_MAX;
-    while (pos <= len) {
+    while (!f->done && *n < max) {
+        if (f->pos > len) {
+            f->done = true;
+            break;
+        }
         size_t ms, me;
         int rc;
-        rc = p->fast ? hf_fast_next(p->fast, (const unsigned char *)s, len, pos, &ms, &me) : -1;
-        if (rc < 0) rc = re_match(p, s, len, pos, md, &ms, &me);
+        rc = p->fast ? hf_fast_next(p->fast, (const unsigned char *)s, len, f->pos, &ms, &me) : -1;
+        if (rc < 0) rc = re_match(p, s, len, f->pos, md, &ms, &me);
         if (rc < 0) return -1;
-        if (!rc) break;
+        if (!rc) {
+            f->done = true;
+            break;
+        }
         if (ms == me) {
             /* Empty matches never touch the previous match's end. */
-            if (me != last_end && push(m, n, cap, ms, me)) return -1;
-            if (me >= len) break;
-            pos = me + (size_t)hf_utf8_len((unsigned char)s[me]);
+            if (me != f->last_end && push(m, n, cap, ms, me)) return -1;
+            if (me >= len) f->done = true;
+            f->pos = me >= len ? me : me + (size_t)hf_utf8_len((unsigned char)s[me]);
         } else {
             if (push(m, n, cap, ms, me)) return -1;
-            pos = me;
+            f->pos = me;
         }
-        last_end = me;
+        f->last_end = me;
     }
     return 0;
+}
+
+int hf_pattern_find(const hf_pattern *p, const char *s, size_t len, hf_match **m, size_t *n,
+                    size_t *cap, pcre2_match_data *md) {
+    hf_find f = {0};
+    return hf_pattern_find_some(p, s, len, &f, SIZE_MAX, m, n, cap, md);
 }

@@ -1,21 +1,29 @@
-/* jflat.c: a chat message read without jansson's lexer (see jscan.h).
+/* jflat.c: JSON read without jansson's lexer (see jscan.h).
  *
  * jansson reads a string a byte at a time through three function calls, about
  * 140 instructions a byte; a chat's new last turn is such a string, read on
- * every request. Most messages are flat objects of strings ({"role": "user",
- * "content": "..."}), and those are read here: the string bytes eight at a
- * time until a quote, a backslash, a control byte or a non-ASCII byte, UTF-8
- * checked as jansson checks it, escapes decoded as jansson decodes them, the
- * members set with the same jansson call its parser uses (so a key given
- * twice keeps its first place and its last value, as there).
+ * every request, and a hostile body's 4 MiB message costs jansson 36 ms.
+ * Here string bytes are read eight at a time until a quote, a backslash, a
+ * control byte or a non-ASCII byte, UTF-8 checked as jansson checks it,
+ * escapes decoded as jansson decodes them; members are set with the same
+ * jansson call its parser uses (so a key given twice keeps its first place and
+ * its last value, as there), elements appended as there.
  *
- * Anything else is declined (NULL) and left to jansson: another kind of value,
- * a key that is not plain printable ASCII, a lone surrogate, an escape jansson
- * refuses, "\u0000" without JSON_ALLOW_NUL, any flag but JSON_ALLOW_NUL and
+ * irt_jflat_object reads a flat object of strings (the parse cache's chat
+ * message); irt_jfast_loadb any JSON text (the whole body, irt_json_loads's
+ * first try): objects, arrays, strings, true, false, null, integers as
+ * jansson's strtoll reads them and reals as its strtod reads them.
+ *
+ * Anything else is declined (NULL) and left to jansson: a key holding "\u0000",
+ * a lone surrogate, an escape jansson refuses, "\u0000" without JSON_ALLOW_NUL,
+ * an integer past 64 bits, a real past the double range, nesting deeper than
+ * JFAST_MAX_DEPTH (jansson's own limit is 2048), any flag but JSON_ALLOW_NUL and
  * JSON_DECODE_ANY, and every malformed input. So what is read here, jansson
  * reads to the same value with its members in the same order, and what
- * jansson refuses is never read here. test_jscan and fuzz_parse_cache compare
- * the two. */
+ * jansson refuses is never read here. test_jscan, fuzz_jflat and
+ * fuzz_parse_cache compare the two. */
+#include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,13 +160,40 @@ static size_t unescape(const char *s, size_t n, size_t *i, bool allow_nul, char 
     return put_utf8(o, cp);
 }
 
+/* The decoded bytes of a string with escapes: grown as needed (never longer
+ * than the raw string). */
+typedef struct dbuf {
+    char *p;
+    size_t n, cap;
+} dbuf;
+
+static bool dbuf_reserve(dbuf *d, size_t more) {
+    if (d->cap - d->n >= more) return true;
+    size_t cap = d->cap ? d->cap : 256;
+    while (cap - d->n < more) cap *= 2;
+    char *p = realloc(d->p, cap);
+    if (!p) return false;
+    d->p = p;
+    d->cap = cap;
+    return true;
+}
+
+static bool dbuf_add(dbuf *d, const char *s, size_t n) {
+    if (!n) return true; /* d->p may still be NULL */
+    if (!dbuf_reserve(d, n)) return false;
+    memcpy(d->p + d->n, s, n);
+    d->n += n;
+    return true;
+}
+
 /* The string whose opening quote is s[*i]: a new jansson string, *i one past its
  * closing quote; NULL to decline. */
 static json_t *read_string(const char *s, size_t n, size_t *i, bool allow_nul) {
     const unsigned char *u = (const unsigned char *)s;
     size_t start = *i + 1, j = start;
-    char *dec = NULL; /* decoded bytes, once an escape is seen (never longer than raw) */
-    size_t dn = 0, from = start;
+    dbuf dec = {0}; /* decoded bytes, once an escape is seen */
+    bool escaped = false;
+    size_t from = start;
     json_t *out = NULL;
     for (;;) {
         while (n - j >= 8) {
@@ -181,25 +216,23 @@ static json_t *read_string(const char *s, size_t n, size_t *i, bool allow_nul) {
             j++;
             continue;
         }
-        if (!dec && !(dec = malloc(n - start))) goto done;
-        memcpy(dec + dn, s + from, j - from);
-        dn += j - from;
+        escaped = true;
+        if (!dbuf_add(&dec, s + from, j - from) || !dbuf_reserve(&dec, 4)) goto done;
         j++;
-        size_t k = unescape(s, n, &j, allow_nul, dec + dn);
+        size_t k = unescape(s, n, &j, allow_nul, dec.p + dec.n);
         if (!k) goto done;
-        dn += k;
+        dec.n += k;
         from = j;
     }
-    if (dec) {
-        memcpy(dec + dn, s + from, j - from);
-        dn += j - from;
-        out = json_stringn_nocheck(dec, dn);
+    if (escaped) {
+        if (!dbuf_add(&dec, s + from, j - from)) goto done;
+        out = json_stringn_nocheck(dec.p, dec.n);
     } else {
         out = json_stringn_nocheck(s + start, j - start);
     }
-    *i = j + 1;
+    if (out) *i = j + 1;
 done:
-    free(dec);
+    free(dec.p);
     return out;
 }
 
@@ -260,4 +293,216 @@ json_t *irt_jflat_object(const char *s, size_t n, size_t flags) {
 decline:
     json_decref(obj);
     return NULL;
+}
+
+/* ---- any JSON text ------------------------------------------------------------------ */
+
+/* Nesting read here at most (values inside values, as jansson counts depth);
+ * deeper is jansson's, whose limit is 2048. */
+#define JFAST_MAX_DEPTH 512
+
+typedef struct jrd {
+    const char *s;
+    size_t n, i;
+    bool allow_nul;
+    int depth;
+} jrd;
+
+static json_t *read_value(jrd *r);
+
+static bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+/* Whether s[i] ends a literal or a number token: the end, white space or a
+ * structural byte. Anything else (a letter, a digit) makes jansson's lexer read
+ * another token or an invalid one: declined. */
+static bool token_end(const jrd *r, size_t i) {
+    if (i >= r->n) return true;
+    char c = r->s[i];
+    return is_ws(c) || c == ',' || c == ']' || c == '}' || c == ':';
+}
+
+/* A number token at r->i, as jansson's lex_scan_number reads it: an integer
+ * through strtoll (declined past 64 bits: jansson refuses it), a real through
+ * strtod (declined past the double range). */
+static json_t *read_number(jrd *r) {
+    const char *s = r->s;
+    size_t i = r->i, n = r->n, start = i;
+    bool integer = true;
+    if (i < n && s[i] == '-') i++;
+    if (i >= n || !is_digit(s[i])) return NULL;
+    if (s[i] == '0') {
+        i++;
+    } else {
+        while (i < n && is_digit(s[i])) i++;
+    }
+    if (i < n && s[i] == '.') {
+        integer = false;
+        if (++i >= n || !is_digit(s[i])) return NULL;
+        while (i < n && is_digit(s[i])) i++;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        integer = false;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        if (i >= n || !is_digit(s[i])) return NULL;
+        while (i < n && is_digit(s[i])) i++;
+    }
+    if (!token_end(r, i)) return NULL;
+    size_t len = i - start;
+    char stack[64], *buf = len < sizeof stack ? stack : malloc(len + 1);
+    if (!buf) return NULL;
+    memcpy(buf, s + start, len);
+    buf[len] = '\0';
+    json_t *v = NULL;
+    char *end;
+    errno = 0;
+    if (integer) {
+        long long x = strtoll(buf, &end, 10);
+        if (errno != ERANGE && end == buf + len) v = json_integer(x);
+    } else {
+        double x = strtod(buf, &end);
+        if (!(errno == ERANGE && isinf(x)) && end == buf + len) v = json_real(x);
+    }
+    if (buf != stack) free(buf);
+    if (v) r->i = i;
+    return v;
+}
+
+static json_t *read_literal(jrd *r, const char *word, json_t *v) {
+    size_t k = strlen(word);
+    if (r->n - r->i < k || memcmp(r->s + r->i, word, k) || !token_end(r, r->i + k)) return NULL;
+    r->i += k;
+    return v;
+}
+
+/* A key at r->i: plain printable ASCII read in place, anything else decoded as
+ * a string (declined when it holds a NUL, which jansson refuses in keys). *tmp
+ * holds the decoded string, to be released by the caller. */
+static const char *read_any_key(jrd *r, size_t *len, json_t **tmp) {
+    *tmp = NULL;
+    size_t i = r->i;
+    const char *k = read_key(r->s, r->n, &i, len);
+    if (k) {
+        r->i = i;
+        return k;
+    }
+    i = r->i;
+    json_t *str = read_string(r->s, r->n, &i, r->allow_nul);
+    if (!str) return NULL;
+    *len = json_string_length(str);
+    if (memchr(json_string_value(str), '\0', *len)) {
+        json_decref(str);
+        return NULL;
+    }
+    r->i = i;
+    *tmp = str;
+    return json_string_value(str);
+}
+
+static json_t *read_object(jrd *r) {
+    json_t *obj = json_object();
+    if (!obj) return NULL;
+    r->i = skip_ws(r->s, r->n, r->i + 1);
+    if (r->i < r->n && r->s[r->i] == '}') {
+        r->i++;
+        return obj;
+    }
+    for (;;) {
+        if (r->i >= r->n || r->s[r->i] != '"') goto decline;
+        size_t klen;
+        json_t *tmp;
+        const char *key = read_any_key(r, &klen, &tmp);
+        if (!key) goto decline;
+        r->i = skip_ws(r->s, r->n, r->i);
+        json_t *v = NULL;
+        if (r->i < r->n && r->s[r->i] == ':') {
+            r->i = skip_ws(r->s, r->n, r->i + 1);
+            v = read_value(r);
+        }
+        int rc = v ? json_object_setn_new_nocheck(obj, key, klen, v) : -1;
+        json_decref(tmp);
+        if (rc) goto decline;
+        r->i = skip_ws(r->s, r->n, r->i);
+        if (r->i < r->n && r->s[r->i] == '}') {
+            r->i++;
+            return obj;
+        }
+        if (r->i >= r->n || r->s[r->i] != ',') goto decline;
+        r->i = skip_ws(r->s, r->n, r->i + 1);
+    }
+decline:
+    json_decref(obj);
+    return NULL;
+}
+
+static json_t *read_array(jrd *r) {
+    json_t *arr = json_array();
+    if (!arr) return NULL;
+    r->i = skip_ws(r->s, r->n, r->i + 1);
+    if (r->i < r->n && r->s[r->i] == ']') {
+        r->i++;
+        return arr;
+    }
+    for (;;) {
+        json_t *v = read_value(r);
+        if (!v || json_array_append_new(arr, v)) goto decline;
+        r->i = skip_ws(r->s, r->n, r->i);
+        if (r->i < r->n && r->s[r->i] == ']') {
+            r->i++;
+            return arr;
+        }
+        if (r->i >= r->n || r->s[r->i] != ',') goto decline;
+        r->i = skip_ws(r->s, r->n, r->i + 1);
+    }
+decline:
+    json_decref(arr);
+    return NULL;
+}
+
+/* The value at r->i (white space skipped before it), r->i past it; NULL to
+ * decline. */
+static json_t *read_value(jrd *r) {
+    if (r->i >= r->n || r->depth >= JFAST_MAX_DEPTH) return NULL;
+    r->depth++;
+    json_t *v = NULL;
+    switch (r->s[r->i]) {
+    case '{':
+        v = read_object(r);
+        break;
+    case '[':
+        v = read_array(r);
+        break;
+    case '"':
+        v = read_string(r->s, r->n, &r->i, r->allow_nul);
+        break;
+    case 't':
+        v = read_literal(r, "true", json_true());
+        break;
+    case 'f':
+        v = read_literal(r, "false", json_false());
+        break;
+    case 'n':
+        v = read_literal(r, "null", json_null());
+        break;
+    default:
+        v = read_number(r);
+    }
+    r->depth--;
+    return v;
+}
+
+json_t *irt_jfast_loadb(const char *s, size_t n, size_t flags) {
+    if (!s || (flags & ~(size_t)(JSON_ALLOW_NUL | JSON_DECODE_ANY))) return NULL;
+    jrd r = {.s = s, .n = n, .allow_nul = flags & JSON_ALLOW_NUL};
+    r.i = skip_ws(s, n, 0);
+    if (r.i >= n) return NULL;
+    if (!(flags & JSON_DECODE_ANY) && s[r.i] != '{' && s[r.i] != '[') return NULL;
+    json_t *v = read_value(&r);
+    if (v && skip_ws(s, n, r.i) != n) {
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
 }

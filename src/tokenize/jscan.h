@@ -45,4 +45,9 @@ void irt_jscan_free(irt_jscan *j);
  * anything else, which the caller reads with jansson. New reference. */
 json_t *irt_jflat_object(const char *s, size_t n, size_t flags);
 
+/* jflat.c: any JSON text read without jansson's lexer, to exactly the value
+ * json_loadb(s, n, flags) reads; NULL declines (see jflat.c for what), and the
+ * caller then reads it with jansson. New reference. */
+json_t *irt_jfast_loadb(const char *s, size_t n, size_t flags);
+
 #endif

@@ -174,10 +174,10 @@ static int hold(irt_parsed *p, pentry *e) {
     return 0;
 }
 
-/* An element's bytes read as json_loadb reads them: a flat object of strings by
- * jflat.c, the rest by jansson. */
+/* An element's bytes read as json_loadb reads them: by jflat.c, and what it
+ * declines by jansson. */
 static json_t *read_element(const char *raw, size_t len, size_t flags) {
-    json_t *v = irt_jflat_object(raw, len, flags);
+    json_t *v = irt_jfast_loadb(raw, len, flags);
     if (v) return v;
     json_error_t je;
     return json_loadb(raw, len, flags, &je);
@@ -216,8 +216,9 @@ static json_t *read_rest(const char *s, size_t len, const irt_jscan *j, size_t f
     memcpy(r, s, j->arr_off);
     memcpy(r + j->arr_off, "[]", 2);
     memcpy(r + j->arr_off + 2, s + j->arr_off + j->arr_len, tail);
+    json_t *doc = irt_jfast_loadb(r, j->arr_off + 2 + tail, flags);
     json_error_t e;
-    json_t *doc = json_loadb(r, j->arr_off + 2 + tail, flags, &e);
+    if (!doc) doc = json_loadb(r, j->arr_off + 2 + tail, flags, &e);
     free(r);
     return doc;
 }

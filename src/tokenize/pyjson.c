@@ -4,7 +4,9 @@
  *   - integers past 64 bits (json.loads: a Python int of any size);
  *   - NaN, Infinity, -Infinity (json.loads: float('nan'), float('inf'));
  *   - reals past the double range, 1e400 (json.loads: inf).
- * Only when jansson refuses a text is it scanned once: each such token
+ * A text is first read by jflat.c's irt_jfast_loadb (jansson's values, without
+ * its byte-at-a-time lexer), then, when that declines, by jansson. Only when
+ * jansson refuses a text is it scanned once: each such token
  * outside strings becomes a marker object {"<key>": "<text>"}, and jansson
  * reads the result. The key holds 128 random bits drawn once per process, so
  * a client cannot write a marker of its own. The template engine turns a
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "tokenize/ir_tokenize.h"
+#include "tokenize/jscan.h"
 
 #define KEY_PREFIX "ir-pyjson-"
 #define KEY_LEN    (sizeof(KEY_PREFIX) - 1 + 32)
@@ -188,7 +191,10 @@ static int rewrite(const char *s, size_t len, out *o) {
 json_t *irt_json_loads(const char *s, size_t len, size_t flags, json_error_t *err) {
     json_error_t dummy;
     if (!err) err = &dummy;
-    json_t *v = json_loadb(s, len, flags, err);
+    /* jflat.c reads what jansson reads, to the same value, without its lexer */
+    json_t *v = irt_jfast_loadb(s, len, flags);
+    if (v) return v;
+    v = json_loadb(s, len, flags, err);
     if (v || !s || len > (SIZE_MAX - 4096) / 4) return v;
     out o = {.max = 4 * len + 4096};
     json_error_t e2;

@@ -46,6 +46,23 @@ static tframe *frame_new(trender *r, tframe *up) {
     return f;
 }
 
+/* A loop iteration's frame: the previous iteration's, emptied, unless a closure
+ * holds it (a macro or call block defined in the body keeps its scope alive);
+ * else a new one. A 50,000-message loop would otherwise leave 50,000 frames
+ * (and their slot arrays) in the render's arena. */
+static tframe *frame_next(trender *r, tframe *up, tframe *prev) {
+    if (prev && !prev->kept) {
+        prev->n = 0;
+        return prev;
+    }
+    return frame_new(r, up);
+}
+
+/* f and the frames above it outlive their scope: a closure holds them. */
+static void frame_keep(tframe *f) {
+    for (; f && !f->kept; f = f->up) f->kept = true;
+}
+
 static void frame_set(trender *r, tframe *f, const char *name, size_t n, tv v) {
     for (size_t i = 0; i < f->n; i++)
         if (f->lens[i] == n && memcmp(f->names[i], name, n) == 0) {
@@ -74,9 +91,12 @@ static void frame_set(trender *r, tframe *f, const char *name, size_t n, tv v) {
 }
 
 static tv *frame_get(tframe *f, const char *name, size_t n) {
+    /* the first byte rules most names out without a call */
     for (; f; f = f->up)
         for (size_t i = f->n; i-- > 0;)
-            if (f->lens[i] == n && memcmp(f->names[i], name, n) == 0) return &f->vals[i];
+            if (f->lens[i] == n && (!n || f->names[i][0] == name[0]) &&
+                memcmp(f->names[i], name, n) == 0)
+                return &f->vals[i];
     return NULL;
 }
 
@@ -526,9 +546,7 @@ static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
                   tv_typename(needle));
         if (!needle.n) return true;
         if (needle.n > hay.n) return false;
-        for (size_t i = 0; i + needle.n <= hay.n; i++)
-            if (memcmp(hay.s + i, needle.s, needle.n) == 0) return true;
-        return false;
+        return memmem(hay.s, hay.n, needle.s, needle.n) != NULL;
     case TV_LIST:
         for (size_t i = 0; i < hay.l->n; i++)
             if (tv_eq(hay.l->v[i], needle)) return true;
@@ -969,9 +987,10 @@ static int exec_for(trender *r, tframe *f, const tnode *x) {
     if (x->b) { /* the loop filter runs before loop.* is counted */
         tlist *kept = tv_list_new(r->a, 0);
         if (!kept) tmpl_fail(r->e, 0, 0, "out of memory");
+        tframe *g = NULL;
         for (size_t i = 0; i < items->n; i++) {
             tmpl_step(r, x);
-            tframe *g = frame_new(r, f);
+            g = frame_next(r, f, g);
             bind_targets(r, g, x, items->v[i]);
             if (tv_truthy(eval(r, g, x->b))) tv_list_push(r->a, r->e, kept, items->v[i]);
         }
@@ -984,10 +1003,11 @@ static int exec_for(trender *r, tframe *f, const tnode *x) {
     (void)outer; /* loop.depth counts recursive loops only, which are not supported */
     tv lv = {.t = TV_LOOP};
     lv.lp = lp;
+    tframe *g = NULL;
     for (size_t i = 0; i < items->n; i++) {
         tmpl_step(r, x);
         lp->index0 = i;
-        tframe *g = frame_new(r, f);
+        g = frame_next(r, f, g);
         bind_targets(r, g, x, items->v[i]);
         frame_set(r, g, "loop", 4, lv);
         if (exec_list(r, g, x->list, x->n) == FLOW_BREAK) break;
@@ -1046,6 +1066,7 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
         if (!m) tmpl_fail(r->e, 0, 0, "out of memory");
         m->def = x;
         m->closure = f;
+        frame_keep(f);
         m->name = x->str;
         tv v = {.t = TV_MACRO};
         v.m = m;
@@ -1057,6 +1078,7 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
         if (!m) tmpl_fail(r->e, 0, 0, "out of memory");
         m->def = x;
         m->closure = f;
+        frame_keep(f);
         m->name = "caller";
         tv c = {.t = TV_MACRO};
         c.m = m;

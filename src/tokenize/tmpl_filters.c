@@ -864,8 +864,9 @@ static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", NUL
 static const char *const LIST_METHODS[] = {"count", "index", NULL};
 
 static bool in_names(const char *const *names, const char *s, size_t n) {
-    for (size_t i = 0; names[i]; i++)
-        if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) return true;
+    for (size_t i = 0; n && names[i]; i++)
+        if (names[i][0] == s[0] && strlen(names[i]) == n && memcmp(names[i], s, n) == 0)
+            return true;
     return false;
 }
 

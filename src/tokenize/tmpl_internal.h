@@ -290,6 +290,7 @@ typedef struct tframe {
     size_t *lens;
     tv *vals;
     size_t n, cap;
+    bool kept; /* a closure (macro, call block) holds it or a frame below it */
 } tframe;
 
 struct trender {

@@ -211,7 +211,9 @@ tdict *tv_dict_new(ir_arena *a, size_t cap) {
 
 tv *tv_dict_gets(const tdict *d, const char *s, size_t n) {
     for (size_t i = 0; i < d->n; i++)
-        if (d->k[i].t == TV_STR && d->k[i].n == n && memcmp(d->k[i].s, s, n) == 0) return &d->v[i];
+        if (d->k[i].t == TV_STR && d->k[i].n == n && (!n || d->k[i].s[0] == s[0]) &&
+            memcmp(d->k[i].s, s, n) == 0)
+            return &d->v[i];
     return NULL;
 }
 

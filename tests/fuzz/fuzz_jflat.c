@@ -1,9 +1,9 @@
-/* fuzz_jflat: arbitrary bytes as one chat message read by jflat.c
- * (irt_jflat_object, the parse cache's reader of flat objects of strings) and by
- * json_loadb, with the gateway's flags and with others (picked by the last
- * byte): jflat declines, or jansson reads the same value with its members in
- * the same order (compared as jansson prints them); jflat never reads what
- * jansson refuses. */
+/* fuzz_jflat: arbitrary bytes read by jflat.c (irt_jflat_object, the reader
+ * of flat objects of strings, and irt_jfast_loadb, the reader of any JSON text
+ * that irt_json_loads and the parse cache try first) and by json_loadb, with the
+ * gateway's flags and with others (picked by the last byte): jflat declines, or
+ * jansson reads the same value with its members in the same order (compared as
+ * jansson prints them); jflat never reads what jansson refuses. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +12,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void compare(const char *s, size_t n, size_t flags) {
+static void compare_with(json_t *(*reader)(const char *, size_t, size_t), const char *s, size_t n,
+                         size_t flags) {
     json_error_t e;
-    json_t *got = irt_jflat_object(s, n, flags);
+    json_t *got = reader(s, n, flags);
     if (!got) return;
     json_t *want = json_loadb(s, n, flags, &e);
     if (!want) abort();
@@ -25,6 +26,11 @@ static void compare(const char *s, size_t n, size_t flags) {
     free(b);
     json_decref(want);
     json_decref(got);
+}
+
+static void compare(const char *s, size_t n, size_t flags) {
+    compare_with(irt_jflat_object, s, n, flags);
+    compare_with(irt_jfast_loadb, s, n, flags);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -128,6 +128,10 @@ CASES = [
     ("macro_default_uses_param", "{% macro m(a, b=a * 2) %}{{ b }}{% endmacro %}{{ m(4) }}", {}),
     ("macro_before_def", "[{{ m }}]{% macro m() %}x{% endmacro %}", {}),
     ("call_block", "{% macro wrap(t) %}<{{ t }}>{{ caller() }}</{{ t }}>{% endmacro %}{% call wrap('b') %}inner {{ 1 }}{% endcall %}", {}),
+    # loop frames are reused between iterations unless a closure holds them (tmpl_eval.c)
+    ("macro_in_loop", "{% for x in [1, 2, 3] %}{% set y = x * 10 %}{% macro m() %}{{ x }}-{{ y }};{% endmacro %}{{ m() }}{% endfor %}", {}),
+    ("call_block_in_loop", "{% macro w() %}<{{ caller() }}>{% endmacro %}{% for x in [1, 2] %}{% set y = x + 1 %}{% call w() %}{{ x }}{{ y }}{% endcall %}{% endfor %}", {}),
+    ("loop_scopes_nested", "{% for x in [1, 2, 3] %}{% set y = x %}{% for z in [x] %}{{ y }}{{ z }}{% endfor %}{% endfor %}|{% for x in [1, 2] %}{{ y is defined }}{% set y = 5 %}{% endfor %}", {}),
     ("call_block_args", "{% macro each(items) %}{% for i in items %}{{ caller(i) }}{% endfor %}{% endmacro %}{% call(x) each([1, 2]) %}[{{ x }}]{% endcall %}", {}),
     ("filter_block", "{% filter upper %}hello {{ 'world' }}{% endfilter %}{% filter replace('a', 'b')|upper %}banana{% endfilter %}", {}),
     ("raise_exception", "{{ raise_exception('Conversation roles must alternate') }}", {}),

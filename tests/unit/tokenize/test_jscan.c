@@ -151,10 +151,11 @@ static void depth(void **state) {
 /* irt_jflat_object against json_loadb for s: declined, or the same value with
  * its members in the same order (compared as jansson prints them); never read
  * when jansson refuses. Returns whether it was read. */
-static bool same_as_jansson(const char *s, size_t n, size_t flags) {
+static bool same_as_jansson_with(json_t *(*reader)(const char *, size_t, size_t), const char *s,
+                                 size_t n, size_t flags) {
     json_error_t e;
     json_t *want = json_loadb(s, n, flags, &e);
-    json_t *got = irt_jflat_object(s, n, flags);
+    json_t *got = reader(s, n, flags);
     bool read = got != NULL;
     if (got) {
         if (!want) fail_msg("read what jansson refuses (%s): %.*s", e.text, (int)n, s);
@@ -167,6 +168,14 @@ static bool same_as_jansson(const char *s, size_t n, size_t flags) {
     json_decref(want);
     json_decref(got);
     return read;
+}
+
+static bool same_as_jansson(const char *s, size_t n, size_t flags) {
+    /* what the flat reader reads, the general one reads the same way */
+    bool flat = same_as_jansson_with(irt_jflat_object, s, n, flags);
+    bool any = same_as_jansson_with(irt_jfast_loadb, s, n, flags);
+    if (flat && !any) fail_msg("read flat but declined whole: %.*s", (int)n, s);
+    return flat;
 }
 
 static void jflat_cases(void **state) {
@@ -292,6 +301,144 @@ static void jflat_mutations(void **state) {
     assert_true(read > total / 20 && read < total - total / 20); /* both ways, often */
 }
 
+/* ---- irt_jfast_loadb: any JSON text ---------------------------------------------------- */
+static bool fast_same(const char *s, size_t flags) {
+    return same_as_jansson_with(irt_jfast_loadb, s, strlen(s), flags);
+}
+
+static void jfast_cases(void **state) {
+    (void)state;
+    static const struct {
+        const char *s;
+        bool read;
+    } cases[] = {
+        {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+         "\"max_tokens\":16,\"temperature\":0.7,\"stream\":true,\"stop\":null,\"n\":false}",
+         true},
+        {"[1,-2,0,-0,9223372036854775807,-9223372036854775808]", true},
+        {"[9223372036854775808]", false},  /* past int64: jansson refuses (pyjson.c's) */
+        {"[-9223372036854775809]", false}, /* likewise */
+        {"[1.5,-0.0,1e10,1E-5,2.5e+3,1e-400,0.1]", true},
+        {"[1e400]", false}, /* past the double range: jansson refuses */
+        {"[01]", false},
+        {"[-]", false},
+        {"[1.]", false},
+        {"[.5]", false},
+        {"[1e]", false},
+        {"[1x]", false},
+        {"[truex]", false},
+        {"[true1]", false},
+        {"[NaN]", false},
+        {"[Infinity]", false},
+        {"[ true , false , null ]", true},
+        {"{\"a\":{\"b\":[[],{},[{}]]}}", true},
+        {"{\"k\\u0041\":1,\"caf\xc3\xa9\":2,\"\":3}", true},
+        {"{\"k\\u0000\":1}", false}, /* a NUL in a key: jansson refuses */
+        {"{\"a\":1,\"b\":2,\"a\":3}", true},
+        {"{\"a\":1,}", false},
+        {"[1,]", false},
+        {"[1 2]", false},
+        {"{\"a\" 1}", false},
+        {"{\"a\":}", false},
+        {"{1:2}", false},
+        {"[\"a\\nb\\u00e9\\ud83d\\ude00\"]", true},
+        {"[\"\\ud800\"]", false},
+        {"[", false},
+        {"[1", false},
+        {"[1]]", false},
+        {"[1] x", false},
+        {"", false},
+        {"   ", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (fast_same(cases[i].s, JSON_ALLOW_NUL | JSON_DECODE_ANY) != cases[i].read)
+            fail_msg("case %zu (%s): expected %s", i, cases[i].s,
+                     cases[i].read ? "read" : "declined");
+    /* scalars at the top only with JSON_DECODE_ANY, as jansson */
+    assert_true(fast_same("\"x\"", JSON_DECODE_ANY));
+    assert_true(fast_same(" 12 ", JSON_DECODE_ANY));
+    assert_false(fast_same("\"x\"", 0));
+    assert_false(fast_same("12", JSON_ALLOW_NUL));
+    assert_true(fast_same("[\"\\u0000\"]", JSON_ALLOW_NUL));
+    assert_false(fast_same("[\"\\u0000\"]", 0));
+    assert_false(fast_same("[1]", JSON_REJECT_DUPLICATES));
+    assert_false(fast_same("[1]", JSON_DECODE_INT_AS_REAL));
+    assert_false(fast_same("[1] ", JSON_DISABLE_EOF_CHECK));
+}
+
+/* Nesting: read up to its own bound, then declined; jansson reads or refuses. */
+static void jfast_depth(void **state) {
+    (void)state;
+    for (size_t d = 508; d <= 516; d++) {
+        char *b = malloc(2 * d + 2);
+        memset(b, '[', d);
+        memset(b + d, ']', d);
+        b[2 * d] = '\0';
+        bool read = fast_same(b, 0);
+        assert_int_equal(read, d <= 512); /* jflat.c's JFAST_MAX_DEPTH */
+        free(b);
+    }
+}
+
+/* Bodies mutated at random (bytes replaced, inserted, cut; numbers, literals,
+ * brackets, escapes, control and UTF-8 bytes among them): what the general reader
+ * reads, jansson reads the same way. */
+static void jfast_mutations(void **state) {
+    (void)state;
+    static const char *const seeds[] = {
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"Explain.\"},"
+        "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"function\":"
+        "{\"name\":\"f\",\"arguments\":{\"x\":[1,2.5,-3e2,true,false,null]}}}]}],\"n\":1}",
+        "[\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00\",{\"k\\u0041\":-0.0},[[],{}],12345678901234]",
+    };
+    static const char *const bits[] = {"\"",      "\\",      "\\u",
+                                       "\\ud83d", "\\u0000", "\n",
+                                       "\x01",    "\xc3",    "\xe2\x82\xac",
+                                       ",",       ":",       "}",
+                                       "{",       "[",       "]",
+                                       " ",       "1",       "-",
+                                       ".",       "e",       "0",
+                                       "true",    "nul",     "9999999999999999999",
+                                       "1e999"};
+    unsigned seed = 7;
+    size_t read = 0, total = 0;
+    char buf[1024];
+    for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++) {
+        for (int round = 0; round < 8000; round++) {
+            size_t n = strlen(seeds[s]);
+            memcpy(buf, seeds[s], n);
+            int edits = 1 + rand_r(&seed) % 3;
+            for (int e = 0; e < edits && n > 2; e++) {
+                size_t at = (size_t)rand_r(&seed) % n;
+                const char *b = bits[(size_t)rand_r(&seed) % (sizeof bits / sizeof *bits)];
+                size_t bl = strlen(b);
+                switch (rand_r(&seed) % 8) {
+                case 0:
+                    buf[at] = b[0];
+                    break;
+                case 1:
+                case 2:
+                case 3:
+                case 4:
+                    if (n + bl < sizeof buf) {
+                        memmove(buf + at + bl, buf + at, n - at);
+                        memcpy(buf + at, b, bl);
+                        n += bl;
+                    }
+                    break;
+                default:
+                    n = at + 1;
+                }
+            }
+            size_t flags = rand_r(&seed) % 4 ? JSON_ALLOW_NUL | JSON_DECODE_ANY : 0;
+            read += same_as_jansson_with(irt_jfast_loadb, buf, n, flags);
+            total++;
+        }
+    }
+    printf("[jfast] %zu of %zu mutated bodies read, the rest declined\n", read, total);
+    assert_true(read > total / 20 && read < total - total / 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(splits_elements),
@@ -303,6 +450,9 @@ int main(void) {
         cmocka_unit_test(depth),
         cmocka_unit_test(jflat_cases),
         cmocka_unit_test(jflat_mutations),
+        cmocka_unit_test(jfast_cases),
+        cmocka_unit_test(jfast_depth),
+        cmocka_unit_test(jfast_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
