@@ -214,14 +214,6 @@ static int name_field(const val *k) {
     }
 }
 
-/* A field's place in the array encoding, by type. */
-static int pos_field(irx_ev_type t, uint32_t pos) {
-    if (t == IRX_EV_STORED) return pos < F_NONE ? (int)pos : F_NONE;
-    if (t == IRX_EV_REMOVED)
-        return pos == 0 ? F_HASHES : pos == 1 ? F_MEDIUM : pos == 2 ? F_GROUP : F_NONE;
-    return F_NONE;
-}
-
 static void medium(dec *d, const val *o) {
     if (o->k == V_NIL || IS(o, "GPU") || IS(o, "gpu"))
         d->ev->medium = IRX_MEDIUM_GPU;
@@ -427,7 +419,7 @@ static inline __attribute__((always_inline)) int child_role(dec *d, frame *fr) {
     case K_EVENT_ARR:
         d->es.pos = at;
         if (at == 0) return R_TAG;
-        return d->es.typed ? R_FIELD + pos_field(d->ev->type, at - 1) : R_SKIP;
+        return d->es.typed ? R_FIELD + irx_ev_pos_field(d->ev->type, at - 1) : R_SKIP;
     case K_BATCH_ARR:
         return at == 0 ? R_TS : at == 1 ? R_EVENTS : at == 2 ? R_DP : R_SKIP;
     case K_BATCH_MAP:

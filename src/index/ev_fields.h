@@ -46,6 +46,14 @@ static inline ir_hash128 irx_ekey_bytes(const void *p, size_t n) {
     return (ir_hash128){h.low64, h.high64};
 }
 
+/* A field's place in the array encoding, by the event's type (F_NONE: none). */
+static inline int irx_ev_pos_field(irx_ev_type t, uint32_t pos) {
+    if (t == IRX_EV_STORED) return pos < F_NONE ? (int)pos : F_NONE;
+    if (t == IRX_EV_REMOVED)
+        return pos == 0 ? F_HASHES : pos == 1 ? F_MEDIUM : pos == 2 ? F_GROUP : F_NONE;
+    return F_NONE;
+}
+
 /* The fields the event's type reads; the others' values and errors are dropped. */
 static inline unsigned irx_ev_read_by(irx_ev_type t) {
     if (t == IRX_EV_STORED) return (1u << F_NONE) - 1;

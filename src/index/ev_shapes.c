@@ -382,14 +382,6 @@ static int key_field(const unsigned char *s, uint32_t n) {
     }
 }
 
-/* A field's place in the array encoding, by type. */
-static int pos_field(irx_ev_type t, uint32_t pos) {
-    if (t == IRX_EV_STORED) return pos < F_NONE ? (int)pos : F_NONE;
-    if (t == IRX_EV_REMOVED)
-        return pos == 0 ? F_HASHES : pos == 1 ? F_MEDIUM : pos == 2 ? F_GROUP : F_NONE;
-    return F_NONE;
-}
-
 static bool event_map(rd *r, irx_ev *ev, uint32_t n) {
     unsigned seen = 0;
     bool typed = false;
@@ -415,7 +407,7 @@ static bool event_array(rd *r, irx_ev *ev, uint32_t n) {
     uint32_t len;
     if (n == 0 || !bytes(r, false, &s, &len) || !tag(s, len, &ev->type)) return false;
     for (uint32_t pos = 0; pos + 1 < n; pos++)
-        if (!field(r, ev, pos_field(ev->type, pos))) return false;
+        if (!field(r, ev, irx_ev_pos_field(ev->type, pos))) return false;
     return true;
 }
 
