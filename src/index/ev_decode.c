@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <msgpack/unpack.h> /* MSGPACK_UNPACK_*_ERROR, which the template returns */
 #include <msgpack/unpack_define.h>
@@ -31,6 +32,17 @@
 #include <xxhash.h>
 
 #include "index/ev_fields.h"
+
+uint64_t irx_ekey_secret;
+
+/* Draws the engine-key secret (ev_fields.h) once, before main. Without getrandom's
+ * bytes, the clock and the address of the variable stand in. */
+__attribute__((constructor)) static void ekey_secret_init(void) {
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s || !s)
+        s = ir_now_ns() ^ (uint64_t)(uintptr_t)&irx_ekey_secret ^ 0x9e3779b97f4a7c15ull;
+    irx_ekey_secret = s;
+}
 #include "index/index_internal.h"
 #include "index/ir_index.h"
 

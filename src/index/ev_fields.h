@@ -30,19 +30,28 @@ enum {
  * integer by its 64-bit pattern (so signed and unsigned encodings of the same bits
  * agree), a byte string (sha256_cbor's 32 bytes; 1 to IRX_EV_MAX_KEY_BYTES) by its
  * bytes. An integer's halves are two bijective mixes of it (Stafford's 64-bit
- * finalizer, variant 13), so two integers never share a key; a byte string's are
- * XXH3-128 of the bytes, seeded (ADR 0026). */
+ * finalizer, variant 13) of it xor the process's secret, so two integers never
+ * share a key; a byte string's are XXH3-128 of the bytes, seeded with the secret
+ * (ADR 0026). */
+/* A per-process secret (ev_decode.c, drawn from getrandom at start-up) mixed into
+ * every engine key: the digests are public bijections, so without it a publisher
+ * could choose integer hashes whose keys crowd one slot of the key table and make
+ * every insert walk the crowd (80,000 such hashes took 7.5 s to apply against
+ * 0.03 s). Keys never leave the process, so they may differ from run to run. */
+extern uint64_t irx_ekey_secret;
+
 static inline uint64_t irx_ekey_mix(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
 }
 static inline ir_hash128 irx_ekey_int(uint64_t bits) {
+    bits ^= irx_ekey_secret;
     return (ir_hash128){irx_ekey_mix(bits ^ 0x243f6a8885a308d3ull),
                         irx_ekey_mix(bits ^ 0x13198a2e03707344ull)};
 }
 static inline ir_hash128 irx_ekey_bytes(const void *p, size_t n) {
-    XXH128_hash_t h = XXH3_128bits_withSeed(p, n, 0x62 /* 'b' */);
+    XXH128_hash_t h = XXH3_128bits_withSeed(p, n, irx_ekey_secret ^ 0x62 /* 'b' */);
     return (ir_hash128){h.low64, h.high64};
 }
 

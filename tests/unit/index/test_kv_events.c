@@ -13,6 +13,10 @@
 
 #include <msgpack.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "index/ev_fields.h"
 #include "index/index_internal.h"
 #include "index/ir_index.h"
 
@@ -467,6 +471,39 @@ static void shapes_agree_with_the_template(void **state) {
     }
 }
 
+/* The inverse of irx_ekey_mix (each xorshift and multiply undone). */
+static uint64_t inv64(uint64_t c) {
+    uint64_t x = c; /* Newton: each step doubles the correct low bits */
+    for (int i = 0; i < 6; i++) x *= 2 - c * x;
+    return x;
+}
+static uint64_t unmix(uint64_t x) {
+    x ^= x >> 31 ^ x >> 62;
+    x *= inv64(0x94d049bb133111ebull);
+    x ^= x >> 27 ^ x >> 54;
+    x *= inv64(0xbf58476d1ce4e5b9ull);
+    x ^= x >> 30 ^ x >> 60;
+    return x;
+}
+
+/* Integer engine hashes chosen so that, without the process's secret, every key's
+ * top 32 bits (the key table's home slot) would be the same: with it they spread. */
+static void chosen_hashes_do_not_crowd(void **state) {
+    (void)state;
+    assert_true(irx_ekey_secret != 0);
+    for (uint64_t i = 1; i < 100; i++)
+        assert_true(irx_ekey_mix(unmix(i)) == i); /* the inverse is right */
+    enum { N = 4096 };
+    static uint32_t top[N];
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t bits = unmix(0xabcdef0100000000ull | i) ^ 0x243f6a8885a308d3ull;
+        top[i] = (uint32_t)(irx_ekey_int(bits).lo >> 52); /* 4,096 buckets */
+    }
+    size_t same = 0;
+    for (size_t i = 1; i < N; i++) same += top[i] == top[0];
+    assert_true(same < 16); /* about 1 expected; N - 1 without the secret */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(array_encoding),
@@ -478,6 +515,7 @@ int main(void) {
         cmocka_unit_test(streaming_order),
         cmocka_unit_test(token_forms),
         cmocka_unit_test(shapes_agree_with_the_template),
+        cmocka_unit_test(chosen_hashes_do_not_crowd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
