@@ -393,8 +393,14 @@ static json_t *conversation(prep *p, json_t *msgs, bool openai) {
             return NULL;
         }
         json_t *out = json_object(); /* json_pack's format costs more than the copy */
-        json_object_set_nocheck(out, "role", role);
-        json_object_set_new_nocheck(out, "content", content);
+        bool ok = out && !json_object_set_nocheck(out, "role", role);
+        if (!ok) json_decref(content);
+        /* set_new takes content even when it fails */
+        if (!ok || json_object_set_new_nocheck(out, "content", content)) {
+            json_decref(out);
+            json_decref(conv);
+            return refuse(p, IRT_ENOMEM, "out of memory");
+        }
         if (!strcmp(r, "assistant")) {
             json_t *tc = json_object_get(m, "tool_calls");
             if (tc && !json_is_null(tc)) {
