@@ -232,6 +232,35 @@ static void jflat_cases(void **state) {
     assert_false(same_as_jansson("{\"a\":\"x\"} ", 10, JSON_DISABLE_EOF_CHECK));
 }
 
+/* Copies text into buf (cap bytes) and applies 1 to 3 random edits: of every
+ * eight draws, one replaces a byte with the first of a random piece of bits,
+ * `inserts` insert the whole piece, the rest cut the text after a random byte.
+ * Returns the new length (no NUL). The same draws of *seed as inline code would. */
+static size_t mutate(char *buf, size_t cap, const char *text, const char *const *bits, size_t nbits,
+                     int inserts, unsigned *seed) {
+    size_t n = strlen(text);
+    memcpy(buf, text, n);
+    int edits = 1 + rand_r(seed) % 3;
+    for (int e = 0; e < edits && n > 2; e++) {
+        size_t at = (size_t)rand_r(seed) % n;
+        const char *b = bits[(size_t)rand_r(seed) % nbits];
+        size_t bl = strlen(b);
+        int op = rand_r(seed) % 8;
+        if (op == 0) { /* replace one byte */
+            buf[at] = b[0];
+        } else if (op <= inserts) { /* insert */
+            if (n + bl < cap) {
+                memmove(buf + at + bl, buf + at, n - at);
+                memcpy(buf + at, b, bl);
+                n += bl;
+            }
+        } else { /* cut */
+            n = at + 1;
+        }
+    }
+    return n;
+}
+
 /* Messages mutated at random (bytes replaced, inserted, cut; quotes, backslashes,
  * escapes, control and UTF-8 bytes among them): jflat reads what it reads exactly
  * as jansson does. */
@@ -268,30 +297,8 @@ static void jflat_mutations(void **state) {
     char buf[512];
     for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++) {
         for (int round = 0; round < 8000; round++) {
-            size_t n = strlen(seeds[s]);
-            memcpy(buf, seeds[s], n);
-            int edits = 1 + rand_r(&seed) % 3;
-            for (int e = 0; e < edits && n > 2; e++) {
-                size_t at = (size_t)rand_r(&seed) % n;
-                const char *b = bits[(size_t)rand_r(&seed) % (sizeof bits / sizeof *bits)];
-                size_t bl = strlen(b);
-                switch (rand_r(&seed) % 8) {
-                case 0: /* replace one byte */
-                    buf[at] = b[0];
-                    break;
-                case 1: /* insert */
-                case 2:
-                case 3:
-                    if (n + bl < sizeof buf) {
-                        memmove(buf + at + bl, buf + at, n - at);
-                        memcpy(buf + at, b, bl);
-                        n += bl;
-                    }
-                    break;
-                default: /* cut */
-                    n = at + 1;
-                }
-            }
+            size_t n =
+                mutate(buf, sizeof buf, seeds[s], bits, sizeof bits / sizeof *bits, 3, &seed);
             size_t flags = rand_r(&seed) % 4 ? JSON_ALLOW_NUL | JSON_DECODE_ANY : JSON_DECODE_ANY;
             read += same_as_jansson(buf, n, flags);
             total++;
@@ -405,31 +412,8 @@ static void jfast_mutations(void **state) {
     char buf[1024];
     for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++) {
         for (int round = 0; round < 8000; round++) {
-            size_t n = strlen(seeds[s]);
-            memcpy(buf, seeds[s], n);
-            int edits = 1 + rand_r(&seed) % 3;
-            for (int e = 0; e < edits && n > 2; e++) {
-                size_t at = (size_t)rand_r(&seed) % n;
-                const char *b = bits[(size_t)rand_r(&seed) % (sizeof bits / sizeof *bits)];
-                size_t bl = strlen(b);
-                switch (rand_r(&seed) % 8) {
-                case 0:
-                    buf[at] = b[0];
-                    break;
-                case 1:
-                case 2:
-                case 3:
-                case 4:
-                    if (n + bl < sizeof buf) {
-                        memmove(buf + at + bl, buf + at, n - at);
-                        memcpy(buf + at, b, bl);
-                        n += bl;
-                    }
-                    break;
-                default:
-                    n = at + 1;
-                }
-            }
+            size_t n =
+                mutate(buf, sizeof buf, seeds[s], bits, sizeof bits / sizeof *bits, 4, &seed);
             size_t flags = rand_r(&seed) % 4 ? JSON_ALLOW_NUL | JSON_DECODE_ANY : 0;
             read += same_as_jansson_with(irt_jfast_loadb, buf, n, flags);
             total++;
