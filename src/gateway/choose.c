@@ -35,8 +35,6 @@ void gw_policy_request(gw_req *r, irp_request *q) {
 
 /* Each candidate's predicted cached tokens, from stage 5's match. */
 void gw_predictions(const gw_fleet *f, const gw_prompt *p, irp_candidate *cand, size_t n) {
-    for (size_t i = 0; f->index && i < n; i++)
-        cand[i].cleared_ns = irx_replica_cleared_ns(f->index, cand[i].replica);
     if (p->state != GW_PREDICT_OK || !p->cached) return;
     /* The policies see each prediction scaled by how far its source is trusted
      * (events 1, else index.*_trust); the attempt keeps the raw one (leased()). */

@@ -473,7 +473,8 @@ size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
             .pending_work = atomic_load_explicit(&rep->pending_work, memory_order_relaxed),
             .pending_head_s = pen ? head_elapsed(rep, now) : 0.0,
             .max_concurrency = (uint32_t)rep->cfg->max_concurrency,
-            .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0};
+            .kv_capacity_blocks = f->index ? irx_capacity(f->index, (uint32_t)i) : 0,
+            .cleared_ns = f->index ? irx_replica_cleared_ns(f->index, (uint32_t)i) : 0};
         gw_engine_fill(rep, now, f->cfg->load.max_age_ns, &out[n - 1]);
     }
     return n;
