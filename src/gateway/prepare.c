@@ -292,10 +292,9 @@ void gw_stage_prepare(gw_req *r, gw_step_fn next) {
             return;
         }
     }
-    uint64_t t0 = ir_now_ns();
     gw_prompt_tokenize(toks, r->body, r->body_len, chat, &r->prompt);
     if (hf && r->body_len > r->w->app->cfg.tokenizer.inline_bytes)
-        prep_observe(r->w, ir_now_ns() - t0);
+        prep_observe(r->w, ir_now_ns() - r->prepare_start);
     gw_tokset_put(toks);
     prepared(r, next);
 }
