@@ -16,10 +16,12 @@ int gw_decisions_open(gw_app *app) {
         return -1;
     }
     IR_INFO("decisions", "logging %.4g of the routing decisions to %s", c->sample_rate, c->path);
+    atomic_store_explicit(&app->fleet.dlog, app->dlog, memory_order_release);
     return 0;
 }
 
 void gw_decisions_close(gw_app *app) {
+    atomic_store_explicit(&app->fleet.dlog, NULL, memory_order_release);
     iro_dlog_close(app->dlog);
     app->dlog = NULL;
 }
@@ -97,5 +99,20 @@ void gw_decision_log(gw_req *r, const irp_candidate *cand, size_t n, size_t winn
         iro_dlog_write(app->dlog, o.data, o.len);
     else
         iro_dlog_write(app->dlog, "", SIZE_MAX); /* too large: counted as dropped */
+    ir_buf_free(&o);
+}
+
+/* One line per mismatch of a sampled request: {"ts", "event": "parity_mismatch",
+ * "request_id", "replica", "predicted_blocks", "shown_blocks"}. */
+void gw_decision_log_parity(const gw_fleet *f, const gw_parity *p, uint32_t shown) {
+    iro_dlog *d = atomic_load_explicit(&((gw_fleet *)f)->dlog, memory_order_acquire);
+    if (!d || !iro_dlog_sampled(d, p->rid, strlen(p->rid))) return;
+    ir_buf o;
+    ir_buf_init(&o, 4096);
+    ir_buf_appendf(&o, "{\"ts\":%.6f,\"event\":\"parity_mismatch\"", ir_wall_time());
+    str(&o, "request_id", p->rid);
+    str(&o, "replica", f->replicas[p->slot].cfg->id);
+    ir_buf_appendf(&o, ",\"predicted_blocks\":%u,\"shown_blocks\":%u}", p->n, shown);
+    iro_dlog_write(d, o.data, o.len);
     ir_buf_free(&o);
 }

@@ -427,6 +427,10 @@ typedef struct gw_fleet {
     /* the KV event subscriber (kvsub.c): NULL until a replica with kv_events is a
      * member; set once (by the control thread, or at init), then kept until exit */
     _Atomic(gw_kvsub *) kvsub;
+    /* the decision log, for the parity self-test's mismatches: set by
+     * gw_decisions_open, cleared by gw_decisions_close, which runs only once the
+     * subscriber has stopped (free_app); NULL when the log is off */
+    _Atomic(iro_dlog *) dlog;
     uint32_t block_size;
     gw_replica *replicas;     /* nslots of them */
     _Atomic size_t nreplicas; /* slots in use (members or not), grows only */
@@ -705,9 +709,13 @@ void gw_metrics_kv_free(gw_app *app);
 int gw_load_start(gw_app *app);
 void gw_load_stop(gw_app *app);
 /* The decision log (decision.c): opened by the control loop's start, closed by
- * gw_control_free once the workers are joined. */
+ * gw_control_free once the workers and the KV event subscriber are joined. */
 int gw_decisions_open(gw_app *app);
 void gw_decisions_close(gw_app *app);
+/* Writes a parity mismatch (kvsub_parity.c) to the decision log, when the log is on
+ * and samples the request: the replica, the full blocks the gateway predicted the
+ * engine would store and how many of them its events showed. Any thread. */
+void gw_decision_log_parity(const gw_fleet *f, const gw_parity *p, uint32_t shown);
 /* Traces (trace.c): opened by the control loop's start when
  * observability.otlp_endpoint is set (loading libcurl then), closed after the
  * workers are joined. */

@@ -358,6 +358,7 @@ static void free_app(gw_app *app) {
         gw_worker_free(app->workers[i]);
     }
     uv_loop_close(uv_default_loop());
+    gw_kvsub_stop(&app->fleet); /* its last parity checks may still write to the decision log */
     gw_control_free(app->ctl);
     gw_trace_close(app); /* when the control loop never started; else done already */
     gw_discovery_free(app->disc);

@@ -14,6 +14,7 @@ bool gw_parity_settle(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p, bool 
     bool agree = out[p->slot] == p->n;
     if (!agree && !final && ir_now_ns() < p->deadline_ns) return false;
     uint64_t n = atomic_fetch_add_explicit(&st->parity_checks, 1, memory_order_relaxed);
+    if (!agree) gw_decision_log_parity(f, p, out[p->slot]);
     if (agree)
         atomic_fetch_add_explicit(&st->parity_agree, 1, memory_order_relaxed);
     else if (n - atomic_load_explicit(&st->parity_agree, memory_order_relaxed) < 2 ||

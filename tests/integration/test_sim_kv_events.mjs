@@ -8,6 +8,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT, startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
 
@@ -189,13 +190,19 @@ test('a gateway fed by two simulators\' events predicts exactly, through a gap a
 test('the parity self-test catches an engine that hashes other blocks', async () => {
   // The engine runs 8-token blocks while the gateway expects 16: its events cannot
   // be placed, and nothing the gateway predicts ever shows up stored.
+  // Its mismatches are sampled into the decision log too (every request: rate 1).
   const sim = await eventSim('map', 'bytes', ['--block-size', '8']);
+  const dlog = path.join(os.tmpdir(), `ir-parity-${process.pid}.jsonl`);
+  fs.rmSync(dlog, { force: true });
+  cleanup.push(() => fs.rmSync(dlog, { force: true }));
   const gw = await startGateway({
     models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
     replicas: [{ id: 'odd', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
     health: { interval: '10s' },
+    observability: { decision_log: { path: dlog, sample_rate: 1 } },
   });
-  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  let stopped = false;
+  cleanup.push(async () => { if (!stopped) assert.equal(await gw.stop(), 0, gw.log.text); });
   for (let i = 0; i < 5; i++) await complete(gw.url, `Request ${i}: ` + 'kv cache router '.repeat(30));
   let page;
   for (const end = Date.now() + 20000; Date.now() < end;) { // each check waits up to 500 ms for its events
@@ -207,6 +214,18 @@ test('the parity self-test catches an engine that hashes other blocks', async ()
   assert.equal(metricValue(page, 'inferrail_index_parity_ratio', 'replica="odd"'), 0);
   assert.ok(metricValue(page, 'inferrail_kv_events_refused_total', 'replica="odd"') > 0);
   assert.match(gw.log.text, /parity: replica odd: the engine's KV events show 0 of the/);
+  stopped = true;
+  assert.equal(await gw.stop(), 0, gw.log.text); // the decision log is flushed on exit
+  const lines = fs.readFileSync(dlog, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
+  const decisions = lines.filter((l) => l.candidates);
+  const mismatches = lines.filter((l) => l.event === 'parity_mismatch');
+  assert.equal(decisions.length, 5);
+  assert.equal(mismatches.length, 5, JSON.stringify(lines));
+  for (const m of mismatches) {
+    assert.equal(m.replica, 'odd');
+    assert.ok(m.predicted_blocks > 0 && m.shown_blocks === 0, JSON.stringify(m));
+    assert.ok(decisions.some((d) => d.request_id === m.request_id), m.request_id);
+  }
 });
 
 test('two gateways hold one view; one that joins late catches up by replay', async () => {
