@@ -33,8 +33,9 @@
 # overhead on the wire: per request, from the client's request packet to the
 # gateway's request to the simulator, plus from the simulator's response
 # packet to the gateway's response, in the columns "wire". Neither the load
-# generator's lateness nor the simulators' time enters it. Run it under
-# `chrt -f 10` on a shared machine.
+# generator's lateness nor the simulators' time enters it (WIRE=0 turns the
+# capture off; TARGETS picks targets). Run it under `chrt -f 10` on a shared
+# machine.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 out=$(fresh_out tokenize "${1:-}")
@@ -98,7 +99,7 @@ outcomes() { # what the prepare stage did with the requests, from /metrics, as J
 
 wire_start() { # captures the loopback packets of the running gateway target
   cap=""
-  [ "$(id -u)" = 0 ] || return 0
+  [ "$(id -u)" = 0 ] && [ "${WIRE:-1}" != 0 ] || return 0
   rm -f "$tmp/wire.ready" "$tmp/wire.dump"
   python3 "$root/bench/gateway/wire.py" --gw-port "$port" --skip 1000 --ready "$tmp/wire.ready" \
     --dump "$tmp/wire.dump" \
