@@ -33,9 +33,12 @@
 # overhead on the wire: per request, from the client's request packet to the
 # gateway's request to the simulator, plus from the simulator's response
 # packet to the gateway's response, in the columns "wire". Neither the load
-# generator's lateness nor the simulators' time enters it (WIRE=0 turns the
-# capture off; TARGETS picks targets). Run it under `chrt -f 10` on a shared
-# machine.
+# generator's lateness nor the simulators' time enters it. The summary gives
+# each target's wire p99 over the proxy's per round (median and range) and
+# pooled (every round's requests together). WIRE=0 turns the capture off,
+# WIRE_KEEP=DIR keeps each run's per-request legs there, ACCESS_LOG=0 turns
+# the access log off, TARGETS picks targets. Run it under `chrt -f 10` on a
+# shared machine.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 out=$(fresh_out tokenize "${1:-}")
@@ -55,7 +58,7 @@ mkcfg() { # FILE MODEL-EXTRAS TOKENIZER-SECTION
   gw_yaml "$1" "$port" "$admin" 100000 "workers: 1"
   sed -i "s|^models: \[{name: inferrail/sim-8b}\]|models: [{name: inferrail/sim-8b$2}]|" "$1"
   [ -n "$3" ] && echo "tokenizer: $3" >> "$1"
-  echo "logging: {access_log: true}" >> "$1"
+  [ "${ACCESS_LOG:-1}" != 0 ] && echo "logging: {access_log: true}" >> "$1"
   return 0
 }
 mkcfg "$tmp/proxy.yaml" "" ""
@@ -152,6 +155,7 @@ for round in $(seq "$rounds"); do
     o=""; [ "$t" != direct ] && o=$(outcomes)
     stop
     wire_wait
+    [ -n "${WIRE_KEEP:-}" ] && [ -n "$cap" ] && cp "$tmp/wire.dump" "$WIRE_KEEP/wire-$round-$t.txt"
     [ "$t" != direct ] && o="$o$(cat "$tmp/wire.out")$(own_time "$tmp/gw-$t.log" "$tmp/wire.dump")"
     row latency "{\"round\":$round,\"target\":\"$t\",$o${line#\{}"
   done
@@ -168,8 +172,21 @@ def get(t, rnd):
 print(f"Commit {env['commit']}, {env['date']}, {env['cores']} cores; {len(rounds)} rounds, medians.")
 print()
 print("| target | p50 us | p99 us | p99 over direct | p99 over proxy | own p50 us | own p99 us "
-      "| own p99 over proxy | wire p50 us | wire p99 us | wire p99 over proxy (range) | errors |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| own p99 over proxy | wire p50 us | wire p99 us | wire p99 over proxy (range) "
+      "| wire pooled p99 us (over proxy) | errors |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+def pooled(t, q=0.99):  # the quantile of every round's requests together, from the histograms
+    h = {}
+    for rnd in rounds:
+        r = get(t, rnd)
+        for k, n in (r or {}).get("wire_us", {}).get("hist", {}).items():
+            h[int(k)] = h.get(int(k), 0) + n
+    total, seen = sum(h.values()), 0
+    for k in sorted(h):
+        seen += h[k]
+        if seen > q * total:
+            return k
+    return None
 m = lambda v: f"{statistics.median(v):.0f}" if v else "-"
 rng = lambda v: f"{m(v)} ({min(v):+.0f} to {max(v):+.0f})" if v else "-"
 for t in ["direct", "proxy", "tok-cache", "tok-nocache", "tok-inline"]:
@@ -192,8 +209,10 @@ for t in ["direct", "proxy", "tok-cache", "tok-nocache", "tok-inline"]:
         errs += r.get("errors", 0)
     if not p50:
         continue
+    pt, pp = pooled(t), pooled("proxy")
+    pool = f"{pt} ({pt - pp:+d})" if pt is not None and pp is not None else "-"
     print(f"| {t} | {m(p50)} | {m(p99)} | {m(od)} | {m(op)} | {m(o50)} | {m(o99)} | {m(oop)} "
-          f"| {m(w50)} | {m(w99)} | {rng(wop)} | {errs} |")
+          f"| {m(w50)} | {m(w99)} | {rng(wop)} | {pool} | {errs} |")
 print()
 print("Wire: per request, (t2 - t1) + (t4 - t3) from loopback packets, at the first packet of each message.")
 for t in ["proxy", "tok-cache", "tok-nocache", "tok-inline"]:

@@ -28,7 +28,8 @@ first N requests (by t1: the load generator's warm-up) are left out.
 Prints JSON members for the benchmark's row (with a trailing comma): "wire_us"
 with n, p50, p90, p99 (microseconds) of the overhead taken at the first packet
 of each message ("first") and at the last ("last"), of its two legs (t2 - t1:
-"in", t4 - t3: "out", first packets), how many requests had a message of more
+"in", t4 - t3: "out", first packets), the histogram of "first" in whole
+microseconds ("hist", to pool rounds), how many requests had a message of more
 than one packet, how many could not be matched, and the kernel's counts of
 packets that passed the filter, were dropped, and found the ring full.
 With --dump FILE, each matched request's id and two legs (ns) go to FILE.
@@ -191,6 +192,10 @@ def analyse(pkts, gw_port, sim_ports, skip, dump=None):
             dump.write(f"{request_id(rs[3]).decode()} {urq[1] - rq[1]} {rs[1] - urs[1]}\n")
         multi += max(rq[4], rs[4], urq[4], urs[4]) > 1
     out = {k: quantiles(x) for k, x in v.items()}
+    hist = {}  # "first" in whole microseconds: count, to pool rounds
+    for x in v["first"]:
+        hist[x // 1000] = hist.get(x // 1000, 0) + 1
+    out["hist"] = {str(k): hist[k] for k in sorted(hist)}
     out.update(unmatched=unmatched, multi_packet=multi)
     return out
 
