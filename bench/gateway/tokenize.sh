@@ -107,6 +107,7 @@ wire_start() { # captures the loopback packets of the running gateway target
   python3 "$root/bench/gateway/wire.py" --gw-port "$port" --skip 1000 --ready "$tmp/wire.ready" \
     --dump "$tmp/wire.dump" \
     --sim-ports "$(IFS=,; echo "${sims[*]}")" > "$tmp/wire.out" 2>"$tmp/wire.err" & cap=$!
+  pids+=("$cap")
   for _ in $(seq 200); do [ -e "$tmp/wire.ready" ] && return 0; sleep 0.05; done
   echo "wire.py did not start: $(cat "$tmp/wire.err")" >&2; kill "$cap"; wait "$cap" || true; cap=""
 }
