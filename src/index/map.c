@@ -249,7 +249,7 @@ static void free_table(struct rcu_head *head) {
  * every live entry of the old one; the old one is freed after a grace period. */
 static int rebuild(irx_map *m, irx_map_shard *sh, size_t live) {
     irx_table *old = atomic_load_explicit(&sh->tab, memory_order_relaxed);
-    size_t size = live * 2 < MIN_SLOTS ? MIN_SLOTS : (live * 2 + GROUP - 1) / GROUP * GROUP;
+    size_t size = live * 2 < MIN_SLOTS ? MIN_SLOTS : live * 2 / GROUP * GROUP;
     irx_table *t = table_new(m, size);
     if (!t) return -1;
     for (size_t j = 0; old && j < old->size; j++) {
