@@ -1,7 +1,7 @@
 /* map.c: the shared map from block hash to the set of replicas holding it.
  *
  * SHARDS open-addressing tables (linear probing from the first slot of a key's group
- * of GROUP slots: one cache line with one bitset word), one per slice of the hash
+ * of GROUP slots: half a cache line with one bitset word), one per slice of the hash
  * space. A slot is (word, bits[nwords]). The word holds the low 64 bits of the
  * block's 128-bit chained hash (docs/internals/index.md: why 64 are enough), except
  * that its low IRX_SHARD_BITS, which pick the shard and so are the same for every key
@@ -97,11 +97,14 @@ static uint32_t shard_of(ir_hash128 h) {
     return (uint32_t)(h.lo & (IRX_SHARDS - 1));
 }
 
-/* A key's probe starts at the first slot of a group of GROUP slots, the 64 bytes of a
- * cache line in the usual map of one bitset word: the line that the apply's lookahead
- * prefetches then holds most probes whole (a probe from a slot in the middle of a line
- * ran into the next line, not prefetched, about half the time). */
-#define GROUP 4u
+/* A key's probe starts at the first slot of a group of GROUP slots: with one bitset word
+ * (16-byte slots, a table starting on a cache line), at the start or the middle of a
+ * line, so that the line the apply's lookahead prefetches holds most probes whole (from
+ * any slot of a line, a probe ran into the next line, not prefetched, about half the
+ * time). Groups of four (a probe from a line's start) kept more probes in one line
+ * still, but clustered a line's keys at one start: the approximate index's lookups
+ * that probe many present keys took 20-30% longer (bench/results/events/README.md). */
+#define GROUP 2u
 static size_t home(uint64_t lo, size_t size) {
     /* uniform lo: no modulo */
     return (size_t)(((unsigned __int128)lo * (size / GROUP)) >> 64) * GROUP;
