@@ -1,6 +1,7 @@
 /* map.c: the shared map from block hash to the set of replicas holding it.
  *
- * SHARDS open-addressing tables (linear probing), one per slice of the hash
+ * SHARDS open-addressing tables (linear probing from the first slot of a key's group
+ * of GROUP slots: half a cache line with one bitset word), one per slice of the hash
  * space. A slot is (word, bits[nwords]). The word holds the low 64 bits of the
  * block's 128-bit chained hash (docs/internals/index.md: why 64 are enough), except
  * that its low IRX_SHARD_BITS, which pick the shard and so are the same for every key
@@ -56,9 +57,9 @@ static int tsan_grace;
 
 struct irx_table {
     struct rcu_head rcu;
-    size_t size;  /* slots */
-    size_t used;  /* slots with a key: live and tombstones (writer only) */
-    uint64_t w[]; /* size * (1 + nwords) words */
+    size_t size;               /* slots, a multiple of GROUP */
+    size_t used;               /* slots with a key: live and tombstones (writer only) */
+    _Alignas(64) uint64_t w[]; /* size * (1 + nwords) words, from a cache line's start */
 };
 
 #define LOAD(p) atomic_load_explicit((_Atomic uint64_t *)(p), memory_order_relaxed)
@@ -96,13 +97,26 @@ static uint32_t shard_of(ir_hash128 h) {
     return (uint32_t)(h.lo & (IRX_SHARDS - 1));
 }
 
+/* A key's probe starts at the first slot of a group of GROUP slots: with one bitset word
+ * (16-byte slots, a table starting on a cache line), at the start or the middle of a
+ * line, so that the line the apply's lookahead prefetches holds most probes whole (from
+ * any slot of a line, a probe ran into the next line, not prefetched, about half the
+ * time). Groups of four (a probe from a line's start) kept more probes in one line
+ * still, but clustered a line's keys at one start: the approximate index's lookups
+ * that probe many present keys took 20-30% longer (bench/results/events/README.md). */
+#define GROUP 2u
 static size_t home(uint64_t lo, size_t size) {
-    return (size_t)(((unsigned __int128)lo * size) >> 64); /* uniform lo: no modulo */
+    /* uniform lo: no modulo */
+    return (size_t)(((unsigned __int128)lo * (size / GROUP)) >> 64) * GROUP;
 }
 
 static irx_table *table_new(const irx_map *m, size_t size) {
-    irx_table *t = calloc(1, sizeof *t + size * m->stride * sizeof(uint64_t));
-    if (t) t->size = size;
+    size_t bytes = sizeof(irx_table) + size * m->stride * sizeof(uint64_t);
+    irx_table *t = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (t) {
+        memset(t, 0, bytes);
+        t->size = size;
+    }
     return t;
 }
 
@@ -238,7 +252,7 @@ static void free_table(struct rcu_head *head) {
  * every live entry of the old one; the old one is freed after a grace period. */
 static int rebuild(irx_map *m, irx_map_shard *sh, size_t live) {
     irx_table *old = atomic_load_explicit(&sh->tab, memory_order_relaxed);
-    size_t size = live * 2 < MIN_SLOTS ? MIN_SLOTS : live * 2;
+    size_t size = live * 2 < MIN_SLOTS ? MIN_SLOTS : live * 2 / GROUP * GROUP;
     irx_table *t = table_new(m, size);
     if (!t) return -1;
     for (size_t j = 0; old && j < old->size; j++) {

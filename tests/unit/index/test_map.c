@@ -144,6 +144,26 @@ static void keys_with_nothing_above_the_shard(void **state) {
     irx_map_destroy(&m);
 }
 
+/* A key alone in its shard sits at the start or the middle of a cache line: probes start
+ * at the first slot of a group of two 16-byte slots, so that the line the apply prefetches
+ * holds the probe (map.c: GROUP). One key in each shard, the bits above the shard's
+ * spread out. */
+static void probes_start_at_a_half_line(void **state) {
+    (void)state;
+    irx_map m;
+    irx_map_init(&m, 1);
+    irx_read_lock();
+    for (uint64_t i = 0; i < IRX_SHARDS; i++) {
+        ir_hash128 h = {((i * 0x9e3779b97f4a7c15ull) & ~(uint64_t)(IRX_SHARDS - 1)) | i, i};
+        add(&m, h, 0);
+        irx_map_read rd;
+        assert_true(irx_map_read_begin(&m, h, &rd));
+        assert_int_equal((uintptr_t)rd.slot % 32, 0);
+    }
+    irx_read_unlock();
+    irx_map_destroy(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(taken_over_and_back),
@@ -151,6 +171,7 @@ int main(void) {
         cmocka_unit_test(a_whole_lap),
         cmocka_unit_test(revived_by_its_key),
         cmocka_unit_test(keys_with_nothing_above_the_shard),
+        cmocka_unit_test(probes_start_at_a_half_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
