@@ -132,20 +132,55 @@ static evbatch *batch_new(irx_index *ix, uint32_t batch_events) {
 
 static atomic_int stop;
 static irx_index *shared;
-static _Atomic uint64_t lookups;
+static _Atomic uint64_t lookups, lookup_hits;
+/* What the lookup threads ask for: chains the index holds now. The applying thread
+ * publishes its next chain in head; chains [head - live, head) are held, and a looker
+ * asks for one of the older ones (not the two newest nor the one about to go), with
+ * the tokens that chain's events carried (chain_tokens). */
+static _Atomic uint64_t head;
+static uint64_t live_chains;
+static void (*chain_tokens)(uint32_t *t, uint64_t c, uint32_t nblocks);
+
+static void apply_tokens(uint32_t *t, uint64_t c, uint32_t nblocks) {
+    fill_tokens(t, c, 0, nblocks);
+}
 
 static void *looker(void *arg) {
     (void)arg;
     ir_hash128 h[64];
     uint32_t toks[64 * BS], out[4];
-    uint64_t n = 0, c = 0;
+    uint64_t n = 0, hits = 0, x = 88172645463325252ull;
     while (!atomic_load(&stop)) {
-        fill_tokens(toks, c++ % 4096, 0, 64);
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t c = atomic_load_explicit(&head, memory_order_relaxed) - 3 - x % (live_chains - 4);
+        chain_tokens(toks, c, 64);
         ir_block_hash_chain(ir_block_hash_root("m", NULL, NULL), toks, 64 * BS, BS, h, 64);
-        for (int k = 0; k < 16; k++, n++) irx_lookup(shared, h, 64, out);
+        for (int k = 0; k < 16; k++, n++) {
+            irx_lookup(shared, h, 64, out);
+            hits += out[0] > 0;
+        }
     }
     atomic_fetch_add(&lookups, n);
+    atomic_fetch_add(&lookup_hits, hits);
     return NULL;
+}
+
+/* Starts the lookup threads on ix, asking for the live chains below head. */
+static void lookers_start(pthread_t *th, int readers, irx_index *ix, uint64_t live,
+                          void (*tokens)(uint32_t *, uint64_t, uint32_t)) {
+    shared = ix, live_chains = live, chain_tokens = tokens;
+    atomic_store(&stop, 0);
+    atomic_store(&lookups, 0);
+    atomic_store(&lookup_hits, 0);
+    for (int i = 0; i < readers; i++) pthread_create(&th[i], NULL, looker, NULL);
+}
+
+/* The share of lookups that found the chain's first block held (-1: none ran). */
+static double lookers_stop(pthread_t *th, int readers) {
+    atomic_store(&stop, 1);
+    for (int i = 0; i < readers; i++) pthread_join(th[i], NULL);
+    uint64_t n = atomic_load(&lookups);
+    return n ? (double)atomic_load(&lookup_hits) / (double)n : -1;
 }
 
 /* live chains of 64 blocks held at once (2048: 131,072 blocks; 16384: 1,048,576). */
@@ -158,11 +193,9 @@ static void apply_bench(uint32_t per_event, uint32_t batch_events, int readers, 
     uint64_t c = 0;
     for (; c < live; c++) store_chain(b, c, depth, per_event); /* the steady state's start */
     batch_flush(b);
-    shared = ix;
-    atomic_store(&stop, 0);
-    atomic_store(&lookups, 0);
+    atomic_store(&head, c);
     pthread_t th[16];
-    for (int i = 0; i < readers; i++) pthread_create(&th[i], NULL, looker, NULL);
+    lookers_start(th, readers, ix, live, apply_tokens);
     uint64_t events = 0, blocks = 0;
     b->cpu = 0;
     double t0 = now_s(), t, c0 = cpu_s();
@@ -173,19 +206,20 @@ static void apply_bench(uint32_t per_event, uint32_t batch_events, int readers, 
             blocks += 2 * depth;
         }
         batch_flush(b);
+        atomic_store_explicit(&head, c, memory_order_relaxed);
         t = now_s();
     } while (t - t0 < seconds);
     double dc = cpu_s() - c0;
-    atomic_store(&stop, 1);
-    for (int i = 0; i < readers; i++) pthread_join(th[i], NULL);
+    double hit = lookers_stop(th, readers);
     double dt = t - t0;
     printf("{\"case\":\"apply\",\"blocks_per_event\":%u,\"events_per_batch\":%u,"
            "\"blocks_held\":%llu,\"lookup_threads\":%d,\"block_events\":%llu,"
            "\"events_per_s\":%.0f,\"block_events_per_s\":%.0f,\"block_events_per_cpu_s\":%.0f,"
-           "\"block_events_per_cpu_s_making_included\":%.0f,\"lookups_per_s\":%.0f}\n",
+           "\"block_events_per_cpu_s_making_included\":%.0f,\"lookups_per_s\":%.0f,"
+           "\"lookup_hit_share\":%.3f}\n",
            per_event, batch_events, (unsigned long long)(live * depth), readers,
            (unsigned long long)blocks, (double)events / dt, (double)blocks / dt,
-           (double)blocks / b->cpu, (double)blocks / dc, (double)atomic_load(&lookups) / dt);
+           (double)blocks / b->cpu, (double)blocks / dc, (double)atomic_load(&lookups) / dt, hit);
     free(b);
     irx_free(ix);
 }
@@ -324,6 +358,15 @@ static void pack_key(msgpack_packer *pk, const ingest_cfg *g, const char *k) {
     if (g->map) pack_str(pk, k);
 }
 
+/* Token j of chain c in the ingest payloads (ids below Qwen3's vocabulary size). */
+static uint32_t ingest_token(uint64_t c, uint32_t j) {
+    return (uint32_t)((c * 7919 + (uint64_t)j * 31) % 151936);
+}
+
+static void ingest_tokens(uint32_t *t, uint64_t c, uint32_t nblocks) {
+    for (uint32_t j = 0; j < nblocks * BS; j++) t[j] = ingest_token(c, j);
+}
+
 static void pack_stored(msgpack_packer *pk, const ingest_cfg *g, uint64_t c, uint32_t from,
                         uint32_t n) {
     pack_head(pk, g, "BlockStored", 7);
@@ -337,8 +380,7 @@ static void pack_stored(msgpack_packer *pk, const ingest_cfg *g, uint64_t c, uin
         msgpack_pack_nil(pk);
     pack_key(pk, g, "token_ids");
     msgpack_pack_array(pk, n * BS);
-    for (uint32_t i = 0; i < n * BS; i++)
-        msgpack_pack_uint32(pk, (uint32_t)((c * 7919 + (from * BS + i) * 31) % 151936));
+    for (uint32_t i = 0; i < n * BS; i++) msgpack_pack_uint32(pk, ingest_token(c, from * BS + i));
     pack_key(pk, g, "block_size");
     msgpack_pack_uint32(pk, BS);
     pack_key(pk, g, "lora_id");
@@ -406,11 +448,9 @@ static void ingest_bench(ingest_cfg g, int readers, double seconds, uint64_t ste
         pack_step(&sb, &g, c, -1);
         ingest_one(ix, &sb);
     }
-    shared = ix;
-    atomic_store(&stop, 0);
-    atomic_store(&lookups, 0);
+    atomic_store(&head, c);
     pthread_t th[16];
-    for (int i = 0; i < readers; i++) pthread_create(&th[i], NULL, looker, NULL);
+    lookers_start(th, readers, ix, live, ingest_tokens);
     uint64_t blocks = 0, bytes = 0, n = 0;
     double cpu = 0, t0 = now_s(), t;
     do {
@@ -420,19 +460,19 @@ static void ingest_bench(ingest_cfg g, int readers, double seconds, uint64_t ste
         size_t got = ingest_one(ix, &sb);
         cpu += cpu_s() - c0;
         if (got != 128) abort(); /* 64 stored, 64 removed */
+        atomic_store_explicit(&head, c, memory_order_relaxed);
         blocks += got, bytes += sb.size;
         t = now_s();
     } while (steps ? ++n < steps : t - t0 < seconds);
-    atomic_store(&stop, 1);
-    for (int i = 0; i < readers; i++) pthread_join(th[i], NULL);
+    double hit = lookers_stop(th, readers);
     printf(
         "{\"case\":\"ingest\",\"encoding\":\"%s\",\"hash\":\"%s\",\"blocks_per_stored_event\":%u,"
         "\"lookup_threads\":%d,\"blocks_held\":%llu,\"block_events\":%llu,"
         "\"bytes_per_block_event\":%.1f,\"block_events_per_cpu_s\":%.0f,"
-        "\"lookups_per_s\":%.0f}\n",
+        "\"lookups_per_s\":%.0f,\"lookup_hit_share\":%.3f}\n",
         g.map ? "map" : "array", g.bytes ? "bytes32" : "int", g.per, readers,
         (unsigned long long)(live * 64), (unsigned long long)blocks, (double)bytes / (double)blocks,
-        (double)blocks / cpu, (double)atomic_load(&lookups) / (t - t0));
+        (double)blocks / cpu, (double)atomic_load(&lookups) / (t - t0), hit);
     msgpack_sbuffer_destroy(&sb);
     irx_free(ix);
 }
