@@ -261,8 +261,8 @@ static const ir_cfg_field decision_log_fields[] = {
     F(gw_decision_log_cfg, "path", IR_CFG_STRING, path, NULL,
       "file the decision log appends JSON lines to; required when sample_rate is above 0"),
     FF(gw_decision_log_cfg, "sample_rate", sample_rate, "0", 0, 1,
-       "share of requests (by request id, all their attempts) whose routing decisions are "
-       "logged; 0: off"),
+       "share of requests (by request id, all their attempts) whose routing decisions (and "
+       "KV-event parity mismatches) are logged; 0: off"),
 };
 static const ir_cfg_schema decision_log_schema = {"decision_log", decision_log_fields,
                                                   IR_ARRAY_LEN(decision_log_fields),
