@@ -5,7 +5,7 @@
  *
  *   inferrail-chatbench NAME=MODEL_DIR [NAME=...] [--iters N] [--tokens N]
  *                       [--threads N] [--chats N] [--modes LIST] [--no-hostile]
- *                       [--chat-only] [--hostile-only] [--hostile NAME]
+ *                       [--chat-only] [--hostile-only] [--hostile NAME] [--runs N]
  *
  * For each model it prints JSON lines:
  *  - "chat": an N-token chat (a long system prompt and a new last user turn each
@@ -24,7 +24,8 @@
  *    checked against an uncached single-thread encode of the same body.
  *  - "hostile": each body of tests/unit/tokenize/hostile_chats.h, its outcome and
  *    its median and worst time over a few runs (--hostile-only: only these;
- *    --hostile NAME: only those whose name contains NAME).
+ *    --hostile NAME: only those whose name contains NAME; --runs N: N runs each,
+ *    5 by default, more for a profiler).
  * Exits 1 when an id differs. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -403,6 +404,9 @@ static int bench_threads(const model *m, size_t target, int nthreads, size_t cha
 }
 
 /* ---- hostile bodies ------------------------------------------------------------------ */
+#define MAX_RUNS 200
+static int hostile_runs = 5; /* --runs: more for a profiler */
+
 static const char *outcome(int rc) {
     return rc == 1 ? "invalid_json" : rc == IRT_OK ? "tokenized" : irt_strerror(rc);
 }
@@ -417,7 +421,7 @@ static void bench_hostile(const model *m, const char *name, char *body, int runs
     ir_buf_init(&text, (size_t)1 << 30);
     irt_ids ids = {0};
     char err[256] = "";
-    double t[16], tp[16], tr[16], te[16], tc[16], tec[16], x;
+    double t[MAX_RUNS], tp[MAX_RUNS], tr[MAX_RUNS], te[MAX_RUNS], tc[MAX_RUNS], tec[MAX_RUNS], x;
     int rc = 0;
     for (int i = 0; i < runs; i++) {
         steps st;
@@ -458,7 +462,7 @@ static void bench_hostile(const model *m, const char *name, char *body, int runs
 /* The hostile bodies whose name contains `only` (all when NULL). */
 static void bench_hostiles(const model *m, const char *only) {
 #define HOSTILE(name, make)                                                                        \
-    if (!only || strstr(name, only)) bench_hostile(m, name, make, 5)
+    if (!only || strstr(name, only)) bench_hostile(m, name, make, hostile_runs)
     /* 1 and 2 MiB first: where the time per MiB puts a size bound under 100 ms */
     HOSTILE("message_1mib", hc_big_message(m->name, (size_t)1 << 20));
     HOSTILE("message_2mib", hc_big_message(m->name, (size_t)2 << 20));
@@ -528,18 +532,21 @@ int main(int argc, char **argv) {
             chat = others = false;
         else if (!strcmp(argv[i], "--hostile") && i + 1 < argc)
             only = argv[++i], chat = others = false;
+        else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+            hostile_runs = atoi(argv[++i]);
         else if (nm < 8 && load_model(&models[nm], argv[i]) == 0)
             nm++;
         else {
             fprintf(stderr,
                     "usage: %s NAME=MODEL_DIR... [--iters N] [--tokens N] [--threads N] "
                     "[--chats N] [--modes cold,warm,warm_parse_cache] [--no-hostile] "
-                    "[--chat-only] [--hostile-only] [--hostile NAME]\n",
+                    "[--chat-only] [--hostile-only] [--hostile NAME] [--runs N]\n",
                     argv[0]);
             return 2;
         }
     }
-    if (!nm || !iters || !modes || threads < 1 || threads > 256 || chats < (size_t)threads)
+    if (!nm || !iters || !modes || threads < 1 || threads > 256 || chats < (size_t)threads ||
+        hostile_runs < 1 || hostile_runs > MAX_RUNS)
         return 2;
     int rc = 0;
     for (size_t i = 0; i < nm; i++) {
