@@ -870,12 +870,18 @@ static bool in_names(const char *const *names, const char *s, size_t n) {
     return false;
 }
 
+/* Every attribute of a dict (message.role, message.content) asks first
+ * whether it names a method: most names are ruled out by their first byte. */
+static bool maybe_dict_method(const char *s, size_t n) {
+    return n >= 3 && n <= 6 && (s[0] == 'i' || s[0] == 'k' || s[0] == 'v' || s[0] == 'g');
+}
+
 bool tmpl_has_method(tv obj, const char *name, size_t n) {
     switch (obj.t) {
     case TV_STR:
         return in_names(STR_METHODS, name, n);
     case TV_DICT:
-        return in_names(DICT_METHODS, name, n);
+        return maybe_dict_method(name, n) && in_names(DICT_METHODS, name, n);
     case TV_LIST:
         return in_names(LIST_METHODS, name, n);
     case TV_LOOP:
