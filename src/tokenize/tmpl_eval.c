@@ -785,16 +785,20 @@ static tv seq_value(trender *r, tframe *f, const tnode *x, bool tuple) {
     return v;
 }
 
+static inline tv name_value(tframe *f, const tnode *x) {
+    tv *v = frame_get(f, x->str, x->slen);
+    return v ? *v : builtin(x->str, x->slen);
+}
+
 static tv eval(trender *r, tframe *f, const tnode *x) {
     switch (x->kind) {
     case E_LIT:
         return x->val;
-    case E_NAME: {
-        tv *v = frame_get(f, x->str, x->slen);
-        return v ? *v : builtin(x->str, x->slen);
-    }
-    case E_ATTR:
-        return tmpl_getattr(r, x, eval(r, f, x->a), x->str, x->slen);
+    case E_NAME:
+        return name_value(f, x);
+    case E_ATTR: /* message.role: the name looked up here, not through another eval */
+        return tmpl_getattr(r, x, x->a->kind == E_NAME ? name_value(f, x->a) : eval(r, f, x->a),
+                            x->str, x->slen);
     case E_ITEM: {
         tv obj = eval(r, f, x->a);
         return tmpl_getitem(r, x, obj, eval(r, f, x->b));
