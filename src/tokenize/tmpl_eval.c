@@ -557,6 +557,8 @@ static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
 }
 
 static bool compare_one(trender *r, const tnode *at, int op, tv a, tv b) {
+    if (a.t == TV_STR && b.t == TV_STR && (op == OP_EQ || op == OP_NE)) /* message.role == 'user' */
+        return (a.n == b.n && tmpl_name_eq(a.s, b.s, a.n)) == (op == OP_EQ);
     switch (op) {
     case OP_EQ:
         return tv_eq(a, b);

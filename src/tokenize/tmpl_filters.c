@@ -671,6 +671,8 @@ static tv f_sum(trender *r, const tnode *at, tv v, tv *args, size_t nargs, const
 tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, size_t nargs,
                const char **kwn, tv *kwv, size_t nkw) {
 #define ARG(i, kw) tmpl_arg(args, nargs, kwn, kwv, nkw, i, kw)
+    /* first: `messages|length` runs once per message in chat templates */
+    if (EQ("length") || EQ("count")) return tv_int(py_len(r, at, v));
     if (EQ("tojson")) return f_tojson(r, at, v, args, nargs, kwn, kwv, nkw);
     if (EQ("safe") || EQ("string")) return str_of(r, v);
     if (EQ("trim")) {
@@ -682,7 +684,6 @@ tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, si
         ts_strip(s.s, s.n, cs, cn, true, true, &a, &z);
         return tv_str(s.s + a, z - a);
     }
-    if (EQ("length") || EQ("count")) return tv_int(py_len(r, at, v));
     if (EQ("default") || EQ("d")) {
         tv *dv = ARG(0, "default_value");
         tv *b = ARG(1, "boolean");
