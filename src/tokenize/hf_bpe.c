@@ -241,22 +241,29 @@ size_t hf_wcache_bytes(void) {
  * it: 1 on a hit, 0 on a miss, IRT_ENOMEM when out cannot grow. */
 static int wc_lookup(hf_wcache *c, uint64_t h, const uint64_t key[3], size_t len, irt_ids *out) {
     wc_slot *sl = &c->slot[h & (HF_WC_SLOTS - 1)];
-    uint64_t w[WC_WORDS];
-    w[0] = atomic_load_explicit(&sl->w[0], memory_order_acquire);
-    if ((w[0] & 1) || ((w[0] >> 32) & 0xFF) != len) return 0;
-    for (int i = 1; i < WC_WORDS; i++) w[i] = atomic_load_explicit(&sl->w[i], memory_order_relaxed);
+    uint64_t w0 = atomic_load_explicit(&sl->w[0], memory_order_acquire);
+    if ((w0 & 1) || ((w0 >> 32) & 0xFF) != len) return 0;
+    /* the copy in scalars, not an array: read back from the stack as wider
+     * words, an array's stores stalled the hit path (no store forwarding) */
+    uint64_t k0 = atomic_load_explicit(&sl->w[1], memory_order_relaxed);
+    uint64_t k1 = atomic_load_explicit(&sl->w[2], memory_order_relaxed);
+    uint64_t k2 = atomic_load_explicit(&sl->w[3], memory_order_relaxed);
+    uint64_t i0 = atomic_load_explicit(&sl->w[4], memory_order_relaxed);
+    uint64_t i1 = atomic_load_explicit(&sl->w[5], memory_order_relaxed);
+    uint64_t i2 = atomic_load_explicit(&sl->w[6], memory_order_relaxed);
+    uint64_t i3 = atomic_load_explicit(&sl->w[7], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&sl->w[0], memory_order_relaxed) != w[0]) return 0;
-    if (key[0] != w[1] || key[1] != w[2] || key[2] != w[3]) return 0;
-    size_t n = (w[0] >> 40) & 0xFF;
+    if (atomic_load_explicit(&sl->w[0], memory_order_relaxed) != w0) return 0;
+    if (key[0] != k0 || key[1] != k1 || key[2] != k2) return 0;
+    size_t n = (w0 >> 40) & 0xFF;
     if (out->cap - out->len >= HF_WC_IDS) { /* room: all eight slots copied, n counted */
-        memcpy(out->ids + out->len, &w[4], HF_WC_IDS * sizeof(uint32_t));
+        uint32_t *d = out->ids + out->len;
+        memcpy(d, &i0, 8), memcpy(d + 2, &i1, 8), memcpy(d + 4, &i2, 8), memcpy(d + 6, &i3, 8);
         out->len += n;
         return 1;
     }
-    uint32_t ids[HF_WC_IDS];
-    memcpy(ids, &w[4], sizeof ids);
-    return hf_ids_append(out, ids, n) ? IRT_ENOMEM : 1;
+    uint64_t ids[HF_WC_IDS / 2] = {i0, i1, i2, i3};
+    return hf_ids_append(out, (const uint32_t *)(const void *)ids, n) ? IRT_ENOMEM : 1;
 }
 
 /* Keeps word s and its ids in its slot, unless another writer holds the slot. */
