@@ -65,8 +65,12 @@ def main():
               f"{r['tokens_per_s_cached'] / 1e6:.2f} M | {r['tokens_per_s_uncached'] / 1e6:.2f} M | "
               f"{r['ids_exact']} ({r['mismatches']}) |")
     print("\n## Hostile bodies (bar: tokenized or refused within 100 ms), milliseconds\n")
-    print("Over 5 runs: wall-clock median and worst, the thread's CPU time median and worst, "
-          "and each step's wall-clock median.\n")
+    print("Over 5 runs, each after a pause of 100 ms (the first after 1 s; under SCHED_FIFO the "
+          "kernel's real-time budget of 950 ms a second otherwise stopped every 11th or 12th run "
+          "of a back-to-back series for 50 ms): wall-clock median and worst, the thread's CPU time "
+          "median and worst, and each step's wall-clock median (prepare+template includes freeing "
+          "the parsed body). What made the 50,000 messages and the 4 MiB message faster, step by "
+          "step: `chat-hostile-speed.md`.\n")
     print("| model | input | body | outcome | tokens | median | worst | CPU median | CPU worst | "
           "parse | prepare+template | tokenize | tokenize CPU | within 100 ms (wall / CPU) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

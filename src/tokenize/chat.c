@@ -360,14 +360,22 @@ static json_t *tool_calls(prep *p, json_t *calls) {
  * {"role": ..., "content": "..."} exactly, in that order, in the string format,
  * and not a developer message (which gains "tools"). Then it is shared, not
  * rebuilt: a hostile body's 50,000 messages cost a copy each otherwise. */
+/* strcmp(s, lit) == 0 for s of n bytes (NUL-terminated, and it may hold a NUL:
+ * strcmp stops there) and lit of litn, without the call (three of these per
+ * message of a 50,000-message chat). */
+static bool key_is(const char *s, size_t n, const char *lit, size_t litn) {
+    return n >= litn && memcmp(s, lit, litn) == 0 && (n == litn || s[litn] == '\0');
+}
+
 static bool as_prepared(json_t *m, bool openai) {
     if (openai || json_object_size(m) != 2) return false;
     void *it = json_object_iter(m);
-    if (strcmp(json_object_iter_key(it), "role")) return false;
+    if (!key_is(json_object_iter_key(it), json_object_iter_key_len(it), "role", 4)) return false;
     json_t *role = json_object_iter_value(it);
     it = json_object_iter_next(m, it);
-    if (strcmp(json_object_iter_key(it), "content")) return false;
-    return json_is_string(role) && strcmp(json_string_value(role), "developer") &&
+    if (!key_is(json_object_iter_key(it), json_object_iter_key_len(it), "content", 7)) return false;
+    return json_is_string(role) &&
+           !key_is(json_string_value(role), json_string_length(role), "developer", 9) &&
            json_is_string(json_object_iter_value(it));
 }
 

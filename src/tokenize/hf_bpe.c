@@ -161,22 +161,43 @@ static bool char_id(const hf_bpe *m, hf_bpe_scratch *sc, const char *c, size_t k
 
 static int bpe_word(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out);
 
-/* A quick hash for short words (a collision only costs a slot: the cache
- * compares the whole word). */
-static inline uint64_t wc_hash(const char *s, size_t len) {
-    uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ull;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
-        s += 8;
-        len -= 8;
+/* A short word (1 to HF_WC_LEN bytes) as three zero-padded words, read without
+ * a byte past its end and without a call (memcpy of a variable length is one):
+ * the word cache hashes and compares these. */
+static inline uint64_t load_le(const char *s, size_t n) { /* 1 to 8 bytes */
+    uint64_t w = 0;
+    if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, s, 4);
+        memcpy(&hi, s + n - 4, 4);
+        if (n == 8) {
+            memcpy(&w, s, 8);
+            return w;
+        }
+        return (uint64_t)lo | (uint64_t)hi << (8 * (n - 4)); /* the overlap is the same bytes */
     }
-    if (len) {
-        uint64_t w = 0;
-        memcpy(&w, s, len);
-        h = (h ^ w) * 0x94D049BB133111EBull;
+    const unsigned char *u = (const unsigned char *)s;
+    return (uint64_t)u[0] | (uint64_t)u[n / 2] << (8 * (n / 2)) |
+           (uint64_t)u[n - 1] << (8 * (n - 1));
+}
+
+static inline void word_key(const char *s, size_t len, uint64_t key[3]) {
+    key[0] = key[1] = key[2] = 0;
+    size_t k = 0;
+    for (; len > 8; len -= 8, s += 8) memcpy(&key[k++], s, 8);
+    key[k] = load_le(s, len);
+}
+
+/* A quick hash of a word's key (a collision only costs a slot: the cache
+ * compares the whole word). */
+static inline uint64_t wc_hash(const uint64_t key[3], size_t len) {
+    uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ull;
+    h = (h ^ key[0]) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    if (len > 8) {
+        h = (h ^ key[1]) * 0x94D049BB133111EBull;
+        h ^= h >> 29;
+        h = (h ^ key[2]) * 0xBF58476D1CE4E5B9ull;
     }
     return h ^ (h >> 31);
 }
@@ -218,24 +239,36 @@ size_t hf_wcache_bytes(void) {
 
 /* The ids of word s (1 to HF_WC_LEN bytes) appended to out when its slot holds
  * it: 1 on a hit, 0 on a miss, IRT_ENOMEM when out cannot grow. */
-static int wc_lookup(hf_wcache *c, uint64_t h, const char *s, size_t len, irt_ids *out) {
+static int wc_lookup(hf_wcache *c, uint64_t h, const uint64_t key[3], size_t len, irt_ids *out) {
     wc_slot *sl = &c->slot[h & (HF_WC_SLOTS - 1)];
-    uint64_t w[WC_WORDS], key[3] = {0, 0, 0};
-    w[0] = atomic_load_explicit(&sl->w[0], memory_order_acquire);
-    if ((w[0] & 1) || ((w[0] >> 32) & 0xFF) != len) return 0;
-    for (int i = 1; i < WC_WORDS; i++) w[i] = atomic_load_explicit(&sl->w[i], memory_order_relaxed);
+    uint64_t w0 = atomic_load_explicit(&sl->w[0], memory_order_acquire);
+    if ((w0 & 1) || ((w0 >> 32) & 0xFF) != len) return 0;
+    /* the copy in scalars, not an array: read back from the stack as wider
+     * words, an array's stores stalled the hit path (no store forwarding) */
+    uint64_t k0 = atomic_load_explicit(&sl->w[1], memory_order_relaxed);
+    uint64_t k1 = atomic_load_explicit(&sl->w[2], memory_order_relaxed);
+    uint64_t k2 = atomic_load_explicit(&sl->w[3], memory_order_relaxed);
+    uint64_t i0 = atomic_load_explicit(&sl->w[4], memory_order_relaxed);
+    uint64_t i1 = atomic_load_explicit(&sl->w[5], memory_order_relaxed);
+    uint64_t i2 = atomic_load_explicit(&sl->w[6], memory_order_relaxed);
+    uint64_t i3 = atomic_load_explicit(&sl->w[7], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&sl->w[0], memory_order_relaxed) != w[0]) return 0;
-    memcpy(key, s, len);
-    if (key[0] != w[1] || key[1] != w[2] || key[2] != w[3]) return 0;
-    uint32_t ids[HF_WC_IDS];
-    memcpy(ids, &w[4], sizeof ids);
-    return hf_ids_append(out, ids, (w[0] >> 40) & 0xFF) ? IRT_ENOMEM : 1;
+    if (atomic_load_explicit(&sl->w[0], memory_order_relaxed) != w0) return 0;
+    if (key[0] != k0 || key[1] != k1 || key[2] != k2) return 0;
+    size_t n = (w0 >> 40) & 0xFF;
+    if (out->cap - out->len >= HF_WC_IDS) { /* room: all eight slots copied, n counted */
+        uint32_t *d = out->ids + out->len;
+        memcpy(d, &i0, 8), memcpy(d + 2, &i1, 8), memcpy(d + 4, &i2, 8), memcpy(d + 6, &i3, 8);
+        out->len += n;
+        return 1;
+    }
+    uint64_t ids[HF_WC_IDS / 2] = {i0, i1, i2, i3};
+    return hf_ids_append(out, (const uint32_t *)(const void *)ids, n) ? IRT_ENOMEM : 1;
 }
 
 /* Keeps word s and its ids in its slot, unless another writer holds the slot. */
-static void wc_insert(hf_wcache *c, uint64_t h, const char *s, size_t len, const uint32_t *ids,
-                      size_t nids) {
+static void wc_insert(hf_wcache *c, uint64_t h, const uint64_t key[3], size_t len,
+                      const uint32_t *ids, size_t nids) {
     wc_slot *sl = &c->slot[h & (HF_WC_SLOTS - 1)];
     uint64_t old = atomic_load_explicit(&sl->w[0], memory_order_relaxed);
     if ((old & 1) ||
@@ -243,8 +276,7 @@ static void wc_insert(hf_wcache *c, uint64_t h, const char *s, size_t len, const
                                                  memory_order_relaxed, memory_order_relaxed))
         return;
     atomic_thread_fence(memory_order_release);
-    uint64_t w[WC_WORDS] = {0};
-    memcpy(&w[1], s, len);
+    uint64_t w[WC_WORDS] = {0, key[0], key[1], key[2]};
     if (nids) memcpy(&w[4], ids, nids * sizeof(uint32_t)); /* a word may give no id */
     for (int i = 1; i < WC_WORDS; i++) atomic_store_explicit(&sl->w[i], w[i], memory_order_relaxed);
     uint64_t seq = (old + 2) & 0xFFFFFFFFu;
@@ -257,13 +289,15 @@ static void wc_insert(hf_wcache *c, uint64_t h, const char *s, size_t len, const
 int hf_bpe_encode(const hf_bpe *m, const char *s, size_t len, hf_bpe_scratch *sc, irt_ids *out) {
     if (!len) return 0;
     if (len > HF_WC_LEN || !m->wcache) return bpe_word(m, s, len, sc, out);
-    uint64_t h = wc_hash(s, len);
-    int hit = wc_lookup(m->wcache, h, s, len, out);
+    uint64_t key[3];
+    word_key(s, len, key);
+    uint64_t h = wc_hash(key, len);
+    int hit = wc_lookup(m->wcache, h, key, len, out);
     if (hit) return hit < 0 ? hit : 0;
     size_t start = out->len;
     int rc = bpe_word(m, s, len, sc, out);
     if (!rc && out->len - start <= HF_WC_IDS)
-        wc_insert(m->wcache, h, s, len, out->ids + start, out->len - start);
+        wc_insert(m->wcache, h, key, len, out->ids + start, out->len - start);
     return rc;
 }
 

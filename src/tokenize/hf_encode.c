@@ -408,18 +408,54 @@ static int run_stage(hf_ctx *c, size_t i, const char *s, size_t len, bool first)
 }
 
 /* ---- added tokens ------------------------------------------------------------------ */
-int32_t hf_trie_longest(const hf_trie *tr, const unsigned char *s, size_t len, size_t *mlen) {
+int32_t hf_trie_longest_leaf(const hf_trie *tr, const unsigned char *s, size_t len, size_t *mlen,
+                             bool *leaf) {
     uint32_t node = 0, child, dummy;
     int32_t best = -1;
+    *leaf = false;
     for (size_t i = 0; i < len; i++) {
         if (!hf_pairmap_get(&tr->edges, node, s[i], &child, &dummy)) break;
         node = child;
         if (tr->term[node] >= 0) {
             best = tr->term[node];
             *mlen = i + 1;
+            *leaf = !tr->inner[node];
         }
     }
     return best;
+}
+
+int32_t hf_trie_longest(const hf_trie *tr, const unsigned char *s, size_t len, size_t *mlen) {
+    bool leaf;
+    return hf_trie_longest_leaf(tr, s, len, mlen, &leaf);
+}
+
+/* The last few matches that ended on a leaf of the trie, by their place in the
+ * text: a chat's markers recur (<|im_start|>, <|im_end|>), and text that starts
+ * with a leaf match's bytes matches exactly it, so a memcmp stands in for a walk
+ * of one hash lookup per byte. */
+#define MEMO_N 4
+typedef struct match_memo {
+    size_t at[MEMO_N], len[MEMO_N];
+    int32_t k[MEMO_N];
+    unsigned n, next;
+} match_memo;
+
+static int32_t longest_memo(const hf_trie *tr, match_memo *mm, const unsigned char *u, size_t i,
+                            size_t len, size_t *mlen) {
+    for (unsigned j = 0; j < mm->n; j++)
+        if (len - i >= mm->len[j] && memcmp(u + i, u + mm->at[j], mm->len[j]) == 0) {
+            *mlen = mm->len[j];
+            return mm->k[j];
+        }
+    bool leaf;
+    int32_t k = hf_trie_longest_leaf(tr, u + i, len - i, mlen, &leaf);
+    if (k >= 0 && leaf) {
+        unsigned j = mm->next++ % MEMO_N;
+        mm->at[j] = i, mm->len[j] = *mlen, mm->k[j] = k;
+        if (mm->n < MEMO_N) mm->n++;
+    }
+    return k;
 }
 
 static bool ends_with_word(const char *s, size_t len) {
@@ -460,6 +496,7 @@ static int split_added(hf_ctx *c, const hf_trie *tr, const char *s, size_t len, 
     const unsigned char *u = (const unsigned char *)s;
     size_t start_offset = 0, pos = 0;
     int rc, one = tr->ntokens ? only_first_byte(tr) : -1;
+    match_memo mm = {.n = 0};
     while (tr->ntokens && pos < len) {
         size_t i = pos, mlen = 0;
         int32_t k = -1;
@@ -471,7 +508,7 @@ static int split_added(hf_ctx *c, const hf_trie *tr, const char *s, size_t len, 
             } else if (!(tr->first[u[i] >> 3] & (1u << (u[i] & 7)))) {
                 continue;
             }
-            k = hf_trie_longest(tr, u + i, len - i, &mlen);
+            k = longest_memo(tr, &mm, u, i, len, &mlen);
             if (k >= 0) break;
         }
         if (k < 0) break;

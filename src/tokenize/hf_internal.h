@@ -304,6 +304,7 @@ typedef struct hf_added {
 typedef struct hf_trie {
     hf_pairmap edges; /* (node, byte) -> (child, 0) */
     int32_t *term;    /* per node: index into the added array, -1 if none */
+    uint8_t *inner;   /* per node: 1 when an edge leaves it */
     size_t nnodes;
     uint8_t first[32]; /* bitset of first bytes */
     size_t ntokens;
@@ -434,6 +435,10 @@ void hf_cache_insert(irt_cache *c, uint64_t h, const char *s, size_t len, bool f
 
 /* Trie matching: the longest token starting at s[0..len), or -1. */
 int32_t hf_trie_longest(const hf_trie *t, const unsigned char *s, size_t len, size_t *mlen);
+/* The same, and *leaf: whether the match's node has no edge out (then any text
+ * that starts with the match's bytes matches exactly it). */
+int32_t hf_trie_longest_leaf(const hf_trie *t, const unsigned char *s, size_t len, size_t *mlen,
+                             bool *leaf);
 
 /* Fast hand-written pre-tokenizer regexes (hf_fastre.c). */
 enum { FAST_NONE = 0, FAST_QWEN, FAST_LLAMA3, FAST_GPT2, FAST_O200K };

@@ -607,10 +607,15 @@ static int trie_add(hf_trie *tr, const char *s, size_t len, int32_t idx, size_t 
                 int32_t *x = realloc(tr->term, nc * sizeof(*x));
                 if (!x) return -1;
                 tr->term = x;
+                uint8_t *y = realloc(tr->inner, nc);
+                if (!y) return -1;
+                tr->inner = y;
                 *cap = nc;
             }
             child = (uint32_t)tr->nnodes++;
             tr->term[child] = -1;
+            tr->inner[child] = 0;
+            tr->inner[node] = 1;
             if (tr->edges.n + 1 > (tr->edges.mask + 1) / 4 * 3) return -1; /* sized up front */
             hf_pairmap_put(&tr->edges, node, c, child, 0);
         }
@@ -626,8 +631,10 @@ static int trie_init(hf_trie *tr, size_t total_bytes) {
     memset(tr, 0, sizeof(*tr));
     if (hf_pairmap_init(&tr->edges, total_bytes + 16)) return -1;
     tr->term = malloc(64 * sizeof(*tr->term));
-    if (!tr->term) return -1;
+    tr->inner = malloc(64);
+    if (!tr->term || !tr->inner) return -1;
     tr->term[0] = -1;
+    tr->inner[0] = 0;
     tr->nnodes = 1;
     return 0;
 }
@@ -635,6 +642,7 @@ static int trie_init(hf_trie *tr, size_t total_bytes) {
 static void trie_free(hf_trie *tr) {
     hf_pairmap_free(&tr->edges);
     free(tr->term);
+    free(tr->inner);
 }
 
 static int load_added(loader *L, const hj_val *arr) {

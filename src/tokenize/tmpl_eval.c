@@ -65,7 +65,7 @@ static void frame_keep(tframe *f) {
 
 static void frame_set(trender *r, tframe *f, const char *name, size_t n, tv v) {
     for (size_t i = 0; i < f->n; i++)
-        if (f->lens[i] == n && memcmp(f->names[i], name, n) == 0) {
+        if (f->lens[i] == n && tmpl_name_eq(f->names[i], name, n)) {
             f->vals[i] = v;
             return;
         }
@@ -94,9 +94,7 @@ static tv *frame_get(tframe *f, const char *name, size_t n) {
     /* the first byte rules most names out without a call */
     for (; f; f = f->up)
         for (size_t i = f->n; i-- > 0;)
-            if (f->lens[i] == n && (!n || f->names[i][0] == name[0]) &&
-                memcmp(f->names[i], name, n) == 0)
-                return &f->vals[i];
+            if (f->lens[i] == n && tmpl_name_eq(f->names[i], name, n)) return &f->vals[i];
     return NULL;
 }
 
@@ -154,6 +152,14 @@ static tv eval(trender *r, tframe *f, const tnode *x);
 static int exec_list(trender *r, tframe *f, tnode *const *v, size_t n);
 
 /* ---- access ------------------------------------------------------------------ */
+static tv bound(trender *r, tv self, const char *name, size_t n) {
+    tv m = {.t = TV_METHOD};
+    m.mt = ir_arena_alloc(r->a, sizeof *m.mt);
+    if (!m.mt) tmpl_fail(r->e, 0, 0, "out of memory");
+    *m.mt = (tmethod){.self = self, .name = name, .n = n};
+    return m;
+}
+
 static tv loop_attr(trender *r, const tnode *at, tv self, const char *name, size_t n) {
     const tloop *lp = self.lp;
     size_t len = lp->items->n, i = lp->index0;
@@ -169,26 +175,10 @@ static tv loop_attr(trender *r, const tnode *at, tv self, const char *name, size
     if (IS("depth0")) return tv_int((int64_t)lp->depth0);
     if (IS("previtem")) return i > 0 ? lp->items->v[i - 1] : tv_undef("previtem", 8);
     if (IS("nextitem")) return i + 1 < len ? lp->items->v[i + 1] : tv_undef("nextitem", 8);
-    if (IS("cycle")) {
-        tv m = {.t = TV_METHOD, .n = n};
-        m.s = name;
-        m.self = ir_arena_alloc(r->a, sizeof *m.self);
-        if (!m.self) tmpl_fail(r->e, 0, 0, "out of memory");
-        *m.self = self;
-        return m;
-    }
+    if (IS("cycle")) return bound(r, self, name, n);
 #undef IS
     (void)at;
     return tv_undef(NULL, 0);
-}
-
-static tv bound(trender *r, tv self, const char *name, size_t n) {
-    tv m = {.t = TV_METHOD, .n = n};
-    m.s = name;
-    m.self = ir_arena_alloc(r->a, sizeof *m.self);
-    if (!m.self) tmpl_fail(r->e, 0, 0, "out of memory");
-    *m.self = self;
-    return m;
 }
 
 tv tmpl_getattr(trender *r, const tnode *at, tv obj, const char *name, size_t n) {
@@ -317,11 +307,16 @@ static tv do_slice(trender *r, const tnode *at, tv obj, const tv *b, const tv *c
         efail(r, at, "'%s' object is not subscriptable", tv_typename(obj));
     int64_t start, stop, step;
     slice_bounds((int64_t)src->n, b, c, d, &start, &stop, &step);
-    tlist *out = tv_list_new(r->a, 0);
+    /* the slice's length, so that its list is made once (messages[::-1] over
+     * 50,000 messages grew one 17 times) */
+    uint64_t span = step > 0 ? (stop > start ? (uint64_t)(stop - start) : 0)
+                             : (start > stop ? (uint64_t)(start - stop) : 0);
+    uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+    size_t count = (size_t)(span / mag + (span % mag != 0));
+    tlist *out = tv_list_new(r->a, count);
     if (!out) tmpl_fail(r->e, 0, 0, "out of memory");
     out->tuple = src->tuple;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-        tv_list_push(r->a, r->e, out, src->v[i]);
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out->v[out->n++] = src->v[i];
     if (!str) {
         tv v = {.t = TV_LIST};
         v.l = out;
@@ -562,6 +557,8 @@ static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
 }
 
 static bool compare_one(trender *r, const tnode *at, int op, tv a, tv b) {
+    if (a.t == TV_STR && b.t == TV_STR && (op == OP_EQ || op == OP_NE)) /* message.role == 'user' */
+        return (a.n == b.n && tmpl_name_eq(a.s, b.s, a.n)) == (op == OP_EQ);
     switch (op) {
     case OP_EQ:
         return tv_eq(a, b);
@@ -731,7 +728,7 @@ tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs, c
     case TV_FUNC:
         return global_call(r, at, (int)fn.i, args, nargs, kwn, kwv, nkw);
     case TV_METHOD:
-        return tmpl_method(r, at, *fn.self, fn.s, fn.n, args, nargs, kwn, kwv, nkw);
+        return tmpl_method(r, at, fn.mt->self, fn.mt->name, fn.mt->n, args, nargs, kwn, kwv, nkw);
     case TV_UNDEF:
         undefined_fail(r, at, fn);
     default:
@@ -739,22 +736,23 @@ tv tmpl_call_value(trender *r, const tnode *at, tv fn, tv *args, size_t nargs, c
     }
 }
 
-/* Evaluates the arguments of a call, filter or test node. */
+/* Evaluates the arguments of a call, filter or test node. A node without
+ * positional or keyword arguments (`x | length`, `x is defined`: most of them)
+ * uses the slots in the struct instead of the arena. */
 typedef struct targs {
     tv *args;
     size_t n;
     tv *kwv;
+    tv none_args[1], none_kw[1];
 } targs;
 
-static targs eval_args(trender *r, tframe *f, const tnode *x, size_t extra_front) {
-    targs a = {0};
-    a.args = ir_arena_alloc(r->a, (x->n + extra_front + 1) * sizeof *a.args);
-    a.kwv = ir_arena_alloc(r->a, (x->n2 + 1) * sizeof *a.kwv);
-    if (!a.args || !a.kwv) tmpl_fail(r->e, 0, 0, "out of memory");
-    for (size_t i = 0; i < x->n; i++) a.args[extra_front + i] = eval(r, f, x->list[i]);
-    for (size_t i = 0; i < x->n2; i++) a.kwv[i] = eval(r, f, x->list2[i]);
-    a.n = x->n + extra_front;
-    return a;
+static void eval_args(trender *r, tframe *f, const tnode *x, targs *a) {
+    a->args = x->n ? ir_arena_alloc(r->a, (x->n + 1) * sizeof *a->args) : a->none_args;
+    a->kwv = x->n2 ? ir_arena_alloc(r->a, (x->n2 + 1) * sizeof *a->kwv) : a->none_kw;
+    if (!a->args || !a->kwv) tmpl_fail(r->e, 0, 0, "out of memory");
+    for (size_t i = 0; i < x->n; i++) a->args[i] = eval(r, f, x->list[i]);
+    for (size_t i = 0; i < x->n2; i++) a->kwv[i] = eval(r, f, x->list2[i]);
+    a->n = x->n;
 }
 
 static tv eval_call(trender *r, tframe *f, const tnode *x) {
@@ -763,7 +761,8 @@ static tv eval_call(trender *r, tframe *f, const tnode *x) {
         tv obj = eval(r, f, x->a->a);
         if (obj.t != TV_DICT && obj.t != TV_NS && obj.t != TV_LOOP &&
             tmpl_has_method(obj, x->a->str, x->a->slen)) {
-            targs a = eval_args(r, f, x, 0);
+            targs a;
+            eval_args(r, f, x, &a);
             return tmpl_method(r, x, obj, x->a->str, x->a->slen, a.args, a.n, x->names, a.kwv,
                                x->nnames);
         }
@@ -771,7 +770,8 @@ static tv eval_call(trender *r, tframe *f, const tnode *x) {
     } else {
         fn = eval(r, f, x->a);
     }
-    targs a = eval_args(r, f, x, 0);
+    targs a;
+    eval_args(r, f, x, &a);
     return tmpl_call_value(r, x, fn, a.args, a.n, x->names, a.kwv, x->nnames);
 }
 
@@ -787,16 +787,20 @@ static tv seq_value(trender *r, tframe *f, const tnode *x, bool tuple) {
     return v;
 }
 
+static inline tv name_value(tframe *f, const tnode *x) {
+    tv *v = frame_get(f, x->str, x->slen);
+    return v ? *v : builtin(x->str, x->slen);
+}
+
 static tv eval(trender *r, tframe *f, const tnode *x) {
     switch (x->kind) {
     case E_LIT:
         return x->val;
-    case E_NAME: {
-        tv *v = frame_get(f, x->str, x->slen);
-        return v ? *v : builtin(x->str, x->slen);
-    }
-    case E_ATTR:
-        return tmpl_getattr(r, x, eval(r, f, x->a), x->str, x->slen);
+    case E_NAME:
+        return name_value(f, x);
+    case E_ATTR: /* message.role: the name looked up here, not through another eval */
+        return tmpl_getattr(r, x, x->a->kind == E_NAME ? name_value(f, x->a) : eval(r, f, x->a),
+                            x->str, x->slen);
     case E_ITEM: {
         tv obj = eval(r, f, x->a);
         return tmpl_getitem(r, x, obj, eval(r, f, x->b));
@@ -866,12 +870,14 @@ static tv eval(trender *r, tframe *f, const tnode *x) {
         return eval_call(r, f, x);
     case E_FILTER: {
         tv v = eval(r, f, x->a);
-        targs a = eval_args(r, f, x, 0);
+        targs a;
+        eval_args(r, f, x, &a);
         return tmpl_filter(r, x, x->str, v, a.args, a.n, x->names, a.kwv, x->nnames);
     }
     case E_TEST: {
         tv v = eval(r, f, x->a);
-        targs a = eval_args(r, f, x, 0);
+        targs a;
+        eval_args(r, f, x, &a);
         bool ok = tmpl_test(r, x, x->str, v, a.args, a.n);
         return tv_bool(x->op ? !ok : ok);
     }
@@ -1018,7 +1024,8 @@ static int exec_for(trender *r, tframe *f, const tnode *x) {
 
 static tv apply_filters(trender *r, tframe *f, tnode *const *chain, size_t n, tv v) {
     for (size_t i = 0; i < n; i++) {
-        targs a = eval_args(r, f, chain[i], 0);
+        targs a;
+        eval_args(r, f, chain[i], &a);
         v = tmpl_filter(r, chain[i], chain[i]->str, v, a.args, a.n, chain[i]->names, a.kwv,
                         chain[i]->nnames);
     }
@@ -1084,7 +1091,8 @@ static int exec_one(trender *r, tframe *f, const tnode *x) {
         c.m = m;
         const tnode *call = x->a;
         tv fn = eval(r, f, call->a);
-        targs a = eval_args(r, f, call, 0);
+        targs a;
+        eval_args(r, f, call, &a);
         r->caller = c;
         emit(r, tmpl_call_value(r, call, fn, a.args, a.n, call->names, a.kwv, call->nnames));
         return FLOW_NORMAL;

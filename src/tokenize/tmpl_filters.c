@@ -671,6 +671,8 @@ static tv f_sum(trender *r, const tnode *at, tv v, tv *args, size_t nargs, const
 tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, size_t nargs,
                const char **kwn, tv *kwv, size_t nkw) {
 #define ARG(i, kw) tmpl_arg(args, nargs, kwn, kwv, nkw, i, kw)
+    /* first: `messages|length` runs once per message in chat templates */
+    if (EQ("length") || EQ("count")) return tv_int(py_len(r, at, v));
     if (EQ("tojson")) return f_tojson(r, at, v, args, nargs, kwn, kwv, nkw);
     if (EQ("safe") || EQ("string")) return str_of(r, v);
     if (EQ("trim")) {
@@ -682,7 +684,6 @@ tv tmpl_filter(trender *r, const tnode *at, const char *name, tv v, tv *args, si
         ts_strip(s.s, s.n, cs, cn, true, true, &a, &z);
         return tv_str(s.s + a, z - a);
     }
-    if (EQ("length") || EQ("count")) return tv_int(py_len(r, at, v));
     if (EQ("default") || EQ("d")) {
         tv *dv = ARG(0, "default_value");
         tv *b = ARG(1, "boolean");
@@ -870,12 +871,18 @@ static bool in_names(const char *const *names, const char *s, size_t n) {
     return false;
 }
 
+/* Every attribute of a dict (message.role, message.content) asks first
+ * whether it names a method: most names are ruled out by their first byte. */
+static bool maybe_dict_method(const char *s, size_t n) {
+    return n >= 3 && n <= 6 && (s[0] == 'i' || s[0] == 'k' || s[0] == 'v' || s[0] == 'g');
+}
+
 bool tmpl_has_method(tv obj, const char *name, size_t n) {
     switch (obj.t) {
     case TV_STR:
         return in_names(STR_METHODS, name, n);
     case TV_DICT:
-        return in_names(DICT_METHODS, name, n);
+        return maybe_dict_method(name, n) && in_names(DICT_METHODS, name, n);
     case TV_LIST:
         return in_names(LIST_METHODS, name, n);
     case TV_LOOP:

@@ -142,34 +142,6 @@ bool tmpl_isspace(uint32_t c) {
 }
 
 /* ---- constructors ---------------------------------------------------------------- */
-tv tv_undef(const char *name, size_t n) {
-    tv v = {.t = TV_UNDEF, .n = n};
-    v.s = name;
-    return v;
-}
-tv tv_none(void) {
-    return (tv){.t = TV_NONE};
-}
-tv tv_bool(bool b) {
-    tv v = {.t = TV_BOOL};
-    v.b = b;
-    return v;
-}
-tv tv_int(int64_t i) {
-    tv v = {.t = TV_INT};
-    v.i = i;
-    return v;
-}
-tv tv_float(double f) {
-    tv v = {.t = TV_FLOAT};
-    v.f = f;
-    return v;
-}
-tv tv_str(const char *s, size_t n) {
-    tv v = {.t = TV_STR, .n = n};
-    v.s = s;
-    return v;
-}
 tv tv_cstr(const char *s) {
     return tv_str(s, strlen(s));
 }
@@ -211,9 +183,7 @@ tdict *tv_dict_new(ir_arena *a, size_t cap) {
 
 tv *tv_dict_gets(const tdict *d, const char *s, size_t n) {
     for (size_t i = 0; i < d->n; i++)
-        if (d->k[i].t == TV_STR && d->k[i].n == n && (!n || d->k[i].s[0] == s[0]) &&
-            memcmp(d->k[i].s, s, n) == 0)
-            return &d->v[i];
+        if (d->k[i].t == TV_STR && d->k[i].n == n && tmpl_name_eq(d->k[i].s, s, n)) return &d->v[i];
     return NULL;
 }
 
@@ -272,6 +242,17 @@ bool tv_big_odd(tv v) {
     return (v.s[v.n - 1] - '0') % 2 != 0;
 }
 
+/* tv_dict_new(a, n) in one block of the arena, not three (a request's
+ * messages are one dict each). */
+static tdict *dict_sized(ir_arena *a, size_t n) {
+    if (n > (SIZE_MAX - sizeof(tdict)) / (2 * sizeof(tv))) return NULL;
+    tdict *d = ir_arena_alloc(a, sizeof *d + 2 * n * sizeof(tv));
+    if (!d) return NULL;
+    tv *slots = (tv *)(void *)(d + 1);
+    *d = (tdict){.k = n ? slots : NULL, .v = n ? slots + n : NULL, .n = 0, .cap = n};
+    return d;
+}
+
 tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
     if (depth > 256) tmpl_fail(e, 0, 0, "input nested too deeply");
     switch (json_typeof(j)) {
@@ -303,7 +284,7 @@ tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
         const char *big = irt_json_number_text(j, &bn);
         if (big) return number_from_marker(big, bn);
         size_t n = json_object_size(j);
-        tdict *d = tv_dict_new(a, n);
+        tdict *d = dict_sized(a, n);
         if (!d) tmpl_fail(e, 0, 0, "out of memory (the render's memory limit)");
         const char *k;
         json_t *x;
