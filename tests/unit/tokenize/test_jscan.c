@@ -178,6 +178,15 @@ static bool same_as_jansson(const char *s, size_t n, size_t flags) {
     return flat;
 }
 
+/* The general reader alone against jansson. */
+static bool jfast_same(const char *s, size_t n, size_t flags) {
+    return same_as_jansson_with(irt_jfast_loadb, s, n, flags);
+}
+
+static bool fast_same(const char *s, size_t flags) {
+    return jfast_same(s, strlen(s), flags);
+}
+
 static void jflat_cases(void **state) {
     (void)state;
     static const struct {
@@ -261,6 +270,35 @@ static size_t mutate(char *buf, size_t cap, const char *text, const char *const 
     return n;
 }
 
+/* What mutated_reads mutates: each seed 8,000 times with mutate() (its `inserts`,
+ * into `cap` bytes, at most 1,024), each result read with JSON_ALLOW_NUL |
+ * JSON_DECODE_ANY three times in four, else with `rare_flags`. */
+typedef struct mutations {
+    const char *const *seeds;
+    size_t nseeds;
+    const char *const *bits;
+    size_t nbits;
+    int inserts;
+    size_t cap, rare_flags;
+} mutations;
+
+/* Checks every mutation with same (one of the same_as_jansson readers), drawing
+ * from seed; returns how many were read, and counts them all in *total. */
+static size_t mutated_reads(const mutations *m, unsigned seed,
+                            bool (*same)(const char *, size_t, size_t), size_t *total) {
+    char buf[1024];
+    size_t read = 0;
+    for (size_t s = 0; s < m->nseeds; s++) {
+        for (int round = 0; round < 8000; round++) {
+            size_t n = mutate(buf, m->cap, m->seeds[s], m->bits, m->nbits, m->inserts, &seed);
+            size_t flags = rand_r(&seed) % 4 ? JSON_ALLOW_NUL | JSON_DECODE_ANY : m->rare_flags;
+            read += same(buf, n, flags);
+            (*total)++;
+        }
+    }
+    return read;
+}
+
 /* Messages mutated at random (bytes replaced, inserted, cut; quotes, backslashes,
  * escapes, control and UTF-8 bytes among them): jflat reads what it reads exactly
  * as jansson does. */
@@ -292,26 +330,19 @@ static void jflat_mutations(void **state) {
                                        "\\n",
                                        "1",
                                        "\x7f"};
-    unsigned seed = 99;
-    size_t read = 0, total = 0;
-    char buf[512];
-    for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++) {
-        for (int round = 0; round < 8000; round++) {
-            size_t n =
-                mutate(buf, sizeof buf, seeds[s], bits, sizeof bits / sizeof *bits, 3, &seed);
-            size_t flags = rand_r(&seed) % 4 ? JSON_ALLOW_NUL | JSON_DECODE_ANY : JSON_DECODE_ANY;
-            read += same_as_jansson(buf, n, flags);
-            total++;
-        }
-    }
+    const mutations m = {.seeds = seeds,
+                         .nseeds = sizeof seeds / sizeof *seeds,
+                         .bits = bits,
+                         .nbits = sizeof bits / sizeof *bits,
+                         .inserts = 3,
+                         .cap = 512,
+                         .rare_flags = JSON_DECODE_ANY};
+    size_t total = 0, read = mutated_reads(&m, 99, same_as_jansson, &total);
     printf("[jflat] %zu of %zu mutated messages read, the rest declined\n", read, total);
     assert_true(read > total / 20 && read < total - total / 20); /* both ways, often */
 }
 
 /* ---- irt_jfast_loadb: any JSON text ---------------------------------------------------- */
-static bool fast_same(const char *s, size_t flags) {
-    return same_as_jansson_with(irt_jfast_loadb, s, strlen(s), flags);
-}
 
 static void jfast_cases(void **state) {
     (void)state;
@@ -407,18 +438,14 @@ static void jfast_mutations(void **state) {
                                        ".",       "e",       "0",
                                        "true",    "nul",     "9999999999999999999",
                                        "1e999"};
-    unsigned seed = 7;
-    size_t read = 0, total = 0;
-    char buf[1024];
-    for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++) {
-        for (int round = 0; round < 8000; round++) {
-            size_t n =
-                mutate(buf, sizeof buf, seeds[s], bits, sizeof bits / sizeof *bits, 4, &seed);
-            size_t flags = rand_r(&seed) % 4 ? JSON_ALLOW_NUL | JSON_DECODE_ANY : 0;
-            read += same_as_jansson_with(irt_jfast_loadb, buf, n, flags);
-            total++;
-        }
-    }
+    const mutations m = {.seeds = seeds,
+                         .nseeds = sizeof seeds / sizeof *seeds,
+                         .bits = bits,
+                         .nbits = sizeof bits / sizeof *bits,
+                         .inserts = 4,
+                         .cap = 1024,
+                         .rare_flags = 0};
+    size_t total = 0, read = mutated_reads(&m, 7, jfast_same, &total);
     printf("[jfast] %zu of %zu mutated bodies read, the rest declined\n", read, total);
     assert_true(read > total / 20 && read < total - total / 20);
 }
