@@ -14,16 +14,18 @@ bool gw_parity_settle(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p, bool 
     bool agree = out[p->slot] == p->n;
     if (!agree && !final && ir_now_ns() < p->deadline_ns) return false;
     uint64_t n = atomic_fetch_add_explicit(&st->parity_checks, 1, memory_order_relaxed);
-    if (!agree) gw_decision_log_parity(f, p, out[p->slot]);
-    if (agree)
+    if (agree) {
         atomic_fetch_add_explicit(&st->parity_agree, 1, memory_order_relaxed);
-    else if (n - atomic_load_explicit(&st->parity_agree, memory_order_relaxed) < 2 ||
-             n % 1000 == 0) /* sampled: the first mismatches, then one check in a thousand */
-        IR_WARN("parity",
-                "replica %s: the engine's KV events show %u of the %u full blocks the "
-                "gateway predicted it would store for request %s (a tokenizer, chat "
-                "template or block size that differs from the engine's?)",
-                f->replicas[p->slot].cfg->id, out[p->slot], p->n, p->rid);
+    } else {
+        gw_decision_log_parity(f, p, out[p->slot]);
+        if (n - atomic_load_explicit(&st->parity_agree, memory_order_relaxed) < 2 ||
+            n % 1000 == 0) /* sampled: the first mismatches, then one check in a thousand */
+            IR_WARN("parity",
+                    "replica %s: the engine's KV events show %u of the %u full blocks the "
+                    "gateway predicted it would store for request %s (a tokenizer, chat "
+                    "template or block size that differs from the engine's?)",
+                    f->replicas[p->slot].cfg->id, out[p->slot], p->n, p->rid);
+    }
     free(p);
     return true;
 }
