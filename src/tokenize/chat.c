@@ -356,10 +356,6 @@ static json_t *tool_calls(prep *p, json_t *calls) {
     return out;
 }
 
-/* Whether the message m is already what conversation() would make of it:
- * {"role": ..., "content": "..."} exactly, in that order, in the string format,
- * and not a developer message (which gains "tools"). Then it is shared, not
- * rebuilt: a hostile body's 50,000 messages cost a copy each otherwise. */
 /* strcmp(s, lit) == 0 for s of n bytes (NUL-terminated, and it may hold a NUL:
  * strcmp stops there) and lit of litn, without the call (three of these per
  * message of a 50,000-message chat). */
@@ -367,6 +363,10 @@ static bool key_is(const char *s, size_t n, const char *lit, size_t litn) {
     return n >= litn && memcmp(s, lit, litn) == 0 && (n == litn || s[litn] == '\0');
 }
 
+/* Whether the message m is already what conversation() would make of it:
+ * {"role": ..., "content": "..."} exactly, in that order, in the string format,
+ * and not a developer message (which gains "tools"). Then it is shared, not
+ * rebuilt: a hostile body's 50,000 messages cost a copy each otherwise. */
 static bool as_prepared(json_t *m, bool openai) {
     if (openai || json_object_size(m) != 2) return false;
     void *it = json_object_iter(m);
