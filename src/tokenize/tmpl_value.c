@@ -169,15 +169,14 @@ void tv_list_push(ir_arena *a, terr *e, tlist *l, tv v) {
     l->v[l->n++] = v;
 }
 
+/* The dict and its first cap keys and values in one block of the arena, not
+ * three (a request's messages are one dict each); growing takes new arrays. */
 tdict *tv_dict_new(ir_arena *a, size_t cap) {
-    tdict *d = ir_arena_calloc(a, sizeof *d);
+    if (cap > (SIZE_MAX - sizeof(tdict)) / (2 * sizeof(tv))) return NULL;
+    tdict *d = ir_arena_alloc(a, sizeof *d + 2 * cap * sizeof(tv));
     if (!d) return NULL;
-    if (cap) {
-        d->k = ir_arena_alloc(a, cap * sizeof *d->k);
-        d->v = ir_arena_alloc(a, cap * sizeof *d->v);
-        if (!d->k || !d->v) return NULL;
-        d->cap = cap;
-    }
+    tv *slots = (tv *)(void *)(d + 1);
+    *d = (tdict){.k = cap ? slots : NULL, .v = cap ? slots + cap : NULL, .n = 0, .cap = cap};
     return d;
 }
 
@@ -242,17 +241,6 @@ bool tv_big_odd(tv v) {
     return (v.s[v.n - 1] - '0') % 2 != 0;
 }
 
-/* tv_dict_new(a, n) in one block of the arena, not three (a request's
- * messages are one dict each). */
-static tdict *dict_sized(ir_arena *a, size_t n) {
-    if (n > (SIZE_MAX - sizeof(tdict)) / (2 * sizeof(tv))) return NULL;
-    tdict *d = ir_arena_alloc(a, sizeof *d + 2 * n * sizeof(tv));
-    if (!d) return NULL;
-    tv *slots = (tv *)(void *)(d + 1);
-    *d = (tdict){.k = n ? slots : NULL, .v = n ? slots + n : NULL, .n = 0, .cap = n};
-    return d;
-}
-
 tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
     if (depth > 256) tmpl_fail(e, 0, 0, "input nested too deeply");
     switch (json_typeof(j)) {
@@ -284,7 +272,7 @@ tv tv_from_json(ir_arena *a, terr *e, const json_t *j, int depth) {
         const char *big = irt_json_number_text(j, &bn);
         if (big) return number_from_marker(big, bn);
         size_t n = json_object_size(j);
-        tdict *d = dict_sized(a, n);
+        tdict *d = tv_dict_new(a, n);
         if (!d) tmpl_fail(e, 0, 0, "out of memory (the render's memory limit)");
         const char *k;
         json_t *x;
