@@ -91,7 +91,7 @@ static void frame_set(trender *r, tframe *f, const char *name, size_t n, tv v) {
 }
 
 static tv *frame_get(tframe *f, const char *name, size_t n) {
-    /* the first byte rules most names out without a call */
+    /* names compared in place (tmpl_name_eq), innermost frame first */
     for (; f; f = f->up)
         for (size_t i = f->n; i-- > 0;)
             if (f->lens[i] == n && tmpl_name_eq(f->names[i], name, n)) return &f->vals[i];
@@ -558,7 +558,7 @@ static bool contains(trender *r, const tnode *at, tv needle, tv hay) {
 
 static bool compare_one(trender *r, const tnode *at, int op, tv a, tv b) {
     if (a.t == TV_STR && b.t == TV_STR && (op == OP_EQ || op == OP_NE)) /* message.role == 'user' */
-        return (a.n == b.n && tmpl_name_eq(a.s, b.s, a.n)) == (op == OP_EQ);
+        return tv_str_eq(a, b) == (op == OP_EQ);
     switch (op) {
     case OP_EQ:
         return tv_eq(a, b);

@@ -302,6 +302,10 @@ static inline bool tmpl_name_eq(const char *a, const char *b, size_t n) {
     }
     return ((x0 ^ y0) | (x1 ^ y1)) == 0;
 }
+/* Two strings equal (a, b both TV_STR): what tv_eq decides for them. */
+static inline bool tv_str_eq(tv a, tv b) {
+    return a.n == b.n && tmpl_name_eq(a.s, b.s, a.n);
+}
 tlist *tv_list_new(ir_arena *a, size_t cap);
 void tv_list_push(ir_arena *a, terr *e, tlist *l, tv v);
 tdict *tv_dict_new(ir_arena *a, size_t cap);

@@ -391,7 +391,7 @@ bool tv_eq(tv a, tv b) {
     case TV_NONE:
         return true;
     case TV_STR:
-        return a.n == b.n && memcmp(a.s, b.s, a.n) == 0;
+        return tv_str_eq(a, b);
     case TV_LIST:
         if (a.l->tuple != b.l->tuple || a.l->n != b.l->n) return false;
         for (size_t i = 0; i < a.l->n; i++)
