@@ -13,6 +13,13 @@ import { BUILD, sleep, waitFor } from './lib.mjs';
 const DNSMASQ = ['/usr/sbin/dnsmasq', '/usr/bin/dnsmasq'].find((p) => fs.existsSync(p)) || 'dnsmasq';
 const children = new Set();
 process.on('exit', () => { for (const c of children) try { c.kill('SIGKILL'); } catch { /* gone */ } });
+// As in lib.mjs: the children do not hold the event loop, so that a test that fails
+// before it stops them still ends (and prints its report); the exit kills them.
+function own(child) {
+  children.add(child);
+  child.unref();
+  child.stderr.unref();
+}
 
 export const randomPort = () => 10000 + Math.floor(Math.random() * 10000);
 
@@ -64,7 +71,7 @@ export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args
       `--listen-address=${listen}`, '--bind-interfaces', `--hostsdir=${hdir}`, `--local-ttl=${ttl}`,
       '--pid-file=', '--user=', '--log-facility=-', ...srv.map(([s, t, p]) => `--srv-host=${s},${t},${p}`), ...more];
     const child = spawn(DNSMASQ, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    children.add(child);
+    own(child);
     let log = '';
     child.stderr.on('data', (d) => { log += d; });
     child.on('exit', () => children.delete(child));
@@ -96,7 +103,7 @@ export async function startSimAt(host, port, args = []) {
   const child = spawn(path.join(BUILD, 'inferrail-sim'), ['--host', host, '--port', String(port), ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  children.add(child);
+  own(child);
   let log = '';
   child.stderr.on('data', (d) => { log += d; if (log.length > 1e5) log = log.slice(-5e4); });
   child.on('exit', () => children.delete(child));

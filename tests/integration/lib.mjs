@@ -11,7 +11,17 @@ export const ROOT = process.env.IR_ROOT || path.resolve(here, '../..');
 export const BUILD = process.env.IR_BUILD || path.join(ROOT, 'build');
 export const FIXTURES = process.env.IR_FIXTURES || path.join(ROOT, 'tests/fixtures');
 
+// The children that startSim and startGateway spawned and that still run. They do
+// not hold the event loop (see own()): a test that fails before it stops them (an
+// assertion in a finally block ahead of the stops, a timeout) must not keep this
+// process alive for ctest's whole timeout, with the test's report never printed.
+// The process's exit kills what is left.
 const children = new Set();
+function own(child) {
+  children.add(child);
+  child.unref();
+  child.stderr.unref();
+}
 function killAll() {
   for (const c of children) {
     try { c.kill('SIGKILL'); } catch { /* already gone */ }
@@ -68,7 +78,7 @@ export async function startSim(args = [], opts = {}) {
   const child = spawn(bin, ['--host', '127.0.0.1', '--port', String(port), ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  children.add(child);
+  own(child);
   const log = { text: '' };
   child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
   let stopping = false;
@@ -212,7 +222,7 @@ export async function startGateway(config, opts = {}) {
   const file = path.join(os.tmpdir(), `ir-gw-${process.pid}-${port}.yaml`);
   fs.writeFileSync(file, JSON.stringify(cfg, null, 1));
   const child = spawn(path.join(BUILD, 'inferrail-gateway'), ['--config', file], { stdio: ['ignore', 'ignore', 'pipe'] });
-  children.add(child);
+  own(child);
   const log = { text: '' };
   child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
   let stopping = false;
