@@ -10,20 +10,12 @@ here="$(cd "$(dirname "$0")/../.." && pwd)"
 base="${1:-main}"
 rounds="${2:-5}"
 out="$here/build-base"
-mkdir -p "$out/src"
-git -C "$here" archive "$base" src CMakeLists.txt cmake bench tests/unit | tar -x -C "$out/src"
-cmake -S "$out/src" -B "$out/b" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$out/b" -j 2 --target ir_tokenize >/dev/null
+. "$here/bench/tokenizer/base.sh"
+base_bench "$base" "$out" "$here/bench/tokenizer/bench_tmpl_arith.c" "$out/tmplarithbench-base"
 cmake --build "$here/build" -j 2 --target inferrail-tmplarithbench >/dev/null
-libs="$(pkg-config --libs jansson yaml-0.1 libxxhash libpcre2-8 libutf8proc)"
-gmp=""
-pkg-config --exists gmp && gmp="$(pkg-config --libs gmp)"
-cc -O2 -I"$out/src/src" "$here/bench/tokenizer/bench_tmpl_arith.c" \
-  "$out/b/libir_tokenize.a" "$out/b/libir_core.a" $libs $gmp -lm -lpthread \
-  -o "$out/tmplarithbench-base"
 new="$here/build/inferrail-tmplarithbench"
 tmp="$(mktemp)"
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
   "$out/tmplarithbench-base" 5 | sed 's/^/base /' >>"$tmp"
   "$new" 5 | sed 's/^/new /' >>"$tmp"
 done

