@@ -269,7 +269,8 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
         }
     }
     apply(k, s, p, len);
-    s->next = seq + 1;
+    /* an engine's seq may be INT64_MAX: no number follows it, the next is unknown */
+    s->next = seq < INT64_MAX ? seq + 1 : -1;
 }
 
 static void on_replay_end(gw_kvsub *k, kvstream *s) {

@@ -307,6 +307,10 @@ void irx_release(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n, size
          * ones. */
         s->nreserved -= rec.reserved;
         if (extra_blocks < rec.reserved) extra_blocks = rec.reserved;
+        /* Past the capacity's worth, more extra blocks change nothing: every block
+         * that is not pinned has gone for them (the count comes from the engine's
+         * completion_tokens, which a misbehaving engine may make 10^18). */
+        if (extra_blocks > s->cap) extra_blocks = s->cap;
         for (size_t i = 0; i < extra_blocks; i++) {
             if (s->count + s->nreserved == s->cap) {
                 if (s->nlisted == 0) break;

@@ -45,8 +45,7 @@ struct irn_server {
     uv_tcp_t listener;
     uv_check_t turn;             /* after each poll: the turn's counts start again */
     uv_idle_t more;              /* active while input waits in the `more` queue */
-    int nclosed;                 /* of listener and turn */
-    bool more_closed;            /* closed after the last connection */
+    int nclosed;                 /* of turn and more, closed after the last connection */
     unsigned accepted;           /* connections accepted this turn */
     uint64_t turn_cpu;           /* the thread's CPU clock when this turn was first
                                     asked about (turn_spent); 0: not yet */
@@ -260,19 +259,23 @@ static int conn_write(conn *c, const uv_buf_t *parts, int nparts) {
 
 static void server_maybe_done(irn_server *srv);
 
-static void on_more_closed(uv_handle_t *h) {
+static void on_turn_closed(uv_handle_t *h) {
     irn_server *srv = h->data;
-    srv->more_closed = true;
+    srv->nclosed++;
     server_maybe_done(srv);
 }
 
 static void server_maybe_done(irn_server *srv) {
     if (!srv->closing || !srv->listener_closed || srv->conns) return;
-    if (!srv->more_closed) {
+    if (srv->nclosed < 2) {
         /* Closed last: the connections that finish after irn_server_close may still
-         * have held-back input to take up. */
-        if (!uv_is_closing((uv_handle_t *)&srv->more))
-            uv_close((uv_handle_t *)&srv->more, on_more_closed);
+         * have held-back input to take up, and turn_spent needs the turn's budget
+         * restarted after each poll (closed first, every turn would count as spent
+         * and held-back input would never be taken up). */
+        if (!uv_is_closing((uv_handle_t *)&srv->more)) {
+            uv_close((uv_handle_t *)&srv->more, on_turn_closed);
+            uv_close((uv_handle_t *)&srv->turn, on_turn_closed);
+        }
         return;
     }
     irn_close_cb cb = srv->close_cb;
@@ -1077,7 +1080,6 @@ void irn_server_stats_get(const irn_server *srv, irn_server_stats *st) {
 
 static void on_listener_closed(uv_handle_t *h) {
     irn_server *srv = h->data;
-    if (++srv->nclosed < 2) return; /* the listener and turn */
     srv->listener_closed = true;
     server_maybe_done(srv);
 }
@@ -1088,7 +1090,6 @@ void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
     srv->close_cb = cb;
     srv->close_ud = ud;
     uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
-    uv_close((uv_handle_t *)&srv->turn, on_listener_closed);
     for (conn *c = srv->conns; c; c = c->next) {
         if (c->closing || c->lingering) continue;
         if (c->h2)

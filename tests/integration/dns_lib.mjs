@@ -37,6 +37,7 @@ function stopper(child) {
   return async () => {
     if (exited(child)) return;
     const done = new Promise((r) => child.on('exit', r));
+    child.ref(); /* held while it stops (see lib.mjs's stop) */
     child.kill('SIGTERM');
     const t = setTimeout(() => child.kill('SIGKILL'), 5000);
     await done;

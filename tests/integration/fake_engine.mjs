@@ -113,6 +113,9 @@ const H1 = {
   // A usage whose cached_tokens no prompt can have (near INT64_MAX).
   'absurd-cached': (sock) => sock.write(okResponse(OK_BODY.slice(0, -1) +
     ',"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":9223372036854775000}}}')),
+  // A usage whose completion_tokens no request can have (near 10^18).
+  'absurd-completion': (sock) => sock.write(okResponse(OK_BODY.slice(0, -1) +
+    ',"usage":{"prompt_tokens":40,"completion_tokens":999999999999999999}}')),
 };
 
 // ---- h2c, raw frames ----------------------------------------------------------------

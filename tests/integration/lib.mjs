@@ -97,6 +97,10 @@ export async function startSim(args = [], opts = {}) {
       // Already gone (an exit code, or a signal such as ASan's abort): 'exit' will not fire again.
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
       const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
+      // Held while it stops: else a child slower than the kill timer (a simulator
+      // finishing a delayed request) exits after the loop has nothing left, and node
+      // ends the test with 'Promise resolution is still pending'.
+      child.ref();
       child.kill(signal);
       const t = setTimeout(() => child.kill('SIGKILL'), 5000);
       const rc = await done;
@@ -241,6 +245,10 @@ export async function startGateway(config, opts = {}) {
       stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
       const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
+      // Held while it stops: else a child slower than the kill timer (a simulator
+      // finishing a delayed request) exits after the loop has nothing left, and node
+      // ends the test with 'Promise resolution is still pending'.
+      child.ref();
       child.kill(signal);
       const t = setTimeout(() => child.kill('SIGKILL'), 10000);
       const rc = await done;

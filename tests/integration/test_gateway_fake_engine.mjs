@@ -158,3 +158,22 @@ test('h1: an absurd cached_tokens in the usage counts no more than the prompt', 
     assert.ok(reported >= 0 && reported < 1000, `reported ${reported}`);
   });
 });
+
+// The approximate index frees a finished request's output blocks into its view of
+// the engine's cache: completion_tokens of 10^18 made that one loop of 6 * 10^16
+// steps under the replica's lock, and the worker (then every thread that looks the
+// replica up) never came back.
+test('h1: an absurd completion_tokens in the usage leaves the gateway serving', async () => {
+  const gateway = { models: [{ name: 'fake', tokenizer: 'builtin:sim' }] };
+  const long = JSON.stringify({ model: 'fake', max_tokens: 1, prompt: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ') });
+  await withGateway('absurd-completion', { gateway }, async (gw, eng) => {
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`${gw.url}/v1/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: long, signal: AbortSignal.timeout(10000),
+      });
+      assert.equal(r.status, 200);
+      await r.text();
+    }
+    await assertNotWedged(gw, eng);
+  });
+});

@@ -1,6 +1,8 @@
 /* The approximate KV index: semantics of record, undo, lookup, correct,
  * forget and reset, and a randomized comparison with a naive model. */
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -8,6 +10,7 @@
 #include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "index/ir_index.h"
 
@@ -269,6 +272,56 @@ static void pins_and_release(void **state) {
     assert_int_equal(irx_replica_blocks(ix, 0), 0);
     check(ix);
     irx_free(ix);
+}
+
+/* An engine's completion_tokens sets a release's extra blocks: an absurd count (a
+ * misbehaving engine's 10^18) leaves the replica's view as its capacity's worth of
+ * extra blocks does, at once (it was one step per block under the replica's lock:
+ * the gateway's worker never came back). */
+typedef struct release_job {
+    irx_index *ix;
+    irx_rec rec;
+    const ir_hash128 *h;
+    size_t extra;
+    atomic_bool done;
+} release_job;
+
+static void *release_thread(void *arg) {
+    release_job *j = arg;
+    irx_release(j->ix, j->rec, j->h, 4, j->extra);
+    atomic_store(&j->done, true);
+    return NULL;
+}
+
+static void huge_extra_is_bounded(void **state) {
+    (void)state;
+    ir_hash128 a[4], b[3];
+    chain(a, 4, 1, 0);
+    chain(b, 3, 2, 0);
+    irx_index *ix[2];
+    uint32_t out[2][2];
+    for (int k = 0; k < 2; k++) {
+        ix[k] = irx_new(1);
+        irx_set_capacity(ix[k], 0, 8);
+        done(ix[k], 0, b, 3);
+        release_job j = {.ix = ix[k], .rec = irx_record(ix[k], 0, a, 4), .h = a};
+        j.extra = k ? SIZE_MAX / 2 : 8;
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, release_thread, &j), 0);
+        /* a generous bound: the bounded release takes microseconds */
+        for (int ms = 0; ms < 60000 && !atomic_load(&j.done); ms++) usleep(1000);
+        if (!atomic_load(&j.done))
+            fail_msg("irx_release with %zu extra blocks is still running", j.extra);
+        pthread_join(t, NULL);
+        irx_lookup(ix[k], a, 4, &out[k][0]);
+        irx_lookup(ix[k], b, 3, &out[k][1]);
+        check(ix[k]);
+    }
+    assert_int_equal(out[1][0], out[0][0]);
+    assert_int_equal(out[1][1], out[0][1]);
+    assert_int_equal(out[1][1], 0); /* b went for the extras */
+    assert_int_equal(irx_replica_blocks(ix[1], 0), irx_replica_blocks(ix[0], 0));
+    for (int k = 0; k < 2; k++) irx_free(ix[k]);
 }
 
 /* Reserved blocks take capacity at once (evicting for it) and become extra blocks at
@@ -542,6 +595,7 @@ int main(void) {
         cmocka_unit_test(correct_shrinks_the_oldest),
         cmocka_unit_test(pins_and_release),
         cmocka_unit_test(reserve_then_release_or_undo),
+        cmocka_unit_test(huge_extra_is_bounded),
         cmocka_unit_test(against_naive_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
