@@ -31,7 +31,7 @@ CAP_STEPS=${CAP_STEPS:-3}
 # compare runs (W2_WARM_S in run.sh).
 WARM_S=${WARM_S:-0}
 WARM_S_w2=${WARM_S_w2:-30}
-SIM_ARGS_w2=${SIM_ARGS_w2:---num-gpu-blocks-override 16384}
+SIM_ARGS_w2=${SIM_ARGS_w2:---num-gpu-blocks-override 28672} # as run.sh
 
 var() { local v="${1}_${2//-/_}"; echo "${!v:-$3}"; }
 speedup() {

@@ -43,10 +43,14 @@
 #   LLMD_LADDER  fractions of capacity for an llm-d style ladder of rates, e.g.
 #              "0.3,0.5,0.7,0.9" (default: none, the SHARE rate only)
 #   SIM_ARGS_<w>  extra simulator flags for one workload's capacity probe and
-#              compare. w2's default is "--num-gpu-blocks-override 16384"
-#              (16,384-block caches, about what an 8B model holds on an 80 GB
-#              GPU): with 4,096 blocks w2's chats do not fit in the fleet's KV, so
-#              no policy can come near its reuse ceiling; SIM_ARGS_w2=" " drops it
+#              compare. w2's default is "--num-gpu-blocks-override 28672"
+#              (28,672-block caches, about what vLLM leaves for the KV of an 8B
+#              model with 8 KV heads on an 80 GB GPU: 56 GiB at 2 MiB a block;
+#              bench/results/cache-aware/w2-28k): with 4,096 blocks w2's chats do
+#              not fit in the fleet's KV, so no policy can come near its reuse
+#              ceiling, and with 16,384 (the proof's runs up to session 31) the
+#              histories of the chats in their think time are evicted at the rates
+#              near capacity; SIM_ARGS_w2=" " drops it
 #   KCHECK     1: run the K = 1 vs K check on w1 (KCHECK_POLICIES, KCHECK_REQ,
 #              one repetition each; at K = 1 it runs in real time)
 # A smoke run (a minute or two):
@@ -91,7 +95,7 @@ KCHECK_REQ=${KCHECK_REQ:-$REQ_W1}
 # Its warmup seats every prompt once (12 x 5), as llm-d's first stage does (750 = 150 x 5).
 declare -A PARAMS=([llmd-shared-prefix]="--param groups=12")
 WARMUP_llmd_shared_prefix=${WARMUP_llmd_shared_prefix:-60}
-SIM_ARGS_w2=${SIM_ARGS_w2:---num-gpu-blocks-override 16384}
+SIM_ARGS_w2=${SIM_ARGS_w2:---num-gpu-blocks-override 28672}
 
 var() { local v="${1}_${2//-/_}"; echo "${!v:-$3}"; }
 # requests W RATE / warmup W RATE: the run's size (w2's from its rate, see above).
