@@ -255,6 +255,24 @@ static void test_long_chains(void **state) {
     assert_string_equal(out, "201");
     free(out);
     free(src);
+    /* A recursive macro called at the bottom of a chain of 250 links: each level
+     * is within the compile-time bound, but 64 nested calls of it overflowed a
+     * 2 MiB thread stack (a release build) before the macro depth bound was met:
+     * the render counts nested evals too. */
+    ir_buf m;
+    ir_buf_init(&m, 0);
+    ir_buf_append_str(&m, "{% macro f(n) %}{{ f(n + 1)");
+    for (int i = 0; i < 250; i++) ir_buf_append_str(&m, "|string");
+    ir_buf_append_str(&m, " }}{% endmacro %}{{ f(0) }}");
+    assert_null(render(m.data, m.len, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "nested too deeply in the render"));
+    ir_buf_free(&m);
+    /* shallower recursion of the same macro still meets the macro depth bound */
+    assert_int_equal(render_limited("{% macro f(n) %}{{ f(n + 1)|string|string }}{% endmacro %}"
+                                    "{{ f(0) }}",
+                                    NULL, err, sizeof err),
+                     IRT_EINVAL);
+    assert_non_null(strstr(err, "macro calls nested too deeply"));
 }
 
 /* Every bound is a refusal with a message, never a crash or a hang. */
