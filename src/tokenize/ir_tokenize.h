@@ -188,7 +188,11 @@ typedef struct irt_template_limits {
     size_t max_output;   /* rendered bytes (default 64 MiB) */
     size_t max_memory;   /* bytes of values a render may hold (default 512 MiB) */
     uint64_t max_steps;  /* loop iterations and macro calls (default 10,000,000) */
-    int max_depth;       /* nesting of the source and of macro calls (default 64) */
+    int max_depth;       /* nesting of the source and of macro calls (default 64); the
+                          * source's tree (chains of filters, attributes, calls and
+                          * operators included) at most 4 x max_depth levels high,
+                          * a render's evals (macro bodies' included) nested at most
+                          * 16 x max_depth deep */
 } irt_template_limits;
 
 /* Compiles src (limits may be NULL). On failure NULL, with a message such as

@@ -792,7 +792,7 @@ static inline tv name_value(tframe *f, const tnode *x) {
     return v ? *v : builtin(x->str, x->slen);
 }
 
-static tv eval(trender *r, tframe *f, const tnode *x) {
+static tv eval_node(trender *r, tframe *f, const tnode *x) {
     switch (x->kind) {
     case E_LIT:
         return x->val;
@@ -892,6 +892,20 @@ static void emit(trender *r, tv v) {
         tsb_add(r->out, v.s, v.n);
     else
         tv_str_to(r->out, v);
+}
+
+/* Every eval nested in another counts, macro bodies included: the compile-time
+ * bound on a tree's height (tmpl_parse.c) does not bound the render's recursion,
+ * since a macro's body is evaluated inside the call that runs it. Macro calls
+ * nested max_depth deep, each at the bottom of a chain as high as that bound,
+ * overflowed a 2 MiB thread stack in a release build. */
+static tv eval(trender *r, tframe *f, const tnode *x) {
+    if (++r->eval_depth > 16 * r->lim->max_depth)
+        efail(r, x, "expressions nested too deeply in the render (more than %d levels)",
+              16 * r->lim->max_depth);
+    tv v = eval_node(r, f, x);
+    r->eval_depth--;
+    return v;
 }
 
 /* ---- {{ a + b + c }}: the strings written one after the other -------------------------

@@ -364,7 +364,8 @@ struct trender {
     const irt_template_limits *lim;
     uint64_t steps;
     int depth;
-    tv caller; /* inside a macro called by {% call %} */
+    int eval_depth; /* evals nested now, macro bodies included (tmpl_eval.c: eval) */
+    tv caller;      /* inside a macro called by {% call %} */
     int64_t now;
 };
 

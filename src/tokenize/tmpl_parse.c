@@ -866,9 +866,27 @@ static tnode **body(ps *p, const char *const *ends, size_t *n, const ttok *opene
     return v.v;
 }
 
+/* Fails unless the tree under x is at most `left` levels high. The render (eval,
+ * exec) and the walks over the tree recurse once a level, and a chain (a|f|f...,
+ * a.b.c..., a()()..., 1+1+...) is built in a loop, a level per link, without the
+ * nesting that enter() counts: a long one overflowed the render's stack. The
+ * recursion here stops at `left` levels. */
+static void check_height(ps *p, const tnode *x, int left) {
+    if (!x) return;
+    if (left <= 0)
+        tmpl_fail(p->e, x->line, x->col, "expression nested too deeply (more than %d levels)",
+                  p->max_depth);
+    const tnode *kids[4] = {x->a, x->b, x->c, x->d};
+    for (int k = 0; k < 4; k++) check_height(p, kids[k], left - 1);
+    if (x->kind == N_TEXT || x->kind == E_LIT) return; /* n is no count of nodes there */
+    for (size_t i = 0; i < x->n; i++) check_height(p, x->list[i], left - 1);
+    for (size_t i = 0; i < x->n2; i++) check_height(p, x->list2[i], left - 1);
+}
+
 tnode *tmpl_parse(ir_arena *a, terr *e, const ttoks *toks, int max_depth) {
     ps p = {.a = a, .e = e, .t = toks->v, .n = toks->n, .max_depth = max_depth};
     tnode *root = nn(&p, N_BLOCK, &toks->v[0]);
     root->list = body(&p, NULL, &root->n, &toks->v[0]);
+    check_height(&p, root, max_depth);
     return root;
 }

@@ -213,6 +213,68 @@ static int render_limited(const char *src, const irt_template_limits *lim, char 
     return rc;
 }
 
+/* A chain of n links after `head` (a|f|f..., a.b.b..., 1+1+...): built in a loop,
+ * a tree level per link, and rendered by recursion, once a level. */
+static char *chain(const char *head, const char *link, int n, size_t *len) {
+    size_t hl = strlen(head), ll = strlen(link);
+    char *s = malloc(3 + hl + ll * (size_t)n + 4);
+    assert_non_null(s);
+    size_t at = 0;
+    memcpy(s + at, "{{ ", 3), at += 3;
+    memcpy(s + at, head, hl), at += hl;
+    for (int i = 0; i < n; i++) memcpy(s + at, link, ll), at += ll;
+    memcpy(s + at, " }}", 4), at += 3;
+    *len = at;
+    return s;
+}
+
+/* Long chains are refused at compile time: 5,000 links overflowed the render's
+ * stack under ASan (and a 1 MiB template of `|string` links in a release build),
+ * since the parser's nesting bound did not count them. 200 links still render. */
+static void test_long_chains(void **state) {
+    (void)state;
+    static const char *const links[][2] = {
+        {"1", "|string"}, {"a", ".b"},     {"l", "[0]"},   {"f", "()"},
+        {"1", "+1"},      {"'s'", "~'s'"}, {"1", " * 1"},  {"1", " and 1"},
+        {"0", " or 0"},   {"1", " ** 1"},  {"1", " if 1"}, {"1", " is number and 1"},
+    };
+    char err[256];
+    for (size_t i = 0; i < IR_ARRAY_LEN(links); i++) {
+        size_t len;
+        char *src = chain(links[i][0], links[i][1], 5000, &len);
+        irt_template *t = irt_template_new(src, len, NULL, err, sizeof err);
+        if (t) fprintf(stderr, "chain of %s compiled\n", links[i][1]);
+        assert_null(t);
+        assert_non_null(strstr(err, "nested too deeply"));
+        free(src);
+    }
+    size_t len;
+    char *src = chain("1", "+1", 200, &len);
+    char *out = render(src, len, NULL, err, sizeof err);
+    assert_non_null(out);
+    assert_string_equal(out, "201");
+    free(out);
+    free(src);
+    /* A recursive macro called at the bottom of a chain of 250 links: each level
+     * is within the compile-time bound, but 64 nested calls of it overflowed a
+     * 2 MiB thread stack (a release build) before the macro depth bound was met:
+     * the render counts nested evals too. */
+    ir_buf m;
+    ir_buf_init(&m, 0);
+    ir_buf_append_str(&m, "{% macro f(n) %}{{ f(n + 1)");
+    for (int i = 0; i < 250; i++) ir_buf_append_str(&m, "|string");
+    ir_buf_append_str(&m, " }}{% endmacro %}{{ f(0) }}");
+    assert_null(render(m.data, m.len, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "nested too deeply in the render"));
+    ir_buf_free(&m);
+    /* shallower recursion of the same macro still meets the macro depth bound */
+    assert_int_equal(render_limited("{% macro f(n) %}{{ f(n + 1)|string|string }}{% endmacro %}"
+                                    "{{ f(0) }}",
+                                    NULL, err, sizeof err),
+                     IRT_EINVAL);
+    assert_non_null(strstr(err, "macro calls nested too deeply"));
+}
+
 /* Every bound is a refusal with a message, never a crash or a hang. */
 static void test_bounds(void **state) {
     (void)state;
@@ -601,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_json_loads_threads),
         cmocka_unit_test(test_gptoss_harmony),
         cmocka_unit_test(test_concat_written_in_pieces),
+        cmocka_unit_test(test_long_chains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
