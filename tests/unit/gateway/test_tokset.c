@@ -25,8 +25,10 @@ static gw_tokset *sim_toks(void) {
 
 static void held_until_given_back(void **state) {
     (void)state;
-    gw_fleet f = {0};
-    gw_model m = {0};
+    gw_fleet f;
+    gw_model m;
+    memset(&f, 0, sizeof f); /* {0} is an int for the _Atomic first members: clang warns */
+    memset(&m, 0, sizeof m);
     gw_model_set_toks(&f, &m, sim_toks());
     assert_int_equal(atomic_load(&m.tok), GW_TOK_SIM);
     gw_tokset *held = gw_model_toks_take(&m);
@@ -65,8 +67,10 @@ static void *reader(void *arg) {
 
 static void swaps_race_readers(void **state) {
     (void)state;
-    gw_fleet f = {0};
-    gw_model m = {0};
+    gw_fleet f;
+    gw_model m;
+    memset(&f, 0, sizeof f); /* {0} is an int for the _Atomic first members: clang warns */
+    memset(&m, 0, sizeof m);
     race r = {.m = &m};
     gw_model_set_toks(&f, &m, sim_toks());
     pthread_t th[READERS];

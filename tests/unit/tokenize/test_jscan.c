@@ -306,8 +306,8 @@ static void jflat_mutations(void **state) {
     (void)state;
     static const char *const seeds[] = {
         "{\"role\":\"user\",\"content\":\"Explain the cache policy, briefly. Then the queue.\"}",
-        "{\"role\":\"system\",\"content\":\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ "
-        "\\n\\t end\",\"name\":\"x\"}",
+        ("{\"role\":\"system\",\"content\":\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ "
+         "\\n\\t end\",\"name\":\"x\"}"), /* one seed: clang asks for the parentheses */
         "{ \"content\" : \"tab\\there\" , \"role\" : \"assistant\" }",
     };
     static const char *const bits[] = {"\"",
