@@ -900,6 +900,8 @@ static void emit(trender *r, tv v) {
  * nested max_depth deep, each at the bottom of a chain as high as that bound,
  * overflowed a 2 MiB thread stack in a release build. */
 static tv eval(trender *r, tframe *f, const tnode *x) {
+    if (x->kind == E_LIT) return x->val; /* leaves recurse no further: not counted */
+    if (x->kind == E_NAME) return name_value(f, x);
     if (++r->eval_depth > 16 * r->lim->max_depth)
         efail(r, x, "expressions nested too deeply in the render (more than %d levels)",
               16 * r->lim->max_depth);
