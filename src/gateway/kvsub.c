@@ -442,6 +442,10 @@ static void stats_reset(gw_kvsub_stats *st) {
         atomic_store_explicit(u[i], 0, memory_order_relaxed);
     atomic_store_explicit(&st->source, GW_KV_SOURCE_EVENTS, memory_order_relaxed);
     atomic_store_explicit(&st->connected, 0, memory_order_relaxed);
+    /* A check a worker deferred just after the slot's last stream closed (it looked
+     * the slot up before the close) belongs to that stream: settled against this
+     * one, it would count (and log under this replica's id) a mismatch of another's. */
+    free(atomic_exchange_explicit(&st->parity_pending, NULL, memory_order_acq_rel));
 }
 
 static void stream_close(gw_kvsub *k, kvstream *s) {
