@@ -5,7 +5,10 @@
  * dropped. The handler answers by path so that every response path runs:
  * /s send, /w streamed writes, /c irn_resp_close, /h held until the end,
  * /e ended without a response, anything else 404. Small limits make the
- * 413/431 paths reachable; timers and GOAWAY run at the end. */
+ * 413/431 paths reachable; timers and GOAWAY run at the end. The socket holds
+ * what the session writes until the input says it went out (the low bit of a
+ * chunk's first byte), so the write queue's limits, the streams' backpressure
+ * and their draining run too. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +21,16 @@ typedef struct fz {
     bool scheduled;
     bool done;
     size_t out_bytes;
+    size_t queued; /* written, not yet "on the wire" */
 } fz;
 
 static int io_write(void *ctx, const uv_buf_t *parts, int n) {
     fz *f = ctx;
-    for (int i = 0; i < n; i++) f->out_bytes += parts[i].len;
+    for (int i = 0; i < n; i++) f->out_bytes += parts[i].len, f->queued += parts[i].len;
     return 0;
 }
 static size_t io_queued(void *ctx) {
-    return 0;
+    return ((fz *)ctx)->queued;
 }
 static void io_schedule(void *ctx) {
     ((fz *)ctx)->scheduled = true;
@@ -84,6 +88,13 @@ static void on_request(void *ud, irn_request *req, irn_resp *resp) {
     }
 }
 
+/* The socket's writes complete: what was queued is on the wire. */
+static void written(irn__h2s *h, fz *f) {
+    if (!f->queued || f->done) return;
+    f->queued = 0;
+    irn__h2s_on_written(h);
+}
+
 static void flush_if(irn__h2s *h, fz *f) {
     for (int i = 0; f->scheduled && i < 8; i++) {
         f->scheduled = false;
@@ -117,11 +128,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     irn__h2s_feed(h, preface, sizeof preface - 1);
     for (size_t off = 0; off < size && !f.done;) {
         size_t n = size - off < chunk ? size - off : chunk;
+        bool drains = data[off] & 1;
         irn__h2s_feed(h, (const char *)data + off, n);
+        flush_if(h, &f);
+        if (drains) written(h, &f);
         flush_if(h, &f);
         off += n;
     }
     /* Answer what is held, then the timers and a graceful close. */
+    written(h, &f);
     for (int i = 0; i < f.nheld; i++) {
         if (!f.held[i]) continue;
         irn_resp *r = f.held[i];
@@ -129,8 +144,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         irn_resp_finish(r, "0123456789", 10); /* short of its length: reset */
     }
     flush_if(h, &f);
+    written(h, &f);
     irn__h2s_on_timer(h);
     irn__h2s_shutdown(h);
+    flush_if(h, &f);
+    written(h, &f);
     flush_if(h, &f);
     irn__h2s_free(h); /* aborts whatever is left */
     return 0;
