@@ -8,18 +8,9 @@ import { promises as dns } from 'node:dns';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BUILD, sleep, waitFor } from './lib.mjs';
+import { BUILD, sleep, waitFor, own, stopChild } from './lib.mjs';
 
 const DNSMASQ = ['/usr/sbin/dnsmasq', '/usr/bin/dnsmasq'].find((p) => fs.existsSync(p)) || 'dnsmasq';
-const children = new Set();
-process.on('exit', () => { for (const c of children) try { c.kill('SIGKILL'); } catch { /* gone */ } });
-// As in lib.mjs: the children do not hold the event loop, so that a test that fails
-// before it stops them still ends (and prints its report); the exit kills them.
-function own(child) {
-  children.add(child);
-  child.unref();
-  child.stderr.unref();
-}
 
 export const randomPort = () => 10000 + Math.floor(Math.random() * 10000);
 
@@ -34,15 +25,7 @@ function exited(child) {
 }
 
 function stopper(child) {
-  return async () => {
-    if (exited(child)) return;
-    const done = new Promise((r) => child.on('exit', r));
-    child.ref(); /* held while it stops (see lib.mjs's stop) */
-    child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await done;
-    clearTimeout(t);
-  };
+  return async () => { await stopChild(child, 'SIGTERM', 5000); };
 }
 
 // Starts dnsmasq; hosts: {name: [ip, ...]}; srv: [[name, target, port], ...]; ttl:
@@ -75,7 +58,6 @@ export async function startDns(hosts, srv = [], { ttl = 0, port: fixed = 0, args
     own(child);
     let log = '';
     child.stderr.on('data', (d) => { log += d; });
-    child.on('exit', () => children.delete(child));
     const resolver = new dns.Resolver({ timeout: 200, tries: 1 });
     const server = listen.includes(':') ? `[${listen}]:${port}` : `${listen}:${port}`;
     resolver.setServers([server]);
@@ -107,7 +89,6 @@ export async function startSimAt(host, port, args = []) {
   own(child);
   let log = '';
   child.stderr.on('data', (d) => { log += d; if (log.length > 1e5) log = log.slice(-5e4); });
-  child.on('exit', () => children.delete(child));
   const url = host.includes(":") ? `http://[${host}]:${port}` : `http://${host}:${port}`;
   const end = Date.now() + 10000;
   while (Date.now() < end) {

@@ -11,16 +11,33 @@ export const ROOT = process.env.IR_ROOT || path.resolve(here, '../..');
 export const BUILD = process.env.IR_BUILD || path.join(ROOT, 'build');
 export const FIXTURES = process.env.IR_FIXTURES || path.join(ROOT, 'tests/fixtures');
 
-// The children that startSim and startGateway spawned and that still run. They do
-// not hold the event loop (see own()): a test that fails before it stops them (an
-// assertion in a finally block ahead of the stops, a timeout) must not keep this
-// process alive for ctest's whole timeout, with the test's report never printed.
-// The process's exit kills what is left.
+// The children that startSim, startGateway and dns_lib.mjs spawned and that still
+// run. They do not hold the event loop (own()): a test that fails before it stops
+// them (an assertion in a finally block ahead of the stops, a timeout) must not keep
+// this process alive for ctest's whole timeout, with the test's report never
+// printed. The process's exit kills what is left.
 const children = new Set();
-function own(child) {
+export function own(child) {
   children.add(child);
+  child.on('exit', () => children.delete(child));
   child.unref();
   child.stderr.unref();
+}
+
+// Stops an owned child: signal, then SIGKILL after killMs; resolves to its exit code
+// or signal. Held while it stops: else a child slower than the kill timer (a
+// simulator finishing a delayed request) exits after the loop has nothing left, and
+// node ends the test with 'Promise resolution is still pending'.
+export async function stopChild(child, signal, killMs) {
+  // Already gone (an exit code, or a signal such as ASan's abort): 'exit' will not fire again.
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
+  const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
+  child.ref();
+  child.kill(signal);
+  const t = setTimeout(() => child.kill('SIGKILL'), killMs);
+  const rc = await done;
+  clearTimeout(t);
+  return rc;
 }
 function killAll() {
   for (const c of children) {
@@ -83,7 +100,6 @@ export async function startSim(args = [], opts = {}) {
   child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
   let stopping = false;
   child.on('exit', (code, sig) => {
-    children.delete(child);
     if (!stopping && (sig || code)) process.stderr.write(`inferrail-sim exited unexpectedly (${code ?? sig}):\n${log.text}\n`);
   });
   await waitReady(port, child, log, 'inferrail-sim');
@@ -94,18 +110,7 @@ export async function startSim(args = [], opts = {}) {
     log,
     async stop(signal = 'SIGTERM') {
       stopping = true;
-      // Already gone (an exit code, or a signal such as ASan's abort): 'exit' will not fire again.
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
-      const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
-      // Held while it stops: else a child slower than the kill timer (a simulator
-      // finishing a delayed request) exits after the loop has nothing left, and node
-      // ends the test with 'Promise resolution is still pending'.
-      child.ref();
-      child.kill(signal);
-      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-      const rc = await done;
-      clearTimeout(t);
-      return rc;
+      return stopChild(child, signal, 5000);
     },
   };
 }
@@ -231,7 +236,6 @@ export async function startGateway(config, opts = {}) {
   child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
   let stopping = false;
   child.on('exit', (code, sig) => {
-    children.delete(child);
     try { fs.unlinkSync(file); } catch { /* gone */ }
     // A crash (a sanitizer's report ends in SIGABRT) shows in the test's output.
     if (!stopping && (sig || code)) process.stderr.write(`inferrail-gateway exited unexpectedly (${code ?? sig}):\n${log.text}\n`);
@@ -241,19 +245,8 @@ export async function startGateway(config, opts = {}) {
   return {
     port, url: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, child, log, file,
     async stop(signal = 'SIGTERM') {
-      // Already gone (an exit code, or a signal such as ASan's abort): 'exit' will not fire again.
       stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
-      const done = new Promise((r) => child.on('exit', (code, sig) => r(code ?? sig)));
-      // Held while it stops: else a child slower than the kill timer (a simulator
-      // finishing a delayed request) exits after the loop has nothing left, and node
-      // ends the test with 'Promise resolution is still pending'.
-      child.ref();
-      child.kill(signal);
-      const t = setTimeout(() => child.kill('SIGKILL'), 10000);
-      const rc = await done;
-      clearTimeout(t);
-      return rc;
+      return stopChild(child, signal, 10000);
     },
   };
 }
