@@ -42,6 +42,17 @@ function exitWithin(gw, ms) {
   });
 }
 
+// With half a body sent: SIGTERM, then sendRest() the other half. Resolves (once
+// the rest is sent) to {exited}: exitWithin's promise of the gateway's exit code.
+async function termMidway(gw, sendRest) {
+  await sleep(200);
+  const exited = exitWithin(gw, 20000);
+  gw.child.kill('SIGTERM');
+  await sleep(100);
+  sendRest();
+  return { exited };
+}
+
 test('HTTP/1.1: a body half sent at SIGTERM is read and answered', async () => {
   const gw = await gateway();
   const body = big();
@@ -52,11 +63,7 @@ test('HTTP/1.1: a body half sent at SIGTERM is read and answered', async () => {
   await new Promise((r) => sock.on('connect', r));
   sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
   sock.write(body.slice(0, body.length >> 1));
-  await sleep(200);
-  const exited = exitWithin(gw, 20000);
-  gw.child.kill('SIGTERM');
-  await sleep(100);
-  sock.write(body.slice(body.length >> 1));
+  const { exited } = await termMidway(gw, () => sock.write(body.slice(body.length >> 1)));
   const closed = new Promise((r) => sock.on('close', r));
   const rc = await exited;
   await Promise.race([closed, sleep(2000)]);
@@ -79,11 +86,7 @@ test('h2c: a stream whose body is half sent at SIGTERM is read and answered', as
   req.on('data', (d) => { text += d; });
   const ended = new Promise((r) => { req.on('end', r); req.on('close', r); });
   req.write(body.slice(0, body.length >> 1));
-  await sleep(200);
-  const exited = exitWithin(gw, 20000);
-  gw.child.kill('SIGTERM');
-  await sleep(100);
-  req.end(body.slice(body.length >> 1));
+  const { exited } = await termMidway(gw, () => req.end(body.slice(body.length >> 1)));
   await ended; // the stream ends either way: answered, or reset when the gateway exits
   session.destroy();
   const rc = await exited;
