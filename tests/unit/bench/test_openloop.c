@@ -192,10 +192,15 @@ static tsrv *srv_start(srv_mode mode) {
     return s;
 }
 
-/* Returns the resets it saw; *served (may be NULL) the other requests. */
-static int srv_stop_count(tsrv *s, int *served) {
+/* Stops the server's loop and waits for its thread; s stays to be read, then freed. */
+static void srv_join(tsrv *s) {
     uv_async_send(&s->stop);
     pthread_join(s->th, NULL);
+}
+
+/* Returns the resets it saw; *served (may be NULL) the other requests. */
+static int srv_stop_count(tsrv *s, int *served) {
+    srv_join(s);
     int resets = s->resets;
     if (served) *served = s->served;
     free(s);
@@ -214,8 +219,7 @@ static double median(double *v, int n) {
 /* Stops a SRV_TIMED server; *first and *end: the median first token and end of its
  * streams as the server timed them. */
 static void srv_stop_timed(tsrv *s, double *first, double *end) {
-    uv_async_send(&s->stop);
-    pthread_join(s->th, NULL);
+    srv_join(s);
     assert_true(s->nseen > 0);
     *first = median(s->seen_first, s->nseen);
     *end = median(s->seen_end, s->nseen);
