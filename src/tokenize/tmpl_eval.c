@@ -792,12 +792,9 @@ static inline tv name_value(tframe *f, const tnode *x) {
     return v ? *v : builtin(x->str, x->slen);
 }
 
+/* Every kind but E_LIT and E_NAME, which eval answers itself. */
 static tv eval_node(trender *r, tframe *f, const tnode *x) {
     switch (x->kind) {
-    case E_LIT:
-        return x->val;
-    case E_NAME:
-        return name_value(f, x);
     case E_ATTR: /* message.role: the name looked up here, not through another eval */
         return tmpl_getattr(r, x, x->a->kind == E_NAME ? name_value(f, x->a) : eval(r, f, x->a),
                             x->str, x->slen);
