@@ -79,6 +79,9 @@ static const ir_cfg_field cost_model_fields[] = {
     FF(gw_cost_model_cfg, "work_weight", work_weight, "1", 0, 1000,
        "weight of the prefill a choice adds for the requests queued behind it (0: greedy "
        "on this request's TTFT)"),
+    FF(gw_cost_model_cfg, "tie_tolerance", tie_tolerance, "0.05", 0, 1,
+       "scores closer than this share of the prompt's cold prefill count as equal, and go to the "
+       "fewest in flight (0: only equal scores)"),
     FF(gw_cost_model_cfg, "prefill_token_us", prefill_token_us, "100", 0, 1e6,
        "prefill time per uncached token (a), as the simulator's --prefill-token-us"),
     FF(gw_cost_model_cfg, "prefill_pair_ns", prefill_pair_ns, "3.3", 0, 1e6,

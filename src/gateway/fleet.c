@@ -196,6 +196,7 @@ void gw_policy_config(const gw_routing_cfg *c, irp_config *o) {
     o->cost_load_factor = c->cost_model.load_factor;
     o->cost_load_floor = (uint32_t)c->cost_model.load_floor;
     o->work_weight = c->cost_model.work_weight;
+    o->tie_tolerance = c->cost_model.tie_tolerance;
     o->hot_replicas = (uint32_t)c->cost_model.hot_replicas;
     o->session_affinity = c->cost_model.session_affinity;
     o->cache_threshold = c->sglang_cache_aware.cache_threshold;

@@ -65,6 +65,7 @@ typedef struct gw_cost_model_cfg {
     double load_factor;      /* bounded loads for cost_model (looser than prefix_hash's) */
     int64_t load_floor;      /* in flight under which the bound holds no replica back */
     double work_weight;      /* weight of the prefill a choice adds for those behind it */
+    double tie_tolerance;    /* scores closer than this share of the cold prefill are equal */
     double prefill_token_us; /* a */
     double prefill_pair_ns;  /* b */
     double prefill_fixed_ms; /* d */

@@ -101,6 +101,7 @@ typedef struct irp_config {
     double cpu_token_s;    /* s per token loaded from the CPU tier instead of computed (5e-6) */
     double kv_pressure;    /* engine KV usage above which a replica is avoided (0.95) */
     double work_weight;    /* weight of the prefill a choice adds for those behind it (1) */
+    double tie_tolerance;  /* scores closer than this share of the cold prefill are equal (0.05) */
     uint32_t hot_replicas; /* most replicas a hot prefix is spread over (0: all) */
     double hot_util;       /* prefill utilisation one replica may take of a prefix (0.7) */
     double hot_window_s;   /* time constant of the per-prefix arrival rate, s (10) */

@@ -57,6 +57,7 @@ void irp_config_defaults(irp_config *c) {
                       .cost_load_factor = 2.0,
                       .cost_load_floor = 8,
                       .work_weight = 1.0,
+                      .tie_tolerance = 0.05,
                       .prefix_blocks = 4,
                       .vnodes = 64,
                       .hit_weight = 1.0,
