@@ -482,6 +482,47 @@ static void work_weight_prefers_warm(void **state) {
     }
 }
 
+/* tie_tolerance: a difference in the estimate below tie_tolerance times the prompt's
+ * cold prefill is no difference. A 96-token prefix (a shared system prompt) of a
+ * 5000-token prompt saves 2 * (96 * 100 us + pairs) = about 20 ms of a 546 ms
+ * cold prefill (3.7%): under the default 5% the candidates tie and the one with
+ * fewer in flight wins; at 0 the prefix decides. A real hit (1000 tokens, about
+ * 20%) wins over the in-flight count either way. */
+static void small_differences_tie(void **state) {
+    irp_config cfg;
+    irp_config_defaults(&cfg);
+    ir_rng r;
+    ir_rng_seed(&r, 12);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    c[0].predicted_cached_tokens = c[1].predicted_cached_tokens = 96;
+    c[0].in_flight = c[1].in_flight = 1;
+    for (int t = 0; t < 2; t++) {
+        cfg.tie_tolerance = t ? 0.05 : 0.0;
+        irp_policy *p = irp_policy_new("cost_model", &cfg);
+        size_t seen[3] = {0};
+        for (int i = 0; i < 60; i++) seen[irp_choose(p, &q, c, 3)]++;
+        if (t) {
+            assert_int_equal(seen[2], 60);
+        } else {
+            assert_int_equal(seen[2], 0);
+            assert_true(seen[0] > 0 && seen[1] > 0); /* equal scores, equal loads: at random */
+        }
+        irp_policy_free(p);
+    }
+    cfg.tie_tolerance = 0.05;
+    c[0].predicted_cached_tokens = 1000;
+    irp_policy *p = irp_policy_new("cost_model", &cfg);
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    /* everything within the tolerance of the lowest ties, not a chain of near ones:
+     * 1000 cached on 0 ties 990 on 1 (fewer in flight wins), never 2's 96 */
+    c[1].predicted_cached_tokens = 990;
+    c[1].in_flight = 0;
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 1);
+    irp_policy_free(p);
+}
+
 typedef struct worker_arg {
     irp_policy *p;
     uint64_t seed;
@@ -538,6 +579,7 @@ int main(void) {
         cmocka_unit_test(cleared_prefix_goes_home),
         cmocka_unit_test(load_floor_keeps_warm),
         cmocka_unit_test(work_weight_prefers_warm),
+        cmocka_unit_test(small_differences_tie),
         cmocka_unit_test(session_affinity),
         cmocka_unit_test(bounded_under_a_hot_prefix),
         cmocka_unit_test(threads_share_one_instance),
