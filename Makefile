@@ -30,7 +30,7 @@ help:
 	@echo "make bench          simulator and gateway-memory benchmarks into a new bench/results/runs/ folder"
 	@echo "make baselines      the committed baselines (about 40 minutes)"
 	@echo "make report         the baselines' report (bench/report/baselines)"
-	@echo "make proof          the cache-aware proof: every workload, every policy (about 3 hours)"
+	@echo "make proof          the cache-aware proof: every workload, every policy (about 4.5 hours)"
 	@echo "make proof-report   the proof's report (bench/report/cache-aware)"
 	@echo "make proof-events   the extended proof: events vs approximate index, resets, CPU tier"
 	@echo "make fmt            format the C sources with clang-format"
@@ -152,7 +152,7 @@ report: build
 	$(BUILD)/inferrail-bench report bench/results/baselines --out bench/report/baselines \
 	  --title "Inferrail baselines: 3 simulators, four policies"
 
-# The proof of the cache-aware policies (issue 14; about three hours on a 2-core
+# The proof of the cache-aware policies (issue 14; about 4.5 hours on a 2-core
 # VM; see bench/proof/run.sh for its knobs): every workload and policy, then the
 # capacity target (cost_model against round_robin), the targets met or missed
 # (targets.md), and the repetitions' files slimmed once the charts are drawn.
