@@ -463,17 +463,12 @@ static size_t pick_of(const cm_scan *sc, const irp_candidate *c, const double *s
         if (is_elig(sc, i) && score[i] < lo) lo = score[i];
     double eps = 1e-9 * (fabs(lo) > 1.0 ? fabs(lo) : 1.0);
     if (tol > eps) eps = tol;
-    size_t pick = sc->n, ties = 0;
-    uint32_t load = 0;
-    for (size_t i = 0; i < sc->n; i++) {
-        if (!is_elig(sc, i) || !(score[i] <= lo + eps)) continue;
-        if (!ties || c[i].in_flight < load) {
-            pick = i, load = c[i].in_flight, ties = 1;
-        } else if (c[i].in_flight == load && ir_rng_below(rng, ++ties) == 0) {
-            pick = i;
-        }
-    }
-    return pick;
+    irp_argmin m;
+    irp_argmin_init(&m);
+    for (size_t i = 0; i < sc->n; i++)
+        if (is_elig(sc, i) && score[i] <= lo + eps)
+            irp_argmin_offer(&m, rng, i, (double)c[i].in_flight);
+    return m.ties ? m.pick : sc->n;
 }
 
 static size_t cm_choose(void *state, const irp_request *req, const irp_candidate *c, size_t n) {
