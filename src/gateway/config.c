@@ -131,6 +131,9 @@ static const ir_cfg_field routing_fields[] = {
        "kv_aware: weight of the hit fraction"),
     FF(gw_routing_cfg, "load_weight", load_weight, "1", 0, 1000,
        "kv_aware: weight of the normalised load"),
+    FF(gw_routing_cfg, "hit_tolerance", hit_tolerance, "0.05", 0, 1,
+       "kv_aware: scores closer to the best than this share of the prompt (times hit_weight) "
+       "count as equal, and go to the fewest in flight (0: only equal scores)"),
     {.key = "cost_model",
      .type = IR_CFG_OBJECT,
      .offset = offsetof(gw_routing_cfg, cost_model),

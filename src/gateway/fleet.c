@@ -187,6 +187,7 @@ void gw_policy_config(const gw_routing_cfg *c, irp_config *o) {
     o->prefix_blocks = (uint32_t)c->prefix_blocks;
     o->hit_weight = c->hit_weight;
     o->load_weight = c->load_weight;
+    o->hit_tolerance = c->hit_tolerance;
     o->prefill_a = c->cost_model.prefill_token_us * 1e-6;
     o->prefill_b = c->cost_model.prefill_pair_ns * 1e-9;
     o->prefill_d = c->cost_model.prefill_fixed_ms * 1e-3;

@@ -88,6 +88,7 @@ typedef struct gw_routing_cfg {
     double load_factor;             /* bounded loads: at most c times the mean in flight */
     int64_t prefix_blocks;          /* prefix_hash: leading blocks that name a prefix */
     double hit_weight, load_weight; /* kv_aware */
+    double hit_tolerance;           /* kv_aware: score differences below this are ties */
     gw_cost_model_cfg cost_model;
     gw_sglang_cfg sglang_cache_aware;
 } gw_routing_cfg;

@@ -244,10 +244,11 @@ static bool routing_differs(const gw_routing_cfg *a, const gw_routing_cfg *b) {
     return str_differs(a->default_policy, b->default_policy) || a->seed != b->seed ||
            a->load_factor != b->load_factor || a->prefix_blocks != b->prefix_blocks ||
            a->hit_weight != b->hit_weight || a->load_weight != b->load_weight ||
-           x->load_factor != y->load_factor || x->prefill_token_us != y->prefill_token_us ||
-           x->prefill_pair_ns != y->prefill_pair_ns || x->prefill_fixed_ms != y->prefill_fixed_ms ||
-           x->decode_token_ms != y->decode_token_ms || x->kv_pressure != y->kv_pressure ||
-           x->hot_replicas != y->hot_replicas || x->session_affinity != y->session_affinity ||
+           a->hit_tolerance != b->hit_tolerance || x->load_factor != y->load_factor ||
+           x->prefill_token_us != y->prefill_token_us || x->prefill_pair_ns != y->prefill_pair_ns ||
+           x->prefill_fixed_ms != y->prefill_fixed_ms || x->decode_token_ms != y->decode_token_ms ||
+           x->kv_pressure != y->kv_pressure || x->hot_replicas != y->hot_replicas ||
+           x->session_affinity != y->session_affinity ||
            a->sglang_cache_aware.cache_threshold != b->sglang_cache_aware.cache_threshold ||
            a->sglang_cache_aware.balance_abs_threshold !=
                b->sglang_cache_aware.balance_abs_threshold ||

@@ -90,9 +90,10 @@ typedef struct irp_config {
     uint32_t prefix_blocks;   /* leading blocks that name a prefix (4) */
     uint32_t vnodes;          /* points per replica on the ring (64) */
     /* kv_aware: score = hit_weight * hit fraction - load_weight * normalised load. */
-    double hit_weight;   /* 1.0 */
-    double load_weight;  /* 1.0 */
-    uint32_t load_floor; /* in flight that counts as fully loaded, at least (4) */
+    double hit_weight;    /* 1.0 */
+    double load_weight;   /* 1.0 */
+    uint32_t load_floor;  /* in flight that counts as fully loaded, at least (4) */
+    double hit_tolerance; /* scores closer than this times hit_weight are equal (0.05) */
     /* cost_model: P(u, c) = a*u + b*u*(c + u/2) + d, in seconds. */
     double prefill_a;      /* s per uncached token (100e-6) */
     double prefill_b;      /* s per token pair (3.3e-9) */

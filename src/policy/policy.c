@@ -63,6 +63,7 @@ void irp_config_defaults(irp_config *c) {
                       .hit_weight = 1.0,
                       .load_weight = 1.0,
                       .load_floor = 4,
+                      .hit_tolerance = 0.05,
                       .prefill_a = 100e-6,
                       .prefill_b = 3.3e-9,
                       .prefill_d = 5e-3,

@@ -73,11 +73,52 @@ static void ties_at_random(void **state) {
     irp_policy_free(p);
 }
 
+/* hit_tolerance: a hit below 5% of the prompt does not decide (a short system prompt
+ * that every request shares), so equal loads share the misses; fewer in flight wins
+ * among near-equal scores; a real hit still wins. With the tolerance at 0 the
+ * replicas holding the short prefix take every miss. */
+static void small_differences_tie(void **state) {
+    ir_rng r;
+    ir_rng_seed(&r, 4);
+    irp_candidate c[3];
+    for (int t = 0; t < 2; t++) {
+        irp_config cfg;
+        irp_config_defaults(&cfg);
+        cfg.hit_tolerance = t ? 0.05 : 0.0;
+        irp_policy *p = irp_policy_new("kv_aware", &cfg);
+        fx_fleet(c, 3);
+        c[0].predicted_cached_tokens = c[1].predicted_cached_tokens = 96;
+        int per[3] = {0};
+        for (int i = 0; i < 3000; i++) per[pick(p, &r, 4000, c, 3)]++;
+        if (t)
+            for (int i = 0; i < 3; i++) assert_in_range(per[i], 850, 1150);
+        else
+            assert_int_equal(per[2], 0);
+        irp_policy_free(p);
+    }
+    irp_policy *p = irp_policy_new("kv_aware", NULL);
+    fx_fleet(c, 3);
+    c[0].in_flight = c[1].in_flight = c[2].in_flight = 1;
+    c[0].predicted_cached_tokens = 96;
+    c[1].predicted_cached_tokens = 2000; /* a real hit still wins */
+    for (int i = 0; i < 100; i++) assert_int_equal(pick(p, &r, 4000, c, 3), 1);
+    /* near-equal scores go to the fewest in flight, past a slightly higher score:
+     * 160/4000 cached with 100 in flight (0.04 - 1.00) against nothing cached with
+     * 99 (0 - 0.99) */
+    fx_fleet(c, 2);
+    c[0].predicted_cached_tokens = 160;
+    c[0].in_flight = 100;
+    c[1].in_flight = 99;
+    for (int i = 0; i < 100; i++) assert_int_equal(pick(p, &r, 4000, c, 2), 1);
+    irp_policy_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(prefers_the_cached_replica),
         cmocka_unit_test(unless_it_is_overloaded),
         cmocka_unit_test(ties_at_random),
+        cmocka_unit_test(small_differences_tie),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
