@@ -103,8 +103,19 @@ void gw_fleet_unlisten(gw_fleet *f, gw_member_fn fn, void *ud) {
     }
 }
 
+/* Tells the listeners, then every model's policy (its replica_added and
+ * replica_removed hooks: what it keeps per replica slot starts again). */
 static void tell(gw_fleet *f, gw_replica *r, bool joined) {
     for (size_t i = 0; i < f->nlisteners; i++) f->listeners[i].fn(f->listeners[i].ud, r, joined);
+    size_t n = atomic_load(&f->nmodels);
+    for (size_t i = 0; i < n; i++) {
+        irp_policy *p = atomic_load(&f->models[i].policy);
+        if (!p) continue;
+        if (joined)
+            irp_policy_replica_added(p, r->index);
+        else
+            irp_policy_replica_removed(p, r->index);
+    }
 }
 
 /* Publishes r as a member: optimistic health until its first probes. */

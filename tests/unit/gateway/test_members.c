@@ -123,6 +123,39 @@ static void join_leave_rejoin(void **state) {
     teardown_env(&e);
 }
 
+/* A replica that leaves and comes back to its slot starts afresh in every model's
+ * policy (replica_removed, replica_added): SGLang's policy no longer matches the
+ * text it sent there before. */
+static void policies_hear_of_members(void **state) {
+    env e;
+    setup_env(&e, "models: [{name: m, policy: sglang_cache_aware}]\n"
+                  "discovery:\n"
+                  "  dns: [{name: g, url: \"http://pool.test:8000\"}]\n");
+    int a = gw_fleet_join(&e.f, "g-127.0.0.2-8000", "http://127.0.0.2:8000", &e.tmpl);
+    int b = gw_fleet_join(&e.f, "g-127.0.0.3-8000", "http://127.0.0.3:8000", &e.tmpl);
+    irp_policy *p = atomic_load(&e.f.models[0].policy);
+    assert_non_null(p);
+    const char *text = "You are a helpful assistant. Answer briefly and cite sources.";
+    ir_rng rng;
+    ir_rng_seed(&rng, 1);
+    irp_request q = {.prompt_tokens = 16, .rng = &rng, .text = text, .text_len = strlen(text)};
+    irp_request part = q;
+    part.text_len = 30; /* half of it on a: above SGLang's 0.3 match threshold */
+    irp_policy_assigned(p, (uint32_t)a, &part);
+    irp_policy_assigned(p, (uint32_t)b, &q);
+    irp_candidate c[GW_MAX_REPLICAS];
+    size_t healthy;
+    size_t n = gw_fleet_candidates(&e.f, 0, ir_now_ns(), NULL, c, &healthy);
+    assert_int_equal(n, 2);
+    assert_int_equal(c[irp_choose(p, &q, c, n)].replica, (uint32_t)b); /* the longest match */
+    gw_fleet_leave(&e.f, (uint32_t)b);
+    assert_int_equal(gw_fleet_join(&e.f, "g-127.0.0.3-8000", "http://127.0.0.3:8000", &e.tmpl), b);
+    n = gw_fleet_candidates(&e.f, 0, ir_now_ns(), NULL, c, &healthy);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < 20; i++) assert_int_equal(c[irp_choose(p, &q, c, n)].replica, (uint32_t)a);
+    teardown_env(&e);
+}
+
 static void full_fleet_and_quarantine(void **state) {
     env e;
     setup_env(&e, conf_text);
@@ -277,7 +310,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(join_leave_rejoin),       cmocka_unit_test(full_fleet_and_quarantine),
         cmocka_unit_test(readers_race_membership), cmocka_unit_test(racing_ejections_stay_capped),
-        cmocka_unit_test(discovery_config_errors),
+        cmocka_unit_test(discovery_config_errors), cmocka_unit_test(policies_hear_of_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
