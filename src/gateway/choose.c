@@ -62,7 +62,9 @@ static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp
         p->state == GW_PREDICT_OK && p->cached
             ? ((uint64_t)p->cached[rep->index] + p->cached[f->nslots + rep->index]) * f->block_size
             : c->predicted_cached_tokens;
-    irp_policy_assigned(r->policy, rep->index, q);
+    irp_request a = *q;
+    a.assigned_cached_tokens = c->predicted_cached_tokens;
+    irp_policy_assigned(r->policy, rep->index, &a);
 }
 
 gw_choice gw_choose(gw_req *r) {

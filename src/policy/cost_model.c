@@ -64,7 +64,9 @@
  * Then the eligible (or hot-set) candidate with the lowest score wins (score_of:
  * the estimate with the prefill weighted 1 + work_weight); scores closer than
  * tie_tolerance (0.05) times the prompt's cold prefill count as equal, equal
- * scores go to the fewest in flight, and remaining ties at random with req->rng.
+ * scores go to the fewest in flight, then to the replica that has written the
+ * fewest uncached tokens into its cache (counted in the `assigned` hook, reset
+ * when the replica joins or leaves), and remaining ties at random with req->rng.
  *
  * A fleet of more than IRP_MAX_REPLICAS candidates (above the gateway's cap)
  * goes to the least loaded candidate.
@@ -116,6 +118,9 @@ typedef struct cm_state {
     cm_stripe stripes[CM_STRIPES];
     /* session slot: the session key's high 40 bits << 24 | (replica + 1); 0 empty */
     _Atomic uint64_t sessions[CM_SESSION_SLOTS];
+    /* Per replica slot: the uncached tokens of every request assigned to it, what
+     * it had to write into its KV cache (and so evict there). */
+    _Atomic uint64_t written[IRP_MAX_REPLICAS];
 } cm_state;
 
 /* ---- the estimate ------------------------------------------------------ */
@@ -439,9 +444,34 @@ static size_t home_of(const irp_request *req, const cm_scan *sc, const irp_candi
     return sc->n;
 }
 
+/* What each eligible candidate has written into its cache, as a fraction in [0, 1)
+ * for a tie-break (w[i] < w[j] when i wrote less than j). A replica counts as
+ * having written at least its cache's size less than the most any candidate wrote,
+ * so one that joined late (or sat idle) is preferred for as long as it takes to
+ * fill its cache once, not until it has caught up with everything since the start. */
+static void written_of(const cm_state *s, const cm_scan *sc, const irp_candidate *c,
+                       uint32_t block_size, double *w) {
+    double hi = 0.0;
+    for (size_t i = 0; i < sc->n; i++) {
+        uint32_t r = c[i].replica;
+        w[i] = r < IRP_MAX_REPLICAS
+                   ? (double)atomic_load_explicit(&s->written[r], memory_order_relaxed)
+                   : 0.0;
+        if (is_elig(sc, i) && w[i] > hi) hi = w[i];
+    }
+    double bs = block_size ? block_size : IRP_DEFAULT_BLOCK;
+    for (size_t i = 0; i < sc->n; i++) {
+        double cap = (double)c[i].kv_capacity_blocks * bs;
+        if (cap > 0 && w[i] < hi - cap) w[i] = hi - cap;
+        w[i] = hi > 0 ? 0.5 * w[i] / hi : 0.0;
+    }
+}
+
 /* The choice among the eligible candidates, whose scores are in score[]: the
  * lowest score, where scores within `tol` of it count as equal; among equal scores
- * the fewest in flight; among those, one at random (reservoir sampling).
+ * the fewest in flight; among those, the one that has written the fewest uncached
+ * tokens into its cache (written_of); what is still tied, one at random (reservoir
+ * sampling).
  *
  * tol is tie_tolerance times this prompt's cold prefill (at least a relative 1e-9
  * of the lowest score): differences smaller than that are below what the estimate
@@ -455,19 +485,24 @@ static size_t home_of(const irp_request *req, const cm_scan *sc, const irp_candi
  * new prefix that no replica holds while no prefill is queued: breaking those
  * ties at random placed llm-d's 12 groups 2, 4 and 6 to a replica, and the one
  * with 6 evicted its own prefixes. The in-flight count also weighs the
- * decodes, which the estimate leaves out. */
-static size_t pick_of(const cm_scan *sc, const irp_candidate *c, const double *score, double tol,
-                      ir_rng *rng) {
+ * decodes, which the estimate leaves out. What a replica has written decides
+ * next, as SGLang's policy sends a miss to its smallest tree: a replica that takes
+ * more new prefixes than the others evicts sooner, and on w1 the long system
+ * prompts of the tail were evicted and prefilled again. */
+static size_t pick_of(const cm_state *s, const cm_scan *sc, const irp_candidate *c,
+                      const double *score, double tol, const irp_request *req) {
     double lo = INFINITY;
     for (size_t i = 0; i < sc->n; i++)
         if (is_elig(sc, i) && score[i] < lo) lo = score[i];
     double eps = 1e-9 * (fabs(lo) > 1.0 ? fabs(lo) : 1.0);
     if (tol > eps) eps = tol;
+    double w[IRP_MAX_REPLICAS];
+    written_of(s, sc, c, req->block_size, w);
     irp_argmin m;
     irp_argmin_init(&m);
     for (size_t i = 0; i < sc->n; i++)
         if (is_elig(sc, i) && score[i] <= lo + eps)
-            irp_argmin_offer(&m, rng, i, (double)c[i].in_flight);
+            irp_argmin_offer(&m, req->rng, i, (double)c[i].in_flight + w[i]);
     return m.ties ? m.pick : sc->n;
 }
 
@@ -515,7 +550,7 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
     }
     double tol = cfg->tie_tolerance > 0 ? cfg->tie_tolerance : 0.0;
     size_t pick =
-        pick_of(&sc, c, score, tol * prefill(cfg, (double)req->prompt_tokens, 0.0), req->rng);
+        pick_of(s, &sc, c, score, tol * prefill(cfg, (double)req->prompt_tokens, 0.0), req);
     return pick < n ? pick : irp_least_loaded(req, c, n);
 }
 
@@ -524,10 +559,22 @@ static size_t cm_choose(void *state, const irp_request *req, const irp_candidate
 static void cm_assigned(void *state, uint32_t replica, const irp_request *req) {
     cm_state *s = state;
     if (!s || !req) return;
+    if (replica < IRP_MAX_REPLICAS && req->prompt_tokens > req->assigned_cached_tokens)
+        atomic_fetch_add_explicit(&s->written[replica],
+                                  req->prompt_tokens - req->assigned_cached_tokens,
+                                  memory_order_relaxed);
     uint64_t key;
     if (irp_prefix_key(req, s->cfg.prefix_blocks, &key)) rate_add(s, key, req, replica);
     if (s->cfg.session_affinity && req->session && req->session_len)
         session_put(s, session_key(req), replica);
+}
+
+/* A replica slot that joins or leaves starts with nothing written (a new engine's
+ * cache is empty; written_of then counts it one cache behind the others). */
+static void cm_replica_changed(void *state, uint32_t replica) {
+    cm_state *s = state;
+    if (s && replica < IRP_MAX_REPLICAS)
+        atomic_store_explicit(&s->written[replica], 0, memory_order_relaxed);
 }
 
 static void *cm_create(const irp_config *cfg) {
@@ -568,4 +615,6 @@ const irp_vtable irp_cost_model = {.name = "cost_model",
                                    .destroy = cm_destroy,
                                    .choose = cm_choose,
                                    .assigned = cm_assigned,
+                                   .replica_added = cm_replica_changed,
+                                   .replica_removed = cm_replica_changed,
                                    .explain = cm_explain};

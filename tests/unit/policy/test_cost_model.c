@@ -159,9 +159,11 @@ static void kv_pressure_guard(void **state) {
     irp_policy_free(p);
 }
 
-/* Distinct replicas a prefix reaches in 200 choices at even load. */
+/* Distinct replicas a prefix reaches in 200 choices at even load; `sent`: each
+ * choice is sent (the assigned hook, with the chosen replica's prediction), as the
+ * gateway does, so the replicas' written tokens move as they would. */
 static int reach(irp_policy *p, ir_rng *r, const ir_hash128 *b, size_t nb, irp_candidate *c,
-                 size_t n, bool *has0) {
+                 size_t n, bool sent, bool *has0) {
     bool seen[8] = {false};
     int distinct = 0;
     for (int i = 0; i < 200; i++) {
@@ -169,6 +171,8 @@ static int reach(irp_policy *p, ir_rng *r, const ir_hash128 *b, size_t nb, irp_c
         size_t k = irp_choose(p, &q, c, n);
         distinct += !seen[k];
         seen[k] = true;
+        q.assigned_cached_tokens = c[k].predicted_cached_tokens;
+        if (sent) irp_policy_assigned(p, c[k].replica, &q);
     }
     *has0 = seen[0];
     return distinct;
@@ -193,15 +197,16 @@ static void hot_prefix_replicated(void **state) {
         cfg.hot_replicas = lim;
         irp_policy *p = irp_policy_new("cost_model", &cfg);
         bool has0;
-        assert_int_equal(reach(p, &r, hot, 125, c, 4, &has0), 1); /* no rate yet */
+        assert_int_equal(reach(p, &r, hot, 125, c, 4, false, &has0), 1); /* no rate yet */
         assert_true(has0);
         /* 400 arrivals within milliseconds: about 400/s against a warm cost of
          * about 6.7 ms: 2.7 replicas' worth at 0.7 each, so k = 4 (or the cap 2) */
         irp_request q = fx_request(&r, hot, 125);
+        q.assigned_cached_tokens = 1984;
         for (int i = 0; i < 400; i++) irp_policy_assigned(p, 0, &q);
-        assert_int_equal(reach(p, &r, hot, 125, c, 4, &has0), lim ? 2 : 4);
+        assert_int_equal(reach(p, &r, hot, 125, c, 4, true, &has0), lim ? 2 : 4);
         assert_true(has0);
-        assert_int_equal(reach(p, &r, quiet, 125, c, 4, &has0), 1);
+        assert_int_equal(reach(p, &r, quiet, 125, c, 4, false, &has0), 1);
         assert_true(has0);
         irp_policy_free(p);
     }
@@ -523,6 +528,47 @@ static void small_differences_tie(void **state) {
     irp_policy_free(p);
 }
 
+/* Among equal scores and equal loads, a miss goes to the replica that has written
+ * the fewest uncached tokens into its cache (what each assigned request missed
+ * there), as SGLang's policy sends a miss to its smallest tree. A replica counts as
+ * at most its cache's size behind the one that wrote the most. */
+static void misses_go_where_least_was_written(void **state) {
+    ir_rng r;
+    ir_rng_seed(&r, 13);
+    irp_request q = five_k(&r);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    irp_policy *p = irp_policy_new("cost_model", NULL);
+    size_t seen[3] = {0};
+    for (int i = 0; i < 60; i++) seen[irp_choose(p, &q, c, 3)]++;
+    assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0); /* nothing written: at random */
+    irp_request sent = q;
+    sent.prompt_tokens = 10000;
+    irp_policy_assigned(p, 0, &sent);
+    sent.prompt_tokens = 4000;
+    irp_policy_assigned(p, 1, &sent);
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 2);
+    sent.prompt_tokens = 7000;
+    sent.assigned_cached_tokens = 1000; /* 6,000 written */
+    irp_policy_assigned(p, 2, &sent);
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 1);
+    /* fewer in flight still comes first */
+    c[1].in_flight = 1;
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 2);
+    c[1].in_flight = 0;
+    /* caches of 100 blocks (1,600 tokens): 1 and 2 both count as 8,400, so they tie */
+    for (size_t i = 0; i < 3; i++) c[i].kv_capacity_blocks = 100;
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < 60; i++) seen[irp_choose(p, &q, c, 3)]++;
+    assert_int_equal(seen[0], 0);
+    assert_true(seen[1] > 0 && seen[2] > 0);
+    /* a replica that leaves (its slot reused later) starts from nothing */
+    for (size_t i = 0; i < 3; i++) c[i].kv_capacity_blocks = 0;
+    irp_policy_replica_removed(p, 0);
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 0);
+    irp_policy_free(p);
+}
+
 typedef struct worker_arg {
     irp_policy *p;
     uint64_t seed;
@@ -580,6 +626,7 @@ int main(void) {
         cmocka_unit_test(load_floor_keeps_warm),
         cmocka_unit_test(work_weight_prefers_warm),
         cmocka_unit_test(small_differences_tie),
+        cmocka_unit_test(misses_go_where_least_was_written),
         cmocka_unit_test(session_affinity),
         cmocka_unit_test(bounded_under_a_hot_prefix),
         cmocka_unit_test(threads_share_one_instance),
