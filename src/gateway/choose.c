@@ -62,8 +62,12 @@ static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp
         p->state == GW_PREDICT_OK && p->cached
             ? ((uint64_t)p->cached[rep->index] + p->cached[f->nslots + rep->index]) * f->block_size
             : c->predicted_cached_tokens;
+    /* The policy's assigned hook hears what the engine is predicted to hold of the
+     * prompt on its GPU, undiscounted: the rest is what it will compute and store. */
     irp_request a = *q;
-    a.assigned_cached_tokens = c->predicted_cached_tokens;
+    a.assigned_cached_tokens = p->state == GW_PREDICT_OK && p->cached
+                                   ? (uint64_t)p->cached[rep->index] * f->block_size
+                                   : c->predicted_cached_tokens;
     irp_policy_assigned(r->policy, rep->index, &a);
 }
 

@@ -77,8 +77,8 @@ typedef struct irp_request {
     /* A what-if (POST /admin/explain): choose answers as it would now, and must
      * leave the policy's state as it was (round_robin does not take a turn). */
     bool dry_run;
-    /* In the assigned hook only: the chosen replica's predicted cached tokens (as
-     * the policy saw them in choose); 0 elsewhere. */
+    /* In the assigned hook only: the tokens of the prompt the KV index predicts the
+     * chosen replica holds on its GPU (before any trust discount); 0 elsewhere. */
     uint64_t assigned_cached_tokens;
 } irp_request;
 
