@@ -169,6 +169,9 @@ static void test_h2_flow_control(void **st) {
     c.pause_after = 1; /* at the first body bytes */
     irn_client_req r = mkreq(&f, "GET", "/big");
     assert_int_equal(irn_client_request(f.pool, &r, &CBS, &c, &c.h), 0);
+    /* until it pauses (a loaded machine may take a while), then 300 ms more for the
+     * server to run into the window */
+    for (uint64_t t0 = uv_hrtime(); !c.paused && uv_hrtime() - t0 < 5000 * MS;) run_for(&f, 5);
     run_for(&f, 300);
     assert_true(c.paused);
     assert_false(c.done);
