@@ -57,17 +57,17 @@ static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp
     const gw_prompt *p = &r->prompt;
     const gw_fleet *f = &r->w->app->fleet;
     /* The engine counts what it loads from its CPU tier as cached too (vLLM's
-     * num_cached_tokens), so the prediction it is checked against includes it. */
-    r->predicted_cached =
-        p->state == GW_PREDICT_OK && p->cached
-            ? ((uint64_t)p->cached[rep->index] + p->cached[f->nslots + rep->index]) * f->block_size
-            : c->predicted_cached_tokens;
-    /* The policy's assigned hook hears what the engine is predicted to hold of the
-     * prompt on its GPU, undiscounted: the rest is what it will compute and store. */
+     * num_cached_tokens), so the prediction it is checked against includes it. The
+     * policy's assigned hook hears the GPU part alone, undiscounted: the rest of the
+     * prompt is what the engine will compute and store. */
     irp_request a = *q;
-    a.assigned_cached_tokens = p->state == GW_PREDICT_OK && p->cached
-                                   ? (uint64_t)p->cached[rep->index] * f->block_size
-                                   : c->predicted_cached_tokens;
+    a.assigned_cached_tokens = c->predicted_cached_tokens;
+    r->predicted_cached = c->predicted_cached_tokens;
+    if (p->state == GW_PREDICT_OK && p->cached) {
+        a.assigned_cached_tokens = (uint64_t)p->cached[rep->index] * f->block_size;
+        r->predicted_cached =
+            a.assigned_cached_tokens + (uint64_t)p->cached[f->nslots + rep->index] * f->block_size;
+    }
     irp_policy_assigned(r->policy, rep->index, &a);
 }
 
