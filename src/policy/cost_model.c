@@ -494,8 +494,7 @@ static size_t pick_of(const cm_state *s, const cm_scan *sc, const irp_candidate 
     double lo = INFINITY;
     for (size_t i = 0; i < sc->n; i++)
         if (is_elig(sc, i) && score[i] < lo) lo = score[i];
-    double eps = 1e-9 * (fabs(lo) > 1.0 ? fabs(lo) : 1.0);
-    if (tol > eps) eps = tol;
+    double eps = irp_tie_band(lo, tol);
     double w[IRP_MAX_REPLICAS];
     written_of(s, sc, c, req->block_size, w);
     irp_argmin m;

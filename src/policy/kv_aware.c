@@ -61,9 +61,7 @@ static size_t kv_choose(void *state, const irp_request *req, const irp_candidate
         double s = score_of(cfg, req, &c[i], maxl);
         if (s > hi) hi = s;
     }
-    double tol = cfg->hit_tolerance > 0 ? cfg->hit_tolerance * cfg->hit_weight : 0.0;
-    double eps = 1e-9 * (fabs(hi) > 1.0 ? fabs(hi) : 1.0);
-    if (tol < eps) tol = eps;
+    double tol = irp_tie_band(hi, cfg->hit_tolerance * cfg->hit_weight);
     irp_argmin m;
     irp_argmin_init(&m);
     for (size_t i = 0; i < n; i++)

@@ -71,6 +71,13 @@ static inline bool irp_under_cap(const irp_candidate *c, uint64_t cap) {
     return (uint64_t)c->in_flight + 1 <= cap;
 }
 
+/* How far from the best score another still counts as equal: `tol`, but at least a
+ * relative 1e-9 of the best (floating-point noise), as irp_argmin_offer takes it. */
+static inline double irp_tie_band(double best, double tol) {
+    double eps = 1e-9 * (fabs(best) > 1.0 ? fabs(best) : 1.0);
+    return tol > eps ? tol : eps;
+}
+
 /* Keeps a running argmin of `score` over candidates with ties (within eps,
  * relative) broken uniformly at random by reservoir sampling. */
 typedef struct irp_argmin {
@@ -85,7 +92,7 @@ static inline void irp_argmin_init(irp_argmin *m) {
 }
 
 static inline void irp_argmin_offer(irp_argmin *m, ir_rng *rng, size_t i, double score) {
-    double eps = 1e-9 * (fabs(m->best) > 1.0 ? fabs(m->best) : 1.0);
+    double eps = irp_tie_band(m->best, 0.0);
     if (m->ties == 0 || score < m->best - eps) {
         m->best = score;
         m->pick = i;
