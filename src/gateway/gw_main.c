@@ -97,7 +97,8 @@ static void on_signal(uv_signal_t *s, int signum) {
     const char *name = signum == SIGTERM ? "SIGTERM" : "SIGINT";
     if (++sc->nsignals > 1) {
         if (sc->nsignals > 2) return;
-        IR_WARN("gateway", "second %s: exiting at once, cutting %llu requests in flight", name,
+        IR_WARN("gateway",
+                "second %s: exiting at once, cutting %llu requests in flight to replicas", name,
                 (unsigned long long)in_flight(app));
         for (size_t i = 0; i < app->nworkers; i++)
             if (app->workers[i]) gw_worker_stop(app->workers[i], 0);
@@ -105,9 +106,11 @@ static void on_signal(uv_signal_t *s, int signum) {
         return;
     }
     atomic_store(&app->stopping, 1);
-    IR_INFO("gateway", "%s: draining %llu requests in flight for up to %llu ms", name,
-            (unsigned long long)in_flight(app),
-            (unsigned long long)(app->cfg.server.shutdown_timeout_ns / 1000000));
+    IR_INFO("gateway",
+            "%s: draining for up to %llu ms: %llu requests in flight to replicas, and every "
+            "open client connection",
+            name, (unsigned long long)(app->cfg.server.shutdown_timeout_ns / 1000000),
+            (unsigned long long)in_flight(app));
     for (size_t i = 0; i < app->nworkers; i++)
         if (app->workers[i]) gw_worker_stop(app->workers[i], app->cfg.server.shutdown_timeout_ns);
     gw_control_stop(sc->ctl);
