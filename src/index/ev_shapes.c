@@ -411,9 +411,50 @@ static bool event_array(rd *r, irx_ev *ev, uint32_t n) {
     return true;
 }
 
+/* The commonest event of all: vLLM evicts block by block, one BlockRemoved each, as
+ * {"type": "BlockRemoved", "block_hashes": [h], "medium": "GPU"} (map) or
+ * ["BlockRemoved", [h], "GPU"] (array). Its bytes are a fixed head, the hash and a
+ * fixed tail; matched whole they are read in one go, about a tenth of the
+ * instructions of reading them key by key. Anything else (another key order, more
+ * blocks, other fields) is left to event_map and event_array, which give the same
+ * event for these bytes. */
+static const unsigned char RM_MAP_HEAD[] = "\x83\xa4type\xac"
+                                           "BlockRemoved\xac"
+                                           "block_hashes\x91";
+static const unsigned char RM_MAP_TAIL[] = "\xa6medium\xa3GPU";
+static const unsigned char RM_ARR_HEAD[] = "\x93\xac"
+                                           "BlockRemoved\x91";
+static const unsigned char RM_ARR_TAIL[] = "\xa3GPU";
+
+HOT bool starts(const rd *r, const unsigned char *lit, size_t n) {
+    return left(r) >= n && memcmp(r->p, lit, n) == 0;
+}
+
+HOT bool removed_one(rd *r, irx_ev *ev) {
+    const unsigned char *tail, *at = r->p;
+    size_t nt;
+    if (starts(r, RM_MAP_HEAD, sizeof RM_MAP_HEAD - 1)) {
+        r->p += sizeof RM_MAP_HEAD - 1, tail = RM_MAP_TAIL, nt = sizeof RM_MAP_TAIL - 1;
+    } else if (starts(r, RM_ARR_HEAD, sizeof RM_ARR_HEAD - 1)) {
+        r->p += sizeof RM_ARR_HEAD - 1, tail = RM_ARR_TAIL, nt = sizeof RM_ARR_TAIL - 1;
+    } else {
+        return false;
+    }
+    ir_hash128 k, *h;
+    if (!hash(r, &k) || !starts(r, tail, nt) || !(h = grab(r, sizeof *h))) {
+        r->p = at;
+        return false;
+    }
+    r->p += nt;
+    *h = k;
+    ev->type = IRX_EV_REMOVED, ev->blocks = h, ev->nblocks = 1;
+    return true;
+}
+
 /* One event; false where the template would refuse it (or might: give up). */
 static bool event(rd *r, irx_ev *ev) {
     *ev = (irx_ev){.medium = IRX_MEDIUM_GPU, .group_idx = -1};
+    if (removed_one(r, ev)) return true;
     uint32_t n;
     bool ok = header(r, true, &n)    ? event_map(r, ev, n)
               : header(r, false, &n) ? event_array(r, ev, n)

@@ -397,6 +397,26 @@ static bool agrees(const unsigned char *p, size_t len) {
     return read;
 }
 
+/* Every prefix of p and every one-byte change of it (a few values a byte): the
+ * same answer both ways. */
+static void changes_agree(unsigned char *p, size_t len) {
+    static const int delta[] = {0x01, 0x80, 0x10, 0x20};
+    static const unsigned char to[] = {0x00, 0x7f, 0x90, 0xa0, 0xc0, 0xcc, 0xcf, 0xd3, 0xdc, 0xff};
+    for (size_t n = 0; n < len; n++) {
+        unsigned char *cut = malloc(n ? n : 1); /* exact size: ASan sees overreads */
+        memcpy(cut, p, n);
+        agrees(cut, n);
+        free(cut);
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char was = p[i];
+        for (size_t k = 0; k < sizeof delta / sizeof delta[0]; k++)
+            p[i] = (unsigned char)(was ^ delta[k]), agrees(p, len);
+        for (size_t k = 0; k < sizeof to; k++) p[i] = to[k], agrees(p, len);
+        p[i] = was;
+    }
+}
+
 /* Every fixture, every prefix of it and every one-byte change of it (a few values a
  * byte): the same answer both ways; the shapes vLLM writes are read by the shape
  * reader, not handed to the template. */
@@ -448,26 +468,73 @@ static void shapes_agree_with_the_template(void **state) {
     }
     assert_true(agrees((const unsigned char *)sb.data, sb.size));
     msgpack_sbuffer_destroy(&sb);
-    static const int delta[] = {0x01, 0x80, 0x10, 0x20};
-    static const unsigned char to[] = {0x00, 0x7f, 0x90, 0xa0, 0xc0, 0xcc, 0xcf, 0xd3, 0xdc, 0xff};
     for (size_t f = 0; f < sizeof fx / sizeof fx[0]; f++) {
         size_t len;
         unsigned char *p = slurp(fx[f].name, &len);
         if (agrees(p, len) != fx[f].shaped) fail_msg("%s: shapes", fx[f].name);
-        for (size_t n = 0; n < len; n++) {
-            unsigned char *cut = malloc(n ? n : 1); /* exact size: ASan sees overreads */
-            memcpy(cut, p, n);
-            agrees(cut, n);
-            free(cut);
-        }
-        for (size_t i = 0; i < len; i++) {
-            unsigned char was = p[i];
-            for (size_t k = 0; k < sizeof delta / sizeof delta[0]; k++)
-                p[i] = (unsigned char)(was ^ delta[k]), agrees(p, len);
-            for (size_t k = 0; k < sizeof to; k++) p[i] = to[k], agrees(p, len);
-            p[i] = was;
-        }
+        changes_agree(p, len);
         free(p);
+    }
+}
+
+/* One-block BlockRemoved events, as vLLM evicts (read whole by the shape reader's
+ * fast path), in both encodings, with hashes of every form, among other events:
+ * read, and the same as the template's, whole, cut and changed byte by byte. */
+static void one_block_removals(void **state) {
+    (void)state;
+    for (int form = 0; form < 10; form++) {
+        bool map = form % 2;
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_double(&pk, 2.5);
+        msgpack_pack_array(&pk, 3);
+        for (int e = 0; e < 3; e++) {
+            if (map) {
+                msgpack_pack_map(&pk, 3);
+                pack_s(&pk, "type");
+            } else {
+                msgpack_pack_array(&pk, 3);
+            }
+            pack_s(&pk, "BlockRemoved");
+            if (map) pack_s(&pk, "block_hashes");
+            msgpack_pack_array(&pk, e == 1 ? 2 : 1); /* the middle one: two blocks */
+            for (int b = 0; b < (e == 1 ? 2 : 1); b++) {
+                uint64_t v = 0x9e3779b97f4a7c15ull * (uint64_t)(e * 2 + b + 1);
+                if (form / 2 == 0) msgpack_pack_fix_uint64(&pk, v);
+                if (form / 2 == 1) msgpack_pack_uint64(&pk, v & 0xffff); /* shortest form */
+                if (form / 2 == 2) msgpack_pack_int64(&pk, -(int64_t)(v >> 8));
+                if (form / 2 == 3)
+                    msgpack_pack_bin(&pk, 32), msgpack_pack_bin_body(&pk, &v, 8),
+                        msgpack_pack_bin_body(&pk, &v, 8), msgpack_pack_bin_body(&pk, &v, 8),
+                        msgpack_pack_bin_body(&pk, &v, 8);
+                char hex[33];
+                snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)v,
+                         (unsigned long long)~v);
+                if (form / 2 == 4) pack_s(&pk, hex); /* a hash as a string */
+            }
+            if (map) pack_s(&pk, "medium");
+            pack_s(&pk, e == 2 ? "CPU" : "GPU");
+        }
+        const unsigned char *p = (const unsigned char *)sb.data;
+        if (!agrees(p, sb.size)) fail_msg("form %d: not read by the shape reader", form);
+        irx_ev_batch b;
+        char err[128];
+        assert_int_equal(irx_ev_decode(p, sb.size, &b, err, sizeof err), 0);
+        assert_int_equal(b.nev, 3);
+        assert_int_equal(b.ev[0].type, IRX_EV_REMOVED);
+        assert_int_equal(b.ev[0].nblocks, 1);
+        assert_int_equal(b.ev[1].nblocks, 2);
+        assert_int_equal(b.ev[2].medium, IRX_MEDIUM_CPU);
+        assert_false(same(b.ev[0].blocks[0], b.ev[1].blocks[0]));
+        irx_ev_batch_free(&b);
+        unsigned char *copy = malloc(sb.size);
+        memcpy(copy, p, sb.size);
+        changes_agree(copy, sb.size);
+        free(copy);
+        msgpack_sbuffer_destroy(&sb);
     }
 }
 
@@ -515,6 +582,7 @@ int main(void) {
         cmocka_unit_test(streaming_order),
         cmocka_unit_test(token_forms),
         cmocka_unit_test(shapes_agree_with_the_template),
+        cmocka_unit_test(one_block_removals),
         cmocka_unit_test(chosen_hashes_do_not_crowd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
