@@ -414,8 +414,8 @@ static bool event_array(rd *r, irx_ev *ev, uint32_t n) {
 /* The commonest event of all: vLLM evicts block by block, one BlockRemoved each, as
  * {"type": "BlockRemoved", "block_hashes": [h], "medium": "GPU"} (map) or
  * ["BlockRemoved", [h], "GPU"] (array). Its bytes are a fixed head, the hash and a
- * fixed tail; matched whole they are read in one go, about a tenth of the
- * instructions of reading them key by key. Anything else (another key order, more
+ * fixed tail; matched whole, the event takes about 240 instructions to read against
+ * 410 key by key (bench/results/events). Anything else (another key order, more
  * blocks, other fields) is left to event_map and event_array, which give the same
  * event for these bytes. */
 static const unsigned char RM_MAP_HEAD[] = "\x83\xa4type\xac"
