@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Copies the finished parts of the whole proof into the repo (slimmed), with tables.
 set -eu
-SRC=/work/wt/s35/proof
-DST=/work/main/bench/results/cache-aware/whole
+SRC=${SRC:-/work/wt/s35/proof}  # the steps' OUT
+DST=${DST:-$(cd "$(dirname "$0")" && pwd)}
 mkdir -p $DST
 for w in w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition; do
   [ -f $SRC/$w/summary.json ] || continue
@@ -20,9 +20,9 @@ if [ -d $SRC/capacity-compare-w2 ]; then
   rm -rf $DST/capacity-compare-w2
 fi
 cat $SRC/plans/*.jsonl 2>/dev/null | sort -u > $DST/plan.jsonl || true
-cp /work/wt/s35/proof.sh $DST/steps.sh
-python3 /work/main/bench/proof/slim.py $DST >/dev/null
-python3 /work/main/bench/proof/targets.py $DST > $DST/targets.md
+[ -f "${STEPS:-}" ] && cp "$STEPS" $DST/steps.sh
+python3 $(dirname "$0")/../../../proof/slim.py $DST >/dev/null
+python3 $(dirname "$0")/../../../proof/targets.py $DST > $DST/targets.md
 ws=(); for w in w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition; do [ -f $DST/$w/summary.json ] && ws+=($DST/$w); done
-python3 /work/main/bench/proof/summarize.py "${ws[@]}" > $DST/tables.md
+python3 $(dirname "$0")/../../../proof/summarize.py "${ws[@]}" > $DST/tables.md
 du -sh $DST
