@@ -127,10 +127,10 @@ set multiplot layout 2,1 title 'Per replica over time, w1, prefix_hash (repetiti
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w1-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w1-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w1-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w1-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w1-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w1-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w1-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w1-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w1-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w1-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w1-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w1-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -142,10 +142,10 @@ set multiplot layout 2,1 title 'Per replica over time, w1, kv_aware (repetition 
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w1-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w1-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w1-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w1-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w1-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w1-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w1-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w1-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w1-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w1-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w1-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w1-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -215,10 +215,10 @@ set multiplot layout 2,1 title 'Per replica over time, w2, random (repetition 0)
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w2-random.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w2-random.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-random.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
+plot 'replicas-w2-random.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w2-random.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-random.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w2-random.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w2-random.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-random.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
+plot 'replicas-w2-random.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w2-random.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-random.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -230,10 +230,10 @@ set multiplot layout 2,1 title 'Per replica over time, w2, least_request (repeti
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w2-least_request.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w2-least_request.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-least_request.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w2-least_request.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-least_request.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w2-least_request.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w2-least_request.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w2-least_request.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-least_request.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w2-least_request.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-least_request.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w2-least_request.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -245,10 +245,10 @@ set multiplot layout 2,1 title 'Per replica over time, w2, p2c (repetition 0)'
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w2-p2c.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w2-p2c.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w2-p2c.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w2-p2c.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-p2c.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w2-p2c.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w2-p2c.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w2-p2c.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w2-p2c.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w2-p2c.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-p2c.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w2-p2c.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -275,10 +275,10 @@ set multiplot layout 2,1 title 'Per replica over time, w2, kv_aware (repetition 
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w2-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w2-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w2-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w2-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w2-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w2-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w2-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w2-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -290,10 +290,10 @@ set multiplot layout 2,1 title 'Per replica over time, w2, cost_model (repetitio
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w2-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w2-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w2-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w2-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w2-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w2-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w2-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w2-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w2-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w2-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w2-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w2-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -393,10 +393,10 @@ set multiplot layout 2,1 title 'Per replica over time, w3, prefix_hash (repetiti
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w3-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w3-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w3-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w3-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w3-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w3-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w3-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w3-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w3-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w3-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w3-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w3-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -423,10 +423,10 @@ set multiplot layout 2,1 title 'Per replica over time, w3, cost_model (repetitio
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w3-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w3-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w3-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w3-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w3-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w3-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w3-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w3-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w3-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w3-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w3-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w3-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -526,10 +526,10 @@ set multiplot layout 2,1 title 'Per replica over time, w5, prefix_hash (repetiti
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w5-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w5-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w5-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w5-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w5-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w5-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w5-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w5-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w5-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w5-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w5-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w5-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -541,10 +541,10 @@ set multiplot layout 2,1 title 'Per replica over time, w5, kv_aware (repetition 
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w5-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w5-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w5-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w5-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w5-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w5-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w5-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w5-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w5-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
+plot 'replicas-w5-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w5-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w5-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -556,10 +556,10 @@ set multiplot layout 2,1 title 'Per replica over time, w5, cost_model (repetitio
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w5-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w5-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w5-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
+plot 'replicas-w5-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-w5-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w5-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w5-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w5-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w5-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
+plot 'replicas-w5-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-w5-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w5-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -689,10 +689,10 @@ set multiplot layout 2,1 title 'Per replica over time, w6, cost_model (repetitio
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-w6-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w6-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w6-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w6-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-w6-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-w6-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-w6-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w6-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w6-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-w6-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-w6-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-w6-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -792,10 +792,10 @@ set multiplot layout 2,1 title 'Per replica over time, llmd-shared-prefix, prefi
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-llmd-shared-prefix-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-llmd-shared-prefix-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-llmd-shared-prefix-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-llmd-shared-prefix-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-llmd-shared-prefix-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -925,10 +925,10 @@ set multiplot layout 2,1 title 'Per replica over time, sglang-gsp, prefix_hash (
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-sglang-gsp-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-sglang-gsp-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-sglang-gsp-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-sglang-gsp-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-sglang-gsp-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-sglang-gsp-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-sglang-gsp-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-sglang-gsp-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -940,10 +940,10 @@ set multiplot layout 2,1 title 'Per replica over time, sglang-gsp, kv_aware (rep
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-sglang-gsp-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-sglang-gsp-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-sglang-gsp-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-sglang-gsp-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-sglang-gsp-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-sglang-gsp-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-sglang-gsp-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-sglang-gsp-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -955,10 +955,10 @@ set multiplot layout 2,1 title 'Per replica over time, sglang-gsp, cost_model (r
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-sglang-gsp-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-sglang-gsp-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-sglang-gsp-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-sglang-gsp-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-sglang-gsp-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-sglang-gsp-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-sglang-gsp-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-sglang-gsp-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-sglang-gsp-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -1058,10 +1058,10 @@ set multiplot layout 2,1 title 'Per replica over time, prefix-repetition, prefix
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-prefix-repetition-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-prefix-repetition-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
+plot 'replicas-prefix-repetition-prefix_hash.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-prefix-repetition-prefix_hash.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-prefix_hash.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-3'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-prefix-repetition-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-prefix-repetition-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
+plot 'replicas-prefix-repetition-prefix_hash.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-prefix-repetition-prefix_hash.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-prefix_hash.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-3'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -1073,10 +1073,10 @@ set multiplot layout 2,1 title 'Per replica over time, prefix-repetition, kv_awa
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-prefix-repetition-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-2', 'replicas-prefix-repetition-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-1'
+plot 'replicas-prefix-repetition-kv_aware.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-kv_aware.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-kv_aware.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-prefix-repetition-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-2', 'replicas-prefix-repetition-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-1'
+plot 'replicas-prefix-repetition-kv_aware.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-kv_aware.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-kv_aware.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
@@ -1088,10 +1088,10 @@ set multiplot layout 2,1 title 'Per replica over time, prefix-repetition, cost_m
 set title 'in flight'
 set xlabel ''
 set ylabel 'requests'
-plot 'replicas-prefix-repetition-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
+plot 'replicas-prefix-repetition-cost_model.dat' index 0 using 1:2 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-cost_model.dat' index 1 using 1:2 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-cost_model.dat' index 2 using 1:2 with steps lw 1.5 title 'sim-2'
 set title 'requests sent (cumulative)'
 set xlabel 'time (s)'
-plot 'replicas-prefix-repetition-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
+plot 'replicas-prefix-repetition-cost_model.dat' index 0 using 1:3 with steps lw 1.5 title 'sim-3', 'replicas-prefix-repetition-cost_model.dat' index 1 using 1:3 with steps lw 1.5 title 'sim-1', 'replicas-prefix-repetition-cost_model.dat' index 2 using 1:3 with steps lw 1.5 title 'sim-2'
 unset multiplot
 set terminal svg size 800,450 dynamic font 'sans,11' background '#ffffff'
 set termoption noenhanced
