@@ -246,6 +246,10 @@ static bool tokens(rd *r, irx_ev *ev) {
             continue;
         }
         uint32_t stop = run < n - i ? i + (uint32_t)run : n;
+        for (; i + 4 <= stop; i += 4) /* four at a time: one loop test for four ids */
+            if (!(p = token(p, &t[i])) || !(p = token(p, &t[i + 1])) ||
+                !(p = token(p, &t[i + 2])) || !(p = token(p, &t[i + 3])))
+                return false;
         for (; i < stop; i++)
             if (!(p = token(p, &t[i]))) return false;
     }
