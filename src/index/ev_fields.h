@@ -29,10 +29,10 @@ enum {
 /* An engine block hash, opaque, digested to 128 bits with its kind mixed in: an
  * integer by its 64-bit pattern (so signed and unsigned encodings of the same bits
  * agree), a byte string (sha256_cbor's 32 bytes; 1 to IRX_EV_MAX_KEY_BYTES) by its
- * bytes. An integer's halves are two bijective mixes of it (Stafford's 64-bit
- * finalizer, variant 13) of it xor the process's secret, so two integers never
- * share a key; a byte string's are XXH3-128 of the bytes, seeded with the secret
- * (ADR 0026). */
+ * bytes. An integer's low half is a bijective mix (Stafford's 64-bit finalizer,
+ * variant 13) of it xor the process's secret, so two integers never share a key,
+ * and its high half a constant (only the low half is ever compared); a byte
+ * string's halves are XXH3-128 of the bytes, seeded with the secret (ADR 0026). */
 /* A per-process secret (ev_decode.c, drawn from getrandom at start-up) mixed into
  * every engine key: the digests are public bijections, so without it a publisher
  * could choose integer hashes whose keys crowd one slot of the key table and make
@@ -46,9 +46,10 @@ static inline uint64_t irx_ekey_mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 static inline ir_hash128 irx_ekey_int(uint64_t bits) {
-    bits ^= irx_ekey_secret;
-    return (ir_hash128){irx_ekey_mix(bits ^ 0x243f6a8885a308d3ull),
-                        irx_ekey_mix(bits ^ 0x13198a2e03707344ull)};
+    /* The low half alone is a bijection of the integer, and the index keys nodes by
+     * the low half only: the high half is a constant, not a second mix. */
+    return (ir_hash128){irx_ekey_mix(bits ^ irx_ekey_secret ^ 0x243f6a8885a308d3ull),
+                        0x13198a2e03707344ull};
 }
 static inline ir_hash128 irx_ekey_bytes(const void *p, size_t n) {
     XXH128_hash_t h = XXH3_128bits_withSeed(p, n, irx_ekey_secret ^ 0x62 /* 'b' */);
