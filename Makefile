@@ -165,7 +165,7 @@ proof: build
 	BUILD=$(BUILD) ./bench/proof/run.sh
 	BUILD=$(BUILD) ./bench/proof/capacity.sh
 	./bench/proof/targets.py $(PROOF_OUT) > $(PROOF_OUT)/targets.md
-	./bench/proof/slim.py $(wildcard $(addprefix $(PROOF_OUT)/,$(PROOF_WORKLOADS)))
+	./bench/proof/slim.py $(wildcard $(addprefix $(PROOF_OUT)/,$(PROOF_WORKLOADS) speedup-check))
 
 proof-report: build
 	$(BUILD)/inferrail-bench report $$(for w in $(PROOF_WORKLOADS); do \

@@ -22,7 +22,7 @@ fi
 cat $SRC/plans/*.jsonl 2>/dev/null | sort -u > $DST/plan.jsonl || true
 [ -f "${STEPS:-}" ] && cp "$STEPS" $DST/steps.sh
 # only the proof's own folders: earlier runs' (preliminary/ keeps its per-request files) stay as committed
-for w in w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition; do
+for w in w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition speedup-check; do
   if [ -d $DST/$w ]; then python3 $(dirname "$0")/../../proof/slim.py $DST/$w >/dev/null; fi
 done
 python3 $(dirname "$0")/../../proof/targets.py $DST > $DST/targets.md
