@@ -71,6 +71,24 @@ static size_t prediction_header(gw_req *r, irn_header *h, const char *name, uint
     return 1;
 }
 
+/* An engine's response header the client never sees: the gateway's own x-inferrail-*
+ * (it sets them itself, and an engine must not forge them), and a name that is not an
+ * RFC 9110 token (an empty one included), which the client side would refuse to
+ * write after the response had started. */
+static bool engine_may_not_send(const irn_header *h) {
+    static const char own[] = "x-inferrail-";
+    if (h->name_len >= sizeof own - 1 && strncasecmp(h->name, own, sizeof own - 1) == 0)
+        return true;
+    if (h->name_len == 0) return true;
+    for (size_t i = 0; i < h->name_len; i++) {
+        unsigned char c = (unsigned char)h->name[i];
+        bool token = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                     (c && strchr("!#$%&'*+-.^_`|~", c));
+        if (!token) return true;
+    }
+    return false;
+}
+
 irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size_t *nout,
                                   int64_t *cl) {
     irn_header *out = ir_arena_alloc(r->req->arena, (n + 6) * sizeof *out);
@@ -82,7 +100,7 @@ irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size
             *cl = strtoll(h[i].value, NULL, 10);
             continue;
         }
-        if (gw_header_stops_here(h, n, &h[i])) continue;
+        if (gw_header_stops_here(h, n, &h[i]) || engine_may_not_send(&h[i])) continue;
         out[k++] = h[i];
     }
     out[k++] = (irn_header){"x-request-id", 12, r->rid, strlen(r->rid)};

@@ -49,12 +49,16 @@
 #include "gateway/kvsub_dns.h"
 #include "gateway/zmq_dl.h" /* after <zmq.h>: libzmq is opened on first use */
 
-#define RCV_HWM        100000
-#define REPLAY_TIMEOUT (3ull * 1000000000ull)
-#define POLL_MS        50
-#define NAME_TTL_MIN   (1ull * 1000000000ull)  /* a name is looked up again at its TTL, */
-#define NAME_TTL_MAX   (30ull * 1000000000ull) /* within these bounds; */
-#define NAME_RETRY     (1ull * 1000000000ull)  /* and this long after a failure */
+/* Batches queued per socket before libzmq drops the newest: vLLM publishes one a step, so
+ * this is minutes of backlog, and a drop is a gap that replay fills. */
+#define RCV_HWM          10000
+#define DRAIN_MAX        4096
+#define REPLAY_TIMEOUT   (3ull * 1000000000ull)
+#define REPLAY_AHEAD_MAX (1ll << 20) /* batches a replay may run ahead of the live stream */
+#define POLL_MS          50
+#define NAME_TTL_MIN     (1ull * 1000000000ull)  /* a name is looked up again at its TTL, */
+#define NAME_TTL_MAX     (30ull * 1000000000ull) /* within these bounds; */
+#define NAME_RETRY       (1ull * 1000000000ull)  /* and this long after a failure */
 
 typedef struct kvstream {
     uint32_t slot;
@@ -226,9 +230,10 @@ static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
     ADD(s, clears, c.cleared);
     ADD(s, orphans, c.orphans);
     ADD(s, refused, c.refused);
-    double lag = wall_s() - b.ts;
-    atomic_store_explicit(&s->st->lag_us, lag > 0 ? (uint64_t)(lag * 1e6) : 0,
-                          memory_order_relaxed);
+    double lag = wall_s() - b.ts; /* ts is the engine's: any double, NaN included */
+    uint64_t lag_us = 0;
+    if (lag > 0) lag_us = lag < 1e12 ? (uint64_t)(lag * 1e6) : (uint64_t)1e18;
+    atomic_store_explicit(&s->st->lag_us, lag_us, memory_order_relaxed);
     atomic_store_explicit(&s->st->last_batch_ns, now_ns(), memory_order_relaxed);
     irx_ev_view v;
     irx_ev_view_get(k->fleet->index, s->slot, &v);
@@ -251,8 +256,15 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
         s->live_last = seq;
         if (s->replaying) return; /* the replay brings it, or the next one will */
     } else {
-        s->replay_got++;
         ADD(s, replayed, 1);
+        /* Newer by far than anything published live: not this stream's (applying it
+         * would make every live batch after it look old). The margin leaves room for a
+         * replay that overtakes the live socket's backlog. */
+        if (s->live_last >= 0 && seq > s->live_last && seq - s->live_last > REPLAY_AHEAD_MAX) {
+            ADD(s, gaps, 1);
+            fall_back(k, s, "a KV event replay sent a batch numbered past the live stream");
+            return;
+        }
     }
     if (s->next >= 0 && seq < s->next) return; /* already applied */
     if (s->next >= 0 && seq > s->next) {
@@ -268,6 +280,7 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
             fall_back(k, s, "a gap in KV events and the replay request failed");
         }
     }
+    if (replayed) s->replay_got++; /* only what moved the stream on counts as brought */
     apply(k, s, p, len);
     /* an engine's seq may be INT64_MAX: no number follows it, the next is unknown */
     s->next = seq < INT64_MAX ? seq + 1 : -1;
@@ -323,9 +336,11 @@ static void close_frames(zmq_msg_t *f, int n, int max) {
     for (int i = 0; i < n && i < max; i++) zmq_msg_close(&f[i]);
 }
 
+/* Up to DRAIN_MAX messages a round, and none once the gateway is stopping: a backlog of
+ * large batches then waits for nobody (its socket is closed with it). */
 static void drain_sub(gw_kvsub *k, kvstream *s) {
     zmq_msg_t f[4];
-    for (int budget = 0; budget < 4096; budget++) {
+    for (int budget = 0; budget < DRAIN_MAX && !atomic_load(&k->stop); budget++) {
         int n = recv_frames(s->sub, f, 4);
         if (n < 0) return;
         int64_t seq = n >= 3 ? seq_of(&f[1]) : INT64_MIN;
@@ -339,7 +354,7 @@ static void drain_sub(gw_kvsub *k, kvstream *s) {
 
 static void drain_dealer(gw_kvsub *k, kvstream *s) {
     zmq_msg_t f[4];
-    for (int budget = 0; budget < 4096; budget++) {
+    for (int budget = 0; budget < DRAIN_MAX && !atomic_load(&k->stop); budget++) {
         int n = recv_frames(s->dealer, f, 4);
         if (n < 0) return;
         int64_t seq = n == 3 ? seq_of(&f[1]) : INT64_MIN;

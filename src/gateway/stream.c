@@ -67,13 +67,19 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
         irn_client_cancel(r->up);
         return;
     }
+    /* A head the client side refuses to write (a status past 999, say) goes nowhere:
+     * the attempt fails before any byte reached the client, as if the engine broke. */
+    if (irn_resp_start(r->resp, status, out, k, cl)) {
+        IR_WARN("proxy", "request %s: replica %s sent a response head that cannot be forwarded",
+                r->rid, r->rep->cfg->id);
+        irn_client_cancel(r->up);
+        return;
+    }
     r->head_sent = true;
     r->sse = is_event_stream(h, n);
     r->status = status;
     r->streamed = status < 300 && r->sse;
-    int rc = irn_resp_start(r->resp, status, out, k, cl);
     gw_count_response(&r->w->app->stats, status);
-    if (rc) irn_client_cancel(r->up);
 }
 
 /* Keeps the last 4 bytes of an event stream, to tell whether it stopped between

@@ -52,6 +52,9 @@ const H1 = {
   'status-102': (sock) => sock.write('HTTP/1.1 102 Processing\r\n\r\n' + okResponse()),
   'status-103': (sock) => sock.write('HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n' + okResponse()),
   'status-999': (sock) => sock.write('HTTP/1.1 999 Beyond\r\nContent-Length: 2\r\n\r\nok'),
+  // A header with an empty name (llhttp accepts ': v'), and headers named as the gateway's own.
+  'empty-header-name': (sock) => sock.write(`HTTP/1.1 200 OK\r\n: novalue\r\nContent-Type: application/json\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`),
+  'forged-own-headers': (sock) => sock.write(`HTTP/1.1 200 OK\r\nX-Inferrail-Replica: evil\r\nx-inferrail-cached-tokens: 999999\r\nContent-Type: application/json\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`),
   'status-000': (sock) => sock.write('HTTP/1.1 000 Zero\r\nContent-Length: 2\r\n\r\nok'),
   'huge-chunk': (sock) => sock.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nxx\r\n'),
   // The head a byte at a time (opts.dribbleMs, default 100 ms).

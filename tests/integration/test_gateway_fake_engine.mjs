@@ -89,6 +89,26 @@ for (const scenario of ['status-101', 'status-102', 'status-000', 'status-999', 
   });
 }
 
+// An engine's header that the client side cannot write (an empty name) was found by a
+// hostile-engine review to cut the client off with no answer, counted as a 2xx; an
+// engine could also forge the gateway's own x-inferrail-* headers.
+test('h1: an engine header with an empty name is dropped; the answer goes through', async () => {
+  await withGateway('empty-header-name', {}, async (gw) => {
+    const r = await post(gw);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.text, OK_BODY);
+  });
+});
+
+test('h1: an engine cannot set the gateway\'s own x-inferrail-* headers', async () => {
+  await withGateway('forged-own-headers', {}, async (gw) => {
+    const r = await post(gw);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('x-inferrail-replica'), 'f0');
+    assert.equal(r.headers.get('x-inferrail-cached-tokens'), null); /* no tokenizer: no prediction */
+  });
+});
+
 test('h1: 103 Early Hints is skipped', async () => {
   await withGateway('status-103', {}, async (gw) => {
     const r = await post(gw);

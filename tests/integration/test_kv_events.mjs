@@ -176,6 +176,36 @@ test('a gap the replay cannot cover falls back, then follows the events again', 
   assert.equal(row(await explain(gw, a), 'ev').predicted_cached_tokens, 0);
 });
 
+// A replay socket that misbehaves (found by a hostile-publisher review): one that answers
+// only batches older than asked made the gateway ask again thousands of times a second,
+// and one batch numbered far past the live stream made every later live batch look old,
+// freezing the view at full trust. Both must end in one fallback, then the live events.
+for (const mode of ['old', 'ahead']) {
+  test(`a replay that answers ${mode === 'old' ? 'only old batches' : 'a batch numbered past the live stream'} falls back once, then follows the events`, async () => {
+    const { pub, gw } = await fleet('map', 'int');
+    const a = 'Iota ' + sentence(70), ia = tokens(a);
+    await pub.cmd({ op: 'store', tokens: ia });
+    await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'a stored');
+    await pub.cmd({ op: 'replay-mode', mode });
+    await pub.cmd({ op: 'drop' });
+    await pub.cmd({ op: 'store', tokens: tokens(sentence(30)) }); // lost on the live socket
+    await pub.cmd({ op: 'store', tokens: tokens(sentence(31)) }); // shows the gap
+    await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === 0, 'a cleared by the fallback');
+    await sleep(300);
+    let page = await metrics(gw.admin);
+    const fallbacks = metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"');
+    assert.ok(fallbacks >= 1 && fallbacks <= 2, `fallbacks ${fallbacks}`); // a retry from 0 may fall back again
+    const replayed = metricValue(page, 'inferrail_kv_events_replayed_batches_total', 'replica="ev"');
+    assert.ok(replayed <= 20, `replayed ${replayed}: the gateway kept asking`);
+    const cp = 'Kappa ' + sentence(50), c = tokens(cp);
+    await pub.cmd({ op: 'store', tokens: c });
+    const r = await until(gw, 'ev', cp, (x) => x.predicted_cached_tokens === usable(c), 'followed again');
+    assert.ok(['events', 'events-partial'].includes(r.index_source), r.index_source);
+    page = await metrics(gw.admin);
+    assert.ok(metricValue(page, 'inferrail_kv_events_replayed_batches_total', 'replica="ev"') <= 20);
+  });
+}
+
 test('a publisher that goes away leaves a stale view, trusted at index.stale_trust', async () => {
   const { pub, gw } = await fleet('map', 'int');
   const prompt = 'Zeta ' + sentence(80), ids = tokens(prompt);

@@ -25,6 +25,10 @@ JSON command per line on stdin, publishes one batch per command, and prints
   {"op": "drop"}                     the next batch goes to the replay buffer only
   {"op": "garbage"}                  a payload that is not msgpack, next sequence
   {"op": "restart"}                  sequence back to 0, buffer and cache emptied
+  {"op": "replay-mode", "mode": m}   how replay requests are answered from now on: "ok"
+                                     (the buffered batches from the start asked), "old"
+                                     (only those before it), "ahead" (the last batch
+                                     numbered 10^15): a replay socket that misbehaves
   {"op": "hybrid-store", "tokens": [...], "window": w}   a hybrid model's batch: the
       prompt's blocks stored by a sliding-window group (group_idx 0) and by full
       attention (group_idx 1, announced second), then the window group's removal of
@@ -121,7 +125,7 @@ def main():
     pport, rport = bind(pub, a.pub_port), bind(router, a.replay_port)
     print(json.dumps({"pub": pport, "replay": rport}), flush=True)
     eng = Engine(a.hash, a.block_size)
-    seq, buf, drop_next = a.first_seq, [], False
+    seq, buf, drop_next, replay_mode = a.first_seq, [], False, "ok"
     topic = a.topic.encode()
     poller = zmq.Poller()
     poller.register(router, zmq.POLLIN)
@@ -146,8 +150,10 @@ def main():
                     continue
                 ident, _, start = frames
                 start = int.from_bytes(start, "big")
-                for s, p in buf:
-                    if s >= start:
+                if replay_mode == "ahead" and buf:
+                    router.send_multipart([ident, b"", (10**15).to_bytes(8, "big"), buf[-1][1]])
+                for s, p in buf if replay_mode != "ahead" else []:
+                    if (s >= start) == (replay_mode == "ok"):
                         router.send_multipart([ident, b"", s.to_bytes(8, "big"), p])
                 router.send_multipart([ident, b"", END_SEQ, b""])
                 continue
@@ -214,6 +220,8 @@ def main():
             elif op == "restart":
                 seq, buf = 0, []
                 eng.held.clear()
+            elif op == "replay-mode":
+                replay_mode = cmd["mode"]
             print("ok %s" % ("-" if out is None else out), flush=True)
 
 
