@@ -24,7 +24,8 @@ struct probe {
     gw_control *ctl;
     uint32_t replica;
     irn_client *health, *cards;
-    int status;
+    uint64_t health_since, cards_since; /* when each went out: bounded whole (on_tick) */
+    int status, cards_status;
     ir_buf body;
     uint32_t fails, passes;
     uint32_t gen; /* the replica's gen the counts are for */
@@ -68,7 +69,7 @@ static void on_probe_done(void *ud, int err) {
 static const irn_client_cbs probe_cbs = {on_probe_head, on_probe_body, on_probe_done};
 
 static void on_cards_head(void *ud, int status, const irn_header *h, size_t n) {
-    ((probe *)ud)->status = status;
+    ((probe *)ud)->cards_status = status;
 }
 static void on_cards_body(void *ud, const char *d, size_t n) {
     ir_buf_append(&((probe *)ud)->body, d, n);
@@ -76,7 +77,7 @@ static void on_cards_body(void *ud, const char *d, size_t n) {
 static void on_cards_done(void *ud, int err) {
     probe *p = ud;
     p->cards = NULL;
-    if (err == 0 && p->status == 200 && p->body.len)
+    if (err == 0 && p->cards_status == 200 && p->body.len)
         gw_cards_update(p->ctl->app->cards, p->replica, p->body.data, p->body.len);
     ir_buf_reset(&p->body);
 }
@@ -96,8 +97,21 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
                         .connect_timeout_ns = to,
                         .head_timeout_ns = to,
                         .idle_timeout_ns = to};
-    p->status = 0;
+    if (out == &p->health)
+        p->status = 0, p->health_since = ir_now_ns();
+    else
+        p->cards_status = 0, p->cards_since = ir_now_ns();
     if (irn_client_request(c->pool, &q, cbs, p, out)) *out = NULL;
+}
+
+/* The timeouts of a GET bound its connect, its head and each gap between bytes, not its
+ * whole: an engine that answers /health or /v1/models with an endless body would hold
+ * the probe (and the control loop's CPU) for good, and a replica could never be marked
+ * down. A probe gets health.timeout whole; the model cards, ten times that. */
+static void bound_gets(gw_control *c, probe *p, uint64_t now) {
+    uint64_t to = gw_live(c->app)->health.timeout_ns;
+    if (p->health && now - p->health_since > to) irn_client_cancel(p->health);
+    if (p->cards && now - p->cards_since > 10 * to) irn_client_cancel(p->cards);
 }
 
 static void on_tick(uv_timer_t *t) {
@@ -110,6 +124,7 @@ static void on_tick(uv_timer_t *t) {
     for (size_t i = 0; i < c->app->fleet.nreplicas; i++) {
         probe *p = &c->probes[i];
         gw_replica *r = &c->app->fleet.replicas[i];
+        bound_gets(c, p, now); /* a member's or not: a slot waits for its probes to end */
         if (!gw_replica_member(r)) continue;
         uint32_t gen = atomic_load(&r->gen);
         if (p->gen != gen && !p->health && !p->cards) { /* a new member in this slot */

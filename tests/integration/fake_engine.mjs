@@ -12,7 +12,8 @@
 // 'garbage-page' or 'endless-page' for the load scraper's tests; 404 without one.
 //
 // GET /health answers eng.healthStatus (200 unless a test changes it) and GET
-// /v1/models 200. Every other request is
+// /v1/models 200, or the scenarios eng.health and eng.models when set (counted in
+// eng.healthRequests). Every other request is
 // answered by the current scenario (SCENARIOS lists them). eng.requests counts
 // the requests it answered that way, eng.connections the connections it saw.
 import net from 'node:net';
@@ -180,6 +181,9 @@ export const SCENARIOS = [...Object.keys(H1), ...Object.keys(H2)];
 
 function h1Answer(sock, eng, method, path) {
   if (method === 'GET' && (path === '/health' || path === '/v1/models')) {
+    if (path === '/health') eng.healthRequests++;
+    const page = path === '/health' ? eng.health : eng.models; // a scenario, e.g. 'endless-page'
+    if (H1[page]) { H1[page](sock, eng); return; }
     if (path === '/health' && eng.healthStatus !== 200) sock.write(`HTTP/1.1 ${eng.healthStatus} Down\r\nContent-Length: 0\r\n\r\n`);
     else sock.write(okResponse(path === '/health' ? '' : '{"object":"list","data":[]}'));
     return;
@@ -246,7 +250,7 @@ function serveH2(sock, eng, first) {
 export function startFakeEngine(scenario = 'ok', opts = {}) {
   const eng = {
     scenario, opts, metrics: opts.metrics, requests: 0, metricsRequests: 0, connections: 0,
-    healthStatus: 200, timers: new Set(), sockets: new Set(),
+    healthStatus: 200, healthRequests: 0, timers: new Set(), sockets: new Set(),
   };
   const server = net.createServer((sock) => {
     eng.connections++;

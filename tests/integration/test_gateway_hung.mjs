@@ -103,3 +103,32 @@ test('a stream that stalls inside an event is cut without a clean end, and count
     await eng.stop();
   }
 });
+
+// An engine whose /health (or /v1/models) body never ends held the probe for good: the
+// gateway's GET timeouts bound the connect, the head and each gap between bytes, not the
+// whole. Found by a hostile-engine review: the replica stayed healthy after its health
+// turned to 503, since no new probe could start.
+test('a /health or /v1/models answer that never ends is cut, and probes go on', { timeout: 60000 }, async () => {
+  const eng = await startFakeEngine('ok');
+  eng.health = 'endless-page';
+  eng.models = 'endless-page';
+  const gw = await startGateway({
+    models: [{ name: 'fake' }],
+    replicas: [{ id: 'f0', url: eng.url }],
+    health: { interval: '100ms', timeout: '300ms', unhealthy_threshold: 2, healthy_threshold: 1, max_ejection_percent: 0 },
+  });
+  try {
+    // Every endless probe is cut at its timeout and counts as failed: the replica goes down.
+    await until('the replica marked down', async () =>
+      metricValue(await metrics(gw.admin), 'inferrail_replica_healthy', 'replica="f0"') === 0);
+    const before = eng.healthRequests;
+    await until('new probes', () => eng.healthRequests >= before + 3);
+    // Once /health answers again, the next probe brings it back.
+    eng.health = undefined;
+    await until('the replica up again', async () =>
+      metricValue(await metrics(gw.admin), 'inferrail_replica_healthy', 'replica="f0"') === 1);
+  } finally {
+    await gw.stop();
+    await eng.stop();
+  }
+});
