@@ -305,6 +305,7 @@ typedef struct bench_fleet_opts {
     const char *tag;     /* names the log files */
     double speedup;      /* K: every simulator latency parameter divided by K; 0: 1 */
     bool kv_events;      /* simulators publish KV events; the gateways follow them */
+    bool no_lookahead;   /* with kv_events: the gateways' index.eviction_lookahead off */
     int gateways;        /* gateways in front of the same simulators, configured alike; 0: 1 */
 } bench_fleet_opts;
 
@@ -329,9 +330,13 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
  * suffix "+events" (e.g. cost_model+events: that policy, the simulators
  * publishing KV events and the gateway following them), so that the exact and
  * the approximate index run side by side on the same arrivals. Writes the
- * gateway's policy to base and whether events are on to kv_events. -1 on an
- * empty name or policy, another suffix, or a name that does not fit. */
+ * gateway's policy to base and whether events are on to kv_events. The suffix
+ * "+events-nolookahead" is "+events" with the gateway's index.eviction_lookahead
+ * off (bench_policy_no_lookahead), to measure what the lookahead does on the same
+ * arrivals. -1 on an empty name or policy, another suffix, or a name that does
+ * not fit. */
 int bench_policy_variant(const char *name, char *base, size_t len, bool *kv_events);
+bool bench_policy_no_lookahead(const char *name);
 void bench_fleet_stop(bench_fleet *f);
 /* Gateway g's routing.seed for a run of seed `seed`: the seed itself for the first,
  * seed + g * 1,000,003 for the others. Gateways that share a seed (and one worker each)
@@ -359,9 +364,11 @@ size_t bench_sim_cache_blocks(const char *sim_args);
  * block size, KV capacity, the latency parameters and the CPU tier's transfer time.
  * ev_ports (may be NULL): each simulator's KV event ports (PUB, replay), which its
  * replica then follows (kv_events). speedup (K, <= 0 as 1) divides the gateway's
- * load scrape interval and max age (100 ms and 250 ms), to a floor of 10 ms. */
+ * load scrape interval and max age (100 ms and 250 ms), to a floor of 10 ms.
+ * no_lookahead turns index.eviction_lookahead off (it is on by default). */
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n,
-                       const char *sim_args, const uint16_t (*ev_ports)[2], double speedup);
+                       const char *sim_args, const uint16_t (*ev_ports)[2], double speedup,
+                       bool no_lookahead);
 
 #endif

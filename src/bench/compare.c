@@ -176,7 +176,9 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
         char base[64];
         bool ev;
         if (bench_policy_variant(o->policies[p], base, sizeof base, &ev)) {
-            fprintf(stderr, "inferrail-bench: bad policy '%s' (a policy, or one with +events)\n",
+            fprintf(stderr,
+                    "inferrail-bench: bad policy '%s' (a policy, or one with +events or "
+                    "+events-nolookahead)\n",
                     o->policies[p]);
             return -1;
         }
@@ -217,6 +219,7 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
                            .tag = tag,
                            .speedup = o->c.speedup,
                            .kv_events = events,
+                           .no_lookahead = bench_policy_no_lookahead(policy),
                            .gateways = o->c.gateways};
     bench_fleet f;
     char err[512] = "";

@@ -226,7 +226,8 @@ static void gateway_yaml_load(ir_buf *out, double speedup) {
 
 int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const char *policy,
                        uint64_t seed, const char *model, const uint16_t *ports, int n,
-                       const char *sim_args, const uint16_t (*ev_ports)[2], double speedup) {
+                       const char *sim_args, const uint16_t (*ev_ports)[2], double speedup,
+                       bool no_lookahead) {
     ir_buf_appendf(out, "# written by inferrail-bench for one run\n");
     ir_buf_appendf(out, "server: {listen: \"%s\", admin_listen: \"%s\", workers: 1}\n", listen,
                    admin);
@@ -239,7 +240,8 @@ int bench_gateway_yaml(ir_buf *out, const char *listen, const char *admin, const
                    sim_flag(sim_args, "--prefill-fixed-ms", 5),
                    sim_flag(sim_args, "--decode-token-ms", 20),
                    sim_flag(sim_args, "--cpu-transfer-token-us", 5));
-    ir_buf_appendf(out, "index: {block_size: %.0f}\n", sim_flag(sim_args, "--block-size", 16));
+    ir_buf_appendf(out, "index: {block_size: %.0f%s}\n", sim_flag(sim_args, "--block-size", 16),
+                   no_lookahead ? ", eviction_lookahead: false" : "");
     gateway_yaml_load(out, speedup);
     ir_buf_appendf(out, "models:\n  - name: %s\n    aliases: [sim]\n    tokenizer: \"%s\"\n", model,
                    IRT_SIM_SPEC);
@@ -331,7 +333,8 @@ static int spawn_gateway(const bench_fleet_opts *o, bench_fleet *f, int g, const
         snprintf(eff, sizeof eff, "%s", o->sim_args ? o->sim_args : "");
     f->gw_seed[g] = bench_gateway_seed(o->seed, g);
     bench_gateway_yaml(&y, listen, admin, o->policy, f->gw_seed[g], model, f->sim_port, f->n, eff,
-                       o->kv_events ? (const uint16_t(*)[2])f->ev_port : NULL, o->speedup);
+                       o->kv_events ? (const uint16_t(*)[2])f->ev_port : NULL, o->speedup,
+                       o->no_lookahead);
     if (o->log_dir)
         snprintf(cfgpath, sizeof cfgpath, "%s/%s%s%s.yaml", o->log_dir, o->tag ? o->tag : "",
                  o->tag ? "-" : "", what);
@@ -472,12 +475,19 @@ void bench_fleet_stop(bench_fleet *f) {
     f->n = 0;
 }
 
+static const char no_lookahead_suffix[] = "+events-nolookahead";
+
+bool bench_policy_no_lookahead(const char *name) {
+    const char *plus = strchr(name, '+');
+    return plus && strcmp(plus, no_lookahead_suffix) == 0;
+}
+
 int bench_policy_variant(const char *name, char *base, size_t len, bool *kv_events) {
     static const char suffix[] = "+events";
     const char *plus = strchr(name, '+');
     size_t n = plus ? (size_t)(plus - name) : strlen(name);
     *kv_events = plus != NULL;
-    if (plus && strcmp(plus, suffix) != 0) return -1;
+    if (plus && strcmp(plus, suffix) != 0 && strcmp(plus, no_lookahead_suffix) != 0) return -1;
     if (n == 0 || n >= len) return -1;
     memcpy(base, name, n);
     base[n] = 0;

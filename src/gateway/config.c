@@ -210,6 +210,9 @@ static const ir_cfg_field index_fields[] = {
        "share counted for a replica tracked approximately after a gap in its KV events"),
     FF(gw_index_cfg, "stale_trust", stale_trust, "0.5", 0, 1,
        "share counted for an events-fed replica while its event socket is disconnected"),
+    F(gw_index_cfg, "eviction_lookahead", IR_CFG_BOOL, eviction_lookahead, "true",
+      "events-fed replicas: leave out of predictions the blocks that the requests just routed "
+      "will make the engine evict, before its events say so"),
 };
 static const ir_cfg_schema index_schema = {"index", index_fields, IR_ARRAY_LEN(index_fields),
                                            sizeof(gw_index_cfg)};

@@ -170,6 +170,7 @@ static int init_index(gw_fleet *f, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory (KV index)");
         return -1;
     }
+    irx_ev_set_lookahead(f->index, f->cfg->index.eviction_lookahead);
     for (size_t i = 0; i < f->nreplicas; i++) {
         int64_t cap = f->replicas[i].cfg->kv_capacity_blocks;
         if (cap <= 0) cap = f->cfg->index.default_capacity_blocks;

@@ -138,6 +138,7 @@ typedef struct gw_index_cfg {
     double approximate_trust; /* the gateway's own guesses */
     double fallback_trust;    /* approximate after a gap no replay covered */
     double stale_trust;       /* events, while the engine's event socket is disconnected */
+    bool eviction_lookahead;  /* events-fed replicas: leave out blocks about to be evicted */
 } gw_index_cfg;
 
 /* replicas[].kv_events: the engine's KV event publisher (vLLM's --kv-events-config). */

@@ -32,8 +32,9 @@ void gw_predict_record(gw_req *r) {
      * block of the first output token: reserve them now, as it evicts for them. */
     size_t bs = r->w->app->fleet.block_size;
     size_t at_admission = (p->ids.len + 1 + bs - 1) / bs;
-    r->rec = irx_record_reserve(r->w->app->fleet.index, r->rep->index, p->hashes, n,
-                                at_admission > n ? at_admission - n : 0);
+    size_t hit = p->cached ? p->cached[r->rep->index] : SIZE_MAX; /* what the route assumed */
+    r->rec = irx_record_hit(r->w->app->fleet.index, r->rep->index, p->hashes, n,
+                            at_admission > n ? at_admission - n : 0, hit);
 }
 
 void gw_predict_release(gw_req *r) {

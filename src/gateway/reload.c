@@ -105,6 +105,7 @@ static size_t warn_restart_keys(const gw_config *o, const gw_config *n) {
         {"index.block_size", o->index.block_size != n->index.block_size},
         {"index.default_capacity_blocks",
          o->index.default_capacity_blocks != n->index.default_capacity_blocks},
+        {"index.eviction_lookahead", o->index.eviction_lookahead != n->index.eviction_lookahead},
         {"tokenizer.workers", o->tokenizer.workers != n->tokenizer.workers},
         {"tokenizer.max_wait", o->tokenizer.max_wait_ns != n->tokenizer.max_wait_ns},
         {"tokenizer.max_queue", o->tokenizer.max_queue != n->tokenizer.max_queue},

@@ -76,6 +76,8 @@ struct irx_evrep {
     uint32_t *stack;         /* tree walks */
     uint32_t nstack, stackcap;
     uint64_t gpu, cpu, live;
+    uint64_t max_live; /* irx_evrep_set_limit: blocks held at most (an engine that never
+                        * removes cannot take the gateway's memory) */
 };
 
 /* ---- bookkeeping ----------------------------------------------------------------- */
@@ -360,6 +362,7 @@ static uint32_t node_get(irx_evrep *e, uint64_t ekey, ir_hash128 gkey, uint32_t 
     if (e->nkeys + 1 > e->grow_at && kt_grow(e)) return find(e, ekey);
     uint32_t j = kt_probe(e, ekey);
     if (e->slots[j]) return slot_node(e->slots[j]); /* known */
+    if (e->live >= e->max_live) return NIL;
     uint32_t k = spare(e);
     if (k == NIL) return NIL;
     e->free = e->nodes[k].sib;
@@ -435,6 +438,8 @@ static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32
     if (t == GPU) {
         detach(ix, r, e, k);
         e->gpu--;
+        ix->rep[r].wrapped = true; /* the lookahead's mirror: see irx_mirror_gone */
+        if (ix->rep[r].sh.count) irx_mirror_gone(ix, r, n->gkey);
     } else {
         e->cpu--;
     }
@@ -745,6 +750,7 @@ static void apply_all(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev,
 
 void irx_evrep_clear(irx_index *ix, uint32_t r) {
     atomic_store_explicit(&ix->rep[r].cleared_ns, ir_now_ns(), memory_order_relaxed);
+    irx_replica_drop(ix, r); /* the lookahead's mirror and dooms, and records in flight */
     irx_evrep *e = ix->rep[r].ev;
     /* Every bit goes (a duplicate's second removal finds it gone: a no-op). */
     for (uint32_t k = 0; k < e->nnodes; k++) {
@@ -790,6 +796,12 @@ void irx_evrep_free(irx_index *ix, uint32_t r) {
     ix->rep[r].ev = NULL;
 }
 
+void irx_evrep_set_limit(irx_evrep *e, uint32_t capacity_blocks) {
+    uint64_t lim = (uint64_t)capacity_blocks * IRX_EV_LIMIT_FACTOR;
+    if (lim < IRX_EV_LIMIT_MIN) lim = IRX_EV_LIMIT_MIN;
+    e->max_live = capacity_blocks && lim < MAX_NODES ? lim : MAX_NODES;
+}
+
 /* ---- the API ------------------------------------------------------------------------------ */
 
 static irx_evrep *evrep_new(const char *model, uint32_t block_size) {
@@ -815,8 +827,14 @@ int irx_ev_track(irx_index *ix, uint32_t r, const char *model, uint32_t block_si
     pthread_mutex_lock(&rp->mu);
     int rc = 0;
     if (!rp->ev) {
+        /* Kept for the slot's life, since readers never wait; on OOM, no lookahead here. */
+        if (!atomic_load(&rp->doom)) {
+            atomic_store(&rp->doom, irx_doom_new());
+            if (atomic_load(&rp->doom)) atomic_fetch_add(&ix->doom_bytes, irx_doom_bytes());
+        }
         irx_evrep *e = evrep_new(model, block_size);
         if (e) {
+            irx_evrep_set_limit(e, rp->sh.cap);
             irx_replica_drop(ix, r); /* the guesses go; records in flight are voided */
             rp->ev = e;
             atomic_fetch_add(&ix->ev_bytes, evrep_bytes(e));
@@ -851,6 +869,7 @@ void irx_ev_apply_batch(irx_index *ix, uint32_t r, const irx_ev *ev, size_t nev,
     if (e) {
         size_t before = evrep_bytes(e);
         apply_all(ix, r, e, ev, nev, c);
+        irx_mirror_batch(ix, r);
         account(ix, e, before);
     }
     pthread_mutex_unlock(&rp->mu);

@@ -41,7 +41,10 @@ void irx_free(irx_index *ix) {
     for (uint32_t r = 0; r < ix->nrep; r++) irx_forget_replica(ix, r);
     irx_map_destroy(&ix->map);
     irx_map_destroy(&ix->cpu);
-    for (uint32_t r = 0; r < ix->nrep; r++) pthread_mutex_destroy(&ix->rep[r].mu);
+    for (uint32_t r = 0; r < ix->nrep; r++) {
+        pthread_mutex_destroy(&ix->rep[r].mu);
+        irx_doom_free(atomic_load(&ix->rep[r].doom));
+    }
     free(ix);
 }
 
@@ -51,19 +54,61 @@ static ir_hash128 node_hash(const irx_shadow *s, uint32_t i) {
     return (ir_hash128){s->nodes[i].key, 0}; /* the index keys blocks by lo */
 }
 
-/* Evicts the least recent listed block (the caller checks nlisted > 0). */
-static void evict_tail(irx_index *ix, uint32_t r) {
+/* An event-fed replica's shadow is the lookahead's mirror: none of it is in the map. */
+static bool mirror(const irx_replica *rp) {
+    return rp->ev != NULL;
+}
+
+/* How long a doom lasts: a few of the replica's publication intervals, as measured. */
+static uint64_t doom_window(const irx_replica *rp) {
+    uint64_t w = rp->batch_gap_ns ? 3 * rp->batch_gap_ns : 20000000u;
+    return w < 1000000u ? 1000000u : w > 250000000u ? 250000000u : w;
+}
+
+/* The record `stamp` on r ended (released or undone): its dooms still standing were
+ * wrong (index_internal.h). */
+static void end_dooms(irx_replica *rp, uint32_t stamp) {
+    irx_doom *d = atomic_load_explicit(&rp->doom, memory_order_relaxed);
+    if (d && mirror(rp)) irx_doom_forget_ticket(d, stamp, ir_now_ns());
+}
+
+/* Marks hashed node t of r's mirror as evicted by a record, for the lookahead. */
+static void doom(irx_index *ix, uint32_t r, uint32_t t) {
+    irx_replica *rp = &ix->rep[r];
+    irx_doom *d = atomic_load_explicit(&rp->doom, memory_order_relaxed);
+    if (!d) return;
+    uint64_t now = ir_now_ns();
+    irx_doom_add(d, rp->sh.nodes[t].key, now, now + doom_window(rp), rp->stamp);
+    atomic_fetch_or(&ix->doomed[r / 64], 1ull << (r % 64));
+}
+
+/* Evicts the least recent listed block (the caller checks nlisted > 0). An
+ * approximate replica's block leaves the map; a mirror's is doomed when a record
+ * evicts it (by_record), as the engine is about to. */
+static void evict_tail_for(irx_index *ix, uint32_t r, bool by_record) {
     irx_shadow *s = &ix->rep[r].sh;
     uint32_t t = s->tail;
     bool anon = irx_node_anon(&s->nodes[t]);
-    if (!anon) map_remove(ix, node_hash(s, t), r);
+    if (!anon && mirror(&ix->rep[r])) {
+        if (by_record) doom(ix, r, t);
+        anon = true; /* nothing to count */
+    } else if (!anon) {
+        map_remove(ix, node_hash(s, t), r);
+    }
     irx_shadow_remove(s, t);
     if (!anon) atomic_fetch_sub(&ix->held, 1);
+}
+static void evict_tail(irx_index *ix, uint32_t r) {
+    evict_tail_for(ix, r, false);
 }
 
 /* Removes hashed node k (pinned or not) from the shadow and the map. */
 static void drop_node(irx_index *ix, uint32_t r, uint32_t k) {
     irx_shadow *s = &ix->rep[r].sh;
+    if (mirror(&ix->rep[r])) {
+        irx_shadow_remove(s, k);
+        return;
+    }
     map_remove(ix, node_hash(s, k), r);
     irx_shadow_remove(s, k);
     atomic_fetch_sub(&ix->held, 1);
@@ -80,9 +125,40 @@ static void drop_all(irx_index *ix, uint32_t r) {
         while (irx_slot(s, j) != IRX_NIL) drop_node(ix, r, irx_slot(s, j));
     s->nreserved = 0;
     rp->epoch++;
+    rp->wrapped = false;
+    irx_doom *d = atomic_load_explicit(&rp->doom, memory_order_relaxed);
+    if (d) irx_doom_reset(d);
 }
 void irx_replica_drop(irx_index *ix, uint32_t r) {
     drop_all(ix, r);
+}
+
+void irx_ev_set_lookahead(irx_index *ix, bool on) {
+    atomic_store(&ix->lookahead, on);
+}
+
+void irx_mirror_gone(irx_index *ix, uint32_t r, ir_hash128 h) {
+    irx_replica *rp = &ix->rep[r];
+    irx_shadow *s = &rp->sh;
+    if (s->count == 0) return;
+    irx_doom *d = atomic_load_explicit(&rp->doom, memory_order_relaxed);
+    if (d) irx_doom_clear(d, h.lo);
+    uint32_t k = irx_shadow_find(s, h);
+    if (k == IRX_NIL) return;
+    /* The engine evicts its free queue in order: what the mirror lists before k
+     * is gone too, or was never where the mirror put it. */
+    if (irx_node_pins(&s->nodes[k]) == 0)
+        while (s->tail != k) evict_tail(ix, r);
+    irx_shadow_remove(s, k);
+}
+
+void irx_mirror_batch(irx_index *ix, uint32_t r) {
+    irx_replica *rp = &ix->rep[r];
+    if (rp->sh.count == 0) return; /* no lookahead here: no clock read either */
+    uint64_t now = ir_now_ns(), gap = now - rp->last_batch_ns;
+    if (rp->last_batch_ns && gap < 1000000000u)
+        rp->batch_gap_ns = rp->batch_gap_ns ? (7 * rp->batch_gap_ns + gap) / 8 : gap;
+    rp->last_batch_ns = now;
 }
 
 static void set_shadow_bytes(irx_index *ix, size_t before, size_t after) {
@@ -128,6 +204,7 @@ int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks) {
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
     int rc = rp->sh.cap == capacity_blocks ? 0 : resize_shadow(ix, r, capacity_blocks);
+    if (rc == 0 && rp->ev) irx_evrep_set_limit(rp->ev, capacity_blocks);
     pthread_mutex_unlock(&rp->mu);
     return rc;
 }
@@ -136,7 +213,8 @@ static uint32_t locked_u32(irx_index *ix, uint32_t r, bool count) {
     if (r >= ix->nrep) return 0;
     pthread_mutex_lock(&ix->rep[r].mu);
     const irx_shadow *s = &ix->rep[r].sh;
-    uint32_t v = count ? s->count - s->nanon : s->cap;
+    /* An event-fed replica's shadow is the lookahead's mirror: it holds no guesses. */
+    uint32_t v = count ? (ix->rep[r].ev ? 0 : s->count - s->nanon) : s->cap;
     pthread_mutex_unlock(&ix->rep[r].mu);
     return v;
 }
@@ -225,24 +303,43 @@ irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n) {
     return irx_record_reserve(ix, r, h, n, 0);
 }
 
+/* Whether a block the engine allocates now evicts the head of its free queue even
+ * though the mirror has room: once the engine's never used blocks are spent, every
+ * allocation takes the queue's head, whatever the mirror counts (it does not see
+ * the blocks running requests have taken since their records). */
+static bool takes_head(const irx_replica *rp) {
+    return mirror(rp) && rp->wrapped && rp->sh.nlisted > 0;
+}
+
 /* Holds up to `want` blocks of capacity for rec, evicting listed blocks. */
 static void reserve(irx_index *ix, uint32_t r, irx_rec *rec, size_t want) {
-    irx_shadow *s = &ix->rep[r].sh;
+    irx_replica *rp = &ix->rep[r];
+    irx_shadow *s = &rp->sh;
     uint32_t room = s->cap - s->npinned - s->nreserved;
     uint32_t k = want < room ? (uint32_t)want : room;
-    while (s->count + s->nreserved + k > s->cap) evict_tail(ix, r);
+    for (uint32_t i = 0; i < k && takes_head(rp); i++) evict_tail_for(ix, r, true);
+    while (s->count + s->nreserved + k > s->cap) evict_tail_for(ix, r, rp->wrapped);
     s->nreserved += k;
     rec->reserved = k;
 }
 
-irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
-                           size_t reserve_blocks) {
+/* For the lookahead's mirror, block i of a record is one the engine allocates (and
+ * so takes its free queue's head for) when it lies past the hit the events predict;
+ * without that prediction (hit == SIZE_MAX), when the mirror lacks it. */
+static bool allocates(size_t i, size_t hit, bool present) {
+    return hit == SIZE_MAX ? !present : i >= hit;
+}
+
+static irx_rec record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                      size_t reserve_blocks, size_t hit) {
     irx_rec rec = {r, 0, 0, 0, 0};
     if (r >= ix->nrep || n == 0) return rec;
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
     irx_shadow *s = &rp->sh;
-    if (s->cap == 0 || rp->ev) goto out; /* an event-tracked replica is not guessed at */
+    /* An event-tracked replica is not guessed at; with the lookahead, its mirror is kept. */
+    if (s->cap == 0 || (rp->ev && !atomic_load_explicit(&ix->lookahead, memory_order_relaxed)))
+        goto out;
     size_t m = pinnable(s, h, n < s->cap ? n : s->cap);
     if (m == 0) goto out;
     rp->stamp = (rp->stamp + 1) & ~IRX_FRESH;
@@ -257,21 +354,40 @@ irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_
         irx_shadow_pin(s, k);
         s->nodes[k].stamp = rp->stamp;
     }
+    bool mirrored = mirror(rp);
     for (size_t i = m; i-- > 0;) {
-        if (irx_shadow_find(s, h[i]) != IRX_NIL) continue;
-        if (s->count + s->nreserved == s->cap) evict_tail(ix, r);
-        if (map_add(ix, h[i], r)) { /* OOM: unpin what is there; nothing to release */
+        bool present = irx_shadow_find(s, h[i]) != IRX_NIL;
+        bool alloc = mirrored && allocates(i, hit, present);
+        if (present) {
+            if (alloc && takes_head(rp)) evict_tail_for(ix, r, true);
+            continue;
+        }
+        if (s->count + s->nreserved == s->cap)
+            evict_tail_for(ix, r, alloc && rp->wrapped); /* before: the engine has room */
+        else if (alloc && takes_head(rp))
+            evict_tail_for(ix, r, true);
+        if (!mirrored && map_add(ix, h[i], r)) { /* OOM: unpin what is there; nothing to release */
             unpin_all(s, h, m);
             rec.n = 0;
             goto out;
         }
         irx_shadow_pin(s, irx_shadow_add(s, h[i], rp->stamp | IRX_FRESH));
-        atomic_fetch_add(&ix->held, 1);
+        if (!mirrored) atomic_fetch_add(&ix->held, 1);
     }
     reserve(ix, r, &rec, reserve_blocks);
 out:
     pthread_mutex_unlock(&rp->mu);
     return rec;
+}
+
+irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                           size_t reserve_blocks) {
+    return record(ix, r, h, n, reserve_blocks, SIZE_MAX);
+}
+
+irx_rec irx_record_hit(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                       size_t reserve_blocks, size_t hit_blocks) {
+    return record(ix, r, h, n, reserve_blocks, hit_blocks);
 }
 
 void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n) {
@@ -281,6 +397,7 @@ void irx_undo(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n) {
     irx_shadow *s = &rp->sh;
     if (rp->epoch == rec.epoch) {
         size_t m = n < rec.n ? n : rec.n;
+        end_dooms(rp, rec.stamp);
         s->nreserved -= rec.reserved;
         /* Deepest first, so that a reader never sees a child without its parent. */
         for (size_t i = m; i-- > 0;) {
@@ -301,6 +418,7 @@ void irx_release(irx_index *ix, irx_rec rec, const ir_hash128 *h, size_t n, size
     pthread_mutex_lock(&rp->mu);
     irx_shadow *s = &rp->sh;
     if (rp->epoch == rec.epoch) {
+        end_dooms(rp, rec.stamp);
         /* The engine frees a sequence's blocks last-first to the free queue's
          * tail: its extra blocks first (the least recent of its blocks), then
          * the prompt's, deepest first. The reserved blocks are among the extra
@@ -390,6 +508,26 @@ static void bisect(const lookup_ctx *c, size_t lo, size_t hi, const uint64_t *lo
     bisect(c, mid, hi, mid_set, hi_set);
 }
 
+/* The lookahead: an event-fed replica's prefix stops before the blocks at its end
+ * that its mirror has just evicted for a request on its way (index_internal.h).
+ * The engine frees a prefix tail first, so the doomed blocks of a prefix are its
+ * last ones: the walk goes back from the end and stops at the first block that
+ * is not doomed. */
+static void cut_doomed(irx_index *ix, const ir_hash128 *h, uint32_t *out) {
+    uint64_t now = 0;
+    for (uint32_t w = 0; w < ix->nwords; w++) {
+        uint64_t b = atomic_load_explicit(&ix->doomed[w], memory_order_relaxed);
+        for (; b; b &= b - 1) {
+            uint32_t r = w * 64 + (uint32_t)__builtin_ctzll(b);
+            irx_doom *d = atomic_load_explicit(&ix->rep[r].doom, memory_order_acquire);
+            if (out[r] == 0 || !d) continue;
+            if (!now) now = ir_now_ns();
+            if (!irx_doom_live(d, now)) continue;
+            while (out[r] > 0 && irx_doom_has(d, h[out[r] - 1].lo, now)) out[r]--;
+        }
+    }
+}
+
 void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
     memset(out, 0, ix->nrep * sizeof *out);
     if (n == 0) return;
@@ -409,6 +547,7 @@ void irx_lookup(irx_index *ix, const ir_hash128 *h, size_t n, uint32_t *out) {
         }
     }
     irx_read_unlock();
+    if (any) cut_doomed(ix, h, out);
 }
 
 /* ---- stats and checks ------------------------------------------------------------ */
@@ -417,8 +556,8 @@ void irx_stats_get(irx_index *ix, irx_stats *out) {
     out->entries = irx_map_entries(&ix->map);
     out->held = atomic_load(&ix->held);
     out->bytes = atomic_load(&ix->map.bytes) + atomic_load(&ix->cpu.bytes) +
-                 atomic_load(&ix->shadow_bytes) + atomic_load(&ix->ev_bytes) + sizeof *ix +
-                 ix->nrep * sizeof ix->rep[0];
+                 atomic_load(&ix->shadow_bytes) + atomic_load(&ix->ev_bytes) +
+                 atomic_load(&ix->doom_bytes) + sizeof *ix + ix->nrep * sizeof ix->rep[0];
     out->resets = atomic_load(&ix->resets);
 }
 
@@ -428,6 +567,7 @@ static int check_replica(irx_index *ix, uint32_t r, uint64_t *held, char *err, s
         snprintf(err, errlen, "replica %u: shadow table and LRU disagree", r);
         return -1;
     }
+    if (mirror(&ix->rep[r])) return 0; /* the lookahead's mirror is not in the map */
     int rc = 0;
     uint64_t bits[IRX_WORDS];
     irx_read_lock();

@@ -149,13 +149,46 @@ void irx_map_census(irx_map *m, uint64_t *entries, uint64_t *bits);
 
 typedef struct irx_evrep irx_evrep; /* a replica tracked from its events (ev_index.c) */
 
+/* ---- eviction lookahead (doom.c), for event-fed replicas ---------------------------
+ * An engine publishes an eviction at the end of the step that made it, so for about
+ * one step the events still show a block that is gone. With the lookahead on, an
+ * event-fed replica's shadow mirrors the engine's free queue (records and releases
+ * as for an approximate replica, none of its blocks in the map, and every eviction
+ * the events report drops the mirror's blocks up to it, as the engine's queue would
+ * have); the hashed blocks a record evicts from the mirror are *doomed* until the
+ * events confirm them or a few publication intervals pass, and irx_lookup stops a
+ * replica's prefix before its doomed blocks. A doom table is made once per replica
+ * slot and freed with the index (readers never wait, so it is never freed under
+ * them). Writers hold the replica's lock; irx_doom_has and irx_doom_live take none. */
+typedef struct irx_doom irx_doom;
+irx_doom *irx_doom_new(void);
+void irx_doom_free(irx_doom *d);
+size_t irx_doom_bytes(void);
+/* Dooms key until `until` (ns) for the record `ticket` (its stamp); a full probe run
+ * loses its soonest to expire. */
+void irx_doom_add(irx_doom *d, uint64_t key, uint64_t now, uint64_t until, uint32_t ticket);
+void irx_doom_clear(irx_doom *d, uint64_t key);
+/* The record `ticket` ended: the engine admitted it long since, and what it evicted
+ * for it has been reported, so its dooms still standing were wrong. */
+void irx_doom_forget_ticket(irx_doom *d, uint32_t ticket, uint64_t now);
+void irx_doom_reset(irx_doom *d);
+/* Whether any entry may still be live at now: lookups skip the table otherwise. */
+bool irx_doom_live(const irx_doom *d, uint64_t now);
+bool irx_doom_has(const irx_doom *d, uint64_t key, uint64_t now);
+
 typedef struct irx_replica {
     pthread_mutex_t mu;
     irx_shadow sh;
     uint32_t epoch, stamp;
     _Atomic uint64_t resets;
     _Atomic uint64_t cleared_ns; /* ir_now_ns() of the last time its view was emptied */
-    irx_evrep *ev;               /* non-NULL: tracked from events; the shadow stays empty */
+    /* Non-NULL: tracked from events. The shadow is then the lookahead's mirror of the
+     * engine's free queue (empty unless the lookahead is on), none of it in the map. */
+    irx_evrep *ev;
+    _Atomic(irx_doom *) doom; /* made when first tracked from events; freed by irx_free */
+    uint64_t last_batch_ns, batch_gap_ns; /* when events were last applied; a mean of the gaps */
+    bool wrapped; /* the events reported an eviction since the last clear: the engine's never
+                   * used blocks are spent, so each block it allocates evicts its queue's head */
 } irx_replica;
 
 struct irx_index {
@@ -167,6 +200,9 @@ struct irx_index {
     _Alignas(64) _Atomic uint64_t cpu_bits;
     _Atomic uint64_t held, shadow_bytes, resets;
     _Atomic uint64_t ev_bits, ev_bytes; /* map bits and memory of the event replicas */
+    _Atomic bool lookahead;             /* irx_ev_set_lookahead */
+    _Atomic uint64_t doom_bytes;        /* the doom tables made */
+    _Atomic uint64_t doomed[IRX_WORDS]; /* replicas whose doom table had entries since a reset */
     irx_replica rep[];
 };
 
@@ -184,7 +220,18 @@ bool irx_ev_decode_shapes(const void *payload, size_t len, ir_arena *arena, irx_
 
 /* index.c, with r's lock held: drops r's shadow blocks and voids its records. */
 void irx_replica_drop(struct irx_index *ix, uint32_t r);
+/* index.c, with r's lock held: the events say block h left r's GPU (the lookahead's
+ * mirror and doom table follow). The caller sets r's `wrapped` first, mirror or not. */
+void irx_mirror_gone(struct irx_index *ix, uint32_t r, ir_hash128 h);
+/* index.c, with r's lock held: events are being applied to r now (the mean gap). */
+void irx_mirror_batch(struct irx_index *ix, uint32_t r);
 /* ev_index.c, with r's lock held. */
+/* The blocks an event-fed replica may hold (GPU, CPU tier, and parents kept for their
+ * children): IRX_EV_LIMIT_FACTOR times its capacity, at least IRX_EV_LIMIT_MIN; new
+ * blocks past it are refused (counted). 0: no capacity known, only the pool's own cap. */
+#define IRX_EV_LIMIT_FACTOR 16u
+#define IRX_EV_LIMIT_MIN    4096u
+void irx_evrep_set_limit(irx_evrep *e, uint32_t capacity_blocks);
 void irx_evrep_free(struct irx_index *ix, uint32_t r);
 void irx_evrep_clear(struct irx_index *ix, uint32_t r);
 /* 0 when r's key table and node pool agree. */

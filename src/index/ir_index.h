@@ -53,7 +53,7 @@ void irx_free(irx_index *ix);
 int irx_set_capacity(irx_index *ix, uint32_t r, uint32_t capacity_blocks);
 uint32_t irx_capacity(irx_index *ix, uint32_t r);
 /* Hashed blocks replica r's shadow holds now (pinned or not; anonymous blocks
- * are not counted). */
+ * are not counted; 0 for a replica tracked from its events). */
 uint32_t irx_replica_blocks(irx_index *ix, uint32_t r);
 
 /* What one attempt recorded, so that it can be taken back. Plain data: keep it
@@ -84,6 +84,13 @@ irx_rec irx_record(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n);
  * pinned or reserved by others). Nothing is reserved when nothing is recorded. */
 irx_rec irx_record_reserve(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
                            size_t reserve_blocks);
+/* irx_record_reserve with the prediction the route was chosen on: hit_blocks, the
+ * leading blocks irx_lookup said r holds. It matters only to an event-fed replica's
+ * lookahead mirror (irx_ev_set_lookahead): the blocks past hit_blocks are the ones
+ * the engine allocates, each taking the head of its free queue, and the ones before
+ * it are hits even where the mirror has lost track of them. */
+irx_rec irx_record_hit(irx_index *ix, uint32_t r, const ir_hash128 *h, size_t n,
+                       size_t reserve_blocks, size_t hit_blocks);
 /* Takes back what rec recorded, for an attempt that the engine refused, that
  * answered with an error or that failed before answering: its pins go, and the
  * blocks that this attempt added and that no later record touched leave the
@@ -231,12 +238,13 @@ int irx_ev_decode(const void *payload, size_t len, irx_ev_batch *out, char *err,
 void irx_ev_batch_free(irx_ev_batch *b);
 
 /* Replica r is tracked from its events from now on: its approximate blocks are
- * dropped, records on it do nothing, and its chains start at
+ * dropped, records on it change no prediction (with the lookahead on, they keep
+ * a mirror of its free queue: irx_ev_set_lookahead), and its chains start at
  * ir_block_hash_root(model, lora_name, cache_salt) with block_size tokens per
  * block (events with another block size are refused). -1 on a bad argument or OOM. */
 int irx_ev_track(irx_index *ix, uint32_t r, const char *model, uint32_t block_size);
 /* Back to approximate tracking (events stopped or a gap could not be replayed):
- * r's event blocks are dropped. */
+ * r's event blocks, and the lookahead's mirror, are dropped. */
 void irx_ev_untrack(irx_index *ix, uint32_t r);
 bool irx_ev_tracked(irx_index *ix, uint32_t r);
 
@@ -263,6 +271,21 @@ void irx_ev_apply(irx_index *ix, uint32_t r, const irx_ev *ev, irx_ev_counts *c)
 void irx_ev_apply_batch(irx_index *ix, uint32_t r, const irx_ev *ev, size_t nev, irx_ev_counts *c);
 /* Drops r's event blocks, still tracked (a restart, a clear, a gap). */
 void irx_ev_clear(irx_index *ix, uint32_t r);
+
+/* Eviction lookahead (index.eviction_lookahead; off until set). An engine publishes
+ * the blocks it evicts once per step, after the step, so a prompt routed within
+ * that step can be predicted a block or more that the engine no longer holds. With
+ * the lookahead on, irx_record_reserve and irx_release on an event-fed replica keep
+ * a mirror of the engine's free queue (as they keep an approximate replica's
+ * shadow, but outside the shared map), every removal the events report drops the
+ * mirror's blocks up to it (the engine evicts its queue in order), and the blocks a
+ * record evicts from the mirror (what the engine is about to evict to admit that
+ * request) are left out of irx_lookup's answer for r until the events report them
+ * gone, or for three of r's publication intervals (measured; 1 to 250 ms). Only the
+ * doomed blocks at the end of a prefix are cut (engines free a prefix tail first).
+ * Records made while it was off are mirrored as nothing; turning it off leaves the
+ * mirror to age out of use (dooms expire). */
+void irx_ev_set_lookahead(irx_index *ix, bool on);
 
 typedef struct irx_ev_view {
     uint64_t gpu_blocks; /* blocks on the GPU that lookups see */

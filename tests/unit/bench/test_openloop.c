@@ -646,7 +646,7 @@ static void test_gateway_yaml(void **st) {
     ir_buf_init(&b, 0);
     uint16_t ports[2] = {8001, 8002};
     bench_gateway_yaml(&b, "127.0.0.1:8080", "127.0.0.1:9090", "p2c", 42, "inferrail/sim-8b", ports,
-                       2, NULL, NULL, 1);
+                       2, NULL, NULL, 1, false);
     assert_non_null(strstr(b.data, "default_policy: p2c"));
     assert_non_null(strstr(b.data, "load: {scrape_interval: 100ms, max_age: 250ms}"));
     assert_non_null(strstr(b.data, "{id: sim-2, url: \"http://127.0.0.1:8002\""));
@@ -661,21 +661,22 @@ static void test_gateway_yaml(void **st) {
                        "--num-gpu-blocks-override 900 --prefill-token-us 10 --block-size=32 "
                        "--prefill-pair-ns 0.33 --prefill-fixed-ms 0.5 --decode-token-ms 2 "
                        "--cpu-transfer-token-us 0.5",
-                       NULL, 4);
+                       NULL, 4, true);
     /* At K = 4 the load scrape runs 4 times as often; 10 ms is the config's floor. */
     assert_non_null(strstr(b.data, "load: {scrape_interval: 25ms, max_age: 63ms}"));
     assert_non_null(strstr(b.data, "prefill_token_us: 10, prefill_pair_ns: 0.33, "
                                    "prefill_fixed_ms: 0.5, decode_token_ms: 2, "
                                    "cpu_transfer_token_us: 0.5}"));
-    assert_non_null(strstr(b.data, "index: {block_size: 32}"));
+    assert_non_null(strstr(b.data, "index: {block_size: 32, eviction_lookahead: false}"));
     assert_non_null(strstr(b.data, "kv_capacity_blocks: 900}"));
     ir_buf_free(&b);
     /* With KV events, each replica follows its simulator's ports. */
     ir_buf_init(&b, 0);
     const uint16_t ev[2][2] = {{15001, 15002}, {15003, 15004}};
     bench_gateway_yaml(&b, "127.0.0.1:8080", "127.0.0.1:9090", "cost_model", 1, "m", ports, 2, NULL,
-                       ev, 30);
+                       ev, 30, false);
     assert_non_null(strstr(b.data, "load: {scrape_interval: 10ms, max_age: 10ms}"));
+    assert_non_null(strstr(b.data, "index: {block_size: 16}\n"));
     assert_non_null(strstr(b.data, "kv_capacity_blocks: 4096, kv_events: {endpoint: "
                                    "\"tcp://127.0.0.1:15003\", replay_endpoint: "
                                    "\"tcp://127.0.0.1:15004\"}}"));

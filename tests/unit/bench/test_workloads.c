@@ -331,6 +331,15 @@ static void test_policy_variant(void **st) {
     assert_int_equal(bench_policy_variant("cost_model+events", base, sizeof base, &ev), 0);
     assert_string_equal(base, "cost_model");
     assert_true(ev);
+    assert_false(bench_policy_no_lookahead("cost_model+events"));
+    ev = false;
+    assert_int_equal(bench_policy_variant("cost_model+events-nolookahead", base, sizeof base, &ev),
+                     0);
+    assert_string_equal(base, "cost_model");
+    assert_true(ev);
+    assert_true(bench_policy_no_lookahead("cost_model+events-nolookahead"));
+    assert_false(bench_policy_no_lookahead("cost_model"));
+    assert_int_equal(bench_policy_variant("cost_model+events-no", base, sizeof base, &ev), -1);
     assert_int_equal(bench_policy_variant("cost_model+event", base, sizeof base, &ev), -1);
     assert_int_equal(bench_policy_variant("cost_model+events+events", base, sizeof base, &ev), -1);
     assert_int_equal(bench_policy_variant("+events", base, sizeof base, &ev), -1);

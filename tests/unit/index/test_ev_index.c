@@ -667,6 +667,43 @@ static void takeover_never_shows_another_replicas_bit(void **state) {
     irx_map_destroy(&churn_map);
 }
 
+/* An engine that stores and never removes (buggy or hostile) cannot make the index
+ * grow without bound: past 16 times the replica's capacity (at least 4,096 blocks),
+ * new blocks are refused and counted; a larger capacity lets more in. */
+static void blocks_held_are_bounded_by_capacity(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(8);
+    assert_int_equal(irx_set_capacity(ix, 1, 16), 0);
+    assert_int_equal(irx_ev_track(ix, 1, "m", BS), 0);
+    uint64_t refused = 0;
+    for (uint32_t p = 0; p < 100; p++) {
+        ir_hash128 keys[50];
+        uint32_t t[50 * BS];
+        for (uint32_t i = 0; i < 50; i++) keys[i] = ekey(p * 1000 + i);
+        toks(t, p, 0, 50);
+        irx_ev ev = {.type = IRX_EV_STORED,
+                     .nblocks = 50,
+                     .blocks = keys,
+                     .ntokens = 50 * BS,
+                     .block_size = BS,
+                     .tokens = t};
+        irx_ev_counts c = {0};
+        irx_ev_apply(ix, 1, &ev, &c);
+        refused += c.refused;
+    }
+    irx_ev_view v;
+    irx_ev_view_get(ix, 1, &v);
+    assert_int_equal(v.nodes, IRX_EV_LIMIT_MIN);
+    assert_true(refused > 0);
+    check(ix);
+    assert_int_equal(irx_set_capacity(ix, 1, 1024), 0); /* now 16,384 */
+    store(ix, 1, 500, 0, 10, 500000, IRX_MEDIUM_GPU, NULL);
+    irx_ev_view_get(ix, 1, &v);
+    assert_int_equal(v.nodes, IRX_EV_LIMIT_MIN + 10);
+    check(ix);
+    irx_free(ix);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_remove_reattach),
@@ -678,6 +715,7 @@ int main(void) {
         cmocka_unit_test(readers_race_a_writer),
         cmocka_unit_test(batches_match_one_by_one),
         cmocka_unit_test(takeover_never_shows_another_replicas_bit),
+        cmocka_unit_test(blocks_held_are_bounded_by_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
