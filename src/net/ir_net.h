@@ -244,8 +244,9 @@ typedef struct irn_server_stats {
     uint64_t conns_accepted;
     uint64_t conns_active;
     uint64_t requests;
-    uint64_t errors_sent; /* 400/408/413/431 answered by the server itself */
-    uint64_t h2_conns;    /* connections served as h2c (prior knowledge or upgrade) */
+    uint64_t errors_sent;   /* 400/408/413/431 answered by the server itself */
+    uint64_t h2_conns;      /* connections served as h2c (prior knowledge or upgrade) */
+    uint64_t accept_pauses; /* out of file descriptors: the listener paused (server.c) */
 } irn_server_stats;
 
 void irn_server_cfg_init(irn_server_cfg *cfg); /* zeroes; zero fields mean the defaults */

@@ -43,14 +43,19 @@ typedef struct conn conn;
 struct irn_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
-    uv_check_t turn;             /* after each poll: the turn's counts start again */
-    uv_idle_t more;              /* active while input waits in the `more` queue */
-    int nclosed;                 /* of turn and more, closed after the last connection */
-    unsigned accepted;           /* connections accepted this turn */
-    uint64_t turn_cpu;           /* the thread's CPU clock when this turn was first
-                                    asked about (turn_spent); 0: not yet */
-    bool accept_waiting;         /* a connection waits for uv_accept: past ACCEPT_PER_TURN */
-    conn *more_head, *more_tail; /* connections whose input waits for a turn */
+    uv_check_t turn;              /* after each poll: the turn's counts start again */
+    uv_idle_t more;               /* active while input waits in the `more` queue */
+    uv_timer_t resume;            /* opens the listener again after a pause (pause_accepting) */
+    int nclosed;                  /* of turn, more and resume, closed after the last connection */
+    struct sockaddr_storage addr; /* where the listener is bound, its port included */
+    bool paused;                  /* the listener is closed until `resume` fires */
+    bool listener_down;           /* paused, and the listener's close has completed */
+    uint64_t pause_logged_ns;     /* when a pause was last logged */
+    unsigned accepted;            /* connections accepted this turn */
+    uint64_t turn_cpu;            /* the thread's CPU clock when this turn was first
+                                     asked about (turn_spent); 0: not yet */
+    bool accept_waiting;          /* a connection waits for uv_accept: past ACCEPT_PER_TURN */
+    conn *more_head, *more_tail;  /* connections whose input waits for a turn */
     irn_server_cfg cfg;
     irn_h1_limits lim;
     uint64_t header_ms, body_ms;
@@ -267,7 +272,7 @@ static void on_turn_closed(uv_handle_t *h) {
 
 static void server_maybe_done(irn_server *srv) {
     if (!srv->closing || !srv->listener_closed || srv->conns) return;
-    if (srv->nclosed < 2) {
+    if (srv->nclosed < 3) {
         /* Closed last: the connections that finish after irn_server_close may still
          * have held-back input to take up, and turn_spent needs the turn's budget
          * restarted after each poll (closed first, every turn would count as spent
@@ -275,6 +280,7 @@ static void server_maybe_done(irn_server *srv) {
         if (!uv_is_closing((uv_handle_t *)&srv->more)) {
             uv_close((uv_handle_t *)&srv->more, on_turn_closed);
             uv_close((uv_handle_t *)&srv->turn, on_turn_closed);
+            uv_close((uv_handle_t *)&srv->resume, on_turn_closed);
         }
         return;
     }
@@ -872,9 +878,14 @@ const irn__resp_ops irn__h1_resp_ops = {
 /* ---- accepting ------------------------------------------------------------------- */
 
 static void accept_one(irn_server *srv);
+static void pause_accepting(irn_server *srv, int status);
 
 static void on_connection(uv_stream_t *ls, int status) {
     irn_server *srv = ls->data;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+        pause_accepting(srv, status);
+        return;
+    }
     if (status < 0) {
         IR_WARN("net", "accept: %s", uv_strerror(status));
         return;
@@ -996,23 +1007,87 @@ int irn_listen_probe(const char *host, uint16_t port) {
     return rc;
 }
 
-static int bind_socket(const irn_server_cfg *cfg, int backlog, int *out_fd) {
-    struct sockaddr_storage ss;
-    int rc = resolve_listen(cfg->host, cfg->port, &ss);
-    if (rc) return rc;
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+static int bind_addr(const struct sockaddr_storage *ss, bool reuseport, int backlog, int *out_fd) {
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
     int one = 1;
-    socklen_t sl = addr_len(&ss);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        (cfg->reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
-        bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, backlog) != 0) {
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
+        bind(fd, (const struct sockaddr *)ss, addr_len(ss)) != 0 || listen(fd, backlog) != 0) {
         int e = -errno;
         close(fd);
         return e;
     }
     *out_fd = fd;
     return 0;
+}
+
+/* The listener on fd (which it owns from now on, closed on failure). */
+static int open_listener(irn_server *srv, int fd) {
+    uv_tcp_init(srv->loop, &srv->listener);
+    srv->listener.data = srv;
+    int rc = uv_tcp_open(&srv->listener, fd);
+    if (rc != 0) close(fd);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, srv->cfg.backlog, on_connection);
+    return rc; /* on failure the handle is initialised: the caller closes it */
+}
+
+/* ---- out of file descriptors ------------------------------------------------------
+ * An accept that fails for want of a file descriptor fails again at once, and libuv
+ * calls on_connection in a loop that never returns to the event loop (its spare
+ * descriptor, when it has one, is taken by another thread of the process the moment it
+ * frees it): the whole loop, admin port and SIGTERM included, would wait for nobody.
+ * So the listener is closed, which ends libuv's loop, and bound again ACCEPT_PAUSE_MS
+ * later (again and again while descriptors lack); clients meanwhile queue in other
+ * workers' listeners or are refused. */
+#define ACCEPT_PAUSE_MS 250
+#define PAUSE_LOG_NS    (10ull * 1000000000ull)
+
+static void on_listener_paused(uv_handle_t *h);
+static void on_resume(uv_timer_t *t);
+
+static void pause_accepting(irn_server *srv, int status) {
+    if (srv->paused || srv->closing) return;
+    srv->paused = true;
+    srv->listener_down = false;
+    srv->accept_waiting = false; /* nothing waits in a closed listener */
+    srv->st.accept_pauses++;
+    uint64_t now = uv_hrtime();
+    if (!srv->pause_logged_ns || now - srv->pause_logged_ns >= PAUSE_LOG_NS) {
+        srv->pause_logged_ns = now;
+        IR_WARN("net",
+                "accept: %s: not accepting for %d ms (server.max_connections bounds what a worker "
+                "holds; logged at most every 10 s)",
+                uv_strerror(status), ACCEPT_PAUSE_MS);
+    }
+    uv_close((uv_handle_t *)&srv->listener, on_listener_paused);
+    uv_timer_start(&srv->resume, on_resume, ACCEPT_PAUSE_MS, 0);
+}
+
+static void on_listener_closed(uv_handle_t *h);
+
+static void on_listener_paused(uv_handle_t *h) {
+    irn_server *srv = h->data;
+    srv->listener_down = true;
+    if (srv->closing) on_listener_closed(h); /* irn_server_close came meanwhile */
+}
+
+static void on_resume(uv_timer_t *t) {
+    irn_server *srv = t->data;
+    if (srv->closing) return;
+    int fd = -1;
+    if (!srv->listener_down || bind_addr(&srv->addr, srv->cfg.reuseport, srv->cfg.backlog, &fd)) {
+        uv_timer_start(&srv->resume, on_resume, ACCEPT_PAUSE_MS, 0); /* not yet */
+        return;
+    }
+    srv->listener_down = false;
+    if (open_listener(srv, fd) != 0) {
+        srv->paused = true; /* already: closed again, then tried again */
+        uv_close((uv_handle_t *)&srv->listener, on_listener_paused);
+        uv_timer_start(&srv->resume, on_resume, ACCEPT_PAUSE_MS, 0);
+        return;
+    }
+    srv->paused = false;
 }
 
 static void free_on_close(uv_handle_t *h) {
@@ -1041,25 +1116,26 @@ int irn_server_new(uv_loop_t *loop, const irn_server_cfg *cfg, irn_server **out)
     srv->header_ms = irn__ns_to_ms(c->header_timeout_ns);
     srv->body_ms = irn__ns_to_ms(c->body_timeout_ns);
     int fd = -1;
-    int rc = bind_socket(cfg, c->backlog, &fd);
+    int rc = resolve_listen(cfg->host, cfg->port, &srv->addr);
+    if (rc == 0) rc = bind_addr(&srv->addr, cfg->reuseport, c->backlog, &fd);
     if (rc != 0) {
         free(srv);
         return rc;
     }
-    uv_tcp_init(loop, &srv->listener);
-    srv->listener.data = srv;
-    if ((rc = uv_tcp_open(&srv->listener, fd)) != 0) close(fd);
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, c->backlog, on_connection);
-    if (rc != 0) {
+    if ((rc = open_listener(srv, fd)) != 0) {
         /* The handle is initialised: its memory goes back through the loop. */
         uv_close((uv_handle_t *)&srv->listener, free_on_close);
         return rc;
     }
     struct sockaddr_storage ss;
     int sl = sizeof ss;
-    if (uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&ss, &sl) == 0)
+    if (uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&ss, &sl) == 0) {
+        srv->addr = ss; /* with the port bound, for a pause's bind again */
         srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                    : ((struct sockaddr_in *)&ss)->sin_port);
+    }
+    uv_timer_init(loop, &srv->resume); /* active only while paused: the loop waits for it */
+    srv->resume.data = srv;
     uv_check_init(loop, &srv->turn);
     srv->turn.data = srv;
     uv_idle_init(loop, &srv->more);
@@ -1089,7 +1165,11 @@ void irn_server_close(irn_server *srv, irn_close_cb cb, void *ud) {
     srv->closing = true;
     srv->close_cb = cb;
     srv->close_ud = ud;
-    uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+    uv_timer_stop(&srv->resume);
+    if (!srv->paused)
+        uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+    else if (srv->listener_down)
+        on_listener_closed((uv_handle_t *)&srv->listener); /* else on_listener_paused does */
     for (conn *c = srv->conns; c; c = c->next) {
         if (c->closing || c->lingering) continue;
         if (c->h2)

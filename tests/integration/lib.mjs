@@ -220,7 +220,8 @@ export function rewriteConfig(gw, change) {
 }
 
 // Starts build/inferrail-gateway with a config object (written as JSON, which
-// is YAML too). Resolves to {port, url, admin, child, stop()}.
+// is YAML too). Resolves to {port, url, admin, child, stop()}. opts.nofile runs it
+// under that limit of open files (prlimit).
 export async function startGateway(config, opts = {}) {
   const fs = await import('node:fs');
   const os = await import('node:os');
@@ -230,7 +231,10 @@ export async function startGateway(config, opts = {}) {
   cfg.server = { listen: `127.0.0.1:${port}`, admin_listen: `127.0.0.1:${adminPort}`, workers: 2, ...(cfg.server || {}) };
   const file = path.join(os.tmpdir(), `ir-gw-${process.pid}-${port}.yaml`);
   fs.writeFileSync(file, JSON.stringify(cfg, null, 1));
-  const child = spawn(path.join(BUILD, 'inferrail-gateway'), ['--config', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const gwArgs = [path.join(BUILD, 'inferrail-gateway'), '--config', file];
+  const child = opts.nofile
+    ? spawn('prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, ...gwArgs], { stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn(gwArgs[0], gwArgs.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   own(child);
   const log = { text: '' };
   child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
