@@ -54,7 +54,8 @@ static void state_model(gw_app *app, const gw_model *m, ir_buf *o) {
     bool first = true;
     for (size_t i = 0; i < app->fleet.nreplicas; i++) {
         const gw_replica *r = &app->fleet.replicas[i];
-        if (!gw_replica_serves(r, m->index)) continue;
+        /* A slot whose replica left (a reload, DNS) keeps its old config: not listed. */
+        if (!gw_replica_member(r) || !gw_replica_serves(r, m->index)) continue;
         if (!first) ir_buf_append_lit(o, ",");
         json_str(o, r->cfg->id);
         first = false;

@@ -88,6 +88,9 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     await reload(gw, 'reload: ');
     await until('s1 alone', async () => (await replicas(gw)).join() === 's1');
     assert.match(gw.log.text, /replicas 0 added, 2 removed, 0 replaced, 1 updated/);
+    // A model lists its live replicas only, not the slots the others left.
+    const state = await (await fetch(`${gw.admin}/admin/state`)).json();
+    assert.deepEqual(state.models[0].replicas, ['s1']);
     for (let i = 0; i < 3; i++) {
       const r = await post(gw, 'fast');
       assert.equal(r.status, 200);
