@@ -3,7 +3,8 @@
 // loop of the gateway wedged at 150% CPU, the admin port and SIGTERM included, and stayed
 // so after the clients left (found by a hostile-client review). The listener now pauses
 // and comes back; this holds more connections than the gateway has descriptors, lets them
-// go, and expects it to serve, answer its admin port and stop on SIGTERM.
+// go, and expects it to serve, answer its admin port and stop on SIGTERM. Before the fix
+// it wedged in most runs (whether libuv's spare descriptor was stolen is a race).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -46,7 +47,9 @@ test('a gateway out of file descriptors pauses accepting, then serves again', { 
     assert.ok(ok, 'the gateway serves again once the clients left');
     const ready = await fetch(`${gw.admin}/ready`, { signal: AbortSignal.timeout(2000) });
     assert.equal(ready.status, 200);
-    assert.match(gw.log.text, /not accepting for 250 ms/);
+    // libuv's own spare descriptor handles some of these (it accepts and drops
+    // connections until none wait), so the pause is not always logged; when libuv's
+    // spare is taken by another thread of the gateway, it is the pause that saves it.
     const lines = gw.log.text.split('\n').filter((l) => /accept:/.test(l)).length;
     assert.ok(lines <= 10, `${lines} accept warnings: the log is flooded`);
   } finally {
