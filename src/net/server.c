@@ -1046,10 +1046,16 @@ static int open_listener(irn_server *srv, int fd) {
 static void on_listener_paused(uv_handle_t *h);
 static void on_resume(uv_timer_t *t);
 
+/* Closes the listener and tries to open it again ACCEPT_PAUSE_MS later. */
+static void close_for_a_while(irn_server *srv) {
+    srv->listener_down = false;
+    uv_close((uv_handle_t *)&srv->listener, on_listener_paused);
+    uv_timer_start(&srv->resume, on_resume, ACCEPT_PAUSE_MS, 0);
+}
+
 static void pause_accepting(irn_server *srv, int status) {
     if (srv->paused || srv->closing) return;
     srv->paused = true;
-    srv->listener_down = false;
     srv->accept_waiting = false; /* nothing waits in a closed listener */
     srv->st.accept_pauses++;
     uint64_t now = uv_hrtime();
@@ -1060,8 +1066,7 @@ static void pause_accepting(irn_server *srv, int status) {
                 "holds; logged at most every 10 s)",
                 uv_strerror(status), ACCEPT_PAUSE_MS);
     }
-    uv_close((uv_handle_t *)&srv->listener, on_listener_paused);
-    uv_timer_start(&srv->resume, on_resume, ACCEPT_PAUSE_MS, 0);
+    close_for_a_while(srv);
 }
 
 static void on_listener_closed(uv_handle_t *h);
@@ -1080,11 +1085,8 @@ static void on_resume(uv_timer_t *t) {
         uv_timer_start(&srv->resume, on_resume, ACCEPT_PAUSE_MS, 0); /* not yet */
         return;
     }
-    srv->listener_down = false;
     if (open_listener(srv, fd) != 0) {
-        srv->paused = true; /* already: closed again, then tried again */
-        uv_close((uv_handle_t *)&srv->listener, on_listener_paused);
-        uv_timer_start(&srv->resume, on_resume, ACCEPT_PAUSE_MS, 0);
+        close_for_a_while(srv); /* still paused */
         return;
     }
     srv->paused = false;
