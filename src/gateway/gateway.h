@@ -810,6 +810,8 @@ irn_header *gw_upstream_headers(const gw_app *app, const gw_replica *rep, irn_re
 /* Checks replicas[i].headers: names are tokens and not framing or hop-by-hop
  * headers, values are strings without CR, LF or NUL. */
 void gw_check_replica_headers(const gw_replica_cfg *r, size_t i, ir_cfg_errors *errs);
+/* Whether name[0..len) is a header name: a non-empty RFC 9110 token. */
+bool gw_header_name_ok(const char *name, size_t len);
 int gw_replica_headers_init(gw_replica *r);
 
 /* Readiness and state (ready.c). Ready: not draining, and every configured

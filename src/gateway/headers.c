@@ -79,14 +79,7 @@ static bool engine_may_not_send(const irn_header *h) {
     static const char own[] = "x-inferrail-";
     if (h->name_len >= sizeof own - 1 && strncasecmp(h->name, own, sizeof own - 1) == 0)
         return true;
-    if (h->name_len == 0) return true;
-    for (size_t i = 0; i < h->name_len; i++) {
-        unsigned char c = (unsigned char)h->name[i];
-        bool token = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                     (c && strchr("!#$%&'*+-.^_`|~", c));
-        if (!token) return true;
-    }
-    return false;
+    return !gw_header_name_ok(h->name, h->name_len);
 }
 
 irn_header *gw_headers_for_client(gw_req *r, const irn_header *h, size_t n, size_t *nout,

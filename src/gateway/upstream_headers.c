@@ -12,6 +12,12 @@ static bool token_char(unsigned char c) {
     return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
+bool gw_header_name_ok(const char *name, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (!token_char((unsigned char)name[i])) return false;
+    return len > 0;
+}
+
 /* Headers the gateway or the connection own: never configurable. */
 static bool reserved(const char *name) {
     static const char *const r[] = {
@@ -26,9 +32,7 @@ void gw_check_replica_headers(const gw_replica_cfg *r, size_t i, ir_cfg_errors *
     const char *k;
     json_t *v;
     json_object_foreach(r->headers.obj, k, v) {
-        bool name_ok = *k && strlen(k) <= 256;
-        for (const char *p = k; *p && name_ok; p++) name_ok = token_char((unsigned char)*p);
-        if (!name_ok) {
+        if (strlen(k) > 256 || !gw_header_name_ok(k, strlen(k))) {
             ir_cfg_errors_add(errs, "replicas[%zu].headers: '%s' is not a header name", i, k);
             continue;
         }
