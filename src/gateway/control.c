@@ -20,12 +20,18 @@ struct gw_control {
     bool stopping;
 };
 
+/* One GET out to a replica: its request, when it went out (bounded whole: bound_gets)
+ * and the status of its answer. */
+typedef struct probe_get {
+    irn_client *c;
+    uint64_t since;
+    int status;
+} probe_get;
+
 struct probe {
     gw_control *ctl;
     uint32_t replica;
-    irn_client *health, *cards;
-    uint64_t health_since, cards_since; /* when each went out: bounded whole (on_tick) */
-    int status, cards_status;
+    probe_get health, cards;
     ir_buf body;
     uint32_t fails, passes;
     uint32_t gen; /* the replica's gen the counts are for */
@@ -34,17 +40,17 @@ struct probe {
 /* ---- health probes --------------------------------------------------------------------------- */
 
 static void on_probe_head(void *ud, int status, const irn_header *h, size_t n) {
-    ((probe *)ud)->status = status;
+    ((probe *)ud)->health.status = status;
 }
 static void on_probe_body(void *ud, const char *d, size_t n) {}
 
 static void on_probe_done(void *ud, int err) {
     probe *p = ud;
-    p->health = NULL;
+    p->health.c = NULL;
     gw_app *app = p->ctl->app;
     gw_replica *r = &app->fleet.replicas[p->replica];
     if (!gw_replica_member(r) || p->gen != atomic_load(&r->gen)) return; /* left meanwhile */
-    bool ok = err == 0 && p->status == 200;
+    bool ok = err == 0 && p->health.status == 200;
     const gw_health_cfg *h = &gw_live(app)->health;
     if (ok) {
         p->fails = 0;
@@ -69,15 +75,15 @@ static void on_probe_done(void *ud, int err) {
 static const irn_client_cbs probe_cbs = {on_probe_head, on_probe_body, on_probe_done};
 
 static void on_cards_head(void *ud, int status, const irn_header *h, size_t n) {
-    ((probe *)ud)->cards_status = status;
+    ((probe *)ud)->cards.status = status;
 }
 static void on_cards_body(void *ud, const char *d, size_t n) {
     ir_buf_append(&((probe *)ud)->body, d, n);
 }
 static void on_cards_done(void *ud, int err) {
     probe *p = ud;
-    p->cards = NULL;
-    if (err == 0 && p->cards_status == 200 && p->body.len)
+    p->cards.c = NULL;
+    if (err == 0 && p->cards.status == 200 && p->body.len)
         gw_cards_update(p->ctl->app->cards, p->replica, p->body.data, p->body.len);
     ir_buf_reset(&p->body);
 }
@@ -85,7 +91,7 @@ static void on_cards_done(void *ud, int err) {
 static const irn_client_cbs cards_cbs = {on_cards_head, on_cards_body, on_cards_done};
 
 static void start_get(gw_control *c, probe *p, const char *suffix, const irn_client_cbs *cbs,
-                      irn_client **out) {
+                      probe_get *g) {
     const gw_replica *r = &c->app->fleet.replicas[p->replica];
     char path[600];
     snprintf(path, sizeof path, "%s%s", r->url.path, suffix);
@@ -97,11 +103,9 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
                         .connect_timeout_ns = to,
                         .head_timeout_ns = to,
                         .idle_timeout_ns = to};
-    if (out == &p->health)
-        p->status = 0, p->health_since = ir_now_ns();
-    else
-        p->cards_status = 0, p->cards_since = ir_now_ns();
-    if (irn_client_request(c->pool, &q, cbs, p, out)) *out = NULL;
+    g->status = 0;
+    g->since = ir_now_ns();
+    if (irn_client_request(c->pool, &q, cbs, p, &g->c)) g->c = NULL;
 }
 
 /* The timeouts of a GET bound its connect, its head and each gap between bytes, not its
@@ -110,8 +114,8 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
  * down. A probe gets health.timeout whole; the model cards, ten times that. */
 static void bound_gets(gw_control *c, probe *p, uint64_t now) {
     uint64_t to = gw_live(c->app)->health.timeout_ns;
-    if (p->health && now - p->health_since > to) irn_client_cancel(p->health);
-    if (p->cards && now - p->cards_since > 10 * to) irn_client_cancel(p->cards);
+    if (p->health.c && now - p->health.since > to) irn_client_cancel(p->health.c);
+    if (p->cards.c && now - p->cards.since > 10 * to) irn_client_cancel(p->cards.c);
 }
 
 static void on_tick(uv_timer_t *t) {
@@ -127,13 +131,13 @@ static void on_tick(uv_timer_t *t) {
         bound_gets(c, p, now); /* a member's or not: a slot waits for its probes to end */
         if (!gw_replica_member(r)) continue;
         uint32_t gen = atomic_load(&r->gen);
-        if (p->gen != gen && !p->health && !p->cards) { /* a new member in this slot */
+        if (p->gen != gen && !p->health.c && !p->cards.c) { /* a new member in this slot */
             p->gen = gen;
             p->fails = p->passes = 0;
         }
         if (p->gen != gen) continue; /* the old member's probes are still out */
-        if (!p->health) start_get(c, p, "/health", &probe_cbs, &p->health);
-        if (cards && !p->cards) start_get(c, p, "/v1/models", &cards_cbs, &p->cards);
+        if (!p->health.c) start_get(c, p, "/health", &probe_cbs, &p->health);
+        if (cards && !p->cards.c) start_get(c, p, "/v1/models", &cards_cbs, &p->cards);
     }
 }
 
