@@ -140,7 +140,6 @@ void irx_ev_set_lookahead(irx_index *ix, bool on) {
 void irx_mirror_gone(irx_index *ix, uint32_t r, ir_hash128 h) {
     irx_replica *rp = &ix->rep[r];
     irx_shadow *s = &rp->sh;
-    if (s->count == 0) return;
     irx_doom *d = atomic_load_explicit(&rp->doom, memory_order_relaxed);
     if (d) irx_doom_clear(d, h.lo);
     uint32_t k = irx_shadow_find(s, h);
@@ -229,8 +228,10 @@ void irx_forget_replica(irx_index *ix, uint32_t r) {
     if (r >= ix->nrep) return;
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
-    drop_all(ix, r);
-    irx_evrep_free(ix, r);
+    if (rp->ev)
+        irx_evrep_free(ix, r); /* its clear drops the mirror too */
+    else
+        drop_all(ix, r);
     set_shadow_bytes(ix, irx_shadow_bytes(&rp->sh), 0);
     irx_shadow_free(&rp->sh);
     pthread_mutex_unlock(&rp->mu);
@@ -241,8 +242,10 @@ void irx_reset_replica(irx_index *ix, uint32_t r) {
     if (r >= ix->nrep) return;
     irx_replica *rp = &ix->rep[r];
     pthread_mutex_lock(&rp->mu);
-    drop_all(ix, r);
-    if (rp->ev) irx_evrep_clear(ix, r);
+    if (rp->ev)
+        irx_evrep_clear(ix, r); /* the mirror with it */
+    else
+        drop_all(ix, r);
     pthread_mutex_unlock(&rp->mu);
     atomic_fetch_add(&rp->resets, 1);
     atomic_fetch_add(&ix->resets, 1);

@@ -221,7 +221,8 @@ bool irx_ev_decode_shapes(const void *payload, size_t len, ir_arena *arena, irx_
 /* index.c, with r's lock held: drops r's shadow blocks and voids its records. */
 void irx_replica_drop(struct irx_index *ix, uint32_t r);
 /* index.c, with r's lock held: the events say block h left r's GPU (the lookahead's
- * mirror and doom table follow). The caller sets r's `wrapped` first, mirror or not. */
+ * mirror and doom table follow). The caller sets r's `wrapped` first, mirror or not,
+ * and calls it only while the mirror holds blocks (ev_index.c's apply loop). */
 void irx_mirror_gone(struct irx_index *ix, uint32_t r, ir_hash128 h);
 /* index.c, with r's lock held: events are being applied to r now (the mean gap). */
 void irx_mirror_batch(struct irx_index *ix, uint32_t r);
