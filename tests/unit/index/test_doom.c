@@ -96,18 +96,26 @@ static void sleep_ms(long ms) {
     nanosleep(&ts, NULL);
 }
 
-static void record_dooms_the_oldest_tail(void **state) {
-    (void)state;
+/* The scene most tests start from, on a replica of 8 blocks: prompt 7 served and freed
+ * (the mirror lists its blocks, block 3 the oldest), the engine wrapped, then a record
+ * of prompt 8's 2 new blocks (h, *rec) dooms 7's blocks 3 and 2, before any event. */
+static irx_index *doomed_scene(ir_hash128 *h, irx_rec *rec) {
     irx_index *ix = fleet(true, 8);
-    serve(ix, 7, 4); /* the mirror lists prompt 7's blocks, block 3 the oldest */
+    serve(ix, 7, 4);
     assert_int_equal(depth(ix, 7, 4), 4);
     wrap(ix);
-    /* Prompt 8 needs 2 new blocks: the engine is about to evict 7's blocks 3 and 2. */
-    ir_hash128 h[8];
     prompt(h, 8, 2);
-    irx_rec rec = irx_record_reserve(ix, REP, h, 2, 0);
-    assert_int_equal(rec.n, 2);
-    assert_int_equal(depth(ix, 7, 4), 2); /* before any event says so */
+    *rec = irx_record_reserve(ix, REP, h, 2, 0);
+    assert_int_equal(rec->n, 2);
+    assert_int_equal(depth(ix, 7, 4), 2);
+    return ix;
+}
+
+static void record_dooms_the_oldest_tail(void **state) {
+    (void)state;
+    ir_hash128 h[8];
+    irx_rec rec;
+    irx_index *ix = doomed_scene(h, &rec);
     assert_int_equal(depth(ix, 7, 1), 1); /* a shorter prompt is untouched */
     check(ix);
     /* The events confirm it: the same answer, now from the map. */
@@ -126,13 +134,9 @@ static void record_dooms_the_oldest_tail(void **state) {
 
 static void doom_expires_when_no_event_comes(void **state) {
     (void)state;
-    irx_index *ix = fleet(true, 8);
-    serve(ix, 7, 4);
-    wrap(ix);
     ir_hash128 h[8];
-    prompt(h, 8, 2);
-    irx_rec rec = irx_record_reserve(ix, REP, h, 2, 0);
-    assert_int_equal(depth(ix, 7, 4), 2);
+    irx_rec rec;
+    irx_index *ix = doomed_scene(h, &rec);
     sleep_ms(300); /* past the longest window (250 ms): the engine did not evict them */
     assert_int_equal(depth(ix, 7, 4), 4);
     irx_undo(ix, rec, h, 2);
@@ -144,13 +148,9 @@ static void doom_expires_when_no_event_comes(void **state) {
  * what its admission evicted has been reported: its dooms still standing were wrong. */
 static void an_ended_record_takes_its_dooms(void **state) {
     (void)state;
-    irx_index *ix = fleet(true, 8);
-    serve(ix, 7, 4);
-    wrap(ix);
     ir_hash128 h[8];
-    prompt(h, 8, 2);
-    irx_rec rec = irx_record_reserve(ix, REP, h, 2, 0); /* dooms 7's blocks 3 and 2 */
-    assert_int_equal(depth(ix, 7, 4), 2);
+    irx_rec rec;
+    irx_index *ix = doomed_scene(h, &rec);
     store(ix, 8, 2);
     irx_release(ix, rec, h, 2, 0); /* no removal was reported for it */
     assert_int_equal(depth(ix, 7, 4), 4);
@@ -238,13 +238,9 @@ static void record_hit_spares_what_the_events_hold(void **state) {
 
 static void clear_drops_mirror_and_dooms(void **state) {
     (void)state;
-    irx_index *ix = fleet(true, 8);
-    serve(ix, 7, 4);
-    wrap(ix);
     ir_hash128 h[8];
-    prompt(h, 8, 2);
-    irx_rec rec = irx_record_reserve(ix, REP, h, 2, 0);
-    assert_int_equal(depth(ix, 7, 4), 2);
+    irx_rec rec;
+    irx_index *ix = doomed_scene(h, &rec);
     irx_ev cl = {.type = IRX_EV_CLEARED};
     irx_ev_counts c = {0};
     irx_ev_apply(ix, REP, &cl, &c);
