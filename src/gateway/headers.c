@@ -77,7 +77,8 @@ static size_t prediction_header(gw_req *r, irn_header *h, const char *name, uint
  * write after the response had started. */
 static bool engine_may_not_send(const irn_header *h) {
     static const char own[] = "x-inferrail-";
-    if (h->name_len >= sizeof own - 1 && strncasecmp(h->name, own, sizeof own - 1) == 0)
+    if (h->name_len >= sizeof own - 1 && (h->name[0] | 0x20) == 'x' &&
+        strncasecmp(h->name, own, sizeof own - 1) == 0)
         return true;
     return !gw_header_name_ok(h->name, h->name_len);
 }
