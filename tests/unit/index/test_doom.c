@@ -84,16 +84,26 @@ static irx_index *fleet(bool lookahead, uint32_t cap) {
     return ix;
 }
 
-/* The engine reports an eviction (of a block of prompt 99): its never used blocks are
- * spent, and from now on each block it allocates takes its free queue's head. */
-static void wrap(irx_index *ix) {
-    store(ix, 99, 1);
-    removes(ix, 99, 0);
-}
-
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* A doom lasts three of the replica's publication intervals, measured between the
+ * batches applied while its mirror holds blocks (1 to 250 ms). Batches applied back to
+ * back would make it 1 ms, which a slow run (ASan, a busy machine) can outlast between
+ * a record and the next line: the tests' engine publishes a step (200 ms) apart. */
+static void step(void) {
+    sleep_ms(200);
+}
+
+/* The engine reports an eviction (of a block of prompt 99), a step after its last
+ * batch: its never used blocks are spent, and from now on each block it allocates takes
+ * its free queue's head. */
+static void wrap(irx_index *ix) {
+    store(ix, 99, 1);
+    step();
+    removes(ix, 99, 0);
 }
 
 /* The scene most tests start from, on a replica of 8 blocks: prompt 7 served and freed
@@ -196,6 +206,7 @@ static void reported_eviction_drops_older_mirror_blocks(void **state) {
     irx_undo(ix, rec, h, 2);
     /* The engine evicts 6's tail first (the mirror had 5 older): its queue was not the
      * mirror's, and the mirror drops 5's blocks too, without dooming them. */
+    step();
     removes(ix, 6, 3);
     assert_int_equal(depth(ix, 5, 4), 4);
     assert_int_equal(depth(ix, 6, 4), 3);
@@ -217,7 +228,8 @@ static void record_hit_spares_what_the_events_hold(void **state) {
     (void)state;
     irx_index *ix = fleet(true, 16);
     serve(ix, 7, 4);
-    serve(ix, 5, 4);   /* newer than 7 */
+    serve(ix, 5, 4); /* newer than 7 */
+    step();
     removes(ix, 5, 3); /* the mirror drops 7's blocks with 5's tail; the events keep 7 */
     assert_int_equal(depth(ix, 7, 4), 4);
     assert_int_equal(depth(ix, 5, 4), 3);
