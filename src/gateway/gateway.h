@@ -620,6 +620,7 @@ typedef struct gw_stats {
     _Atomic uint64_t moved_hung;      /* attempts moved off a replica marked down */
     _Atomic uint64_t stalled_streams; /* responses cut by upstream.idle_timeout */
     _Atomic int64_t tokenize_queued;  /* bodies on or waiting for a tokenizer thread */
+    irn_server_counters clients;      /* the client port's connections, all workers */
 } gw_stats;
 
 typedef struct gw_worker gw_worker;

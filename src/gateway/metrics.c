@@ -60,6 +60,7 @@ struct gw_metrics {
     /* the gateway's totals and the index, read when a page is written */
     iro_series *received, *responses[3], *retries_all, *disconnects_all, *rejected, *upstream_err;
     iro_series *moved_hung, *stalled;
+    iro_series *conns, *conns_total, *accept_pauses; /* the client port's connections */
     iro_series *index_entries, *index_bytes, *index_resets;
     iro_family *fam_rep[16];
     gw_rmetrics *retired; /* handles of slots that other replicas took */
@@ -148,8 +149,25 @@ static void index_families(gw_metrics *m) {
         lr);
 }
 
+/* The client port's connections, every worker's listener together. */
+static void connections(gw_metrics *m) {
+    iro_registry *g = m->reg;
+    m->conns = iro_series_get(
+        iro_gauge(g, "inferrail_client_connections", "Client connections open now.", NULL), NULL);
+    m->conns_total = iro_series_get(
+        iro_counter(g, "inferrail_client_connections_total", "Client connections accepted.", NULL),
+        NULL);
+    m->accept_pauses = iro_series_get(
+        iro_counter(g, "inferrail_accept_pauses_total",
+                    "Times a worker stopped accepting for a while because the process was out "
+                    "of file descriptors (EMFILE, ENFILE).",
+                    NULL),
+        NULL);
+}
+
 static void totals(gw_metrics *m) {
     iro_registry *g = m->reg;
+    connections(m);
     m->received = iro_series_get(iro_counter(g, "inferrail_requests_received_total",
                                              "Requests received on the client port.", NULL),
                                  NULL);
@@ -317,6 +335,9 @@ static void collect(void *ud) {
     iro_set(m->upstream_err, (double)atomic_load(&s->upstream_errors));
     iro_set(m->moved_hung, (double)atomic_load(&s->moved_hung));
     iro_set(m->stalled, (double)atomic_load(&s->stalled_streams));
+    iro_set(m->conns, (double)atomic_load_explicit(&s->clients.conns_active, memory_order_relaxed));
+    iro_set(m->conns_total, (double)atomic_load(&s->clients.conns_accepted));
+    iro_set(m->accept_pauses, (double)atomic_load(&s->clients.accept_pauses));
     gw_fleet *f = &app->fleet;
     collect_caches(m, f);
     if (f->index) {

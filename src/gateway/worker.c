@@ -102,6 +102,7 @@ int gw_worker_start(gw_worker *w) {
     sc.on_error = gw_on_error;
     sc.ud = w;
     sc.cache = w->cache;
+    sc.counters = &app->stats.clients;
     int rc = irn_server_new(&w->loop, &sc, &w->srv);
     if (rc) return rc;
     w->port = irn_server_port(w->srv);

@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -238,7 +239,18 @@ typedef struct irn_server_cfg {
      * gets on_abort; 0: 60 s. */
     uint64_t h2_stall_timeout_ns;
     irn_cache *cache; /* optional, see irn_cache_new */
+    /* Optional: counters the server adds to as well as its own stats, with relaxed
+     * atomics, so that another thread may read them at any time and several servers
+     * (one per worker) may share one set. Owned by the caller; they must outlive the
+     * server. */
+    struct irn_server_counters *counters;
 } irn_server_cfg;
+
+typedef struct irn_server_counters {
+    _Atomic uint64_t conns_accepted;
+    _Atomic uint64_t conns_active; /* of every server sharing the set */
+    _Atomic uint64_t accept_pauses;
+} irn_server_counters;
 
 typedef struct irn_server_stats {
     uint64_t conns_accepted;

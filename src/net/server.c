@@ -106,6 +106,13 @@ struct conn {
 static void conn_process(conn *c);
 static void h2_input(conn *c);
 static void conn_close(conn *c);
+
+/* One of cfg.counters' fields (when given) up or down by one. */
+#define COUNT(srv, field, op)                                                                      \
+    do {                                                                                           \
+        if ((srv)->cfg.counters)                                                                   \
+            atomic_fetch_##op##_explicit(&(srv)->cfg.counters->field, 1, memory_order_relaxed);    \
+    } while (0)
 static void conn_finish(conn *c);
 
 /* ---- timers, reading ------------------------------------------------------ */
@@ -316,6 +323,7 @@ static void on_conn_closed(uv_handle_t *h) {
     ir_buf_free(&c->in);
     free(c);
     srv->st.conns_active--;
+    COUNT(srv, conns_active, sub);
     server_maybe_done(srv);
 }
 
@@ -928,11 +936,13 @@ static void accept_one(irn_server *srv) {
     if (srv->conns) srv->conns->prev = c;
     srv->conns = c;
     srv->st.conns_active++;
+    COUNT(srv, conns_active, add);
     if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp) != 0) {
         conn_close(c);
         return;
     }
     srv->st.conns_accepted++;
+    COUNT(srv, conns_accepted, add);
     c->parser = irn_h1_parser_new(&srv->lim);
     if (c->parser) irn_h1_parser_set_cache(c->parser, srv->cfg.cache);
     if (!c->parser ||
@@ -1058,6 +1068,7 @@ static void pause_accepting(irn_server *srv, int status) {
     srv->paused = true;
     srv->accept_waiting = false; /* nothing waits in a closed listener */
     srv->st.accept_pauses++;
+    COUNT(srv, accept_pauses, add);
     uint64_t now = uv_hrtime();
     if (!srv->pause_logged_ns || now - srv->pause_logged_ns >= PAUSE_LOG_NS) {
         srv->pause_logged_ns = now;

@@ -52,6 +52,16 @@ test('a gateway out of file descriptors pauses accepting, then serves again', { 
     // spare is taken by another thread of the gateway, it is the pause that saves it.
     const lines = gw.log.text.split('\n').filter((l) => /accept:/.test(l)).length;
     assert.ok(lines <= 10, `${lines} accept warnings: the log is flooded`);
+    // Each pause is counted (logged at most every 10 s): a logged one means a count.
+    const page = await (await fetch(`${gw.admin}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
+    const metric = (name) => Number((page.match(new RegExp(`^${name} (\\S+)$`, 'm')) || [])[1]);
+    const pauses = metric('inferrail_accept_pauses_total');
+    assert.ok(pauses >= lines, `${pauses} pauses counted, ${lines} logged`);
+    // Not every connection the clients saw open was accepted (some waited in the backlog,
+    // libuv's spare descriptor dropped others), but the gateway held up to its limit.
+    const accepted = metric('inferrail_client_connections_total');
+    assert.ok(accepted >= 50 && accepted <= socks.length + 20, `${accepted} connections counted`);
+    assert.ok(metric('inferrail_client_connections') <= 2, 'the closed connections leave the open count');
   } finally {
     for (const s of socks) s.destroy();
     assert.equal(await gw.stop(), 0, gw.log.text.slice(-2000)); // SIGTERM ends it

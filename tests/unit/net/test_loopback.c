@@ -223,6 +223,36 @@ static void test_pipelined_many(void **st) {
     fx_teardown(&f);
 }
 
+/* Two servers sharing one set of counters: each connection either accepts counts
+ * there, and a connection leaves the open count when it ends. */
+static void test_shared_counters(void **st) {
+    irn_server_counters n = {0};
+    irn_server_cfg cfg;
+    irn_server_cfg_init(&cfg);
+    cfg.counters = &n;
+    fx f;
+    fx_setup(&f, &cfg, NULL);
+    fx_add_host_b(&f, &cfg);
+    const char *close = "GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    ir_buf in;
+    raw_exchange(&f, close, strlen(close), &in); /* a connection to srv that ends */
+    ir_buf_free(&in);
+    call c;
+    call_init(&c);
+    irn_client_req r = mkreq(&f, "GET", "/hello");
+    r.port = (uint16_t)f.port_b; /* one to srv_b that the pool keeps */
+    do_call(&f, &r, &c);
+    assert_int_equal(c.status, 200);
+    ir_buf_free(&c.body);
+    assert_int_equal(atomic_load(&n.conns_accepted), 2);
+    assert_int_equal(atomic_load(&n.accept_pauses), 0);
+    uint64_t open = atomic_load(&n.conns_active);
+    assert_true(open >= 1 && open <= 2); /* srv_b's; srv's may not have been freed yet */
+    fx_teardown(&f);
+    assert_int_equal(atomic_load(&n.conns_active), 0);
+    assert_int_equal(atomic_load(&n.conns_accepted), 2);
+}
+
 static void test_server_errors(void **st) {
     irn_server_cfg cfg;
     irn_server_cfg_init(&cfg);
@@ -567,6 +597,7 @@ int main(void) {
         cmocka_unit_test(test_backpressure_last_span),
         cmocka_unit_test(test_pipelined_in_order),
         cmocka_unit_test(test_pipelined_many),
+        cmocka_unit_test(test_shared_counters),
         cmocka_unit_test(test_server_errors),
         cmocka_unit_test(test_server_error_hook),
         cmocka_unit_test(test_client_abort_fires_on_abort),
