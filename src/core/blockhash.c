@@ -11,7 +11,6 @@
 
 /* The 16-token chain's loop must have its block hash inlined: a call passes the
  * chain's words through memory, which costs more than the hash's own work. */
-#define HOT static inline __attribute__((always_inline))
 
 static void absorb_salt(XXH3_state_t *st, const char *s, size_t len) {
     /* Length-prefixed, so ("ab","c") and ("a","bc") differ; an absent salt has
@@ -52,7 +51,7 @@ ir_block_chain ir_block_chain_at(ir_hash128 root, const ir_hash128 *h, size_t k)
 /* The 64x64->128 multiply folded to 64 bits. On x86-64 it is one mulq: GCC 12
  * passes an unsigned __int128 product through the stack (a store and a reload
  * per multiply, 4% of the chain's time in hash-ab.sh). */
-HOT uint64_t fold64(uint64_t a, uint64_t b) {
+IR_INLINE uint64_t fold64(uint64_t a, uint64_t b) {
 #if defined(__x86_64__) && defined(__GNUC__)
     uint64_t lo, hi;
     __asm__("mulq %3" : "=a"(lo), "=d"(hi) : "a"(a), "rm"(b) : "cc");
@@ -65,7 +64,7 @@ HOT uint64_t fold64(uint64_t a, uint64_t b) {
 #endif
 }
 
-HOT uint64_t mix16(uint64_t a, uint64_t b, size_t at) {
+IR_INLINE uint64_t mix16(uint64_t a, uint64_t b, size_t at) {
     return fold64(a ^ XXH_readLE64(XXH3_kSecret + at), b ^ XXH_readLE64(XXH3_kSecret + at + 8));
 }
 
@@ -74,7 +73,7 @@ HOT uint64_t mix16(uint64_t a, uint64_t b, size_t at) {
  * computes 64 bytes, from its own primitives, so that the tokens are read in
  * place and the key stays in registers. tests/unit/core/test_blockhash.c checks
  * it against XXH3_128bits of the message. */
-HOT ir_hash128 xxh3_block16(const uint32_t *ids, ir_hash128 key) {
+IR_INLINE ir_hash128 xxh3_block16(const uint32_t *ids, ir_hash128 key) {
     const unsigned char *p = (const unsigned char *)ids;
     uint64_t w0 = XXH_readLE64(p) ^ key.lo, w1 = XXH_readLE64(p + 8) ^ key.hi;
     uint64_t w2 = XXH_readLE64(p + 16), w3 = XXH_readLE64(p + 24);

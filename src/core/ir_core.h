@@ -24,6 +24,9 @@ extern "C" {
 #define IR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define IR_MIN(a, b)    ((a) < (b) ? (a) : (b))
 #define IR_MAX(a, b)    ((a) > (b) ? (a) : (b))
+/* A hot helper that must be inlined whatever the compiler's heuristics say (each
+ * use says why: a call there costs more than the work). */
+#define IR_INLINE static inline __attribute__((always_inline))
 
 /* ---- version ------------------------------------------------------------
  * One version string for every program, set in CMakeLists.txt, and the git

@@ -416,7 +416,7 @@ static void event_end(dec *d) {
 
 /* ---- the roles of values, as containers begin and end --------------------------------- */
 
-static inline __attribute__((always_inline)) int child_role(dec *d, frame *fr) {
+IR_INLINE int child_role(dec *d, frame *fr) {
     uint32_t at = fr->at++;
     switch (fr->kind) {
     case K_TOKENS:
@@ -445,7 +445,7 @@ static inline __attribute__((always_inline)) int child_role(dec *d, frame *fr) {
     }
 }
 
-static inline __attribute__((always_inline)) int begin(dec *d) {
+IR_INLINE int begin(dec *d) {
     return d->top ? child_role(d, &d->st[d->top]) : R_ROOT;
 }
 

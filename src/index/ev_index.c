@@ -451,7 +451,6 @@ static void tier_off(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32
 
 /* The lookahead's steps run once per block: always inlined (as the hot helpers of
  * map.c and ev_shapes.c are), so that a step costs no call. */
-#define HOT static inline __attribute__((always_inline))
 
 /* How far ahead of the block being applied each stage runs, in blocks of the batch.
  * Each stage needs what the one before it brought into the cache. */
@@ -495,13 +494,13 @@ static bool stored_ok(const irx_evrep *e, const irx_ev *ev) {
 }
 
 /* Skips the feeder to a block (past events without any); fj == nev at the end. */
-HOT void feeder_settle(pipe *p) {
+IR_INLINE void feeder_settle(pipe *p) {
     while (p->fj < p->nev && (!has_blocks(&p->ev[p->fj]) || p->fi >= p->ev[p->fj].nblocks))
         p->fj++, p->fi = 0;
 }
 
 /* The next block enters the ring, and its key slot (and a head's parent's) is fetched. */
-HOT void ahead_key(const irx_evrep *e, pipe *p) {
+IR_INLINE void ahead_key(const irx_evrep *e, pipe *p) {
     const irx_ev *ev = &p->ev[p->fj];
     stage_slot *s = &p->ring[p->fed++ % RING];
     s->ev = ev, s->i = p->fi;
@@ -512,7 +511,7 @@ HOT void ahead_key(const irx_evrep *e, pipe *p) {
     feeder_settle(p);
 }
 
-HOT void ahead_node(const irx_evrep *e, stage_slot *s) {
+IR_INLINE void ahead_node(const irx_evrep *e, stage_slot *s) {
     uint32_t j = NIL;
     if (s->ev->type == IRX_EV_REMOVED)
         j = kt_candidate(e, s->ev->blocks[s->i].lo);
@@ -560,7 +559,7 @@ static bool ahead_parent(const irx_evrep *e, const stage_slot *s, const stage_sl
     return true;
 }
 
-HOT void ahead_map(irx_index *ix, const irx_evrep *e, stage_slot *s, const stage_slot *prev) {
+IR_INLINE void ahead_map(irx_index *ix, const irx_evrep *e, stage_slot *s, const stage_slot *prev) {
     const irx_ev *ev = s->ev;
     s->has_g = false;
     if (ev->type == IRX_EV_REMOVED) {
@@ -579,10 +578,10 @@ HOT void ahead_map(irx_index *ix, const irx_evrep *e, stage_slot *s, const stage
     irx_map_prefetch(&ix->map, s->g);
 }
 
-HOT void stage_node(const irx_evrep *e, pipe *p, uint64_t q) {
+IR_INLINE void stage_node(const irx_evrep *e, pipe *p, uint64_t q) {
     if (q < p->fed) ahead_node(e, &p->ring[q % RING]);
 }
-HOT void stage_map(irx_index *ix, const irx_evrep *e, pipe *p, uint64_t q) {
+IR_INLINE void stage_map(irx_index *ix, const irx_evrep *e, pipe *p, uint64_t q) {
     if (q < p->fed) ahead_map(ix, e, &p->ring[q % RING], &p->ring[(q - 1) % RING]);
 }
 
@@ -597,7 +596,7 @@ static void pipe_init(irx_index *ix, const irx_evrep *e, pipe *p, const irx_ev *
 
 /* Called once per block of the batch, in order, applied or not: runs every stage one
  * block further and returns the ring slot of the block now applied. */
-HOT const stage_slot *pipe_step(irx_index *ix, const irx_evrep *e, pipe *p) {
+IR_INLINE const stage_slot *pipe_step(irx_index *ix, const irx_evrep *e, pipe *p) {
     if (p->fj < p->nev) ahead_key(e, p);
     stage_node(e, p, p->seq + AHEAD_NODE);
     stage_map(ix, e, p, p->seq + AHEAD_MAP);

@@ -33,22 +33,21 @@ typedef struct rd {
 
 /* The hot helpers are always inlined: one call per msgpack value would cost more than
  * the reading. */
-#define HOT static inline __attribute__((always_inline))
 
-HOT size_t left(const rd *r) {
+IR_INLINE size_t left(const rd *r) {
     return (size_t)(r->end - r->p);
 }
-HOT uint32_t be16(const unsigned char *p) {
+IR_INLINE uint32_t be16(const unsigned char *p) {
     uint16_t v;
     memcpy(&v, p, sizeof v);
     return __builtin_bswap16(v);
 }
-HOT uint32_t be32(const unsigned char *p) {
+IR_INLINE uint32_t be32(const unsigned char *p) {
     uint32_t v;
     memcpy(&v, p, sizeof v);
     return __builtin_bswap32(v);
 }
-HOT uint64_t be64(const unsigned char *p) {
+IR_INLINE uint64_t be64(const unsigned char *p) {
     uint64_t v;
     memcpy(&v, p, sizeof v);
     return __builtin_bswap64(v);
@@ -57,7 +56,7 @@ HOT uint64_t be64(const unsigned char *p) {
 /* ---- msgpack's forms ------------------------------------------------------------- */
 
 /* A container's header: fixarray / array 16 / array 32 (map: fixmap, map 16, 32). */
-HOT bool header(rd *r, bool map, uint32_t *n) {
+IR_INLINE bool header(rd *r, bool map, uint32_t *n) {
     if (r->p == r->end) return false;
     unsigned c = *r->p, fix = map ? 0x80 : 0x90, h16 = map ? 0xde : 0xdc;
     if ((c & 0xf0) == fix) {
@@ -73,7 +72,7 @@ HOT bool header(rd *r, bool map, uint32_t *n) {
 }
 
 /* A string (fixstr, str 8/16/32) or, with bin, a binary (bin 8/16/32). */
-HOT bool bytes(rd *r, bool bin, const unsigned char **s, uint32_t *n) {
+IR_INLINE bool bytes(rd *r, bool bin, const unsigned char **s, uint32_t *n) {
     if (r->p == r->end) return false;
     unsigned c = *r->p;
     size_t h;
@@ -93,14 +92,14 @@ HOT bool bytes(rd *r, bool bin, const unsigned char **s, uint32_t *n) {
     return true;
 }
 
-HOT bool is_nil(rd *r) {
+IR_INLINE bool is_nil(rd *r) {
     if (r->p == r->end || *r->p != 0xc0) return false;
     r->p++;
     return true;
 }
 
 /* An unsigned integer (positive fixint, uint 8 to 64). */
-HOT bool read_uint(rd *r, uint64_t *v) {
+IR_INLINE bool read_uint(rd *r, uint64_t *v) {
     if (r->p == r->end) return false;
     unsigned c = *r->p;
     size_t n = left(r);
@@ -120,7 +119,7 @@ HOT bool read_uint(rd *r, uint64_t *v) {
 }
 
 /* Any integer, as its 64-bit pattern (signed ones sign-extended). */
-HOT bool int_bits(rd *r, uint64_t *v) {
+IR_INLINE bool int_bits(rd *r, uint64_t *v) {
     if (read_uint(r, v)) return true;
     if (r->p == r->end) return false;
     unsigned c = *r->p;
@@ -171,7 +170,7 @@ static void *grab_slow(rd *r, size_t n) {
     r->cur = p + n, r->lim = p + PIECE;
     return p;
 }
-HOT void *grab(rd *r, size_t n) {
+IR_INLINE void *grab(rd *r, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if ((size_t)(r->lim - r->cur) < n) return grab_slow(r, n);
     void *p = r->cur;
@@ -181,7 +180,7 @@ HOT void *grab(rd *r, size_t n) {
 
 /* ---- an event's fields -------------------------------------------------------------- */
 
-HOT bool hash(rd *r, ir_hash128 *out) {
+IR_INLINE bool hash(rd *r, ir_hash128 *out) {
     uint64_t v;
     const unsigned char *s;
     uint32_t n;
@@ -199,7 +198,7 @@ HOT bool hash(rd *r, ir_hash128 *out) {
     return true;
 }
 
-HOT bool hashes(rd *r, irx_ev *ev) {
+IR_INLINE bool hashes(rd *r, irx_ev *ev) {
     uint32_t n;
     if (!header(r, false, &n) || n > IRX_EV_MAX_BLOCKS) return false;
     ir_hash128 *h = grab(r, (n ? n : 1) * sizeof *h);
@@ -213,7 +212,7 @@ HOT bool hashes(rd *r, irx_ev *ev) {
 /* One token id at p (a positive fixint, uint 8, 16 or 32), with 5 bytes readable
  * there: the next id's place, or NULL for any other form. Branches, not a table of
  * forms: a table's load would sit on the chain from one id's place to the next. */
-HOT const unsigned char *token(const unsigned char *p, uint32_t *t) {
+IR_INLINE const unsigned char *token(const unsigned char *p, uint32_t *t) {
     unsigned c = p[0]; /* ids of 16 and 32 bits first: most of a large vocabulary */
     if (c == 0xce) return *t = be32(p + 1), p + 5;
     if (c == 0xcd) return *t = be16(p + 1), p + 3;
@@ -258,7 +257,7 @@ static bool tokens(rd *r, irx_ev *ev) {
     return true;
 }
 
-HOT bool medium(rd *r, irx_ev *ev) {
+IR_INLINE bool medium(rd *r, irx_ev *ev) {
     const unsigned char *s;
     uint32_t n;
     if (left(r) >= 4 && memcmp(r->p, "\xa3GPU", 4) == 0) { /* the usual one */
@@ -305,7 +304,7 @@ static bool spec_kind(rd *r, irx_ev *ev) {
 }
 
 /* Field f's value (F_NONE: a field nobody reads). */
-HOT bool field(rd *r, irx_ev *ev, int f) {
+IR_INLINE bool field(rd *r, irx_ev *ev, int f) {
     uint64_t v;
     uint32_t v32;
     switch (f) {
@@ -430,11 +429,11 @@ static const unsigned char RM_ARR_HEAD[] = "\x93\xac"
                                            "BlockRemoved\x91";
 static const unsigned char RM_ARR_TAIL[] = "\xa3GPU";
 
-HOT bool starts(const rd *r, const unsigned char *lit, size_t n) {
+IR_INLINE bool starts(const rd *r, const unsigned char *lit, size_t n) {
     return left(r) >= n && memcmp(r->p, lit, n) == 0;
 }
 
-HOT bool removed_one(rd *r, irx_ev *ev) {
+IR_INLINE bool removed_one(rd *r, irx_ev *ev) {
     const unsigned char *tail, *at = r->p;
     size_t nt;
     if (starts(r, RM_MAP_HEAD, sizeof RM_MAP_HEAD - 1)) {

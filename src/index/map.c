@@ -126,10 +126,9 @@ static size_t table_bytes(const irx_map *m, const irx_table *t) {
 
 /* The hot helpers take the bitset's words as an argument and are always inlined, so
  * that the usual map of one word (64 replicas or fewer) gets code without loops. */
-#define HOT static inline __attribute__((always_inline))
 
 /* The slot of key, or NULL; *word is the slot's word as loaded. Safe for readers. */
-HOT uint64_t *find(irx_table *t, uint64_t key, uint32_t nw, uint64_t *word) {
+IR_INLINE uint64_t *find(irx_table *t, uint64_t key, uint32_t nw, uint64_t *word) {
     if (!t) return NULL;
     for (size_t j = home(key, t->size);;) {
         uint64_t *s = &t->w[j * (nw + 1)], w = LOAD_ACQ(s);
@@ -142,11 +141,11 @@ HOT uint64_t *find(irx_table *t, uint64_t key, uint32_t nw, uint64_t *word) {
     }
 }
 
-HOT bool is_empty(const uint64_t *s) {
+IR_INLINE bool is_empty(const uint64_t *s) {
     return (LOAD(s) & KEY_MASK) == 0;
 }
 
-HOT bool is_tombstone(const uint64_t *s, uint32_t nw) {
+IR_INLINE bool is_tombstone(const uint64_t *s, uint32_t nw) {
     uint64_t any = 0;
     for (uint32_t k = 0; k < nw; k++) any |= LOAD(&s[1 + k]);
     return any == 0;
@@ -154,7 +153,7 @@ HOT bool is_tombstone(const uint64_t *s, uint32_t nw) {
 
 /* Writer: the slot of key (*found), or else the first tombstone on its probe run, or
  * else the empty slot that ends the run; NULL without a table. */
-HOT uint64_t *find_or_reuse(irx_table *t, uint64_t key, bool *found, uint32_t nw) {
+IR_INLINE uint64_t *find_or_reuse(irx_table *t, uint64_t key, bool *found, uint32_t nw) {
     uint64_t *reuse = NULL;
     *found = false;
     if (!t) return NULL;
@@ -171,7 +170,7 @@ HOT uint64_t *find_or_reuse(irx_table *t, uint64_t key, bool *found, uint32_t nw
 }
 
 /* Writer: the empty slot that ends key's probe run (key is not in t). */
-HOT uint64_t *run_end(irx_table *t, uint64_t key, uint32_t nw) {
+IR_INLINE uint64_t *run_end(irx_table *t, uint64_t key, uint32_t nw) {
     size_t j = home(key, t->size);
     while (!is_empty(&t->w[j * (nw + 1)])) j = j + 1 == t->size ? 0 : j + 1;
     return &t->w[j * (nw + 1)];
@@ -183,7 +182,7 @@ HOT uint64_t *run_end(irx_table *t, uint64_t key, uint32_t nw) {
  * The step round to generation 0 is made inside an odd lap count: a reader whose two
  * loads of the word span a whole lap of generations spans that step, and then sees the
  * count change (or odd). */
-HOT void claim(irx_map_shard *sh, uint64_t *s, uint64_t key, uint32_t r) {
+IR_INLINE void claim(irx_map_shard *sh, uint64_t *s, uint64_t key, uint32_t r) {
     uint64_t gen = (LOAD(s) + 1) & GEN_MASK, laps = 0;
     if (gen == 0) {
         laps = atomic_load_explicit(&sh->laps, memory_order_relaxed) + 1;
@@ -198,7 +197,7 @@ HOT void claim(irx_map_shard *sh, uint64_t *s, uint64_t key, uint32_t r) {
  * is found by probing past it: it becomes empty (keeping its generation), and so do the
  * tombstones before it. (A reader on its way through reads it empty and stops: its key
  * is absent, and was.) */
-HOT void trim_run(irx_table *t, size_t j, uint32_t nw) {
+IR_INLINE void trim_run(irx_table *t, size_t j, uint32_t nw) {
     for (;;) {
         uint64_t *s = &t->w[j * (nw + 1)];
         size_t next = j + 1 == t->size ? 0 : j + 1;
@@ -210,7 +209,7 @@ HOT void trim_run(irx_table *t, size_t j, uint32_t nw) {
 }
 
 /* Rebuild only: key with its bits into a table no reader has seen yet. */
-HOT void place(irx_table *t, uint64_t key, const uint64_t *bits, uint32_t nw) {
+IR_INLINE void place(irx_table *t, uint64_t key, const uint64_t *bits, uint32_t nw) {
     uint64_t *s = run_end(t, key, nw);
     for (uint32_t k = 0; k < nw; k++) STORE_REL(&s[1 + k], bits[k]);
     STORE_REL(s, key);
@@ -290,7 +289,7 @@ int irx_map_add(irx_map *m, ir_hash128 h, uint32_t r) {
     return irx_map_add_bit(m, h, r, &was);
 }
 
-HOT int add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set, uint32_t nw) {
+IR_INLINE int add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set, uint32_t nw) {
     irx_map_shard *sh = &m->shard[shard_of(h)];
     uint64_t key = key_of(h), bit = 1ull << (r % 64);
     int rc = 0;
@@ -328,7 +327,7 @@ int irx_map_add_bit(irx_map *m, ir_hash128 h, uint32_t r, bool *was_set) {
     return m->nwords == 1 ? add_bit(m, h, r, was_set, 1) : add_bit(m, h, r, was_set, m->nwords);
 }
 
-HOT void remove_bit(irx_map *m, ir_hash128 h, uint32_t r, uint32_t nw) {
+IR_INLINE void remove_bit(irx_map *m, ir_hash128 h, uint32_t r, uint32_t nw) {
     irx_map_shard *sh = &m->shard[shard_of(h)];
     shard_lock(sh);
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_relaxed);
@@ -372,7 +371,7 @@ uint64_t irx_map_entries(const irx_map *m) {
  * shard's lap count; bits loads the slot's bits; end says whether the word and the lap
  * count are still the ones begin noted (and the count even): then the bits loaded in
  * between were h's at some moment, and no writer was waited for. */
-HOT bool read_begin(const irx_map *m, ir_hash128 h, irx_map_read *rd, uint32_t nw) {
+IR_INLINE bool read_begin(const irx_map *m, ir_hash128 h, irx_map_read *rd, uint32_t nw) {
     const irx_map_shard *sh = &m->shard[shard_of(h)];
     rd->laps = atomic_load_explicit(&sh->laps, memory_order_acquire);
     irx_table *t = atomic_load_explicit(&sh->tab, memory_order_acquire);
@@ -380,11 +379,11 @@ HOT bool read_begin(const irx_map *m, ir_hash128 h, irx_map_read *rd, uint32_t n
     return rd->slot != NULL;
 }
 
-HOT void read_bits(const irx_map_read *rd, uint64_t *out, uint32_t nw) {
+IR_INLINE void read_bits(const irx_map_read *rd, uint64_t *out, uint32_t nw) {
     for (uint32_t k = 0; k < nw; k++) out[k] = LOAD_ACQ(&rd->slot[1 + k]);
 }
 
-HOT bool read_end(const irx_map *m, ir_hash128 h, const irx_map_read *rd) {
+IR_INLINE bool read_end(const irx_map *m, ir_hash128 h, const irx_map_read *rd) {
     uint64_t word = LOAD_ACQ(rd->slot); /* acquire: the lap count below is as new */
     uint64_t laps = atomic_load_explicit(&m->shard[shard_of(h)].laps, memory_order_relaxed);
     return ((word ^ rd->word) | (laps ^ rd->laps) | (laps & 1)) == 0;
@@ -404,7 +403,7 @@ static __attribute__((noinline, cold)) void bits_again(const irx_map *m, ir_hash
     memset(out, 0, m->nwords * sizeof *out);
 }
 
-HOT void bits_of(const irx_map *m, ir_hash128 h, uint64_t *out, uint32_t nw) {
+IR_INLINE void bits_of(const irx_map *m, ir_hash128 h, uint64_t *out, uint32_t nw) {
     irx_map_read rd;
     if (!read_begin(m, h, &rd, nw)) {
         memset(out, 0, nw * sizeof *out);

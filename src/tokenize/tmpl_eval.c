@@ -386,8 +386,7 @@ static bool exact53(int64_t i) {
 
 /* Python's int arithmetic: the 64-bit fast path, and tmpl_bigint.c (GMP)
  * for a big operand or a result past 64 bits. */
-static inline __attribute__((always_inline)) tv int_arith(trender *r, const tnode *at, int op, tv a,
-                                                          tv b) {
+IR_INLINE tv int_arith(trender *r, const tnode *at, int op, tv a, tv b) {
     if (a.t == TV_BIG || b.t == TV_BIG) return tmpl_big_arith(r, at, op, a, b);
     int64_t i = iv(a), j = iv(b), k;
     switch (op) {
@@ -430,8 +429,7 @@ static inline __attribute__((always_inline)) tv int_arith(trender *r, const tnod
 }
 
 /* Python's float arithmetic (float_div, float_floor_div, float_rem, float_pow). */
-static inline __attribute__((always_inline)) tv float_arith(trender *r, const tnode *at, int op,
-                                                            double x, double y) {
+IR_INLINE tv float_arith(trender *r, const tnode *at, int op, double x, double y) {
     switch (op) {
     case OP_ADD:
         return tv_float(x + y);
@@ -484,8 +482,7 @@ static double float_operand(trender *r, const tnode *at, tv v) {
 
 /* Inlined into eval(), as it was before big integers: a call passing two
  * 32-byte values cost the 64-bit loops 5-8% (bench/tokenizer/tmpl_arith.sh). */
-static inline __attribute__((always_inline)) tv arith(trender *r, const tnode *at, int op, tv a,
-                                                      tv b) {
+IR_INLINE tv arith(trender *r, const tnode *at, int op, tv a, tv b) {
     if (op == OP_CONCAT) {
         tsb sb;
         tsb_init(&sb, r->a, r->e, r->lim->max_output);
