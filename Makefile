@@ -159,7 +159,7 @@ report: build
 # proof-report redraws the report from the workloads' folders (its CDF charts
 # need the per-request files, so run it before slim.py).
 PROOF_OUT = bench/results/cache-aware
-PROOF_WORKLOADS = w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition
+PROOF_WORKLOADS = $(shell grep -v "^\#" bench/proof/workloads)
 .PHONY: proof proof-report
 proof: build
 	BUILD=$(BUILD) ./bench/proof/run.sh

@@ -24,7 +24,7 @@
 # Everything is an environment variable; the defaults are the proof:
 #   POLICIES   round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model,sglang_cache_aware
 #              (POLICIES_<w> for one workload)
-#   WORKLOADS  w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition
+#   WORKLOADS  the list in bench/proof/workloads
 #   K          10, the largest speed-up; per workload K_<w> sets it, else it is
 #              lowered so that capacity probes (up to twice the capacity in the
 #              committed baselines) stay under WALL_RPS (150) requests per wall
@@ -67,7 +67,8 @@ BIN="$BUILD/inferrail-bench"
 OUT=${OUT:-$root/bench/results/cache-aware}
 REPORT=${REPORT:-$root/bench/report/cache-aware}
 POLICIES=${POLICIES:-round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model,sglang_cache_aware}
-WORKLOADS=${WORKLOADS:-"w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition"}
+ALL_WORKLOADS=$(grep -v "^#" "$root/bench/proof/workloads")
+WORKLOADS=${WORKLOADS:-$ALL_WORKLOADS}
 K=${K:-10}
 REPLICAS=${REPLICAS:-3}
 REPS=${REPS:-3}
@@ -263,7 +264,7 @@ PY
 # The report covers the proof's own workloads and capacity probes only (OUT also
 # holds earlier one-off results in subfolders, which report would otherwise read).
 inputs=()
-for w in w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition; do
+for w in $ALL_WORKLOADS; do
   [ -f "$OUT/$w/summary.json" ] && inputs+=("$OUT/$w")
   [ -f "$OUT/capacity-$w.json" ] && inputs+=("$OUT/capacity-$w.json")
 done

@@ -6,7 +6,7 @@ set -eu
 SRC=${SRC:?SRC: the steps\' OUT folder}
 DST=${DST:-$(cd "$(dirname "$0")" && pwd)}
 proof=$(cd "$(dirname "$0")/../../proof" && pwd)
-WORKLOADS="w1 w2 w3 w4 w5 w6 llmd-shared-prefix sglang-gsp prefix-repetition"
+WORKLOADS=$(grep -v "^#" "$proof/workloads")
 mkdir -p $DST
 for w in $WORKLOADS; do
   [ -f $SRC/$w/summary.json ] || continue
