@@ -243,20 +243,24 @@ int gw_control_start(gw_control *c) {
     return gw_decisions_open(c->app) ? UV_EINVAL : 0;
 }
 
-void gw_control_stop(gw_control *c) {
+void gw_control_drain(gw_control *c) {
     if (c->stopping) return;
     c->stopping = true;
     if (!c->started) return; /* gw_control_start failed: nothing to close */
     uv_timer_stop(&c->tick);
     uv_close((uv_handle_t *)&c->tick, NULL);
     gw_load_stop(c->app);
+    if (c->pool) irn_pool_close(c->pool, NULL, NULL);
+    c->pool = NULL;
+}
+
+void gw_control_stop(gw_control *c) {
+    gw_control_drain(c);
     if (c->admin) {
         irn_server_close(c->admin, NULL, NULL);
         irn_server_close_all(c->admin);
         c->admin = NULL;
     }
-    if (c->pool) irn_pool_close(c->pool, NULL, NULL);
-    c->pool = NULL;
 }
 
 void gw_control_free(gw_control *c) {

@@ -673,7 +673,10 @@ void gw_app_replica_down(gw_app *app);
 typedef struct gw_control gw_control;
 gw_control *gw_control_new(gw_app *app, uv_loop_t *loop);
 int gw_control_start(gw_control *c);
-void gw_control_stop(gw_control *c);
+/* Draining: health checks, model cards and engine scrapes stop; the admin port
+ * keeps answering (/ready says 503 "draining") until gw_control_stop closes it. */
+void gw_control_drain(gw_control *c);
+void gw_control_stop(gw_control *c); /* drains, then closes the admin port */
 void gw_control_free(gw_control *c);
 /* Metrics (metrics.c): one obs registry per gateway. gw_metrics_init after the
  * fleet (it makes every replica's series); a replica that joins later gets its

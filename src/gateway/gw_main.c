@@ -76,6 +76,7 @@ static void on_workers_done(uv_async_t *a) {
     uv_close((uv_handle_t *)&sc->sigterm, NULL);
     uv_close((uv_handle_t *)&sc->sighup, NULL);
     uv_close((uv_handle_t *)&sc->done, NULL);
+    gw_control_stop(sc->ctl); /* the admin port answered /ready (503) until now */
     if (sc->force_started) uv_timer_stop(&sc->force);
     uv_close((uv_handle_t *)&sc->force, NULL);
 }
@@ -113,7 +114,7 @@ static void on_signal(uv_signal_t *s, int signum) {
             (unsigned long long)in_flight(app));
     for (size_t i = 0; i < app->nworkers; i++)
         if (app->workers[i]) gw_worker_stop(app->workers[i], app->cfg.server.shutdown_timeout_ns);
-    gw_control_stop(sc->ctl);
+    gw_control_drain(sc->ctl);
     gw_discovery_stop(app->disc);
     if (uv_thread_create(&sc->reaper, reaper_main, sc) == 0)
         sc->reaper_started = true;
