@@ -83,6 +83,7 @@ test('headless chromium renders every replica with live numbers and no script er
       total += Number(c.total);
       if (/^\d+(\.\d+)?$/.test(c.rps) && Number(c.rps) > 0) rates++;
       assert.match(c.p99, /^(\d+(\.\d+)? (ms|s)|–)$/);
+      assert.match(c.age, /^\d+ ms$/, `the engine's report age: ${JSON.stringify(c)}`);
     }
     assert.ok(total >= 9, `the rows count ${total} requests`);
     assert.ok(rates >= 1, 'no replica shows a request rate');
