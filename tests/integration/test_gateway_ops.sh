@@ -166,15 +166,48 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rc" = 0 ] && [ "$ms" -lt 3000 ] && ok || fail "second SIGTERM: exit $rc after $ms ms"
 grep -q 'second SIGTERM: exiting at once' "$T/g1.log" && ok || fail "second SIGTERM not logged: $(cat "$T/g1.log")"
 
-# ---- make run notices that a process died (the gateway's port is taken)
+# ---- make run refuses a port already taken (another make run would answer its checks)
 R1=$(freeport) R2=$(freeport) RA=$(freeport) RG=$(freeport)
 config "$RG" "$RA" "$R1" "$R2" >"$T/run.yaml"
 hold_port "$RG"
-out=$(IR_BUILD=$BUILD IR_CONFIG=$T/run.yaml IR_GW_PORT=$RG IR_SIM_PORTS="$R1 $R2" timeout 20 "$ROOT/scripts/run-local" 2>&1)
+out=$(IR_BUILD=$BUILD IR_CONFIG=$T/run.yaml IR_GW_PORT=$RG IR_ADMIN_PORT=$RA IR_SIM_PORTS="$R1 $R2" timeout 20 "$ROOT/scripts/run-local" 2>&1)
 rc=$?
-[ "$rc" = 1 ] && grep -q 'inferrail-gateway (port '"$RG"') exited (status 1)' <<<"$out" &&
+[ "$rc" = 1 ] && grep -q "port $RG (the gateway) is already in use" <<<"$out" &&
   ! grep -q 'Inferrail is running' <<<"$out" && ok || fail "run-local with a busy port: exit $rc: $out"
 curl -s -o /dev/null "localhost:$R1/health" && fail "run-local left a simulator running"
+
+# ---- make run notices that a process died (the gateway cannot start)
+echo "server: {listen: \"127.0.0.1:$RG\", admin_listen: \"127.0.0.1:$RA\"}" >"$T/bad.yaml" # no models
+RG2=$(freeport)
+out=$(IR_BUILD=$BUILD IR_CONFIG=$T/bad.yaml IR_GW_PORT=$RG2 IR_ADMIN_PORT=$RA IR_SIM_PORTS="$R1 $R2" timeout 20 "$ROOT/scripts/run-local" 2>&1)
+rc=$?
+[ "$rc" = 1 ] && grep -q 'inferrail-gateway (port '"$RG2"') exited (status 2)' <<<"$out" &&
+  ! grep -q 'Inferrail is running' <<<"$out" && ok || fail "run-local with a gateway that cannot start: exit $rc: $out"
+curl -s -o /dev/null "localhost:$R1/health" && fail "run-local left a simulator running"
+
+# ---- make run on ports of one's own, and Ctrl-C: one SIGTERM each, the gateway drains
+P1=$(freeport) P2=$(freeport) PA=$(freeport) PG=$(freeport)
+python3 - "$ROOT" "$BUILD" "$P1 $P2" "$PG" "$PA" "$T/run3.log" <<'PY' && ok || fail "make run's Ctrl-C: $(cat "$T/run3.log")"
+import os, re, signal, subprocess, sys, time, urllib.request
+root, build, sims, gw, admin, log = sys.argv[1:]
+env = dict(os.environ, IR_BUILD=build, IR_SIM_PORTS=sims, IR_GW_PORT=gw, IR_ADMIN_PORT=admin)
+def child():  # a terminal's foreground job: SIGINT as it is by default, its own group
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.setsid()
+p = subprocess.Popen([root + "/scripts/run-local"], env=env, stdout=open(log, "w"),
+                     stderr=subprocess.STDOUT, preexec_fn=child)
+for _ in range(300):
+    if "Press Ctrl-C" in open(log).read(): break
+    time.sleep(0.05)
+body = b'{"model": "sim", "prompt": "hello", "max_tokens": 2}'
+urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{gw}/v1/completions", body), timeout=5).read()
+os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: the whole group
+p.wait(timeout=30)
+out = open(log).read()
+assert re.search(r"drained, exiting: \d+ requests received, \d+ 2xx, 0 4xx, 0 5xx", out), "no drain"
+assert "second SIGTERM" not in out and "second SIGINT" not in out, "the gateway got two signals"
+assert "exited (status" not in out, "Ctrl-C read as a process dying"
+PY
 
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]
