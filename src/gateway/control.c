@@ -145,15 +145,6 @@ static void on_tick(uv_timer_t *t) {
  */
 
 static void answer_explain(gw_control *c, irn_request *req, irn_resp *resp) {
-    if (strcmp(req->method, "POST") != 0) {
-        irn_header allow = {"allow", 5, "POST", 4};
-        ir_buf b;
-        ir_buf_init(&b, 0);
-        irn_error_body(&b, 405, "Method Not Allowed", "POST a request body to explain");
-        irn_resp_send(resp, 405, "application/json", b.data, b.len, &allow, 1);
-        ir_buf_free(&b);
-        return;
-    }
     ir_buf b;
     ir_buf_init(&b, 0);
     int status =
@@ -164,7 +155,8 @@ static void answer_explain(gw_control *c, irn_request *req, irn_resp *resp) {
 
 /* GET /: the console, one self-contained page (src/gateway/console/index.html, compiled
  * in by cmake/embed.cmake); it reaches nothing but this port. */
-static void answer_console(irn_resp *resp) {
+static void answer_console(gw_control *c, irn_request *req, irn_resp *resp) {
+    (void)c, (void)req;
     static const char csp[] = "default-src 'none'; script-src 'unsafe-inline'; "
                               "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'";
     irn_header hs[] = {{"content-security-policy", 23, csp, sizeof csp - 1},
@@ -173,32 +165,72 @@ static void answer_console(irn_resp *resp) {
                   IR_ARRAY_LEN(hs));
 }
 
+static void answer_health(gw_control *c, irn_request *req, irn_resp *resp) {
+    (void)c, (void)req;
+    irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
+}
+
+static void answer_ready(gw_control *c, irn_request *req, irn_resp *resp) {
+    (void)req;
+    gw_ready_answer(c->app, resp, NULL, 0);
+}
+
+static void answer_state(gw_control *c, irn_request *req, irn_resp *resp) {
+    (void)req;
+    ir_buf b;
+    ir_buf_init(&b, 0);
+    gw_state_render(c->app, &b);
+    irn_resp_send(resp, 200, "application/json", b.data, b.len, NULL, 0);
+    ir_buf_free(&b);
+}
+
+static void answer_metrics(gw_control *c, irn_request *req, irn_resp *resp) {
+    (void)req;
+    ir_buf b;
+    ir_buf_init(&b, 0);
+    gw_metrics_render(c->app, &b);
+    irn_resp_send(resp, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL, 0);
+    ir_buf_free(&b);
+}
+
+/* The admin port's routes: every one read-only (GET, and HEAD) but explain. */
+typedef struct admin_route {
+    const char *path;
+    bool post; /* POST only; else GET and HEAD */
+    void (*answer)(gw_control *c, irn_request *req, irn_resp *resp);
+} admin_route;
+
+static const admin_route admin_routes[] = {
+    {"/", false, answer_console},        {"/health", false, answer_health},
+    {"/ready", false, answer_ready},     {"/admin/state", false, answer_state},
+    {"/metrics", false, answer_metrics}, {"/admin/explain", true, answer_explain},
+};
+
+static bool method_fits(const admin_route *r, const char *method) {
+    if (r->post) return strcmp(method, "POST") == 0;
+    return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+}
+
 static void on_admin(void *ud, irn_request *req, irn_resp *resp) {
     gw_control *c = ud;
-    if (strcmp(req->path, "/") == 0) {
-        answer_console(resp);
-    } else if (strcmp(req->path, "/health") == 0) {
-        irn_resp_send(resp, 200, NULL, "", 0, NULL, 0);
-    } else if (strcmp(req->path, "/ready") == 0) {
-        gw_ready_answer(c->app, resp, NULL, 0);
-    } else if (strcmp(req->path, "/admin/explain") == 0) {
-        answer_explain(c, req, resp);
-    } else if (strcmp(req->path, "/admin/state") == 0) {
+    for (size_t i = 0; i < IR_ARRAY_LEN(admin_routes); i++) {
+        const admin_route *r = &admin_routes[i];
+        if (strcmp(req->path, r->path) != 0) continue;
+        if (method_fits(r, req->method)) {
+            r->answer(c, req, resp);
+            return;
+        }
+        const char *allow = r->post ? "POST" : "GET, HEAD";
+        irn_header h = {"allow", 5, allow, strlen(allow)};
         ir_buf b;
         ir_buf_init(&b, 0);
-        gw_state_render(c->app, &b);
-        irn_resp_send(resp, 200, "application/json", b.data, b.len, NULL, 0);
+        irn_error_body(&b, 405, "Method Not Allowed",
+                       r->post ? "POST a request body to explain" : "Method Not Allowed");
+        irn_resp_send(resp, 405, "application/json", b.data, b.len, &h, 1);
         ir_buf_free(&b);
-    } else if (strcmp(req->path, "/metrics") == 0) {
-        ir_buf b;
-        ir_buf_init(&b, 0);
-        gw_metrics_render(c->app, &b);
-        irn_resp_send(resp, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL,
-                      0);
-        ir_buf_free(&b);
-    } else {
-        irn_resp_send_error(resp, 404, "Not Found", "Not Found");
+        return;
     }
+    irn_resp_send_error(resp, 404, "Not Found", "Not Found");
 }
 
 /* ---- lifetime

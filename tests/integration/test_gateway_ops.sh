@@ -108,6 +108,19 @@ st=$(curl -s "localhost:$A1/admin/state")
 grep -q "\"version\":\"${ver% *}\"" <<<"$st" && ok || fail "/admin/state: $st"
 grep -q "inferrail-gateway ${ver% *}" "$T/g1.log" && ok || fail "start-up log has no version: $(cat "$T/g1.log")"
 
+# ---- the admin port: read-only routes answer GET and HEAD, anything else 405 with Allow
+for route in / /health /ready /admin/state /metrics; do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -I "localhost:$A1$route")
+  [ "$code" = 200 ] && ok || fail "HEAD $route on the admin port: $code"
+  hdrs=$(curl -s -D - -o "$T/405" -X POST -d x "localhost:$A1$route")
+  grep -q '^HTTP/1.1 405' <<<"$hdrs" && grep -qi '^allow: GET, HEAD' <<<"$hdrs" &&
+    grep -q '"type":"Method Not Allowed"' "$T/405" && ok || fail "POST $route on the admin port: $hdrs $(cat "$T/405")"
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "localhost:$A1/health")
+[ "$code" = 405 ] && ok || fail "DELETE /health on the admin port: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "localhost:$A1/nope")
+[ "$code" = 404 ] && ok || fail "an unknown admin path: $code"
+
 # ---- readiness: /health is liveness, /ready needs a healthy replica per model
 code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A1/ready")
 [ "$code" = 200 ] && ok || fail "/ready with a healthy replica: $code"
