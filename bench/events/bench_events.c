@@ -604,7 +604,30 @@ static void clamp_readers(int *readers) {
     if (*readers > 16) *readers = 16;
 }
 
+static const char usage[] =
+    "usage: inferrail-evbench [all|apply|apply-big|ingest|decode|memory|visible] [SECONDS] "
+    "[READERS]\n"
+    "       inferrail-evbench one PER_EVENT BATCH READERS CHAINS SECONDS\n"
+    "       inferrail-evbench ingest map|array int|bytes PER READERS [SECONDS [STEPS]]\n"
+    "The exact index's KV event ingestion; one JSON object per line (bench/events/run.sh).\n";
+
+static bool known_case(const char *w) {
+    const char *cases[] = {"all",    "apply",  "apply-big", "ingest",
+                           "decode", "memory", "visible",   "one"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (!strcmp(w, cases[i])) return true;
+    return false;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc > 1 && !known_case(argv[1])) {
+        fputs(usage, stderr);
+        return 2;
+    }
     const char *what = argc > 1 ? argv[1] : "all";
     double secs = argc > 2 ? atof(argv[2]) : 2.0;
     bool all = strcmp(what, "all") == 0;

@@ -248,6 +248,14 @@ static void bench_soak(void) {
 
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : "all";
+    bool help = !strcmp(only, "--help") || !strcmp(only, "-h");
+    if (help || (strcmp(only, "all") && strcmp(only, "hash") && strcmp(only, "lookup") &&
+                 strcmp(only, "long") && strcmp(only, "soak"))) {
+        fputs("usage: inferrail-indexbench [all|hash|lookup|long|soak]\n"
+              "The KV index's speed and memory; one JSON object per line (bench/index/run.sh).\n",
+              help ? stdout : stderr);
+        return help ? 0 : 2;
+    }
     if (!strcmp(only, "all") || !strcmp(only, "hash")) bench_hash();
     if (!strcmp(only, "all") || !strcmp(only, "lookup")) bench_lookup_and_memory();
     if (!strcmp(only, "all") || !strcmp(only, "long")) bench_long_prompt();

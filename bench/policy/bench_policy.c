@@ -279,6 +279,13 @@ static void hash_only(fixture *f, size_t samples) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || argc % 2 == 0)) {
+        bool help = argv[1][0] == '-' && (argv[1][1] == 'h' || !strcmp(argv[1], "--help"));
+        fputs("usage: inferrail-policybench [--samples N] [--rounds R] [--seed S]\n"
+              "One routing decision's time over 64 replicas; JSON lines.\n",
+              help ? stdout : stderr);
+        return help ? 0 : 2;
+    }
     size_t samples = 20000;
     int rounds = 3;
     uint64_t seed = 1;

@@ -124,9 +124,9 @@ static times run_irmap(const key *ins, const key *look, const key *absent, size_
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s TOKENIZER_JSON [ROUNDS]\n", argv[0]);
-        return 2;
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fprintf(argc < 2 ? stderr : stdout, "usage: %s TOKENIZER_JSON [ROUNDS]\n", argv[0]);
+        return argc < 2 ? 2 : 0;
     }
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
     json_error_t jerr;

@@ -61,6 +61,14 @@ static double run(const char *src, int rounds) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && (argv[1][0] < '0' || argv[1][0] > '9')) {
+        bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+        fputs("usage: inferrail-tmplarithbench [ROUNDS]\n"
+              "The template engine's arithmetic, ns per loop iteration (bench/tokenizer/"
+              "tmpl_arith.sh).\n",
+              help ? stdout : stderr);
+        return help ? 0 : 2;
+    }
     int rounds = argc > 1 ? atoi(argv[1]) : 5;
     if (rounds < 1) rounds = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
