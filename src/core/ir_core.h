@@ -319,6 +319,9 @@ int ir_sse_encode_data(ir_buf *out, const char *payload, size_t n);
 /* Appends compact JSON, in insertion order, with ", " and ": " separators as
  * Python's json.dumps writes them when `python_style` is set. */
 int ir_json_append(ir_buf *out, const json_t *v, bool python_style);
+/* ir_json_append, compact, with reals to 10 significant digits: numbers meant for
+ * people (86.2612866 rather than 86.261286600000005), not for exact round trips. */
+int ir_json_append_readable(ir_buf *out, const json_t *v);
 /* The string value of obj[key]; NULL when the key is missing or not a string. */
 const char *ir_json_str(const json_t *obj, const char *key);
 /* Appends s as a JSON string literal, quotes included. */

@@ -15,6 +15,11 @@ int ir_json_append(ir_buf *out, const json_t *v, bool python_style) {
     return json_dump_callback(v, dump_cb, out, flags);
 }
 
+int ir_json_append_readable(ir_buf *out, const json_t *v) {
+    size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10);
+    return json_dump_callback(v, dump_cb, out, flags);
+}
+
 const char *ir_json_str(const json_t *obj, const char *key) {
     json_t *v = json_object_get(obj, key);
     return json_is_string(v) ? json_string_value(v) : NULL;

@@ -139,7 +139,7 @@ int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir
     json_object_set_new(o, "prediction", json_string(prediction_name(p.state)));
     json_object_set_new(o, "block_size", json_integer(app->fleet.block_size));
     gw_prompt_free(&p);
-    int rc = ir_json_append(out, o, false);
+    int rc = ir_json_append_readable(out, o);
     json_decref(o);
     return rc ? fail(out, 500, "out of memory") : 200;
 }

@@ -319,7 +319,9 @@ test('cost_model routes a shared prefix to the replica that holds it, and explai
       assert.equal(r.headers.get('x-inferrail-replica'), home, 'the warm replica wins while the fleet is idle');
       assert.ok(Number(r.headers.get('x-inferrail-cached-tokens')) > 100);
     }
-    const e = await (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: sys + ' again' }) })).json();
+    const raw = await (await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: sys + ' again' }) })).text();
+    assert.doesNotMatch(raw, /\d\.\d{11,}/, `numbers for people, not 17 digits: ${raw}`);
+    const e = JSON.parse(raw);
     assert.equal(e.policy, 'cost_model');
     assert.equal(e.winner, home);
     const warm = e.candidates.find((c) => c.replica === home);
