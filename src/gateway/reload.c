@@ -263,12 +263,13 @@ typedef struct model_plan {
     gw_model *slot;
     bool fresh, back; /* a slot never used; a slot whose model a reload removed */
     bool retok;       /* toks replaces the model's tokenizer */
+    bool realias;     /* a model that stays, with other aliases */
     gw_tokset *toks;
     irp_policy *policy; /* replaces the model's policy, or NULL */
 } model_plan;
 
 typedef struct mcounts {
-    size_t added, removed, retok, policies;
+    size_t added, removed, retok, policies, realiased;
 } mcounts;
 
 static gw_model *slot_named(gw_fleet *f, const char *name) {
@@ -308,6 +309,7 @@ static int plan_model(gw_fleet *f, const gw_config *o, const gw_config *n, size_
     p->back = !p->fresh && !atomic_load(&p->slot->active);
     const gw_model_cfg *was = p->fresh ? NULL : p->slot->cfg;
     p->retok = !was || p->back || toks_differ(was, c);
+    p->realias = was && !p->back && strlist_differs(&was->aliases, &c->aliases);
     char err[800];
     /* tokenizer.* keeps its running value: the cache is sized as at start */
     if (p->retok && gw_tokset_load(c, i, &o->tokenizer, &p->toks, err, sizeof err)) {
@@ -381,6 +383,7 @@ static void apply_models(gw_fleet *f, const gw_config *live, model_plan *plan, g
         if (p->fresh) atomic_store(&f->nmodels, (size_t)m->index + 1);
         atomic_store(&m->active, 1);
         k->added += p->fresh || p->back;
+        k->realiased += p->realias;
     }
 }
 
@@ -510,11 +513,11 @@ int gw_reload(gw_app *app, const char *path) {
                         .next = app->retired};
     app->retired = ret;
     IR_INFO("reload",
-            "%s: applied: replicas %zu added, %zu removed, %zu replaced, %zu updated; %zu "
-            "policies renewed; %zu keys need a restart; models %zu added, %zu removed, %zu "
-            "tokenizers reloaded; discovery %s",
-            path, k.added, k.removed, k.replaced, k.updated, mk.policies, restart, mk.added,
-            mk.removed, mk.retok, rp.disc_changed ? "renewed" : "unchanged");
+            "%s: applied: replicas added %zu, removed %zu, replaced %zu, updated %zu; models "
+            "added %zu, removed %zu, with new aliases %zu, new policies %zu, new tokenizers %zu; "
+            "keys that need a restart: %zu; discovery %s",
+            path, k.added, k.removed, k.replaced, k.updated, mk.added, mk.removed, mk.realiased,
+            mk.policies, mk.retok, restart, rp.disc_changed ? "renewed" : "unchanged");
     return 0;
 }
 

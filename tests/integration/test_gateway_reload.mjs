@@ -57,7 +57,7 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     await until('the new replicas', async () => (await replicas(gw)).join() === 's0,s1,s2');
     assert.match(gw.log.text, /server\.workers changed: it needs a restart/);
     assert.match(gw.log.text, /load\.max_age changed: it needs a restart/);
-    assert.match(gw.log.text, /replicas 2 added, 0 removed, 0 replaced, 0 updated; 1 policies renewed; 2 keys need a restart/);
+    assert.match(gw.log.text, /replicas added 2, removed 0, replaced 0, updated 0; models added 0, removed 0, with new aliases 1, new policies 1, new tokenizers 0; keys that need a restart: 2;/);
     const seen = new Set();
     for (let i = 0; i < 9; i++) {
       const r = await post(gw, 'fast');
@@ -87,7 +87,7 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     });
     await reload(gw, 'reload: ');
     await until('s1 alone', async () => (await replicas(gw)).join() === 's1');
-    assert.match(gw.log.text, /replicas 0 added, 2 removed, 0 replaced, 1 updated/);
+    assert.match(gw.log.text, /replicas added 0, removed 2, replaced 0, updated 1/);
     // A model lists its live replicas only, not the slots the others left.
     const state = await (await fetch(`${gw.admin}/admin/state`)).json();
     assert.deepEqual(state.models[0].replicas, ['s1']);

@@ -68,7 +68,7 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
       c.replicas[1].models = ['m-c'];
     });
     await reload(gw, 'reload: ');
-    assert.match(gw.log.text, /models 1 added, 1 removed, 1 tokenizers reloaded/);
+    assert.match(gw.log.text, /models added 1, removed 1, with new aliases 0, new policies \d+, new tokenizers 1;/);
     for (const m of ['m-c', 'c', 'm-c', 'c', 'm-c', 'c']) {
       const r = await post(gw, m);
       assert.equal(r.status, 200, await r.text());
@@ -113,7 +113,7 @@ test('SIGHUP adds, removes, reorders and retokenizes models without dropping a s
       c.replicas[1].models = ['m-b', 'm-c'];
     });
     await reload(gw, 'reload: ');
-    assert.match(gw.log.text, /models 1 added, 0 removed, 1 tokenizers reloaded/);
+    assert.match(gw.log.text, /models added 1, removed 0, with new aliases 1, new policies 1, new tokenizers 1;/);
     assert.equal(await promptTokens(gw, 'm-a'), simTokens);
     for (const m of ['m-b', 'm-c']) assert.equal((await post(gw, m)).status, 200);
     await notFound(gw, 'c');
