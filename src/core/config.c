@@ -49,6 +49,25 @@ typedef struct cfg_ctx {
 
 /* ---- errors ----------------------------------------------------------------- */
 
+/* The length of msg's key path ("server.max_body_bytes" of "server.max_body_bytes: ..."),
+ * 0 when it does not start with one. */
+static size_t key_len(const char *msg) {
+    const char *colon = strstr(msg, ": ");
+    if (!colon || colon == msg) return 0;
+    for (const char *p = msg; p < colon; p++)
+        if (*p == ' ') return 0;
+    return (size_t)(colon - msg);
+}
+
+/* Whether e already has a problem with msg's key: one a key is enough (a value that is
+ * not a duration is not also "must be greater than 0"). */
+static bool key_has_error(const ir_cfg_errors *e, const char *msg) {
+    size_t n = key_len(msg);
+    for (size_t i = 0; n && i < e->n; i++)
+        if (key_len(e->msgs[i]) == n && memcmp(e->msgs[i], msg, n) == 0) return true;
+    return false;
+}
+
 void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -60,6 +79,10 @@ void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, (size_t)n + 1, fmt, ap);
     va_end(ap);
+    if (key_has_error(e, msg)) {
+        free(msg);
+        return;
+    }
     char **m = realloc(e->msgs, (e->n + 1) * sizeof *m);
     if (!m) {
         free(msg);

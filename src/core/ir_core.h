@@ -471,6 +471,8 @@ void ir_cfg_free(ir_cfg *c);
  * more of them from the file (the gateway's data-parallel targets) puts them here,
  * and they live as long as the rest (until ir_cfg_free). */
 ir_arena *ir_cfg_arena(ir_cfg *c);
+/* Adds "path: message", unless a problem with the same key path is there already
+ * (one problem a key: the first found). */
 void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void ir_cfg_errors_free(ir_cfg_errors *e);

@@ -321,7 +321,8 @@ static gw_app *load_app(const char *path) {
     snprintf(nthreads, sizeof nthreads, "%lld", (long long)app->cfg.tokenizer.workers);
     setenv("UV_THREADPOOL_SIZE", nthreads, 1);
     if (gw_fleet_init(&app->fleet, &app->cfg, err, sizeof err)) {
-        fprintf(stderr, "inferrail-gateway: %s: %s\n", path, err);
+        /* as print_errors writes them: tokenizers are read once the rest is right */
+        fprintf(stderr, "inferrail-gateway: %s: 1 problem:\n  %s\n", path, err);
         ir_cfg_free(app->cfg_owner);
         free(app);
         return NULL;

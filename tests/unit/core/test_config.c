@@ -827,6 +827,21 @@ static void mutations_load_or_fail(void **state) {
     ir_buf_free(&b);
 }
 
+/* One problem a key: a bad value is not also "must be greater than 0". */
+static void one_problem_per_key(void **state) {
+    ir_cfg_errors e = {0};
+    ir_cfg_errors_add(&e, "server.request_timeout: not a duration");
+    ir_cfg_errors_add(&e, "server.request_timeout: must be greater than 0");
+    ir_cfg_errors_add(&e, "server.request_timeout_x: must be greater than 0"); /* another key */
+    ir_cfg_errors_add(&e, "server: required");
+    ir_cfg_errors_add(&e, "cannot read a.yaml: one"); /* no key path: always kept */
+    ir_cfg_errors_add(&e, "cannot read a.yaml: two");
+    assert_int_equal(e.n, 5);
+    assert_string_equal(e.msgs[0], "server.request_timeout: not a duration");
+    assert_string_equal(e.msgs[1], "server.request_timeout_x: must be greater than 0");
+    ir_cfg_errors_free(&e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(loads_every_type),
@@ -846,6 +861,7 @@ int main(void) {
         cmocka_unit_test(writes_defaults_that_load_back),
         cmocka_unit_test(writes_nested_examples),
         cmocka_unit_test(mutations_load_or_fail),
+        cmocka_unit_test(one_problem_per_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
