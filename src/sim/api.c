@@ -875,6 +875,27 @@ static bool refuse_fault(irn_request *req, irn_resp *resp) {
     return true;
 }
 
+/* A request a counted fault may take: a completion or a chat. The gateway's health
+ * probes, model-card fetches and metric scrapes between a test's requests would use
+ * its count up otherwise. */
+static bool inference(const irn_request *req) {
+    return strcmp(req->method, "POST") == 0 && (strcmp(req->path, "/v1/completions") == 0 ||
+                                                strcmp(req->path, "/v1/chat/completions") == 0);
+}
+
+/* The admin route's fault for this request, if any: until cleared for every route;
+ * counted, for the next inference requests only. */
+static bool take_fault(sim_api *api, const irn_request *req, sim_fault *f) {
+    if (api->fault.mode == SIM_FAULT_NONE || api->fault_left == 0) return false;
+    if (api->fault_left != UINT64_MAX) {
+        if (!inference(req)) return false;
+        api->fault_left--;
+    }
+    *f = api->fault;
+    if (api->fault_left == 0) api->fault.mode = SIM_FAULT_NONE;
+    return true;
+}
+
 void sim_api_handle(sim_api *api, irn_request *req, irn_resp *resp) {
     if (!api->cfg->enable_faults && refuse_fault(req, resp)) return;
     if (api->cfg->enable_faults) {
@@ -900,11 +921,9 @@ void sim_api_handle(sim_api *api, irn_request *req, irn_resp *resp) {
                 return;
             }
             if (apply_fault(api, &f, req, resp)) return;
-        } else if (api->fault.mode != SIM_FAULT_NONE && api->fault_left > 0) {
-            if (api->fault_left != UINT64_MAX) api->fault_left--;
-            sim_fault f = api->fault;
-            if (api->fault_left == 0) api->fault.mode = SIM_FAULT_NONE;
-            if (apply_fault(api, &f, req, resp)) return;
+        } else {
+            sim_fault f;
+            if (take_fault(api, req, &f) && apply_fault(api, &f, req, resp)) return;
         }
     }
     route(api, req, resp);

@@ -238,9 +238,11 @@ test('faults: status, close, hang, delay, refuse, and the admin switch', async (
   const delayed = await rawRequest(sim.port, req('delay=200').replace('HTTP/1.1', 'HTTP/1.1').replace('Host: x', 'Host: x\r\nConnection: close'));
   assert.equal(delayed.status, 200);
   assert.ok(Date.now() - t0 >= 190);
-  // The admin switch: the next two requests get 502, then back to normal.
+  // The admin switch: the next two completions get 502, then back to normal; health
+  // checks and scrapes in between neither get it nor use it up.
   const set = await post('/admin/fault', { fault: 'status=502', count: 2 });
   assert.equal(set.status, 200);
+  for (const path of ['/health', '/metrics', '/v1/models']) assert.equal((await fetch(sim.url + path)).status, 200, path);
   const codes = [];
   for (let i = 0; i < 3; i++) codes.push((await post('/v1/completions', { prompt: 'x', max_tokens: 1 })).status);
   assert.deepEqual(codes, [502, 502, 200]);
