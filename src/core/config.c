@@ -15,9 +15,10 @@
 
 #include <yaml.h>
 
-#define CFG_MAX_BYTES   (4u * 1024 * 1024)
-#define CFG_MAX_DEPTH   64
-#define CFG_MAX_ERRORS  100
+#define CFG_MAX_BYTES  (4u * 1024 * 1024)
+#define CFG_MAX_DEPTH  64
+#define CFG_MAX_ERRORS 100
+_Static_assert(CFG_MAX_ERRORS == 100, "ir_cfg_errors_add says 100");
 #define CFG_ARENA_MAX   (64u * 1024 * 1024)
 #define CFG_PATH_MAX    2048
 #define CFG_KEY_SHOWN   64 /* longest key quoted in a path */
@@ -69,6 +70,20 @@ static bool key_has_error(const ir_cfg_errors *e, const char *msg) {
 }
 
 void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...) {
+    if (e->n > CFG_MAX_ERRORS)
+        return; /* stopped reporting: a file of a million mistakes
+                 * costs neither time nor memory */
+    if (e->n == CFG_MAX_ERRORS) {
+        char *last = strdup("config: more than 100 problems; stopped reporting");
+        char **m = last ? realloc(e->msgs, (e->n + 1) * sizeof *m) : NULL;
+        if (!m) {
+            free(last);
+            return;
+        }
+        e->msgs = m;
+        e->msgs[e->n++] = last;
+        return;
+    }
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
@@ -106,8 +121,7 @@ static void cfg_err(cfg_ctx *c, const char *fmt, ...) {
     c->nerr++;
     if (c->nerr > CFG_MAX_ERRORS + 1) return;
     if (c->nerr == CFG_MAX_ERRORS + 1) {
-        ir_cfg_errors_add(c->errs, "config: more than %d problems; stopped reporting",
-                          CFG_MAX_ERRORS);
+        ir_cfg_errors_add(c->errs, "config: more than 100 problems; stopped reporting");
         return;
     }
     char msg[512];

@@ -472,7 +472,8 @@ void ir_cfg_free(ir_cfg *c);
  * and they live as long as the rest (until ir_cfg_free). */
 ir_arena *ir_cfg_arena(ir_cfg *c);
 /* Adds "path: message", unless a problem with the same key path is there already
- * (one problem a key: the first found). */
+ * (one problem a key: the first found). After 100 problems, one more says that
+ * reporting stopped, and the rest are dropped. */
 void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void ir_cfg_errors_free(ir_cfg_errors *e);

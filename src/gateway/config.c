@@ -654,15 +654,35 @@ static void check_replicas(const gw_config *c, ir_cfg_errors *errs) {
     }
 }
 
+#define MAX_MODELS     256
+#define MAX_NAMES      4096 /* model names and aliases in all */
+#define MAX_DNS_GROUPS 256
+
+/* The lists' sizes, checked before anything compares their entries with each other:
+ * a file of 100,000 replicas is refused at once, not after minutes of comparing pairs
+ * (a reload runs these checks on the control loop). */
+static bool within_limits(const gw_config *c, ir_cfg_errors *errs) {
+    const gw_model_cfg *models = c->models.items;
+    size_t names = 0;
+    for (size_t i = 0; i < c->models.n; i++) names += 1 + models[i].aliases.n;
+    if (c->models.n > MAX_MODELS) ir_cfg_errors_add(errs, "models: at most %d models", MAX_MODELS);
+    if (names > MAX_NAMES)
+        ir_cfg_errors_add(errs, "models: at most %d names and aliases in all", MAX_NAMES);
+    if (c->replicas.n > GW_MAX_REPLICAS)
+        ir_cfg_errors_add(errs, "replicas: at most %d replicas", GW_MAX_REPLICAS);
+    if (c->discovery.dns.n > MAX_DNS_GROUPS)
+        ir_cfg_errors_add(errs, "discovery.dns: at most %d groups", MAX_DNS_GROUPS);
+    return c->models.n <= MAX_MODELS && names <= MAX_NAMES && c->replicas.n <= GW_MAX_REPLICAS &&
+           c->discovery.dns.n <= MAX_DNS_GROUPS;
+}
+
 void gw_config_check(const gw_config *c, ir_cfg_errors *errs) {
     const gw_model_cfg *models = c->models.items;
     if (c->models.n == 0) ir_cfg_errors_add(errs, "models: at least one model is required");
     if (c->replicas.n == 0 && c->discovery.dns.n == 0)
         ir_cfg_errors_add(errs, "replicas: at least one replica (or a discovery.dns group) is "
                                 "required");
-    if (c->models.n > 256) ir_cfg_errors_add(errs, "models: at most 256 models");
-    if (c->replicas.n > GW_MAX_REPLICAS)
-        ir_cfg_errors_add(errs, "replicas: at most %d replicas", GW_MAX_REPLICAS);
+    if (!within_limits(c, errs)) return;
     /* Names and aliases share one namespace: list them all, then compare pairs. */
     size_t total = 0;
     for (size_t i = 0; i < c->models.n; i++) total += 1 + models[i].aliases.n;
