@@ -25,7 +25,10 @@ struct gw_tracer {
     struct curl_slist *hdrs;
     char url[1024];
     iro_series *spans[3]; /* exported, dropped, failed */
+    _Atomic uint64_t stop_ns; /* tracer_free's start: a post in flight gives up soon after */
 };
+
+#define STOP_GRACE_NS (1000ull * 1000000ull) /* as the exporter's own (trace_export.c) */
 
 struct gw_trace {
     iro_span_ctx server; /* trace id and the server span's id */
@@ -68,6 +71,14 @@ void gw_check_otlp_endpoint(const char *ep, ir_cfg_errors *errs) {
 static size_t discard(char *p, size_t size, size_t n, void *ud) {
     (void)p, (void)ud;
     return size * n;
+}
+
+/* libcurl's progress callback, called about once a second while a post waits: a post
+ * still waiting a grace after the tracer began to stop is cut (a hung collector). */
+static int stop_check(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
+    (void)a, (void)b, (void)c, (void)d;
+    uint64_t at = atomic_load(&((gw_tracer *)ud)->stop_ns);
+    return at && ir_now_ns() - at > STOP_GRACE_NS;
 }
 
 static int post(void *ud, const char *body, size_t len, char *err, size_t errlen) {
@@ -126,11 +137,15 @@ static int curl_setup(gw_tracer *g, char *err, size_t errlen) {
     gw_curl.easy_setopt(g->h, CURLOPT_TIMEOUT_MS, (long)POST_TIMEOUT_MS);
     gw_curl.easy_setopt(g->h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
     gw_curl.easy_setopt(g->h, CURLOPT_WRITEFUNCTION, discard);
+    gw_curl.easy_setopt(g->h, CURLOPT_XFERINFOFUNCTION, stop_check);
+    gw_curl.easy_setopt(g->h, CURLOPT_XFERINFODATA, g);
+    gw_curl.easy_setopt(g->h, CURLOPT_NOPROGRESS, 0L);
     return 0;
 }
 
 static void tracer_free(gw_tracer *g) {
     if (!g) return;
+    atomic_store(&g->stop_ns, ir_now_ns());
     iro_tracer_free(g->t); /* joins the exporter: nothing posts after this */
     if (g->h) gw_curl.easy_cleanup(g->h);
     if (g->hdrs) gw_curl.slist_free_all(g->hdrs);

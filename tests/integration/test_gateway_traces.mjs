@@ -9,6 +9,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { startGateway, metrics, metricSum, freePort, sleep } from './lib.mjs';
 import { OK_BODY } from './fake_engine.mjs';
 
@@ -250,6 +251,32 @@ test('an unreachable collector never fails a request; its spans are counted', as
   assert.equal(lost, 3 * N);
   assert.match(gw.log.text, /cannot export spans/);
   assert.equal((gw.log.text.match(/cannot export spans/g) || []).length, 1, 'warned once');
+});
+
+// A collector that takes connections and never answers: each post waits out its 5 s, and
+// the exporter used to post every queued batch at exit (16 of them: 80 s past SIGTERM,
+// past Kubernetes' 30 s grace). Now it gives up on a failing collector, and 1 s after
+// the stop at most.
+test('a collector that hangs does not hold the gateway at exit', { timeout: 60000 }, async () => {
+  const eng = await startEngine();
+  cleanup.push(() => eng.stop());
+  const held = [];
+  const hung = net.createServer((s) => { held.push(s); s.on('error', () => {}); });
+  const hport = await listen(hung);
+  cleanup.push(() => new Promise((r) => { for (const s of held) s.destroy(); hung.close(r); }));
+  const gw = await startGateway({
+    models: [{ name: 'fake' }],
+    replicas: [{ id: 'e1', url: eng.url }],
+    server: { shutdown_timeout: '1s' },
+    observability: { otlp_endpoint: `http://127.0.0.1:${hport}`, trace_sample_ratio: 1 },
+  });
+  // 1,000 requests: 3,000 spans, 12 batches queued behind the post that hangs
+  for (let i = 0; i < 50; i++) await Promise.all(Array.from({ length: 20 }, () => complete(gw)));
+  const t0 = Date.now();
+  assert.equal(await gw.stop(), 0, gw.log.text.slice(-2000));
+  const took = Date.now() - t0;
+  assert.ok(took < 9000, `the gateway exited ${took} ms after SIGTERM`);
+  assert.ok(held.length >= 1, 'the exporter reached the collector');
 });
 
 test('a bad otlp_endpoint is a config error naming the key', async () => {
