@@ -24,7 +24,7 @@ struct gw_tracer {
     CURL *h; /* the exporter thread's only */
     struct curl_slist *hdrs;
     char url[1024];
-    iro_series *spans[3]; /* exported, dropped, failed */
+    iro_series *spans[3];     /* exported, dropped, failed */
     _Atomic uint64_t stop_ns; /* tracer_free's start: a post in flight gives up soon after */
 };
 
