@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -314,6 +315,11 @@ void ir_sse_free(ir_sse_decoder *d);
 int ir_sse_feed(ir_sse_decoder *d, const char *p, size_t n);
 /* Appends `data: <payload>\n\n` (multi-line payloads become several data lines). */
 int ir_sse_encode_data(ir_buf *out, const char *payload, size_t n);
+
+/* ---- files ------------------------------------------------------------------- */
+/* Opens path for reading ("rb") when it is a regular file; NULL with the reason in
+ * why otherwise (a directory, a FIFO, a device: a FIFO would wait for a writer). */
+FILE *ir_fopen_regular(const char *path, char *why, size_t whylen);
 
 /* ---- JSON helpers (jansson) --------------------------------------------------- */
 /* Appends compact JSON, in insertion order, with ", " and ": " separators as

@@ -272,7 +272,7 @@ int gw_control_start(gw_control *c) {
     c->started = true;
     rc = gw_load_start(c->app);
     if (rc) IR_WARN("load", "cannot start the engine scraper: %s", irn_strerror(rc));
-    return gw_decisions_open(c->app) ? UV_EINVAL : 0;
+    return 0;
 }
 
 void gw_control_drain(gw_control *c) {

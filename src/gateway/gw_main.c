@@ -181,6 +181,10 @@ static int start_all(gw_app *app) {
         return UV_ENOMEM;
     }
     if (gw_trace_open(app)) return UV_EINVAL; /* before the workers, who read app->tracer */
+    if (gw_decisions_open(app)) {             /* logged with its reason */
+        fprintf(stderr, "inferrail-gateway: cannot open observability.decision_log.path\n");
+        return UV_EINVAL;
+    }
     for (size_t i = 0; i < app->nworkers && rc == 0; i++) {
         app->workers[i] = gw_worker_new(app, (uint32_t)i);
         rc = app->workers[i] ? gw_worker_start(app->workers[i]) : UV_ENOMEM;
@@ -366,7 +370,8 @@ static void free_app(gw_app *app) {
     uv_loop_close(uv_default_loop());
     gw_kvsub_stop(&app->fleet); /* its last parity checks may still write to the decision log */
     gw_control_free(app->ctl);
-    gw_trace_close(app); /* when the control loop never started; else done already */
+    gw_trace_close(app);     /* when the control loop never started; else done already */
+    gw_decisions_close(app); /* likewise */
     gw_discovery_free(app->disc);
     free(app->workers);
     free(app->started);

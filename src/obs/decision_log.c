@@ -100,10 +100,18 @@ iro_dlog *iro_dlog_open(const iro_dlog_cfg *cfg, char *err, size_t errlen) {
     d->all = rate >= 1;
     d->threshold = rate <= 0 || d->all ? 0 : (uint64_t)(rate * 18446744073709551616.0); /* < 2^64 */
     d->ring = calloc(d->cfg.queue, sizeof *d->ring);
-    d->fd = cfg->path ? open(cfg->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640) : -1;
+    /* O_NONBLOCK for the open only: a FIFO without a reader would wait for one (the
+     * admin port never came up); it fails with ENXIO instead. Writes block as before. */
+    d->fd = cfg->path
+                ? open(cfg->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0640)
+                : -1;
+    int e = errno;
+    if (d->fd >= 0) fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) & ~O_NONBLOCK);
     if (!d->ring || d->fd < 0) {
         snprintf(err, errlen, "cannot open '%s': %s", cfg->path ? cfg->path : "",
-                 d->ring ? strerror(errno) : "out of memory");
+                 !d->ring     ? "out of memory"
+                 : e == ENXIO ? "a FIFO that nothing reads"
+                              : strerror(e));
         if (d->fd >= 0) close(d->fd);
         free(d->ring);
         free(d);

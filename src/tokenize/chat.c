@@ -150,9 +150,10 @@ const char *irt_chat_content_format(const irt_chat *c) {
 }
 
 static char *slurp(const char *path, size_t max, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
+    char why[128];
+    FILE *f = ir_fopen_regular(path, why, sizeof why);
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open", path);
+        snprintf(err, errlen, "%s: cannot open: %s", path, why);
         return NULL;
     }
     char *buf = malloc(max + 1);

