@@ -60,12 +60,23 @@ static size_t key_len(const char *msg) {
     return (size_t)(colon - msg);
 }
 
-/* Whether e already has a problem with msg's key: one a key is enough (a value that is
- * not a duration is not also "must be greater than 0"). */
+/* Whether a problem with key (of n bytes) is one with the key of msgs[i], or under it
+ * ("server.workers" under "server", "models[0].name" under "models"; everything under
+ * "config", the file's root). */
+static bool covered(const char *key, size_t n, const char *other) {
+    size_t m = key_len(other);
+    if (m == 6 && memcmp(other, "config", 6) == 0) return true;
+    if (!m || m > n || memcmp(other, key, m) != 0) return false;
+    return m == n || key[m] == '.' || key[m] == '[';
+}
+
+/* Whether e already has a problem with msg's key or a key above it: one a key is enough
+ * (a value that is not a duration is not also "must be greater than 0"; a section that
+ * is not a mapping does not also have every key in it missing). */
 static bool key_has_error(const ir_cfg_errors *e, const char *msg) {
     size_t n = key_len(msg);
     for (size_t i = 0; n && i < e->n; i++)
-        if (key_len(e->msgs[i]) == n && memcmp(e->msgs[i], msg, n) == 0) return true;
+        if (covered(msg, n, e->msgs[i])) return true;
     return false;
 }
 

@@ -840,6 +840,19 @@ static void one_problem_per_key(void **state) {
     assert_string_equal(e.msgs[0], "server.request_timeout: not a duration");
     assert_string_equal(e.msgs[1], "server.request_timeout_x: must be greater than 0");
     ir_cfg_errors_free(&e);
+    /* nor under a key that has one: a section that is not a mapping */
+    ir_cfg_errors_add(&e, "models: expected a sequence");
+    ir_cfg_errors_add(&e, "models[0].name: required");
+    ir_cfg_errors_add(&e, "models.x: required");
+    ir_cfg_errors_add(&e, "modelsx: required"); /* not under it */
+    assert_int_equal(e.n, 2);
+    assert_string_equal(e.msgs[1], "modelsx: required");
+    ir_cfg_errors_free(&e);
+    /* and nothing past a root that is not a mapping */
+    ir_cfg_errors_add(&e, "config: expected a mapping");
+    ir_cfg_errors_add(&e, "server.workers: must be greater than 0");
+    assert_int_equal(e.n, 1);
+    ir_cfg_errors_free(&e);
 }
 
 int main(void) {
