@@ -60,14 +60,16 @@ static size_t key_len(const char *msg) {
     return (size_t)(colon - msg);
 }
 
-/* Whether a problem with key (of n bytes) is one with the key of msgs[i], or under it
- * ("server.workers" under "server", "models[0].name" under "models"; everything under
- * "config", the file's root). */
+/* Whether a problem with key (of n bytes) is one with other's key, or under a key whose
+ * value had the wrong type ("server.workers" under "server: expected a mapping"; the
+ * file's root is "config"). */
 static bool covered(const char *key, size_t n, const char *other) {
     size_t m = key_len(other);
+    if (!m) return false;
+    if (m == n && memcmp(other, key, m) == 0) return true;
+    if (strncmp(other + m, ": expected a ", 13) != 0) return false; /* not a type problem */
     if (m == 6 && memcmp(other, "config", 6) == 0) return true;
-    if (!m || m > n || memcmp(other, key, m) != 0) return false;
-    return m == n || key[m] == '.' || key[m] == '[';
+    return m < n && memcmp(other, key, m) == 0 && (key[m] == '.' || key[m] == '[');
 }
 
 /* Whether e already has a problem with msg's key or a key above it: one a key is enough

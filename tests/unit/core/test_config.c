@@ -845,7 +845,9 @@ static void one_problem_per_key(void **state) {
     ir_cfg_errors_add(&e, "models[0].name: required");
     ir_cfg_errors_add(&e, "models.x: required");
     ir_cfg_errors_add(&e, "modelsx: required"); /* not under it */
-    assert_int_equal(e.n, 2);
+    ir_cfg_errors_add(&e, "replicas[0].headers: 'a b' is not a header name");
+    ir_cfg_errors_add(&e, "replicas[0].headers.X: no line breaks"); /* not a type problem */
+    assert_int_equal(e.n, 4);
     assert_string_equal(e.msgs[1], "modelsx: required");
     ir_cfg_errors_free(&e);
     /* and nothing past a root that is not a mapping */
