@@ -33,7 +33,7 @@ static int which_path(const char *target, const char *body, size_t len, bool *ch
         return 0;
     }
     ir_json_span sp;
-    *chat = ir_json_scan_key(body, len, "messages", &sp, 256) == IR_JSON_FOUND;
+    *chat = ir_json_scan_key(body, len, "messages", &sp, GW_JSON_MAX_DEPTH) == IR_JSON_FOUND;
     return 0;
 }
 

@@ -279,6 +279,9 @@ bool gw_replica_id_ok(const char *id);
 
 /* ---- fleet -------------------------------------------------------------------------- */
 #define GW_MAX_REPLICAS 256
+/* How deep a request body may nest, as Python's json (vLLM's parser) takes it: about
+ * its recursion limit of 1,000. Deeper bodies are answered 400. */
+#define GW_JSON_MAX_DEPTH 1000
 #define GW_MAX_MODELS   256 /* bits of gw_replica.model_mask */
 
 /* The engine's own view of its load, from its last readable metrics page.

@@ -47,7 +47,7 @@ static void by_name(const gw_fleet *f, const char *body, gw_resolution *o) {
 
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *o) {
     memset(o, 0, sizeof *o);
-    int found = ir_json_scan_key(body, len, "model", &o->span, 256);
+    int found = ir_json_scan_key(body, len, "model", &o->span, GW_JSON_MAX_DEPTH);
     o->found = found == IR_JSON_FOUND;
     if (found == IR_JSON_INVALID) {
         fail(o, 400, "The request body is not a valid JSON object.");

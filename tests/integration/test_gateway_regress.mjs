@@ -44,6 +44,20 @@ test('a non-string model at the very end of a body that fills its buffer gets a 
   assert.equal(gw.child.exitCode, null);
 });
 
+test('a body nested as deep as vLLM parses it is proxied; deeper gets a 400', async () => {
+  // Python's json (vLLM's) takes about 1,000 levels; 256 was refused here as not JSON.
+  const nested = (d) => `{"model":"sim","prompt":"x","max_tokens":1,"metadata":${'['.repeat(d)}${']'.repeat(d)}}`;
+  for (const d of [256, 900]) {
+    const r = await fetch(gw.url + '/v1/completions', { method: 'POST', body: nested(d) });
+    assert.equal(r.status, 200, `depth ${d}: ${await r.clone().text()}`);
+    await r.arrayBuffer();
+  }
+  const deep = await fetch(gw.url + '/v1/completions', { method: 'POST', body: nested(5000) });
+  assert.equal(deep.status, 400);
+  assert.match((await deep.json()).error.message, /not a valid JSON object/);
+  assert.equal(gw.child.exitCode, null);
+});
+
 test('an unknown model with a lone surrogate gets a 404 whose body is valid UTF-8 and JSON', async () => {
   for (const name of ['\\ud800', '\\udfff tail', 'a\\ud83d', '\\ud83d\\ude00']) {
     const r = await fetch(gw.url + '/v1/completions', { method: 'POST', body: `{"model":"${name}"}` });
