@@ -18,15 +18,45 @@ static const char *path_param(const char *target) {
     return NULL;
 }
 
+static int hex(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* A query value of n bytes, percent-decoded (%2F, as clients' URL encoders write a '/'),
+ * into out (cap bytes, NUL-terminated); false when it does not fit or is not encoded
+ * right. */
+static bool query_value(const char *v, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        if (c == '%') {
+            if (i + 2 >= n) return false;
+            int hi = hex(v[i + 1]), lo = hex(v[i + 2]);
+            if (hi < 0 || lo < 0) return false;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+            if (!c) return false; /* %00 would end the value early */
+        }
+        if (o + 1 >= cap) return false;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return true;
+}
+
 /* chat or completions: ?path= when given, else whether the body has `messages`. */
 static int which_path(const char *target, const char *body, size_t len, bool *chat) {
     const char *p = path_param(target);
     if (p) {
         p += 5;
-        size_t n = strcspn(p, "&");
-        if (n == 20 && strncmp(p, "/v1/chat/completions", n) == 0)
+        char v[32];
+        if (!query_value(p, strcspn(p, "&"), v, sizeof v)) return -1;
+        if (strcmp(v, "/v1/chat/completions") == 0)
             *chat = true;
-        else if (n == 15 && strncmp(p, "/v1/completions", n) == 0)
+        else if (strcmp(v, "/v1/completions") == 0)
             *chat = false;
         else
             return -1;

@@ -298,6 +298,13 @@ test('POST /admin/explain shows the decision and each replica\'s prediction, and
     assert.equal(await explainAt('?xpath=/v1/completions', chatBody), '/v1/chat/completions');
     assert.equal(await explainAt('?q=path=/v1/completions', chatBody), '/v1/chat/completions');
     assert.equal(await explainAt('?q=1&path=/v1/completions', chatBody), '/v1/completions');
+    // as URL encoders write it (Python's requests, URLSearchParams)
+    assert.equal(await explainAt(`?${new URLSearchParams({ path: '/v1/completions' })}`, chatBody), '/v1/completions');
+    assert.equal(await explainAt('?path=%2fv1%2Fchat%2Fcompletions', '{"prompt":"x"}'), '/v1/chat/completions');
+    for (const bad of ['%2', '%zz', '%2Fv1%2Fcompletions%', '/v1/completions%00']) {
+      const r = await fetch(gw.admin + '/admin/explain?path=' + bad, { method: 'POST', body: chatBody });
+      assert.equal(r.status, 400, bad);
+    }
     assert.equal((await fetch(gw.admin + '/admin/explain', { method: 'POST', body: '{"model":"nope"}' })).status, 404);
     assert.equal((await fetch(gw.admin + '/admin/explain')).status, 405);
   } finally {
