@@ -312,9 +312,7 @@ static void retune(dns_group *g, int slot) {
     gw_metrics_replica_models(g->d->app, r); /* its series for models new to it, first */
     gw_replica_models(f, r);
     if (cap_changed) {
-        int64_t cap = t->kv_capacity_blocks > 0 ? t->kv_capacity_blocks
-                                                : f->cfg->index.default_capacity_blocks;
-        irx_set_capacity(f->index, (uint32_t)slot, (uint32_t)IR_MIN(cap, 1 << 30));
+        irx_set_capacity(f->index, (uint32_t)slot, gw_capacity_blocks(f, t->kv_capacity_blocks));
     }
 }
 

@@ -172,14 +172,19 @@ static int init_index(gw_fleet *f, char *err, size_t errlen) {
     }
     irx_ev_set_lookahead(f->index, f->cfg->index.eviction_lookahead);
     for (size_t i = 0; i < f->nreplicas; i++) {
-        int64_t cap = f->replicas[i].cfg->kv_capacity_blocks;
-        if (cap <= 0) cap = f->cfg->index.default_capacity_blocks;
-        if (irx_set_capacity(f->index, (uint32_t)i, (uint32_t)IR_MIN(cap, 1 << 30))) {
+        uint32_t cap = gw_capacity_blocks(f, f->replicas[i].cfg->kv_capacity_blocks);
+        if (irx_set_capacity(f->index, (uint32_t)i, cap)) {
             snprintf(err, errlen, "out of memory (KV index)");
             return -1;
         }
     }
     return 0;
+}
+
+uint32_t gw_capacity_blocks(const gw_fleet *f, int64_t kv_capacity_blocks) {
+    int64_t cap =
+        kv_capacity_blocks > 0 ? kv_capacity_blocks : f->cfg->index.default_capacity_blocks;
+    return (uint32_t)IR_MIN(cap, GW_MAX_CAPACITY_BLOCKS);
 }
 
 void gw_policy_config(const gw_routing_cfg *c, irp_config *o) {

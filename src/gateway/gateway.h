@@ -282,7 +282,12 @@ bool gw_replica_id_ok(const char *id);
 /* How deep a request body may nest, as Python's json (vLLM's parser) takes it: about
  * its recursion limit of 1,000. Deeper bodies are answered 400. */
 #define GW_JSON_MAX_DEPTH 1000
-#define GW_MAX_MODELS   256 /* bits of gw_replica.model_mask */
+/* The largest KV cache the index sizes a replica's view for, in blocks: 16,777,216
+ * (268 million tokens at 16 a block, about 30 times the largest GPU cache of a small
+ * model). An engine that reports more is taken at this, with a warning: the view's
+ * memory is reserved for its capacity. */
+#define GW_MAX_CAPACITY_BLOCKS (1 << 24)
+#define GW_MAX_MODELS 256 /* bits of gw_replica.model_mask */
 
 /* The engine's own view of its load, from its last readable metrics page.
  * Written by the scraper's thread only (load.c), read by any; at_ns is stored
@@ -466,6 +471,9 @@ int gw_fleet_listen(gw_fleet *f, gw_member_fn fn, void *ud);
 void gw_fleet_unlisten(gw_fleet *f, gw_member_fn fn, void *ud);
 
 int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen);
+/* The capacity a replica's view gets: its own kv_capacity_blocks, else the default
+ * (index.default_capacity_blocks), at most GW_MAX_CAPACITY_BLOCKS. */
+uint32_t gw_capacity_blocks(const gw_fleet *f, int64_t kv_capacity_blocks);
 /* What the policies take of replica slot's prediction: 1 for events, else the
  * configured trust of its source (index.*_trust). */
 double gw_prediction_trust(const gw_fleet *f, uint32_t slot);

@@ -37,8 +37,13 @@ static void learn_capacity(gw_fleet *f, gw_replica *r, const irl_report *rep) {
     uint64_t cap = irl_report_capacity_blocks(rep, f->block_size);
     atomic_store_explicit(&r->engine.capacity_blocks, cap, memory_order_relaxed);
     if (!cap || r->cfg->kv_capacity_blocks > 0 || !f->index) return;
-    uint32_t want = (uint32_t)IR_MIN(cap, 1u << 30);
+    uint32_t want = (uint32_t)IR_MIN(cap, GW_MAX_CAPACITY_BLOCKS);
     if (irx_capacity(f->index, r->index) == want) return;
+    if (want < cap)
+        IR_WARN("load",
+                "replica %s: its engine reports %llu KV blocks; the KV index takes it at %u "
+                "(set kv_capacity_blocks to quiet this)",
+                r->cfg->id, (unsigned long long)cap, want);
     if (irx_set_capacity(f->index, r->index, want) == 0)
         IR_INFO("load", "replica %s: the KV index now sizes it at %u blocks, as its engine says",
                 r->cfg->id, want);

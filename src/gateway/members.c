@@ -14,9 +14,7 @@ bool gw_replica_member(const gw_replica *r) {
 /* The KV index's capacity for a (re)joining member: its group's
  * kv_capacity_blocks, else the default. */
 static void index_capacity(gw_fleet *f, gw_replica *r) {
-    int64_t cap = r->cfg->kv_capacity_blocks;
-    if (cap <= 0) cap = f->cfg->index.default_capacity_blocks;
-    if (irx_set_capacity(f->index, r->index, (uint32_t)IR_MIN(cap, 1 << 30)))
+    if (irx_set_capacity(f->index, r->index, gw_capacity_blocks(f, r->cfg->kv_capacity_blocks)))
         IR_WARN("fleet", "replica %s: out of memory for its KV index view", r->cfg->id);
 }
 

@@ -214,9 +214,7 @@ static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, 
         n->updated++;
     r->cfg = c; /* its model_mask follows in publish_models, after its metric series */
     if (cap_changed) {
-        int64_t cap = c->kv_capacity_blocks > 0 ? c->kv_capacity_blocks
-                                                : f->cfg->index.default_capacity_blocks;
-        irx_set_capacity(f->index, slot, (uint32_t)IR_MIN(cap, 1 << 30));
+        irx_set_capacity(f->index, slot, gw_capacity_blocks(f, c->kv_capacity_blocks));
     }
 }
 

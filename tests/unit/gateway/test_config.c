@@ -87,12 +87,37 @@ static void largest_within_limits(void **state) {
     ir_buf_free(&b);
 }
 
+/* A KV cache of more than 2^24 blocks is a config error; none of that size reaches the
+ * index from the config (the engine's own number is taken at 2^24, with a warning). */
+static void capacity_bounded(void **state) {
+    fx_expect_error(0,
+                    "models: [{name: m}]\nreplicas: [{id: a, url: \"http://a:1\", "
+                    "kv_capacity_blocks: 16777217}]\n",
+                    "replicas[0].kv_capacity_blocks");
+    fx_expect_error(1, "models: [{name: m}]\nreplicas: [{id: a, url: \"http://a:1\"}]\n"
+                       "index: {default_capacity_blocks: 1073741824}\n",
+                    "index.default_capacity_blocks");
+    gw_config c;
+    ir_cfg_errors e;
+    ir_cfg *owner = fx_load("models: [{name: m}]\nreplicas: [{id: a, url: \"http://a:1\", "
+                            "kv_capacity_blocks: 16777216}]\n",
+                            &c, &e);
+    assert_int_equal(e.n, 0);
+    gw_fleet f = {.cfg = &c};
+    assert_int_equal(gw_capacity_blocks(&f, 0), 16384);
+    assert_int_equal(gw_capacity_blocks(&f, 16777216), 16777216);
+    assert_int_equal(gw_capacity_blocks(&f, (int64_t)1 << 40), GW_MAX_CAPACITY_BLOCKS);
+    ir_cfg_free(owner);
+    ir_cfg_errors_free(&e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(too_many_replicas),
         cmocka_unit_test(too_many_aliases),
         cmocka_unit_test(problems_stop_at_100),
         cmocka_unit_test(largest_within_limits),
+        cmocka_unit_test(capacity_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
