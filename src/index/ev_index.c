@@ -162,7 +162,7 @@ static uint32_t kt_candidate(const irx_evrep *e, uint64_t key) {
 
 /* find, trying slot `hint` (the lookahead's kt_candidate, perhaps stale) first; the
  * key's slot in *at. */
-static uint32_t find_at(const irx_evrep *e, uint64_t key, uint32_t hint, uint32_t *at) {
+IR_INLINE uint32_t find_at(const irx_evrep *e, uint64_t key, uint32_t hint, uint32_t *at) {
     if (!e->nslots) return NIL;
     uint32_t j = hint;
     uint64_t s = hint < e->nslots ? e->slots[hint] : 0;
@@ -240,7 +240,7 @@ static inline void cpu_sync(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) 
     if (want != ((f & CPUBIT) != 0)) cpu_flip(ix, r, e, n, want);
 }
 
-static void bit_on(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
+IR_INLINE void bit_on(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
     bool was;
     if (irx_map_add_bit(&ix->map, n->gkey, r, &was)) { /* OOM: the block stays invisible */
         n->flags |= NOBIT;
@@ -255,7 +255,7 @@ static void bit_on(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
     if (ir_map_put(&e->dups, &lo, sizeof lo, c + 1)) n->flags |= NOBIT;
 }
 
-static void bit_off(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
+IR_INLINE void bit_off(irx_index *ix, uint32_t r, irx_evrep *e, evnode *n) {
     if (n->flags & NOBIT) {
         n->flags &= ~NOBIT;
         return;
@@ -411,7 +411,7 @@ static void collect(irx_evrep *e, uint32_t k, uint32_t at) {
 }
 
 /* Gives node k the tier `t`. */
-static void tier_on(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_t t) {
+IR_INLINE void tier_on(irx_index *ix, uint32_t r, irx_evrep *e, uint32_t k, uint32_t t) {
     evnode *n = &e->nodes[k];
     if (n->flags & t) return;
     n->flags |= t;
