@@ -81,13 +81,23 @@ typedef struct dns_group {
     int status;      /* the round's first failure, or ARES_SUCCESS */
     dns_addr found[GW_MAX_REPLICAS];
     size_t nfound;
-    int64_t min_ttl;    /* seconds; -1: none */
-    uint64_t ttl_ns;    /* the last good round's TTL wait (floored); 0: none */
-    uint64_t next;      /* monotonic ns of the next round */
-    bool failing;       /* the last round failed (logged once) */
-    bool warned_shared; /* members sharing an address, and so event ports (logged once) */
-    bool warned_ports;  /* event ports from SRV records left out (logged once) */
-    bool done_once;
+    int64_t min_ttl;             /* seconds; -1: none */
+    uint64_t ttl_ns;             /* the last good round's TTL wait (floored); 0: none */
+    uint64_t next;               /* monotonic ns of the next round */
+    bool failing;                /* the last round failed (logged once) */
+    bool warned_shared;          /* members sharing an address, and so event ports (logged once) */
+    bool warned_ports;           /* event ports from SRV records left out (logged once) */
+    bool warned_room;            /* a target found no slot (logged once until one joins again) */
+    bool warned_many;            /* more addresses than GW_MAX_REPLICAS (logged once) */
+    bool warned_unusable;        /* an address no request can reach (logged once) */
+    bool warned_targets;         /* some SRV targets did not resolve (logged once) */
+    int targets, targets_failed; /* this round's SRV targets, and those that failed */
+    int target_status;           /* the first SRV target's failure */
+    /* a member's new KV event ports, taken when two rounds in a row give them (one round's
+     * ports, hostile or flapping, cannot make it leave and join: a slot each time) */
+    int64_t mpending[GW_MAX_REPLICAS][2];
+    bool done_once; /* a round has ended (start-up waits for it) */
+    bool answered;  /* a round has succeeded (a reload's handover waits for it) */
 } dns_group;
 
 typedef struct dns_sock {
@@ -196,21 +206,48 @@ static void note_ttl(dns_group *g, int64_t ttl) {
     if (ttl >= 0 && (g->min_ttl < 0 || ttl < g->min_ttl)) g->min_ttl = ttl;
 }
 
-/* Adds a to set (of n, at most GW_MAX_REPLICAS), once. */
-static void add_addr(dns_addr *set, size_t *n, const dns_addr *a) {
+/* Adds a to set (of n, at most GW_MAX_REPLICAS), once; false when the set is full. */
+static bool add_addr(dns_addr *set, size_t *n, const dns_addr *a) {
     for (size_t i = 0; i < *n; i++)
-        if (addr_same(&set[i], a)) return;
-    if (*n < GW_MAX_REPLICAS) set[(*n)++] = *a;
+        if (addr_same(&set[i], a)) return true;
+    if (*n >= GW_MAX_REPLICAS) return false;
+    set[(*n)++] = *a;
+    return true;
+}
+
+/* An address no request could reach: unspecified, multicast or broadcast, or IPv6
+ * link-local (an answer carries no zone to reach it through). */
+static bool unusable(const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET) {
+        uint32_t v = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+        return v == 0 || (v >> 28) == 0xe || v == 0xffffffffu;
+    }
+    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    return IN6_IS_ADDR_UNSPECIFIED(v6) || IN6_IS_ADDR_MULTICAST(v6) || IN6_IS_ADDR_LINKLOCAL(v6);
 }
 
 /* The addresses of a lookup's answer into set, their TTLs into g's. */
 static void add_answer(dns_group *g, const struct ares_addrinfo *res, dns_addr *set, size_t *n) {
     dns_addr a;
-    for (const struct ares_addrinfo_node *x = res->nodes; x; x = x->ai_next)
-        if (x->ai_addr && sockaddr_addr(x->ai_addr, &a)) {
-            note_ttl(g, x->ai_ttl);
-            add_addr(set, n, &a);
+    for (const struct ares_addrinfo_node *x = res->nodes; x; x = x->ai_next) {
+        if (!x->ai_addr || !sockaddr_addr(x->ai_addr, &a)) continue;
+        if (unusable(x->ai_addr)) {
+            if (!g->warned_unusable)
+                IR_WARN("discovery",
+                        "group %s: left out %s, which no request can reach (unspecified, "
+                        "multicast, or link-local: an answer carries no zone); logged once",
+                        g->cfg->name, a.ip);
+            g->warned_unusable = true;
+            continue;
         }
+        note_ttl(g, x->ai_ttl);
+        if (!add_addr(set, n, &a) && !g->warned_many) {
+            IR_WARN("discovery",
+                    "group %s: more than %d addresses; the rest are left out (logged once)",
+                    g->cfg->name, GW_MAX_REPLICAS);
+            g->warned_many = true;
+        }
+    }
 }
 
 static bool found_has(const dns_group *g, const dns_addr *a) {
@@ -420,15 +457,21 @@ static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
     int slot = ok ? claim_outgoing(g, &t) : -1;
     if (ok && slot < 0) slot = gw_fleet_join(f, t.id, t.url, &t.cfg);
     if (slot < 0 || g->nmembers >= GW_MAX_REPLICAS) {
-        IR_WARN("discovery", "group %s: no room for replica %s-%s-%u (at most %d replicas)",
-                g->cfg->name, g->cfg->name, a->ip, a->port, GW_MAX_REPLICAS);
+        if (!g->warned_room)
+            IR_WARN("discovery",
+                    "group %s: no room for replica %s (at most %d replicas, and a slot a "
+                    "member left is kept 10 s); logged once until one joins again",
+                    g->cfg->name, ok ? t.id : a->ip, GW_MAX_REPLICAS);
+        g->warned_room = true;
         if (slot >= 0) gw_fleet_leave(f, (uint32_t)slot);
         return;
     }
+    g->warned_room = false;
     retune(g, slot); /* it may have come back to its old slot, as it was then */
     g->members[g->nmembers] = slot;
     g->maddr[g->nmembers] = *a;
     memcpy(g->mports[g->nmembers], ports, sizeof ports);
+    memcpy(g->mpending[g->nmembers], ports, sizeof ports);
     g->mrank[g->nmembers++] = r;
     IR_INFO("discovery", "group %s: replica %s joined (%s%s%s)", g->cfg->name, t.id, t.url,
             t.cfg.kv_events.endpoint ? ", KV events at " : "",
@@ -437,29 +480,52 @@ static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
 
 /* The round succeeded: the addresses found are the members now (each as
  * data_parallel_size targets). */
-static void apply(dns_group *g) {
+static void leave(dns_group *g, int slot, const char *why) {
     gw_fleet *f = &g->d->app->fleet;
-    size_t kept = 0;
-    for (size_t i = 0; i < g->nmembers; i++) { /* who left, or has other event ports */
-        gw_replica *r = &f->replicas[g->members[i]];
-        int64_t ports[2];
-        member_ports(g, g->maddr[i].ip, ports);
-        bool found = found_has(g, &g->maddr[i]), same = ports_same(ports, g->mports[i]);
-        if (found && same) {
-            g->members[kept] = g->members[i];
-            g->maddr[kept] = g->maddr[i];
-            memcpy(g->mports[kept], g->mports[i], sizeof ports);
-            g->mrank[kept++] = g->mrank[i];
-            continue;
+    IR_INFO("discovery", "group %s: replica %s left%s", g->cfg->name, f->replicas[slot].dyn_id,
+            why);
+    gw_fleet_leave(f, (uint32_t)slot);
+}
+
+/* Whether member i keeps its slot this round: its address was found, and its event
+ * ports are the ones it has, or new ones not yet given by two rounds in a row. */
+static bool stays(dns_group *g, size_t i) {
+    int64_t ports[2];
+    member_ports(g, g->maddr[i].ip, ports);
+    if (ports_same(ports, g->mports[i])) {
+        memcpy(g->mpending[i], ports, sizeof ports);
+        return true;
+    }
+    bool again = ports_same(ports, g->mpending[i]);
+    memcpy(g->mpending[i], ports, sizeof ports);
+    return !again;
+}
+
+static void keep_member(dns_group *g, size_t to, size_t from) {
+    g->members[to] = g->members[from];
+    g->maddr[to] = g->maddr[from];
+    memcpy(g->mports[to], g->mports[from], sizeof g->mports[0]);
+    memcpy(g->mpending[to], g->mpending[from], sizeof g->mpending[0]);
+    g->mrank[to] = g->mrank[from];
+}
+
+static void apply(dns_group *g) {
+    size_t kept = 0, ngone = 0;
+    int gone[GW_MAX_REPLICAS];
+    for (size_t i = 0; i < g->nmembers; i++) {
+        if (!found_has(g, &g->maddr[i])) {
+            gone[ngone++] = g->members[i]; /* leaves once the new members are in */
+        } else if (stays(g, i)) {
+            keep_member(g, kept++, i);
+        } else { /* the same id comes back with its new ports: it must leave first */
+            leave(g, g->members[i], " (its KV event ports changed)");
         }
-        IR_INFO("discovery", "group %s: replica %s left%s", g->cfg->name, r->dyn_id,
-                found ? " (its KV event ports changed)" : "");
-        gw_fleet_leave(f, (uint32_t)g->members[i]);
     }
     g->nmembers = kept;
-    for (size_t i = 0; i < g->nfound; i++) /* who joined */
-        for (int64_t r = 0; r < g->ranks; r++)
+    for (size_t i = 0; i < g->nfound; i++)     /* who joined: before anyone leaves, so that a */
+        for (int64_t r = 0; r < g->ranks; r++) /* new set of members never meets an empty one */
             if (!has_target(g, &g->found[i], r)) join_target(g, &g->found[i], r);
+    for (size_t i = 0; i < ngone; i++) leave(g, gone[i], "");
 }
 
 /* The members handed over by a reload leave (every group has had its first
@@ -498,8 +564,37 @@ static void settle_evsrv(dns_evsrv *q) {
     q->failing = true;
 }
 
+/* Whether every group has had a good answer: the members a reload handed over leave
+ * then, and not before (a reload during a DNS outage emptied the fleet otherwise). */
+static bool answered_all(const gw_discovery *d) {
+    for (size_t i = 0; i < d->ngroups; i++)
+        if (!d->groups[i].answered) return false;
+    return true;
+}
+
+/* SRV targets that did not resolve: logged once while some do; when none does, the
+ * round fails with the first one's reason. */
+static void judge_targets(dns_group *g) {
+    if (g->status != ARES_SUCCESS || !g->targets_failed) {
+        if (g->status == ARES_SUCCESS) g->warned_targets = false;
+        return;
+    }
+    if (g->targets_failed == g->targets) {
+        g->status = g->target_status;
+        return;
+    }
+    if (!g->warned_targets)
+        IR_WARN("discovery",
+                "group %s: %d of %d SRV targets of %s did not resolve (the first: %s); the "
+                "others are the members (logged once)",
+                g->cfg->name, g->targets_failed, g->targets, g->url.host,
+                g->target_status == ARES_EBADQUERY ? "port 0" : ares_strerror(g->target_status));
+    g->warned_targets = true;
+}
+
 static void round_done(dns_group *g) {
     uint64_t now = ir_now_ns();
+    judge_targets(g);
     if (g->status != ARES_SUCCESS) {
         if (!g->failing)
             IR_WARN("discovery", "group %s: looking up %s failed: %s; keeping its %zu members",
@@ -509,6 +604,7 @@ static void round_done(dns_group *g) {
         if (g->failing)
             IR_INFO("discovery", "group %s: %s resolves again", g->cfg->name, g->url.host);
         g->failing = false;
+        g->answered = true;
         for (int k = 0; k < 2; k++) settle_evsrv(g->evsrv[k]);
         apply(g);
     }
@@ -522,7 +618,7 @@ static void round_done(dns_group *g) {
     if (g->ttl_ns && g->ttl_ns < wait) wait = g->ttl_ns;
     g->next = now + wait;
     g->done_once = true;
-    if (gw_discovery_settled(g->d)) release_outgoing(g->d);
+    if (answered_all(g->d)) release_outgoing(g->d);
 }
 
 static void lookup_done(dns_group *g) {
@@ -567,6 +663,29 @@ static void lookup_addrs(dns_group *g, const char *host, uint16_t port) {
     lookup_addrs_cb(g, host, port, on_addrinfo, g);
 }
 
+/* An SRV record's target: its failure is its own (a target that is gone, or has no
+ * address), not the round's, unless every target fails (round_done). */
+static void on_target_addrinfo(void *arg, int status, int timeouts, struct ares_addrinfo *res) {
+    (void)timeouts;
+    dns_group *g = arg;
+    if (status == ARES_SUCCESS && res) {
+        add_answer(g, res, g->found, &g->nfound);
+    } else {
+        if (!g->targets_failed++) g->target_status = status == ARES_SUCCESS ? ARES_ENODATA : status;
+    }
+    if (res) ares_freeaddrinfo(res);
+    lookup_done(g);
+}
+
+static void lookup_target(dns_group *g, const char *host, uint16_t port) {
+    g->targets++;
+    if (port == 0) { /* c-ares refuses service "0" (ARES_ESERVICE) */
+        if (!g->targets_failed++) g->target_status = ARES_EBADQUERY;
+        return;
+    }
+    lookup_addrs_cb(g, host, port, on_target_addrinfo, g);
+}
+
 /* An SRV reply's records into *srv (NULL, or ares_free_data them), their TTL
  * (which ares_parse_srv_reply drops) noted from the raw reply; the status. */
 static int read_srv(dns_group *g, int status, const unsigned char *abuf, int alen,
@@ -606,7 +725,7 @@ static void on_srv(void *arg, int status, int timeouts, unsigned char *abuf, int
     if (status != ARES_SUCCESS) {
         if (g->status == ARES_SUCCESS) g->status = status;
     } else if (!g->d->stopping) {
-        for (struct ares_srv_reply *s = srv; s; s = s->next) lookup_addrs(g, s->host, s->port);
+        for (struct ares_srv_reply *s = srv; s; s = s->next) lookup_target(g, s->host, s->port);
     }
     if (srv) ares_free_data(srv);
     lookup_done(g);
@@ -618,6 +737,8 @@ static void start_round(dns_group *g) {
     g->status = ARES_SUCCESS;
     g->nfound = 0;
     g->min_ttl = -1;
+    g->targets = g->targets_failed = 0;
+    g->target_status = ARES_SUCCESS;
     if (g->cfg->srv) {
         g->outstanding++;
         ares_query(g->d->ch, g->url.host, ns_c_in, ns_t_srv, on_srv, g);
@@ -781,6 +902,7 @@ static void take_over(dns_group *g, dns_group *o) {
     memcpy(g->maddr, o->maddr, o->nmembers * sizeof o->maddr[0]);
     memcpy(g->mrank, o->mrank, o->nmembers * sizeof o->mrank[0]);
     memcpy(g->mports, o->mports, o->nmembers * sizeof o->mports[0]);
+    memcpy(g->mpending, o->mpending, o->nmembers * sizeof o->mpending[0]);
     g->nmembers = o->nmembers;
     for (int k = 0; k < 2; k++) { /* the event ports known (same_members: the same names) */
         dns_evsrv *q = g->evsrv[k], *oq = o->evsrv[k];
@@ -792,6 +914,7 @@ static void take_over(dns_group *g, dns_group *o) {
     g->failing = o->failing;
     g->ttl_ns = o->ttl_ns;
     g->done_once = o->done_once;
+    g->answered = o->answered;
     uint64_t now = ir_now_ns(), soon = now + g->cfg->refresh_ns;
     g->next = o->busy ? now : IR_MIN(o->next, soon); /* a round cut short runs again */
     o->nmembers = 0;
@@ -840,7 +963,7 @@ void gw_discovery_adopt(gw_discovery *d, gw_discovery *old) {
     for (size_t k = 0; k < old->noutgoing; k++) /* those old was still handing over */
         hand_over(d, f, old->outgoing[k].slot, old->outgoing[k].group);
     old->noutgoing = 0;
-    if (d && gw_discovery_settled(d)) release_outgoing(d); /* every group kept */
+    if (d && answered_all(d)) release_outgoing(d); /* every group kept, and answered */
 }
 
 void gw_discovery_free(gw_discovery *d) {

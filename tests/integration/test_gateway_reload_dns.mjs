@@ -196,3 +196,42 @@ test('a group renamed under load hands its members over: no request lost', { tim
     await silent.stop();
   }
 });
+
+// A reload whose new group cannot be looked up (its only nameserver never answers):
+// the old group's members keep serving until the new one has had a good answer. They
+// left after the first failed round before, and every request got 503 (found by a
+// hostile DNS review).
+test('a reload during a DNS outage keeps the old members serving', { timeout: 120000 }, async () => {
+  const hosts = ['127.0.0.3', '127.0.0.4'];
+  const { port, sims } = await startSimsAt(hosts, ['--zero-latency']);
+  const ns = await startDns({ 'alt.test': hosts });
+  const silent = await silentDns();
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${ns.port}`], dns: [{ name: 'ga', url: `http://alt.test:${port}`, refresh: '100ms' }] },
+    health: { interval: '100ms', timeout: '5s' },
+  });
+  const ids = (g) => hosts.map((h) => `${g}-${h}-${port}`);
+  try {
+    await waitFor('group ga', async () => (await members(gw)).join() === ids('ga').join());
+    rewriteConfig(gw, (c) => {
+      c.discovery.nameservers = [`127.0.0.1:${silent.port}`];
+      c.discovery.dns[0].name = 'gb';
+    });
+    await reload(gw, 'reload: ');
+    await waitFor('the new group\'s lookup to fail', () => /group gb: looking up alt\.test failed/.test(gw.log.text));
+    await sleep(300); // rounds after the failure
+    assert.equal((await members(gw)).join(), ids('ga').join(), gw.log.text.slice(-2000));
+    for (let i = 0; i < 10; i++) {
+      const r = await post(gw, 'inferrail/sim-8b');
+      const text = await r.text();
+      assert.equal(r.status, 200, text);
+      assert.ok(r.headers.get('x-inferrail-replica').startsWith('ga-'));
+    }
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
+    await ns.stop();
+    await silent.stop();
+  }
+});
