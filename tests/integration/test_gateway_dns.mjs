@@ -185,3 +185,37 @@ test('AAAA records: an IPv6 member', { timeout: 60000 }, async (t) => {
     await sim.stop();
   }
 });
+
+// An SRV target that does not resolve fails only itself (the whole round failed before,
+// so the group never took its other targets); an answer that replaces the whole set
+// brings the new member in before the old one goes (found by a hostile DNS review).
+test('a bad SRV target leaves the others; a replaced set joins before it leaves', { timeout: 60000 }, async () => {
+  const hosts = ['127.0.0.2', '127.0.0.3'];
+  const { port, sims } = await startSimsAt(hosts, ['--zero-latency']);
+  const dns = await startDns({ 'good.test': ['127.0.0.2'], 'pool.test': ['127.0.0.2'] },
+    [['_http._tcp.srv.test', 'good.test', port], ['_http._tcp.srv.test', 'gone.test', port]]);
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: {
+      nameservers: [`127.0.0.1:${dns.port}`],
+      dns: [
+        { name: 'srv', url: 'http://_http._tcp.srv.test:1', srv: true, refresh: '100ms' },
+        { name: 'pool', url: `http://pool.test:${port}`, refresh: '100ms' },
+      ],
+    },
+    health: { interval: '100ms' },
+  });
+  try {
+    await waitFor('the good target', async () => (await members(gw)).includes(`srv-127.0.0.2-${port}`));
+    assert.match(gw.log.text, /group srv: 1 of 2 SRV targets of _http\._tcp\.srv\.test did not resolve/);
+    dns.setHosts({ 'good.test': ['127.0.0.2'], 'pool.test': ['127.0.0.3'] });
+    const a = `pool-127.0.0.2-${port}`, b = `pool-127.0.0.3-${port}`;
+    await waitFor('.3 in place of .2', async () => { const m = await members(gw); return m.includes(b) && !m.includes(a); });
+    const log = gw.log.text;
+    assert.ok(log.indexOf(`replica ${b} joined`) < log.indexOf(`replica ${a} left`), log.slice(-2000));
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await dns.stop();
+    for (const s of sims) await s.stop();
+  }
+});
