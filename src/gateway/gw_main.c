@@ -1,6 +1,7 @@
 /* gw_main.c: the gateway's command line, start-up and shutdown. */
 #include "gateway/gateway.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
@@ -338,6 +339,30 @@ static gw_app *load_app(const char *path) {
     return app;
 }
 
+/* What --check can tell of the machine beyond the file: whether the decision log could
+ * be opened for writing (as this user: a service manager's ExecStartPre runs it as the
+ * service's). 0, or 2 with the problem printed as the file's problems are. */
+static int check_files(const char *path, const gw_app *app) {
+    const gw_decision_log_cfg *dl = &app->cfg.observability.decision_log;
+    if (dl->sample_rate <= 0 || !dl->path || !*dl->path) return 0;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", dl->path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    bool exists = access(dl->path, F_OK) == 0;
+    if (exists ? access(dl->path, W_OK) == 0 : access(dir, W_OK | X_OK) == 0) return 0;
+    fprintf(stderr,
+            "inferrail-gateway: %s: 1 problem:\n  observability.decision_log.path: cannot write "
+            "'%s': %s\n",
+            path, exists ? dl->path : dir, strerror(errno));
+    return 2;
+}
+
 static void print_check(const char *path, const gw_app *app) {
     size_t nm = gw_fleet_models(&app->fleet)->n;
     printf("%s: OK: %zu model%s, %zu replica%s\n", path, nm, nm == 1 ? "" : "s",
@@ -390,9 +415,10 @@ int gw_main(int argc, char **argv) {
     gw_app *app = load_app(args.path);
     if (!app) return 2;
     if (args.check) {
-        print_check(args.path, app);
+        rc = check_files(args.path, app);
+        if (rc == 0) print_check(args.path, app);
         free_app(app);
-        return 0;
+        return rc;
     }
     process_setup();
     rc = gw_metrics_init(app) ? UV_ENOMEM : 0;

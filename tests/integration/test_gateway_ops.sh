@@ -75,6 +75,13 @@ for path in "$T/fifo" "$T/adir"; do
     fail "decision_log.path $path: exit $rc: $out"
 done
 
+# --check says when the decision log could not be written (it said OK, and the start failed)
+printf 'observability: {decision_log: {sample_rate: 1, path: "%s/no/such/dir/d.jsonl"}}\nmodels: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n' "$T" >"$T/d2.yaml"
+out=$("$GW" --check --config "$T/d2.yaml" 2>&1)
+rc=$?
+[ "$rc" = 2 ] && grep -q "observability.decision_log.path: cannot write '$T/no/such/dir': No such file or directory" <<<"$out" && ok ||
+  fail "--check with a decision log that cannot be written: exit $rc: $out"
+
 # ---- busy ports: exit 1 with one clear line, no segfault (139) or abort (134)
 P1=$(freeport) P2=$(freeport) S1=$(freeport)
 config "$P1" "$P2" "$S1" >"$T/a.yaml"
