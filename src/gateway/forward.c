@@ -52,6 +52,7 @@ static int send_upstream(gw_req *r, uint64_t now) {
                         .connect_timeout_ns = cfg->upstream.connect_timeout_ns,
                         .head_timeout_ns = head,
                         .idle_timeout_ns = cfg->upstream.idle_timeout_ns};
+    r->up_status = 0;
     return irn_client_request(r->w->pool, &q, &gw_stream_cbs, r, &r->up);
 }
 

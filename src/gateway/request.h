@@ -177,6 +177,7 @@ struct gw_req {
     char sse_end[4]; /* an event stream's last 4 bytes sent, oldest first */
     uint8_t sse_seen;
     int last_status; /* the last retryable engine answer, for the final error */
+    int up_status;   /* the running attempt's engine status; 0: no answer yet */
     int status;      /* what the client got, for the access log */
     int last_err;
     /* What the gateway knows of the prompt (prepare.c), when the model is tokenized. */

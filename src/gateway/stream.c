@@ -45,6 +45,7 @@ static void prefill_done(gw_req *r) {
 static void on_head(void *ud, int status, const irn_header *h, size_t n) {
     gw_req *r = ud;
     r->up_head = ir_now_ns();
+    r->up_status = status;
     gw_req_unwait(r);
     if (gw_req_client_left(r)) {
         irn_client_cancel(r->up); /* on_done ends the response */

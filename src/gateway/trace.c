@@ -236,8 +236,8 @@ static void upstream_end(gw_req *r, bool ok) {
 void gw_trace_route(gw_req *r, const irp_candidate *cand, size_t n, size_t k, uint64_t since) {
     gw_trace *t = r->tr;
     /* a new attempt: the last one failed, with the engine's answer if it gave one */
-    if (t->up_open && r->last_status)
-        iro_span_int(&t->up, "http.response.status_code", r->last_status);
+    if (t->up_open && r->up_status)
+        iro_span_int(&t->up, "http.response.status_code", r->up_status);
     upstream_end(r, false);
     const gw_replica *rep = &r->w->app->fleet.replicas[cand[k].replica];
     uint64_t now = ir_now_ns();
@@ -290,9 +290,9 @@ irn_header *gw_trace_headers(gw_req *r, irn_header *hs, size_t *nh) {
 void gw_trace_finish(gw_req *r) {
     gw_trace *t = r->tr;
     bool ok = r->status > 0 && r->status < 500 && !r->aborted;
-    if (t->up_open) {
-        iro_span_int(&t->up, "http.response.status_code", r->status);
-        upstream_end(r, ok);
+    if (t->up_open) { /* the engine's status, when it answered (not the gateway's 502) */
+        if (r->up_status) iro_span_int(&t->up, "http.response.status_code", r->up_status);
+        upstream_end(r, ok && r->up_status > 0);
     }
     iro_span s;
     span_init(t, &s, "request", IRO_SPAN_SERVER, t->client_parent);

@@ -210,6 +210,43 @@ test('a retried request has a route and an upstream span per attempt, the failed
   assert.ok(eng.headers.some((h) => h.traceparent === `00-${server.traceId}-${second.spanId}-01`));
 });
 
+// A replica that never answers (nothing listens): the gateway's own 502 is not the
+// engine's status; no upstream span says the engine answered (found by a deploy walkthrough).
+test('attempts the engine never answered carry no engine status', async () => {
+  const rec = await startReceiver();
+  cleanup.push(() => rec.stop());
+  const busy = await startEngine(503);
+  cleanup.push(() => busy.stop());
+  const dead = await freePort();
+  const gw = await startGateway({
+    models: [{ name: 'fake', policy: 'round_robin' }],
+    replicas: [{ id: 'busy', url: busy.url }, { id: 'dead', url: `http://127.0.0.1:${dead}` }],
+    retry: { max_attempts: 2, backoff: '1ms' },
+    health: { unhealthy_threshold: 1000, ejection_backoff: '1ms', max_ejection_percent: 0 },
+    observability: { otlp_endpoint: `http://127.0.0.1:${rec.port}`, trace_sample_ratio: 1 },
+  });
+  cleanup.push(() => gw.stop());
+  const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'fake', prompt: 'x', max_tokens: 1 }) });
+  await r.text();
+  assert.ok(r.status >= 500, String(r.status));
+  const server = await (async () => {
+    for (let i = 0; i < 1000; i++) {
+      const s = rec.spans.find((x) => x.name === 'request');
+      if (s) return s;
+      await sleep(20);
+    }
+    assert.fail('no request span');
+  })();
+  const ups = (await spansOf(rec, server.traceId, 5)).filter((s) => s.name === 'upstream');
+  assert.equal(ups.length, 2);
+  for (const u of ups) {
+    assert.equal(u.status.code, 2, JSON.stringify(u));
+    const code = attr(u, 'http.response.status_code');
+    if (attr(u, 'inferrail.replica') === 'dead') assert.equal(code, undefined, JSON.stringify(u));
+    else assert.equal(code, '503');
+  }
+});
+
 test('a trace_sample_ratio of 0 exports nothing, and the client traceparent reaches the engine as it was', async () => {
   const rec = await startReceiver();
   cleanup.push(() => rec.stop());
