@@ -226,6 +226,25 @@ static bool unusable(const struct sockaddr *sa) {
     return IN6_IS_ADDR_UNSPECIFIED(v6) || IN6_IS_ADDR_MULTICAST(v6) || IN6_IS_ADDR_LINKLOCAL(v6);
 }
 
+static bool is_member_addr(const dns_group *g, const dns_addr *a) {
+    for (size_t i = 0; i < g->nmembers; i++)
+        if (addr_same(&g->maddr[i], a)) return true;
+    return false;
+}
+
+/* A full set (more answers than members allowed): an address that is a member already
+ * takes the place of one that is not, so that answers given in another order each time
+ * (round robin) do not swap members in and out. True when a took a place. */
+static bool keep_member_addr(const dns_group *g, dns_addr *set, size_t n, const dns_addr *a) {
+    if (set != g->found || !is_member_addr(g, a)) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!is_member_addr(g, &set[i])) {
+            set[i] = *a;
+            return true;
+        }
+    return false;
+}
+
 /* The addresses of a lookup's answer into set, their TTLs into g's. */
 static void add_answer(dns_group *g, const struct ares_addrinfo *res, dns_addr *set, size_t *n) {
     dns_addr a;
@@ -241,7 +260,8 @@ static void add_answer(dns_group *g, const struct ares_addrinfo *res, dns_addr *
             continue;
         }
         note_ttl(g, x->ai_ttl);
-        if (!add_addr(set, n, &a) && !g->warned_many) {
+        if (add_addr(set, n, &a) || keep_member_addr(g, set, *n, &a)) continue;
+        if (!g->warned_many) {
             IR_WARN("discovery",
                     "group %s: more than %d addresses; the rest are left out (logged once)",
                     g->cfg->name, GW_MAX_REPLICAS);

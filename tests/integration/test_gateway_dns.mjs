@@ -219,3 +219,29 @@ test('a bad SRV target leaves the others; a replaced set joins before it leaves'
     for (const s of sims) await s.stop();
   }
 });
+
+// More answers than members allowed (256): the rest are left out, said once, and the
+// members stay the same from one round to the next even when the server gives the
+// answers in another order (they were swapped in and out; found by a deploy walkthrough).
+test('past 256 addresses: logged once, and the members stay put', { timeout: 60000 }, async () => {
+  const many = Array.from({ length: 300 }, (_, i) => `127.0.${2 + (i >> 8)}.${(i & 255) || 254}`);
+  const addrs = [...new Set(many)];
+  const dns = await startDns({ 'many.test': addrs });
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    discovery: { nameservers: [`127.0.0.1:${dns.port}`], dns: [{ name: 'many', url: 'http://many.test:9', refresh: '100ms' }] },
+    health: { interval: '10s' },
+  });
+  try {
+    await waitFor('256 members', async () => (await members(gw)).length === 256);
+    const before = (await members(gw)).join();
+    dns.setHosts({ 'many.test': [...addrs].reverse() }); // another order
+    await sleep(1000);
+    assert.equal((await members(gw)).join(), before, 'the members changed');
+    assert.equal((gw.log.text.match(/more than 256 addresses/g) || []).length, 1, gw.log.text.slice(-1500));
+    assert.doesNotMatch(gw.log.text, /replica \S+ left/);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text.slice(-3000));
+    await dns.stop();
+  }
+});
