@@ -21,7 +21,8 @@ static void access_json(const gw_req *r, double ms) {
         {"ms", NULL, ms},
         {"engine_ms", NULL, engine_ms(r)},
         {"prompt_tokens", NULL, (double)r->prompt_tokens},
-        {"client_gone", NULL, r->client_gone},
+        {"client_gone", NULL, r->client_gone && !r->cut},
+        {"cut", NULL, r->cut},
     };
     ir_log_fields(IR_LOG_INFO, "access", "request", f, IR_ARRAY_LEN(f));
 }
@@ -40,5 +41,7 @@ void gw_finish(gw_req *r) {
             "prompt_tokens=%llu%s",
             r->rid, r->model ? r->model->cfg->name : "-", r->last_replica ? r->last_replica : "-",
             r->status, r->attempt, ms, engine_ms(r), (unsigned long long)r->prompt_tokens,
-            r->client_gone ? " client_gone=1" : "");
+            r->cut           ? " cut=1"
+            : r->client_gone ? " client_gone=1"
+                             : "");
 }

@@ -287,7 +287,7 @@ bool gw_replica_id_ok(const char *id);
  * model). An engine that reports more is taken at this, with a warning: the view's
  * memory is reserved for its capacity. */
 #define GW_MAX_CAPACITY_BLOCKS (1 << 24)
-#define GW_MAX_MODELS 256 /* bits of gw_replica.model_mask */
+#define GW_MAX_MODELS          256 /* bits of gw_replica.model_mask */
 
 /* The engine's own view of its load, from its last readable metrics page.
  * Written by the scraper's thread only (load.c), read by any; at_ns is stored
@@ -630,6 +630,7 @@ typedef struct gw_stats {
     _Atomic uint64_t retries, client_disconnects, rejected_full, upstream_errors;
     _Atomic uint64_t moved_hung;      /* attempts moved off a replica marked down */
     _Atomic uint64_t stalled_streams; /* responses cut by upstream.idle_timeout */
+    _Atomic uint64_t cut_at_shutdown; /* requests the drain cut at server.shutdown_timeout */
     _Atomic int64_t tokenize_queued;  /* bodies on or waiting for a tokenizer thread */
     irn_server_counters clients;      /* the client port's connections, all workers */
 } gw_stats;

@@ -239,12 +239,13 @@ static void run_until_drained(gw_app *app) {
     const gw_stats *st = &app->stats;
     IR_INFO("gateway",
             "drained, exiting: %llu requests received, %llu 2xx, %llu 4xx, %llu 5xx, %llu client "
-            "disconnects",
+            "disconnects, %llu cut at shutdown_timeout",
             (unsigned long long)atomic_load(&st->requests),
             (unsigned long long)atomic_load(&st->responses_2xx),
             (unsigned long long)atomic_load(&st->responses_4xx),
             (unsigned long long)atomic_load(&st->responses_5xx),
-            (unsigned long long)atomic_load(&st->client_disconnects));
+            (unsigned long long)atomic_load(&st->client_disconnects),
+            (unsigned long long)atomic_load(&st->cut_at_shutdown));
 }
 
 /* What the command line asks for. */

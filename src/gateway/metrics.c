@@ -16,8 +16,9 @@
 #include "obs/ir_obs.h"
 
 /* The outcome classes of inferrail_requests_total. */
-enum { ST_2XX, ST_3XX, ST_4XX, ST_5XX, ST_ABORTED, ST_CANCELLED, ST_N };
-static const char *const st_names[ST_N] = {"2xx", "3xx", "4xx", "5xx", "aborted", "cancelled"};
+enum { ST_2XX, ST_3XX, ST_4XX, ST_5XX, ST_ABORTED, ST_CANCELLED, ST_CUT, ST_N };
+static const char *const st_names[ST_N] = {"2xx",     "3xx",       "4xx", "5xx",
+                                           "aborted", "cancelled", "cut"};
 
 /* A replica's series for one model it serves. */
 typedef struct rmodel {
@@ -738,7 +739,8 @@ void gw_metrics_error(gw_req *r, int status) {
 void gw_metrics_finish(gw_req *r, const gw_replica *last) {
     gw_metrics *m = r->w->app->metrics;
     if (!m || !r->model) return;
-    int k = r->client_gone     ? ST_CANCELLED
+    int k = r->cut             ? ST_CUT
+            : r->client_gone   ? ST_CANCELLED
             : r->aborted       ? ST_ABORTED
             : r->status >= 500 ? ST_5XX
             : r->status >= 400 ? ST_4XX

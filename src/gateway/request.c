@@ -108,6 +108,11 @@ void gw_req_done(gw_req *r) {
 void gw_req_mark_gone(gw_req *r) {
     if (r->client_gone) return;
     r->client_gone = true;
+    if (r->w->cutting) { /* the drain closed its connection: counted as cut, not as left */
+        r->cut = true;
+        atomic_fetch_add_explicit(&r->w->app->stats.cut_at_shutdown, 1, memory_order_relaxed);
+        return;
+    }
     atomic_fetch_add_explicit(&r->w->app->stats.client_disconnects, 1, memory_order_relaxed);
     gw_metrics_disconnect(r);
 }

@@ -51,6 +51,7 @@ struct gw_worker {
     _Atomic uint64_t stop_grace_ns; /* set by gw_worker_stop, read on the loop */
     _Atomic int stop_requested;
     bool stopping, started;
+    bool cutting;  /* the drain's time is up: the connections left are closed by the gateway */
     uint64_t live; /* requests in this worker */
     int port;
     /* Attempts still waiting for their response head (stream.c moves those whose
@@ -169,6 +170,7 @@ struct gw_req {
     struct gw_tokwork *tokwork; /* prepare on a tokenizer thread, until its callback */
     gw_again_fn again;          /* set by the forward stage */
     bool head_sent, client_gone, retry_on_done, paused;
+    bool cut; /* gone because the drain's time ran out (client_gone is set too) */
     /* In w->waiting (an attempt sent, no head yet); moving: cancelled because its
      * replica went down, to be sent elsewhere at once; sse: the engine's answer is
      * an event stream (a stall mid-stream ends it with an error event). */

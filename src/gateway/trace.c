@@ -236,8 +236,7 @@ static void upstream_end(gw_req *r, bool ok) {
 void gw_trace_route(gw_req *r, const irp_candidate *cand, size_t n, size_t k, uint64_t since) {
     gw_trace *t = r->tr;
     /* a new attempt: the last one failed, with the engine's answer if it gave one */
-    if (t->up_open && r->up_status)
-        iro_span_int(&t->up, "http.response.status_code", r->up_status);
+    if (t->up_open && r->up_status) iro_span_int(&t->up, "http.response.status_code", r->up_status);
     upstream_end(r, false);
     const gw_replica *rep = &r->w->app->fleet.replicas[cand[k].replica];
     uint64_t now = ir_now_ns();

@@ -8,6 +8,7 @@
 
 static void on_grace(uv_timer_t *t) {
     gw_worker *w = t->data;
+    w->cutting = true; /* what ends now is the gateway's doing, not its clients' */
     if (w->srv) irn_server_close_all(w->srv);
 }
 

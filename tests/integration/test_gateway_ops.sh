@@ -209,6 +209,9 @@ rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rc" = 0 ] && [ "$ms" -lt 3000 ] && ok || fail "second SIGTERM: exit $rc after $ms ms"
 grep -q 'second SIGTERM: exiting at once' "$T/g1.log" && ok || fail "second SIGTERM not logged: $(cat "$T/g1.log")"
+# the stream the gateway cut is counted as cut, not as a client that left
+grep -q 'drained, exiting: .* client disconnects, 1 cut at shutdown_timeout' "$T/g1.log" && ok ||
+  fail "the cut stream: $(grep 'drained, exiting' "$T/g1.log")"
 
 # ---- make run refuses a port already taken (another make run would answer its checks)
 R1=$(freeport) R2=$(freeport) RA=$(freeport) RG=$(freeport)
