@@ -4,7 +4,12 @@ execute_process(COMMAND git -C ${SRC} rev-parse --short=12 HEAD
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
                 RESULT_VARIABLE git_rc)
 if(NOT git_rc EQUAL 0 OR commit STREQUAL "")
-  set(commit "unknown")
+  # Outside a checkout (a container build copies no .git): the builder may say which.
+  if(NOT "$ENV{IR_COMMIT}" STREQUAL "")
+    set(commit "$ENV{IR_COMMIT}")
+  else()
+    set(commit "unknown")
+  endif()
 else()
   execute_process(COMMAND git -C ${SRC} status --porcelain --untracked-files=no
                   OUTPUT_VARIABLE dirty OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
