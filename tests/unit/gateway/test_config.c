@@ -94,8 +94,9 @@ static void capacity_bounded(void **state) {
                     "models: [{name: m}]\nreplicas: [{id: a, url: \"http://a:1\", "
                     "kv_capacity_blocks: 16777217}]\n",
                     "replicas[0].kv_capacity_blocks");
-    fx_expect_error(1, "models: [{name: m}]\nreplicas: [{id: a, url: \"http://a:1\"}]\n"
-                       "index: {default_capacity_blocks: 1073741824}\n",
+    fx_expect_error(1,
+                    "models: [{name: m}]\nreplicas: [{id: a, url: \"http://a:1\"}]\n"
+                    "index: {default_capacity_blocks: 1073741824}\n",
                     "index.default_capacity_blocks");
     gw_config c;
     ir_cfg_errors e;
@@ -113,10 +114,8 @@ static void capacity_bounded(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(too_many_replicas),
-        cmocka_unit_test(too_many_aliases),
-        cmocka_unit_test(problems_stop_at_100),
-        cmocka_unit_test(largest_within_limits),
+        cmocka_unit_test(too_many_replicas),    cmocka_unit_test(too_many_aliases),
+        cmocka_unit_test(problems_stop_at_100), cmocka_unit_test(largest_within_limits),
         cmocka_unit_test(capacity_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
