@@ -132,6 +132,11 @@ static void check_group(const gw_config *c, size_t i, ir_cfg_errors *errs) {
                               "discovery.dns[%zu].url: '%s': give the engines' base URL, without "
                               "/v1, a query or a fragment",
                               i, g->url);
+        else if (!strchr(u.host, ':') && !dns_name_ok(u.host)) /* c-ares refused it at run time */
+            ir_cfg_errors_add(errs,
+                              "discovery.dns[%zu].url: '%s' is not a DNS name (1 to 253 bytes, "
+                              "labels of 1 to 63 of A-Z a-z 0-9 _ -)",
+                              i, u.host);
     }
     for (size_t m = 0; m < g->models.n; m++)
         if (!model_known(c, g->models.items[m]))
