@@ -26,6 +26,9 @@ static const ir_cfg_field server_fields[] = {
       "time to read a request's headers; also how long an idle connection is kept; > 0"),
     F(gw_server_cfg, "shutdown_timeout", IR_CFG_DURATION, shutdown_timeout_ns, "30s",
       "on SIGTERM, how long running requests may finish; 0 cuts them at once"),
+    F(gw_server_cfg, "shutdown_delay", IR_CFG_DURATION, shutdown_delay_ns, "0s",
+      "on SIGTERM, how long the client port still accepts and serves new requests, /ready "
+      "answering 503, before the drain starts: time for a load balancer to stop sending"),
     F(gw_server_cfg, "max_header_bytes", IR_CFG_SIZE, max_header_bytes, "64KiB",
       "request line plus headers (431 past it); > 0"),
     FI(gw_server_cfg, "max_headers", max_headers, "100", 1, 10000, "header count (431 past it)"),

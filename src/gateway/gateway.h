@@ -41,6 +41,7 @@ typedef struct gw_server_cfg {
     uint64_t request_timeout_ns;
     uint64_t header_read_timeout_ns;
     uint64_t shutdown_timeout_ns;
+    uint64_t shutdown_delay_ns; /* SIGTERM: serve this long, /ready 503, before draining */
     uint64_t max_header_bytes;
     int64_t max_headers;
     uint64_t max_body_bytes;
@@ -650,6 +651,7 @@ typedef struct gw_app {
     char admin_host[256];
     uint16_t admin_port;
     _Atomic int stopping;                 /* set by the first SIGTERM/SIGINT: draining */
+    _Atomic int draining;                 /* the drain has begun (after server.shutdown_delay) */
     const char *cfg_path;                 /* the file SIGHUP rereads */
     struct gw_retired *retired;           /* what reloads replaced, kept until exit (reload.c) */
     struct gw_control *ctl;               /* the control loop, owned */

@@ -52,9 +52,9 @@ typedef struct sigctx {
     gw_control *ctl;
     uv_signal_t sigint, sigterm, sighup;
     uv_async_t done;
-    uv_timer_t force;
+    uv_timer_t force, delay; /* delay: server.shutdown_delay, then the drain */
     uv_thread_t reaper;
-    bool reaper_started, force_started;
+    bool reaper_started, force_started, delay_started;
     int nsignals;
 } sigctx;
 
@@ -78,6 +78,7 @@ static void on_workers_done(uv_async_t *a) {
     uv_close((uv_handle_t *)&sc->sigterm, NULL);
     uv_close((uv_handle_t *)&sc->sighup, NULL);
     uv_close((uv_handle_t *)&sc->done, NULL);
+    uv_close((uv_handle_t *)&sc->delay, NULL);
     gw_control_stop(sc->ctl); /* the admin port answered /ready (503) until now */
     if (sc->force_started) uv_timer_stop(&sc->force);
     uv_close((uv_handle_t *)&sc->force, NULL);
@@ -94,12 +95,20 @@ static void on_force(uv_timer_t *t) {
     _exit(1);
 }
 
+static void start_drain(struct sigctx *sc, const char *why);
+static void on_delay_over(uv_timer_t *t);
+
 static void on_signal(uv_signal_t *s, int signum) {
     sigctx *sc = s->data;
     gw_app *app = sc->app;
     const char *name = signum == SIGTERM ? "SIGTERM" : "SIGINT";
     if (++sc->nsignals > 1) {
         if (sc->nsignals > 2) return;
+        if (sc->delay_started) { /* still in server.shutdown_delay: the drain starts, cut */
+            uv_timer_stop(&sc->delay);
+            sc->delay_started = false;
+            start_drain(sc, name);
+        }
         IR_WARN("gateway",
                 "second %s: exiting at once, cutting %llu requests in flight to replicas", name,
                 (unsigned long long)in_flight(app));
@@ -108,11 +117,31 @@ static void on_signal(uv_signal_t *s, int signum) {
         sc->force_started = uv_timer_start(&sc->force, on_force, GW_FORCE_EXIT_MS, 0) == 0;
         return;
     }
-    atomic_store(&app->stopping, 1);
+    atomic_store(&app->stopping, 1); /* /ready answers 503 from now on */
+    uint64_t delay = app->cfg.server.shutdown_delay_ns / 1000000;
+    if (delay) {
+        IR_INFO("gateway", "%s: /ready answers 503; serving for %llu ms more, then draining", name,
+                (unsigned long long)delay);
+        sc->delay_started = uv_timer_start(&sc->delay, on_delay_over, delay, 0) == 0;
+        if (sc->delay_started) return;
+    }
+    start_drain(sc, name);
+}
+
+/* server.shutdown_delay is over: the drain starts. */
+static void on_delay_over(uv_timer_t *t) {
+    sigctx *sc = t->data;
+    sc->delay_started = false;
+    start_drain(sc, "shutdown_delay over");
+}
+
+static void start_drain(sigctx *sc, const char *why) {
+    gw_app *app = sc->app;
+    atomic_store(&app->draining, 1);
     IR_INFO("gateway",
             "%s: draining for up to %llu ms: %llu requests in flight to replicas, and every "
             "open client connection",
-            name, (unsigned long long)(app->cfg.server.shutdown_timeout_ns / 1000000),
+            why, (unsigned long long)(app->cfg.server.shutdown_timeout_ns / 1000000),
             (unsigned long long)in_flight(app));
     for (size_t i = 0; i < app->nworkers; i++)
         if (app->workers[i]) gw_worker_stop(app->workers[i], app->cfg.server.shutdown_timeout_ns);
@@ -224,7 +253,9 @@ static void run_until_drained(gw_app *app) {
     uv_signal_init(loop, &sc.sighup);
     uv_async_init(loop, &sc.done, on_workers_done);
     uv_timer_init(loop, &sc.force);
+    uv_timer_init(loop, &sc.delay);
     sc.sigint.data = sc.sigterm.data = sc.sighup.data = sc.done.data = sc.force.data = &sc;
+    sc.delay.data = &sc;
     uv_signal_start(&sc.sigint, on_signal, SIGINT);
     uv_signal_start(&sc.sigterm, on_signal, SIGTERM);
     uv_signal_start(&sc.sighup, on_hup, SIGHUP);

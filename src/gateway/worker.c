@@ -147,7 +147,7 @@ void gw_worker_recheck(gw_worker *w) {
 }
 
 void gw_app_replica_down(gw_app *app) {
-    if (atomic_load(&app->stopping)) return;
+    if (atomic_load(&app->draining)) return;
     for (size_t i = 0; i < app->nworkers; i++)
         if (app->workers[i]) gw_worker_recheck(app->workers[i]);
 }

@@ -196,6 +196,26 @@ for _ in $(seq 100); do grep -q 'drained, exiting' "$T/g3.log" && break; sleep 0
 grep -q 'SIGTERM: draining for up to [0-9]* ms: 1 requests in flight to replicas' "$T/g3.log" && ok || fail "no draining line: $(cat "$T/g3.log")"
 grep -q 'drained, exiting: .*2xx' "$T/g3.log" && ok || fail "no drained line: $(cat "$T/g3.log")"
 
+# ---- server.shutdown_delay: after SIGTERM, /ready answers 503 while new requests are
+# still served, then the drain (a load balancer's time to stop sending)
+A4=$(freeport) G4=$(freeport)
+config "$G4" "$A4" "$D" | sed 's/^  shutdown_timeout: 10s$/  shutdown_timeout: 10s\n  shutdown_delay: 1500ms/' >"$T/g4.yaml"
+grep -q 'shutdown_delay: 1500ms' "$T/g4.yaml" || fail "g4.yaml: $(cat "$T/g4.yaml")"
+"$GW" --config "$T/g4.yaml" 2>"$T/g4.log" &
+g4pid=$!
+pids+=($g4pid)
+wait_http "localhost:$A4/health" || fail "gateway 4 did not start"
+for _ in $(seq 400); do [ "$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A4/ready")" = 200 ] && break; sleep 0.05; done
+kill -TERM $g4pid
+wait_for 'the delay to begin' grep -q 'SIGTERM: /ready answers 503; serving for 1500 ms more' "$T/g4.log"
+code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$A4/ready")
+[ "$code" = 503 ] && ok || fail "/ready during shutdown_delay: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "localhost:$G4/v1/completions" -d '{"model":"sim","prompt":"x","max_tokens":1}')
+[ "$code" = 200 ] && ok || fail "a new request during shutdown_delay: $code"
+wait $g4pid
+rc=$?
+[ "$rc" = 0 ] && grep -q 'shutdown_delay over: draining' "$T/g4.log" && ok || fail "after shutdown_delay: exit $rc: $(cat "$T/g4.log")"
+
 # ---- a second SIGTERM during the drain: logged, fast exit, not death by signal (143)
 curl -sN "localhost:$G1/v1/completions" -d '{"model":"sim","prompt":"x","max_tokens":2000,"stream":true}' >"$T/stream2" &
 wait_for 'the long stream to start' test -s "$T/stream2"
