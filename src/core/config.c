@@ -18,7 +18,8 @@
 #define CFG_MAX_BYTES  (4u * 1024 * 1024)
 #define CFG_MAX_DEPTH  64
 #define CFG_MAX_ERRORS 100
-_Static_assert(CFG_MAX_ERRORS == 100, "ir_cfg_errors_add says 100");
+#define CFG_STOPPED    "config: more than 100 problems; stopped reporting"
+_Static_assert(CFG_MAX_ERRORS == 100, "CFG_STOPPED says 100");
 #define CFG_ARENA_MAX   (64u * 1024 * 1024)
 #define CFG_PATH_MAX    2048
 #define CFG_KEY_SHOWN   64 /* longest key quoted in a path */
@@ -87,7 +88,7 @@ void ir_cfg_errors_add(ir_cfg_errors *e, const char *fmt, ...) {
         return; /* stopped reporting: a file of a million mistakes
                  * costs neither time nor memory */
     if (e->n == CFG_MAX_ERRORS) {
-        char *last = strdup("config: more than 100 problems; stopped reporting");
+        char *last = strdup(CFG_STOPPED);
         char **m = last ? realloc(e->msgs, (e->n + 1) * sizeof *m) : NULL;
         if (!m) {
             free(last);
@@ -134,7 +135,7 @@ static void cfg_err(cfg_ctx *c, const char *fmt, ...) {
     c->nerr++;
     if (c->nerr > CFG_MAX_ERRORS + 1) return;
     if (c->nerr == CFG_MAX_ERRORS + 1) {
-        ir_cfg_errors_add(c->errs, "config: more than 100 problems; stopped reporting");
+        ir_cfg_errors_add(c->errs, CFG_STOPPED);
         return;
     }
     char msg[512];
@@ -233,15 +234,8 @@ static int scalar_int(const yaml_node_t *n, int64_t *out) {
     if (!*s) return -1;
     uint64_t v = 0;
     for (; *s; s++) {
-        int d;
-        if (*s >= '0' && *s <= '9')
-            d = *s - '0';
-        else if (base == 16 && *s >= 'a' && *s <= 'f')
-            d = *s - 'a' + 10;
-        else if (base == 16 && *s >= 'A' && *s <= 'F')
-            d = *s - 'A' + 10;
-        else
-            return -1;
+        int d = ir_hexval(*s);
+        if (d < 0 || d >= base) return -1;
         if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) return -2;
         v = v * (uint64_t)base + (uint64_t)d;
     }

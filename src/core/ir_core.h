@@ -377,6 +377,13 @@ int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span 
 int ir_json_unescape(const char *tok, size_t len, ir_buf *out);
 
 /* ---- misc ------------------------------------------------------------------------- */
+/* A hex digit's value (0-9, a-f, A-F); -1 for any other character. */
+static inline int ir_hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
 /* splitmix64: a tiny seeded generator for deterministic choices. Not thread-shared. */
 typedef struct ir_rng {
     uint64_t s;

@@ -20,13 +20,6 @@ static void ws(scan *s) {
     }
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* Length of the valid UTF-8 sequence at p (n bytes left), or 0 when invalid:
  * no overlongs, no surrogates, nothing above U+10FFFF. */
 static size_t utf8_len(const unsigned char *p, size_t n) {
@@ -98,7 +91,7 @@ static int str(scan *s) {
         if (e == 'u') {
             if (i + 4 >= n) return -1;
             for (int k = 1; k <= 4; k++)
-                if (hexval((char)p[i + k]) < 0) return -1;
+                if (ir_hexval((char)p[i + k]) < 0) return -1;
             i += 5;
             continue;
         }
@@ -334,7 +327,7 @@ int ir_json_unescape(const char *tok, size_t len, ir_buf *out) {
             if (i + 4 > end) return -1;
             uint32_t cp = 0;
             for (int k = 0; k < 4; k++) {
-                int h = hexval(tok[i + (size_t)k]);
+                int h = ir_hexval(tok[i + (size_t)k]);
                 if (h < 0) return -1;
                 cp = cp << 4 | (uint32_t)h;
             }
@@ -344,7 +337,7 @@ int ir_json_unescape(const char *tok, size_t len, ir_buf *out) {
                 uint32_t lo = 0;
                 bool ok = true;
                 for (int k = 0; k < 4; k++) {
-                    int h = hexval(tok[i + 2 + (size_t)k]);
+                    int h = ir_hexval(tok[i + 2 + (size_t)k]);
                     if (h < 0) ok = false;
                     lo = lo << 4 | (uint32_t)(h < 0 ? 0 : h);
                 }

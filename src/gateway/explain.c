@@ -18,13 +18,6 @@ static const char *path_param(const char *target) {
     return NULL;
 }
 
-static int hex(char c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 /* A query value of n bytes, percent-decoded (%2F, as clients' URL encoders write a '/'),
  * into out (cap bytes, NUL-terminated); false when it does not fit or is not encoded
  * right. */
@@ -34,7 +27,7 @@ static bool query_value(const char *v, size_t n, char *out, size_t cap) {
         char c = v[i];
         if (c == '%') {
             if (i + 2 >= n) return false;
-            int hi = hex(v[i + 1]), lo = hex(v[i + 2]);
+            int hi = ir_hexval(v[i + 1]), lo = ir_hexval(v[i + 2]);
             if (hi < 0 || lo < 0) return false;
             c = (char)(hi * 16 + lo);
             i += 2;

@@ -81,13 +81,6 @@ static int replace_all(const hf_buf *in, const char *a, size_t alen, const char 
     return hf_buf_add(out, in->p + pos, in->len - pos);
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static int flush_bytes(toklist *out, hf_buf *bytes) {
     if (!bytes->len) return 0;
     hf_buf *o = tl_push(out);
@@ -142,7 +135,7 @@ static int step(const hf_dec *d, toklist *in, toklist *out) {
             const hf_buf *t = &in->v[i];
             int h1, h2;
             if (t->len == 6 && !memcmp(t->p, "<0x", 3) && t->p[5] == '>' &&
-                (h1 = hexval(t->p[3])) >= 0 && (h2 = hexval(t->p[4])) >= 0) {
+                (h1 = ir_hexval(t->p[3])) >= 0 && (h2 = ir_hexval(t->p[4])) >= 0) {
                 rc = hf_buf_addc(&tmp, (char)(h1 * 16 + h2));
                 continue;
             }

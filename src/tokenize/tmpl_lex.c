@@ -88,13 +88,6 @@ static void lx_text(lx *l, size_t from, size_t to, char mod, bool var_tag) {
     }
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* A string literal at l->i (a quote); Python's unicode-escape rules. */
 static void lx_string(lx *l) {
     size_t start = l->i;
@@ -155,7 +148,7 @@ static void lx_string(lx *l) {
             int want = d == 'x' ? 2 : d == 'u' ? 4 : 8;
             uint32_t cp = 0;
             for (int k = 0; k < want; k++) {
-                int h = l->i < l->n ? hexval(l->s[l->i]) : -1;
+                int h = l->i < l->n ? ir_hexval(l->s[l->i]) : -1;
                 if (h < 0) lx_fail(l, start, "truncated \\x, \\u or \\U escape in a string");
                 cp = cp * 16 + (uint32_t)h;
                 l->i++;
