@@ -28,8 +28,6 @@ struct gw_tracer {
     _Atomic uint64_t stop_ns; /* tracer_free's start: a post in flight gives up soon after */
 };
 
-#define STOP_GRACE_NS (1000ull * 1000000ull) /* as the exporter's own (trace_export.c) */
-
 struct gw_trace {
     iro_span_ctx server; /* trace id and the server span's id */
     uint8_t client_parent[8];
@@ -78,7 +76,7 @@ static size_t discard(char *p, size_t size, size_t n, void *ud) {
 static int stop_check(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
     (void)a, (void)b, (void)c, (void)d;
     uint64_t at = atomic_load(&((gw_tracer *)ud)->stop_ns);
-    return at && ir_now_ns() - at > STOP_GRACE_NS;
+    return at && ir_now_ns() - at > IRO_STOP_GRACE_NS;
 }
 
 static int post(void *ud, const char *body, size_t len, char *err, size_t errlen) {

@@ -244,9 +244,10 @@ typedef struct iro_tracer iro_tracer;
 /* Starts the exporter thread; NULL with err filled on failure. */
 iro_tracer *iro_tracer_new(const iro_tracer_cfg *cfg, char *err, size_t errlen);
 /* Posts what is queued (one try each), stops the thread and frees. NULL is fine.
- * Nothing more is posted once a post has failed, or 1 s after the call: the spans
- * left are counted failed. A post function that can wait long should give up when
- * asked to stop (post_ud's owner knows: it calls this). */
+ * Nothing more is posted once a post has failed, or IRO_STOP_GRACE_NS after the call:
+ * the spans left are counted failed. A post function that can wait long should give
+ * up that long after it is asked to stop (post_ud's owner knows: it calls this). */
+#define IRO_STOP_GRACE_NS (1000ull * 1000000ull)
 void iro_tracer_free(iro_tracer *t);
 /* Whether a trace is kept: its id's last 8 bytes against the ratio, so every
  * span of a trace gets the same answer. False for a NULL tracer. */

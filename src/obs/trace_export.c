@@ -4,7 +4,7 @@
  * post it waits a second before the next, so an unreachable collector costs a
  * connection attempt a second, and spans that come meanwhile fill the queue and
  * are dropped (counted) rather than waited for. At stop, what is queued is posted
- * unless the collector is failing, and for STOP_GRACE_NS at most: a collector that
+ * unless the collector is failing, and for IRO_STOP_GRACE_NS at most: a collector that
  * hangs does not hold the process's exit (it held it 80 s: 16 batches of 5 s each). */
 #include "obs/ir_obs.h"
 
@@ -17,7 +17,6 @@
 
 #define RETRY_PAUSE_S 1
 #define BODY_MAX      (64u << 20)
-#define STOP_GRACE_NS (1000ull * 1000000ull)
 
 struct iro_tracer {
     iro_tracer_cfg cfg;
@@ -30,7 +29,7 @@ struct iro_tracer {
     iro_span *ring;
     size_t head, count; /* under mu */
     bool stop;          /* under mu */
-    uint64_t stop_ns;   /* under mu: when stop was asked (CLOCK_MONOTONIC) */
+    uint64_t stop_ns;   /* under mu: when stop was asked (ir_now_ns) */
     _Atomic uint64_t exported, dropped, failed;
     _Atomic bool failing;
 };
@@ -63,16 +62,10 @@ static void pause_locked(iro_tracer *t) {
     while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0) {}
 }
 
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Stopping, and posting what is left is not worth waiting for: the collector is failing,
  * or the grace is over. The queue's spans are counted failed. Called with mu held. */
 static bool give_up_locked(iro_tracer *t) {
-    if (!t->stop || (!atomic_load(&t->failing) && mono_ns() - t->stop_ns < STOP_GRACE_NS))
+    if (!t->stop || (!atomic_load(&t->failing) && ir_now_ns() - t->stop_ns < IRO_STOP_GRACE_NS))
         return false;
     atomic_fetch_add(&t->failed, t->count);
     t->count = 0;
@@ -148,7 +141,7 @@ void iro_tracer_free(iro_tracer *t) {
     if (!t) return;
     pthread_mutex_lock(&t->mu);
     t->stop = true;
-    t->stop_ns = mono_ns();
+    t->stop_ns = ir_now_ns();
     pthread_cond_signal(&t->cv);
     pthread_mutex_unlock(&t->mu);
     pthread_join(t->thread, NULL);
