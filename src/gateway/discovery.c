@@ -498,8 +498,6 @@ static void join_target(dns_group *g, const dns_addr *a, int64_t r) {
             t.cfg.kv_events.endpoint ? t.cfg.kv_events.endpoint : "");
 }
 
-/* The round succeeded: the addresses found are the members now (each as
- * data_parallel_size targets). */
 static void leave(dns_group *g, int slot, const char *why) {
     gw_fleet *f = &g->d->app->fleet;
     IR_INFO("discovery", "group %s: replica %s left%s", g->cfg->name, f->replicas[slot].dyn_id,
@@ -529,6 +527,8 @@ static void keep_member(dns_group *g, size_t to, size_t from) {
     g->mrank[to] = g->mrank[from];
 }
 
+/* The round succeeded: the addresses found are the members now (each as
+ * data_parallel_size targets). */
 static void apply(dns_group *g) {
     size_t kept = 0, ngone = 0;
     int gone[GW_MAX_REPLICAS];

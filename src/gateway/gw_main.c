@@ -54,7 +54,7 @@ typedef struct sigctx {
     uv_async_t done;
     uv_timer_t force, delay; /* delay: server.shutdown_delay, then the drain */
     uv_thread_t reaper;
-    bool reaper_started, force_started, delay_started;
+    bool reaper_started, force_started;
     int nsignals;
 } sigctx;
 
@@ -104,9 +104,8 @@ static void on_signal(uv_signal_t *s, int signum) {
     const char *name = signum == SIGTERM ? "SIGTERM" : "SIGINT";
     if (++sc->nsignals > 1) {
         if (sc->nsignals > 2) return;
-        if (sc->delay_started) { /* still in server.shutdown_delay: the drain starts, cut */
+        if (uv_is_active((uv_handle_t *)&sc->delay)) { /* in shutdown_delay: drain, cut */
             uv_timer_stop(&sc->delay);
-            sc->delay_started = false;
             start_drain(sc, name);
         }
         IR_WARN("gateway",
@@ -122,17 +121,14 @@ static void on_signal(uv_signal_t *s, int signum) {
     if (delay) {
         IR_INFO("gateway", "%s: /ready answers 503; serving for %llu ms more, then draining", name,
                 (unsigned long long)delay);
-        sc->delay_started = uv_timer_start(&sc->delay, on_delay_over, delay, 0) == 0;
-        if (sc->delay_started) return;
+        if (uv_timer_start(&sc->delay, on_delay_over, delay, 0) == 0) return;
     }
     start_drain(sc, name);
 }
 
 /* server.shutdown_delay is over: the drain starts. */
 static void on_delay_over(uv_timer_t *t) {
-    sigctx *sc = t->data;
-    sc->delay_started = false;
-    start_drain(sc, "shutdown_delay over");
+    start_drain(t->data, "shutdown_delay over");
 }
 
 static void start_drain(sigctx *sc, const char *why) {
