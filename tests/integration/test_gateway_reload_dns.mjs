@@ -144,10 +144,9 @@ async function silentDns() {
   }
 }
 
-// A reload that renames the only group serving the model, under load: its members
-// serve on until the renamed group has its first answer (which a silent first
-// nameserver delays by a second), so no request finds the model without replicas.
-test('a group renamed under load hands its members over: no request lost', { timeout: 120000 }, async () => {
+// Group ga over two simulators, looked up at a nameserver that answers, beside one that
+// never does (for the reload to switch to); ids(g): the members' ids under group g.
+async function groupGa() {
   const hosts = ['127.0.0.3', '127.0.0.4'];
   const { port, sims } = await startSimsAt(hosts, ['--zero-latency']);
   const ns = await startDns({ 'alt.test': hosts });
@@ -157,7 +156,21 @@ test('a group renamed under load hands its members over: no request lost', { tim
     discovery: { nameservers: [`127.0.0.1:${ns.port}`], dns: [{ name: 'ga', url: `http://alt.test:${port}`, refresh: '100ms' }] },
     health: { interval: '100ms', timeout: '5s' },
   });
-  const ids = (g) => hosts.map((h) => `${g}-${h}-${port}`);
+  return { sims, ns, silent, gw, ids: (g) => hosts.map((h) => `${g}-${h}-${port}`) };
+}
+
+async function stopGroupGa({ sims, ns, silent, gw }) {
+  assert.equal(await gw.stop(), 0, gw.log.text);
+  for (const s of sims) await s.stop();
+  await ns.stop();
+  await silent.stop();
+}
+
+// A reload that renames the only group serving the model, under load: its members
+// serve on until the renamed group has its first answer (which a silent first
+// nameserver delays by a second), so no request finds the model without replicas.
+test('a group renamed under load hands its members over: no request lost', { timeout: 120000 }, async () => {
+  const { sims, ns, silent, gw, ids } = await groupGa();
   let stop = false;
   const got = [];
   const lane = async () => {
@@ -190,10 +203,7 @@ test('a group renamed under load hands its members over: no request lost', { tim
     assert.ok(log.indexOf(`replica ${ids('gb')[0]} joined`) < log.indexOf(`replica ${ids('ga')[0]} left`), log.slice(-3000));
   } finally {
     stop = true;
-    assert.equal(await gw.stop(), 0, gw.log.text);
-    for (const s of sims) await s.stop();
-    await ns.stop();
-    await silent.stop();
+    await stopGroupGa({ sims, ns, silent, gw });
   }
 });
 
@@ -202,16 +212,7 @@ test('a group renamed under load hands its members over: no request lost', { tim
 // left after the first failed round before, and every request got 503 (found by a
 // hostile DNS review).
 test('a reload during a DNS outage keeps the old members serving', { timeout: 120000 }, async () => {
-  const hosts = ['127.0.0.3', '127.0.0.4'];
-  const { port, sims } = await startSimsAt(hosts, ['--zero-latency']);
-  const ns = await startDns({ 'alt.test': hosts });
-  const silent = await silentDns();
-  const gw = await startGateway({
-    models: [{ name: 'inferrail/sim-8b' }],
-    discovery: { nameservers: [`127.0.0.1:${ns.port}`], dns: [{ name: 'ga', url: `http://alt.test:${port}`, refresh: '100ms' }] },
-    health: { interval: '100ms', timeout: '5s' },
-  });
-  const ids = (g) => hosts.map((h) => `${g}-${h}-${port}`);
+  const { sims, ns, silent, gw, ids } = await groupGa();
   try {
     await waitFor('group ga', async () => (await members(gw)).join() === ids('ga').join());
     rewriteConfig(gw, (c) => {
@@ -229,9 +230,6 @@ test('a reload during a DNS outage keeps the old members serving', { timeout: 12
       assert.ok(r.headers.get('x-inferrail-replica').startsWith('ga-'));
     }
   } finally {
-    assert.equal(await gw.stop(), 0, gw.log.text);
-    for (const s of sims) await s.stop();
-    await ns.stop();
-    await silent.stop();
+    await stopGroupGa({ sims, ns, silent, gw });
   }
 });
