@@ -18,10 +18,7 @@ static const char *path_param(const char *target) {
     return NULL;
 }
 
-/* A query value of n bytes, percent-decoded (%2F, as clients' URL encoders write a '/'),
- * into out (cap bytes, NUL-terminated); false when it does not fit or is not encoded
- * right. */
-static bool query_value(const char *v, size_t n, char *out, size_t cap) {
+bool gw_query_value(const char *v, size_t n, char *out, size_t cap) {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         char c = v[i];
@@ -31,8 +28,8 @@ static bool query_value(const char *v, size_t n, char *out, size_t cap) {
             if (hi < 0 || lo < 0) return false;
             c = (char)(hi * 16 + lo);
             i += 2;
-            if (!c) return false; /* %00 would end the value early */
         }
+        if (!c) return false; /* a NUL (%00) would end the value early */
         if (o + 1 >= cap) return false;
         out[o++] = c;
     }
@@ -46,7 +43,7 @@ static int which_path(const char *target, const char *body, size_t len, bool *ch
     if (p) {
         p += 5;
         char v[32];
-        if (!query_value(p, strcspn(p, "&"), v, sizeof v)) return -1;
+        if (!gw_query_value(p, strcspn(p, "&"), v, sizeof v)) return -1;
         if (strcmp(v, "/v1/chat/completions") == 0)
             *chat = true;
         else if (strcmp(v, "/v1/completions") == 0)

@@ -397,6 +397,10 @@ void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route 
  * the admin request's target (its ?path= says chat or completions). Returns the HTTP
  * status of the answer (out then holds an error body when it is not 200). */
 int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir_buf *out);
+/* A query value of n bytes (outside input: reads those n only), percent-decoded (%2F, as
+ * clients' URL encoders write a '/'), into out (cap bytes, NUL-terminated); false when it
+ * does not fit, an escape is cut or not hex, or it holds a NUL (fuzz_query_value). */
+bool gw_query_value(const char *v, size_t n, char *out, size_t cap);
 
 /* One JSON line for the decision log when r is sampled (decision.c): the
  * candidates c[0..n) offered, c[winner] chosen. */
