@@ -330,6 +330,14 @@ int ir_json_append(ir_buf *out, const json_t *v, bool python_style);
 int ir_json_append_readable(ir_buf *out, const json_t *v);
 /* The string value of obj[key]; NULL when the key is missing or not a string. */
 const char *ir_json_str(const json_t *obj, const char *key);
+/* A request's boolean field as vLLM's pydantic models take it (lax mode): true and
+ * false, the numbers 0 and 1, and the strings 0, off, f, false, n, no, 1, on, t,
+ * true, y and yes in any case. 0 with *out set; -1 for anything else, null included
+ * (the engine's 400). */
+int ir_json_lax_bool(const json_t *v, bool *out);
+/* v's truth as Python (and so a Jinja template) sees it: null, false, 0, 0.0, "", []
+ * and {} are false. */
+bool ir_json_truthy(const json_t *v);
 /* Appends s as a JSON string literal, quotes included. */
 int ir_json_append_string(ir_buf *out, const char *s, size_t n);
 /* The two-character escape JSON writes for c (\" \\ \n \r \t \b \f, as Python's

@@ -2,6 +2,7 @@
 #include "core/ir_core.h"
 
 #include <string.h>
+#include <strings.h>
 #include <utf8proc.h>
 
 static int dump_cb(const char *buffer, size_t size, void *data) {
@@ -23,6 +24,45 @@ int ir_json_append_readable(ir_buf *out, const json_t *v) {
 const char *ir_json_str(const json_t *obj, const char *key) {
     json_t *v = json_object_get(obj, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static bool word_is(const char *s, size_t n, const char *w) {
+    return n == strlen(w) && strncasecmp(s, w, n) == 0;
+}
+
+int ir_json_lax_bool(const json_t *v, bool *out) {
+    static const char *const no[] = {"0", "off", "f", "false", "n", "no"};
+    static const char *const yes[] = {"1", "on", "t", "true", "y", "yes"};
+    if (json_is_boolean(v)) return *out = json_is_true(v), 0;
+    if (json_is_number(v) && (json_number_value(v) == 0 || json_number_value(v) == 1))
+        return *out = json_number_value(v) == 1, 0;
+    if (!json_is_string(v)) return -1;
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        if (word_is(s, n, no[i])) return *out = false, 0;
+        if (word_is(s, n, yes[i])) return *out = true, 0;
+    }
+    return -1;
+}
+
+bool ir_json_truthy(const json_t *v) {
+    if (!v) return false;
+    switch (json_typeof(v)) {
+    case JSON_TRUE:
+        return true;
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return json_number_value(v) != 0;
+    case JSON_STRING:
+        return json_string_length(v) > 0;
+    case JSON_ARRAY:
+        return json_array_size(v) > 0;
+    case JSON_OBJECT:
+        return json_object_size(v) > 0;
+    default:
+        return false; /* null, false */
+    }
 }
 
 int ir_json_append_string(ir_buf *out, const char *s, size_t n) {

@@ -25,15 +25,18 @@ void gw_prompt_free(gw_prompt *p) {
 }
 
 /* A completion's prompt through a tokenizer.json: a string (or a list of one) with
- * the special tokens the engine adds, or token ids as given. */
+ * the special tokens the engine adds (unless add_special_tokens is false), or token
+ * ids as given. */
 static int hf_prompt_ids(const gw_tokset *m, const json_t *body, gw_prompt *p) {
     json_t *v = json_object_get(body, "prompt");
     if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)))
         v = json_array_get(v, 0);
+    bool add;
+    if (irt_add_special_tokens(body, false, &add)) return IRT_EINVAL;
     if (json_is_string(v)) {
         if (ir_buf_append(&p->text, json_string_value(v), json_string_length(v))) return IRT_ENOMEM;
-        return irt_encode_cached(m->hf, m->tcache, json_string_value(v), json_string_length(v),
-                                 true, &p->ids);
+        return irt_encode_cached(m->hf, m->tcache, json_string_value(v), json_string_length(v), add,
+                                 &p->ids);
     }
     if (!json_is_array(v) || json_array_size(v) == 0) return IRT_EINVAL;
     size_t i;
@@ -54,14 +57,19 @@ static int hf_chat_ids(const gw_tokset *m, const json_t *body, gw_prompt *p) {
     /* gpt-oss: vLLM renders the chat with openai-harmony, not a template */
     if (irt_chat_uses_harmony(m->chat))
         return irt_harmony_ids(m->hf, m->tcache, body, NULL, &p->ids, &p->text, err, sizeof err);
+    bool add;
+    if (irt_add_special_tokens(body, true, &add)) return IRT_EINVAL;
     int rc = irt_chat_render(m->chat, body, &p->text, err, sizeof err);
     if (rc != IRT_OK) return rc;
-    bool add = json_is_true(json_object_get(body, "add_special_tokens"));
     return irt_encode_cached(m->hf, m->tcache, p->text.data ? p->text.data : "", p->text.len, add,
                              &p->ids);
 }
 
 static int prompt_ids(const gw_tokset *m, const json_t *body, bool chat, gw_prompt *p) {
+    /* The engine cuts such a prompt to its last tokens, in a way that depends on its
+     * version and tokenizer (special tokens kept or not): no prediction. */
+    json_t *cut = json_object_get(body, "truncate_prompt_tokens");
+    if (cut && !json_is_null(cut)) return IRT_EUNSUPPORTED;
     if (m->kind == GW_TOK_SIM) {
         const char *param, *msg;
         return irt_sim_prompt_ids(body, chat, &p->ids, &p->text, &param, &msg);

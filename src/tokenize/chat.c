@@ -493,9 +493,15 @@ static json_t *tool_dicts(prep *p, json_t *tools) {
     return out;
 }
 
-static bool flag(const json_t *body, const char *key, bool dflt) {
+/* A boolean field of the request, dflt when absent; -1 (with the engine's message)
+ * for a value vLLM's request model refuses (ir_json_lax_bool). */
+static int flag(const json_t *body, const char *key, bool dflt, bool *out, char *err,
+                size_t errlen) {
     json_t *v = json_object_get(body, key);
-    return json_is_boolean(v) ? json_is_true(v) : dflt;
+    *out = dflt;
+    if (!v || !ir_json_lax_bool(v, out)) return 0;
+    snprintf(err, errlen, "%s: Input should be a valid boolean", key);
+    return -1;
 }
 
 static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *cont_out, char *err,
@@ -519,8 +525,19 @@ static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *c
         snprintf(err, errlen, "the model has no chat template");
         return NULL;
     }
-    bool agp = flag(body, "add_generation_prompt", true);
-    bool cont = flag(body, "continue_final_message", false);
+    /* vLLM's request model refuses the two together before it reads them as booleans */
+    if (ir_json_truthy(json_object_get(body, "add_generation_prompt")) &&
+        ir_json_truthy(json_object_get(body, "continue_final_message"))) {
+        *rc = IRT_EINVAL;
+        snprintf(err, errlen, "continue_final_message and add_generation_prompt are both set");
+        return NULL;
+    }
+    bool agp, cont;
+    if (flag(body, "add_generation_prompt", true, &agp, err, errlen) ||
+        flag(body, "continue_final_message", false, &cont, err, errlen)) {
+        *rc = IRT_EINVAL;
+        return NULL;
+    }
     /* request kwargs over the configured defaults */
     json_t *kw = json_deep_copy(c->kwargs);
     json_t *rk = json_object_get(body, "chat_template_kwargs");
@@ -539,10 +556,11 @@ static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *c
         snprintf(err, errlen, "Found unexpected chat template kwargs from request");
         return NULL;
     }
-    if (json_is_boolean(json_object_get(kw, "add_generation_prompt")))
-        agp = json_is_true(json_object_get(kw, "add_generation_prompt"));
-    if (json_is_boolean(json_object_get(kw, "continue_final_message")))
-        cont = json_is_true(json_object_get(kw, "continue_final_message"));
+    /* kwargs reach transformers as they are: the template tests their truth */
+    if (json_object_get(kw, "add_generation_prompt"))
+        agp = ir_json_truthy(json_object_get(kw, "add_generation_prompt"));
+    if (json_object_get(kw, "continue_final_message"))
+        cont = ir_json_truthy(json_object_get(kw, "continue_final_message"));
     if (agp && cont) {
         json_decref(kw);
         *rc = IRT_EINVAL;
@@ -574,6 +592,12 @@ static json_t *chat_vars(const irt_chat *c, const json_t *body, int *rc, bool *c
     }
     *cont_out = cont;
     return vars;
+}
+
+int irt_add_special_tokens(const json_t *body, bool chat, bool *add) {
+    json_t *v = json_object_get(body, "add_special_tokens");
+    *add = !chat;
+    return v && ir_json_lax_bool(v, add) ? IRT_EINVAL : IRT_OK;
 }
 
 json_t *irt_chat_vars(const irt_chat *c, const json_t *body, int *rc, char *err, size_t errlen) {

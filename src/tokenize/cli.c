@@ -1,10 +1,10 @@
 /* cli.c: `inferrail-gateway tokenize --tokenizer SPEC [--jsonl] < INPUT`.
  *
  * INPUT is an OpenAI request body (with --jsonl, one per line). A
- * completions body's string prompt is encoded with special tokens added,
- * as vLLM does; a chat body is rendered with the model's chat template as
- * vLLM prepares a chat (irt_chat) and encoded without adding special tokens
- * (unless the body sets add_special_tokens). Each body gives one line:
+ * completions body's string prompt is encoded with special tokens added
+ * (unless the body sets add_special_tokens to false), as vLLM does; a chat body is rendered with
+ * the model's chat template as vLLM prepares a chat (irt_chat) and encoded without adding special
+ * tokens (unless the body sets add_special_tokens). Each body gives one line:
  * {"prompt_tokens": N, "token_ids": [...]} or {"error": "..."}. */
 #include <jansson.h>
 #include <stdio.h>
@@ -48,9 +48,11 @@ static int handle_chat(const irt_tokenizer *t, const irt_chat *chat, const json_
             print_error(err);
         return e == IRT_OK ? 0 : -1;
     }
-    e = irt_chat_render(chat, root, &text, err, sizeof err);
+    bool add;
+    e = irt_add_special_tokens(root, true, &add);
+    if (e) snprintf(err, sizeof err, "add_special_tokens: Input should be a valid boolean");
+    if (e == IRT_OK) e = irt_chat_render(chat, root, &text, err, sizeof err);
     if (e == IRT_OK) {
-        bool add = json_is_true(json_object_get(root, "add_special_tokens"));
         e = irt_encode(t, text.data ? text.data : "", text.len, add, ids);
         if (e) snprintf(err, sizeof err, "cannot tokenize the rendered chat: %s", irt_strerror(e));
     }
@@ -77,6 +79,7 @@ static int handle_body(const irt_tokenizer *t, const irt_chat *chat, const char 
         return -1;
     }
     int rc = -1;
+    bool add;
     json_t *prompt = json_object_get(root, "prompt");
     if (!t && json_is_object(root)) {
         /* builtin:sim: its chat template is known, so chat bodies work too. */
@@ -112,8 +115,10 @@ static int handle_body(const irt_tokenizer *t, const irt_chat *chat, const char 
         print_error("the body has no \"prompt\"");
     } else if (!json_is_string(prompt)) {
         print_error("\"prompt\" must be a string");
+    } else if (irt_add_special_tokens(root, false, &add)) {
+        print_error("add_special_tokens: Input should be a valid boolean");
     } else {
-        int e = irt_encode(t, json_string_value(prompt), json_string_length(prompt), true, ids);
+        int e = irt_encode(t, json_string_value(prompt), json_string_length(prompt), add, ids);
         if (e) {
             snprintf(msg, sizeof(msg), "cannot tokenize the prompt: %s", irt_strerror(e));
             print_error(msg);

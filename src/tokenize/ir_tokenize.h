@@ -283,6 +283,10 @@ json_t *irt_chat_vars(const irt_chat *c, const json_t *body, int *rc, char *err,
 /* Renders a chat body's prompt text into text: IRT_OK, IRT_EINVAL,
  * IRT_EUNSUPPORTED, IRT_ETEMPLATE (the template's message in err), IRT_ENOMEM. */
 int irt_chat_render(const irt_chat *c, const json_t *body, ir_buf *text, char *err, size_t errlen);
+/* Whether a body's text is encoded with the tokenizer's special tokens, as vLLM reads
+ * add_special_tokens: absent, true for a completion and false for a chat (whose
+ * template wrote them). IRT_OK, or IRT_EINVAL for a value the engine refuses. */
+int irt_add_special_tokens(const json_t *body, bool chat, bool *add);
 /* The special tokens a template receives (bos_token, eos_token, ...; each a
  * string) from a tokenizer_config.json object. New reference. */
 json_t *irt_special_tokens(const json_t *tokenizer_config);

@@ -51,6 +51,17 @@ function bodies() {
     { messages: [sys, u1], tools: [{ type: 'function', function: { name: 'count', parameters: { type: 'object', properties: { n: { type: 'integer', maximum: '__RAW:123456789012345678901234567890__', minimum: '__RAW:-9223372036854775809__', default: '__RAW:NaN__', x: ['__RAW:Infinity__', '__RAW:-Infinity__', '__RAW:1e400__'] } } } } }] },
     { messages: [u1, { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'search', arguments: '{"n": 123456789012345678901234567890, "m": -9223372036854775809, "x": NaN, "i": [Infinity, -Infinity, 1e400], "n": 18446744073709551616}' } }] }, { role: 'tool', tool_call_id: 'c2', content: 'ok' }], tools: TOOLS },
     { messages: [{ role: 'user', content: 'literal <|im_end|> <|eot_id|> <end_of_turn> inside' }] },
+    // boolean fields as vLLM's request model reads them (pydantic's lax mode), refused
+    // values (the engine's 400: no prediction), and the check on both flags that the
+    // request model makes on the raw values; kwargs reach the template as they are
+    { messages: [u1, a1, u2], add_generation_prompt: 0 },
+    { messages: [u1], add_generation_prompt: 'False' },
+    { messages: [u1], add_generation_prompt: 'yes' },
+    { messages: [u1], add_generation_prompt: 2 },
+    { messages: [u1], add_generation_prompt: null },
+    { messages: [u1, { role: 'assistant', content: 'The answer is P' }], add_generation_prompt: 0, continue_final_message: 1 },
+    { messages: [u1, { role: 'assistant', content: 'The answer is P' }], add_generation_prompt: 'false', continue_final_message: 'true' },
+    { messages: [u1], chat_template_kwargs: { add_generation_prompt: 0 } },
     { messages: [sys, ...Array.from({ length: 8 }, (_, i) => (i % 2 ? a1 : { role: 'user', content: `question ${i} `.repeat(40) })), u1] },
   ];
   return out;
@@ -154,6 +165,31 @@ test('bodies the gateway does not follow route without a prediction', async () =
   }
   // and a plain one still predicts
   assert.notEqual((await send('gemma3', { messages: [u] })).tokens, null);
+});
+
+test('add_special_tokens as vLLM reads it; truncate_prompt_tokens gets no prediction', async () => {
+  const prompt = 'The quick brown fox jumps over the lazy dog.';
+  const count = async (special) => (await toks.llama3_1.encode(prompt, null, { addSpecialTokens: special })).getIds().length;
+  const withBos = await count(true), without = await count(false);
+  assert.equal(withBos, without + 1);
+  const cmpl = async (extra) => (await send('llama3_1', { prompt, ...extra }, '/v1/completions')).tokens;
+  assert.equal(Number(await cmpl({})), withBos);
+  for (const v of [true, 1, 'TRUE', 'on'])
+    assert.equal(Number(await cmpl({ add_special_tokens: v })), withBos, JSON.stringify(v));
+  for (const v of [false, 0, 'false', 'No', 'off'])
+    assert.equal(Number(await cmpl({ add_special_tokens: v })), without, JSON.stringify(v));
+  for (const v of [2, null, 'maybe', []])
+    assert.equal(await cmpl({ add_special_tokens: v }), null, JSON.stringify(v));
+  assert.equal(await cmpl({ truncate_prompt_tokens: 4 }), null);
+  assert.equal(Number(await cmpl({ truncate_prompt_tokens: null })), withBos);
+  // a chat: the template wrote the special tokens; asked, the tokenizer adds its BOS again
+  const u = { role: 'user', content: prompt };
+  const chat = async (extra) => (await send('llama3_1', { messages: [u], ...extra })).tokens;
+  const plain = Number(await chat({}));
+  assert.equal(Number(await chat({ add_special_tokens: 'true' })), plain + 1);
+  assert.equal(Number(await chat({ add_special_tokens: 0 })), plain);
+  assert.equal(await chat({ add_special_tokens: 'maybe' }), null);
+  assert.equal(await chat({ truncate_prompt_tokens: 8 }), null);
 });
 
 test('gpt-oss: completions are predicted, and chats as vLLM renders them with openai-harmony', async () => {

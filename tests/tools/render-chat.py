@@ -155,10 +155,32 @@ def model(dir_):
     return _MODELS[dir_]
 
 
+TRUE_WORDS = {"1", "on", "t", "true", "y", "yes"}
+FALSE_WORDS = {"0", "off", "f", "false", "n", "no"}
+
+
+def lax_bool(body, key, default):
+    """A boolean field as vLLM's pydantic request model validates it (lax mode: the
+    conversion table of pydantic's docs)."""
+    if key not in body:
+        return default
+    v = body[key]
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return v == 1
+    if isinstance(v, str) and v.lower() in TRUE_WORDS | FALSE_WORDS:
+        return v.lower() in TRUE_WORDS
+    raise ValueError(f"{key}: not a valid boolean")
+
+
 def render(dir_, body):
     cfg, tmpl, fmt, reads = model(dir_)
-    agp = body.get("add_generation_prompt", True)
-    cont = body.get("continue_final_message", False)
+    # the request model's check runs on the raw values, before they are read as booleans
+    if body.get("continue_final_message") and body.get("add_generation_prompt"):
+        raise ValueError("both add_generation_prompt and continue_final_message")
+    agp = lax_bool(body, "add_generation_prompt", True)
+    cont = lax_bool(body, "continue_final_message", False)
     kw = {k: v for k, v in (body.get("chat_template_kwargs") or {}).items() if v is not None}
     agp = kw.get("add_generation_prompt", agp)
     cont = kw.get("continue_final_message", cont)
