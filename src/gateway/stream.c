@@ -124,9 +124,12 @@ static void on_body(void *ud, const char *data, size_t len) {
     }
 }
 
+/* Failures before the head reached the client. The client side holds an engine's head
+ * until its first body byte, so one that broke (IRN_ECLOSED_MID) or stalled
+ * (IRN_EIDLE_TIMEOUT) after its head sent the client nothing either: tried again. */
 static bool retryable(int err) {
     return err == IRN_ECONNECT || err == IRN_ECONNECT_TIMEOUT || err == IRN_ECLOSED_EARLY ||
-           err == IRN_ERESOLVE;
+           err == IRN_ERESOLVE || err == IRN_ECLOSED_MID || err == IRN_EIDLE_TIMEOUT;
 }
 
 /* The engine refused with a retryable status (on_head cancelled the attempt). */
@@ -153,9 +156,11 @@ static void failed_before_head(gw_req *r, int err) {
              irn_strerror(err));
     gw_req_release(r);
     char msg[160];
-    snprintf(msg, sizeof msg, "upstream failed: %s", irn_strerror(err));
+    snprintf(msg, sizeof msg, "upstream failed: %s%s", irn_strerror(err),
+             err == IRN_ECLOSED_MID || err == IRN_EIDLE_TIMEOUT ? " (after its response head)"
+                                                                : "");
     if (again)
-        r->again(r, 502, msg);
+        r->again(r, err == IRN_EIDLE_TIMEOUT ? 504 : 502, msg);
     else if (err == IRN_EHEAD_TIMEOUT)
         gw_req_answer_error(r, 504, NULL, "the engine did not answer in time", NULL, 0);
     else

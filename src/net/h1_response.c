@@ -39,6 +39,36 @@ static bool deliver_head(irn__h1r *p) {
     return p->cbs->on_head(p->ud, p->status, p->harr, p->hdrs.n);
 }
 
+/* Whether element s[0..n) of a Transfer-Encoding list is a coding this parser decodes:
+ * chunked (llhttp's), or identity, which changes nothing. Parameters are ignored. */
+static bool coding_known(const char *s, size_t n) {
+    const char *semi = memchr(s, ';', n);
+    if (semi) n = (size_t)(semi - s);
+    while (n && (*s == ' ' || *s == '\t')) s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+    return n == 0 || irn__streq_ci(s, n, "chunked") || irn__streq_ci(s, n, "identity");
+}
+
+/* A body in any other transfer coding (gzip, deflate) would reach the client still
+ * coded, under headers that no longer say so: such a response is refused. */
+static bool codings_known(irn__h1r *p) {
+    irn__hdrs_fill(&p->hdrs, p->harr);
+    for (size_t i = 0; i < p->hdrs.n; i++) {
+        const irn_header *h = &p->harr[i];
+        if (!irn__streq_ci(h->name, h->name_len, "transfer-encoding")) continue;
+        const char *v = h->value;
+        size_t left = h->value_len;
+        for (;;) {
+            const char *comma = memchr(v, ',', left);
+            size_t n = comma ? (size_t)(comma - v) : left;
+            if (!coding_known(v, n)) return false;
+            if (!comma) break;
+            v += n + 1, left -= n + 1;
+        }
+    }
+    return true;
+}
+
 static int r_headers_complete(llhttp_t *ll) {
     irn__h1r *p = resp_parser(ll);
     int status = ll->status_code;
@@ -53,10 +83,16 @@ static int r_headers_complete(llhttp_t *ll) {
         p->why = status == 101 ? "101 unasked" : "bad status";
         return -1;
     }
+    if (!codings_known(p)) {
+        p->why = "a transfer coding other than chunked";
+        return -1;
+    }
     p->head_seen = true;
     p->status = status;
     if (p->cbs->on_final && !p->cbs->on_final(p->ud, status)) return -1;
-    return p->head_method ? 1 : 0; /* 1: no body follows */
+    /* 1: no body follows. An answer to HEAD, a 204 and a 304 end with their head,
+     * whatever Content-Length or Transfer-Encoding say (RFC 9112 6.3). */
+    return p->head_method || status == 204 || status == 304 ? 1 : 0;
 }
 
 static int r_body(llhttp_t *ll, const char *at, size_t len) {

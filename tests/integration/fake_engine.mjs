@@ -114,6 +114,26 @@ const H1 = {
     sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 100\r\n\r\ndata: {}\n\n');
     eng.timers.add(setTimeout(() => sock.destroy(), eng.opts.cutMs ?? 100));
   },
+  // A streaming head, then the connection dies before any body byte (an engine that
+  // crashed in the prefill): reset, or closed (opts.cutMs, default 100).
+  'head-then-reset': (sock, eng) => {
+    sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n');
+    eng.timers.add(setTimeout(() => sock.resetAndDestroy(), eng.opts.cutMs ?? 100));
+  },
+  'head-then-close': (sock, eng) => {
+    sock.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n');
+    eng.timers.add(setTimeout(() => sock.destroy(), eng.opts.cutMs ?? 100));
+  },
+  // A head, then nothing at all (a stall before the first body byte).
+  'head-then-stall': (sock) => sock.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n'),
+  // Statuses that never have a body, whatever their framing headers say (RFC 9112 6.3).
+  'status-204-cl': (sock) => sock.write('HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n'),
+  'status-304-cl': (sock) => sock.write('HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n'),
+  'status-204-chunked': (sock) => sock.write('HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n'),
+  // A transfer coding other than chunked, which the gateway cannot decode.
+  'te-gzip-chunked': (sock) => sock.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n' +
+    '5\r\n\x1f\x8b\x08\x00\x00\r\n0\r\n\r\n', 'latin1')),
+  'te-gzip-close': (sock) => sock.end(Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08\x00\x00', 'latin1')),
   // A usage whose cached_tokens no prompt can have (near INT64_MAX).
   'absurd-cached': (sock) => sock.write(okResponse(OK_BODY.slice(0, -1) +
     ',"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":9223372036854775000}}}')),
