@@ -249,7 +249,7 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop) {
     for (size_t i = 0; i < app->fleet.nslots; i++) {
         c->probes[i].ctl = c;
         c->probes[i].replica = (uint32_t)i;
-        ir_buf_init(&c->probes[i].body, 4 << 20);
+        ir_buf_init(&c->probes[i].body, GW_CARDS_MAX_BYTES);
     }
     c->cards_every = 10ull * 1000000000ull; /* model cards change rarely */
     return c;

@@ -620,7 +620,13 @@ void gw_replica_succeeded(gw_replica *r);
 typedef struct gw_cards gw_cards;
 gw_cards *gw_cards_new(const gw_fleet *f);
 void gw_cards_free(gw_cards *c);
-/* Replaces what replica r said of its models (a /v1/models body). */
+/* The most of a replica's /v1/models page that is read (a vLLM page is a few KiB; an
+ * adapter's card under 1 KiB): past it, the page is not read, and the last good one
+ * stays. */
+#define GW_CARDS_MAX_BYTES (1u << 20)
+/* Replaces what replica r said of its models (a /v1/models body). Only the cards of
+ * configured model names are kept, the first of each: the rest of a page is never
+ * served, and a page of a million empty entries would otherwise stay parsed. */
 void gw_cards_update(gw_cards *c, uint32_t replica, const char *body, size_t len);
 /* Renders GET /v1/models: configured models then aliases, in config order. */
 int gw_cards_render(gw_cards *c, ir_buf *out);

@@ -1,6 +1,7 @@
 /* models.c: model cards learned from the engines' /v1/models, served locally. */
 #include "gateway/gateway.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +35,33 @@ void gw_cards_free(gw_cards *c) {
     free(c);
 }
 
+static bool card_listed(const json_t *cards, const char *id) {
+    size_t k;
+    json_t *card;
+    json_array_foreach(cards, k, card) if (strcmp(ir_json_str(card, "id"), id) == 0) return true;
+    return false;
+}
+
+static bool model_configured(const gw_model_list *ml, const char *id) {
+    for (size_t i = 0; i < ml->n; i++)
+        if (strcmp(ml->items[i]->cfg->name, id) == 0) return true;
+    return false;
+}
+
+/* The cards of `data` that name a configured model, the first of each name. */
+static json_t *cards_kept(const gw_cards *c, const json_t *data) {
+    const gw_model_list *ml = gw_fleet_models(c->fleet);
+    json_t *kept = json_array();
+    size_t k;
+    json_t *card;
+    json_array_foreach(data, k, card) {
+        const char *id = ir_json_str(card, "id");
+        if (kept && id && model_configured(ml, id) && !card_listed(kept, id))
+            json_array_append(kept, card);
+    }
+    return kept;
+}
+
 void gw_cards_update(gw_cards *c, uint32_t replica, const char *body, size_t len) {
     if (replica >= c->fleet->nslots) return;
     json_error_t e;
@@ -43,8 +71,14 @@ void gw_cards_update(gw_cards *c, uint32_t replica, const char *body, size_t len
         json_decref(doc);
         return; /* a page we cannot read keeps the last good one */
     }
-    json_incref(data);
+    data = cards_kept(c, data);
     json_decref(doc);
+#ifdef __GLIBC__
+    /* A large page's parse took far more than its size in small blocks (a page of 1 MiB
+     * of empty entries, about 70 MB); now freed, they go back to the system. */
+    if (len > (64u << 10)) malloc_trim(0);
+#endif
+    if (!data) return;
     pthread_mutex_lock(&c->mu);
     json_t *old = c->by_replica[replica];
     c->by_replica[replica] = data;

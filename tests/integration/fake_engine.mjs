@@ -134,6 +134,8 @@ const H1 = {
   'te-gzip-chunked': (sock) => sock.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n' +
     '5\r\n\x1f\x8b\x08\x00\x00\r\n0\r\n\r\n', 'latin1')),
   'te-gzip-close': (sock) => sock.end(Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08\x00\x00', 'latin1')),
+  // A model page of the test's own (eng.cardsPage), for GET /v1/models (eng.models).
+  'cards-page': (sock, eng) => { eng.cardsServed = (eng.cardsServed ?? 0) + 1; sock.write(okResponse(eng.cardsPage)); },
   // A usage whose cached_tokens no prompt can have (near INT64_MAX).
   'absurd-cached': (sock) => sock.write(okResponse(OK_BODY.slice(0, -1) +
     ',"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":9223372036854775000}}}')),

@@ -197,3 +197,38 @@ test('h1: an absurd completion_tokens in the usage leaves the gateway serving', 
     await assertNotWedged(gw, eng);
   });
 });
+
+// GET /v1/models is served from the engines' pages; only the cards of configured names
+// are kept (a page of a million empty entries held 300-650 MB), and a page past 1 MiB
+// is not read at all: the configured defaults stand.
+test('model pages: the configured card is found among decoys; a page over 1 MiB is not read', async () => {
+  const card = (len) => ({ id: 'fake', object: 'model', owned_by: 'vllm', root: 'fake', max_model_len: len });
+  const page = (n, len) => JSON.stringify({ object: 'list', data: [...Array(n).fill({}), { id: 'other', max_model_len: 1 }, card(len)] });
+  for (const [n, len, want] of [[100000, 1234, 1234], [400000, 999, undefined]]) {
+    const eng = await startFakeEngine('ok');
+    eng.models = 'cards-page';
+    eng.cardsPage = page(n, len);
+    assert.equal(eng.cardsPage.length > 1 << 20, want === undefined);
+    const gw = await startGateway({ models: [{ name: 'fake' }], replicas: [{ id: 'f0', url: eng.url }] });
+    try {
+      let got;
+      for (const end = Date.now() + 10000; Date.now() < end;) {
+        got = (await (await fetch(`${gw.url}/v1/models`)).json()).data[0];
+        if (got.max_model_len === want) break;
+        // a page that is not read: give the gateway time to have read it, were it read
+        if (want === undefined && eng.cardsServed && (await sleep(1000), true)) {
+          got = (await (await fetch(`${gw.url}/v1/models`)).json()).data[0];
+          break;
+        }
+        await sleep(100);
+      }
+      assert.ok(eng.cardsServed >= 1, 'the gateway never fetched the page');
+      assert.equal(got.id, 'fake');
+      if (want === undefined) assert.notEqual(got.max_model_len, len, JSON.stringify(got));
+      else assert.equal(got.max_model_len, want, JSON.stringify(got));
+    } finally {
+      await gw.stop();
+      await eng.stop();
+    }
+  }
+});
