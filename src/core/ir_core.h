@@ -379,6 +379,13 @@ typedef struct ir_json_span {
 #define IR_JSON_ABSENT  1  /* a valid object without the key */
 #define IR_JSON_INVALID -1 /* not JSON, or not an object at the top level */
 
+/* Whether a request body opens with a UTF-8 byte order mark: FastAPI hands the bytes
+ * to json.loads, which skips one, so the engine reads such a body. */
+static inline bool ir_has_utf8_bom(const char *p, size_t n) {
+    return n >= 3 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
+           (unsigned char)p[2] == 0xBF;
+}
+/* The key's value in a JSON object (a body that may open with a byte order mark). */
 int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span *out,
                      size_t max_depth);
 /* Decodes a JSON string token (quotes included) into out, as UTF-8. */

@@ -593,7 +593,8 @@ size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
                                const char **why);
 
 /* The 404 message for an unknown model. A name over GW_SHOWN_NAME bytes is cut at a
- * character boundary and marked with an ellipsis and its full length. */
+ * character boundary and marked with an ellipsis and its full length; a NUL in it
+ * shows as U+FFFD. out: GW_SHOWN_NAME * 3 + 96 bytes hold any message. */
 #define GW_SHOWN_NAME 256
 void gw_unknown_model_message(const char *name, size_t len, char *out, size_t cap);
 

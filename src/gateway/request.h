@@ -317,7 +317,7 @@ typedef struct gw_resolution {
     bool rewrite; /* the body must name model->cfg->name instead */
     bool found;   /* `model` is present (rewrite its value) or not (insert it) */
     ir_json_span span;
-    char text[GW_SHOWN_NAME + 96]; /* holds message when it is built */
+    char text[GW_SHOWN_NAME * 3 + 96]; /* holds message when it is built (a NUL shows in 3 bytes) */
 } gw_resolution;
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
 /* The body with its top-level `model` replaced by the JSON string `name` (found) or

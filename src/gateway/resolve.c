@@ -7,13 +7,25 @@
 #include <string.h>
 
 void gw_unknown_model_message(const char *name, size_t len, char *out, size_t cap) {
-    if (len <= GW_SHOWN_NAME) {
-        snprintf(out, cap, "The model `%.*s` does not exist.", (int)len, name);
-        return;
+    size_t cut = len <= GW_SHOWN_NAME ? len : GW_SHOWN_NAME; /* at a character boundary */
+    while (cut < len && cut > 0 && ((unsigned char)name[cut] & 0xC0) == 0x80) cut--;
+    /* A NUL ("\u0000" in the body) shows as U+FFFD: cut there, the name would read as
+     * another (a model that exists, say). */
+    char shown[GW_SHOWN_NAME * 3];
+    size_t k = 0;
+    for (size_t i = 0; i < cut; i++) {
+        if (name[i]) {
+            shown[k++] = name[i];
+        } else {
+            memcpy(shown + k, "\xEF\xBF\xBD", 3);
+            k += 3;
+        }
     }
-    size_t cut = GW_SHOWN_NAME; /* at a character boundary */
-    while (cut > 0 && ((unsigned char)name[cut] & 0xC0) == 0x80) cut--;
-    snprintf(out, cap, "The model `%.*s\u2026` (%zu bytes) does not exist.", (int)cut, name, len);
+    if (cut == len)
+        snprintf(out, cap, "The model `%.*s` does not exist.", (int)k, shown);
+    else
+        snprintf(out, cap, "The model `%.*s\u2026` (%zu bytes) does not exist.", (int)k, shown,
+                 len);
 }
 
 static void fail(gw_resolution *o, int status, const char *msg) {

@@ -180,6 +180,11 @@ test('add_special_tokens as vLLM reads it; truncate_prompt_tokens gets no predic
     assert.equal(Number(await cmpl({ add_special_tokens: v })), without, JSON.stringify(v));
   for (const v of [2, null, 'maybe', []])
     assert.equal(await cmpl({ add_special_tokens: v }), null, JSON.stringify(v));
+  // a body that opens with a byte order mark is read as the engine reads it
+  const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ model: 'llama3_1', max_tokens: 1, prompt }))]);
+  const rb = await fetch(gw.url + '/v1/completions', { method: 'POST', body: bom });
+  await rb.text();
+  assert.equal(Number(rb.headers.get('x-inferrail-prompt-tokens')), withBos);
   assert.equal(await cmpl({ truncate_prompt_tokens: 4 }), null);
   assert.equal(Number(await cmpl({ truncate_prompt_tokens: null })), withBos);
   // a chat: the template wrote the special tokens; asked, the tokenizer adds its BOS again

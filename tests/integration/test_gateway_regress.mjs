@@ -78,6 +78,21 @@ test('a huge unknown model name is echoed truncated, visibly, not as an empty na
   assert.ok(e.error.message.length < 1024, 'the message stays short');
 });
 
+test('a NUL in an unknown model name shows in the 404, not cutting the name short into another', async () => {
+  const r = await fetch(gw.url + '/v1/completions', { method: 'POST', body: '{"model":"inferrail/sim-8b\\u0000x","prompt":"a","max_tokens":1}' });
+  assert.equal(r.status, 404);
+  const e = await r.json();
+  assert.equal(e.error.message, 'The model `inferrail/sim-8b\ufffdx` does not exist.');
+});
+
+test('a body that opens with a UTF-8 byte order mark is routed, as the engine (json.loads on bytes) reads it', async () => {
+  const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"model":"sim","prompt":"hello","max_tokens":1}')]);
+  const r = await fetch(gw.url + '/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const text = await r.text();
+  assert.equal(r.status, 200, text);
+  assert.equal(JSON.parse(text).model, 'inferrail/sim-8b'); // the alias was rewritten past the mark
+});
+
 test('headers named by Connection are hop-by-hop: dropped on the way to the engine and back', async () => {
   let received = null;
   const srv = http.createServer((req, res) => {
