@@ -7,21 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The previous report of each slot, for restart detection, and the tag (the
- * member's join generation) it belongs to: touched only on the scraper's thread. */
+/* What the scraper's thread keeps of each slot: the previous report (restarts, and
+ * capacity changes, are told from two reports) and the tag (the member's join
+ * generation) it belongs to, and when its engine last seemed to restart. */
+typedef struct slot_seen {
+    irl_report prev;
+    bool have_prev;
+    bool flapping; /* restarts came within RESTART_QUIET_NS of each other: logged once */
+    uint64_t tag;
+    uint64_t restart_at;
+} slot_seen;
+
 struct gw_load {
     gw_app *app;
-    irl_report *prev;
-    bool *have_prev;
-    uint64_t *tag;
+    slot_seen *slot;
 };
 typedef struct gw_load load_ctx;
 
+/* Restarts closer together than this are one flapping episode: an engine in a crash
+ * loop, or, more likely, a URL that reaches several engines in turn (a Service or a
+ * load balancer), whose counters alternate. */
+#define RESTART_QUIET_NS (60ull * 1000000000ull)
+
 static void ctx_free(load_ctx *c) {
     if (!c) return;
-    free(c->prev);
-    free(c->have_prev);
-    free(c->tag);
+    free(c->slot);
     free(c);
 }
 
@@ -32,11 +42,15 @@ static uint64_t clamp_u64(double v) {
     return v >= 1.8e19 ? UINT64_MAX : (uint64_t)v;
 }
 
-/* The engine's capacity sizes the replica's shadow, unless the config fixes it. */
-static void learn_capacity(gw_fleet *f, gw_replica *r, const irl_report *rep) {
+/* The engine's capacity sizes the replica's shadow, unless the config fixes it. A
+ * change is taken when two reports in a row give it (the first report of a member
+ * counts alone), so that a URL whose pages alternate does not resize it each time. */
+static void learn_capacity(gw_fleet *f, gw_replica *r, const slot_seen *seen,
+                           const irl_report *rep) {
     uint64_t cap = irl_report_capacity_blocks(rep, f->block_size);
     atomic_store_explicit(&r->engine.capacity_blocks, cap, memory_order_relaxed);
     if (!cap || r->cfg->kv_capacity_blocks > 0 || !f->index) return;
+    if (seen->have_prev && irl_report_capacity_blocks(&seen->prev, f->block_size) != cap) return;
     uint32_t want = (uint32_t)IR_MIN(cap, GW_MAX_CAPACITY_BLOCKS);
     if (irx_capacity(f->index, r->index) == want) return;
     if (want < cap)
@@ -49,6 +63,32 @@ static void learn_capacity(gw_fleet *f, gw_replica *r, const irl_report *rep) {
                 r->cfg->id, want);
 }
 
+/* The engine's prefix cache counters went backwards: it restarted, and its cache with
+ * it. Counted and cleared each time; logged once per flapping episode. */
+static void restarted(gw_fleet *f, gw_replica *r, slot_seen *seen) {
+    uint64_t now = ir_now_ns();
+    bool quick = seen->restart_at && now - seen->restart_at < RESTART_QUIET_NS;
+    seen->restart_at = now;
+    atomic_fetch_add_explicit(&r->engine.restarts, 1, memory_order_relaxed);
+    if (f->index) irx_reset_replica(f->index, r->index);
+    if (!quick) {
+        seen->flapping = false;
+        IR_WARN("load",
+                "replica %s: its engine restarted (prefix cache counters went backwards); its "
+                "KV index view is cleared",
+                r->cfg->id);
+    } else if (!seen->flapping) {
+        seen->flapping = true;
+        IR_WARN("load",
+                "replica %s: its prefix cache counters went backwards again within %llu s: a "
+                "crash loop, or a URL that reaches several engines in turn (a Service or a load "
+                "balancer; give the gateway each engine instead). Each time clears its KV index "
+                "view; they are counted in inferrail_replica_engine_restarts_total, and not "
+                "logged until %llu s pass without one",
+                r->cfg->id, RESTART_QUIET_NS / 1000000000ull, RESTART_QUIET_NS / 1000000000ull);
+    }
+}
+
 static void on_report(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *rep,
                       uint64_t at) {
     load_ctx *c = ud;
@@ -57,21 +97,13 @@ static void on_report(void *ud, size_t i, uint64_t tag, irl_result res, const ir
     gw_replica *r = &f->replicas[i];
     /* A report of a member that left, or of an earlier member of this slot. */
     if (!gw_replica_member(r) || tag != atomic_load(&r->gen)) return;
-    if (c->tag[i] != tag) { /* a new member here: no previous report of its own */
-        c->tag[i] = tag;
-        c->have_prev[i] = false;
-    }
-    if (c->have_prev[i] && irl_report_restarted(&c->prev[i], rep)) {
-        atomic_fetch_add_explicit(&r->engine.restarts, 1, memory_order_relaxed);
-        if (f->index) irx_reset_replica(f->index, r->index);
-        IR_WARN("load",
-                "replica %s: its engine restarted (prefix cache counters went backwards); its "
-                "KV index view is cleared",
-                r->cfg->id);
-    }
-    c->prev[i] = *rep;
-    c->have_prev[i] = true;
-    learn_capacity(f, r, rep);
+    slot_seen *seen = &c->slot[i];
+    if (seen->tag != tag) /* a new member here: nothing seen of it yet */
+        *seen = (slot_seen){.tag = tag};
+    if (seen->have_prev && irl_report_restarted(&seen->prev, rep)) restarted(f, r, seen);
+    learn_capacity(f, r, seen, rep);
+    seen->prev = *rep;
+    seen->have_prev = true;
     gw_engine_load *e = &r->engine;
     atomic_store_explicit(&e->running, clamp_u32(rep->running), memory_order_relaxed);
     atomic_store_explicit(&e->waiting, clamp_u32(rep->waiting), memory_order_relaxed);
@@ -129,10 +161,8 @@ static load_ctx *ctx_new(gw_app *app, size_t n) {
     load_ctx *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->app = app;
-    c->prev = calloc(n, sizeof *c->prev);
-    c->have_prev = calloc(n, sizeof *c->have_prev);
-    c->tag = calloc(n, sizeof *c->tag);
-    if (c->prev && c->have_prev && c->tag) return c;
+    c->slot = calloc(n, sizeof *c->slot);
+    if (c->slot) return c;
     ctx_free(c);
     return NULL;
 }

@@ -134,6 +134,18 @@ const H1 = {
   'te-gzip-chunked': (sock) => sock.write(Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n' +
     '5\r\n\x1f\x8b\x08\x00\x00\r\n0\r\n\r\n', 'latin1')),
   'te-gzip-close': (sock) => sock.end(Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08\x00\x00', 'latin1')),
+  // A metrics page that alternates between two engines' (as a Service in front of two
+  // vLLMs would serve it): their prefix counters and their KV capacity differ.
+  'two-engines-page': (sock, eng) => {
+    eng.flip = !eng.flip;
+    const [q, blocks] = eng.flip ? [100000, 1000] : [10, 2000];
+    const l = 'engine="0",model_name="fake"';
+    const page = `vllm:num_requests_running{${l}} 0.0\nvllm:num_requests_waiting{${l}} 0.0\n` +
+      `vllm:kv_cache_usage_perc{${l}} 0.1\nvllm:prefix_cache_queries_total{${l}} ${q}.0\n` +
+      `vllm:prefix_cache_hits_total{${l}} ${q / 2}.0\n` +
+      `vllm:cache_config_info{block_size="16",num_gpu_blocks="${blocks}",${l}} 1.0\n`;
+    sock.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: ${page.length}\r\n\r\n${page}`);
+  },
   // A model page of the test's own (eng.cardsPage), for GET /v1/models (eng.models).
   'cards-page': (sock, eng) => { eng.cardsServed = (eng.cardsServed ?? 0) + 1; sock.write(okResponse(eng.cardsPage)); },
   // A usage whose cached_tokens no prompt can have (near INT64_MAX).

@@ -176,3 +176,28 @@ test('replica gauges move under load, and a restart resets the index view', asyn
     await sim.stop();
   }
 });
+
+// A replica URL that reaches two engines in turn: every other scrape looks like a
+// restart, and the capacity flips. Restarts are counted (and the view cleared) each
+// time, but logged once, with the likely cause; the capacity is taken once, as two
+// reports in a row never agree on a new one.
+test('a URL that alternates between two engines is logged once, not at every scrape', async () => {
+  const eng = await startFakeEngine('ok', { metrics: 'two-engines-page' });
+  const gw = await startGateway({
+    models: [{ name: 'fake' }],
+    replicas: [{ id: 'lb', url: eng.url }],
+    load: { scrape_interval: '50ms' },
+    health: { interval: '10s' },
+  });
+  try {
+    await until('restarts counted', async () =>
+      metricValue(await metrics(gw.admin), 'inferrail_replica_engine_restarts_total', 'replica="lb"') >= 8);
+    assert.ok(eng.metricsRequests >= 16, `${eng.metricsRequests} scrapes`);
+    assert.equal(count(gw.log.text, 'replica lb: its engine restarted'), 1, gw.log.text);
+    assert.equal(count(gw.log.text, 'replica lb: its prefix cache counters went backwards again'), 1, gw.log.text);
+    assert.ok(count(gw.log.text, 'the KV index now sizes it') <= 1, gw.log.text);
+  } finally {
+    await gw.stop();
+    await eng.stop();
+  }
+});
