@@ -10,7 +10,8 @@ bound; from the summary or ceilings.json beside it), TTFT
 p50/p90/p99 in wall ms and, in model ms (x K), the ratio of p90 and p99 to
 round_robin's in the same run, errors, the busiest replica's share of
 requests against the mean (max/mean), and the busiest replica's mean number
-of requests in flight against the fleet's mean (the w5 target's 1.3). With several repetitions the summary
+of requests in flight against the fleet's mean (the w5 target's 1.3); max/mean
+requests is each repetition's own, then the median. With several repetitions the summary
 holds medians over them (compare's own), and the repetitions' spread of p99 is
 shown when the per-repetition files are still there.
 """
@@ -32,6 +33,26 @@ def spread(d, pol):
             if t is not None:
                 vals.append(t)
     return f"{min(vals):.1f}..{max(vals):.1f}" if len(vals) > 1 else ""
+
+
+def busiest(d, pol):
+    """The busiest replica's requests over the mean, per repetition, then the median:
+    each repetition's own imbalance (the summary's per_replica holds medians by replica
+    name, which hide an imbalance that falls on a different replica in each). From the
+    summary's per_replica when the repetitions' files are gone."""
+    vals = []
+    for f in d["policies"][pol].get("runs", []):
+        p = os.path.join(d["_dir"], f)
+        if os.path.exists(p):
+            r = json.load(open(p))
+            per = (r.get("summary", r).get("per_replica") or {})
+            counts = list(per.values()) + [0] * (d.get("replicas", len(per)) - len(per))
+            if counts and statistics.mean(counts):
+                vals.append(max(counts) / statistics.mean(counts))
+    if vals:
+        return statistics.median(vals)
+    per = d["policies"][pol].get("per_replica") or {}
+    return (max(per.values()) / statistics.mean(per.values())) if per else float("nan")
 
 
 def finite(d):
@@ -64,8 +85,7 @@ def table(path):
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p, v in pols.items():
         t = v.get("ttft_ms") or {}
-        per = v.get("per_replica") or {}
-        mm = (max(per.values()) / statistics.mean(per.values())) if per else float("nan")
+        mm = busiest(d, p)
         r90 = t["p90"] / rr["p90"] if rr.get("p90") and t.get("p90") is not None else float("nan")
         r99 = t["p99"] / rr["p99"] if rr.get("p99") and t.get("p99") is not None else float("nan")
         out.append(f"| {p} | {v.get('hit_rate')} | {t.get('p50')} | {t.get('p90')} | {t.get('p99')} | "

@@ -347,7 +347,7 @@ static void fmt(char *o, size_t n, double v, const char *f) {
 static void table(FILE *md, json_t *cmp) {
     fprintf(md,
             "| policy | TTFT p50 / p90 / p99 (ms) | TPOT p50 / p99 (ms) | e2e p99 (ms) | hit rate "
-            "(usage / engines) | goodput | errors | requests per replica |\n"
+            "(usage / engines) | goodput | errors | requests per replica (medians by name) |\n"
             "|---|---|---|---|---|---|---|---|\n");
     const char *pol;
     json_t *p;
@@ -427,7 +427,10 @@ int bench_report_main(int argc, char **argv) {
                 "The hit rate is cached over prompt tokens, from usage and from the engines' "
                 "counters; the ceiling is what one replica with an infinite cache would hit, "
                 "the finite-cache ceiling what no routing can beat with the fleet's caches "
-                "(Belady's MIN over the caches pooled; docs/bench-harness.md).\n\n");
+                "(Belady's MIN over the caches pooled; docs/bench-harness.md). Requests per "
+                "replica are medians by replica name: an imbalance that falls on another replica "
+                "in each repetition shows less there (bench/proof/summarize.py gives each "
+                "repetition's busiest replica over the mean).\n\n");
     if (in.ncmp) {
         fprintf(md,
                 "## Summary\n\n| workload | rate (req/s) | speed-up | replicas | requests × reps | "
