@@ -423,6 +423,17 @@ int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *data, size_t le
             r->include_usage && json_is_true(json_object_get(so, "continuous_usage_stats"));
     }
     if (reject_unsupported(e, body, kind)) goto out;
+    json_t *salt = json_object_get(body, "cache_salt");
+    if (salt && !json_is_null(salt)) { /* vLLM's check, on the raw value */
+        if (!json_is_string(salt) || !json_string_length(salt)) {
+            BAD(e, "cache_salt", "Parameter 'cache_salt' must be a non-empty string if provided.");
+            goto out;
+        }
+        if (!(r->cache_salt = strdup(json_string_value(salt)))) {
+            fail(e, 500, "InternalServerError", NULL, "out of memory");
+            goto out;
+        }
+    }
     bool has_mct = false;
     long long mct = 0;
     if (opt_int(e, body, "max_tokens", &r->has_max_tokens, &r->max_tokens)) goto out;
@@ -463,12 +474,14 @@ int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *data, size_t le
     rc = 0;
 out:
     json_decref(body);
-    if (rc) irt_ids_free(&r->ids);
+    if (rc) sim_req_free(r);
     return rc;
 }
 
 void sim_req_free(sim_req *r) {
     irt_ids_free(&r->ids);
+    free(r->cache_salt);
+    r->cache_salt = NULL;
 }
 
 /* The rank with the least waiting * 4 + running, from the counts as last taken,
@@ -566,6 +579,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
                       .max_tokens = has_max ? (size_t)max_tokens : 0,
                       .has_max_tokens = has_max,
                       .seed = pr.seed,
+                      .cache_salt = pr.cache_salt,
                       .cbs = &seq_cbs,
                       .ud = f};
     f->seq = sim_engine_submit(eng, &sub);
@@ -603,6 +617,7 @@ static void handle_inference(sim_api *api, irn_request *req, irn_resp *resp, sim
     }
 out:
     irt_ids_free(&ids);
+    free(pr.cache_salt);
 }
 
 /* ---- other routes --------------------------------------------------------------------- */

@@ -33,6 +33,7 @@ typedef struct sim_req {
     bool has_max_tokens;
     long long max_tokens;
     uint64_t seed;
+    char *cache_salt; /* NULL: none */
 } sim_req;
 
 typedef struct sim_err {

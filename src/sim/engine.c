@@ -26,6 +26,8 @@ struct sim_seq {
     int32_t *blocks;
     size_t nblocks, blocks_cap, nhashed;
     ir_block_chain chain; /* after the last registered block */
+    ir_hash128 root;      /* the engine's, or salted by the request's cache_salt */
+    char *salt;           /* the request's cache_salt (NULL: none), for KV events */
     size_t cached_tokens, cpu_tokens;
     bool scheduled_once;
     bool abort_pending;
@@ -273,7 +275,7 @@ static void release_blocks(sim_engine *e, sim_seq *s) {
     for (size_t i = s->nblocks; i-- > 0;) sim_kv_release(&e->kv, s->blocks[i]);
     s->nblocks = 0;
     s->nhashed = 0;
-    s->chain = ir_block_chain_at(e->root, NULL, 0);
+    s->chain = ir_block_chain_at(s->root, NULL, 0);
 }
 
 /* Registers the hashes of blocks that became full. */
@@ -284,12 +286,13 @@ static void hash_full_blocks(sim_engine *e, sim_seq *s) {
         const uint32_t *ids = s->tokens + s->nhashed * bs;
         ir_hash128 h = ir_block_hash_next(&s->chain, ids, bs);
         if (sim_kv_set_hash(&e->kv, s->blocks[s->nhashed], h))
-            sim_kvpub_stored(e->pub, s->nhashed ? &parent : NULL, h, ids);
+            sim_kvpub_stored(e->pub, s->nhashed ? &parent : NULL, h, ids, s->salt);
         s->nhashed++;
     }
 }
 
 static void free_seq(sim_seq *s) {
+    free(s->salt);
     free(s->tokens);
     free(s->plan);
     free(s->blocks);
@@ -390,7 +393,7 @@ static bool admit(sim_engine *e, sim_seq *s, uint64_t now) {
     size_t full = s->ntok / bs;
     ir_hash128 *hs = full ? malloc(full * sizeof *hs) : NULL;
     if (full && !hs) return false;
-    ir_block_hash_chain(e->root, s->tokens, s->ntok, bs, hs, full);
+    ir_block_hash_chain(s->root, s->tokens, s->ntok, bs, hs, full);
     prefix_hit h = find_prefix(e, hs, full, s->ntok);
     size_t need = (s->ntok + bs - 1) / bs;
     if (need == 0) need = 1;
@@ -409,7 +412,7 @@ static bool admit(sim_engine *e, sim_seq *s, uint64_t now) {
         push_block(s, b);
     }
     s->nhashed = h.gpu;
-    s->chain = ir_block_chain_at(e->root, hs, h.gpu);
+    s->chain = ir_block_chain_at(s->root, hs, h.gpu);
     /* The CPU copies being loaded are touched and pinned, so that the GPU blocks
      * evicted to make room cannot push them out of the tier. */
     if (e->kv.nc) {
@@ -655,13 +658,21 @@ sim_seq *sim_engine_submit(sim_engine *e, const sim_submit *req) {
     s->plan_len = req->has_max_tokens ? req->max_tokens : 16 + seed % 113;
     if (s->plan_len == 0) s->plan_len = 1; /* vLLM always yields at least one token */
     s->tokens = malloc((req->prompt_len + s->plan_len + 1) * sizeof *s->tokens);
-    if (!s->tokens || make_plan(e, s, seed)) {
+    /* A salt keeps the request's blocks apart from every other salt's, as vLLM's
+     * extra keys do: its chain starts at a root of its own. */
+    s->root = e->root;
+    if (req->cache_salt) {
+        s->salt = strdup(req->cache_salt);
+        s->root = ir_block_hash_root(e->cfg.nmodel_names ? e->cfg.model_names[0] : "sim", NULL,
+                                     req->cache_salt);
+    }
+    if (!s->tokens || (req->cache_salt && !s->salt) || make_plan(e, s, seed)) {
         free_seq(s);
         return NULL;
     }
     if (req->prompt_len) memcpy(s->tokens, req->prompt, req->prompt_len * sizeof *s->tokens);
     s->ntok = req->prompt_len;
-    s->chain = ir_block_chain_at(e->root, NULL, 0);
+    s->chain = ir_block_chain_at(s->root, NULL, 0);
     s->t_arrive = ir_now_ns();
     s->state = SEQ_WAITING;
     e->stats.requests_received++;

@@ -32,6 +32,8 @@ typedef struct pev {
     bool has_parent;
     bool cpu;          /* medium "CPU": the CPU tier's, no parent and no token ids when stored */
     uint32_t first, n; /* hashes[first..first+n), tokens[first*bs..) for stored */
+    uint32_t salt_at,
+        salt_len; /* stored, no parent: the chain's cache_salt in salts (len 0: none) */
 } pev;
 
 typedef struct slot {
@@ -51,6 +53,7 @@ struct sim_kvpub {
     ir_hash128 *hashes;
     uint32_t *tokens;
     size_t nhash, hashcap;
+    ir_buf salts; /* the pending events' cache salts, one after another */
     int64_t seq;
     slot *buf;
     size_t nbuf, bufcap, bufhead;
@@ -157,7 +160,8 @@ static void pack_str(msgpack_packer *pk, const char *s) {
  * "type" first; fields holding their defaults (extra_keys and later) left out. */
 static void pack_event(msgpack_packer *pk, const sim_kvpub *p, const pev *e) {
     static const char *tags[] = {"", "BlockStored", "BlockRemoved", "AllBlocksCleared"};
-    uint32_t nf = e->type == 1 ? 8 : e->type == 2 ? 3 : 1;
+    bool salted = e->type == 1 && e->salt_len;
+    uint32_t nf = e->type == 1 ? 8 + salted : e->type == 2 ? 3 : 1;
     if (p->map)
         msgpack_pack_map(pk, nf);
     else
@@ -189,6 +193,14 @@ static void pack_event(msgpack_packer *pk, const sim_kvpub *p, const pev *e) {
     if (e->type == 1) {
         if (p->map) pack_str(pk, "lora_name");
         msgpack_pack_nil(pk);
+    }
+    if (salted) { /* extra_keys: a tuple for each block, the first's holding the salt */
+        if (p->map) pack_str(pk, "extra_keys");
+        msgpack_pack_array(pk, e->n);
+        msgpack_pack_array(pk, 1);
+        msgpack_pack_str(pk, e->salt_len);
+        msgpack_pack_str_body(pk, p->salts.data + e->salt_at, e->salt_len);
+        for (uint32_t i = 1; i < e->n; i++) msgpack_pack_nil(pk);
     }
 }
 
@@ -247,6 +259,7 @@ static void flush(sim_kvpub *p) {
     }
     keep(p, seq, sb.data, sb.size); /* the buffer takes the bytes */
     p->nev = p->nhash = 0;
+    ir_buf_reset(&p->salts);
 }
 
 /* Replay: (identity, empty, start) in; (identity, empty, seq, payload) per kept
@@ -307,7 +320,7 @@ static pev *new_event(sim_kvpub *p, int type) {
         p->ev = ne, p->evcap = nc;
     }
     pev *e = &p->ev[p->nev++];
-    *e = (pev){type, {0, 0}, false, false, (uint32_t)p->nhash, 0};
+    *e = (pev){type, {0, 0}, false, false, (uint32_t)p->nhash, 0, 0, 0};
     return e;
 }
 
@@ -328,8 +341,8 @@ static int add_hash(sim_kvpub *p, ir_hash128 h, const uint32_t *tokens) {
     return 0;
 }
 
-void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h,
-                      const uint32_t *tokens) {
+void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h, const uint32_t *tokens,
+                      const char *salt) {
     if (!p) return;
     pev *last = p->nev ? &p->ev[p->nev - 1] : NULL;
     /* The next block of the chain the last event stored: one event, as vLLM's. */
@@ -339,6 +352,10 @@ void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h,
     pev *e = chained ? last : new_event(p, 1);
     if (!e) return;
     if (!chained && parent) e->parent = *parent, e->has_parent = true;
+    if (!chained && !parent && salt && *salt) {
+        e->salt_at = (uint32_t)p->salts.len;
+        if (ir_buf_append_str(&p->salts, salt) == 0) e->salt_len = (uint32_t)strlen(salt);
+    }
     if (add_hash(p, h, tokens)) return;
     e->n++;
 }
@@ -410,6 +427,7 @@ static void *bind_socket(sim_kvpub *p, int type, const char *ep, char *err, size
 sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block_size, bool map,
                          bool bytes, char *err, size_t errlen) {
     sim_kvpub *p = calloc(1, sizeof *p);
+    if (p) ir_buf_init(&p->salts, 1u << 24);
     if (!p || !(p->ctx = zmq_ctx_new()) || !(p->topic = strdup(c->topic)) ||
         !(p->buf = calloc(c->buffer_steps, sizeof *p->buf))) {
         snprintf(err, errlen, "out of memory");
@@ -462,6 +480,7 @@ static void on_closed(uv_handle_t *h) {
     free(p->hashes);
     free(p->tokens);
     free(p->topic);
+    ir_buf_free(&p->salts);
     free(p);
 }
 

@@ -180,7 +180,8 @@ typedef struct sim_submit {
     size_t prompt_len;
     size_t max_tokens; /* output tokens to generate when has_max_tokens */
     bool has_max_tokens;
-    uint64_t seed; /* mixes into the generated text */
+    uint64_t seed;          /* mixes into the generated text */
+    const char *cache_salt; /* the request's (copied), or NULL */
     const sim_seq_cbs *cbs;
     void *ud;
 } sim_submit;
@@ -221,7 +222,8 @@ sim_kvpub *sim_kvpub_new(uv_loop_t *loop, const sim_kvpub_cfg *c, uint32_t block
                          bool bytes, char *err, size_t errlen);
 void sim_kvpub_free(sim_kvpub *p); /* closes its timer: the loop must run once more */
 /* Every call is a no-op on NULL. tokens: block_size token ids. */
-void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h, const uint32_t *tokens);
+void sim_kvpub_stored(sim_kvpub *p, const ir_hash128 *parent, ir_hash128 h, const uint32_t *tokens,
+                      const char *salt);
 void sim_kvpub_removed(sim_kvpub *p, ir_hash128 h);
 /* The CPU tier, as vLLM's OffloadingConnector reports it: a BlockStored with medium
  * "CPU", no parent and no token ids; a BlockRemoved with medium "CPU". */

@@ -101,6 +101,24 @@ test('generated text retokenizes: turn two hits the blocks of turn one', async (
   assert.ok(cached >= a.usage.total_tokens - 16, `cached ${cached} of ${a.usage.total_tokens}`);
 });
 
+test('cache_salt keeps a request\'s blocks apart, as vLLM\'s extra keys do', async () => {
+  const body = (extra) => ({ model: 'sim-model', prompt: 'salted prompt words '.repeat(30), max_tokens: 1, ...extra });
+  const cached = async (extra) => (await (await post('/v1/completions', body(extra))).json()).usage.prompt_tokens_details?.cached_tokens ?? 0;
+  await cached({});
+  assert.ok((await cached({})) > 0, 'the unsalted repeat hits');
+  assert.equal(await cached({ cache_salt: 'tenant-a' }), 0, 'another salt shares nothing');
+  assert.ok((await cached({ cache_salt: 'tenant-a' })) > 0, 'the same salt hits');
+  assert.equal(await cached({ cache_salt: 'tenant-b' }), 0);
+  assert.ok((await cached({ cache_salt: null })) > 0, 'null is no salt');
+  for (const bad of ['', 5, ['a']]) {
+    const r = await post('/v1/completions', body({ cache_salt: bad }));
+    assert.equal(r.status, 400, JSON.stringify(bad));
+    const e = await r.json();
+    assert.equal(e.error.message, "Parameter 'cache_salt' must be a non-empty string if provided.");
+    assert.equal(e.error.param, 'cache_salt');
+  }
+});
+
 test('validation errors name the parameter, in the vLLM error shape', async () => {
   const cases = [
     [chatBody({ model: 'nope' }), 404, 'NotFoundError', 'The model `nope` does not exist.'],

@@ -277,3 +277,43 @@ test('two gateways hold one view; one that joins late catches up by replay', asy
   }
   assert.ok(nonzero >= 3, `only ${nonzero} nonzero predictions`);
 });
+
+// cache_salt: the simulator keeps salted blocks apart and says so in its events (the
+// first block's extra_keys carry the salt, as vLLM's do), and a gateway fed by them
+// predicts salted requests as exactly as the others, in both encodings.
+for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
+  test(`salted requests are followed exactly from the events: ${encoding}, ${hash}`, async () => {
+    const sim = await eventSim(encoding, hash);
+    const gw = await startGateway({
+      models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+      replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
+      health: { interval: '10s' },
+    });
+    try {
+      const prompt = 'a salted prompt shared by one tenant only '.repeat(12);
+      const body = (salt) => JSON.stringify({ model: MODEL, prompt, max_tokens: 1, ...(salt ? { cache_salt: salt } : {}) });
+      const send = async (salt) => {
+        const r = await fetch(gw.url + '/v1/completions', { method: 'POST', body: body(salt) });
+        const j = await r.json();
+        return { predicted: Number(r.headers.get('x-inferrail-cached-tokens')), reported: j.usage.prompt_tokens_details?.cached_tokens ?? 0 };
+      };
+      const explained = async (salt) => {
+        const r = await fetch(gw.admin + '/admin/explain?path=/v1/completions', { method: 'POST', body: body(salt) });
+        return (await r.json()).candidates[0].predicted_cached_tokens;
+      };
+      assert.deepEqual(await send('tenant-a'), { predicted: 0, reported: 0 });
+      // the events of the first answer land on the subscriber's thread: wait for them
+      for (const end = Date.now() + 20000; Date.now() < end && !(await explained('tenant-a')); ) await sleep(20);
+      const again = await send('tenant-a');
+      assert.ok(again.reported > 0, JSON.stringify(again));
+      assert.equal(again.predicted, again.reported);
+      assert.equal(await explained('tenant-b'), 0);
+      assert.deepEqual(await send('tenant-b'), { predicted: 0, reported: 0 });
+      assert.equal(await explained(null), 0, 'the unsalted prompt shares nothing with the salted ones');
+      const page = await metrics(gw.admin);
+      assert.equal(metricValue(page, 'inferrail_kv_events_decode_errors_total', 'replica="ev"'), 0);
+    } finally {
+      assert.equal(await gw.stop(), 0, gw.log.text);
+    }
+  });
+}
