@@ -150,6 +150,10 @@ static void parity(gw_req *r) {
  * When the engine had less, the shadow held blocks it had evicted: correct it. */
 void gw_predict_feedback(gw_req *r) {
     if (r->prompt.state != GW_PREDICT_OK || !r->rep) return;
+    /* An engine that refused the request (a 4xx: too long, a bad parameter) ran none of
+     * it: its answer says nothing of the prediction, and must not count as a miss of
+     * the parity self-test, which a client could otherwise drive to 0. */
+    if (r->up_status < 200 || r->up_status >= 300) return;
     gw_replica *rep = r->rep;
     parity(r);
     uint64_t predicted = r->predicted_cached;

@@ -303,7 +303,8 @@ void gw_predict_keep_tail(gw_req *r, const char *data, size_t len);
  * is no usage, GW_USAGE_NO_DETAILS if its details are null. */
 #define GW_USAGE_NO_DETAILS (-2)
 int64_t gw_reported_cached(const char *tail, size_t len);
-/* A successful attempt ended: counts the prediction against the engine's report,
+/* An attempt ended without error: if the engine answered 2xx (a refusal ran none of
+ * the prompt), counts the prediction against the engine's report,
  * and corrects the index when the engine held less. */
 void gw_predict_feedback(gw_req *r);
 

@@ -317,3 +317,38 @@ for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
     }
   });
 }
+
+// An engine's refusal (a 400: max_tokens past the context) ran none of the prompt: it is
+// no evidence for or against the prediction. Refusals once counted as parity misses
+// (a client could drive the parity ratio to 0 and set off the tokenizer-mismatch warning)
+// and as over-predictions, correcting the index down.
+test('refused requests count neither in the parity self-test nor in the prediction counts', async () => {
+  const sim = await eventSim('map', 'int');
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
+    health: { interval: '10s' },
+  });
+  try {
+    const prompt = 'a prompt the engine will refuse to extend that far '.repeat(10);
+    const counts = async () => {
+      const page = await metrics(gw.admin);
+      return ['exact', 'over', 'under'].map((k) => metricValue(page, 'inferrail_predictions_total', `replica="ev",result="${k}"`) ?? 0)
+        .concat(metricValue(page, 'inferrail_kv_events_parity_checks_total', 'replica="ev"') ?? 0);
+    };
+    await complete(gw.url, prompt, 1);
+    await complete(gw.url, prompt, 1); // a hit, predicted from the first one's events (or not)
+    await sleep(500); // the parity checks settle once the events have come
+    const before = await counts();
+    for (let i = 0; i < 8; i++) {
+      const r = await fetch(gw.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: 1000000 }) });
+      assert.equal(r.status, 400);
+      await r.text();
+    }
+    await sleep(500);
+    assert.deepEqual(await counts(), before);
+    assert.doesNotMatch(gw.log.text, /parity: replica ev/);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+  }
+});
