@@ -407,6 +407,7 @@ typedef struct gw_kvsub_stats {
     _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, orphans, refused;
     _Atomic uint64_t replayed, gaps, fallbacks, decode_errors, restarts, reconnects;
     _Atomic uint64_t other_group;   /* events of a KV cache group the index does not follow */
+    _Atomic uint64_t other_rank;    /* batches another data-parallel rank published (skipped) */
     _Atomic uint64_t lag_us;        /* the last batch: now minus its ts (engine clock) */
     _Atomic uint64_t last_batch_ns; /* monotonic time of the last applied batch; 0 never */
     _Atomic int source;             /* GW_KV_SOURCE_* */

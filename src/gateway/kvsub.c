@@ -53,6 +53,7 @@
  * this is minutes of backlog, and a drop is a gap that replay fills. */
 #define RCV_HWM          10000
 #define DRAIN_MAX        4096
+#define DRAIN_BYTES      (8u << 20) /* a round's bytes per socket: huge batches take turns */
 #define REPLAY_TIMEOUT   (3ull * 1000000000ull)
 #define REPLAY_AHEAD_MAX (1ll << 20) /* batches a replay may run ahead of the live stream */
 #define POLL_MS          50
@@ -71,6 +72,8 @@ typedef struct kvstream {
     uint64_t replay_deadline;
     uint64_t replay_got; /* batches the running replay brought */
     int32_t group;       /* the KV cache group followed (irx_ev_group_follow) */
+    int64_t rank;        /* a data-parallel target's rank, whose batches alone it takes; -1 */
+    bool hole;           /* the running replay skipped batches: ask again when it ends */
     gw_kvsub_stats *st;  /* its slot's counters (gw_kvsub.stats) */
 } kvstream;
 
@@ -80,6 +83,7 @@ typedef struct kvcmd {
     uint32_t slot;
     char id[GW_REPLICA_ID_MAX + 1];
     const char *model;               /* lives until exit (configs are kept) */
+    int64_t rank;                    /* a data-parallel target's rank; -1 */
     char *endpoint, *replay, *topic; /* owned copies; replay may be NULL */
     struct kvcmd *next;
 } kvcmd;
@@ -208,6 +212,13 @@ static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
         IR_DEBUG("kvsub", "replica %s: a batch that does not decode: %s", s->id, err);
         return;
     }
+    /* Another rank's batch (a replay socket or an endpoint that serves another rank):
+     * its blocks are in another cache than this target's. */
+    if (s->rank >= 0 && b.dp_rank >= 0 && b.dp_rank != s->rank) {
+        ADD(s, other_rank, 1);
+        irx_ev_batch_free(&b);
+        return;
+    }
     if (!s->tracked) {
         if (irx_ev_track(k->fleet->index, s->slot, s->model, k->fleet->block_size)) {
             irx_ev_batch_free(&b);
@@ -254,6 +265,12 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
             if (seq > 0) ask_replay(s, 0);
         }
         s->live_last = seq;
+        /* A replay (answered before any live batch) numbered its batches far past this
+         * live one: not this stream's, and every live batch would look applied. */
+        if (s->next >= 0 && seq < s->next && s->next - seq > REPLAY_AHEAD_MAX) {
+            ADD(s, gaps, 1);
+            fall_back(k, s, "a KV event replay sent batches numbered past the live stream");
+        }
         if (s->replaying) return; /* the replay brings it, or the next one will */
     } else {
         ADD(s, replayed, 1);
@@ -267,13 +284,18 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
         }
     }
     if (s->next >= 0 && seq < s->next) return; /* already applied */
+    if (s->next >= 0 && seq > s->next && replayed) {
+        /* The replay skipped batches (its socket dropped some under load, or the engine
+         * no longer buffers them): the rest of it is left, and the replay is asked again
+         * from the hole when it ends (on_replay_end decides). */
+        if (!s->hole) ADD(s, gaps, 1);
+        s->hole = true;
+        return;
+    }
     if (s->next >= 0 && seq > s->next) {
         ADD(s, gaps, 1);
-        if (replayed || !s->dealer) {
-            fall_back(k, s,
-                      replayed ? "the engine no longer buffers the missing KV event "
-                                 "batches"
-                               : "KV event batches were lost and there is no replay socket");
+        if (!s->dealer) {
+            fall_back(k, s, "KV event batches were lost and there is no replay socket");
         } else {
             ask_replay(s, s->next);
             if (s->replaying) return;
@@ -288,6 +310,14 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
 
 static void on_replay_end(gw_kvsub *k, kvstream *s) {
     s->replaying = false;
+    if (s->hole) { /* it skipped batches: again from the hole, while each replay helps */
+        s->hole = false;
+        if (s->replay_got == 0)
+            fall_back(k, s, "the engine no longer buffers the missing KV event batches");
+        else
+            ask_replay(s, s->next);
+        return;
+    }
     if (s->live_last < 0 || (s->next >= 0 && s->live_last < s->next)) return;
     if (s->next < 0) {
         /* Nothing was buffered when the engine answered, but live batches came:
@@ -340,9 +370,12 @@ static void close_frames(zmq_msg_t *f, int n, int max) {
  * large batches then waits for nobody (its socket is closed with it). */
 static void drain_sub(gw_kvsub *k, kvstream *s) {
     zmq_msg_t f[4];
-    for (int budget = 0; budget < DRAIN_MAX && !atomic_load(&k->stop); budget++) {
+    size_t bytes = 0;
+    for (int budget = 0; budget < DRAIN_MAX && bytes < DRAIN_BYTES && !atomic_load(&k->stop);
+         budget++) {
         int n = recv_frames(s->sub, f, 4);
         if (n < 0) return;
+        if (n >= 3) bytes += zmq_msg_size(&f[2]);
         int64_t seq = n >= 3 ? seq_of(&f[1]) : INT64_MIN;
         if (n != 3 || seq < 0)
             ADD(s, decode_errors, 1);
@@ -354,9 +387,12 @@ static void drain_sub(gw_kvsub *k, kvstream *s) {
 
 static void drain_dealer(gw_kvsub *k, kvstream *s) {
     zmq_msg_t f[4];
-    for (int budget = 0; budget < DRAIN_MAX && !atomic_load(&k->stop); budget++) {
+    size_t bytes = 0;
+    for (int budget = 0; budget < DRAIN_MAX && bytes < DRAIN_BYTES && !atomic_load(&k->stop);
+         budget++) {
         int n = recv_frames(s->dealer, f, 4);
         if (n < 0) return;
+        if (n >= 3) bytes += zmq_msg_size(&f[2]);
         int64_t seq = n == 3 ? seq_of(&f[1]) : INT64_MIN;
         if (n != 3 || zmq_msg_size(&f[0]) != 0 || seq == INT64_MIN)
             ADD(s, decode_errors, 1);
@@ -447,12 +483,12 @@ static void *open_monitor(gw_kvsub *k, void *sub) {
 
 /* A slot's counters start from zero for a new stream (its metric series did too). */
 static void stats_reset(gw_kvsub_stats *st) {
-    _Atomic uint64_t *u[] = {&st->batches,        &st->events,        &st->blocks_stored,
-                             &st->blocks_removed, &st->clears,        &st->orphans,
-                             &st->refused,        &st->replayed,      &st->gaps,
-                             &st->fallbacks,      &st->decode_errors, &st->restarts,
-                             &st->reconnects,     &st->other_group,   &st->lag_us,
-                             &st->last_batch_ns,  &st->parity_checks, &st->parity_agree};
+    _Atomic uint64_t *u[] = {
+        &st->batches,       &st->events,        &st->blocks_stored, &st->blocks_removed,
+        &st->clears,        &st->orphans,       &st->refused,       &st->replayed,
+        &st->gaps,          &st->fallbacks,     &st->decode_errors, &st->restarts,
+        &st->reconnects,    &st->other_group,   &st->other_rank,    &st->lag_us,
+        &st->last_batch_ns, &st->parity_checks, &st->parity_agree};
     for (size_t i = 0; i < IR_ARRAY_LEN(u); i++)
         atomic_store_explicit(u[i], 0, memory_order_relaxed);
     atomic_store_explicit(&st->source, GW_KV_SOURCE_EVENTS, memory_order_relaxed);
@@ -498,6 +534,7 @@ static kvstream *stream_open(gw_kvsub *k, const kvcmd *c, char *err, size_t errl
                     .next = -1,
                     .live_last = -1,
                     .group = IRX_GROUP_UNKNOWN,
+                    .rank = c->rank,
                     .st = &k->stats[c->slot]};
     snprintf(s->id, sizeof s->id, "%s", c->id);
     stats_reset(s->st);
@@ -747,7 +784,9 @@ static void *run(void *arg) {
             gw_parity_poll(k->fleet, s->st, false);
             if (s->replaying && now > s->replay_deadline) {
                 s->replaying = false;
-                if (s->next >= 0 && s->live_last >= s->next)
+                s->hole = false;
+                /* Live batches came while it ran and were left to it: lost now. */
+                if (s->live_last >= 0 && (s->next < 0 || s->live_last >= s->next))
                     fall_back(k, s, "a KV event replay timed out");
                 else if (s->next < 0 && s->live_last < 0)
                     ask_replay(s, 0); /* the engine may not be up yet: ask again */
@@ -771,7 +810,7 @@ static kvcmd *cmd_for(const gw_fleet *f, const gw_replica *r, bool add) {
     kvcmd *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     const gw_kv_events_cfg *e = &r->cfg->kv_events;
-    *c = (kvcmd){.add = add, .slot = r->index};
+    *c = (kvcmd){.add = add, .slot = r->index, .rank = r->cfg->dp_target ? r->cfg->dp_rank : -1};
     snprintf(c->id, sizeof c->id, "%s", r->cfg->id);
     if (!add) return c;
     c->model = model_of(f, r);

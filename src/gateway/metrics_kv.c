@@ -28,6 +28,9 @@ static const counter counters[] = {
     C("other_group_total", other_group,
       "Events of a KV cache group the index does not follow (a hybrid model's sliding-window or "
       "Mamba layers)."),
+    C("other_rank_batches_total", other_rank,
+      "Batches whose data_parallel_rank is not the target's (another rank's stream or replay; "
+      "skipped)."),
     C("replayed_batches_total", replayed, "Batches received from the engine's replay socket."),
     C("gaps_total", gaps, "Jumps in the batch sequence."),
     C("fallbacks_total", fallbacks,

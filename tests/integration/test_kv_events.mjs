@@ -272,3 +272,83 @@ for (const described of [false, true]) test(`the CPU tier (${described ? 'copies
   assert.ok(r.estimated_ttft_ms < other.estimated_ttft_ms, JSON.stringify(ex.candidates));
   assert.equal(ex.winner, 'ev');
 });
+
+// A replay socket that serves another data-parallel rank's buffer (every batch says
+// data_parallel_rank 0) to the target of rank 1: its batches are skipped and counted,
+// never taken into rank 1's view; rank 1's own live batches are followed.
+test('batches of another data-parallel rank are skipped, not taken as this rank\'s', async () => {
+  const pub = await startPublisher(['--encoding', 'map', '--hash', 'int', '--rank', '1', '--replay-rank', '0']);
+  const sim = await startSim(['--zero-latency', '--data-parallel-size', '2']);
+  cleanup.push(() => sim.stop());
+  const a = 'Omicron ' + sentence(70), ia = tokens(a);
+  await pub.cmd({ op: 'store', tokens: ia }); // before the gateway: it comes by replay
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    // rank 1's endpoints are the configured ports plus 1: point rank 0 at a dead pair
+    replicas: [{ id: 'e', url: sim.url, data_parallel_size: 2,
+      kv_events: { endpoint: `tcp://127.0.0.1:${pub.pub - 1}`, replay_endpoint: `tcp://127.0.0.1:${pub.replay - 1}` } }],
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  const rank1 = (id) => id === 'e/dp1';
+  let page;
+  for (const end = Date.now() + 20000; Date.now() < end; await sleep(50)) {
+    page = await metrics(gw.admin);
+    if (metricValue(page, 'inferrail_kv_events_other_rank_batches_total', 'replica="e/dp1"') >= 1) break;
+  }
+  assert.equal(metricValue(page, 'inferrail_kv_events_other_rank_batches_total', 'replica="e/dp1"'), 1, page);
+  const ex = await explain(gw, a);
+  assert.equal(ex.candidates.find((c) => rank1(c.replica)).predicted_cached_tokens, 0, 'rank 0\'s replayed batch was taken');
+  const b = 'Pi ' + sentence(60), ib = tokens(b);
+  await pub.cmd({ op: 'store', tokens: ib });
+  await until(gw, 'e/dp1', b, (c) => c.predicted_cached_tokens === usable(ib), 'rank 1\'s live batch followed');
+});
+
+// A replay answered before any live batch, numbered far past where the live stream
+// turns out to be, once made every live batch look applied (the view frozen, trusted
+// whole). The first live batch now shows it: a fallback, and the stream is followed.
+test('a replay numbered far ahead of the live stream does not freeze it', async () => {
+  const pub = await startPublisher(['--encoding', 'array', '--hash', 'bytes']);
+  await pub.cmd({ op: 'store', tokens: tokens('Rho ' + sentence(40)) });
+  await pub.cmd({ op: 'replay-mode', mode: 'ahead' });
+  const sim = await startSim(['--zero-latency']);
+  cleanup.push(() => sim.stop());
+  const gw = await startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${pub.pub}`, replay_endpoint: `tcp://127.0.0.1:${pub.replay}` } }],
+    health: { interval: '10s' },
+  });
+  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
+  for (const end = Date.now() + 20000; Date.now() < end; await sleep(50))
+    if (metricValue(await metrics(gw.admin), 'inferrail_kv_events_replayed_batches_total', 'replica="ev"') >= 1) break;
+  const c = 'Sigma ' + sentence(60), ic = tokens(c);
+  await pub.cmd({ op: 'store', tokens: ic });
+  await until(gw, 'ev', c, (x) => x.predicted_cached_tokens === usable(ic), 'the live stream followed');
+  const page = await metrics(gw.admin);
+  assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"'), 1);
+  assert.match(gw.log.text, /a KV event replay sent batches numbered past the live stream/);
+});
+
+// A replay that leaves out a batch it owes (its socket dropped it under load) is asked
+// again from the hole, not given up for a fallback that clears the view.
+test('a replay with a hole is asked again from it', async () => {
+  const { pub, gw } = await fleet('map', 'int');
+  const a = 'Tau ' + sentence(70), ia = tokens(a);
+  await pub.cmd({ op: 'store', tokens: ia });
+  await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'a stored');
+  await pub.cmd({ op: 'replay-mode', mode: 'hole-once' });
+  const lost = ['Upsilon ' + sentence(50), 'Chi ' + sentence(50)].map((t) => [t, tokens(t)]);
+  for (const [, il] of lost) {
+    await pub.cmd({ op: 'drop' });
+    await pub.cmd({ op: 'store', tokens: il }); // lost live: the replay owes both
+  }
+  const d = 'Phi ' + sentence(50), id = tokens(d);
+  await pub.cmd({ op: 'store', tokens: id }); // shows the gap; the first replay skips Chi
+  await until(gw, 'ev', d, (c) => c.predicted_cached_tokens === usable(id), 'the batch after the hole');
+  for (const [t, il] of lost) await until(gw, 'ev', t, (c) => c.predicted_cached_tokens === usable(il), 'a lost batch, replayed');
+  const r = row(await explain(gw, a), 'ev');
+  assert.equal(r.predicted_cached_tokens, usable(ia), 'the view was kept');
+  const page = await metrics(gw.admin);
+  assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"'), 0);
+  assert.ok(metricValue(page, 'inferrail_kv_events_replayed_batches_total', 'replica="ev"') >= 4);
+});

@@ -28,7 +28,10 @@ JSON command per line on stdin, publishes one batch per command, and prints
   {"op": "replay-mode", "mode": m}   how replay requests are answered from now on: "ok"
                                      (the buffered batches from the start asked), "old"
                                      (only those before it), "ahead" (the last batch
-                                     numbered 10^15): a replay socket that misbehaves
+                                     numbered 10^15), "hole-once" (the next replay leaves
+                                     out the second batch it owes, as a replay socket that
+                                     drops under load; later ones are whole): a replay
+                                     socket that misbehaves
   {"op": "hybrid-store", "tokens": [...], "window": w}   a hybrid model's batch: the
       prompt's blocks stored by a sliding-window group (group_idx 0) and by full
       attention (group_idx 1, announced second), then the window group's removal of
@@ -101,6 +104,19 @@ def batch(enc, events, rank):
                          use_bin_type=True)
 
 
+def rerank(payload, rank):
+    """The batch with another data_parallel_rank (either encoding)."""
+    try:
+        b = msgpack.unpackb(payload, raw=False)
+    except Exception:  # garbage stays garbage
+        return payload
+    if isinstance(b, dict):
+        b["data_parallel_rank"] = rank
+    else:
+        b = b[:2] + [rank]
+    return msgpack.packb(b, use_bin_type=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--encoding", choices=["array", "map"], default="map")
@@ -111,6 +127,10 @@ def main():
     ap.add_argument("--pub-port", type=int, default=0, help="bind this port (default: random)")
     ap.add_argument("--replay-port", type=int, default=0)
     ap.add_argument("--first-seq", type=int, default=0, help="the first sequence number")
+    ap.add_argument("--rank", type=int, default=0, help="data_parallel_rank in its batches")
+    ap.add_argument("--replay-rank", type=int, default=None,
+                    help="data_parallel_rank in the batches its replay sends (default --rank): "
+                         "a replay socket that serves another rank")
     a = ap.parse_args()
     ctx = zmq.Context.instance()
     pub, router = ctx.socket(zmq.PUB), ctx.socket(zmq.ROUTER)
@@ -152,9 +172,15 @@ def main():
                 start = int.from_bytes(start, "big")
                 if replay_mode == "ahead" and buf:
                     router.send_multipart([ident, b"", (10**15).to_bytes(8, "big"), buf[-1][1]])
-                for s, p in buf if replay_mode != "ahead" else []:
-                    if (s >= start) == (replay_mode == "ok"):
-                        router.send_multipart([ident, b"", s.to_bytes(8, "big"), p])
+                owed = [(s, p) for s, p in buf if (s >= start) == (replay_mode != "old")]
+                if replay_mode == "ahead":
+                    owed = []
+                elif replay_mode == "hole-once":
+                    owed, replay_mode = owed[:1] + owed[2:], "ok"
+                for s, p in owed:
+                    if a.replay_rank is not None:
+                        p = rerank(p, a.replay_rank)
+                    router.send_multipart([ident, b"", s.to_bytes(8, "big"), p])
                 router.send_multipart([ident, b"", END_SEQ, b""])
                 continue
             line = sys.stdin.readline()
@@ -177,12 +203,12 @@ def main():
                     toks += blk
                     parent = h
                 if evs:
-                    out = publish(batch(a.encoding, evs, 0))
+                    out = publish(batch(a.encoding, evs, a.rank))
             elif op == "remove":
                 hs = [h for h, _ in eng.chain(cmd["tokens"])[cmd.get("from", 0):] if h in eng.held]
                 for h in hs:
                     del eng.held[h]
-                out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1])], 0))
+                out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1])], a.rank))
             elif op == "offload":  # CPU copies of blocks from.. (vLLM's offloading connector)
                 chain = eng.chain(cmd["tokens"])
                 f = cmd.get("from", 0)
@@ -192,12 +218,12 @@ def main():
                 if not cmd.get("described"):
                     toks, parent = [], None
                 out = publish(batch(a.encoding, [stored(a.encoding, hs, parent, toks, a.block_size,
-                                                        "CPU")], 0))
+                                                        "CPU")], a.rank))
             elif op == "evict-gpu":  # GPU copies of blocks from.. go; CPU copies stay
                 hs = [h for h, _ in eng.chain(cmd["tokens"])[cmd.get("from", 0):] if h in eng.held]
                 for h in hs:
                     del eng.held[h]
-                out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1], "GPU")], 0))
+                out = publish(batch(a.encoding, [removed(a.encoding, hs[::-1], "GPU")], a.rank))
             elif op == "hybrid-store":
                 chain = eng.chain(cmd["tokens"])
                 hs = [h for h, _ in chain]
@@ -209,10 +235,10 @@ def main():
                 evs = [grouped(a.encoding, st, 0, "sliding_window"),
                        grouped(a.encoding, st, 1, "full_attention"),
                        grouped(a.encoding, removed(a.encoding, hs[:-keep]), 0)]
-                out = publish(batch(a.encoding, evs, 0))
+                out = publish(batch(a.encoding, evs, a.rank))
             elif op == "clear":
                 eng.held.clear()
-                out = publish(batch(a.encoding, [cleared(a.encoding)], 0))
+                out = publish(batch(a.encoding, [cleared(a.encoding)], a.rank))
             elif op == "drop":
                 drop_next = True
             elif op == "garbage":
