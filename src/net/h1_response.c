@@ -51,13 +51,13 @@ static bool coding_known(const char *s, size_t n) {
 
 /* A body in any other transfer coding (gzip, deflate) would reach the client still
  * coded, under headers that no longer say so: such a response is refused. */
-static bool codings_known(irn__h1r *p) {
-    irn__hdrs_fill(&p->hdrs, p->harr);
+static bool codings_known(const irn__h1r *p) {
     for (size_t i = 0; i < p->hdrs.n; i++) {
-        const irn_header *h = &p->harr[i];
-        if (!irn__streq_ci(h->name, h->name_len, "transfer-encoding")) continue;
-        const char *v = h->value;
-        size_t left = h->value_len;
+        size_t e[4]; /* name offset and length, value offset and length (irn__hdrs) */
+        memcpy(e, p->hdrs.ents.data + i * sizeof e, sizeof e);
+        if (!irn__streq_ci(p->hdrs.raw.data + e[0], e[1], "transfer-encoding")) continue;
+        const char *v = p->hdrs.raw.data + e[2];
+        size_t left = e[3];
         for (;;) {
             const char *comma = memchr(v, ',', left);
             size_t n = comma ? (size_t)(comma - v) : left;
@@ -83,7 +83,7 @@ static int r_headers_complete(llhttp_t *ll) {
         p->why = status == 101 ? "101 unasked" : "bad status";
         return -1;
     }
-    if (!codings_known(p)) {
+    if ((ll->flags & F_TRANSFER_ENCODING) && !codings_known(p)) { /* llhttp saw the header */
         p->why = "a transfer coding other than chunked";
         return -1;
     }
