@@ -206,7 +206,9 @@ int irl_report_parse_rank(const char *page, size_t len, int64_t rank, irl_report
         else
             say(why, whylen, "the page lacks ", lack[c.prefixed[1] > c.prefixed[0]]);
         if (rank >= 0 && why && whylen && strlen(why) + 32 < whylen)
-            snprintf(why + strlen(why), whylen - strlen(why), " for data-parallel rank %lld",
+            snprintf(why + strlen(why), whylen - strlen(why),
+                     " for data-parallel rank %lld (an engine with fewer ranks than the replica's "
+                     "data_parallel_size answers the requests pinned to it with a 400)",
                      (long long)rank);
         return -1;
     }

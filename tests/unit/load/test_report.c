@@ -214,6 +214,7 @@ static void vllm_ranks(void **st) {
     assert_int_equal(irl_report_parse_rank(page, n, 2, &r, why, sizeof why), -1);
     assert_non_null(strstr(why, "vllm:num_requests_running"));
     assert_non_null(strstr(why, "data-parallel rank 2"));
+    assert_non_null(strstr(why, "fewer ranks than the replica's data_parallel_size"));
     free(page);
 }
 
