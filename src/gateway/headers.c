@@ -16,8 +16,9 @@ static bool stops_always(const char *name, size_t n) {
     } stop[] = {H("connection"), H("keep-alive"), H("proxy-connection"), H("te"), H("trailer"),
                 H("transfer-encoding"), H("upgrade"), H("proxy-authenticate"),
                 H("proxy-authorization"), H("http2-settings"),
-                /* the gateway's own */
-                H("host"), H("content-length"), H("expect"), H("x-request-id")};
+                /* the gateway's own (the rank pin is its routing decision: dp.c) */
+                H("host"), H("content-length"), H("expect"), H("x-request-id"),
+                H("x-data-parallel-rank")};
 #undef H
     for (size_t i = 0; i < IR_ARRAY_LEN(stop); i++)
         if (stop[i].n == n && strncasecmp(stop[i].s, name, n) == 0) return true;

@@ -190,3 +190,25 @@ test('a gateway pins each target to its rank and follows each rank\'s events', a
   const ids = state.replicas.map((r) => r.id);
   assert.deepEqual(ids, ['e/dp0', 'e/dp1']);
 });
+
+// The rank pin is the gateway's routing decision: a client's own X-data-parallel-rank is
+// dropped on the way to the engine, for a data-parallel target (which sets its own) and
+// for a replica that is not one (whose engine balances over its ranks as without the
+// gateway; a pin of the client's there once reached the engine, and an out-of-range one
+// got its 400).
+test('a client\'s X-data-parallel-rank never reaches the engine', async () => {
+  const sim = await dpSim();
+  for (const replica of [{ id: 'plain', url: sim.url }, { id: 'dp', url: sim.url, data_parallel_size: 2 }]) {
+    const gw = await startGateway({ models: [{ name: MODEL }], replicas: [replica], health: { interval: '10s' } });
+    try {
+      for (const v of ['5', '-1', '1', 'abc']) {
+        const r = await fetch(gw.url + '/v1/completions', { method: 'POST', headers: { 'x-data-parallel-rank': v },
+          body: JSON.stringify({ model: MODEL, prompt: 'pin me', max_tokens: 1 }) });
+        const text = await r.text();
+        assert.equal(r.status, 200, `${replica.id}, ${v}: ${text}`);
+      }
+    } finally {
+      assert.equal(await gw.stop(), 0, gw.log.text);
+    }
+  }
+});
