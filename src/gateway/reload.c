@@ -238,12 +238,16 @@ static void apply_replicas(gw_fleet *f, const gw_config *n, counts *k) {
 
 /* ---- models and policies -------------------------------------------------------------------- */
 
+/* Whether a policy built from b would differ from one built from a: every key the
+ * policies read (gw_policy_config) is compared; one left out is silently not reloaded. */
 static bool routing_differs(const gw_routing_cfg *a, const gw_routing_cfg *b) {
     const gw_cost_model_cfg *x = &a->cost_model, *y = &b->cost_model;
     return str_differs(a->default_policy, b->default_policy) || a->seed != b->seed ||
            a->load_factor != b->load_factor || a->prefix_blocks != b->prefix_blocks ||
            a->hit_weight != b->hit_weight || a->load_weight != b->load_weight ||
            a->hit_tolerance != b->hit_tolerance || x->load_factor != y->load_factor ||
+           x->load_floor != y->load_floor || x->work_weight != y->work_weight ||
+           x->tie_tolerance != y->tie_tolerance || x->cpu_token_us != y->cpu_token_us ||
            x->prefill_token_us != y->prefill_token_us || x->prefill_pair_ns != y->prefill_pair_ns ||
            x->prefill_fixed_ms != y->prefill_fixed_ms || x->decode_token_ms != y->decode_token_ms ||
            x->kv_pressure != y->kv_pressure || x->hot_replicas != y->hot_replicas ||

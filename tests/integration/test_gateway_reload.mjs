@@ -104,3 +104,28 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     for (const s of sims) await s.stop();
   }
 });
+
+// Every routing key a policy reads takes effect on reload: four of cost_model's were
+// left out of the comparison, so a reload that changed only them kept the old policy.
+test('a reload that changes any one cost_model key builds a new policy', async () => {
+  const sim = await startSim(['--zero-latency']);
+  const gw = await startGateway({
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 's0', url: sim.url }],
+    routing: { default_policy: 'cost_model' },
+  });
+  try {
+    const changes = [['work_weight', 0.25], ['tie_tolerance', 0.2], ['load_floor', 2], ['cpu_transfer_token_us', 9], ['load_factor', 3]];
+    for (const [key, value] of changes) {
+      const before = gw.log.text.split('new policies 1,').length;
+      const summaries = gw.log.text.split('new policies').length;
+      rewriteConfig(gw, (c) => { c.routing.cost_model = { ...(c.routing.cost_model || {}), [key]: value }; });
+      await reload(gw, 'new policies');
+      assert.ok(gw.log.text.split('new policies').length > summaries);
+      assert.equal(gw.log.text.split('new policies 1,').length, before + 1, `${key}: ${gw.log.text.slice(-600)}`);
+    }
+  } finally {
+    await gw.stop();
+    await sim.stop();
+  }
+});
