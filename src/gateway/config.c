@@ -168,7 +168,8 @@ static const ir_cfg_field health_fields[] = {
     FI(gw_health_cfg, "healthy_threshold", healthy_threshold, "1", 1, 1000,
        "passed probes that bring it back"),
     F(gw_health_cfg, "ejection_backoff", IR_CFG_DURATION, ejection_backoff_ns, "5s",
-      "how long failed requests keep a replica out; doubles on every repeat"),
+      "how long failed requests keep a replica out; doubles on every repeat within "
+      "max_ejection_backoff of the last"),
     F(gw_health_cfg, "max_ejection_backoff", IR_CFG_DURATION, max_ejection_backoff_ns, "60s",
       "cap of the ejection backoff"),
     FI(gw_health_cfg, "max_ejection_percent", max_ejection_percent, "50", 0, 100,

@@ -416,7 +416,12 @@ static void eject_capped(gw_fleet *f, gw_replica *r, const gw_health_cfg *h, uin
         atomic_store_explicit(&r->consecutive_failures, 0, memory_order_release);
         return; /* ejecting it would leave too few */
     }
-    /* Ejected for a backoff that doubles on every repeat, up to the cap. */
+    /* Ejected for a backoff that doubles on every repeat, up to the cap. A replica back
+     * for longer than the cap since its last ejection ended (an engine restarted once,
+     * say) starts from the base again: the doubling is for one that keeps failing. */
+    uint64_t last_end = atomic_load_explicit(&r->ejected_until, memory_order_relaxed);
+    if (last_end && now > last_end + h->max_ejection_backoff_ns)
+        atomic_store_explicit(&r->ejections, 0, memory_order_relaxed);
     uint32_t times = atomic_fetch_add_explicit(&r->ejections, 1, memory_order_acq_rel);
     atomic_fetch_add_explicit(&r->ejections_total, 1, memory_order_relaxed);
     uint64_t backoff = h->ejection_backoff_ns;

@@ -7,7 +7,7 @@
 // bytes passed on as if they were plain.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, metrics, metricValue } from './lib.mjs';
+import { startGateway, metrics, metricValue, sleep } from './lib.mjs';
 import { startFakeEngine, OK_BODY } from './fake_engine.mjs';
 
 const BODY = JSON.stringify({ model: 'fake', prompt: 'x', max_tokens: 1 });
@@ -90,3 +90,25 @@ for (const scenario of ['te-gzip-chunked', 'te-gzip-close']) {
     });
   });
 }
+
+// Passive ejection's backoff doubles for a replica that keeps failing, and starts from
+// the base again for one that served for longer than max_ejection_backoff since its last
+// ejection ended (an engine restarted now and then was ejected for 5, 10, 20, 40, 60 s).
+test('the ejection backoff starts again from the base after a quiet spell', async () => {
+  await fleet('close-early', async (gw, bad) => {
+    const ejections = () => [...gw.log.text.matchAll(/replica bad ejected for (\d+) ms/g)].map((m) => Number(m[1]));
+    const ejectedAgain = async (n) => {
+      for (const end = Date.now() + 10000; Date.now() < end && ejections().length < n; ) await post(gw);
+      assert.equal(ejections().length, n, gw.log.text.slice(-800));
+    };
+    await ejectedAgain(1);
+    await sleep(300); // the 200 ms ejection ends; it fails again at once: doubled
+    await ejectedAgain(2);
+    bad.scenario = 'ok';
+    await sleep(3000); // past the 400 ms ejection and the 2 s cap after it, serving
+    for (let i = 0; i < 6; i++) assert.equal((await post(gw)).status, 200);
+    bad.scenario = 'close-early';
+    await ejectedAgain(3);
+    assert.deepEqual(ejections(), [200, 400, 200]);
+  }, { gateway: { health: { interval: '10s', unhealthy_threshold: 2, ejection_backoff: '200ms', max_ejection_backoff: '2s' } } });
+});
