@@ -77,7 +77,8 @@ gw_choice gw_choose(gw_req *r) {
     irp_candidate cand[GW_MAX_REPLICAS];
     irp_request q;
     gw_policy_request(r, &q);
-    r->policy = r->model->policy;
+    gw_policy_put(r->policy); /* a retry's choice: the earlier attempt has released */
+    r->policy = gw_model_policy_take(r->model);
     for (int pass = 0; pass < 2; pass++) { /* untried replicas first, then any */
         size_t healthy = 0;
         size_t n = gw_fleet_candidates(f, r->model->index, now, pass == 0 ? r->tried : NULL, cand,

@@ -85,7 +85,7 @@ void gw_decision_log(gw_req *r, const irp_candidate *cand, size_t n, size_t winn
     ir_buf_appendf(&o, "{\"ts\":%.6f", ir_wall_time());
     str(&o, "request_id", r->rid);
     str(&o, "model", r->model->cfg->name);
-    str(&o, "policy", irp_policy_name(r->model->policy));
+    str(&o, "policy", irp_policy_name(r->policy));
     ir_buf_appendf(&o, ",\"attempt\":%d,\"prompt_tokens\":%llu,\"predicted\":%s", r->attempt + 1,
                    (unsigned long long)r->prompt_tokens,
                    r->prompt.state == GW_PREDICT_OK ? "true" : "false");

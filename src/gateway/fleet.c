@@ -110,7 +110,46 @@ void gw_model_set_toks(gw_fleet *f, gw_model *m, gw_tokset *t) {
     f->toks_retired = old;
 }
 
+irp_policy *gw_model_policy_take(const gw_model *m) {
+    urcu_bp_read_lock();
+    irp_policy *p = atomic_load_explicit(&((gw_model *)m)->policy, memory_order_acquire);
+    if (p) irp_policy_hold(p);
+    urcu_bp_read_unlock();
+    return p;
+}
+
+void gw_policy_put(irp_policy *p) {
+    if (p) irp_policy_drop(p);
+}
+
+void gw_model_set_policy(gw_fleet *f, gw_model *m, irp_policy *p) {
+    if (p) irp_policy_hold(p); /* the model's own */
+    irp_policy *old = atomic_exchange_explicit(&m->policy, p, memory_order_acq_rel);
+    if (!old) return;
+    urcu_bp_synchronize_rcu(); /* every worker that read old holds it now */
+    irp_policy_drop(old);
+    if (f->npol_retired == f->pol_retired_cap) {
+        size_t cap = f->pol_retired_cap * 2 + 8;
+        irp_policy **grown = realloc(f->pol_retired, cap * sizeof *grown);
+        if (!grown) return; /* out of memory: old is kept, unfreed, rather than freed early */
+        f->pol_retired = grown, f->pol_retired_cap = cap;
+    }
+    f->pol_retired[f->npol_retired++] = old;
+}
+
+static void sweep_policies(gw_fleet *f) {
+    size_t k = 0;
+    for (size_t i = 0; i < f->npol_retired; i++) {
+        if (irp_policy_holders(f->pol_retired[i]) == 0)
+            irp_policy_free(f->pol_retired[i]);
+        else
+            f->pol_retired[k++] = f->pol_retired[i];
+    }
+    f->npol_retired = k;
+}
+
 void gw_fleet_sweep(gw_fleet *f) {
+    sweep_policies(f);
     gw_tokset **p = &f->toks_retired;
     while (*p) {
         gw_tokset *t = *p;
@@ -146,12 +185,13 @@ static int init_models(gw_fleet *f, const gw_config *cfg, char *err, size_t errl
         m->cfg = &mc[i];
         irp_config pc;
         gw_policy_config(&cfg->routing, &pc);
-        m->policy = irp_policy_new(pname, &pc);
-        if (!m->policy) {
+        irp_policy *pol = irp_policy_new(pname, &pc);
+        if (!pol) {
             snprintf(err, errlen, "models[%zu].policy: unknown policy '%s' (known: %s)", i, pname,
                      irp_names());
             return -1;
         }
+        gw_model_set_policy(f, m, pol);
         gw_tokset *t;
         if (gw_tokset_load(&mc[i], i, &cfg->tokenizer, &t, err, errlen)) return -1;
         gw_model_set_toks(f, m, t);
@@ -264,6 +304,10 @@ int gw_fleet_init(gw_fleet *f, const gw_config *cfg, char *err, size_t errlen) {
 }
 
 void gw_fleet_free(gw_fleet *f) {
+    for (size_t i = 0; i < f->npol_retired; i++) irp_policy_free(f->pol_retired[i]);
+    free(f->pol_retired);
+    f->pol_retired = NULL;
+    f->npol_retired = f->pol_retired_cap = 0;
     for (size_t i = 0; f->models && i < f->nmodels; i++) {
         irp_policy_free(f->models[i].policy);
         gw_tokset_free(atomic_exchange(&f->models[i].toks, NULL));

@@ -454,6 +454,8 @@ typedef struct gw_fleet {
     _Atomic(const gw_model_list *) mlist; /* the models configured now, in config order */
     gw_model_list *mlist_retired;         /* lists that reloads replaced (control thread) */
     gw_tokset *toks_retired;              /* tokenizers that reloads replaced, not yet freed */
+    irp_policy **pol_retired;             /* policies that reloads replaced, not yet freed */
+    size_t npol_retired, pol_retired_cap;
     /* Held while one ejection is decided (gw_replica_failed, off the hot path), so
      * that racing workers never eject past health.max_ejection_percent together. */
     pthread_mutex_t eject_mu;
@@ -543,7 +545,15 @@ void gw_tokset_free(gw_tokset *t);
 /* Control thread: makes t (may be NULL) m's tokenizer; the one it replaces is freed
  * once no request holds it (gw_fleet_sweep). */
 void gw_model_set_toks(gw_fleet *f, gw_model *m, gw_tokset *t);
-/* Control thread: frees the replaced tokenizers that nothing holds any more. */
+/* The model's policy now, held (irp_policy_hold) until the caller gives it back with
+ * gw_policy_put (any thread, no waiting). The control thread, which alone replaces and
+ * frees policies, may read m->policy as it is. */
+irp_policy *gw_model_policy_take(const gw_model *m);
+void gw_policy_put(irp_policy *p);
+/* Control thread: makes p m's policy (the model holds it); the one it replaces is freed
+ * once no request holds it (gw_fleet_sweep). */
+void gw_model_set_policy(gw_fleet *f, gw_model *m, irp_policy *p);
+/* Control thread: frees the replaced tokenizers and policies that nothing holds any more. */
 void gw_fleet_sweep(gw_fleet *f);
 /* Control thread: publishes list as the models configured now (the old list is
  * kept until exit). */

@@ -2,8 +2,9 @@
  * requests run. The new settings are published as a whole (gw_fleet.cfg, replica
  * and model cfg pointers, model policies, the model list); nothing they replace is
  * freed before exit, so a request that started under the old ones finishes under
- * them. The exception is a model's tokenizer, which can be large: a replaced one is
- * freed once no request holds it (fleet.c, gw_fleet_sweep).
+ * them. The exceptions are a model's tokenizer and its policy, which can be large (a
+ * cost_model's is about 280 KB): a replaced one is freed once no request holds it
+ * (fleet.c, gw_fleet_sweep).
  *
  * Models are matched by name: one that stays keeps its slot (its index in replicas'
  * model masks, its metric series, its policy unless that changed), one that is new
@@ -18,12 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One reload's leftovers: its file's strings, its config, the policies it replaced. */
+/* One reload's leftovers: its file's strings, its config, the discovery it replaced
+ * (the policies it replaced are the fleet's to free once unused: gw_model_set_policy). */
 typedef struct gw_retired {
     ir_cfg *owner;
     gw_config *loaded, *live;
-    irp_policy **policies;
-    size_t npolicies;
     gw_discovery *disc; /* the discovery it replaced (stopped) */
     struct gw_retired *next;
 } gw_retired;
@@ -354,10 +354,9 @@ static bool planned(const model_plan *plan, size_t n, const gw_model *m) {
 }
 
 /* The models of live take their slots (their settings, policies and tokenizers);
- * those it no longer names leave the list. The replaced policies go to ret
- * (requests that chose with them release with them). */
-static void apply_models(gw_fleet *f, const gw_config *live, model_plan *plan, gw_retired *ret,
-                         mcounts *k) {
+ * those it no longer names leave the list. A replaced policy is freed once the requests
+ * that chose with it have released it (gw_model_set_policy). */
+static void apply_models(gw_fleet *f, const gw_config *live, model_plan *plan, mcounts *k) {
     const gw_model_cfg *mc = live->models.items;
     size_t nm = live->models.n;
     for (size_t i = 0; i < f->nmodels; i++) { /* who left */
@@ -372,8 +371,7 @@ static void apply_models(gw_fleet *f, const gw_config *live, model_plan *plan, g
         gw_model *m = p->slot;
         atomic_store(&m->cfg, &mc[i]);
         if (p->policy) {
-            irp_policy *old = atomic_exchange(&m->policy, p->policy);
-            if (old) ret->policies[ret->npolicies++] = old;
+            gw_model_set_policy(f, m, p->policy); /* the old one freed once unused */
             if (!p->fresh) k->policies++;
             p->policy = NULL;
         }
@@ -479,14 +477,12 @@ int gw_reload(gw_app *app, const char *path) {
     model_plan *plan = rp.models;
     size_t nm = owner ? loaded->models.n : 0;
     gw_model_list *list = owner ? calloc(1, sizeof *list + (nm + 1) * sizeof list->items[0]) : NULL;
-    if (owner && list) ret->policies = calloc(nm + 1, sizeof *ret->policies);
-    if (!owner || !list || !ret->policies) {
+    if (!owner || !list) {
         if (owner) IR_ERROR("reload", "out of memory: the running configuration is kept");
         plan_free(plan, nm);
         gw_discovery_stop(rp.disc);
         gw_discovery_free(rp.disc); /* never started: no handle to wait for */
         ir_cfg_free(owner);
-        if (ret) free(ret->policies);
         free(list), free(ret), free(loaded), free(live);
         return -1;
     }
@@ -498,7 +494,7 @@ int gw_reload(gw_app *app, const char *path) {
     atomic_store_explicit(&f->cfg, live, memory_order_release);
     counts k = {0};
     mcounts mk = {0};
-    apply_models(f, live, plan, ret, &mk);
+    apply_models(f, live, plan, &mk);
     apply_replicas(f, live, &k);
     publish_models(app, list, plan, nm);
     plan_free(plan, nm);
@@ -506,13 +502,8 @@ int gw_reload(gw_app *app, const char *path) {
     gw_fleet_sweep(f);
     ir_log_level lvl = IR_LOG_INFO;
     if (ir_log_parse_level(live->logging.level, &lvl) == 0) ir_log_set_level(lvl);
-    *ret = (gw_retired){.owner = owner,
-                        .loaded = loaded,
-                        .live = live,
-                        .policies = ret->policies,
-                        .npolicies = ret->npolicies,
-                        .disc = ret->disc,
-                        .next = app->retired};
+    *ret = (gw_retired){
+        .owner = owner, .loaded = loaded, .live = live, .disc = ret->disc, .next = app->retired};
     app->retired = ret;
     IR_INFO("reload",
             "%s: applied: replicas added %zu, removed %zu, replaced %zu, updated %zu; models "
@@ -527,8 +518,6 @@ void gw_reload_free(gw_app *app) {
     while (app->retired) {
         gw_retired *r = app->retired;
         app->retired = r->next;
-        for (size_t i = 0; i < r->npolicies; i++) irp_policy_free(r->policies[i]);
-        free(r->policies);
         gw_discovery_free(r->disc);
         ir_cfg_free(r->owner);
         free(r->loaded);

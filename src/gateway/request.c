@@ -99,6 +99,8 @@ void gw_req_fail(gw_req *r, int status, const char *msg) {
 void gw_req_done(gw_req *r) {
     if (r->resp || r->up || r->timer || r->timers_closing || r->tokwork) return;
     gw_finish(r);
+    gw_policy_put(r->policy);
+    r->policy = NULL;
     gw_prompt_free(&r->prompt);
     r->w->live--;
     if (ir_freelist_push(&r->w->greqs, r)) return;

@@ -173,6 +173,12 @@ irp_policy *irp_policy_new(const char *name, const irp_config *cfg); /* NULL whe
 irp_policy *irp_policy_new_from(const irp_vtable *vt, const irp_config *cfg);
 void irp_policy_free(irp_policy *p);
 const char *irp_policy_name(const irp_policy *p);
+/* Holders: a count the user keeps of who still uses an instance (a new one has none;
+ * the policy never reads it), so that a replaced instance is freed only once none
+ * does. Any thread; drop's release pairs with holders' acquire. */
+void irp_policy_hold(irp_policy *p);
+void irp_policy_drop(irp_policy *p);
+uint32_t irp_policy_holders(const irp_policy *p);
 
 /* Asks the policy to choose among c[0..n). n == 1 returns 0 without asking.
  * An answer outside [0, n) is a bug in the policy: debug builds (NDEBUG

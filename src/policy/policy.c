@@ -12,6 +12,7 @@ struct irp_policy {
     const irp_vtable *vt;
     void *state;
     _Atomic uint64_t out_of_range; /* answers of choose outside [0, n) */
+    _Atomic uint32_t holders;      /* the user's count (irp_policy_hold) */
 };
 
 static const irp_vtable *const all[] = {
@@ -102,6 +103,18 @@ void irp_policy_free(irp_policy *p) {
     if (!p) return;
     if (p->vt->destroy) p->vt->destroy(p->state);
     free(p);
+}
+
+void irp_policy_hold(irp_policy *p) {
+    atomic_fetch_add_explicit(&p->holders, 1, memory_order_relaxed);
+}
+
+void irp_policy_drop(irp_policy *p) {
+    atomic_fetch_sub_explicit(&p->holders, 1, memory_order_release);
+}
+
+uint32_t irp_policy_holders(const irp_policy *p) {
+    return atomic_load_explicit(&((irp_policy *)p)->holders, memory_order_acquire);
 }
 
 const char *irp_policy_name(const irp_policy *p) {
