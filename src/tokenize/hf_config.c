@@ -73,25 +73,7 @@ static int special_item(irt_tokenizer *t, const json_t *cfg, const char *key, bo
 
 /* Python's truth value of a JSON value read by json.loads (absent: dflt). */
 static bool truthy(const json_t *v, bool dflt) {
-    if (!v) return dflt;
-    switch (json_typeof(v)) {
-    case JSON_TRUE:
-        return true;
-    case JSON_FALSE:
-    case JSON_NULL:
-        return false;
-    case JSON_INTEGER:
-        return json_integer_value(v) != 0;
-    case JSON_REAL:
-        return json_real_value(v) != 0;
-    case JSON_STRING:
-        return json_string_length(v) > 0;
-    case JSON_ARRAY:
-        return json_array_size(v) > 0;
-    case JSON_OBJECT:
-        return json_object_size(v) > 0;
-    }
-    return dflt;
+    return v ? ir_json_truthy(v) : dflt;
 }
 
 static bool flag(const json_t *cfg, const char *key, bool dflt) {
