@@ -435,15 +435,14 @@ int irn__hdrs_value_done(irn__hdrs *h) {
     return 0;
 }
 
+irn_header irn__hdrs_at(const irn__hdrs *h, size_t i) {
+    size_t e[4];
+    memcpy(e, h->ents.data + i * sizeof e, sizeof e);
+    return (irn_header){h->raw.data + e[0], e[1], h->raw.data + e[2], e[3]};
+}
+
 void irn__hdrs_fill(const irn__hdrs *h, irn_header *out) {
-    for (size_t i = 0; i < h->n; i++) {
-        size_t e[4];
-        memcpy(e, h->ents.data + i * sizeof e, sizeof e);
-        out[i].name = h->raw.data + e[0];
-        out[i].name_len = e[1];
-        out[i].value = h->raw.data + e[2];
-        out[i].value_len = e[3];
-    }
+    for (size_t i = 0; i < h->n; i++) out[i] = irn__hdrs_at(h, i);
 }
 
 int irn__hdrs_to_request(const irn__hdrs *h, irn_request *req) {

@@ -53,11 +53,10 @@ static bool coding_known(const char *s, size_t n) {
  * coded, under headers that no longer say so: such a response is refused. */
 static bool codings_known(const irn__h1r *p) {
     for (size_t i = 0; i < p->hdrs.n; i++) {
-        size_t e[4]; /* name offset and length, value offset and length (irn__hdrs) */
-        memcpy(e, p->hdrs.ents.data + i * sizeof e, sizeof e);
-        if (!irn__streq_ci(p->hdrs.raw.data + e[0], e[1], "transfer-encoding")) continue;
-        const char *v = p->hdrs.raw.data + e[2];
-        size_t left = e[3];
+        irn_header h = irn__hdrs_at(&p->hdrs, i);
+        if (!irn__streq_ci(h.name, h.name_len, "transfer-encoding")) continue;
+        const char *v = h.value;
+        size_t left = h.value_len;
         for (;;) {
             const char *comma = memchr(v, ',', left);
             size_t n = comma ? (size_t)(comma - v) : left;

@@ -32,6 +32,8 @@ int irn__hdrs_name_done(irn__hdrs *h);
 int irn__hdrs_value(irn__hdrs *h, const char *at, size_t len);
 int irn__hdrs_value_done(irn__hdrs *h);
 /* Fills out[0..n) pointing into h->raw (valid until the next change of h). */
+/* Header i of h (i < h->n), pointing into h: valid until h changes. */
+irn_header irn__hdrs_at(const irn__hdrs *h, size_t i);
 void irn__hdrs_fill(const irn__hdrs *h, irn_header *out);
 /* Copies the header bytes into the arena once and sets req->headers/nheaders
  * over that copy. -1 when the arena is full. */
