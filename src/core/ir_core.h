@@ -381,9 +381,14 @@ typedef struct ir_json_span {
 
 /* Whether a request body opens with a UTF-8 byte order mark: FastAPI hands the bytes
  * to json.loads, which skips one, so the engine reads such a body. */
+#define IR_UTF8_BOM_LEN 3
 static inline bool ir_has_utf8_bom(const char *p, size_t n) {
-    return n >= 3 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
+    return n >= IR_UTF8_BOM_LEN && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
            (unsigned char)p[2] == 0xBF;
+}
+/* Moves *p and *n past a byte order mark, if the body opens with one. */
+static inline void ir_skip_utf8_bom(const char **p, size_t *n) {
+    if (*p && ir_has_utf8_bom(*p, *n)) *p += IR_UTF8_BOM_LEN, *n -= IR_UTF8_BOM_LEN;
 }
 /* The key's value in a JSON object (a body that may open with a byte order mark). */
 int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span *out,

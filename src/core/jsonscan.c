@@ -216,7 +216,7 @@ int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span 
     scan s = {.p = doc, .n = len, .max_depth = max_depth ? max_depth : 256};
     memset(out, 0, sizeof *out);
     bool found = false;
-    if (ir_has_utf8_bom(doc, len)) s.i = 3; /* offsets stay the document's */
+    if (ir_has_utf8_bom(doc, len)) s.i = IR_UTF8_BOM_LEN; /* offsets stay the document's */
     ws(&s);
     if (s.i >= s.n || s.p[s.i] != '{') return IR_JSON_INVALID;
     out->obj_open = s.i;

@@ -105,7 +105,7 @@ void gw_prompt_tokenize(const gw_tokset *m, const char *body, size_t len, bool c
     /* json.loads rules; a chat's messages seen before come parsed from the cache */
     json_error_t e;
     irt_parsed parsed;
-    if (ir_has_utf8_bom(body, len)) body += 3, len -= 3;
+    ir_skip_utf8_bom(&body, &len);
     irt_chat_loads(chat ? m->pcache : NULL, body, len, JSON_ALLOW_NUL, &e, &parsed);
     json_t *doc = parsed.doc;
     if (!json_is_object(doc)) {

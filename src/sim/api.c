@@ -385,7 +385,7 @@ int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *data, size_t le
     irt_ids_init(&r->ids);
     json_error_t jerr;
     /* as vLLM's json.loads reads it: numbers past 64 bits, NaN, Infinity */
-    if (data && ir_has_utf8_bom(data, len)) data += 3, len -= 3;
+    ir_skip_utf8_bom(&data, &len);
     json_t *body = irt_json_loads(data ? data : "", len, 0, &jerr);
     if (!body)
         return fail(e, 400, "BadRequestError", NULL, "JSON decode error: %s (line %d, column %d)",

@@ -70,7 +70,7 @@ static int handle_chat(const irt_tokenizer *t, const irt_chat *chat, const json_
 static int handle_body(const irt_tokenizer *t, const irt_chat *chat, const char *body, size_t len,
                        irt_ids *ids) {
     json_error_t je;
-    if (ir_has_utf8_bom(body, len)) body += 3, len -= 3;
+    ir_skip_utf8_bom(&body, &len);
     json_t *root = irt_json_loads(body, len, JSON_ALLOW_NUL, &je); /* json.loads rules */
     char msg[512];
     if (!root) {
