@@ -66,8 +66,10 @@ let seed = 5;
 const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
 const sentence = (n) => Array.from({ length: n }, () => words[rnd(words.length)]).join(' ');
 
-async function fleet(encoding, hash, extra = []) {
+// prepare(pub) runs before the gateway starts (what it publishes comes by replay).
+async function fleet(encoding, hash, extra = [], prepare = async () => {}) {
   const pub = await startPublisher(['--encoding', encoding, '--hash', hash, ...extra]);
+  await prepare(pub);
   const sim = await startSim(['--zero-latency']);
   cleanup.push(() => sim.stop());
   const gw = await startGateway({
@@ -308,17 +310,10 @@ test('batches of another data-parallel rank are skipped, not taken as this rank\
 // turns out to be, once made every live batch look applied (the view frozen, trusted
 // whole). The first live batch now shows it: a fallback, and the stream is followed.
 test('a replay numbered far ahead of the live stream does not freeze it', async () => {
-  const pub = await startPublisher(['--encoding', 'array', '--hash', 'bytes']);
-  await pub.cmd({ op: 'store', tokens: tokens('Rho ' + sentence(40)) });
-  await pub.cmd({ op: 'replay-mode', mode: 'ahead' });
-  const sim = await startSim(['--zero-latency']);
-  cleanup.push(() => sim.stop());
-  const gw = await startGateway({
-    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
-    replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${pub.pub}`, replay_endpoint: `tcp://127.0.0.1:${pub.replay}` } }],
-    health: { interval: '10s' },
+  const { pub, gw } = await fleet('array', 'bytes', [], async (p) => {
+    await p.cmd({ op: 'store', tokens: tokens('Rho ' + sentence(40)) });
+    await p.cmd({ op: 'replay-mode', mode: 'ahead' });
   });
-  cleanup.push(async () => { assert.equal(await gw.stop(), 0, gw.log.text); });
   for (const end = Date.now() + 20000; Date.now() < end; await sleep(50))
     if (metricValue(await metrics(gw.admin), 'inferrail_kv_events_replayed_batches_total', 'replica="ev"') >= 1) break;
   const c = 'Sigma ' + sentence(60), ic = tokens(c);

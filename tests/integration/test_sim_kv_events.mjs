@@ -54,6 +54,15 @@ async function subscribeUntil(sim, done) {
   return got;
 }
 
+// A gateway following one simulator's events, as replica 'ev'.
+function eventGateway(sim) {
+  return startGateway({
+    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
+    replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
+    health: { interval: '10s' },
+  });
+}
+
 async function complete(url, prompt, maxTokens = 3) {
   const r = await fetch(url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: MODEL, prompt, max_tokens: maxTokens }) });
   assert.equal(r.status, 200);
@@ -284,11 +293,7 @@ test('two gateways hold one view; one that joins late catches up by replay', asy
 for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
   test(`salted requests are followed exactly from the events: ${encoding}, ${hash}`, async () => {
     const sim = await eventSim(encoding, hash);
-    const gw = await startGateway({
-      models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
-      replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
-      health: { interval: '10s' },
-    });
+    const gw = await eventGateway(sim);
     try {
       const prompt = 'a salted prompt shared by one tenant only '.repeat(12);
       const body = (salt) => JSON.stringify({ model: MODEL, prompt, max_tokens: 1, ...(salt ? { cache_salt: salt } : {}) });
@@ -324,11 +329,7 @@ for (const [encoding, hash] of [['map', 'bytes'], ['array', 'int']]) {
 // and as over-predictions, correcting the index down.
 test('refused requests count neither in the parity self-test nor in the prediction counts', async () => {
   const sim = await eventSim('map', 'int');
-  const gw = await startGateway({
-    models: [{ name: MODEL, tokenizer: 'builtin:sim' }],
-    replicas: [{ id: 'ev', url: sim.url, kv_events: { endpoint: `tcp://127.0.0.1:${sim.pub}`, replay_endpoint: `tcp://127.0.0.1:${sim.replay}` } }],
-    health: { interval: '10s' },
-  });
+  const gw = await eventGateway(sim);
   try {
     const prompt = 'a prompt the engine will refuse to extend that far '.repeat(10);
     const counts = async () => {
