@@ -63,6 +63,7 @@ static void left_out(ir_buf *o, const gw_req *r, const irp_candidate *cand, size
         for (size_t k = 0; k < n && !offered; k++) offered = cand[k].replica == i;
         if (offered) continue;
         const char *why = !atomic_load(&rep->healthy)              ? "unhealthy"
+                          : atomic_load(&rep->no_rank)             ? "no such rank"
                           : atomic_load(&rep->ejected_until) > now ? "ejected"
                           : (r->tried[i / 64] >> (i % 64)) & 1     ? "tried"
                                                                    : "full";

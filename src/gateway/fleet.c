@@ -489,6 +489,7 @@ static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now,
     if (!gw_replica_member(rep)) return "not a member";
     if (!gw_replica_serves(rep, model)) return "does not serve the model";
     if (!atomic_load_explicit(&rep->healthy, memory_order_relaxed)) return "unhealthy";
+    if (atomic_load_explicit(&rep->no_rank, memory_order_relaxed)) return "no such rank";
     if (atomic_load_explicit(&rep->ejected_until, memory_order_relaxed) > now) return "ejected";
     (*healthy)++;
     if (excluded) return "already tried";

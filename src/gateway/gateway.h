@@ -323,7 +323,10 @@ typedef struct gw_replica {
      * tell (monotonic ns): when pending went from 0 to 1, or the last first body
      * byte while others were pending (a FIFO prefill queue starts the next one then). */
     _Atomic uint64_t prefill_since;
-    _Atomic int healthy;            /* 1 when the health checker says so */
+    _Atomic int healthy; /* 1 when the health checker says so */
+    /* 1 when its engine's metrics page reports other data-parallel ranks but not this
+     * target's (data_parallel_size above the engine's): not offered (load.c) */
+    _Atomic int no_rank;
     _Atomic uint64_t ejected_until; /* monotonic ns; passive ejection */
     _Atomic uint32_t consecutive_failures;
     _Atomic uint32_t ejections;

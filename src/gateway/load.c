@@ -89,14 +89,32 @@ static void restarted(gw_fleet *f, gw_replica *r, slot_seen *seen) {
     }
 }
 
+/* A data-parallel target whose rank its engine's page lacks (while it reports others)
+ * is not offered: the engine would answer every request pinned to it with a 400. */
+static void rank_seen(gw_replica *r, bool missing) {
+    if (atomic_exchange(&r->no_rank, missing) == (int)missing) return;
+    if (missing)
+        IR_WARN("load",
+                "replica %s: its engine's metrics page reports other data-parallel ranks but "
+                "not %s (data_parallel_size is larger than the engine's): not offered until the "
+                "page reports it",
+                r->cfg->id, r->dp_value);
+    else
+        IR_INFO("load", "replica %s: its engine reports its data-parallel rank: offered again",
+                r->cfg->id);
+}
+
 static void on_report(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *rep,
                       uint64_t at) {
     load_ctx *c = ud;
     gw_fleet *f = &c->app->fleet;
-    if (res != IRL_SCRAPE_OK || i >= f->nreplicas) return; /* the report just ages */
+    if (i >= f->nreplicas) return;
     gw_replica *r = &f->replicas[i];
     /* A report of a member that left, or of an earlier member of this slot. */
     if (!gw_replica_member(r) || tag != atomic_load(&r->gen)) return;
+    if (res == IRL_SCRAPE_NO_RANK) rank_seen(r, true);
+    if (res != IRL_SCRAPE_OK) return; /* the report just ages */
+    rank_seen(r, false);
     slot_seen *seen = &c->slot[i];
     if (seen->tag != tag) /* a new member here: nothing seen of it yet */
         *seen = (slot_seen){.tag = tag};

@@ -119,6 +119,7 @@ static void tell(gw_fleet *f, gw_replica *r, bool joined) {
 /* Publishes r as a member: optimistic health until its first probes. */
 static void activate(gw_fleet *f, gw_replica *r) {
     atomic_store(&r->healthy, 1);
+    atomic_store(&r->no_rank, 0);
     atomic_store(&r->ejected_until, 0);
     atomic_store(&r->consecutive_failures, 0);
     atomic_store(&r->left_at, 0);

@@ -129,7 +129,8 @@ int gw_metrics_load_init(gw_app *app) {
     lm->scrapes = iro_counter(g, "inferrail_load_scrapes_total",
                               "Scrapes of the engines' metrics pages by result: ok, error, "
                               "timeout, status (not 200), too_large (past 4 MiB), unreadable (a "
-                              "required family missing).",
+                              "required family missing), no_rank (a data-parallel rank the "
+                              "engine does not have).",
                               rr);
     lm->dlog = iro_counter(g, "inferrail_decision_log_records_total",
                            "Routing decisions of sampled requests, written to "

@@ -101,8 +101,10 @@ int irl_report_parse(const char *page, size_t len, irl_report *out, char *why, s
  * engine, as irl_report_parse): only samples whose rank label (vLLM's `engine`,
  * SGLang's `dp_rank`) is that rank count, and samples without the label, which
  * are the whole engine's. A page that labels no sample so gives every rank the
- * whole engine's numbers; one that labels others but lacks this rank's required
- * families is unreadable. */
+ * whole engine's numbers. One that lacks this rank's required families returns
+ * IRL_REPORT_NO_RANK when it labels samples with other ranks (the engine has no
+ * such rank, and answers requests pinned to it with a 400), else -1. */
+#define IRL_REPORT_NO_RANK (-2)
 int irl_report_parse_rank(const char *page, size_t len, int64_t rank, irl_report *out, char *why,
                           size_t whylen);
 
@@ -147,10 +149,11 @@ typedef enum irl_result {
     IRL_SCRAPE_STATUS,     /* a status other than 200 */
     IRL_SCRAPE_TOO_LARGE,  /* the page passed the cap */
     IRL_SCRAPE_UNREADABLE, /* irl_report_parse refused the page */
+    IRL_SCRAPE_NO_RANK,    /* a ranked target's rank is not on a page that has others */
     IRL_SCRAPE_RESULTS
 } irl_result;
 
-/* "ok", "error", "timeout", "status", "too_large", "unreadable". */
+/* "ok", "error", "timeout", "status", "too_large", "unreadable", "no_rank". */
 const char *irl_result_name(irl_result r);
 
 typedef struct irl_target {

@@ -50,21 +50,28 @@ typedef struct acc {
 typedef struct ctx {
     acc e[2]; /* [0] vLLM, [1] SGLang */
     size_t prefixed[2];
-    int64_t rank; /* the data-parallel rank read; -1: all of them */
+    size_t mine[2], others[2]; /* samples labelled with this rank, with another */
+    int64_t rank;              /* the data-parallel rank read; -1: all of them */
 } ctx;
 
 /* The label that names a sample's data-parallel rank, by engine. */
 static const char *const rank_label[2] = {"engine", "dp_rank"};
 
 /* Whether sample s is rank c->rank's: it names that rank, or none (then it is
- * the whole engine's, and every rank sees it). */
-static bool of_rank(const ctx *c, int e, const irl_sample *s) {
+ * the whole engine's, and every rank sees it). Counts the labelled samples of this
+ * rank and of others. */
+static bool of_rank(ctx *c, int e, const irl_sample *s) {
     char v[24];
     if (c->rank < 0 || !s->labels_len || !irl_prom_label(s, rank_label[e], v, sizeof v))
         return true;
     char *end;
     long long r = strtoll(v, &end, 10);
-    return v[0] && !*end && r == c->rank;
+    if (!v[0] || *end) return false; /* not a rank: no rank's */
+    if (r != c->rank)
+        c->others[e]++;
+    else
+        c->mine[e]++;
+    return r == c->rank;
 }
 
 static bool name_is(const irl_sample *s, const char *want) {
@@ -205,11 +212,15 @@ int irl_report_parse_rank(const char *page, size_t len, int64_t rank, irl_report
             say(why, whylen, "no vllm: or sglang: metrics", "");
         else
             say(why, whylen, "the page lacks ", lack[c.prefixed[1] > c.prefixed[0]]);
-        if (rank >= 0 && why && whylen && strlen(why) + 32 < whylen)
-            snprintf(why + strlen(why), whylen - strlen(why),
-                     " for data-parallel rank %lld (an engine with fewer ranks than the replica's "
-                     "data_parallel_size answers the requests pinned to it with a 400)",
-                     (long long)rank);
+        int which = c.prefixed[1] > c.prefixed[0];
+        if (rank >= 0 && c.others[which] && !c.mine[which]) {
+            if (why && whylen)
+                snprintf(why, whylen,
+                         "the page reports other data-parallel ranks but not %lld: the engine has "
+                         "fewer ranks than the replica's data_parallel_size",
+                         (long long)rank);
+            return IRL_REPORT_NO_RANK;
+        }
         return -1;
     }
     const char *bad = bad_value(&c.e[e], e == 0 ? vllm_names : sglang_names);

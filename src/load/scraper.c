@@ -110,8 +110,8 @@ static void install(target *t, spec *p) {
 }
 
 const char *irl_result_name(irl_result r) {
-    static const char *const names[IRL_SCRAPE_RESULTS] = {"ok",     "error",     "timeout",
-                                                          "status", "too_large", "unreadable"};
+    static const char *const names[IRL_SCRAPE_RESULTS] = {
+        "ok", "error", "timeout", "status", "too_large", "unreadable", "no_rank"};
     return (unsigned)r < IRL_SCRAPE_RESULTS ? names[r] : "unknown";
 }
 
@@ -142,6 +142,7 @@ static void on_body(void *ud, const char *d, size_t n) {
 static void note_state(target *t, irl_result res, const char *why) {
     bool ok = res == IRL_SCRAPE_OK;
     atomic_store_explicit(&t->answering, ok, memory_order_relaxed);
+    if (res == IRL_SCRAPE_NO_RANK) return; /* the page answers: the receiver tells */
     if (ok && t->state == SCRAPE_SILENT)
         IR_INFO("load", "replica %s: its metrics page answers again", t->id);
     else if (!ok && t->state != SCRAPE_SILENT)
@@ -174,9 +175,11 @@ static irl_result classify(const target *t, int64_t rank, int err, irl_report *r
         snprintf(why, whylen, "status %d", t->status);
         return IRL_SCRAPE_STATUS;
     }
-    if (irl_report_parse_rank(t->page.data ? t->page.data : "", t->page.len, rank, r, why, whylen))
-        return IRL_SCRAPE_UNREADABLE;
-    return IRL_SCRAPE_OK;
+    int rc =
+        irl_report_parse_rank(t->page.data ? t->page.data : "", t->page.len, rank, r, why, whylen);
+    return rc == 0                    ? IRL_SCRAPE_OK
+           : rc == IRL_REPORT_NO_RANK ? IRL_SCRAPE_NO_RANK
+                                      : IRL_SCRAPE_UNREADABLE;
 }
 
 /* On the loop: applies slot t's change, if any. A scrape in flight is cancelled

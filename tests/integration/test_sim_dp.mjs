@@ -212,3 +212,39 @@ test('a client\'s X-data-parallel-rank never reaches the engine', async () => {
     }
   }
 });
+
+// A replica whose data_parallel_size is larger than its engine's: the ranks the
+// engine lacks are not offered (their metrics page reports ranks 0 and 1 only), so
+// no request is pinned to a rank that would answer 400; explain says why, the
+// scrapes count it, and the log says it once per target.
+test('data_parallel_size above the engine\'s: the missing ranks are not offered', { timeout: 60000 }, async () => {
+  const sim = await dpSim();
+  const gw = await startGateway({ models: [{ name: MODEL }], health: { interval: '10s' },
+    load: { scrape_interval: '100ms' },
+    replicas: [{ id: 'e', url: sim.url, data_parallel_size: 4 }] });
+  try {
+    const explain = async () => (await fetch(gw.admin + '/admin/explain?path=/v1/completions',
+      { method: 'POST', body: JSON.stringify({ model: MODEL, prompt: 'which rank' }) })).json();
+    let ex;
+    for (let i = 0; i < 100; i++) {
+      ex = await explain();
+      if (ex.candidates.filter((c) => c.reason === 'no such rank').length === 2) break;
+      await sleep(50);
+    }
+    const state = Object.fromEntries(ex.candidates.map((c) => [c.replica, c.eligible ? 'offered' : c.reason]));
+    assert.deepEqual(state, { 'e/dp0': 'offered', 'e/dp1': 'offered', 'e/dp2': 'no such rank', 'e/dp3': 'no such rank' });
+    for (let i = 0; i < 24; i++) {
+      const { r, j } = await complete(gw.url, `prompt ${i}`);
+      assert.equal(r.status, 200, JSON.stringify(j));
+    }
+    const page = await metrics(gw.admin);
+    assert.ok(metricValue(page, 'inferrail_load_scrapes_total', 'replica="e/dp3",result="no_rank"') >= 1);
+    assert.equal(metricValue(page, 'inferrail_load_scrapes_total', 'replica="e/dp1",result="no_rank"'), 0);
+    assert.equal(metricValue(page, 'inferrail_replica_requests_total', 'replica="e/dp2"') || 0, 0);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+  }
+  const warned = gw.log.text.split('\n').filter((l) => /reports other data-parallel ranks but not/.test(l));
+  assert.equal(warned.length, 2, gw.log.text);
+  assert.ok(!/metrics page does not answer/.test(gw.log.text), gw.log.text);
+});

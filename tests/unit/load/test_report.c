@@ -188,7 +188,8 @@ static void restart_detection(void **st) {
 /* ---- one data-parallel rank's report (irl_report_parse_rank) ----------------------
  * Only the samples of that rank (vLLM's engine label, SGLang's dp_rank) and the
  * unlabelled ones count; a page without rank labels gives every rank the whole
- * engine; a rank the page lacks is unreadable, with the rank in the reason. */
+ * engine; a rank the page lacks, when it labels others, is IRL_REPORT_NO_RANK (one
+ * that lacks a family for every rank stays unreadable). */
 
 static void vllm_ranks(void **st) {
     (void)st;
@@ -210,10 +211,9 @@ static void vllm_ranks(void **st) {
     /* The whole engine, as before. */
     assert_int_equal(irl_report_parse_rank(page, n, -1, &r, why, sizeof why), 0);
     assert_true(r.running == 12 && r.waiting == 3);
-    /* A rank the engine does not have. */
-    assert_int_equal(irl_report_parse_rank(page, n, 2, &r, why, sizeof why), -1);
-    assert_non_null(strstr(why, "vllm:num_requests_running"));
-    assert_non_null(strstr(why, "data-parallel rank 2"));
+    /* A rank the engine does not have: told apart from an unreadable page. */
+    assert_int_equal(irl_report_parse_rank(page, n, 2, &r, why, sizeof why), IRL_REPORT_NO_RANK);
+    assert_non_null(strstr(why, "other data-parallel ranks but not 2"));
     assert_non_null(strstr(why, "fewer ranks than the replica's data_parallel_size"));
     free(page);
 }
@@ -250,6 +250,14 @@ static void unlabelled_page(void **st) {
                       "vllm:num_requests_waiting{engine=\"0\"} 2\n"
                       "vllm:kv_cache_usage_perc{engine=\"0\"} 0.5\n";
     assert_int_equal(irl_report_parse_rank(odd, strlen(odd), 0, &r, NULL, 0), -1);
+    /* Rank 1 is on the page but lacks a family: unreadable, not a missing rank. */
+    const char *gap = "vllm:num_requests_running{engine=\"0\"} 4\n"
+                      "vllm:num_requests_running{engine=\"1\"} 4\n"
+                      "vllm:num_requests_waiting{engine=\"0\"} 2\n"
+                      "vllm:kv_cache_usage_perc{engine=\"0\"} 0.5\n";
+    assert_int_equal(irl_report_parse_rank(gap, strlen(gap), 1, &r, NULL, 0), -1);
+    assert_int_equal(irl_report_parse_rank(gap, strlen(gap), 2, &r, NULL, 0), IRL_REPORT_NO_RANK);
+    assert_int_equal(irl_report_parse_rank(gap, strlen(gap), 0, &r, NULL, 0), 0);
 }
 
 int main(void) {

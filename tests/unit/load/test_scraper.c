@@ -291,10 +291,10 @@ static void targets_follow_membership(void **st) {
 
 /* Three ranked targets on one engine's page (ranks 0, 1 and a rank 2 it lacks)
  * and one for the whole engine: the ranks share one scrape a round, each gets its
- * own numbers (or its own "unreadable"), and the whole-engine target scrapes on
+ * own numbers (or its own "no_rank"), and the whole-engine target scrapes on
  * its own. When the leader leaves, the next rank takes over the scrape. */
 typedef struct dp_seen {
-    _Atomic uint64_t ok[4], unreadable[4];
+    _Atomic uint64_t ok[4], no_rank[4];
     _Atomic int wrong; /* a report with another rank's numbers */
 } dp_seen;
 
@@ -303,7 +303,7 @@ static void dp_count(void *ud, size_t i, uint64_t tag, irl_result res, const irl
     (void)at;
     dp_seen *y = ud;
     if (i >= 4) return;
-    if (res == IRL_SCRAPE_UNREADABLE) atomic_fetch_add(&y->unreadable[i], 1);
+    if (res == IRL_SCRAPE_NO_RANK) atomic_fetch_add(&y->no_rank[i], 1);
     if (res != IRL_SCRAPE_OK) return;
     atomic_fetch_add(&y->ok[i], 1);
     double want[4] = {3, 5, -1, 8}; /* slot 3: the whole engine, both ranks summed */
@@ -343,7 +343,7 @@ static void ranks_share_a_scrape(void **st) {
     irl_scraper_stop(sc);
     uint64_t rounds = atomic_load(&y.ok[0]), whole = atomic_load(&y.ok[3]);
     assert_int_equal(atomic_load(&y.wrong), 0);
-    assert_true(atomic_load(&y.unreadable[2]) >= rounds - 1);
+    assert_true(atomic_load(&y.no_rank[2]) >= rounds - 1);
     /* One scrape for the three ranks and one for the whole engine, a round (two
      * rounds of slack for a stop in between); 4 a round without the sharing. */
     assert_true(atomic_load(&dp_requests) <= rounds + whole + 2);
