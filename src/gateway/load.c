@@ -14,6 +14,7 @@ typedef struct slot_seen {
     irl_report prev;
     bool have_prev;
     bool flapping; /* restarts came within RESTART_QUIET_NS of each other: logged once */
+    bool dp_told;  /* its engine has several data-parallel ranks, but it is one target */
     uint64_t tag;
     uint64_t restart_at;
 } slot_seen;
@@ -104,6 +105,18 @@ static void rank_seen(gw_replica *r, bool missing) {
                 r->cfg->id);
 }
 
+/* An engine with several data-parallel ranks behind a replica that is one target:
+ * its own balancer picks the rank, blind to their caches. Said once per member. */
+static void ranks_seen(const gw_replica *r, slot_seen *seen, const irl_report *rep) {
+    if (r->cfg->dp_target || rep->ranks < 2 || seen->dp_told) return;
+    seen->dp_told = true;
+    IR_WARN("load",
+            "replica %s: its engine reports %u data-parallel ranks, and the replica is one "
+            "target, so the engine picks the rank, blind to what each rank has cached; set "
+            "data_parallel_size: %u to route to each rank's own cache",
+            r->cfg->id, rep->ranks, rep->ranks);
+}
+
 static void on_report(void *ud, size_t i, uint64_t tag, irl_result res, const irl_report *rep,
                       uint64_t at) {
     load_ctx *c = ud;
@@ -120,6 +133,7 @@ static void on_report(void *ud, size_t i, uint64_t tag, irl_result res, const ir
         *seen = (slot_seen){.tag = tag};
     if (seen->have_prev && irl_report_restarted(&seen->prev, rep)) restarted(f, r, seen);
     learn_capacity(f, r, seen, rep);
+    ranks_seen(r, seen, rep);
     seen->prev = *rep;
     seen->have_prev = true;
     gw_engine_load *e = &r->engine;

@@ -248,3 +248,26 @@ test('data_parallel_size above the engine\'s: the missing ranks are not offered'
   assert.equal(warned.length, 2, gw.log.text);
   assert.ok(!/metrics page does not answer/.test(gw.log.text), gw.log.text);
 });
+
+// The other way round: a two-rank engine behind a replica without data_parallel_size
+// works (the engine balances), and the gateway says once what the setting would give.
+test('a data-parallel engine configured as one target: one warning naming the setting', { timeout: 60000 }, async () => {
+  const sim = await dpSim();
+  const gw = await startGateway({ models: [{ name: MODEL }], health: { interval: '10s' },
+    load: { scrape_interval: '50ms' }, replicas: [{ id: 'plain', url: sim.url }] });
+  let told = [];
+  try {
+    for (let i = 0; i < 100 && told.length === 0; i++) {
+      await sleep(50);
+      told = gw.log.text.split('\n').filter((l) => /reports 2 data-parallel ranks/.test(l));
+    }
+    await sleep(300); /* several more scrapes */
+    const { r } = await complete(gw.url, 'either rank');
+    assert.equal(r.status, 200);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+  }
+  told = gw.log.text.split('\n').filter((l) => /reports 2 data-parallel ranks/.test(l));
+  assert.equal(told.length, 1, gw.log.text);
+  assert.match(told[0], /data_parallel_size: 2/);
+});
