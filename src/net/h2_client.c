@@ -10,7 +10,15 @@
  * Flow control: automatic WINDOW_UPDATEs are off. Received bytes are given
  * back to the connection window at once and to the stream window when they
  * reach on_body, so a paused request holds at most its stream window
- * (cfg.h2_stream_window) and the server stops sending it. */
+ * (cfg.h2_stream_window) and the server stops sending it.
+ *
+ * A request that got nothing is sent again, once, on another connection when the
+ * server refused it unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream id:
+ * RFC 9113 8.7), or when a connection that had served before closed under it (it
+ * was closing idle, as the HTTP/1.1 pool's stale connections). A connection whose
+ * session or socket is over while finished responses still hold bytes for paused
+ * clients winds down instead of closing: it fails its open streams, stops reading,
+ * and closes once the held bytes are delivered. */
 #include "net/net_internal.h"
 
 #include <nghttp2/nghttp2.h>
@@ -23,6 +31,7 @@
 #define CONN_WINDOW    (16 << 20)
 #define DEFAULT_WINDOW (256 * 1024)
 #define STREAMS_GUESS  100 /* streams per connection before the server's SETTINGS */
+#define MAX_REFUSALS   4   /* a request the server refuses unprocessed is sent again up to this */
 
 typedef struct h2conn h2conn;
 typedef struct irn__h2c_stream h2cs;
@@ -62,7 +71,9 @@ struct h2conn {
     bool reading;
     bool ready; /* connected, session up */
     bool goaway;
+    bool winding; /* over, but finished streams hold bytes for paused clients */
     bool want_flush;
+    uint64_t served; /* streams that ended well here: a later one's connection is reused */
     char host[256];
     uint16_t port;
 };
@@ -87,6 +98,8 @@ struct irn__h2c_stream {
     bool head_delivered; /* ... and given to on_head (with the first body byte or the end) */
     bool remote_done;    /* END_STREAM received */
     bool closed;         /* nghttp2 closed the stream; waiting to deliver */
+    bool reused;         /* linked to a connection that had served a stream before */
+    uint8_t refusals;    /* times the server refused it unprocessed */
     bool parse_err;
     int close_err;
 };
@@ -94,6 +107,7 @@ struct irn__h2c_stream {
 static void conn_close(h2conn *c, int err);
 static void conn_schedule(h2conn *c);
 static void conn_rearm(h2conn *c);
+static h2conn *conn_pick(irn__h2c_pool *hp, const irn_client *cl);
 
 /* ---- streams ------------------------------------------------------------------- */
 
@@ -113,6 +127,10 @@ static void stream_unlink(h2cs *st) {
 
 static void stream_link(h2conn *c, h2cs *st) {
     st->c = c;
+    st->reused = c->served > 0;
+    /* The wait for the head starts now: a stream held back for the server's limit on
+     * streams (submit_waiting) times out like one the server is slow to answer. */
+    if (st->cl->head_ms) st->head_deadline = irn__now_ms() + st->cl->head_ms;
     st->prev = NULL;
     st->next = c->streams;
     if (c->streams) c->streams->prev = st;
@@ -132,6 +150,7 @@ static void stream_free(h2cs *st) {
 /* Delivers on_done and frees the request. */
 static void stream_finish(h2cs *st, int err) {
     irn_client *cl = st->cl;
+    if (err == 0 && st->c) st->c->served++;
     stream_unlink(st);
     stream_free(st);
     cl->h2 = NULL;
@@ -154,6 +173,39 @@ static int stream_outcome(const h2cs *st, uint32_t error_code) {
 
 static size_t pend_len(const h2cs *st) {
     return st->pend.len - st->pend_off;
+}
+
+/* Sends st again, from the start, while it got nothing, on a connection with room
+ * for it (conn_pick: perhaps the same one, now that the server's limit on streams is
+ * known): a stream the server refused unprocessed up to MAX_REFUSALS times, one whose
+ * connection closed under it once. False when it may not be. */
+static bool stream_requeue(h2cs *st, bool refused) {
+    irn_client *cl = st->cl;
+    h2conn *old = st->c;
+    irn__h2c_pool *hp = old ? old->hp : NULL;
+    if (!hp || hp->closing || cl->canceled || cl->got_bytes || cl->err) return false;
+    if (refused ? st->refusals >= MAX_REFUSALS : cl->retried) return false;
+    if (refused)
+        st->refusals++;
+    else
+        cl->retried = true;
+    st->id = 0; /* stream_unlink leaves the old session alone */
+    st->closed = st->head_seen = st->head_delivered = st->remote_done = st->parse_err = false;
+    st->close_err = st->status = 0;
+    st->body_off = 0;
+    st->head_deadline = st->idle_deadline = 0;
+    irn__hdrs_reset(&st->rh);
+    hp->st->retries++;
+    stream_unlink(st);
+    h2conn *c = conn_pick(hp, cl);
+    if (!c) { /* out of memory: a stream that fails from the loop */
+        cl->err = IRN_ENOMEM;
+        return false;
+    }
+    stream_link(c, st);
+    conn_rearm(c);
+    if (c->ready) conn_schedule(c);
+    return true;
 }
 
 /* Hands held bytes to on_body (and their window back), while not paused. */
@@ -249,9 +301,17 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
             st->head_deadline = 0;
         }
     }
-    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+    bool bodiless = st->head_seen && (st->status == 204 || st->status == 304);
+    bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
+    if (end || bodiless) {
         st->remote_done = true;
         deliver_head(st);
+        /* The response is whole (a 204 or 304 ends with its head, as over HTTP/1.1):
+         * a request body not yet sent is not wanted any more (RFC 9113 8.1), and
+         * the stream is reset so that it ends now, not after an upload that a server
+         * that answered early may never take. */
+        if (!end || !nghttp2_session_get_stream_local_close(s, st->id))
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
     }
     return 0;
 }
@@ -270,7 +330,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
         return 0;
     }
     deliver_head(st);
-    if (cl->canceled) return 0;
+    if (cl->canceled || st->remote_done) return 0; /* DATA after a 204 or 304: dropped */
     if (cl->idle_ms && !cl->paused) st->idle_deadline = irn__now_ms() + cl->idle_ms;
     if (cl->paused || pend_len(st)) {
         /* Held, unconsumed: the stream window bounds this. */
@@ -290,6 +350,8 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, 
     h2cs *st = stream_of(c, id);
     if (!st) return 0;
     nghttp2_session_set_stream_user_data(s, id, NULL);
+    if (error_code == NGHTTP2_REFUSED_STREAM && stream_requeue(st, true))
+        return 0; /* unprocessed */
     st->closed = true;
     int err = stream_outcome(st, error_code);
     if (err == 0 && pend_len(st) && !st->cl->canceled) {
@@ -298,6 +360,39 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, 
     }
     stream_finish(st, err);
     return 0;
+}
+
+/* ---- winding down ------------------------------------------------------------------------- */
+
+/* A stream that ended whole and holds bytes for its paused client. */
+static bool held(const h2cs *st) {
+    return st->closed && !st->close_err && pend_len(st) && !st->cl->canceled;
+}
+
+static bool holds_finished(const h2conn *c) {
+    for (const h2cs *st = c->streams; st; st = st->next)
+        if (held(st)) return true;
+    return false;
+}
+
+/* The session or the socket is over: closes c, unless finished responses still hold
+ * bytes for paused clients. Then the streams still open fail (err, or as on_closed
+ * would fail them), nothing more is read or sent, and conn_work closes c once the held
+ * bytes are delivered. */
+static void conn_over(h2conn *c, int err) {
+    if (c->winding || !holds_finished(c)) {
+        if (!c->winding) conn_close(c, err);
+        return;
+    }
+    c->winding = c->goaway = true;
+    if (c->reading) uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+    for (h2cs *st = c->streams; st; st = st->next) {
+        if (st->closed) continue;
+        st->closed = true;
+        st->close_err = err ? err : st->head_delivered ? IRN_ECLOSED_MID : IRN_ECLOSED_EARLY;
+    }
+    conn_schedule(c);
 }
 
 /* ---- writing ---------------------------------------------------------------------------- */
@@ -311,7 +406,7 @@ static void on_cwrite(uv_write_t *w, int status) {
     free(r);
     if (c->closing) return;
     if (status < 0) {
-        conn_close(c, 0);
+        conn_over(c, 0);
         return;
     }
     pump(c);
@@ -335,7 +430,7 @@ static void pump(h2conn *c) {
         c->want_flush = true;
         return;
     }
-    if (c->closing || !c->s) return;
+    if (c->closing || c->winding || !c->s) return;
     c->busy++;
     const irn__h2_out out = {
         .ctx = c, .queued = cqueued, .write = cwrite, .want_flush = &c->want_flush};
@@ -354,7 +449,7 @@ static void pump(h2conn *c) {
         if (c->nstreams)
             IR_DEBUG("net", "h2 %s:%u: session over with %zu streams open", c->host, c->port,
                      c->nstreams);
-        conn_close(c, 0);
+        conn_over(c, 0);
     }
 }
 
@@ -386,18 +481,36 @@ static void stream_submit(h2conn *c, h2cs *st) {
         st->close_err = IRN_ECLOSED_EARLY;
         return;
     }
-    st->id = id;
-    if (cl->head_ms) st->head_deadline = irn__now_ms() + cl->head_ms;
-    free(st->nv);
-    free(st->nvmem);
-    st->nv = NULL;
-    st->nvmem = NULL;
+    st->id = id; /* the head's deadline runs from stream_link */
+    /* st->nv stays until the request ends: a refused stream is sent again */
+}
+
+static size_t known_capacity(const h2conn *c);
+
+/* Submits the streams not sent yet, oldest first, while the server's limit on
+ * concurrent streams has room: nghttp2 would queue the others where no deadline or
+ * cancel reaches them (with a limit of 0, for ever). */
+static void submit_waiting(h2conn *c) {
+    if (!c->ready || !c->s) return;
+    size_t open = 0;
+    h2cs *last = NULL;
+    for (h2cs *st = c->streams; st; st = st->next) {
+        open += st->id && !st->closed;
+        last = st;
+    }
+    size_t cap = known_capacity(c);
+    for (h2cs *st = last; st && open < cap; st = st->prev)
+        if (!st->id && !st->closed && !st->cl->canceled) {
+            stream_submit(c, st);
+            open += st->id != 0;
+        }
 }
 
 /* Deferred work: submit new requests, deliver what resumed or ended, send. */
 static void conn_work(h2conn *c) {
     if (c->closing) return;
     c->busy++;
+    if (!c->winding) submit_waiting(c);
     for (h2cs *st = c->streams, *next; st && !c->closing; st = next) {
         next = st->next;
         irn_client *cl = st->cl;
@@ -405,7 +518,6 @@ static void conn_work(h2conn *c) {
             stream_finish(st, IRN_ECANCELED); /* never sent, or done but held */
             continue;
         }
-        if (c->ready && !st->id && !st->closed) stream_submit(c, st);
         if (st->closed && st->close_err) {
             stream_finish(st, st->close_err);
             continue;
@@ -414,6 +526,10 @@ static void conn_work(h2conn *c) {
         if (st->closed && !pend_len(st)) stream_finish(st, 0);
     }
     c->busy--;
+    if (c->winding && !c->nstreams) {
+        conn_close(c, 0);
+        return;
+    }
     pump(c);
     conn_rearm(c);
 }
@@ -496,6 +612,9 @@ static void on_closed(uv_handle_t *h) {
     c->s = NULL;
     while (c->streams) {
         h2cs *st = c->streams;
+        /* A connection that had served closed (cleanly) under a request that got
+         * nothing: most likely the server let it go while idle. Sent again. */
+        if (st->reused && !st->closed && !c->fail_err && stream_requeue(st, false)) continue;
         int err = st->closed && !pend_len(st) ? st->close_err : 0;
         /* Before its head a request may be tried again (the gateway does): on a
          * connection that broke for another stream's fault, this one did no wrong. */
@@ -539,7 +658,7 @@ static void on_cread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     h2conn *c = s->data;
     if (c->closing || nread == 0) return;
     if (nread < 0) {
-        conn_close(c, 0);
+        conn_over(c, 0);
         return;
     }
     c->busy++;
@@ -654,10 +773,35 @@ static h2conn *conn_new(irn__h2c_pool *hp, const irn_client *cl) {
     return c;
 }
 
-static size_t conn_capacity(const h2conn *c) {
-    if (!c->ready || !c->s) return STREAMS_GUESS;
+static size_t known_capacity(const h2conn *c) {
     uint32_t m = nghttp2_session_get_remote_settings(c->s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
     return m > 4096 ? 4096 : m;
+}
+
+/* Streams c may carry: the server's limit, or before its SETTINGS the limit another
+ * connection to the same server learnt (else STREAMS_GUESS), so that requests its
+ * server refused for the limit do not all move to one new connection. */
+static size_t conn_capacity(const h2conn *c) {
+    if (c->ready && c->s) return known_capacity(c);
+    for (const h2conn *o = c->hp->conns; o; o = o->next)
+        if (o != c && o->ready && o->s && !o->closing && o->port == c->port &&
+            strcmp(o->host, c->host) == 0)
+            return known_capacity(o);
+    return STREAMS_GUESS;
+}
+
+/* A connection to cl's host with room for one more stream, or a new one (NULL: OOM). */
+static h2conn *conn_pick(irn__h2c_pool *hp, const irn_client *cl) {
+    h2conn *c = hp->conns;
+    for (; c; c = c->next)
+        if (!c->closing && !c->goaway && c->port == cl->port && c->nstreams < conn_capacity(c) &&
+            strcmp(c->host, cl->host) == 0)
+            break;
+    if (c)
+        hp->st->conns_reused++;
+    else
+        c = conn_new(hp, cl);
+    return c;
 }
 
 /* ---- public (internal) API --------------------------------------------------------------------
@@ -771,22 +915,14 @@ int irn__h2c_request(irn__h2c_pool *hp, irn_client *cl, const char *method, cons
         stream_free(st);
         return rc;
     }
-    h2conn *c = hp->conns;
-    for (; c; c = c->next)
-        if (!c->closing && !c->goaway && c->port == cl->port && c->nstreams < conn_capacity(c) &&
-            strcmp(c->host, cl->host) == 0)
-            break;
-    if (c) {
-        hp->st->conns_reused++;
-    } else {
-        c = conn_new(hp, cl);
-        if (!c) {
-            stream_free(st);
-            return IRN_ENOMEM;
-        }
+    h2conn *c = conn_pick(hp, cl);
+    if (!c) {
+        stream_free(st);
+        return IRN_ENOMEM;
     }
     cl->h2 = st;
     stream_link(c, st);
+    conn_rearm(c);
     if (c->ready) conn_schedule(c);
     return 0;
 }
