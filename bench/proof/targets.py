@@ -150,7 +150,7 @@ def capacity_rows(root):
             continue
         rr = json.load(open(f("round_robin")))["capacity_rps"]
         cm = json.load(open(f("cost_model")))["capacity_rps"]
-        x = cm / rr if rr else None
+        x = cm / rr if rr and cm is not None else None
         rows.append((w, "cost_model capacity / round_robin", f">= {want}",
                      f"{fmt(x, 2)} ({cm} / {rr} req/s)", verdict(x is not None and x >= want)))
     return rows

@@ -104,6 +104,10 @@ int bench_param_parse(json_t *params, const char *kv);
 int bench_trace_block_text(uint64_t id, size_t tokens, ir_buf *out);
 /* Parses "2s", "100ms", or a bare number of milliseconds. */
 int bench_parse_ms(const char *s, double *ms);
+/* A whole argument as a number in [lo, hi] (no trailing text): 0, else -1. */
+int bench_parse_real(const char *s, double lo, double hi, double *out);
+/* A whole argument as an integer in [0, max], written in digits: 0, else -1. */
+int bench_parse_uint(const char *s, double max, size_t *out);
 
 /* ---- finite-cache ceilings (ceiling.c; ADR 0021) -------------------------
  * A block trace: every request's whole blocks in arrival order, each as a dense id

@@ -122,6 +122,9 @@ static int send_one(const ir_url *url, const cal_opts *o, const char *prompt, in
                         .body = body,
                         .body_len = strlen(body),
                         .connect_timeout_ns = 10000000000ULL,
+                        /* an engine that takes the request and never answers is an error
+                         * after 2 minutes, not a hang (the longest prefill is seconds) */
+                        .head_timeout_ns = 120000000000ULL,
                         .idle_timeout_ns = 120000000000ULL};
     static const irn_client_cbs cbs = {c_head, c_body, c_done};
     irn_client *cl;

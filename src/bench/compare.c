@@ -3,6 +3,7 @@
  * at the same times) and `inferrail-bench capacity` (the highest rate at
  * which the SLO holds). */
 #include "bench/bench.h"
+#include "policy/ir_policy.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -96,13 +97,16 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
     memset(&all[nc + IR_ARRAY_LEN(fleet_opts)], 0, sizeof all[0]);
     optind = 1;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", all, NULL)) != -1) {
+    size_t u;
+    bool bad = false;
+    while (!bad && (ch = getopt_long(argc, argv, "", all, NULL)) != -1) {
         switch (ch) {
         case 'h':
             usage(stdout);
             return 1;
         case 1000:
-            o->f.replicas = atoi(optarg);
+            bad = bench_parse_uint(optarg, BENCH_MAX_REPLICAS, &u) || u < 1;
+            o->f.replicas = (int)u;
             break;
         case 1001:
             o->f.sim_args = optarg;
@@ -128,22 +132,24 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
                 o->policies[o->npol++] = t;
             break;
         case 1006:
-            o->reps = atoi(optarg);
+            bad = bench_parse_uint(optarg, MAX_REPS, &u) || u < 1;
+            o->reps = (int)u;
             break;
         case 1007:
-            o->start_rate = atof(optarg);
+            bad = bench_parse_real(optarg, 1e-6, 1e6, &o->start_rate);
             break;
         case 1008:
-            o->max_rate = atof(optarg);
+            bad = bench_parse_real(optarg, 1e-6, 1e6, &o->max_rate);
             break;
         case 1009:
-            o->steps = atoi(optarg);
+            bad = bench_parse_uint(optarg, 30, &u);
+            o->steps = (int)u;
             break;
         case 1010:
-            o->probe_s = atof(optarg);
+            bad = bench_parse_real(optarg, 0, 1e6, &o->probe_s);
             break;
         case 1012:
-            o->warm_s = atof(optarg);
+            bad = bench_parse_real(optarg, 0, 1e6, &o->warm_s);
             break;
         case 'r': /* a rate, or a ladder of them */
             o->nrates = 0;
@@ -170,16 +176,23 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
         }
         }
     }
-    if (o->reps < 1 || o->reps > MAX_REPS) o->reps = 1;
+    if (bad) {
+        fprintf(stderr,
+                "inferrail-bench: bad value '%s' (--replicas 1..%d, --repetitions 1..%d, "
+                "--start-rate and --max-rate > 0, --steps 0..30, seconds >= 0)\n",
+                optarg, BENCH_MAX_REPLICAS, MAX_REPS);
+        usage(stderr);
+        return -1;
+    }
     if (fleet_cache(o)) return -1;
     for (size_t p = 0; p < o->npol; p++) {
         char base[64];
         bool ev;
-        if (bench_policy_variant(o->policies[p], base, sizeof base, &ev)) {
+        if (bench_policy_variant(o->policies[p], base, sizeof base, &ev) || !irp_find(base)) {
             fprintf(stderr,
-                    "inferrail-bench: bad policy '%s' (a policy, or one with +events or "
+                    "inferrail-bench: bad policy '%s' (one of %s, perhaps with +events or "
                     "+events-nolookahead)\n",
-                    o->policies[p]);
+                    o->policies[p], irp_names());
             return -1;
         }
     }
@@ -189,6 +202,27 @@ static int parse(int argc, char **argv, cmp_opts *o, void (*usage)(FILE *)) {
 static void free_opts(cmp_opts *o) {
     free(o->policies_buf);
     bench_common_free(&o->c);
+}
+
+/* Everything a run needs that is not its fleet's doing, checked before the first fleet
+ * starts: the workload with its parameters (built once at `rate`), the binaries. 0, or 2
+ * with a message. */
+static int check_setup(cmp_opts *o, double rate, const char *cmd) {
+    bench_workload w;
+    if (bench_common_workload(&o->c, rate, o->c.seed, &w)) {
+        fprintf(stderr, "inferrail-bench %s: nothing was run\n", cmd);
+        return 2;
+    }
+    bench_workload_free(&w);
+    if (access(o->f.sim_bin, X_OK) != 0) {
+        fprintf(stderr, "inferrail-bench %s: no simulator at %s (--sim-bin)\n", cmd, o->f.sim_bin);
+        return 2;
+    }
+    if (!o->f.no_gateway && access(o->f.gw_bin, X_OK) != 0) {
+        fprintf(stderr, "inferrail-bench %s: no gateway at %s (--gateway-bin)\n", cmd, o->f.gw_bin);
+        return 2;
+    }
+    return 0;
 }
 
 /* --gateways N needs gateways: 0, or 2 with a message. */
@@ -408,6 +442,10 @@ static int compare_at(cmp_opts *o) {
                 continue;
             }
             json_object_set_new(json_object_get(doc, "config"), "repetition", json_integer(k));
+            if (!(getnum(json_object_get(doc, "summary"), "ok", NULL) > 0)) {
+                fprintf(stderr, "compare: %s: every request failed (see %s)\n", tag, logs);
+                failed++;
+            }
             rate_seen = getnum(doc, "config", "rate"); /* a trace's own mean rate */
             if (bench_write_json(doc, path)) failed++;
             json_t *s = json_object_get(doc, "summary");
@@ -416,9 +454,10 @@ static int compare_at(cmp_opts *o) {
             fin[k] = getnum(s, "reuse_ceiling_finite", NULL);
             lru[k] = getnum(s, "pooled_lru_hit_rate", NULL);
             fprintf(stderr,
-                    "compare: %s: ttft p99 %.1f ms, tpot p99 %.2f ms, hit %.3f, errors %g\n", tag,
+                    "compare: %s: ttft p99 %.1f ms, tpot p99 %.2f ms%s, hit %.3f, errors %g\n", tag,
                     getnum(s, "ttft_ms", "p99"), getnum(s, "tpot_ms", "p99"),
-                    getnum(s, "hit_rate", NULL), getnum(s, "errors", NULL));
+                    o->c.speedup != 1 ? " (wall)" : "", getnum(s, "hit_rate", NULL),
+                    getnum(s, "errors", NULL));
             char *slash = strrchr(path, '/');
             json_array_append_new(files[p], json_string(slash ? slash + 1 : path));
             json_decref(doc);
@@ -490,12 +529,7 @@ int bench_compare_main(int argc, char **argv) {
         free_opts(&o);
         return 2;
     }
-    if (!o.f.no_gateway && access(o.f.gw_bin, X_OK) != 0) {
-        fprintf(stderr, "inferrail-bench compare: no gateway at %s (--gateway-bin)\n", o.f.gw_bin);
-        free_opts(&o);
-        return 2;
-    }
-    if (check_gateways(&o, "compare")) {
+    if (check_setup(&o, o.c.rate > 0 ? o.c.rate : 1, "compare") || check_gateways(&o, "compare")) {
         free_opts(&o);
         return 2;
     }
@@ -570,7 +604,7 @@ int bench_capacity_main(int argc, char **argv) {
         free_opts(&o);
         return 2;
     }
-    if (check_gateways(&o, "capacity")) {
+    if (check_setup(&o, o.start_rate, "capacity") || check_gateways(&o, "capacity")) {
         free_opts(&o);
         return 2;
     }
@@ -582,6 +616,7 @@ int bench_capacity_main(int argc, char **argv) {
     bool tty = isatty(2);
     double lo = 0, hi = 0, rate = o.start_rate;
     int probe = 0, bisect = 0, total = 4 + o.steps;
+    bool unrun = false; /* a probe's fleet did not start: no capacity can be said */
     json_t *probes = json_array();
     size_t min_requests = o.c.requests, min_warmup = o.c.warmup;
     while (rate > 0 && rate <= o.max_rate) {
@@ -596,7 +631,16 @@ int bench_capacity_main(int argc, char **argv) {
         snprintf(line, sizeof line, "probe %d: rate %.3g req/s ...", probe + 1, rate);
         progress(tty, probe, total, line);
         json_t *doc = fleet_run(&o, policy, rate, o.c.seed, logs, tag);
-        json_t *s = doc ? json_object_get(doc, "summary") : NULL;
+        if (!doc) {
+            if (tty) fputc('\n', stderr);
+            fprintf(stderr,
+                    "inferrail-bench capacity: probe %d at %.3g req/s did not run (its fleet "
+                    "did not start: see %s); no capacity is reported\n",
+                    probe + 1, rate, logs);
+            unrun = true;
+            break;
+        }
+        json_t *s = json_object_get(doc, "summary");
         double tt = s ? getnum(s, "ttft_ms", "p99") : NAN,
                tp = s ? getnum(s, "tpot_ms", "p99") : NAN;
         double errs = s ? getnum(s, "errors", NULL) : NAN;
@@ -612,8 +656,8 @@ int bench_capacity_main(int argc, char **argv) {
         json_decref(doc);
         probe++;
         snprintf(line, sizeof line,
-                 "probe %d: rate %.3g req/s: %s (ttft p99 %.0f ms, tpot p99 %.1f ms)", probe, rate,
-                 ok ? "holds" : "breaks", tt, tp);
+                 "probe %d: rate %.3g req/s: %s (ttft p99 %.0f ms, tpot p99 %.1f ms%s)", probe,
+                 rate, ok ? "holds" : "breaks", tt, tp, o.c.speedup != 1 ? " wall" : "");
         progress(tty, probe, total, line);
         if (tty) fputc('\n', stderr);
         if (ok)
@@ -630,13 +674,18 @@ int bench_capacity_main(int argc, char **argv) {
         rate = (lo + hi) / 2;
     }
     o.c.requests = min_requests, o.c.warmup = min_warmup;
-    json_t *out =
-        json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:o, s:o, s:o}", "schema",
-                  "inferrail-bench/capacity/1", "workload", o.c.workload, "policy", policy,
-                  "replicas", o.f.no_gateway ? 1 : o.f.replicas, "requests",
-                  (json_int_t)o.c.requests, "seed", (json_int_t)o.c.seed, "slo_ttft_ms",
-                  o.c.slo_ttft_ms, "slo_tpot_ms", o.c.slo_tpot_ms, "capacity_rps", jnum(lo),
-                  "first_failing_rps", hi > 0 ? jnum(hi) : json_null(), "probes", probes);
+    /* capacity_rps: null when a probe did not run or nothing held (down to --start-rate);
+     * at_least: --max-rate stopped the doubling before anything broke. */
+    bool capped = !unrun && hi == 0 && lo > 0;
+    json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:o, s:o, s:o}", "schema",
+                            "inferrail-bench/capacity/1", "workload", o.c.workload, "policy",
+                            policy, "replicas", o.f.no_gateway ? 1 : o.f.replicas, "requests",
+                            (json_int_t)o.c.requests, "seed", (json_int_t)o.c.seed, "slo_ttft_ms",
+                            o.c.slo_ttft_ms, "slo_tpot_ms", o.c.slo_tpot_ms, "capacity_rps",
+                            !unrun && lo > 0 ? jnum(lo) : json_null(), "first_failing_rps",
+                            !unrun && hi > 0 ? jnum(hi) : json_null(), "probes", probes);
+    json_object_set_new(out, "at_least", json_boolean(capped));
+    if (unrun) json_object_set_new(out, "error", json_string("a probe's fleet did not start"));
     json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
     json_object_set_new(out, "speedup", json_real(o.c.speedup));
     json_object_set_new(out, "warmup_seconds", json_real(o.warm_s));
@@ -645,8 +694,17 @@ int bench_capacity_main(int argc, char **argv) {
                                      : o.c.gateways ? o.c.gateways
                                                     : 1));
     json_object_set_new(out, "params", json_deep_copy(o.c.params));
-    rc = bench_write_json(out, o.c.out) ? 1 : 0;
-    printf("capacity %s %s: %.3g req/s\n", o.c.workload, policy, lo);
+    rc = bench_write_json(out, o.c.out) || unrun ? 1 : 0;
+    if (unrun)
+        printf("capacity %s %s: none (a probe did not run)\n", o.c.workload, policy);
+    else if (lo == 0)
+        printf("capacity %s %s: none (nothing held, down to %.3g req/s)\n", o.c.workload, policy,
+               o.start_rate);
+    else if (capped)
+        printf("capacity %s %s: at least %.3g req/s (--max-rate %.3g reached, nothing broke)\n",
+               o.c.workload, policy, lo, o.max_rate);
+    else
+        printf("capacity %s %s: %.3g req/s\n", o.c.workload, policy, lo);
     json_decref(out);
     free_opts(&o);
     return rc;

@@ -324,8 +324,10 @@ static void chart_capacity(const char *out, rep_in *in, FILE *gp, FILE *md) {
     if (!f) return;
     fprintf(f, "# label capacity_rps\n");
     for (size_t i = 0; i < in->ncap; i++)
-        fprintf(f, "\"%s %s\" %.4f\n", ir_json_str(in->caps[i], "workload"),
-                ir_json_str(in->caps[i], "policy"), num(in->caps[i], "capacity_rps", NULL));
+        fprintf(f, "\"%s %s\" %.4f\n",
+                ir_json_str(in->caps[i], "workload") ? ir_json_str(in->caps[i], "workload") : "?",
+                ir_json_str(in->caps[i], "policy") ? ir_json_str(in->caps[i], "policy") : "?",
+                num(in->caps[i], "capacity_rps", NULL));
     fclose(f);
     fprintf(gp,
             "%sset output 'capacity.svg'\nset title 'Capacity: highest rate with p99 TTFT and "
@@ -439,26 +441,29 @@ int bench_report_main(int argc, char **argv) {
         for (size_t i = 0; i < in.ncmp; i++) {
             json_t *c = in.compares[i];
             const char *bt = "–", *bh = "–", *pol;
-            char fin[32];
+            char fin[32], ceil3[32], best_t[96] = "–", best_h[96] = "–";
             double vt = INFINITY, vh = -1;
             json_t *p;
+            /* Best among the policies that lost no request (median errors 0): a lower tail
+             * bought with failures is no better. */
             json_object_foreach(json_object_get(c, "policies"), pol, p) {
+                if (num(p, "errors", NULL) != 0) continue;
                 if (num(p, "ttft_ms", "p99") < vt) vt = num(p, "ttft_ms", "p99"), bt = pol;
                 if (num(p, "hit_rate", NULL) > vh) vh = num(p, "hit_rate", NULL), bh = pol;
             }
+            if (isfinite(vt)) snprintf(best_t, sizeof best_t, "%s (%.0f ms)", bt, vt);
+            if (vh >= 0) snprintf(best_h, sizeof best_h, "%s (%.3f)", bh, vh);
             /* Several gateways in front of the replicas: said beside their count. */
             json_int_t gws = json_integer_value(json_object_get(c, "gateways"));
             char gw[48] = "";
             if (gws > 1) snprintf(gw, sizeof gw, " (%lld gateways)", (long long)gws);
-            fprintf(md,
-                    "| %s | %.3g | %g× | %lld%s | %lld × %lld | %.3f | %s | %s (%.0f ms) | %s "
-                    "(%.3f) |\n",
+            fprintf(md, "| %s | %.3g | %g× | %lld%s | %lld × %lld | %s | %s | %s | %s |\n",
                     ir_json_str(c, "workload"), num(c, "rate", NULL), speedup_of(c),
                     json_integer_value(json_object_get(c, "replicas")), gw,
                     json_integer_value(json_object_get(c, "requests")),
                     json_integer_value(json_object_get(c, "repetitions")),
-                    num(c, "reuse_ceiling", NULL), opt3(num(c, "reuse_ceiling_finite", NULL), fin),
-                    bt, vt, bh, vh);
+                    opt3(num(c, "reuse_ceiling", NULL), ceil3),
+                    opt3(num(c, "reuse_ceiling_finite", NULL), fin), best_t, best_h);
         }
         fprintf(md, "\n");
         chart_bars(out, &in, "p99-ttft", "p99 TTFT per policy and workload", "ms", "ttft_ms", "p99",
@@ -468,14 +473,25 @@ int bench_report_main(int argc, char **argv) {
                    md);
     }
     if (in.ncap) {
-        fprintf(md, "## Capacity\n\n| workload | policy | replicas | capacity (req/s) | probes |\n"
-                    "|---|---|---|---|---|\n");
-        for (size_t i = 0; i < in.ncap; i++)
-            fprintf(md, "| %s | %s | %lld | %.3g | %zu |\n", ir_json_str(in.caps[i], "workload"),
-                    ir_json_str(in.caps[i], "policy"),
-                    json_integer_value(json_object_get(in.caps[i], "replicas")),
-                    num(in.caps[i], "capacity_rps", NULL),
-                    json_array_size(json_object_get(in.caps[i], "probes")));
+        fprintf(md, "## Capacity\n\nThe highest rate (model time) at which p99 TTFT and p99 TPOT "
+                    "(model time) held the SLO with no error; – when none held or a probe did "
+                    "not run, ≥ when `--max-rate` stopped the search first.\n\n"
+                    "| workload | policy | replicas | speed-up | SLO p99 TTFT / TPOT (ms) | "
+                    "capacity (req/s) | probes |\n|---|---|---|---|---|---|---|\n");
+        for (size_t i = 0; i < in.ncap; i++) {
+            json_t *k = in.caps[i];
+            double cap = num(k, "capacity_rps", NULL);
+            char capb[48] = "–";
+            if (isfinite(cap) && cap > 0)
+                snprintf(capb, sizeof capb, "%s%.3g",
+                         json_is_true(json_object_get(k, "at_least")) ? "≥ " : "", cap);
+            fprintf(md, "| %s | %s | %lld | %g× | %.0f / %.0f | %s | %zu |\n",
+                    ir_json_str(k, "workload") ? ir_json_str(k, "workload") : "?",
+                    ir_json_str(k, "policy") ? ir_json_str(k, "policy") : "?",
+                    json_integer_value(json_object_get(k, "replicas")), speedup_of(k),
+                    num(k, "slo_ttft_ms", NULL), num(k, "slo_tpot_ms", NULL), capb,
+                    json_array_size(json_object_get(k, "probes")));
+        }
         fprintf(md, "\n");
         chart_capacity(out, &in, gp, md);
     }

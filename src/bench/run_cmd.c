@@ -2,6 +2,7 @@
  * and `inferrail-bench workload` (print a workload, for determinism checks). */
 #include "bench/bench.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -116,10 +117,9 @@ static int base_urls(bench_common *c, const char *arg) {
 
 /* A whole number in [1, max] into out; -1 otherwise. */
 static int parse_count(const char *arg, double max, size_t *out) {
-    char *end;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || !(v >= 1 && v <= max) || v != (double)(size_t)v) return -1;
-    *out = (size_t)v;
+    size_t v;
+    if (bench_parse_uint(arg, max, &v) || v < 1) return -1;
+    *out = v;
     return 0;
 }
 
@@ -129,9 +129,12 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
     switch (ch) {
     case 'u':
         return base_urls(c, arg);
-    case 'G':
-        c->gateways = atoi(arg);
-        return c->gateways >= 1 && c->gateways <= BENCH_MAX_GATEWAYS ? 0 : -1;
+    case 'G': {
+        size_t g;
+        if (parse_count(arg, BENCH_MAX_GATEWAYS, &g)) return -1;
+        c->gateways = (int)g;
+        return 0;
+    }
     case 'S':
         return bench_spread_parse(arg, &c->spread);
     case 'm':
@@ -141,17 +144,17 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
         c->workload = arg;
         return 0;
     case 'r':
-        c->rate = atof(arg);
-        return c->rate > 0 ? 0 : -1;
+        return bench_parse_real(arg, 1e-9, 1e9, &c->rate);
     case 'n':
-        c->requests = (size_t)atol(arg);
-        return c->requests > 0 ? 0 : -1;
-    case 's':
-        c->seed = strtoull(arg, NULL, 10);
-        return 0;
+        return parse_count(arg, 1e9, &c->requests);
+    case 's': {
+        char *end;
+        errno = 0;
+        c->seed = strtoull(arg, &end, 10);
+        return end != arg && !*end && !errno && arg[0] != '-' ? 0 : -1;
+    }
     case 'W':
-        c->warmup = (size_t)atol(arg);
-        return 0;
+        return bench_parse_uint(arg, 1e9, &c->warmup);
     case 'T':
         return bench_parse_ms(arg, &c->slo_ttft_ms);
     case 'P':
@@ -165,8 +168,7 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
     case 'k':
         return bench_param_parse(c->params, arg);
     case 'b':
-        c->block_size = (size_t)atol(arg);
-        return c->block_size > 0 ? 0 : -1;
+        return parse_count(arg, 1 << 20, &c->block_size);
     case 'C':
         return parse_count(arg, 1e9, &c->cache_blocks);
     case 'Q':
@@ -179,11 +181,9 @@ int bench_common_opt(bench_common *c, int ch, const char *arg) {
         c->progress = true;
         return 0;
     case 'A':
-        c->stall_at_s = atof(arg);
-        return 0;
+        return bench_parse_real(arg, 0, 1e9, &c->stall_at_s);
     case 'M':
-        c->stall_ms = atof(arg);
-        return 0;
+        return bench_parse_real(arg, 0, 1e9, &c->stall_ms);
     case 'K': {
         char *end;
         c->speedup = strtod(arg, &end);
@@ -421,6 +421,10 @@ static void print_line(const json_t *doc) {
         first = false;
     }
     if (!first) printf(")");
+    json_t *sp = json_object_get(json_object_get(doc, "config"), "speedup");
+    if (json_is_number(sp) && json_number_value(sp) != 1)
+        printf("  (latencies in wall ms at speed-up %g: x %g for model time)",
+               json_number_value(sp), json_number_value(sp));
     printf("  ttft p50 ");
     print_num(json_object_get(t, "p50"), "%.1f");
     printf(" p99 ");
@@ -452,7 +456,8 @@ static void print_line(const json_t *doc) {
     printf(" ms\n");
 }
 
-/* Exit status of a run whose document was written: 1 when no request succeeded. */
+/* Exit status of a run whose document was written: 1 when no request succeeded (some
+ * failing is a result, said on stderr). */
 static int run_status(const json_t *doc) {
     json_t *s = json_object_get(doc, "summary");
     json_int_t n = json_integer_value(json_object_get(s, "requests"));
@@ -462,7 +467,28 @@ static int run_status(const json_t *doc) {
                 (long long)n);
         return 1;
     }
+    if (ok < n)
+        fprintf(stderr, "inferrail-bench run: %lld of %lld requests failed (errors_by_kind)\n",
+                (long long)(n - ok), (long long)n);
+    json_t *hit = json_object_get(s, "hit_rate"), *ceil = json_object_get(s, "reuse_ceiling");
+    if (json_is_number(hit) && json_is_number(ceil) &&
+        json_number_value(hit) > json_number_value(ceil) + 0.005)
+        fprintf(stderr,
+                "inferrail-bench run: the hit rate %.3f is above the reuse ceiling %.3f, which "
+                "assumes caches that start empty: the engines held these prompts from before "
+                "(a run repeated against the same engines; restart them, or POST "
+                "/reset_prefix_cache to each, between runs)\n",
+                json_number_value(hit), json_number_value(ceil));
     return 0;
+}
+
+/* Whether `out` can be written, before a run that would be lost otherwise. */
+static bool out_writable(const char *out) {
+    if (strcmp(out, "-") == 0) return true;
+    FILE *f = fopen(out, "a");
+    if (!f) return false;
+    fclose(f);
+    return true;
 }
 
 int bench_run_main(int argc, char **argv) {
@@ -486,6 +512,11 @@ int bench_run_main(int argc, char **argv) {
     if (c.gateways && (size_t)c.gateways != c.n_base) {
         fprintf(stderr, "inferrail-bench run: --gateways %d but --base-url names %zu\n", c.gateways,
                 c.n_base);
+        bench_common_free(&c);
+        return 2;
+    }
+    if (!out_writable(c.out)) {
+        fprintf(stderr, "inferrail-bench run: cannot write %s\n", c.out);
         bench_common_free(&c);
         return 2;
     }

@@ -180,6 +180,23 @@ int bench_parse_ms(const char *s, double *ms) {
     return 0;
 }
 
+int bench_parse_real(const char *s, double lo, double hi, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo && v <= hi)) return -1;
+    *out = v;
+    return 0;
+}
+
+int bench_parse_uint(const char *s, double max, size_t *out) {
+    double v;
+    if (bench_parse_real(s, 0, max, &v) || v != floor(v) || strchr(s, '.') || strchr(s, 'e') ||
+        strchr(s, 'E'))
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
 /* ---- text ------------------------------------------------------------------ */
 
 struct gsp_data;

@@ -10,7 +10,7 @@ ROOT=${IR_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 B=$BUILD/inferrail-bench
 T=$(mktemp -d)
 port=$(freeport)
-"$BUILD/inferrail-sim" --port "$port" --zero-latency 2>"$T/sim.log" &
+"$BUILD/inferrail-sim" --port "$port" --zero-latency --enable-prompt-tokens-details 2>"$T/sim.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$T"' EXIT
 for _ in $(seq 100); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.05; done
@@ -40,6 +40,40 @@ grep -q 'engines n/a' <<<"$out" && ok || fail "engines without --engine-metrics:
 out=$("$B" run --base-url "http://127.0.0.1:$port" --workload w1 --rate 50 --requests 5 --warmup 0 \
   --out "$T/r2.json" 2>"$T/err")
 [ $? = 0 ] && grep -q 'errors 0 ' <<<"$out" && ok || fail "run that succeeds: $out $(cat "$T/err")"
+
+# run again against the same engines: above the ceiling (warm caches), said on stderr
+"$B" run --base-url "http://127.0.0.1:$port" --workload w1 --rate 50 --requests 5 --warmup 0 \
+  --out "$T/r3.json" >/dev/null 2>"$T/err"
+[ $? = 0 ] && grep -q 'above the reuse ceiling' "$T/err" && ok || fail "a repeated run's hit rate above its ceiling unsaid: $(cat "$T/err")"
+# numbers are read whole, never cut short
+for bad in "--requests 1e3" "--requests 10x" "--seed abc" "--rate 2,5" "--warmup -1"; do
+  "$B" run --base-url "http://127.0.0.1:$port" --workload w1 --rate 1 --requests 5 --out "$T/x.json" $bad 2>/dev/null
+  [ $? = 2 ] && ok || fail "run accepted $bad"
+done
+for bad in "--repetitions 100" "--repetitions 0" "--replicas 0" "--steps -3" "--start-rate 0" "--policies nosuchpolicy"; do
+  "$B" capacity --workload w1 --policy round_robin --requests 5 --out "$T/c.json" $bad 2>/dev/null
+  [ $? = 2 ] && ok || fail "capacity accepted $bad"
+done
+# setup errors before any fleet starts, with exit 2
+"$B" compare --workload w9 --policies round_robin --rate 1 --requests 5 --out "$T/cmp9" 2>"$T/err"
+[ $? = 2 ] && grep -q "unknown workload 'w9'" "$T/err" && [ ! -d "$T/cmp9/logs" ] && ok || fail "unknown workload: $(cat "$T/err")"
+"$B" capacity --workload w1 --policy round_robin --requests 5 --param nope=1 --out "$T/c.json" 2>"$T/err"
+[ $? = 2 ] && grep -q "no parameter 'nope'" "$T/err" && ok || fail "unknown param: $(cat "$T/err")"
+# a probe whose fleet never starts is no capacity: null, exit 1 (it read 0 req/s)
+out=$("$B" capacity --workload w1 --policy round_robin --requests 5 --warmup 0 --steps 0 \
+  --sim-bin /bin/false --out "$T/cfail.json" 2>"$T/err")
+rc=$?
+[ "$rc" = 1 ] && grep -q 'none (a probe did not run)' <<<"$out" &&
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["capacity_rps"] is None and d["error"] else 1)' "$T/cfail.json" &&
+  ok || fail "capacity with a fleet that never starts: rc $rc: $out $(cat "$T/err")"
+# a compare where every request fails exits 1, and its report prints no nan, inf or -1
+"$B" compare --workload w1 --policies round_robin --rate 5 --requests 4 --warmup 0 --replicas 1 \
+  --sim-args "--max-model-len 100" --out "$T/cmpbad" >/dev/null 2>"$T/err"
+rc=$?
+[ "$rc" = 1 ] && grep -q 'every request failed' "$T/err" && ok || fail "compare with every request failing: rc $rc $(cat "$T/err")"
+"$B" report "$T/cmpbad" --out "$T/rbad" >/dev/null 2>&1
+[ -f "$T/rbad/README.md" ] && ! grep -qE '\| (nan|-?inf)|-1\.000|\(inf' "$T/rbad/README.md" && ok ||
+  fail "report of a compare where every request failed: $(grep -E 'nan|inf|-1\.000' "$T/rbad/README.md" 2>&1 | head -3)"
 
 # report reads a capacity result named on the command line, whatever its name
 cp "$ROOT/bench/results/baselines/capacity-w1.json" "$T/cap.json"
