@@ -569,6 +569,37 @@ static void misses_go_where_least_was_written(void **state) {
     irp_policy_free(p);
 }
 
+/* A prefix never seen (held nowhere) goes, among equal scores, to the replica that
+ * has written the least, before the fewest in flight: where it lands its later
+ * arrivals follow (llm-d's groups landed 5, 4 and 3 to a replica by the in-flight
+ * count). A prefix seen before keeps the old order: the fewest in flight first. */
+static void new_prefix_goes_where_least_was_written(void **state) {
+    ir_rng r;
+    ir_rng_seed(&r, 5);
+    irp_candidate c[3];
+    fx_fleet(c, 3);
+    irp_policy *p = irp_policy_new("cost_model", NULL);
+    ir_hash128 a[40], b[40], fresh[40];
+    fx_blocks(a, 40, 100, 30, 1);
+    fx_blocks(b, 40, 200, 30, 2);
+    irp_request q = fx_request(&r, a, 40);
+    irp_policy_assigned(p, 0, &q); /* group A's first user: replica 0 wrote 645 tokens */
+    q = fx_request(&r, b, 40);
+    irp_policy_assigned(p, 1, &q); /* group B's: replica 1 */
+    c[2].in_flight = 3;            /* busier (decodes), but has written nothing */
+    fx_blocks(fresh, 40, 300, 30, 3);
+    irp_request f = fx_request(&r, fresh, 40);
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &f, c, 3), 2);
+    /* group A's second user: seen before, and (to the index) held nowhere: the fewest
+     * in flight, as before, not the least written */
+    fx_blocks(a, 40, 100, 30, 4);
+    q = fx_request(&r, a, 40);
+    c[0].in_flight = 1;
+    for (int i = 0; i < 20; i++) assert_int_equal(irp_choose(p, &q, c, 3), 1);
+    (void)state;
+    irp_policy_free(p);
+}
+
 typedef struct worker_arg {
     irp_policy *p;
     uint64_t seed;
@@ -627,6 +658,7 @@ int main(void) {
         cmocka_unit_test(work_weight_prefers_warm),
         cmocka_unit_test(small_differences_tie),
         cmocka_unit_test(misses_go_where_least_was_written),
+        cmocka_unit_test(new_prefix_goes_where_least_was_written),
         cmocka_unit_test(session_affinity),
         cmocka_unit_test(bounded_under_a_hot_prefix),
         cmocka_unit_test(threads_share_one_instance),
