@@ -28,18 +28,10 @@ import os
 import re
 import sys
 
+from tail import quantile  # bench/proof/tail.py, beside this script
+
 FIELDS = ["i", "session", "replica", "sched_ms", "send_lag_ms", "ttft_ms", "status", "prompt_tokens",
           "cached_tokens", "reusable_tokens", "hdr_cached_tokens"]
-
-
-def quantile(xs, p):
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    k = (len(xs) - 1) * p
-    f = int(k)
-    c = min(f + 1, len(xs) - 1)
-    return xs[f] + (xs[c] - xs[f]) * (k - f)
 
 
 def load(path):

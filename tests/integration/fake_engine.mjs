@@ -237,7 +237,8 @@ function h1Answer(sock, eng, method, path) {
 }
 
 // HTTP/1.1: requests with Content-Length bodies, answered in order.
-function serveH1(sock, eng, first) {
+// Calls answer(method, path) for each whole request on sock (`first`: bytes already read).
+export function onH1Requests(sock, first, answer) {
   let buf = first;
   const onData = (d) => {
     buf = Buffer.concat([buf, d]);
@@ -250,11 +251,15 @@ function serveH1(sock, eng, first) {
       if (buf.length < end + 4 + len) return;
       buf = buf.subarray(end + 4 + len);
       const [method, path] = head.split(' ');
-      h1Answer(sock, eng, method, path);
+      answer(method, path);
     }
   };
   sock.on('data', onData);
   onData(Buffer.alloc(0));
+}
+
+function serveH1(sock, eng, first) {
+  onH1Requests(sock, first, (method, path) => h1Answer(sock, eng, method, path));
 }
 
 function serveH2(sock, eng, first) {

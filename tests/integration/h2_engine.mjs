@@ -4,7 +4,8 @@
 // tracking the gateway's flow-control windows. GET /health, /v1/models and /metrics
 // over HTTP/1.1 (health checks and scrapes speak it) get 200, a list and 404.
 import net from 'node:net';
-import { freePort, startGateway } from './lib.mjs';
+import { onH1Requests } from './fake_engine.mjs';
+import { freePort, metrics, metricSum, startGateway } from './lib.mjs';
 
 export const OK_BODY = '{"id":"cmpl-fake","object":"text_completion","model":"fake","choices":[{"index":0,"text":"ok","finish_reason":"stop"}]}';
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -95,26 +96,12 @@ export async function startEngine(scenario, opts = {}) {
 }
 
 function serveH1(sock, eng, first) {
-  let buf = first;
-  const onData = (d) => {
-    buf = Buffer.concat([buf, d]);
-    for (;;) {
-      const end = buf.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const head = buf.subarray(0, end).toString('latin1');
-      const m = /content-length:\s*(\d+)/i.exec(head);
-      const len = m ? Number(m[1]) : 0;
-      if (buf.length < end + 4 + len) return;
-      buf = buf.subarray(end + 4 + len);
-      const [method, pth] = head.split(' ');
-      if (method === 'GET' && pth === '/health') sock.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
-      else if (method === 'GET' && pth === '/v1/models') sock.write('HTTP/1.1 200 OK\r\nContent-Length: 27\r\n\r\n{"object":"list","data":[]}');
-      else if (method === 'GET' && pth === '/metrics') sock.write('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
-      else { eng.h1requests = (eng.h1requests || 0) + 1; sock.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`); }
-    }
-  };
-  sock.on('data', onData);
-  onData(Buffer.alloc(0));
+  onH1Requests(sock, first, (method, pth) => {
+    if (method === 'GET' && pth === '/health') sock.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+    else if (method === 'GET' && pth === '/v1/models') sock.write('HTTP/1.1 200 OK\r\nContent-Length: 27\r\n\r\n{"object":"list","data":[]}');
+    else if (method === 'GET' && pth === '/metrics') sock.write('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
+    else { eng.h1requests = (eng.h1requests || 0) + 1; sock.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${OK_BODY.length}\r\n\r\n${OK_BODY}`); }
+  });
 }
 
 function serveH2(sock, eng, first) {
@@ -243,14 +230,6 @@ export async function post(gw, { body = BODY, timeoutMs = 15000 } = {}) {
   }
 }
 
-export async function metricsPage(gw) { const r = await fetch(`${gw.admin}/metrics`); return r.text(); }
-export function mv(page, name, filter = '') {
-  let sum;
-  for (const line of page.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const sp = line.lastIndexOf(' ');
-    const key = line.slice(0, sp);
-    if ((key === name || key.startsWith(name + '{')) && key.includes(filter)) sum = (sum ?? 0) + Number(line.slice(sp + 1));
-  }
-  return sum;
-}
+// The gateway's metrics page, and the sum of a family's samples (lib.mjs's metricSum).
+export const metricsPage = (gw) => metrics(gw.admin);
+export const mv = metricSum;

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startSim, startGateway, metrics, metricValue, metricSum, rawRequest, sleep, sseData, BUILD } from '../integration/lib.mjs';
 import { startFakeEngine } from '../integration/fake_engine.mjs';
+import { frame } from '../integration/h2_engine.mjs';
 import { startDns, startSimsAt } from '../integration/dns_lib.mjs';
 
 const BODY = JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'stress', max_tokens: 1 });
@@ -669,14 +670,7 @@ export async function soak({ requests, maxGrowthKiB }) {
 
 // ---- hostile clients ------------------------------------------------------------------
 
-function h2frame(type, flags, stream, payload = Buffer.alloc(0)) {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream & 0x7fffffff, 5);
-  return Buffer.concat([h, payload]);
-}
+const h2frame = frame; /* h2_engine.mjs's */
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 // A HEADERS block for POST /v1/completions (static table indices, no Huffman).
 const H2_POST = Buffer.from([0x83, 0x86, 0x44, 15, ...Buffer.from('/v1/completions'), 0x41, 1, 0x78]);
