@@ -523,9 +523,10 @@ bool gw_parity_settle(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p, bool 
 void gw_parity_defer(const gw_fleet *f, gw_kvsub_stats *st, gw_parity *p);
 /* The subscriber thread settles the pending check when it can (all of it: final). */
 void gw_parity_poll(const gw_fleet *f, gw_kvsub_stats *st, bool final);
-/* Adds index_source ("approximate", "events", "events-partial" or
- * "approximate-after-gap") and, for event-fed replicas, index_view_age_ms and
- * index_orphan_blocks to an /admin/explain row. */
+/* Adds index_source ("approximate", "events", "events-partial",
+ * "approximate-after-gap" or "events-stale"), prediction_trust and, for event-fed
+ * replicas, index_view_age_ms, index_event_blocks, index_cpu_blocks,
+ * index_orphan_blocks and index_unseen_blocks to an /admin/explain row. */
 void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row);
 void gw_fleet_free(gw_fleet *f);
 /* A model by name or alias, among those configured now; NULL when unknown. */

@@ -69,6 +69,7 @@ typedef struct kvstream {
     int64_t next;             /* the sequence the index needs next; -1: any (nothing applied yet) */
     int64_t live_last;        /* the last sequence seen live; -1 none */
     bool replaying, tracked, logged_fallback, retried, ever_connected;
+    bool begun; /* a batch was applied since the view began (open, fallback, restart) */
     uint64_t replay_deadline;
     uint64_t replay_got; /* batches the running replay brought */
     int32_t group;       /* the KV cache group followed (irx_ev_group_follow) */
@@ -192,6 +193,7 @@ static void ask_replay(kvstream *s, int64_t from) {
 static void fall_back(gw_kvsub *k, kvstream *s, const char *why) {
     irx_ev_untrack(k->fleet->index, s->slot);
     s->tracked = false;
+    s->begun = false;
     s->next = -1;
     ADD(s, fallbacks, 1);
     atomic_store_explicit(&s->st->source, GW_KV_SOURCE_FALLBACK, memory_order_relaxed);
@@ -204,7 +206,7 @@ static void fall_back(gw_kvsub *k, kvstream *s, const char *why) {
     s->logged_fallback = true;
 }
 
-static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
+static void apply(gw_kvsub *k, kvstream *s, int64_t seq, const void *payload, size_t len) {
     irx_ev_batch b;
     char err[128];
     if (irx_ev_decode(payload, len, &b, err, sizeof err)) {
@@ -225,6 +227,12 @@ static void apply(gw_kvsub *k, kvstream *s, const void *payload, size_t len) {
             return;
         }
         s->tracked = true;
+    }
+    if (!s->begun) { /* the view's first batch */
+        s->begun = true;
+        /* Not the engine's first batch (a late join, after a fallback or a restart
+         * missed): it may hold blocks that no event applied here named. */
+        if (seq != 0) irx_ev_unseen(k->fleet->index, s->slot);
     }
     irx_ev_counts c = {0};
     /* Another KV cache group's blocks (a hybrid model) are left out, in place; the
@@ -260,6 +268,7 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
         if (s->live_last >= 0 && seq <= s->live_last) { /* the engine started over */
             ADD(s, restarts, 1);
             irx_ev_clear(k->fleet->index, s->slot);
+            s->begun = false;
             s->next = -1;
             s->replaying = false; /* a replay of the old process means nothing now */
             if (seq > 0) ask_replay(s, 0);
@@ -303,7 +312,7 @@ static void on_batch(gw_kvsub *k, kvstream *s, int64_t seq, const void *p, size_
         }
     }
     if (replayed) s->replay_got++; /* only what moved the stream on counts as brought */
-    apply(k, s, p, len);
+    apply(k, s, seq, p, len);
     /* an engine's seq may be INT64_MAX: no number follows it, the next is unknown */
     s->next = seq < INT64_MAX ? seq + 1 : -1;
 }

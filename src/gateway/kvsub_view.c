@@ -50,4 +50,5 @@ void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row) {
     json_object_set_new(row, "index_event_blocks", json_integer((json_int_t)v.gpu_blocks));
     json_object_set_new(row, "index_cpu_blocks", json_integer((json_int_t)v.cpu_blocks));
     json_object_set_new(row, "index_orphan_blocks", json_integer((json_int_t)v.orphans));
+    json_object_set_new(row, "index_unseen_blocks", json_integer((json_int_t)v.unseen));
 }

@@ -73,6 +73,7 @@ struct irx_evrep {
     uint64_t cpubits;        /* nodes with CPUBIT */
     int64_t dbits, dcpubits; /* changes to bits and cpubits not yet added to the index's sums */
     ir_map orphans;          /* engine keys (low 64 bits) of orphan blocks */
+    uint64_t unseen;         /* irx_ev_unseen: GPU blocks held unseen, at most */
     uint32_t *stack;         /* tree walks */
     uint32_t nstack, stackcap;
     uint64_t gpu, cpu, live;
@@ -618,8 +619,8 @@ static void orphan(irx_evrep *e, const irx_ev *ev, irx_ev_counts *c) {
     c->orphans += ev->nblocks;
 }
 
-static void orphan_gone(irx_evrep *e, uint64_t key) {
-    if (ir_map_count(&e->orphans)) ir_map_del(&e->orphans, &key, sizeof key);
+static bool orphan_gone(irx_evrep *e, uint64_t key) {
+    return ir_map_count(&e->orphans) && ir_map_del(&e->orphans, &key, sizeof key);
 }
 
 /* A copy into another tier that names its blocks only (vLLM's OffloadingConnector:
@@ -724,8 +725,8 @@ static void removed(irx_index *ix, uint32_t r, irx_evrep *e, const irx_ev *ev, p
     for (uint32_t i = 0; i < ev->nblocks; i++) {
         const stage_slot *s = pipe_step(ix, e, p);
         uint32_t at, k = find_at(e, ev->blocks[i].lo, s->kslot, &at);
-        if (k == NIL) {
-            orphan_gone(e, ev->blocks[i].lo);
+        if (k == NIL) { /* an orphan, else a block stored before the view began */
+            if (!orphan_gone(e, ev->blocks[i].lo) && t == GPU && e->unseen) e->unseen--;
             continue;
         }
         if (t) tier_off(ix, r, e, k, at, t);
@@ -762,6 +763,7 @@ void irx_evrep_clear(irx_index *ix, uint32_t r) {
     e->bits = e->cpubits = 0;
     ir_map_clear(&e->dups);
     ir_map_clear(&e->orphans);
+    e->unseen = 0; /* the engine's cache is empty */
     if (e->nslots) memset(e->slots, 0, (size_t)e->nslots * sizeof *e->slots);
     e->nkeys = 0;
     e->nnodes = 0, e->free = NIL, e->gpu = e->cpu = e->live = 0; /* the memory stays */
@@ -886,6 +888,14 @@ void irx_ev_clear(irx_index *ix, uint32_t r) {
     pthread_mutex_unlock(&ix->rep[r].mu);
 }
 
+void irx_ev_unseen(irx_index *ix, uint32_t r) {
+    if (r >= ix->nrep) return;
+    pthread_mutex_lock(&ix->rep[r].mu);
+    irx_evrep *e = ix->rep[r].ev;
+    if (e) e->unseen = ix->rep[r].sh.cap ? ix->rep[r].sh.cap : UINT32_MAX;
+    pthread_mutex_unlock(&ix->rep[r].mu);
+}
+
 void irx_ev_view_get(irx_index *ix, uint32_t r, irx_ev_view *out) {
     memset(out, 0, sizeof *out);
     if (r >= ix->nrep) return;
@@ -896,8 +906,12 @@ void irx_ev_view_get(irx_index *ix, uint32_t r, irx_ev_view *out) {
         out->cpu_blocks = e->cpu;
         out->nodes = e->live;
         out->orphans = ir_map_count(&e->orphans);
+        uint64_t cap = ix->rep[r].sh.cap, room = !cap           ? UINT64_MAX
+                                                 : cap > e->gpu ? cap - e->gpu
+                                                                : 0;
+        out->unseen = e->unseen < room ? e->unseen : room;
         out->bytes = evrep_bytes(e);
-        out->partial = out->orphans > 0;
+        out->partial = out->orphans > 0 || out->unseen > 0;
     }
     pthread_mutex_unlock(&ix->rep[r].mu);
 }

@@ -292,10 +292,20 @@ typedef struct irx_ev_view {
     uint64_t cpu_blocks; /* blocks in the CPU tier */
     uint64_t nodes;      /* blocks known (GPU, CPU or parents kept for their children) */
     uint64_t orphans;    /* blocks held whose parents are unknown */
+    uint64_t unseen;     /* blocks the engine may hold that no event named (irx_ev_unseen) */
     uint64_t bytes;      /* memory of r's event tables */
-    bool partial;        /* orphans > 0: index_source "events-partial" */
+    bool partial;        /* orphans > 0 or unseen > 0: index_source "events-partial" */
 } irx_ev_view;
 void irx_ev_view_get(irx_index *ix, uint32_t r, irx_ev_view *out);
+/* Says that r's view began after its engine had started (a late join, or events
+ * followed again after a fallback): the engine may hold blocks stored before the
+ * first batch applied, which no event will name until it evicts them. Until then
+ * the view is partial, and irx_ev_view's `unseen` bounds them: r's capacity at first,
+ * less one for each GPU removal of a block the view never held (neither placed nor an
+ * orphan), and never more than the capacity its known GPU blocks leave. A clear
+ * (AllBlocksCleared, irx_ev_clear: a restart) ends it. A no-op unless r is tracked;
+ * irx_ev_untrack forgets it. */
+void irx_ev_unseen(irx_index *ix, uint32_t r);
 /* The CPU tier: for every slot r, out[r] = how many blocks of h[0..n) after its
  * GPU prefix gpu[r] (irx_lookup's answer) r holds elsewhere: on the CPU, or on the
  * GPU below a block that is not (what an engine with KV offloading would load

@@ -174,8 +174,33 @@ test('a gap the replay cannot cover falls back, then follows the events again', 
   const cp = 'Epsilon ' + sentence(50), c = tokens(cp);
   await pub.cmd({ op: 'store', tokens: c });
   const r = await until(gw, 'ev', cp, (x) => x.predicted_cached_tokens === usable(c), 'followed again');
-  assert.ok(['events', 'events-partial'].includes(r.index_source), r.index_source);
+  // The engine still holds a's blocks (and b's), which no event applied since named: the
+  // view is partial, and says how many blocks it may lack at most.
+  assert.equal(r.index_source, 'events-partial', JSON.stringify(r));
+  assert.equal(r.index_orphan_blocks, 0);
+  assert.ok(r.index_unseen_blocks > 0, JSON.stringify(r));
   assert.equal(row(await explain(gw, a), 'ev').predicted_cached_tokens, 0);
+  // AllBlocksCleared: nothing is held that the view lacks.
+  await pub.cmd({ op: 'clear' });
+  const e = await until(gw, 'ev', cp, (x) => x.index_source === 'events', 'whole after a clear');
+  assert.equal(e.index_unseen_blocks, 0);
+});
+
+// A gateway that joins after the engine's replay buffer has moved past batch 0 cannot know
+// what the engine stored before: its view is partial (not orphans: blocks no event names)
+// until the engine clears its cache.
+test('a late join whose replay no longer reaches batch 0 is partial until a clear', async () => {
+  const { pub, gw } = await fleet('map', 'int', ['--buffer-steps', '1'], async (p) => {
+    for (let i = 0; i < 3; i++) await p.cmd({ op: 'store', tokens: tokens('Before ' + sentence(30 + i)) });
+  });
+  const a = 'Theta ' + sentence(70), ia = tokens(a);
+  await pub.cmd({ op: 'store', tokens: ia });
+  const r = await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'a stored');
+  assert.equal(r.index_source, 'events-partial', JSON.stringify(r));
+  assert.equal(r.index_orphan_blocks, 0);
+  assert.ok(r.index_unseen_blocks > 0, JSON.stringify(r));
+  await pub.cmd({ op: 'clear' });
+  await until(gw, 'ev', a, (c) => c.index_source === 'events' && c.index_unseen_blocks === 0, 'whole after a clear');
 });
 
 // A replay socket that misbehaves (found by a hostile-publisher review): one that answers

@@ -161,6 +161,71 @@ static void tiers_orphans_clear(void **state) {
     irx_free(ix);
 }
 
+static uint64_t unseen_of(irx_index *ix, uint32_t r, bool *partial) {
+    irx_ev_view v;
+    irx_ev_view_get(ix, r, &v);
+    *partial = v.partial;
+    return v.unseen;
+}
+
+/* A view that began after its engine did (a late join, events again after a fallback)
+ * lacks the blocks stored before it: partial until they can all be gone. */
+static void unseen_blocks_keep_the_view_partial(void **state) {
+    (void)state;
+    irx_index *ix = irx_new(8);
+    bool partial;
+    irx_ev_unseen(ix, 3); /* not tracked: nothing */
+    assert_int_equal(unseen_of(ix, 3, &partial), 0);
+    assert_int_equal(irx_set_capacity(ix, 3, 6), 0);
+    assert_int_equal(irx_ev_track(ix, 3, "m", BS), 0);
+    assert_int_equal(unseen_of(ix, 3, &partial), 0); /* from the engine's first batch: whole */
+    assert_false(partial);
+    irx_ev_unseen(ix, 3);
+    assert_int_equal(unseen_of(ix, 3, &partial), 6);
+    assert_true(partial);
+    store(ix, 3, 1, 0, 2, 0, IRX_MEDIUM_GPU, NULL); /* 2 of the 6 blocks are known */
+    assert_int_equal(unseen_of(ix, 3, &partial), 4);
+    removes(ix, 3, 900, IRX_MEDIUM_GPU); /* a block never named goes: 5 left, 4 of room */
+    assert_int_equal(unseen_of(ix, 3, &partial), 4);
+    removes(ix, 3, 901, IRX_MEDIUM_CPU); /* another tier's copy: not a GPU block */
+    removes(ix, 3, 1, IRX_MEDIUM_GPU);   /* a known one: not unseen */
+    assert_int_equal(unseen_of(ix, 3, &partial), 5);
+    store(ix, 3, 5, 3, 2, 500, IRX_MEDIUM_GPU, NULL); /* orphans, then their removal */
+    removes(ix, 3, 503, IRX_MEDIUM_GPU);
+    removes(ix, 3, 504, IRX_MEDIUM_GPU);
+    assert_int_equal(unseen_of(ix, 3, &partial), 5);
+    for (uint64_t k = 910; k < 914; k++) removes(ix, 3, k, IRX_MEDIUM_GPU);
+    assert_int_equal(unseen_of(ix, 3, &partial), 1);
+    assert_true(partial);
+    removes(ix, 3, 914, IRX_MEDIUM_GPU);
+    assert_int_equal(unseen_of(ix, 3, &partial), 0);
+    assert_false(partial);
+    /* Known blocks that fill the capacity leave no room for unseen ones. */
+    irx_ev_unseen(ix, 3);
+    store(ix, 3, 2, 0, 5, 200, IRX_MEDIUM_GPU, NULL); /* with block 0 of prompt 1: 6 */
+    assert_int_equal(unseen_of(ix, 3, &partial), 0);
+    assert_false(partial);
+    /* A clear (AllBlocksCleared, a restart) ends it. */
+    removes(ix, 3, 204, IRX_MEDIUM_GPU);
+    irx_ev_unseen(ix, 3);
+    assert_true(unseen_of(ix, 3, &partial) > 0);
+    irx_ev cl = {.type = IRX_EV_CLEARED};
+    irx_ev_counts c = {0};
+    irx_ev_apply(ix, 3, &cl, &c);
+    assert_int_equal(unseen_of(ix, 3, &partial), 0);
+    assert_false(partial);
+    irx_ev_unseen(ix, 3);
+    irx_ev_clear(ix, 3);
+    assert_int_equal(unseen_of(ix, 3, &partial), 0);
+    /* Untracked and tracked again: a new view, whole until told. */
+    irx_ev_unseen(ix, 3);
+    irx_ev_untrack(ix, 3);
+    assert_int_equal(irx_ev_track(ix, 3, "m", BS), 0);
+    assert_int_equal(unseen_of(ix, 3, &partial), 0);
+    check(ix);
+    irx_free(ix);
+}
+
 static void salts_duplicates_and_fallback(void **state) {
     (void)state;
     irx_index *ix = irx_new(8);
@@ -708,6 +773,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_remove_reattach),
         cmocka_unit_test(tiers_orphans_clear),
+        cmocka_unit_test(unseen_blocks_keep_the_view_partial),
         cmocka_unit_test(salts_duplicates_and_fallback),
         cmocka_unit_test(cpu_tier),
         cmocka_unit_test(cpu_copy_without_tokens),
