@@ -35,7 +35,8 @@ def sim_flag(args, flag, default):
 
 
 def one(d, seed, cache_blocks, block_size):
-    cmd = [BENCH, "workload", "--workload", d["workload"], "--rate", str(d["rate"]),
+    cmd = [BENCH, "workload", "--workload", d["workload"],
+           *([] if d.get("trace") else ["--rate", str(d["rate"])]),
            "--requests", str(int(d["requests"])), "--warmup", str(int(d["warmup"])),
            "--seed", str(seed), "--speedup", str(d.get("speedup") or 1),
            "--block-size", str(block_size),

@@ -529,7 +529,7 @@ int bench_compare_main(int argc, char **argv) {
         free_opts(&o);
         return 2;
     }
-    if (check_setup(&o, o.c.rate > 0 ? o.c.rate : 1, "compare") || check_gateways(&o, "compare")) {
+    if (check_setup(&o, o.c.rate, "compare") || check_gateways(&o, "compare")) {
         free_opts(&o);
         return 2;
     }

@@ -605,6 +605,9 @@ int bench_trace_block_text(uint64_t id, size_t tokens, ir_buf *out) {
     return 0;
 }
 
+/* Timestamps past this (about 31 years in ms) would overflow the arrival times in ns. */
+#define TRACE_MAX_MS 1e12
+
 typedef struct trace_rec {
     double ts_ms;
     size_t line;
@@ -644,7 +647,8 @@ static int trace_read(const char *path, size_t n, trace_rec *recs, char *err, si
         json_t *j = json_loadb(line, (size_t)len, 0, &je);
         json_t *ts = json_object_get(j, "timestamp"), *in = json_object_get(j, "input_length"),
                *out = json_object_get(j, "output_length"), *h = json_object_get(j, "hash_ids");
-        bool ok = j && json_is_number(ts) && json_number_value(ts) >= 0 && json_is_integer(in) &&
+        bool ok = j && json_is_number(ts) && json_number_value(ts) >= 0 &&
+                  json_number_value(ts) <= TRACE_MAX_MS && json_is_integer(in) &&
                   json_integer_value(in) >= 1 && json_integer_value(in) <= 10000000 &&
                   json_is_integer(out) && json_integer_value(out) >= 0 && json_is_array(h);
         size_t i;
@@ -652,8 +656,8 @@ static int trace_read(const char *path, size_t n, trace_rec *recs, char *err, si
         json_array_foreach(h, i, v) ok &= json_is_integer(v) && json_integer_value(v) >= 0;
         if (!ok) {
             snprintf(err, errlen,
-                     "--trace %s:%zu: need timestamp (ms), input_length >= 1, output_length >= 0 "
-                     "and hash_ids (integers >= 0)%s%s",
+                     "--trace %s:%zu: need timestamp (ms, 0 to 1e12), input_length >= 1, "
+                     "output_length >= 0 and hash_ids (integers >= 0)%s%s",
                      path, ln, j ? "" : ": ", j ? "" : je.text);
             json_decref(j);
             rc = -1;
@@ -1053,15 +1057,25 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
         return -1;
     }
     bool trace = strcmp(d->name, "trace") == 0;
+    if (trace != (o->trace != NULL)) {
+        snprintf(err, errlen,
+                 trace ? "the workload trace needs --trace FILE"
+                       : "--trace FILE replays a trace: leave out --workload %s (or give "
+                         "--workload trace)",
+                 d->name);
+        return -1;
+    }
+    if (trace && o->rate > 0) {
+        snprintf(err, errlen,
+                 "--rate goes without --trace: a trace's timestamps set its arrivals "
+                 "(--speedup K replays it K times faster)");
+        return -1;
+    }
     double speedup = o->speedup > 0 ? o->speedup : 1;
     if (o->n < 1 || o->n > BENCH_MAX_REQUESTS || (!trace && !(o->rate > 0)) || o->warmup >= o->n ||
         !isfinite(speedup)) {
         snprintf(err, errlen, "need 0 <= warmup < requests <= %d, rate > 0 and speedup > 0",
                  BENCH_MAX_REQUESTS);
-        return -1;
-    }
-    if (trace != (o->trace != NULL)) {
-        snprintf(err, errlen, "--trace FILE goes with the workload trace, and it with --trace");
         return -1;
     }
     snprintf(w->name, sizeof w->name, "%s", d->name);

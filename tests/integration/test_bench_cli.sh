@@ -21,4 +21,17 @@ out=$("$B" workload --workload w2 --rate 100 --requests 4 --sharegpt /tmp/ir-sg.
 rm -f /tmp/ir-sg.$$.json
 sed -n 2p <<<"$out" | grep -q 'Tell me more' || fail "sharegpt replay: $out"
 sed -n 2p <<<"$out" | grep -q 'Hello! How can I help?' || fail "sharegpt history"
+# A trace: its own arrival times, named as the workload's alternative, with timestamps whose
+# nanoseconds fit (a span past 1e12 ms wrapped to 0 before).
+T=/tmp/ir-trace.$$.jsonl
+printf '{"timestamp": 0, "input_length": 40, "output_length": 2, "hash_ids": [1, 2]}\n{"timestamp": 5, "input_length": 40, "output_length": 2, "hash_ids": [1]}\n' >"$T"
+"$B" workload --trace "$T" --requests 2 >/dev/null || fail "a trace refused"
+err=$("$B" workload --workload w1 --trace "$T" --requests 2 2>&1 >/dev/null) && fail "--workload w1 with --trace accepted"
+grep -q "leave out --workload w1" <<<"$err" || fail "--workload w1 --trace: $err"
+err=$("$B" workload --trace "$T" --rate 5 --requests 2 2>&1 >/dev/null) && fail "--rate with --trace accepted (and ignored)"
+grep -q "rate goes without --trace" <<<"$err" || fail "--rate --trace: $err"
+printf '{"timestamp": 0, "input_length": 40, "output_length": 2, "hash_ids": [1]}\n{"timestamp": 2e13, "input_length": 40, "output_length": 2, "hash_ids": [1]}\n' >"$T"
+err=$("$B" workload --trace "$T" --requests 2 2>&1 >/dev/null) && fail "a timestamp past 1e12 ms accepted"
+grep -q "0 to 1e12" <<<"$err" || fail "timestamp bound: $err"
+rm -f "$T"
 echo "1 passed, 0 failed"
