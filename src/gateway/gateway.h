@@ -402,7 +402,7 @@ typedef struct gw_kvsub gw_kvsub;
 enum {
     GW_KV_SOURCE_APPROX = 0,   /* no events configured: the gateway's own guesses */
     GW_KV_SOURCE_EVENTS = 1,   /* the engine's events, complete */
-    GW_KV_SOURCE_PARTIAL = 2,  /* events, with orphans (joined late or after a gap) */
+    GW_KV_SOURCE_PARTIAL = 2,  /* events, lacking blocks: orphans, or ones stored unseen */
     GW_KV_SOURCE_FALLBACK = 3, /* approximate after a gap that could not be replayed */
     GW_KV_SOURCE_STALE = 4,    /* events, but the engine's PUB socket is disconnected */
 };
@@ -486,6 +486,9 @@ uint32_t gw_capacity_blocks(const gw_fleet *f, int64_t kv_capacity_blocks);
 double gw_prediction_trust(const gw_fleet *f, uint32_t slot);
 /* Its source now, GW_KV_SOURCE_*. */
 int gw_index_source(const gw_fleet *f, uint32_t slot);
+/* A source's name, as /admin/explain's index_source gives it ("approximate" for
+ * any value out of range). */
+const char *gw_index_source_name(int source);
 /* Starts f->kvsub when some replica, or some discovery.dns group, has kv_events (0
  * and nothing when none); follows the configured replicas' events. */
 int gw_kvsub_start(gw_fleet *f, char *err, size_t errlen);

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 
-static const char *source_name(int s) {
+const char *gw_index_source_name(int s) {
     static const char *names[] = {"approximate", "events", "events-partial",
                                   "approximate-after-gap", "events-stale"};
     return s >= 0 && s <= GW_KV_SOURCE_STALE ? names[s] : "approximate";
@@ -37,7 +37,8 @@ double gw_prediction_trust(const gw_fleet *f, uint32_t slot) {
 
 void gw_index_source_json(const gw_fleet *f, uint32_t slot, json_t *row) {
     const gw_kvsub_stats *st = gw_kvsub_replica(f, slot);
-    json_object_set_new(row, "index_source", json_string(source_name(gw_index_source(f, slot))));
+    json_object_set_new(row, "index_source",
+                        json_string(gw_index_source_name(gw_index_source(f, slot))));
     json_object_set_new(row, "prediction_trust", json_real(gw_prediction_trust(f, slot)));
     if (!st) return;
     uint64_t last = atomic_load_explicit(&st->last_batch_ns, memory_order_relaxed);

@@ -1,5 +1,6 @@
 /* metrics_kv.c: the KV event subscriber's metrics (one series per event-fed
- * replica): its counters, the parity self-test's ratio and the event lag.
+ * replica): its counters, the parity self-test's ratio, the event lag and
+ * the view's source.
  * Families of the gateway's registry whose values a collect hook reads from
  * each replica's gw_kvsub_stats atomics when /metrics is read; series are made
  * for members only, and go when a replica leaves (metrics.c removes every
@@ -47,19 +48,23 @@ static const counter counters[] = {
 struct gw_kv_metrics {
     gw_app *app;
     iro_family *counter[NCOUNTERS];
-    iro_family *parity, *lag;
+    iro_family *parity, *lag, *source;
 };
 
 static uint64_t stat_of(const gw_kvsub_stats *st, size_t c) {
     return atomic_load((const _Atomic uint64_t *)((const char *)st + counters[c].off));
 }
 
-static void collect_replica(struct gw_kv_metrics *km, const char *id, const gw_kvsub_stats *st) {
+static void collect_replica(struct gw_kv_metrics *km, const char *id, const gw_kvsub_stats *st,
+                            int source) {
     for (size_t c = 0; c < NCOUNTERS; c++)
         iro_set(iro_series_of(km->counter[c], id), (double)stat_of(st, c));
     uint64_t n = atomic_load(&st->parity_checks), ok = atomic_load(&st->parity_agree);
     iro_set(iro_series_of(km->parity, id), n ? (double)ok / (double)n : 1.0);
     iro_set(iro_series_of(km->lag, id), (double)atomic_load(&st->lag_us) * 1e-6);
+    /* One series per source, 1 for the one in force (a state set). */
+    for (int s = GW_KV_SOURCE_EVENTS; s <= GW_KV_SOURCE_STALE; s++)
+        iro_set(iro_series_of(km->source, id, gw_index_source_name(s)), s == source ? 1.0 : 0.0);
 }
 
 /* The collect hook: on the thread that renders /metrics. */
@@ -71,7 +76,7 @@ static void collect(void *ud) {
     for (size_t i = 0; i < n; i++) {
         const gw_kvsub_stats *st = gw_kvsub_replica(f, (uint32_t)i);
         if (st && gw_replica_member(&f->replicas[i]))
-            collect_replica(km, f->replicas[i].cfg->id, st);
+            collect_replica(km, f->replicas[i].cfg->id, st, gw_index_source(f, (uint32_t)i));
     }
 }
 
@@ -93,7 +98,13 @@ int gw_metrics_kv_init(gw_app *app) {
                            rep);
     km->lag = iro_gauge(g, "inferrail_kv_events_lag_seconds",
                         "The last batch's arrival time minus its engine timestamp.", rep);
-    if (!km->parity || !km->lag) return -1;
+    const char *const rep_source[] = {"replica", "source", NULL};
+    km->source = iro_gauge(g, "inferrail_index_source",
+                           "1 for the view an event-fed replica's predictions come from now "
+                           "(source: events, events-partial, approximate-after-gap, "
+                           "events-stale), 0 for the others.",
+                           rep_source);
+    if (!km->parity || !km->lag || !km->source) return -1;
     return iro_registry_on_collect(g, collect, km);
 }
 

@@ -199,8 +199,17 @@ test('a late join whose replay no longer reaches batch 0 is partial until a clea
   assert.equal(r.index_source, 'events-partial', JSON.stringify(r));
   assert.equal(r.index_orphan_blocks, 0);
   assert.ok(r.index_unseen_blocks > 0, JSON.stringify(r));
+  // The state set on /metrics says the same.
+  const src = (page, s) => metricValue(page, 'inferrail_index_source', `replica="ev",source="${s}"`);
+  let page = await metrics(gw.admin);
+  assert.deepEqual(['events', 'events-partial', 'approximate-after-gap', 'events-stale'].map((s) => src(page, s)), [0, 1, 0, 0]);
+  assert.equal(src(page, 'approximate'), undefined);
+  assert.equal(metricValue(page, 'inferrail_index_source', 'replica="approx"'), undefined);
   await pub.cmd({ op: 'clear' });
   await until(gw, 'ev', a, (c) => c.index_source === 'events' && c.index_unseen_blocks === 0, 'whole after a clear');
+  page = await metrics(gw.admin);
+  assert.equal(src(page, 'events'), 1);
+  assert.equal(src(page, 'events-partial'), 0);
 });
 
 // A replay socket that misbehaves (found by a hostile-publisher review): one that answers
