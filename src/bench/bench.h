@@ -342,6 +342,10 @@ int bench_fleet_start(const bench_fleet_opts *o, bench_fleet *f, char *err, size
 int bench_policy_variant(const char *name, char *base, size_t len, bool *kv_events);
 bool bench_policy_no_lookahead(const char *name);
 void bench_fleet_stop(bench_fleet *f);
+/* The processes of f that exited on their own since they started (killed, or
+ * crashed), as a JSON array of names ("sim-1".., "gateway-1"..; empty when none);
+ * each is reaped and left out of bench_fleet_stop. Call it before the stop. */
+json_t *bench_fleet_exited(bench_fleet *f);
 /* Gateway g's routing.seed for a run of seed `seed`: the seed itself for the first,
  * seed + g * 1,000,003 for the others. Gateways that share a seed (and one worker each)
  * draw the same random tie-breaks for requests that arrive together, so they pile

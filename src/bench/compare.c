@@ -269,8 +269,18 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
     json_t *seeds = json_array();
     for (int g = 0; g < n_gw; g++)
         json_array_append_new(seeds, json_integer((json_int_t)f.gw_seed[g]));
+    json_t *exited = bench_fleet_exited(&f);
     bench_fleet_stop(&f);
+    if (json_array_size(exited)) {
+        char *names = json_dumps(exited, JSON_COMPACT);
+        fprintf(stderr,
+                "compare: %s: %s exited during the run (see %s): the run is not a "
+                "measurement of the fleet it names\n",
+                tag, names ? names : "?", log_dir);
+        free(names);
+    }
     if (doc) {
+        json_object_set(json_object_get(doc, "config"), "exited", exited);
         json_t *c = json_object_get(doc, "config");
         json_object_set_new(c, "policy", json_string(o->f.no_gateway ? "direct" : policy));
         json_object_set_new(c, "replicas", json_integer(fo.replicas));
@@ -290,6 +300,7 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
     } else {
         json_decref(seeds);
     }
+    json_decref(exited);
     return doc;
 }
 
@@ -445,6 +456,8 @@ static int compare_at(cmp_opts *o) {
             if (!(getnum(json_object_get(doc, "summary"), "ok", NULL) > 0)) {
                 fprintf(stderr, "compare: %s: every request failed (see %s)\n", tag, logs);
                 failed++;
+            } else if (json_array_size(json_object_get(json_object_get(doc, "config"), "exited"))) {
+                failed++; /* said by fleet_run */
             }
             rate_seen = getnum(doc, "config", "rate"); /* a trace's own mean rate */
             if (bench_write_json(doc, path)) failed++;
@@ -616,7 +629,7 @@ int bench_capacity_main(int argc, char **argv) {
     bool tty = isatty(2);
     double lo = 0, hi = 0, rate = o.start_rate;
     int probe = 0, bisect = 0, total = 4 + o.steps;
-    bool unrun = false; /* a probe's fleet did not start: no capacity can be said */
+    bool unrun = false; /* a probe's fleet did not start or lost a process: no capacity */
     json_t *probes = json_array();
     size_t min_requests = o.c.requests, min_warmup = o.c.warmup;
     while (rate > 0 && rate <= o.max_rate) {
@@ -637,6 +650,16 @@ int bench_capacity_main(int argc, char **argv) {
                     "inferrail-bench capacity: probe %d at %.3g req/s did not run (its fleet "
                     "did not start: see %s); no capacity is reported\n",
                     probe + 1, rate, logs);
+            unrun = true;
+            break;
+        }
+        if (json_array_size(json_object_get(json_object_get(doc, "config"), "exited"))) {
+            if (tty) fputc('\n', stderr);
+            fprintf(stderr,
+                    "inferrail-bench capacity: probe %d at %.3g req/s lost a process of its "
+                    "fleet (said above); no capacity is reported\n",
+                    probe + 1, rate);
+            json_decref(doc);
             unrun = true;
             break;
         }
@@ -685,7 +708,9 @@ int bench_capacity_main(int argc, char **argv) {
                             !unrun && lo > 0 ? jnum(lo) : json_null(), "first_failing_rps",
                             !unrun && hi > 0 ? jnum(hi) : json_null(), "probes", probes);
     json_object_set_new(out, "at_least", json_boolean(capped));
-    if (unrun) json_object_set_new(out, "error", json_string("a probe's fleet did not start"));
+    if (unrun)
+        json_object_set_new(out, "error",
+                            json_string("a probe's fleet did not start or lost a process"));
     json_object_set_new(out, "sim_args", json_string(o.f.sim_args ? o.f.sim_args : ""));
     json_object_set_new(out, "speedup", json_real(o.c.speedup));
     json_object_set_new(out, "warmup_seconds", json_real(o.warm_s));

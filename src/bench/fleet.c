@@ -465,6 +465,24 @@ void bench_fleet_gateway_requests(const bench_fleet *f, double *out) {
     }
 }
 
+json_t *bench_fleet_exited(bench_fleet *f) {
+    json_t *out = json_array();
+    char name[32];
+    for (int i = 0; i < f->n; i++)
+        if (f->sim_pid[i] > 0 && !alive(f->sim_pid[i])) {
+            snprintf(name, sizeof name, "sim-%d", i + 1);
+            json_array_append_new(out, json_string(name));
+            f->sim_pid[i] = 0; /* reaped */
+        }
+    for (int g = 0; g < f->n_gw; g++)
+        if (f->gw_pid[g] > 0 && !alive(f->gw_pid[g])) {
+            snprintf(name, sizeof name, "gateway-%d", g + 1);
+            json_array_append_new(out, json_string(name));
+            f->gw_pid[g] = 0;
+        }
+    return out;
+}
+
 void bench_fleet_stop(bench_fleet *f) {
     for (int g = 0; g < f->n_gw; g++) {
         stop_pid(f->gw_pid[g]);

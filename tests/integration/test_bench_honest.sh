@@ -93,6 +93,26 @@ done
 simhelp=$("$BUILD/inferrail-sim" --help)
 grep -q -- '0 picks a free port' <<<"$simhelp" && ok || fail "sim --help does not say --port 0"
 
+# A simulator that dies in the middle of a compare run (the gateway's retries may hide it
+# from the requests): the run is flagged and compare fails, instead of a summary that
+# names a fleet of 3.
+SIMBIN=$(cd "$BUILD" && pwd)/inferrail-sim
+cat >"$T/dying-sim" <<SIM
+#!/bin/sh
+# One of the simulators (the first to get here) is killed 1.5 s after it starts.
+if mkdir "$T/armed" 2>/dev/null; then ( sleep 1.5; kill -9 \$\$ ) & fi
+exec "$SIMBIN" "\$@"
+SIM
+chmod +x "$T/dying-sim"
+"$B" compare --workload w1 --policies round_robin --replicas 3 --rate 40 --requests 160 \
+  --warmup 0 --sim-bin "$T/dying-sim" --sim-args "--zero-latency" --out "$T/dying" \
+  >"$T/dying.out" 2>"$T/dying.err"
+rc=$?
+[ "$rc" = 1 ] && ok || fail "compare with a simulator that died exited $rc: $(tail -3 "$T/dying.err")"
+grep -qE '\["sim-[123]"\] exited during the run' "$T/dying.err" && ok || fail "not said: $(cat "$T/dying.err")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["config"]["exited"] in (["sim-1"], ["sim-2"], ["sim-3"]), d["config"]' \
+  "$T/dying/w1-round_robin-rep0.json" && ok || fail "the run's file does not say which exited"
+
 # make help lists every target; the scripts the Makefile runs exist
 targets=$(grep -E '^[a-z][a-z-]*:' "$ROOT/Makefile" | cut -d: -f1 | sort -u)
 help=$(make -s -C "$ROOT" help)
