@@ -46,10 +46,12 @@ typedef struct mmetrics {
     _Atomic(iro_series *) unrouted[ST_N]; /* replica "none", made when first seen */
 } mmetrics;
 
-#define N_ERR 10
+#define N_ERR     11
+#define ERR_ROUTE 10 /* an unknown route's 404 (a model's is model_not_found) */
 static const char *const err_names[N_ERR] = {
-    "bad_request",  "model_not_found", "method_not_allowed", "timeout",          "too_large",
-    "rate_limited", "upstream_error",  "unavailable",        "upstream_timeout", "other"};
+    "bad_request",      "model_not_found", "method_not_allowed", "timeout",
+    "too_large",        "rate_limited",    "upstream_error",     "unavailable",
+    "upstream_timeout", "other",           "route_not_found"};
 
 struct gw_metrics {
     iro_registry *reg;
@@ -707,6 +709,7 @@ static int err_reason(int status) {
     case 408:
         return 3;
     case 413:
+    case 431: /* headers too large */
         return 4;
     case 429:
         return 5;
@@ -721,18 +724,25 @@ static int err_reason(int status) {
     }
 }
 
-void gw_metrics_error(gw_req *r, int status) {
-    gw_metrics *m = r->w->app->metrics;
+static void count_error(gw_app *app, const gw_model *md, int k) {
+    gw_metrics *m = app->metrics;
     if (!m) return;
-    size_t mi = r->model ? r->model->index : r->w->app->fleet.nmodel_slots;
-    int k = err_reason(status);
+    size_t mi = md ? md->index : app->fleet.nmodel_slots;
     _Atomic(iro_series *) *slot = &m->errors_by[mi * N_ERR + (size_t)k];
     iro_series *s = atomic_load_explicit(slot, memory_order_acquire);
     if (!s) { /* rare: made once, under the registry's mutex */
-        s = iro_series_of(m->errors, r->model ? r->model->cfg->name : "none", err_names[k]);
+        s = iro_series_of(m->errors, md ? md->cfg->name : "none", err_names[k]);
         atomic_store_explicit(slot, s, memory_order_release);
     }
     iro_inc(s, 1);
+}
+
+void gw_metrics_error(gw_req *r, int status) {
+    count_error(r->w->app, r->model, err_reason(status));
+}
+
+void gw_metrics_error_unrouted(gw_app *app, int status) {
+    if (status >= 400) count_error(app, NULL, status == 404 ? ERR_ROUTE : err_reason(status));
 }
 
 /* Once per request, just before it is freed: its one outcome, and its duration. */

@@ -42,6 +42,7 @@ void gw_on_error(void *ud, const irn_request *req, irn_error_answer *e) {
     gw_worker *w = ud;
     atomic_fetch_add_explicit(&w->app->stats.requests, 1, memory_order_relaxed);
     gw_count_response(&w->app->stats, e->status);
+    gw_metrics_error_unrouted(w->app, e->status);
     gw_dress_answer(w, req, e);
 }
 

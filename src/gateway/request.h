@@ -246,6 +246,10 @@ void gw_metrics_disconnect(gw_req *r);
 void gw_metrics_tokenized(gw_req *r);
 /* The gateway answered status itself. */
 void gw_metrics_error(gw_req *r, int status);
+/* An error answered before any model was known (the server's own 400, 408, 413 and
+ * 431, a wrong method's 405, an unknown route's 404 as reason route_not_found):
+ * counted under model "none". */
+void gw_metrics_error_unrouted(gw_app *app, int status);
 /* The request's one outcome and its duration, on the replica of its last attempt. */
 void gw_metrics_finish(gw_req *r, const gw_replica *last);
 

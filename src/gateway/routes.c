@@ -58,6 +58,7 @@ void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route 
                                                                : 200};
     gw_dress_answer(w, req, &e);
     gw_count_response(&w->app->stats, e.status);
+    gw_metrics_error_unrouted(w->app, e.status);
     if (k == GW_ROUTE_LOCAL) {
         answer_local(w, req, resp, e.headers);
         return;

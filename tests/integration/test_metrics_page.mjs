@@ -72,6 +72,29 @@ test('promtool accepts the gateway page, which serves the whole table and counts
   }
 });
 
+// Errors answered before any model is known (a wrong method, an unknown route, the
+// server's own 413 and 431) are request errors too, under model "none" (a walkthrough
+// found only the proxy path's counted).
+test('request_errors_total counts the errors answered before routing', async () => {
+  const fleet = await startFleet({ n: 1, gateway: { server: { max_body_bytes: '2KiB', max_header_bytes: '1KiB' } } });
+  try {
+    const url = fleet.gw.url;
+    assert.equal((await fetch(`${url}/v1/chat/completions`).then(async (r) => { await r.text(); return r; })).status, 405);
+    assert.equal((await fetch(`${url}/v1/nowhere`).then(async (r) => { await r.text(); return r; })).status, 404);
+    assert.equal(await post(url, JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'x'.repeat(3000) }] })), 413);
+    const big = await fetch(`${url}/v1/models`, { headers: { 'x-pad': 'y'.repeat(3000) } });
+    await big.text();
+    assert.equal(big.status, 431);
+    const page = await metricsWhen(fleet.gw.admin, (p) => metricSum(p, 'inferrail_request_errors_total') === 4);
+    const n = (reason) => metricSum(page, 'inferrail_request_errors_total', `model="none",reason="${reason}"`);
+    assert.equal(n('method_not_allowed'), 1, page);
+    assert.equal(n('route_not_found'), 1);
+    assert.equal(n('too_large'), 2);
+  } finally {
+    await fleet.stop();
+  }
+});
+
 test('promtool accepts the simulator pages, vLLM and SGLang', async () => {
   for (const engine of ['vllm', 'sglang']) {
     const sim = await startSim(['--engine', engine, '--zero-latency']);
