@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define F(struct_, key_, type_, field_, def_, doc_)                                                \
     { .key = key_, .type = type_, .offset = offsetof(struct_, field_), .def = def_, .doc = doc_ }
@@ -590,6 +591,10 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
     if (dl->sample_rate > 0 && (!dl->path || !*dl->path))
         ir_cfg_errors_add(errs, "observability.decision_log.path: required when sample_rate is "
                                 "above 0 (the file the decisions go to)");
+    struct stat st;
+    if (dl->path && *dl->path && stat(dl->path, &st) == 0 && S_ISDIR(st.st_mode))
+        ir_cfg_errors_add(errs, "observability.decision_log.path: %s is a directory (give a file)",
+                          dl->path);
     gw_check_otlp_endpoint(c->observability.otlp_endpoint, errs);
 }
 

@@ -3,6 +3,8 @@
  * takes every queued line at once and writes them outside the lock. */
 #include "obs/ir_obs.h"
 
+#include "core/ir_core.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -30,16 +33,28 @@ struct iro_dlog {
     size_t head, count; /* under mu */
     bool stop;          /* under mu */
     _Atomic uint64_t written, dropped;
+    bool warned; /* the writer thread's: a failed write was logged */
+    /* What the writer holds while it writes (freed if iro_dlog_close cancels it). */
+    line *batch;
+    size_t nbatch;
+    char *buf;
 };
+
+/* How long iro_dlog_close waits for queued lines to be written before it gives up
+ * on them (a FIFO nobody reads, a stuck mount): shutdown must end. */
+#define CLOSE_WAIT_S 2
 
 static void drop(iro_dlog *d) {
     atomic_fetch_add_explicit(&d->dropped, 1, memory_order_relaxed);
 }
 
-/* Writes all of b[0..n) (a short write is continued); false on an error. */
+/* Writes all of b[0..n) (a short write is continued); false on an error. A blocked
+ * write is where iro_dlog_close may cancel the thread, and nowhere else. */
 static bool write_all(int fd, const char *b, size_t n) {
     while (n) {
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
         ssize_t k = write(fd, b, n);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return false;
         b += k;
@@ -48,42 +63,62 @@ static bool write_all(int fd, const char *b, size_t n) {
     return true;
 }
 
-/* Writes one batch as a single buffer, so lines never interleave. */
-static void flush_batch(iro_dlog *d, line *batch, size_t n) {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) total += batch[i].len + 1;
-    char *buf = malloc(total ? total : 1);
+static void free_held(iro_dlog *d) {
+    free(d->buf);
+    d->buf = NULL;
+    for (size_t i = 0; i < d->nbatch; i++) free(d->batch[i].data);
+    d->nbatch = 0;
+}
+
+static void on_cancel(void *arg) {
+    iro_dlog *d = arg;
+    free_held(d);
+    free(d->batch);
+    d->batch = NULL;
+}
+
+/* Writes the held batch as a single buffer, so lines never interleave. */
+static void flush_batch(iro_dlog *d) {
+    size_t total = 0, n = d->nbatch;
+    for (size_t i = 0; i < n; i++) total += d->batch[i].len + 1;
+    d->buf = malloc(total ? total : 1);
     size_t at = 0;
-    for (size_t i = 0; buf && i < n; i++) {
-        memcpy(buf + at, batch[i].data, batch[i].len);
-        at += batch[i].len;
-        buf[at++] = '\n';
+    for (size_t i = 0; d->buf && i < n; i++) {
+        memcpy(d->buf + at, d->batch[i].data, d->batch[i].len);
+        at += d->batch[i].len;
+        d->buf[at++] = '\n';
     }
-    bool ok = buf && write_all(d->fd, buf, at);
+    int e = 0;
+    bool ok = d->buf && write_all(d->fd, d->buf, at);
+    if (!ok) e = d->buf ? errno : ENOMEM;
     atomic_fetch_add_explicit(ok ? &d->written : &d->dropped, n, memory_order_relaxed);
-    free(buf);
-    for (size_t i = 0; i < n; i++) free(batch[i].data);
+    if (!ok && !d->warned)
+        IR_WARN("decision_log", "cannot write %s (%s): its lines are dropped and counted",
+                d->cfg.path ? d->cfg.path : "the decision log", e ? strerror(e) : "no progress");
+    d->warned |= !ok;
+    free_held(d);
 }
 
 static void *writer(void *arg) {
     iro_dlog *d = arg;
     size_t cap = d->cfg.queue;
-    line *batch = malloc(cap * sizeof *batch);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    d->batch = malloc(cap * sizeof *d->batch);
+    pthread_cleanup_push(on_cancel, d);
     for (;;) {
         pthread_mutex_lock(&d->mu);
         while (d->count == 0 && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
-        size_t n = 0;
-        while (d->count && batch) {
-            batch[n++] = d->ring[d->head];
+        while (d->count && d->batch) {
+            d->batch[d->nbatch++] = d->ring[d->head];
             d->head = (d->head + 1) % cap;
             d->count--;
         }
         bool stop = d->stop && d->count == 0;
         pthread_mutex_unlock(&d->mu);
-        if (n) flush_batch(d, batch, n);
-        if (stop || !batch) break;
+        if (d->nbatch) flush_batch(d);
+        if (stop || !d->batch) break;
     }
-    free(batch);
+    pthread_cleanup_pop(1);
     return NULL;
 }
 
@@ -137,7 +172,19 @@ void iro_dlog_close(iro_dlog *d) {
     d->stop = true;
     pthread_cond_signal(&d->cv);
     pthread_mutex_unlock(&d->mu);
-    pthread_join(d->thread, NULL);
+    /* The writer drains the queue, unless a write blocks past the wait (a FIFO nobody
+     * reads, a stuck mount): then it is cancelled in that write, and the rest dropped. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += CLOSE_WAIT_S;
+    if (pthread_timedjoin_np(d->thread, NULL, &until)) {
+        IR_WARN("decision_log",
+                "its writes to %s did not finish within %d s: the rest of its "
+                "lines are dropped",
+                d->cfg.path ? d->cfg.path : "the decision log", CLOSE_WAIT_S);
+        pthread_cancel(d->thread);
+        pthread_join(d->thread, NULL);
+    }
     for (size_t i = 0; i < d->count; i++) free(d->ring[(d->head + i) % d->cfg.queue].data);
     close(d->fd);
     pthread_mutex_destroy(&d->mu);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
+import { startSim, startGateway, metrics, metricValue, sleep, BUILD } from './lib.mjs';
 import { startFakeEngine } from './fake_engine.mjs';
 
 const SECRET = 'SECRET-PROMPT-TEXT-4242';
@@ -117,4 +117,63 @@ test('sampled by request id: some requests, each with all its attempts', async (
   } finally {
     await f.stop();
   }
+});
+
+// A decision log that cannot take its lines (found by a hostile-operator review): a FIFO
+// whose reader never reads made shutdown wait forever in the writer's blocked write, and
+// a file that fails every write dropped everything without a word. Shutdown now ends
+// within the writer's 2 s grace, and the first failed write is logged.
+test('a decision log that blocks or fails: shutdown still ends, and the failure is said', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const sim = await startSim(['--zero-latency']);
+  const fifo = path.join(os.tmpdir(), `ir-decisions-fifo-${process.pid}`);
+  fs.rmSync(fifo, { force: true });
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  const reader = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK); // never read
+  const cfg = (p) => ({
+    models: [{ name: 'inferrail/sim-8b', tokenizer: 'builtin:sim' }],
+    replicas: [{ id: 'a', url: sim.url }],
+    observability: { decision_log: { path: p, sample_rate: 1 } },
+  });
+  try {
+    const gw = await startGateway(cfg(fifo));
+    // A pipe holds 64 KiB: a few hundred decisions fill it, and the writer blocks.
+    for (let i = 0; i < 300; i++) await send(gw, `fifo-${i}`);
+    const page = await metrics(gw.admin);
+    assert.ok(metricValue(page, 'inferrail_decision_log_records_total', 'result="written"') < 300, page);
+    const t0 = Date.now();
+    const code = await gw.stop();
+    assert.equal(code, 0, gw.log.text);
+    assert.ok(Date.now() - t0 < 8000, `shutdown took ${Date.now() - t0} ms`);
+    assert.match(gw.log.text, /did not finish within 2 s/);
+    // Every write fails: said once, counted as dropped.
+    const full = await startGateway(cfg('/dev/full'));
+    for (let i = 0; i < 3; i++) await send(full, `full-${i}`);
+    let p2;
+    for (let i = 0; i < 50; i++) {
+      p2 = await metrics(full.admin);
+      if (metricValue(p2, 'inferrail_decision_log_records_total', 'result="dropped"') >= 3) break;
+      await sleep(50);
+    }
+    assert.ok(metricValue(p2, 'inferrail_decision_log_records_total', 'result="dropped"') >= 3, p2);
+    assert.equal(await full.stop(), 0, full.log.text);
+    assert.equal((full.log.text.match(/cannot write \/dev\/full/g) || []).length, 1, full.log.text);
+  } finally {
+    fs.closeSync(reader);
+    fs.rmSync(fifo, { force: true });
+    await sim.stop();
+  }
+});
+
+test('--check refuses a decision log path that is a directory, naming the key', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const file = path.join(os.tmpdir(), `ir-dl-dir-${process.pid}.yaml`);
+  fs.writeFileSync(file, JSON.stringify({
+    models: [{ name: 'm' }], replicas: [{ id: 'a', url: 'http://127.0.0.1:9' }],
+    observability: { decision_log: { path: os.tmpdir(), sample_rate: 1 } },
+  }));
+  const r = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--check', '--config', file], { encoding: 'utf8' });
+  fs.rmSync(file, { force: true });
+  assert.equal(r.status, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, /observability\.decision_log\.path: .* is a directory/);
 });
