@@ -260,11 +260,25 @@ gw_control *gw_control_new(gw_app *app, uv_loop_t *loop) {
     return c;
 }
 
+/* The admin port takes server.*'s limits (a probe, a scraper or an explain is a
+ * client too), with a body cap of its own and a fixed number of connections, so
+ * that no number of idle or half-sent admin requests takes the process's files or
+ * memory from the client port. */
+#define ADMIN_MAX_CONNECTIONS 64
+#define ADMIN_MAX_BODY        (16u << 20)
+
 int gw_control_start(gw_control *c) {
+    const gw_server_cfg *s = &c->app->cfg.server;
     irn_server_cfg sc;
     irn_server_cfg_init(&sc);
     sc.host = c->app->admin_host;
     sc.port = c->app->admin_port;
+    sc.max_header_bytes = s->max_header_bytes;
+    sc.max_headers = (size_t)s->max_headers;
+    sc.max_body_bytes = IR_MIN(s->max_body_bytes, ADMIN_MAX_BODY);
+    sc.header_timeout_ns = s->header_read_timeout_ns;
+    sc.body_timeout_ns = s->request_timeout_ns;
+    sc.max_connections = ADMIN_MAX_CONNECTIONS;
     sc.on_request = on_admin;
     sc.ud = c;
     int rc = irn_server_new(c->loop, &sc, &c->admin);

@@ -60,3 +60,48 @@ test('hostile requests get error-shaped answers or a close, and the gateway live
   const ok = await fetch(gw.url + '/v1/completions', { method: 'POST', body: '{"model":"sim","prompt":"x","max_tokens":1}' });
   assert.equal(ok.status, 200);
 });
+
+// The admin port (found by a hostile-operator review): it took none of server.*'s limits
+// (a 30 s header timeout whatever header_read_timeout said) and any number of
+// connections, so idle half-sent admin requests could take every file descriptor and
+// reset the client port's connections. It now takes server.*'s timeouts and sizes and
+// at most 64 connections.
+test('the admin port takes server limits and caps its connections', async () => {
+  const net = await import('node:net');
+  const sim = await startSim(['--zero-latency']);
+  const gw = await startGateway({
+    server: { header_read_timeout: '1s', max_connections: 50 },
+    models: [{ name: 'inferrail/sim-8b' }],
+    replicas: [{ id: 'a', url: sim.url }],
+  }, { nofile: 160 });
+  const port = Number(new URL(gw.admin).port);
+  const socks = [];
+  try {
+    // A half-sent request is cut at the header timeout: about 1 s, not 30.
+    const t0 = Date.now();
+    const cut = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => s.write('GET /ready HTTP/1.1\r\n'));
+      let got = '';
+      s.on('data', (d) => { got += d; });
+      s.on('close', () => resolve(got));
+      s.on('error', () => {});
+    });
+    assert.ok(Date.now() - t0 < 5000, `cut after ${Date.now() - t0} ms`);
+    assert.match(cut, /^HTTP\/1\.1 408/);
+    // 150 idle admin connections within a 160-file limit: the ones past 64 are closed,
+    // and the client port and the admin port still answer.
+    for (let i = 0; i < 150; i++) {
+      const s = net.connect(port, '127.0.0.1', () => s.write('GET /ready HTTP/1.1\r\n'));
+      s.on('error', () => {});
+      socks.push(s);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const r = await fetch(`${gw.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hi', max_tokens: 2 }) });
+    const body = await r.text();
+    assert.equal(r.status, 200, body);
+  } finally {
+    for (const s of socks) s.destroy();
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    await sim.stop();
+  }
+});
