@@ -592,6 +592,11 @@ bool gw_replica_same_target(const gw_replica *r, const char *url, const gw_repli
 /* A configured replica (a reload added or replaced it): a fresh slot, with cfg as
  * its settings (cfg must outlive the member). The slot, or -1 (no room, bad url). */
 int gw_fleet_add(gw_fleet *f, const gw_replica_cfg *cfg);
+/* A configured replica back in the slot it left (a reload removed it, and a later
+ * one adds it again with the same url, headers and KV events: the caller checks),
+ * with cfg as its settings; no new slot is spent. The slot, or -1 (slot is a
+ * member, or a discovered replica's). */
+int gw_fleet_rejoin(gw_fleet *f, uint32_t slot, const gw_replica_cfg *cfg);
 void gw_fleet_leave(gw_fleet *f, uint32_t slot);
 bool gw_replica_member(const gw_replica *r);
 bool gw_replica_available(const gw_replica *r, uint64_t now);

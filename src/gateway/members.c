@@ -170,6 +170,16 @@ int gw_fleet_join(gw_fleet *f, const char *id, const char *url, const gw_replica
     return slot;
 }
 
+int gw_fleet_rejoin(gw_fleet *f, uint32_t slot, const gw_replica_cfg *cfg) {
+    if (slot >= atomic_load(&f->nreplicas)) return -1;
+    gw_replica *r = &f->replicas[slot];
+    if (r->dynamic || gw_replica_member(r)) return -1;
+    r->cfg = cfg; /* the same target: its url, headers and events are the old ones' */
+    gw_replica_models(f, r);
+    activate(f, r);
+    return (int)slot;
+}
+
 int gw_fleet_add(gw_fleet *f, const gw_replica_cfg *cfg) {
     int slot = free_slot(f);
     if (slot < 0) return -1;

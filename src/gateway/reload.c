@@ -188,12 +188,30 @@ static bool events_differ(const gw_replica_cfg *a, const gw_replica_cfg *b) {
 }
 
 typedef struct counts {
-    size_t added, removed, replaced, updated;
+    size_t added, removed, replaced, updated, failed; /* failed: could not be added */
 } counts;
 
-static bool add_replica(gw_fleet *f, const gw_replica_cfg *c) {
+/* A slot that configured replica c left, with the same target: it goes back there
+ * (removed and added again by reloads, it would spend a new slot each time). */
+static int departed_slot(gw_fleet *f, const gw_replica_cfg *c) {
+    size_t used = atomic_load(&f->nreplicas);
+    for (size_t i = 0; i < used; i++) {
+        const gw_replica *r = &f->replicas[i];
+        const gw_replica_cfg *o = r->cfg;
+        if (r->dynamic || gw_replica_member(r) || !o || strcmp(o->id, c->id) != 0) continue;
+        if (!str_differs(o->url, c->url) && !headers_differ(o, c) && !events_differ(o, c) &&
+            o->dp_target == c->dp_target && o->dp_rank == c->dp_rank)
+            return (int)i;
+    }
+    return -1;
+}
+
+static bool add_replica(gw_fleet *f, const gw_replica_cfg *c, counts *n) {
+    int old = departed_slot(f, c);
+    if (old >= 0 && gw_fleet_rejoin(f, (uint32_t)old, c) >= 0) return true; /* activate sizes it */
     if (gw_fleet_add(f, c) >= 0) return true;
     IR_WARN("reload", "replica %s: no free slot or a bad url (restart to add it)", c->id);
+    n->failed++;
     return false;
 }
 
@@ -205,7 +223,7 @@ static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, 
     const gw_replica_cfg *o = r->cfg;
     if (str_differs(o->url, c->url) || headers_differ(o, c) || events_differ(o, c)) {
         gw_fleet_leave(f, slot);
-        if (add_replica(f, c)) n->replaced++;
+        if (add_replica(f, c, n)) n->replaced++;
         return;
     }
     bool cap_changed = o->kv_capacity_blocks != c->kv_capacity_blocks;
@@ -233,7 +251,7 @@ static void apply_replicas(gw_fleet *f, const gw_config *n, counts *k) {
     }
     const gw_replica_cfg *rc = n->replicas.items;
     for (size_t i = 0; i < n->replicas.n; i++) /* who joined */
-        if (find_member(f, rc[i].id) < 0 && add_replica(f, &rc[i])) k->added++;
+        if (find_member(f, rc[i].id) < 0 && add_replica(f, &rc[i], k)) k->added++;
 }
 
 /* ---- models and policies -------------------------------------------------------------------- */
@@ -506,11 +524,12 @@ int gw_reload(gw_app *app, const char *path) {
         .owner = owner, .loaded = loaded, .live = live, .disc = ret->disc, .next = app->retired};
     app->retired = ret;
     IR_INFO("reload",
-            "%s: applied: replicas added %zu, removed %zu, replaced %zu, updated %zu; models "
-            "added %zu, removed %zu, with new aliases %zu, new policies %zu, new tokenizers %zu; "
-            "keys that need a restart: %zu; discovery %s",
-            path, k.added, k.removed, k.replaced, k.updated, mk.added, mk.removed, mk.realiased,
-            mk.policies, mk.retok, restart, rp.disc_changed ? "renewed" : "unchanged");
+            "%s: applied: replicas added %zu, removed %zu, replaced %zu, updated %zu, not added "
+            "%zu; models added %zu, removed %zu, with new aliases %zu, new policies %zu, new "
+            "tokenizers %zu; keys that need a restart: %zu; discovery %s",
+            path, k.added, k.removed, k.replaced, k.updated, k.failed, mk.added, mk.removed,
+            mk.realiased, mk.policies, mk.retok, restart,
+            rp.disc_changed ? "renewed" : "unchanged");
     return 0;
 }
 

@@ -57,7 +57,7 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     await until('the new replicas', async () => (await replicas(gw)).join() === 's0,s1,s2');
     assert.match(gw.log.text, /server\.workers changed: it needs a restart/);
     assert.match(gw.log.text, /load\.max_age changed: it needs a restart/);
-    assert.match(gw.log.text, /replicas added 2, removed 0, replaced 0, updated 0; models added 0, removed 0, with new aliases 1, new policies 1, new tokenizers 0; keys that need a restart: 2;/);
+    assert.match(gw.log.text, /replicas added 2, removed 0, replaced 0, updated 0, not added 0; models added 0, removed 0, with new aliases 1, new policies 1, new tokenizers 0; keys that need a restart: 2;/);
     const seen = new Set();
     for (let i = 0; i < 9; i++) {
       const r = await post(gw, 'fast');
@@ -127,5 +127,30 @@ test('a reload that changes any one cost_model key builds a new policy', async (
   } finally {
     await gw.stop();
     await sim.stop();
+  }
+});
+
+// A replica removed and added again by reloads (found by a hostile-operator review) took
+// a new slot each time; once the slots ran out (max(2n, n + 8)) it was dropped for good
+// while the reload said "applied". It now goes back to the slot it left.
+test('a replica removed and added again by reloads keeps its slot, however often', { timeout: 60000 }, async () => {
+  const sims = [await startSim(['--zero-latency']), await startSim(['--zero-latency'])];
+  const both = [{ id: 's1', url: sims[0].url }, { id: 's2', url: sims[1].url }];
+  const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b' }], replicas: both });
+  try {
+    for (let i = 0; i < 14; i++) {
+      rewriteConfig(gw, (c) => { c.replicas = [both[1]]; });
+      await reload(gw, 'replicas added 0, removed 1');
+      rewriteConfig(gw, (c) => { c.replicas = both; });
+      await reload(gw, 'replicas added 1, removed 0');
+      await until(`both after cycle ${i}`, async () => (await replicas(gw)).join() === 's1,s2');
+    }
+    assert.doesNotMatch(gw.log.text, /no free slot/);
+    assert.doesNotMatch(gw.log.text, /not added [1-9]/);
+    // It serves again, in its old slot.
+    for (let i = 0; i < 4; i++) assert.equal((await post(gw, 'inferrail/sim-8b')).status, 200);
+  } finally {
+    assert.equal(await gw.stop(), 0, gw.log.text);
+    for (const s of sims) await s.stop();
   }
 });
