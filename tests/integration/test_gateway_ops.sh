@@ -71,8 +71,10 @@ for path in "$T/fifo" "$T/adir"; do
   printf 'server: {listen: "127.0.0.1:%s", admin_listen: "127.0.0.1:%s"}\nobservability: {decision_log: {sample_rate: 1, path: "%s"}}\nmodels: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n' "$D1" "$D2" "$path" >"$T/d.yaml"
   out=$(timeout 10 "$GW" --config "$T/d.yaml" 2>&1)
   rc=$?
-  [ "$rc" = 1 ] && grep -q 'cannot open observability.decision_log.path' <<<"$out" && ! grep -q 'cannot listen' <<<"$out" && ok ||
-    fail "decision_log.path $path: exit $rc: $out"
+  # a directory is a config error now (exit 2, as --check says); a FIFO fails to open
+  { [ "$rc" = 1 ] && grep -q 'cannot open observability.decision_log.path' <<<"$out" ||
+    { [ "$path" = "$T/adir" ] && [ "$rc" = 2 ] && grep -q 'decision_log.path: .* is a directory' <<<"$out"; }; } &&
+    ! grep -q 'cannot listen' <<<"$out" && ok || fail "decision_log.path $path: exit $rc: $out"
 done
 
 # --check says when the decision log could not be written (it said OK, and the start failed)
@@ -242,6 +244,14 @@ rc=$?
 [ "$rc" = 1 ] && grep -q "port $RG (the gateway) is already in use" <<<"$out" &&
   ! grep -q 'Inferrail is running' <<<"$out" && ok || fail "run-local with a busy port: exit $rc: $out"
 curl -s -o /dev/null "localhost:$R1/health" && fail "run-local left a simulator running"
+
+# ---- make run with a config of one's own on other ports: it waits on the config's ports
+# (it waited on 9090 and stopped a healthy gateway after 5 s)
+Q1=$(freeport) Q2=$(freeport) QA=$(freeport) QG=$(freeport)
+config "$QG" "$QA" "$Q1" "$Q2" >"$T/own.yaml"
+out=$(IR_BUILD=$BUILD IR_CONFIG=$T/own.yaml IR_SIM_PORTS="$Q1 $Q2" timeout 8 "$ROOT/scripts/run-local" 2>&1)
+grep -q "Inferrail is running: simulators on $Q1 $Q2, gateway on $QG (admin $QA)" <<<"$out" &&
+  ! grep -q 'did not answer' <<<"$out" && ok || fail "run-local with its own ports: $out"
 
 # ---- make run notices that a process died (the gateway cannot start)
 echo "server: {listen: \"127.0.0.1:$RG\", admin_listen: \"127.0.0.1:$RA\"}" >"$T/bad.yaml" # no models
