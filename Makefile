@@ -28,7 +28,7 @@ help:
 	@echo "make install        install binaries, example config and help texts (PREFIX, DESTDIR)"
 	@echo "make deploy-check   check deploy/ (systemd unit, Dockerfile, compose stack) statically"
 	@echo "make bench          simulator and gateway-memory benchmarks into a new bench/results/runs/ folder"
-	@echo "make baselines      the committed baselines (about 40 minutes)"
+	@echo "make baselines      the committed baselines (about 45 minutes)"
 	@echo "make report         the baselines' report (bench/report/baselines)"
 	@echo "make proof          the cache-aware proof: every workload, every policy (about 4.5 hours)"
 	@echo "make proof-report   the proof's report (bench/report/cache-aware)"
@@ -143,7 +143,7 @@ bench: build
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
 
-# Benchmarks: the committed baselines (about 40 minutes) and their report.
+# Benchmarks: the committed baselines (about 45 minutes) and their report.
 .PHONY: baselines report
 baselines: build
 	BUILD=$(BUILD) ./bench/baselines/run.sh

@@ -586,6 +586,12 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
                               must[i].path);
     if (c->health.interval_ns && c->health.interval_ns < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "health.interval: at least 10ms");
+    if (c->retry.backoff_ns > c->retry.max_backoff_ns)
+        ir_cfg_errors_add(errs, "retry.backoff: above retry.max_backoff (its cap: the first "
+                                "wait would already be cut)");
+    if (c->health.ejection_backoff_ns > c->health.max_ejection_backoff_ns)
+        ir_cfg_errors_add(errs, "health.ejection_backoff: above health.max_ejection_backoff (its "
+                                "cap)");
     check_load(&c->load, errs);
     const gw_decision_log_cfg *dl = &c->observability.decision_log;
     if (dl->sample_rate > 0 && (!dl->path || !*dl->path))

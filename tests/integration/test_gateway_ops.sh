@@ -77,6 +77,14 @@ for path in "$T/fifo" "$T/adir"; do
     ! grep -q 'cannot listen' <<<"$out" && ok || fail "decision_log.path $path: exit $rc: $out"
 done
 
+# a backoff above its cap is refused, naming both keys (the cap silently won)
+printf 'retry: {backoff: 2s, max_backoff: 1s}\nhealth: {ejection_backoff: 2m, max_ejection_backoff: 1m}\nmodels: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n' >"$T/b.yaml"
+out=$("$GW" --check --config "$T/b.yaml" 2>&1)
+rc=$?
+[ "$rc" = 2 ] && grep -q 'retry.backoff: above retry.max_backoff' <<<"$out" &&
+  grep -q 'health.ejection_backoff: above health.max_ejection_backoff' <<<"$out" && ok ||
+  fail "a backoff above its cap: exit $rc: $out"
+
 # --check says when the decision log could not be written (it said OK, and the start failed)
 printf 'observability: {decision_log: {sample_rate: 1, path: "%s/no/such/dir/d.jsonl"}}\nmodels: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n' "$T" >"$T/d2.yaml"
 out=$("$GW" --check --config "$T/d2.yaml" 2>&1)
