@@ -332,7 +332,9 @@ static int parse_args(int argc, char **argv, gw_args *a) {
 
 /* Loads the configuration, sets up logging and builds the fleet. NULL (and
  * every problem on stderr) when the configuration is bad. */
-static gw_app *load_app(const char *path) {
+/* check: --check, which builds the fleet only to validate it: its runtime news (a KV
+ * event subscriber started, say) is not logged, its warnings and errors are. */
+static gw_app *load_app(const char *path, bool check) {
     gw_app *app = calloc(1, sizeof *app);
     if (!app) return NULL;
     ir_cfg_errors errs = {0};
@@ -346,7 +348,7 @@ static gw_app *load_app(const char *path) {
     app->cfg_path = path;
     ir_log_level lvl = IR_LOG_INFO;
     ir_log_parse_level(app->cfg.logging.level, &lvl);
-    ir_log_set_level(lvl);
+    ir_log_set_level(check && lvl < IR_LOG_WARN ? IR_LOG_WARN : lvl);
     ir_log_set_json(strcmp(app->cfg.logging.format, "json") == 0);
     char err[512];
     /* libuv sizes its thread pool, which tokenizes large bodies, on first use */
@@ -440,7 +442,7 @@ int gw_main(int argc, char **argv) {
     gw_args args = {0};
     int rc = parse_args(argc, argv, &args);
     if (rc >= 0) return rc;
-    gw_app *app = load_app(args.path);
+    gw_app *app = load_app(args.path, args.check);
     if (!app) return 2;
     if (args.check) {
         rc = check_files(args.path, app);

@@ -77,6 +77,12 @@ for path in "$T/fifo" "$T/adir"; do
     ! grep -q 'cannot listen' <<<"$out" && ok || fail "decision_log.path $path: exit $rc: $out"
 done
 
+# --check validates: it logs no runtime news (it said "kvsub: following the KV events")
+printf 'models: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1", kv_events: {endpoint: "tcp://127.0.0.1:1"}}]\n' >"$T/k.yaml"
+out=$("$GW" --check --config "$T/k.yaml" 2>&1)
+[ $? = 0 ] && grep -q ': OK: 1 model, 1 replica' <<<"$out" && ! grep -q 'INFO' <<<"$out" && ok ||
+  fail "--check with kv_events: $out"
+
 # a backoff above its cap is refused, naming both keys (the cap silently won)
 printf 'retry: {backoff: 2s, max_backoff: 1s}\nhealth: {ejection_backoff: 2m, max_ejection_backoff: 1m}\nmodels: [{name: m}]\nreplicas: [{id: a, url: "http://127.0.0.1:1"}]\n' >"$T/b.yaml"
 out=$("$GW" --check --config "$T/b.yaml" 2>&1)
