@@ -61,7 +61,8 @@ static void collect_replica(struct gw_kv_metrics *km, const char *id, const gw_k
         iro_set(iro_series_of(km->counter[c], id), (double)stat_of(st, c));
     uint64_t n = atomic_load(&st->parity_checks), ok = atomic_load(&st->parity_agree);
     iro_set(iro_series_of(km->parity, id), n ? (double)ok / (double)n : 1.0);
-    iro_set(iro_series_of(km->lag, id), (double)atomic_load(&st->lag_us) * 1e-6);
+    iro_set(iro_series_of(km->lag, id),
+            (double)atomic_load(&st->lag_us) / 1e6); /* 0.00236, not 0.0023599999999999997 */
     /* One series per source, 1 for the one in force (a state set). */
     for (int s = GW_KV_SOURCE_EVENTS; s <= GW_KV_SOURCE_STALE; s++)
         iro_set(iro_series_of(km->source, id, gw_index_source_name(s)), s == source ? 1.0 : 0.0);

@@ -204,6 +204,9 @@ test('a late join whose replay no longer reaches batch 0 is partial until a clea
   let page = await metrics(gw.admin);
   assert.deepEqual(['events', 'events-partial', 'approximate-after-gap', 'events-stale'].map((s) => src(page, s)), [0, 1, 0, 0]);
   assert.equal(src(page, 'approximate'), undefined);
+  // The lag, whole microseconds in seconds, prints as such (it printed 0.0023599999999999997).
+  const lag = page.split('\n').find((l) => l.startsWith('inferrail_kv_events_lag_seconds{replica="ev"}'));
+  assert.match(lag, / \d+(\.\d{1,6})?(e[-+]?\d+)?$/, lag);
   assert.equal(metricValue(page, 'inferrail_index_source', 'replica="approx"'), undefined);
   await pub.cmd({ op: 'clear' });
   await until(gw, 'ev', a, (c) => c.index_source === 'events' && c.index_unseen_blocks === 0, 'whole after a clear');
