@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/ir_core.h"
 #include "obs/ir_obs.h"
@@ -76,6 +77,11 @@ static double once(int threads, long n, bool shared) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: inferrail-obsbench [threads 1..64] [requests per thread]\n"
+               "The metrics registry's recording cost, threads racing (bench/obs).\n");
+        return 0;
+    }
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     long n = argc > 2 ? atol(argv[2]) : 2000000;
     if (threads < 1 || threads > 64 || n < 1) {

@@ -531,7 +531,16 @@ int main(int argc, char **argv) {
     bool hostile = true, others = true, chat = true;
     const char *only = NULL;
     unsigned modes = (1u << NMODES) - 1;
+    static const char usage[] =
+        "usage: inferrail-chatbench NAME=MODEL_DIR... [--iters N] [--tokens N] [--threads N] "
+        "[--chats N] [--modes cold,warm,warm_parse_cache] [--no-hostile] [--chat-only] "
+        "[--hostile-only] [--hostile NAME] [--runs N]\n"
+        "Chat template rendering and tokenizing speed (bench/tokenizer).\n";
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
@@ -555,11 +564,7 @@ int main(int argc, char **argv) {
         else if (nm < 8 && load_model(&models[nm], argv[i]) == 0)
             nm++;
         else {
-            fprintf(stderr,
-                    "usage: %s NAME=MODEL_DIR... [--iters N] [--tokens N] [--threads N] "
-                    "[--chats N] [--modes cold,warm,warm_parse_cache] [--no-hostile] "
-                    "[--chat-only] [--hostile-only] [--hostile NAME] [--runs N]\n",
-                    argv[0]);
+            fputs(usage, stderr);
             return 2;
         }
     }

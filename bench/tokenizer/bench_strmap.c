@@ -125,7 +125,8 @@ static times run_irmap(const key *ins, const key *look, const key *absent, size_
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: %s TOKENIZER_JSON [ROUNDS]\n", argv[0]);
+        fprintf(argc < 2 ? stderr : stdout,
+                "usage: inferrail-strmapbench TOKENIZER_JSON [ROUNDS]\n");
         return argc < 2 ? 2 : 0;
     }
     int rounds = argc > 2 ? atoi(argv[2]) : 5;

@@ -75,9 +75,12 @@ static void *run_job(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s CORPUS_DIR NAME=tokenizer.json... [--threads N]\n", argv[0]);
-        return 2;
+    bool help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    if (argc < 3 || help) {
+        fprintf(help ? stdout : stderr,
+                "usage: inferrail-tokbench CORPUS_DIR NAME=tokenizer.json... [--threads N]\n"
+                "tokenizer.json encoding speed on a corpus (bench/tokenizer).\n");
+        return help ? 0 : 2;
     }
     int max_threads = 4;
     const char *kinds[] = {"english", "code", "cjk"};

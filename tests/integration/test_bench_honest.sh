@@ -92,6 +92,14 @@ done
 # Read whole first: the help is over 4 KiB, and grep -q leaving early would SIGPIPE it.
 simhelp=$("$BUILD/inferrail-sim" --help)
 grep -q -- '0 picks a free port' <<<"$simhelp" && ok || fail "sim --help does not say --port 0"
+# every program make build leaves: --help exits 0 with a usage line under its own name
+for prog in "$BUILD"/inferrail-*; do
+  [ -x "$prog" ] && [ -f "$prog" ] || continue
+  name=$(basename "$prog")
+  h=$("$prog" --help 2>&1)
+  rc=$?
+  [ "$rc" = 0 ] && grep -qi "usage: $name" <<<"$h" && ok || fail "$name --help: exit $rc: $(head -2 <<<"$h")"
+done
 
 # A simulator that dies in the middle of a compare run (the gateway's retries may hide it
 # from the requests): the run is flagged and compare fails, instead of a summary that
