@@ -280,8 +280,8 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
         free(names);
     }
     if (doc) {
-        json_object_set(json_object_get(doc, "config"), "exited", exited);
         json_t *c = json_object_get(doc, "config");
+        json_object_set(c, "exited", exited);
         json_object_set_new(c, "policy", json_string(o->f.no_gateway ? "direct" : policy));
         json_object_set_new(c, "replicas", json_integer(fo.replicas));
         json_object_set_new(c, "gateways", json_integer(n_gw));
@@ -302,6 +302,11 @@ static json_t *fleet_run(const cmp_opts *o, const char *policy, double rate, uin
     }
     json_decref(exited);
     return doc;
+}
+
+/* Whether fleet_run's run lost a simulator or gateway while it ran (config.exited). */
+static bool lost_process(json_t *doc) {
+    return json_array_size(json_object_get(json_object_get(doc, "config"), "exited")) > 0;
 }
 
 /* ---- medians over repetitions ---------------------------------------------------------- */
@@ -456,7 +461,7 @@ static int compare_at(cmp_opts *o) {
             if (!(getnum(json_object_get(doc, "summary"), "ok", NULL) > 0)) {
                 fprintf(stderr, "compare: %s: every request failed (see %s)\n", tag, logs);
                 failed++;
-            } else if (json_array_size(json_object_get(json_object_get(doc, "config"), "exited"))) {
+            } else if (lost_process(doc)) {
                 failed++; /* said by fleet_run */
             }
             rate_seen = getnum(doc, "config", "rate"); /* a trace's own mean rate */
@@ -653,7 +658,7 @@ int bench_capacity_main(int argc, char **argv) {
             unrun = true;
             break;
         }
-        if (json_array_size(json_object_get(json_object_get(doc, "config"), "exited"))) {
+        if (lost_process(doc)) {
             if (tty) fputc('\n', stderr);
             fprintf(stderr,
                     "inferrail-bench capacity: probe %d at %.3g req/s lost a process of its "

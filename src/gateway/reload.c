@@ -187,6 +187,11 @@ static bool events_differ(const gw_replica_cfg *a, const gw_replica_cfg *b) {
            (x->endpoint && str_differs(x->topic, y->topic));
 }
 
+/* Another target: another address, headers or KV events (a new slot and event stream). */
+static bool target_differs(const gw_replica_cfg *a, const gw_replica_cfg *b) {
+    return str_differs(a->url, b->url) || headers_differ(a, b) || events_differ(a, b);
+}
+
 typedef struct counts {
     size_t added, removed, replaced, updated, failed; /* failed: could not be added */
 } counts;
@@ -199,8 +204,7 @@ static int departed_slot(gw_fleet *f, const gw_replica_cfg *c) {
         const gw_replica *r = &f->replicas[i];
         const gw_replica_cfg *o = r->cfg;
         if (r->dynamic || gw_replica_member(r) || !o || strcmp(o->id, c->id) != 0) continue;
-        if (!str_differs(o->url, c->url) && !headers_differ(o, c) && !events_differ(o, c) &&
-            o->dp_target == c->dp_target && o->dp_rank == c->dp_rank)
+        if (!target_differs(o, c) && o->dp_target == c->dp_target && o->dp_rank == c->dp_rank)
             return (int)i;
     }
     return -1;
@@ -221,7 +225,7 @@ static bool add_replica(gw_fleet *f, const gw_replica_cfg *c, counts *n) {
 static void update_replica(gw_fleet *f, uint32_t slot, const gw_replica_cfg *c, counts *n) {
     gw_replica *r = &f->replicas[slot];
     const gw_replica_cfg *o = r->cfg;
-    if (str_differs(o->url, c->url) || headers_differ(o, c) || events_differ(o, c)) {
+    if (target_differs(o, c)) {
         gw_fleet_leave(f, slot);
         if (add_replica(f, c, n)) n->replaced++;
         return;

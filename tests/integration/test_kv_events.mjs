@@ -157,6 +157,21 @@ test('a dropped batch is replayed; a restart clears', async () => {
   assert.equal(metricValue(page, 'inferrail_kv_events_restarts_total', 'replica="ev"'), 1);
 });
 
+// A view that lacks blocks the engine stored before it began (not orphans: blocks no
+// event named) is partial, and says how many it may lack at most.
+function assertUnseenPartial(r) {
+  assert.equal(r.index_source, 'events-partial', JSON.stringify(r));
+  assert.equal(r.index_orphan_blocks, 0);
+  assert.ok(r.index_unseen_blocks > 0, JSON.stringify(r));
+}
+
+// AllBlocksCleared: nothing is held that the view lacks, so it is whole again.
+async function wholeAfterClear(gw, pub, prompt) {
+  await pub.cmd({ op: 'clear' });
+  const e = await until(gw, 'ev', prompt, (x) => x.index_source === 'events', 'whole after a clear');
+  assert.equal(e.index_unseen_blocks, 0);
+}
+
 test('a gap the replay cannot cover falls back, then follows the events again', async () => {
   const { pub, gw } = await fleet('array', 'int', ['--buffer-steps', '1']);
   const a = 'Gamma ' + sentence(70), b = 'Delta ' + sentence(70);
@@ -174,16 +189,10 @@ test('a gap the replay cannot cover falls back, then follows the events again', 
   const cp = 'Epsilon ' + sentence(50), c = tokens(cp);
   await pub.cmd({ op: 'store', tokens: c });
   const r = await until(gw, 'ev', cp, (x) => x.predicted_cached_tokens === usable(c), 'followed again');
-  // The engine still holds a's blocks (and b's), which no event applied since named: the
-  // view is partial, and says how many blocks it may lack at most.
-  assert.equal(r.index_source, 'events-partial', JSON.stringify(r));
-  assert.equal(r.index_orphan_blocks, 0);
-  assert.ok(r.index_unseen_blocks > 0, JSON.stringify(r));
+  // The engine still holds a's blocks (and b's), which no event applied since named.
+  assertUnseenPartial(r);
   assert.equal(row(await explain(gw, a), 'ev').predicted_cached_tokens, 0);
-  // AllBlocksCleared: nothing is held that the view lacks.
-  await pub.cmd({ op: 'clear' });
-  const e = await until(gw, 'ev', cp, (x) => x.index_source === 'events', 'whole after a clear');
-  assert.equal(e.index_unseen_blocks, 0);
+  await wholeAfterClear(gw, pub, cp);
 });
 
 // A gateway that joins after the engine's replay buffer has moved past batch 0 cannot know
@@ -195,10 +204,7 @@ test('a late join whose replay no longer reaches batch 0 is partial until a clea
   });
   const a = 'Theta ' + sentence(70), ia = tokens(a);
   await pub.cmd({ op: 'store', tokens: ia });
-  const r = await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'a stored');
-  assert.equal(r.index_source, 'events-partial', JSON.stringify(r));
-  assert.equal(r.index_orphan_blocks, 0);
-  assert.ok(r.index_unseen_blocks > 0, JSON.stringify(r));
+  assertUnseenPartial(await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === usable(ia), 'a stored'));
   // The state set on /metrics says the same.
   const src = (page, s) => metricValue(page, 'inferrail_index_source', `replica="ev",source="${s}"`);
   let page = await metrics(gw.admin);
@@ -208,8 +214,7 @@ test('a late join whose replay no longer reaches batch 0 is partial until a clea
   const lag = page.split('\n').find((l) => l.startsWith('inferrail_kv_events_lag_seconds{replica="ev"}'));
   assert.match(lag, / \d+(\.\d{1,6})?(e[-+]?\d+)?$/, lag);
   assert.equal(metricValue(page, 'inferrail_index_source', 'replica="approx"'), undefined);
-  await pub.cmd({ op: 'clear' });
-  await until(gw, 'ev', a, (c) => c.index_source === 'events' && c.index_unseen_blocks === 0, 'whole after a clear');
+  await wholeAfterClear(gw, pub, a);
   page = await metrics(gw.admin);
   assert.equal(src(page, 'events'), 1);
   assert.equal(src(page, 'events-partial'), 0);
