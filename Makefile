@@ -98,7 +98,7 @@ test: deps
 # gateway's tokenizer threads (test_tokenize_pool), the KV index and its event subscriber,
 # data-parallel ranks, the metrics registry and the decision log, the engine scraper)
 # under ThreadSanitizer.
-TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|unit/tokenize/test_(cache|template|jscan|parse_cache)|integration/test_gateway|integration/test_tokenize_pool|integration/test_metrics_page|integration/test_kv_events|integration/test_sim_dp'
+TSAN_TESTS = 'unit/(gateway|policy|net|index|obs|load)/|unit/core/test_spool|unit/tokenize/test_(cache|template|jscan|parse_cache)|integration/test_gateway|integration/test_tokenize_pool|integration/test_metrics_page|integration/test_kv_events|integration/test_sim_dp'
 # Left out: the chat-template parity test loads four real tokenizer.json files,
 # which takes longer than its timeout under TSan. The tokenizer threads it uses
 # run in test_tokenize_pool instead, on a small tokenizer.json that test writes.

@@ -71,6 +71,49 @@ bool ir_log_is_json(void);
 #define IR_WARN(comp, ...)  IR_LOG(IR_LOG_WARN, comp, __VA_ARGS__)
 #define IR_ERROR(comp, ...) IR_LOG(IR_LOG_ERROR, comp, __VA_ARGS__)
 
+/* Routes the log through a spool on stderr (below), so that a thread that logs never
+ * waits on stderr: when nothing drains it (a pipe whose reader stalls), lines beyond
+ * the spool's caps are dropped and counted, and once stderr takes writes again a WARN
+ * line says how many were lost. 0, or -1 (out of memory: the log stays direct).
+ * ir_log_stop_async writes what is queued (waiting at most 2 s), then logs directly
+ * again; it returns once no thread is still handing a line to the spool. Start and
+ * stop from one thread; logging goes on from any. */
+int ir_log_start_async(void);
+void ir_log_stop_async(void);
+/* Log lines dropped because stderr did not take them (0 while the log is direct). */
+uint64_t ir_log_dropped(void);
+
+/* ---- spool ----------------------------------------------------------------
+ * A bounded queue of lines, written to a file descriptor by a thread of its own, so
+ * that producers never block on a slow or stuck descriptor: a line that does not fit
+ * (more than max_lines or max_bytes queued, or longer than max_line) is dropped and
+ * counted. The writer joins what is queued into one write, so lines never interleave.
+ * Threads: ir_spool_write and ir_spool_stats from any thread; open and close from one.
+ * Ownership: ir_spool_write copies the line; the spool never closes fd. */
+typedef struct ir_spool ir_spool;
+typedef struct ir_spool_cfg {
+    int fd;
+    bool newline;          /* append '\n' to every line (else lines carry their own) */
+    size_t max_lines;      /* 0: 8192 */
+    size_t max_bytes;      /* queued bytes; 0: 8 MiB */
+    size_t max_line;       /* 0: 256 KiB */
+    unsigned close_wait_s; /* 0: 2 */
+    /* Called on the writer thread: on_fail once, at the first failed write (errno's
+     * value); on_drops after a write that went through, with the lines dropped since it
+     * was last called. Either may call ir_spool_write. */
+    void (*on_fail)(ir_spool *s, void *arg, int err);
+    void (*on_drops)(ir_spool *s, void *arg, uint64_t n);
+    void *arg;
+} ir_spool_cfg;
+/* NULL when out of memory or when the thread cannot start. */
+ir_spool *ir_spool_open(const ir_spool_cfg *cfg);
+/* Queues a copy of data[0..len): 0, or -1 when dropped (and counted). */
+int ir_spool_write(ir_spool *s, const char *data, size_t len);
+/* Writes what is queued and frees the spool. A write still blocked after close_wait_s
+ * is cancelled and the rest dropped: false then, true when everything was written. */
+bool ir_spool_close(ir_spool *s);
+void ir_spool_stats(const ir_spool *s, uint64_t *written, uint64_t *dropped);
+
 /* ---- clock --------------------------------------------------------------- */
 uint64_t ir_now_ns(void); /* CLOCK_MONOTONIC */
 /* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): a system call, not

@@ -456,8 +456,13 @@ int gw_main(int argc, char **argv) {
         fprintf(stderr, "inferrail-gateway: out of memory\n");
     else
         rc = start_all(app);
+    /* From here on no thread waits on stderr (ir_log_start_async); a failure to start
+     * the spool leaves the log direct, as before. */
+    if (rc == 0 && ir_log_start_async())
+        IR_WARN("log", "out of memory for the log's spool: logging straight to stderr");
     if (rc == 0) run_until_drained(app);
     stop_failed_start(app, rc);
     free_app(app);
+    ir_log_stop_async();
     return rc ? 1 : 0;
 }

@@ -81,7 +81,7 @@ static const struct series {
 struct gw_load_metrics {
     gw_app *app;
     iro_family *fam[NSERIES];
-    iro_family *scrapes, *dlog;
+    iro_family *scrapes, *dlog, *log_dropped;
 };
 
 static void collect_replica(struct gw_load_metrics *lm, gw_replica *r, uint64_t now) {
@@ -107,6 +107,7 @@ static void collect(void *ud) {
     iro_dlog_stats_get(lm->app->dlog, &st);
     iro_set(iro_series_of(lm->dlog, "written"), (double)st.written);
     iro_set(iro_series_of(lm->dlog, "dropped"), (double)st.dropped);
+    iro_set(iro_series_get(lm->log_dropped, NULL), (double)ir_log_dropped());
 }
 
 int gw_metrics_load_init(gw_app *app) {
@@ -136,7 +137,11 @@ int gw_metrics_load_init(gw_app *app) {
                            "Routing decisions of sampled requests, written to "
                            "observability.decision_log.path or dropped (the disk fell behind).",
                            res);
-    if (!lm->scrapes || !lm->dlog) return -1;
+    lm->log_dropped = iro_counter(g, "inferrail_log_lines_dropped_total",
+                                  "Log lines dropped because stderr did not take them in time "
+                                  "(a log collector that stalls): the gateway never waits on it.",
+                                  NULL);
+    if (!lm->scrapes || !lm->dlog || !lm->log_dropped) return -1;
     return iro_registry_on_collect(g, collect, lm);
 }
 

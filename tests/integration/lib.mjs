@@ -21,7 +21,7 @@ export function own(child) {
   children.add(child);
   child.on('exit', () => children.delete(child));
   child.unref();
-  child.stderr.unref();
+  child.stderr?.unref();
 }
 
 // Stops an owned child: signal, then SIGKILL after killMs; resolves to its exit code
@@ -221,7 +221,8 @@ export function rewriteConfig(gw, change) {
 
 // Starts build/inferrail-gateway with a config object (written as JSON, which
 // is YAML too). Resolves to {port, url, admin, child, stop()}. opts.nofile runs it
-// under that limit of open files (prlimit).
+// under that limit of open files (prlimit); opts.stderr, a file descriptor, takes its
+// stderr instead of the pipe that fills log.text.
 export async function startGateway(config, opts = {}) {
   const fs = await import('node:fs');
   const os = await import('node:os');
@@ -232,12 +233,13 @@ export async function startGateway(config, opts = {}) {
   const file = path.join(os.tmpdir(), `ir-gw-${process.pid}-${port}.yaml`);
   fs.writeFileSync(file, JSON.stringify(cfg, null, 1));
   const gwArgs = [path.join(BUILD, 'inferrail-gateway'), '--config', file];
+  const stdio = ['ignore', 'ignore', opts.stderr ?? 'pipe'];
   const child = opts.nofile
-    ? spawn('prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, ...gwArgs], { stdio: ['ignore', 'ignore', 'pipe'] })
-    : spawn(gwArgs[0], gwArgs.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    ? spawn('prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, ...gwArgs], { stdio })
+    : spawn(gwArgs[0], gwArgs.slice(1), { stdio });
   own(child);
   const log = { text: '' };
-  child.stderr.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
+  child.stderr?.on('data', (d) => { log.text += d; if (log.text.length > 1e6) log.text = log.text.slice(-5e5); });
   let stopping = false;
   child.on('exit', (code, sig) => {
     try { fs.unlinkSync(file); } catch { /* gone */ }
