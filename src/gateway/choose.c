@@ -53,7 +53,7 @@ static void leased(gw_req *r, gw_replica *rep, const irp_candidate *c, const irp
                    uint64_t since) {
     r->rep = rep;
     gw_metrics_decision(r, rep, ir_now_ns() - since);
-    r->lease_pending = true;
+    r->lease_pending = r->lease.pends;
     const gw_prompt *p = &r->prompt;
     const gw_fleet *f = &r->w->app->fleet;
     /* The engine counts what it loads from its CPU tier as cached too (vLLM's
@@ -81,15 +81,15 @@ gw_choice gw_choose(gw_req *r) {
     r->policy = gw_model_policy_take(r->model);
     for (int pass = 0; pass < 2; pass++) { /* untried replicas first, then any */
         size_t healthy = 0;
-        size_t n = gw_fleet_candidates(f, r->model->index, now, pass == 0 ? r->tried : NULL, cand,
-                                       &healthy);
+        size_t n = gw_fleet_candidates(f, r->model->index, now, !r->unary,
+                                       pass == 0 ? r->tried : NULL, cand, &healthy);
         if (healthy == 0) return GW_NONE_HEALTHY;
         gw_predictions(f, &r->prompt, cand, n);
         while (n > 0) {
             size_t k = irp_choose(r->policy, &q, cand, n);
             gw_replica *rep = &f->replicas[cand[k].replica];
             uint64_t cached = IR_MIN(cand[k].predicted_cached_tokens, r->prompt_tokens);
-            r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached};
+            r->lease = (gw_lease_tokens){r->prompt_tokens, r->prompt_tokens - cached, !r->unary};
             if (gw_lease_take(rep, r->lease)) {
                 leased(r, rep, &cand[k], &q, now);
                 gw_decision_log(r, cand, n, k);

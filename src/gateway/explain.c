@@ -94,8 +94,10 @@ static const char *prediction_name(gw_predict_state s) {
     return names[s];
 }
 
-/* The decision over the eligible candidates, and every replica's row. */
-static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64_t tokens) {
+/* The decision over the eligible candidates, and every replica's row. pends: the
+ * request streams, so max_pending applies to it (gw_lease_tokens). */
+static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64_t tokens,
+                      bool pends) {
     gw_fleet *f = &app->fleet;
     uint64_t now = ir_now_ns();
     irp_candidate cand[GW_MAX_REPLICAS];
@@ -103,7 +105,7 @@ static json_t *decide(gw_app *app, const gw_model *m, const gw_prompt *p, uint64
     const char *why[GW_MAX_REPLICAS];
     /* Slots only grow, so the candidates' read covers every slot below this one. */
     size_t slots = atomic_load_explicit(&f->nreplicas, memory_order_acquire);
-    size_t healthy, n = gw_fleet_candidates_why(f, m->index, now, NULL, cand, &healthy, why);
+    size_t healthy, n = gw_fleet_candidates_why(f, m->index, now, pends, NULL, cand, &healthy, why);
     gw_predictions(f, p, cand, n);
     ir_rng rng;
     ir_rng_seed(&rng, now);
@@ -150,7 +152,7 @@ int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir
     gw_prompt_hash(&app->fleet, m, &p);
     gw_prompt_match(&app->fleet, &p);
     uint64_t tokens = p.state == GW_PREDICT_OK ? p.ids.len : len / 4;
-    json_t *o = decide(app, m, &p, tokens);
+    json_t *o = decide(app, m, &p, tokens, gw_body_streams(body, len));
     json_object_set_new(o, "model", json_string(m->cfg->name));
     json_object_set_new(o, "policy", json_string(irp_policy_name(m->policy)));
     json_object_set_new(o, "path", json_string(chat ? "/v1/chat/completions" : "/v1/completions"));

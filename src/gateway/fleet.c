@@ -393,18 +393,25 @@ static uint64_t lease_work(gw_lease_tokens t) {
     return u * (2 * c + u);
 }
 
-bool gw_lease_take(gw_replica *r, gw_lease_tokens t) {
+/* A pending slot under max_pending, with the lease's prefill counted pending. */
+static bool lease_pend(gw_replica *r, gw_lease_tokens t) {
     uint32_t was;
-    if (!inc_below(&r->in_flight, (uint32_t)r->cfg->max_concurrency, &was)) return false;
-    if (!inc_below(&r->pending, (uint32_t)r->cfg->max_pending, &was)) {
-        atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
-        return false;
-    }
+    if (!inc_below(&r->pending, (uint32_t)r->cfg->max_pending, &was)) return false;
     if (was == 0) atomic_store_explicit(&r->prefill_since, ir_now_ns(), memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->prompt_tokens, t.prompt, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->pending_tokens, t.prompt, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->pending_uncached, t.uncached, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->pending_work, lease_work(t), memory_order_relaxed);
+    return true;
+}
+
+bool gw_lease_take(gw_replica *r, gw_lease_tokens t) {
+    uint32_t was;
+    if (!inc_below(&r->in_flight, (uint32_t)r->cfg->max_concurrency, &was)) return false;
+    if (t.pends && !lease_pend(r, t)) {
+        atomic_fetch_sub_explicit(&r->in_flight, 1, memory_order_acq_rel);
+        return false;
+    }
+    atomic_fetch_add_explicit(&r->prompt_tokens, t.prompt, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->requests, 1, memory_order_relaxed);
     return true;
 }
@@ -485,7 +492,7 @@ void gw_replica_succeeded(gw_replica *r) {
 /* Why replica rep is not offered, or NULL when it is; counts it in *healthy
  * when it serves the model and is up. The one place that decides eligibility. */
 static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now, bool excluded,
-                            uint32_t inf, uint32_t pen, size_t *healthy) {
+                            uint32_t inf, uint32_t pen, bool pends, size_t *healthy) {
     if (!gw_replica_member(rep)) return "not a member";
     if (!gw_replica_serves(rep, model)) return "does not serve the model";
     if (!atomic_load_explicit(&rep->healthy, memory_order_relaxed)) return "unhealthy";
@@ -493,7 +500,8 @@ static const char *left_out(const gw_replica *rep, uint32_t model, uint64_t now,
     if (atomic_load_explicit(&rep->ejected_until, memory_order_relaxed) > now) return "ejected";
     (*healthy)++;
     if (excluded) return "already tried";
-    if (inf >= (uint32_t)rep->cfg->max_concurrency || pen >= (uint32_t)rep->cfg->max_pending)
+    if (inf >= (uint32_t)rep->cfg->max_concurrency ||
+        (pends && pen >= (uint32_t)rep->cfg->max_pending))
         return "full";
     return NULL;
 }
@@ -505,7 +513,7 @@ static double head_elapsed(const gw_replica *rep, uint64_t now) {
     return since && since < now ? (double)(now - since) * 1e-9 : 0.0;
 }
 
-size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now, bool pends,
                                const uint64_t *exclude, irp_candidate *out, size_t *healthy,
                                const char **why) {
     size_t n = 0, slots = atomic_load_explicit(&f->nreplicas, memory_order_acquire);
@@ -515,7 +523,7 @@ size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
         bool excluded = exclude && (exclude[i / 64] >> (i % 64)) & 1;
         uint32_t inf = atomic_load_explicit(&rep->in_flight, memory_order_relaxed);
         uint32_t pen = atomic_load_explicit(&rep->pending, memory_order_relaxed);
-        const char *reason = left_out(rep, model, now, excluded, inf, pen, healthy);
+        const char *reason = left_out(rep, model, now, excluded, inf, pen, pends, healthy);
         if (why) why[i] = reason;
         if (reason) continue;
         out[n++] = (irp_candidate){
@@ -538,7 +546,7 @@ size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
     return n;
 }
 
-size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
-                           irp_candidate *out, size_t *healthy) {
-    return gw_fleet_candidates_why(f, model, now, exclude, out, healthy, NULL);
+size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, bool pends,
+                           const uint64_t *exclude, irp_candidate *out, size_t *healthy) {
+    return gw_fleet_candidates_why(f, model, now, pends, exclude, out, healthy, NULL);
 }

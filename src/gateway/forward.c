@@ -37,8 +37,9 @@ static int send_upstream(gw_req *r, uint64_t now) {
     if (!path || !hs) return IRN_ENOMEM;
     if (r->tr) hs = gw_trace_headers(r, hs, &nh);
     uint64_t left = r->deadline - now;
-    uint64_t head =
-        cfg->upstream.response_timeout_ns < left ? cfg->upstream.response_timeout_ns : left;
+    uint64_t wait =
+        r->unary ? cfg->upstream.non_streaming_timeout_ns : cfg->upstream.response_timeout_ns;
+    uint64_t head = wait < left ? wait : left;
     irn_client_req q = {.host = r->rep->url.host,
                         .port = r->rep->url.port,
                         .method = r->req->method,

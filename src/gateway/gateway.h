@@ -54,6 +54,7 @@ typedef struct gw_upstream_cfg {
     bool http2;
     uint64_t connect_timeout_ns;
     uint64_t response_timeout_ns;
+    uint64_t non_streaming_timeout_ns;
     uint64_t idle_timeout_ns;
     int64_t max_idle_per_replica;
     uint64_t keepalive_timeout_ns;
@@ -602,16 +603,17 @@ bool gw_replica_member(const gw_replica *r);
 bool gw_replica_available(const gw_replica *r, uint64_t now);
 
 /* The replicas a request of `model` may be offered: they serve it, are healthy
- * (probes pass, not ejected) and have room under both caps. Replicas whose bit
- * is set in `exclude` (may be NULL) are left out. *healthy counts the healthy
- * ones that serve the model, with or without room. */
-size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, const uint64_t *exclude,
-                           irp_candidate *out, size_t *healthy);
+ * (probes pass, not ejected) and have room under max_concurrency, and under
+ * max_pending too when `pends` (a streamed request: see gw_lease_tokens). Replicas
+ * whose bit is set in `exclude` (may be NULL) are left out. *healthy counts the
+ * healthy ones that serve the model, with or without room. */
+size_t gw_fleet_candidates(const gw_fleet *f, uint32_t model, uint64_t now, bool pends,
+                           const uint64_t *exclude, irp_candidate *out, size_t *healthy);
 /* The same, and why[i] (an entry for each slot below f->nreplicas as read at the
  * call) says why replica i was left out, or NULL when it is offered: "not a
  * member" (a free slot), "does not serve the model", "unhealthy", "ejected",
  * "already tried" (in exclude) or "full". /admin/explain shows these. */
-size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now,
+size_t gw_fleet_candidates_why(const gw_fleet *f, uint32_t model, uint64_t now, bool pends,
                                const uint64_t *exclude, irp_candidate *out, size_t *healthy,
                                const char **why);
 
@@ -627,8 +629,14 @@ void gw_unknown_model_message(const char *name, size_t len, char *out, size_t ca
  * prefill work the engine has still to do; equal to prompt without a prediction).
  * Taking a lease that makes the replica's pending 1, and the head of a lease while
  * others stay pending, restart the replica's prefill_since clock. */
+/* pends: the request counts as pending until its first body byte (a streamed
+ * request: the engine sends its head at once, and the first chunk after the
+ * prefill). A request that does not stream gets its head and body only once the
+ * whole answer is generated, so its wait says nothing of the prefill queue: it
+ * takes a concurrency slot only, and max_pending does not cap it. */
 typedef struct gw_lease_tokens {
     uint64_t prompt, uncached;
+    bool pends;
 } gw_lease_tokens;
 bool gw_lease_take(gw_replica *r, gw_lease_tokens t);
 /* The response head arrived: no longer pending. */

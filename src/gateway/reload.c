@@ -151,6 +151,7 @@ static void merge(gw_config *live, const gw_config *o, const gw_config *n) {
     live->health.interval_ns = o->health.interval_ns;
     live->upstream.connect_timeout_ns = n->upstream.connect_timeout_ns;
     live->upstream.response_timeout_ns = n->upstream.response_timeout_ns;
+    live->upstream.non_streaming_timeout_ns = n->upstream.non_streaming_timeout_ns;
     live->upstream.idle_timeout_ns = n->upstream.idle_timeout_ns;
     live->upstream.x_forwarded_for = n->upstream.x_forwarded_for;
     live->logging.level = n->logging.level;

@@ -191,9 +191,10 @@ struct gw_req {
     size_t tail_len;
     const gw_replica *last_rep; /* the replica of the last attempt, for the metrics */
     bool streamed;              /* the engine answers with an event stream */
-    bool first_byte_seen;       /* its TTFT was recorded */
-    bool aborted;               /* the engine broke the response after it started */
-    gw_trace *tr;               /* the spans of a sampled request (trace.c), owned; else NULL */
+    bool unary; /* the body does not ask for a stream: the head comes after the whole answer */
+    bool first_byte_seen; /* its TTFT was recorded */
+    bool aborted;         /* the engine broke the response after it started */
+    gw_trace *tr;         /* the spans of a sampled request (trace.c), owned; else NULL */
 };
 
 /* ---- request.c: the object and its lifecycle ---------------------------------------- */
@@ -325,6 +326,10 @@ typedef struct gw_resolution {
     char text[GW_SHOWN_NAME * 3 + 96]; /* holds message when it is built (a NUL shows in 3 bytes) */
 } gw_resolution;
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
+/* Whether a body asks for a streamed answer ("stream": true). Anything else (absent, false,
+ * null, or a form pydantic would also take as true, such as 1) counts as not streamed:
+ * such a request only gets the longer wait (non_streaming_timeout) and no max_pending cap. */
+bool gw_body_streams(const char *body, size_t len);
 /* The body with its top-level `model` replaced by the JSON string `name` (found) or
  * inserted as the first member (absent), as the tests' reference (tests/fuzz/splice_model.h) writes
  * it, but as parts that point into body and a short piece (the new value) made in arena. -1 when

@@ -105,6 +105,21 @@ static int splice_body(gw_req *r, const gw_resolution *o) {
                            r->req->arena, r->parts, &r->nparts);
 }
 
+bool gw_body_streams(const char *body, size_t len) {
+    ir_json_span sp;
+    if (ir_json_scan_key(body, len, "stream", &sp, GW_JSON_MAX_DEPTH) != IR_JSON_FOUND)
+        return false;
+    return !sp.is_string && sp.end - sp.start == 4 && memcmp(body + sp.start, "true", 4) == 0;
+}
+
+/* A request that does not stream waits for its head as long as the engine
+ * generates: non_streaming_timeout is its deadline, not request_timeout. */
+static void set_deadline(gw_req *r) {
+    const gw_config *cfg = gw_live(r->w->app);
+    r->unary = !gw_body_streams(r->body, r->body_len);
+    if (r->unary) r->deadline = r->arrival + cfg->upstream.non_streaming_timeout_ns;
+}
+
 int gw_stage_resolve(gw_req *r) {
     gw_resolution o;
     gw_resolve_model(&r->w->app->fleet, r->body, r->body_len, &o);
@@ -113,6 +128,7 @@ int gw_stage_resolve(gw_req *r) {
         return -1;
     }
     r->model = o.model;
+    set_deadline(r);
     if (o.rewrite && splice_body(r, &o)) {
         char msg[160];
         snprintf(msg, sizeof msg,

@@ -115,15 +115,15 @@ typedef struct {
 static void *race(void *arg) {
     racer *x = arg;
     for (int i = 0; i < x->iters; i++) {
-        if (gw_lease_take(x->r, (gw_lease_tokens){10, 10})) {
+        if (gw_lease_take(x->r, (gw_lease_tokens){10, 10, true})) {
             if (atomic_load(&x->r->in_flight) > (uint32_t)x->r->cfg->max_concurrency ||
                 atomic_load(&x->r->pending) > (uint32_t)x->r->cfg->max_pending)
                 atomic_fetch_add(x->violations, 1);
             if (i % 2) {
-                gw_lease_head(x->r, (gw_lease_tokens){10, 10});
-                gw_lease_release(x->r, false, (gw_lease_tokens){10, 10});
+                gw_lease_head(x->r, (gw_lease_tokens){10, 10, true});
+                gw_lease_release(x->r, false, (gw_lease_tokens){10, 10, true});
             } else {
-                gw_lease_release(x->r, true, (gw_lease_tokens){10, 10});
+                gw_lease_release(x->r, true, (gw_lease_tokens){10, 10, true});
             }
         }
     }
@@ -154,23 +154,54 @@ static void caps_never_overshoot(void **state) {
      * prefill clock starts when pending leaves 0 and again at a head with others
      * still pending; pending_work sums u * (2c + u). */
     atomic_store(&r->prefill_since, 0);
-    assert_true(gw_lease_take(r, (gw_lease_tokens){30, 10})); /* 10 * (40 + 10) */
+    assert_true(gw_lease_take(r, (gw_lease_tokens){30, 10, true})); /* 10 * (40 + 10) */
     uint64_t t1 = atomic_load(&r->prefill_since);
     assert_true(t1 > 0);
-    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1}));
+    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1, true}));
     assert_int_equal(atomic_load(&r->prefill_since), t1);
     assert_int_equal(atomic_load(&r->pending_work), 500 + 1);
-    assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1})); /* 2 pending */
-    gw_lease_head(r, (gw_lease_tokens){30, 10});
+    assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1, true})); /* 2 pending */
+    gw_lease_head(r, (gw_lease_tokens){30, 10, true});
     uint64_t t2 = atomic_load(&r->prefill_since);
     assert_true(t2 >= t1);
     assert_int_equal(atomic_load(&r->pending_work), 1);
-    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1})); /* 3 in flight */
-    gw_lease_head(r, (gw_lease_tokens){1, 1});
-    assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1}));
-    gw_lease_release(r, true, (gw_lease_tokens){1, 1}); /* left before its first byte */
+    assert_true(gw_lease_take(r, (gw_lease_tokens){1, 1, true})); /* 3 in flight */
+    gw_lease_head(r, (gw_lease_tokens){1, 1, true});
+    assert_false(gw_lease_take(r, (gw_lease_tokens){1, 1, true}));
+    gw_lease_release(r, true, (gw_lease_tokens){1, 1, true}); /* left before its first byte */
     assert_int_equal(atomic_load(&r->pending), 0);
     assert_int_equal(atomic_load(&r->pending_work), 0);
+    /* A request that does not stream (pends false) takes a concurrency slot only: a
+     * replica whose pending slots are all taken is still offered to it, and it counts
+     * nothing pending (its head comes after the whole answer, not after the prefill). */
+    gw_lease_release(r, false, (gw_lease_tokens){30, 10, true});
+    gw_lease_release(r, false, (gw_lease_tokens){1, 1, true});
+    assert_int_equal(atomic_load(&r->in_flight), 0);
+    assert_true(gw_lease_take(r, (gw_lease_tokens){7, 7, true}));
+    assert_true(gw_lease_take(r, (gw_lease_tokens){7, 7, true})); /* 2 pending: full */
+    irp_candidate cand[8];
+    const char *why[8];
+    size_t healthy;
+    gw_fleet_candidates_why(&f, 0, ir_now_ns(), true, NULL, cand, &healthy, why);
+    assert_string_equal(why[0], "full");
+    gw_fleet_candidates_why(&f, 0, ir_now_ns(), false, NULL, cand, &healthy, why);
+    assert_null(why[0]);
+    assert_true(gw_lease_take(r, (gw_lease_tokens){5, 5, false}));
+    assert_int_equal(atomic_load(&r->in_flight), 3);
+    assert_int_equal(atomic_load(&r->pending), 2);
+    assert_int_equal(atomic_load(&r->pending_tokens), 14);
+    assert_int_equal(atomic_load(&r->prompt_tokens), 19);
+    assert_false(gw_lease_take(r, (gw_lease_tokens){5, 5, false})); /* max_concurrency binds */
+    gw_fleet_candidates_why(&f, 0, ir_now_ns(), false, NULL, cand, &healthy, why);
+    assert_string_equal(why[0], "full");
+    gw_lease_release(r, false, (gw_lease_tokens){5, 5, false});
+    assert_int_equal(atomic_load(&r->pending), 2);
+    assert_int_equal(atomic_load(&r->pending_tokens), 14);
+    gw_lease_release(r, true, (gw_lease_tokens){7, 7, true});
+    gw_lease_release(r, true, (gw_lease_tokens){7, 7, true});
+    assert_int_equal(atomic_load(&r->in_flight), 0);
+    assert_int_equal(atomic_load(&r->prompt_tokens), 0);
+    assert_int_equal(atomic_load(&r->pending_tokens), 0);
     gw_fleet_free(&f);
     ir_cfg_free(owner);
     ir_cfg_errors_free(&e);
@@ -205,8 +236,8 @@ static void candidates_are_eligible(void **state) {
         uint32_t model = (uint32_t)ir_rng_below(&rng, 2);
         irp_candidate cand[GW_MAX_REPLICAS];
         size_t healthy;
-        size_t n = gw_fleet_candidates(&f, model, now, ir_rng_below(&rng, 2) ? excl : NULL, cand,
-                                       &healthy);
+        size_t n = gw_fleet_candidates(&f, model, now, true, ir_rng_below(&rng, 2) ? excl : NULL,
+                                       cand, &healthy);
         assert_true(n <= healthy);
         for (size_t k = 0; k < n; k++) {
             gw_replica *r = &f.replicas[cand[k].replica];
@@ -247,7 +278,7 @@ static void left_out_for_a_reason(void **state) {
     irp_candidate cand[GW_MAX_REPLICAS];
     const char *why[GW_MAX_REPLICAS];
     size_t healthy;
-    size_t n = gw_fleet_candidates_why(&f, 0, now, excl, cand, &healthy, why);
+    size_t n = gw_fleet_candidates_why(&f, 0, now, true, excl, cand, &healthy, why);
     assert_int_equal(n, 0);
     assert_int_equal(healthy, 2); /* r0 and r3 serve m-a and are up */
     assert_string_equal(why[0], "full");
@@ -256,7 +287,7 @@ static void left_out_for_a_reason(void **state) {
     assert_string_equal(why[3], "already tried");
     /* an unhealthy replica is unhealthy before it is ejected; r3 free is offered */
     atomic_store(&f.replicas[1].healthy, 0);
-    n = gw_fleet_candidates_why(&f, 0, now, NULL, cand, &healthy, why);
+    n = gw_fleet_candidates_why(&f, 0, now, true, NULL, cand, &healthy, why);
     assert_int_equal(n, 1);
     assert_int_equal(cand[0].replica, 3);
     assert_null(why[3]);
@@ -264,10 +295,10 @@ static void left_out_for_a_reason(void **state) {
     /* r0 with room but its pending slots taken (2 of 2) is full too */
     atomic_store(&f.replicas[0].in_flight, 0);
     atomic_store(&f.replicas[0].pending, 2);
-    n = gw_fleet_candidates_why(&f, 0, now, NULL, cand, &healthy, why);
+    n = gw_fleet_candidates_why(&f, 0, now, true, NULL, cand, &healthy, why);
     assert_string_equal(why[0], "full");
     atomic_store(&f.replicas[0].pending, 1);
-    n = gw_fleet_candidates_why(&f, 0, now, NULL, cand, &healthy, why);
+    n = gw_fleet_candidates_why(&f, 0, now, true, NULL, cand, &healthy, why);
     assert_int_equal(n, 2);
     assert_null(why[0]);
     gw_fleet_free(&f);

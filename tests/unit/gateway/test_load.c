@@ -107,14 +107,14 @@ static void freshness(void **st) {
     irp_candidate c[2];
     size_t healthy;
     /* No report yet: not fresh. */
-    assert_int_equal(gw_fleet_candidates(&x.f, 0, now, NULL, c, &healthy), 2);
+    assert_int_equal(gw_fleet_candidates(&x.f, 0, now, true, NULL, c, &healthy), 2);
     assert_false(c[0].engine_fresh);
     assert_false(c[1].engine_fresh);
     assert_int_equal(gw_engine_report_age(&x.f.replicas[0], now), UINT64_MAX);
     /* r0 reported 80 ms ago, r1 300 ms ago (past max_age, 250 ms). */
     report(&x.f.replicas[0], now - 80 * ms, 5, 2, 0.5);
     report(&x.f.replicas[1], now - 300 * ms, 9, 9, 0.9);
-    assert_int_equal(gw_fleet_candidates(&x.f, 0, now, NULL, c, &healthy), 2);
+    assert_int_equal(gw_fleet_candidates(&x.f, 0, now, true, NULL, c, &healthy), 2);
     assert_true(c[0].engine_fresh);
     assert_int_equal(c[0].engine_running, 5);
     assert_int_equal(c[0].engine_waiting, 2);
@@ -126,14 +126,14 @@ static void freshness(void **st) {
     /* The oldest age a reader saw, saturated at twice max_age for stale ones. */
     assert_int_equal(atomic_load(&x.f.replicas[0].engine.max_age_seen_ns), 80 * ms);
     assert_int_equal(atomic_load(&x.f.replicas[1].engine.max_age_seen_ns), 300 * ms);
-    gw_fleet_candidates(&x.f, 0, now + 10000 * ms, NULL, c, &healthy);
+    gw_fleet_candidates(&x.f, 0, now + 10000 * ms, true, NULL, c, &healthy);
     assert_int_equal(atomic_load(&x.f.replicas[1].engine.max_age_seen_ns), 500 * ms);
     assert_false(c[0].engine_fresh);
     /* Exactly max_age is still fresh; one ns more is not. */
     report(&x.f.replicas[0], now - 250 * ms, 1, 1, 0.1);
-    gw_fleet_candidates(&x.f, 0, now, NULL, c, &healthy);
+    gw_fleet_candidates(&x.f, 0, now, true, NULL, c, &healthy);
     assert_true(c[0].engine_fresh);
-    gw_fleet_candidates(&x.f, 0, now + 1, NULL, c, &healthy);
+    gw_fleet_candidates(&x.f, 0, now + 1, true, NULL, c, &healthy);
     assert_false(c[0].engine_fresh);
     fleet_down(&x);
 }

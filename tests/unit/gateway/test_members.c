@@ -45,7 +45,7 @@ static void teardown_env(env *e) {
 static size_t candidates(env *e) {
     irp_candidate out[GW_MAX_REPLICAS];
     size_t healthy;
-    return gw_fleet_candidates(&e->f, 0, ir_now_ns(), NULL, out, &healthy);
+    return gw_fleet_candidates(&e->f, 0, ir_now_ns(), true, NULL, out, &healthy);
 }
 
 static int hook_joined, hook_left;
@@ -145,12 +145,12 @@ static void policies_hear_of_members(void **state) {
     irp_policy_assigned(p, (uint32_t)b, &q);
     irp_candidate c[GW_MAX_REPLICAS];
     size_t healthy;
-    size_t n = gw_fleet_candidates(&e.f, 0, ir_now_ns(), NULL, c, &healthy);
+    size_t n = gw_fleet_candidates(&e.f, 0, ir_now_ns(), true, NULL, c, &healthy);
     assert_int_equal(n, 2);
     assert_int_equal(c[irp_choose(p, &q, c, n)].replica, (uint32_t)b); /* the longest match */
     gw_fleet_leave(&e.f, (uint32_t)b);
     assert_int_equal(gw_fleet_join(&e.f, "g-127.0.0.3-8000", "http://127.0.0.3:8000", &e.tmpl), b);
-    n = gw_fleet_candidates(&e.f, 0, ir_now_ns(), NULL, c, &healthy);
+    n = gw_fleet_candidates(&e.f, 0, ir_now_ns(), true, NULL, c, &healthy);
     assert_int_equal(n, 2);
     for (int i = 0; i < 20; i++) assert_int_equal(c[irp_choose(p, &q, c, n)].replica, (uint32_t)a);
     teardown_env(&e);
@@ -190,7 +190,7 @@ static void *reader(void *arg) {
     while (!atomic_load(&r->stop)) {
         irp_candidate out[GW_MAX_REPLICAS];
         size_t healthy;
-        size_t n = gw_fleet_candidates(&r->e->f, 0, ir_now_ns(), NULL, out, &healthy);
+        size_t n = gw_fleet_candidates(&r->e->f, 0, ir_now_ns(), true, NULL, out, &healthy);
         for (size_t i = 0; i < n; i++) {
             const gw_replica *rep = &r->e->f.replicas[out[i].replica];
             if (strncmp(rep->cfg->id, "g-", 2) != 0) atomic_fetch_add(&r->bad, 1);
