@@ -436,6 +436,11 @@ static inline void ir_skip_utf8_bom(const char **p, size_t *n) {
 /* The key's value in a JSON object (a body that may open with a byte order mark). */
 int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span *out,
                      size_t max_depth);
+/* The values of n keys (at most IR_JSON_MAX_KEYS) in one pass: res[k] is IR_JSON_FOUND
+ * (out[k] filled) or IR_JSON_ABSENT. Returns 0, or IR_JSON_INVALID (res not set). */
+#define IR_JSON_MAX_KEYS 8
+int ir_json_scan_keys(const char *doc, size_t len, const char *const *keys, size_t n,
+                      ir_json_span *out, int *res, size_t max_depth);
 /* Decodes a JSON string token (quotes included) into out, as UTF-8. */
 int ir_json_unescape(const char *tok, size_t len, ir_buf *out);
 

@@ -211,55 +211,69 @@ static bool key_equals(const char *tok, size_t len, const char *key) {
     return eq;
 }
 
-int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span *out,
-                     size_t max_depth) {
+/* Each top-level member whose key is one of keys[0..n): its span in out[k], and found[k]. */
+static int members(scan *s, const char *const *keys, size_t n, ir_json_span *out, bool *found) {
+    for (;;) {
+        ws(s);
+        size_t ks = s->i;
+        if (str(s)) return IR_JSON_INVALID;
+        size_t k = 0;
+        while (k < n && !key_equals(s->p + ks, s->i - ks, keys[k])) k++;
+        ws(s);
+        if (s->i >= s->n || s->p[s->i] != ':') return IR_JSON_INVALID;
+        s->i++;
+        ws(s);
+        size_t vs = s->i;
+        if (value(s)) return IR_JSON_INVALID;
+        if (k < n) { /* the last duplicate wins */
+            found[k] = true;
+            out[k].start = vs;
+            out[k].end = s->i;
+            out[k].is_string = s->p[vs] == '"';
+        }
+        ws(s);
+        if (s->i >= s->n) return IR_JSON_INVALID;
+        if (s->p[s->i] == '}') {
+            s->i++;
+            return 0;
+        }
+        if (s->p[s->i] != ',') return IR_JSON_INVALID;
+        s->i++;
+    }
+}
+
+int ir_json_scan_keys(const char *doc, size_t len, const char *const *keys, size_t n,
+                      ir_json_span *out, int *res, size_t max_depth) {
     scan s = {.p = doc, .n = len, .max_depth = max_depth ? max_depth : 256};
-    memset(out, 0, sizeof *out);
-    bool found = false;
+    bool found[IR_JSON_MAX_KEYS] = {false};
+    if (n > IR_JSON_MAX_KEYS) return IR_JSON_INVALID;
+    memset(out, 0, n * sizeof *out);
     if (ir_has_utf8_bom(doc, len)) s.i = IR_UTF8_BOM_LEN; /* offsets stay the document's */
     ws(&s);
     if (s.i >= s.n || s.p[s.i] != '{') return IR_JSON_INVALID;
-    out->obj_open = s.i;
-    s.i++;
+    size_t open = s.i++;
     s.depth = 1;
     ws(&s);
-    if (s.i < s.n && s.p[s.i] == '}') {
+    bool empty = s.i < s.n && s.p[s.i] == '}';
+    if (empty)
         s.i++;
-        out->obj_empty = true;
-    } else {
-        for (;;) {
-            ws(&s);
-            size_t ks = s.i;
-            if (str(&s)) return IR_JSON_INVALID;
-            bool match = key_equals(doc + ks, s.i - ks, key);
-            ws(&s);
-            if (s.i >= s.n || s.p[s.i] != ':') return IR_JSON_INVALID;
-            s.i++;
-            ws(&s);
-            size_t vs = s.i;
-            if (value(&s)) return IR_JSON_INVALID;
-            if (match) { /* the last duplicate wins */
-                found = true;
-                out->start = vs;
-                out->end = s.i;
-                out->is_string = doc[vs] == '"';
-            }
-            ws(&s);
-            if (s.i >= s.n) return IR_JSON_INVALID;
-            if (s.p[s.i] == ',') {
-                s.i++;
-                continue;
-            }
-            if (s.p[s.i] == '}') {
-                s.i++;
-                break;
-            }
-            return IR_JSON_INVALID;
-        }
-    }
+    else if (members(&s, keys, n, out, found))
+        return IR_JSON_INVALID;
     ws(&s);
     if (s.i != s.n) return IR_JSON_INVALID; /* trailing data */
-    return found ? IR_JSON_FOUND : IR_JSON_ABSENT;
+    for (size_t k = 0; k < n; k++) {
+        out[k].obj_open = open;
+        out[k].obj_empty = empty;
+        res[k] = found[k] ? IR_JSON_FOUND : IR_JSON_ABSENT;
+    }
+    return 0;
+}
+
+int ir_json_scan_key(const char *doc, size_t len, const char *key, ir_json_span *out,
+                     size_t max_depth) {
+    int res;
+    if (ir_json_scan_keys(doc, len, &key, 1, out, &res, max_depth)) return IR_JSON_INVALID;
+    return res;
 }
 
 static int put_utf8(ir_buf *o, uint32_t cp) {

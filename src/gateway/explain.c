@@ -152,7 +152,7 @@ int gw_explain(gw_app *app, const char *target, const char *body, size_t len, ir
     gw_prompt_hash(&app->fleet, m, &p);
     gw_prompt_match(&app->fleet, &p);
     uint64_t tokens = p.state == GW_PREDICT_OK ? p.ids.len : len / 4;
-    json_t *o = decide(app, m, &p, tokens, gw_body_streams(body, len));
+    json_t *o = decide(app, m, &p, tokens, res.streams);
     json_object_set_new(o, "model", json_string(m->cfg->name));
     json_object_set_new(o, "policy", json_string(irp_policy_name(m->policy)));
     json_object_set_new(o, "path", json_string(chat ? "/v1/chat/completions" : "/v1/completions"));

@@ -322,14 +322,11 @@ typedef struct gw_resolution {
     const char *message;
     bool rewrite; /* the body must name model->cfg->name instead */
     bool found;   /* `model` is present (rewrite its value) or not (insert it) */
+    bool streams; /* the body asks for a streamed answer ("stream": true) */
     ir_json_span span;
     char text[GW_SHOWN_NAME * 3 + 96]; /* holds message when it is built (a NUL shows in 3 bytes) */
 } gw_resolution;
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *out);
-/* Whether a body asks for a streamed answer ("stream": true). Anything else (absent, false,
- * null, or a form pydantic would also take as true, such as 1) counts as not streamed:
- * such a request only gets the longer wait (non_streaming_timeout) and no max_pending cap. */
-bool gw_body_streams(const char *body, size_t len);
 /* The body with its top-level `model` replaced by the JSON string `name` (found) or
  * inserted as the first member (absent), as the tests' reference (tests/fuzz/splice_model.h) writes
  * it, but as parts that point into body and a short piece (the new value) made in arena. -1 when

@@ -57,9 +57,23 @@ static void by_name(const gw_fleet *f, const char *body, gw_resolution *o) {
     ir_buf_free(&name);
 }
 
+/* A literal true: anything else (absent, false, null, or a form pydantic would also take
+ * as true, such as 1) counts as not streamed, which only gives such a request the
+ * longer wait (non_streaming_timeout) and no max_pending cap. */
+static bool is_true(const char *body, const ir_json_span *sp) {
+    return !sp->is_string && sp->end - sp->start == 4 && memcmp(body + sp->start, "true", 4) == 0;
+}
+
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *o) {
     memset(o, 0, sizeof *o);
-    int found = ir_json_scan_key(body, len, "model", &o->span, GW_JSON_MAX_DEPTH);
+    static const char *const keys[] = {"model", "stream"};
+    ir_json_span sp[2];
+    int res[2], found = IR_JSON_INVALID;
+    if (ir_json_scan_keys(body, len, keys, 2, sp, res, GW_JSON_MAX_DEPTH) == 0) {
+        found = res[0];
+        o->span = sp[0];
+        o->streams = res[1] == IR_JSON_FOUND && is_true(body, &sp[1]);
+    }
     o->found = found == IR_JSON_FOUND;
     if (found == IR_JSON_INVALID) {
         fail(o, 400, "The request body is not a valid JSON object.");
@@ -105,18 +119,11 @@ static int splice_body(gw_req *r, const gw_resolution *o) {
                            r->req->arena, r->parts, &r->nparts);
 }
 
-bool gw_body_streams(const char *body, size_t len) {
-    ir_json_span sp;
-    if (ir_json_scan_key(body, len, "stream", &sp, GW_JSON_MAX_DEPTH) != IR_JSON_FOUND)
-        return false;
-    return !sp.is_string && sp.end - sp.start == 4 && memcmp(body + sp.start, "true", 4) == 0;
-}
-
 /* A request that does not stream waits for its head as long as the engine
  * generates: non_streaming_timeout is its deadline, not request_timeout. */
-static void set_deadline(gw_req *r) {
+static void set_deadline(gw_req *r, const gw_resolution *o) {
     const gw_config *cfg = gw_live(r->w->app);
-    r->unary = !gw_body_streams(r->body, r->body_len);
+    r->unary = !o->streams;
     if (r->unary) r->deadline = r->arrival + cfg->upstream.non_streaming_timeout_ns;
 }
 
@@ -128,7 +135,7 @@ int gw_stage_resolve(gw_req *r) {
         return -1;
     }
     r->model = o.model;
-    set_deadline(r);
+    set_deadline(r, &o);
     if (o.rewrite && splice_body(r, &o)) {
         char msg[160];
         snprintf(msg, sizeof msg,

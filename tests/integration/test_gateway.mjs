@@ -337,9 +337,9 @@ test('a client that leaves in backoff, waiting for a head or mid-stream is count
     sock.destroy();
     await waitMetric(gw.admin, 'inferrail_client_disconnects_total', '', gone(2));
     await idle();
-    // Waiting for the head of a hung engine.
+    // Waiting for the head of a hung engine (not streamed: in flight, never pending).
     sock = await openRequest(gw.port, '{"model":"inferrail/sim-8b","prompt":"x"}', 'x-inferrail-fault: hang\r\n');
-    await waitMetric(gw.admin, 'inferrail_replica_pending', 'replica="s0"', gone(1));
+    await waitMetric(gw.admin, 'inferrail_replica_in_flight', 'replica="s0"', gone(1));
     sock.destroy();
     await waitMetric(gw.admin, 'inferrail_client_disconnects_total', '', gone(3));
     await idle();
@@ -379,12 +379,12 @@ test('a client that leaves in backoff, waiting for a head or mid-stream is count
   }
 });
 
-test('timeouts: a stalled body gets 408; a hung engine gets 504 after upstream.response_timeout', async () => {
+test('timeouts: a stalled body gets 408; a hung engine gets 504 after upstream.response_timeout, or non_streaming_timeout', async () => {
   const gw = await startGateway({
     models: [{ name: 'inferrail/sim-8b' }],
     replicas: [{ id: 's0', url: fleet.sims[0].url }],
     server: { request_timeout: '500ms', header_read_timeout: '300ms' },
-    upstream: { response_timeout: '300ms' },
+    upstream: { response_timeout: '300ms', non_streaming_timeout: '900ms' },
     retry: { max_attempts: 1 },
   });
   try {
@@ -393,11 +393,18 @@ test('timeouts: a stalled body gets 408; a hung engine gets 504 after upstream.r
     assert.match(stalled.raw, /"code":408/);
     const idle = await rawRequest(gw.port, '', { timeoutMs: 3000 });
     assert.ok(idle.closed && !idle.timeout);
-    const t0 = Date.now();
-    const hung = await post(gw.url, '/v1/completions', { prompt: 'x' }, { 'x-inferrail-fault': 'hang' });
+    let t0 = Date.now();
+    const hung = await post(gw.url, '/v1/completions', { prompt: 'x', stream: true }, { 'x-inferrail-fault': 'hang' });
     assert.equal(hung.status, 504);
-    assert.ok(Date.now() - t0 < 2000);
+    assert.ok(Date.now() - t0 < 2000, `${Date.now() - t0} ms`);
     await hung.arrayBuffer();
+    // Not streamed: its head would come with the whole answer, so it waits longer.
+    t0 = Date.now();
+    const unary = await post(gw.url, '/v1/completions', { prompt: 'x' }, { 'x-inferrail-fault': 'hang' });
+    assert.equal(unary.status, 504);
+    const ms = Date.now() - t0;
+    assert.ok(ms >= 850 && ms < 3000, `${ms} ms`);
+    await unary.arrayBuffer();
   } finally {
     await gw.stop();
   }
