@@ -281,6 +281,11 @@ bool gw_prompt_too_large(const gw_app *app, const gw_tokset *t, size_t len) {
 
 void gw_stage_prepare(gw_req *r, gw_step_fn next) {
     r->prepare_start = ir_now_ns();
+    if (!gw_route_predicts(r->req->path)) { /* routed by load alone */
+        memset(&r->prompt, 0, sizeof r->prompt);
+        prepared(r, next);
+        return;
+    }
     bool chat = strcmp(r->req->path, "/v1/chat/completions") == 0;
     /* the model's tokenizer now: a reload may replace it, this request keeps it */
     gw_tokset *toks = gw_model_toks_take(r->model);

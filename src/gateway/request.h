@@ -392,6 +392,11 @@ void gw_on_error(void *ud, const irn_request *req, irn_error_answer *e);
 typedef enum { GW_ROUTE_NONE, GW_ROUTE_PROXY, GW_ROUTE_LOCAL, GW_ROUTE_BAD_METHOD } gw_route;
 /* routes.c: which route a request takes; *allow gets the methods it accepts. */
 gw_route gw_route_of(const irn_request *req, const char **allow);
+/* Whether a proxied path's prompt is tokenized and predicted (/v1/chat/completions and
+ * /v1/completions); vLLM's other POST routes that name a model in a JSON body
+ * (/v1/responses, /tokenize, /v1/embeddings, the pooling and scoring ones...) are
+ * routed by load alone. */
+bool gw_route_predicts(const char *path);
 /* Dresses an answer given without an engine: the request id, and for a route the
  * gateway does not have, vLLM's 404/405 type, message and Allow. */
 void gw_dress_answer(gw_worker *w, const irn_request *req, irn_error_answer *e);

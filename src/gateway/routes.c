@@ -4,9 +4,38 @@
 
 #include <string.h>
 
+/* vLLM's POST routes whose JSON body names the model, so the gateway can pick a
+ * replica of it: the two it predicts first, then those it routes by load alone. */
+static const char *const proxied[] = {"/v1/chat/completions",
+                                      "/v1/completions",
+                                      "/v1/responses",
+                                      "/tokenize",
+                                      "/detokenize",
+                                      "/v1/embeddings",
+                                      "/pooling",
+                                      "/classify",
+                                      "/score",
+                                      "/v1/score",
+                                      "/rerank",
+                                      "/v1/rerank",
+                                      "/v2/rerank",
+                                      "/invocations"};
+#define PREDICTED 2
+
+static int proxied_index(const char *p) {
+    for (size_t i = 0; i < IR_ARRAY_LEN(proxied); i++)
+        if (strcmp(p, proxied[i]) == 0) return (int)i;
+    return -1;
+}
+
+bool gw_route_predicts(const char *path) {
+    int i = proxied_index(path);
+    return i >= 0 && i < PREDICTED;
+}
+
 gw_route gw_route_of(const irn_request *req, const char **allow) {
     const char *p = req->path;
-    bool proxy = strcmp(p, "/v1/chat/completions") == 0 || strcmp(p, "/v1/completions") == 0;
+    bool proxy = proxied_index(p) >= 0;
     bool local =
         strcmp(p, "/v1/models") == 0 || strcmp(p, "/health") == 0 || strcmp(p, "/ready") == 0;
     if (proxy) {

@@ -1,0 +1,73 @@
+// vLLM's other POST routes through the gateway (a drop-in review's finding: only
+// /v1/chat/completions and /v1/completions were proxied, everything else got 404, so
+// an embedding, reranking or Responses API client could not use the gateway). Each
+// route whose JSON body names the model now goes to a replica of that model, routed
+// by load (no prompt prediction), with the body passed through (an alias rewritten).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { startGateway, freePort } from './lib.mjs';
+
+// An engine that answers every POST with what it was sent.
+async function echoEngine() {
+  const port = await freePort();
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      if (req.method === 'GET' && req.url === '/health') { res.end(); return; }
+      if (req.method === 'GET' && req.url === '/v1/models') {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model' }] }));
+        return;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ path: req.url, method: req.method, body }));
+    });
+  });
+  await new Promise((r) => server.listen(port, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${port}`, stop: () => new Promise((r) => server.close(r)) };
+}
+
+const ROUTES = ['/v1/responses', '/tokenize', '/detokenize', '/v1/embeddings', '/pooling', '/classify',
+  '/score', '/v1/score', '/rerank', '/v1/rerank', '/v2/rerank', '/invocations'];
+
+test("vLLM's other model-naming POST routes reach a replica of the model", async () => {
+  const engine = await echoEngine();
+  const gw = await startGateway({
+    models: [{ name: 'm', aliases: ['short'] }],
+    replicas: [{ id: 'e', url: engine.url }],
+    health: { interval: '60s' },
+  });
+  try {
+    for (const route of ROUTES) {
+      const r = await fetch(gw.url + route + '?x=1', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'short', input: 'hello' }),
+      });
+      const text = await r.text();
+      assert.equal(r.status, 200, `${route}: ${text}`);
+      assert.equal(r.headers.get('x-inferrail-replica'), 'e', route);
+      const got = JSON.parse(text);
+      assert.equal(got.path, route + '?x=1');
+      assert.deepEqual(JSON.parse(got.body), { model: 'm', input: 'hello' }, route); // the alias rewritten
+    }
+    // an unknown model, a wrong method and a route vLLM does not have, as before
+    const unknown = await fetch(gw.url + '/v1/embeddings', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"nope","input":"x"}',
+    });
+    assert.equal(unknown.status, 404);
+    assert.equal((await unknown.json()).error.type, 'NotFoundError');
+    const get = await fetch(gw.url + '/v1/embeddings');
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('allow'), 'POST');
+    await get.arrayBuffer();
+    const none = await fetch(gw.url + '/v1/nothing', { method: 'POST', body: '{}' });
+    assert.equal(none.status, 404);
+    await none.arrayBuffer();
+  } finally {
+    await gw.stop();
+    await engine.stop();
+  }
+});
