@@ -690,7 +690,8 @@ void gw_metrics_disconnect(gw_req *r) {
 
 void gw_metrics_tokenized(gw_req *r) {
     gw_metrics *m = r->w->app->metrics;
-    if (!m || !r->model) return;
+    /* the routes routed by load alone never meet the tokenizer */
+    if (!m || !r->model || !gw_route_predicts(r->req->path)) return;
     mmetrics *mm = &m->models[r->model->index];
     unsigned k = (unsigned)r->prompt.state;
     if (k < GW_PREDICT_STATES) iro_inc(mm->tokenized[k], 1);

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startGateway, freePort } from './lib.mjs';
+import { startGateway, freePort, metrics, metricSum } from './lib.mjs';
 
 // An engine that answers every POST with what it was sent.
 async function echoEngine() {
@@ -53,6 +53,8 @@ test("vLLM's other model-naming POST routes reach a replica of the model", async
       assert.equal(got.path, route + '?x=1');
       assert.deepEqual(JSON.parse(got.body), { model: 'm', input: 'hello' }, route); // the alias rewritten
     }
+    // they never meet the tokenizer, so they are not counted among its outcomes
+    assert.equal(metricSum(await metrics(gw.admin), 'inferrail_tokenized_requests_total'), 0);
     // an unknown model, a wrong method and a route vLLM does not have, as before
     const unknown = await fetch(gw.url + '/v1/embeddings', {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"nope","input":"x"}',
