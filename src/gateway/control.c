@@ -105,6 +105,9 @@ static void start_get(gw_control *c, probe *p, const char *suffix, const irn_cli
                         .port = r->url.port,
                         .method = "GET",
                         .path = path,
+                        /* its configured headers too: vLLM's --api-key guards /v1/models */
+                        .headers = r->extra,
+                        .nheaders = r->nextra,
                         .connect_timeout_ns = to,
                         .head_timeout_ns = to,
                         .idle_timeout_ns = to};

@@ -77,10 +77,11 @@ void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolu
     o->found = found == IR_JSON_FOUND;
     if (found == IR_JSON_INVALID) {
         fail(o, 400, "The request body is not a valid JSON object.");
-    } else if (o->found && o->span.is_string) {
+    } else if (o->found && o->span.is_string && o->span.end - o->span.start > 2) {
         by_name(f, body, o);
-    } else if (!o->found || is_null(body, &o->span)) {
-        /* absent or null: the only model, when there is one */
+    } else if (!o->found || is_null(body, &o->span) || o->span.is_string) {
+        /* absent, null or "" (vLLM serves its model for an empty name too): the only
+         * model, when there is one */
         const gw_model_list *ml = gw_fleet_models(f);
         if (ml->n != 1) {
             fail(o, 400, "`model` is required: this gateway serves several models.");

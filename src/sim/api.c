@@ -401,7 +401,8 @@ int sim_req_parse(const sim_cfg *cfg, sim_kind kind, const char *data, size_t le
             BAD(e, "model", "`model` must be a string.");
             goto out;
         }
-        if (!served(cfg, json_string_value(m))) {
+        /* an empty name is the served model, as vLLM's _is_model_supported has it */
+        if (json_string_length(m) && !served(cfg, json_string_value(m))) {
             fail(e, 404, "NotFoundError", "model", "The model `%s` does not exist.",
                  json_string_value(m));
             goto out;

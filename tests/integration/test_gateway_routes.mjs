@@ -8,17 +8,23 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startGateway, freePort, metrics, metricSum } from './lib.mjs';
 
-// An engine that answers every POST with what it was sent.
-async function echoEngine() {
+// An engine that answers every POST with what it was sent; with a key, /v1/ paths
+// want it as vLLM's --api-key does.
+async function echoEngine(key) {
   const port = await freePort();
   const server = http.createServer((req, res) => {
+    if (key && req.url.startsWith('/v1/') && req.headers.authorization !== `Bearer ${key}`) {
+      res.statusCode = 401;
+      res.end('{"error":"Unauthorized"}');
+      return;
+    }
     let body = '';
     req.on('data', (d) => { body += d; });
     req.on('end', () => {
       if (req.method === 'GET' && req.url === '/health') { res.end(); return; }
       if (req.method === 'GET' && req.url === '/v1/models') {
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model' }] }));
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 1234 }] }));
         return;
       }
       res.setHeader('content-type', 'application/json');
@@ -53,6 +59,12 @@ test("vLLM's other model-naming POST routes reach a replica of the model", async
       assert.equal(got.path, route + '?x=1');
       assert.deepEqual(JSON.parse(got.body), { model: 'm', input: 'hello' }, route); // the alias rewritten
     }
+    // an empty model name is the only model, as vLLM serves its own for one
+    const empty = await fetch(gw.url + '/v1/embeddings', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"","input":"x"}',
+    });
+    assert.equal(empty.status, 200);
+    assert.equal(JSON.parse((await empty.json()).body).model, 'm');
     // they never meet the tokenizer, so they are not counted among its outcomes
     assert.equal(metricSum(await metrics(gw.admin), 'inferrail_tokenized_requests_total'), 0);
     // an unknown model, a wrong method and a route vLLM does not have, as before
@@ -68,6 +80,26 @@ test("vLLM's other model-naming POST routes reach a replica of the model", async
     const none = await fetch(gw.url + '/v1/nothing', { method: 'POST', body: '{}' });
     assert.equal(none.status, 404);
     await none.arrayBuffer();
+  } finally {
+    await gw.stop();
+    await engine.stop();
+  }
+});
+
+test("the model cards are fetched with the replica's headers (an engine started with --api-key)", async () => {
+  const engine = await echoEngine('K');
+  const gw = await startGateway({
+    models: [{ name: 'm' }],
+    replicas: [{ id: 'e', url: engine.url, headers: { Authorization: 'Bearer K' } }],
+  });
+  try {
+    let card;
+    for (let i = 0; i < 100 && !(card && card.max_model_len === 1234); i++) {
+      const r = await fetch(gw.url + '/v1/models');
+      card = (await r.json()).data.find((c) => c.id === 'm');
+      if (card.max_model_len !== 1234) await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.equal(card.max_model_len, 1234, JSON.stringify(card));
   } finally {
     await gw.stop();
     await engine.stop();
