@@ -389,7 +389,15 @@ void gw_on_request(void *ud, irn_request *req, irn_resp *resp);
 int gw_on_headers(void *ud, irn_request *req);
 void gw_on_error(void *ud, const irn_request *req, irn_error_answer *e);
 
-typedef enum { GW_ROUTE_NONE, GW_ROUTE_PROXY, GW_ROUTE_LOCAL, GW_ROUTE_BAD_METHOD } gw_route;
+/* GW_ROUTE_PREFLIGHT: a browser's CORS preflight (OPTIONS with Origin and
+ * Access-Control-Request-Method) on a route the gateway has. */
+typedef enum {
+    GW_ROUTE_NONE,
+    GW_ROUTE_PROXY,
+    GW_ROUTE_LOCAL,
+    GW_ROUTE_BAD_METHOD,
+    GW_ROUTE_PREFLIGHT
+} gw_route;
 /* routes.c: which route a request takes; *allow gets the methods it accepts. */
 gw_route gw_route_of(const irn_request *req, const char **allow);
 /* Whether a proxied path's prompt is tokenized and predicted (/v1/chat/completions and

@@ -33,11 +33,18 @@ bool gw_route_predicts(const char *path) {
     return i >= 0 && i < PREDICTED;
 }
 
+static bool is_preflight(const irn_request *req) {
+    return strcmp(req->method, "OPTIONS") == 0 &&
+           irn_headers_find(req->headers, req->nheaders, "origin") &&
+           irn_headers_find(req->headers, req->nheaders, "access-control-request-method");
+}
+
 gw_route gw_route_of(const irn_request *req, const char **allow) {
     const char *p = req->path;
     bool proxy = proxied_index(p) >= 0;
     bool local =
         strcmp(p, "/v1/models") == 0 || strcmp(p, "/health") == 0 || strcmp(p, "/ready") == 0;
+    if ((proxy || local) && is_preflight(req)) return GW_ROUTE_PREFLIGHT;
     if (proxy) {
         *allow = "POST";
         return strcmp(req->method, "POST") == 0 ? GW_ROUTE_PROXY : GW_ROUTE_BAD_METHOD;
@@ -80,6 +87,23 @@ static void answer_local(gw_worker *w, irn_request *req, irn_resp *resp, const i
     ir_buf_free(&b);
 }
 
+/* A CORS preflight, answered as vLLM's server answers it by default (Starlette's
+ * CORSMiddleware with --allowed-origins, --allowed-methods and --allowed-headers all
+ * "*"). The actual request's answer carries the engine's own CORS headers, so an
+ * engine started with narrower origins still has the last word in the browser. */
+static void answer_preflight(irn_request *req, irn_resp *resp, const irn_header *rid) {
+    const irn_header *want =
+        irn_headers_find(req->headers, req->nheaders, "access-control-request-headers");
+    irn_header h[] = {
+        rid[0],
+        {"access-control-allow-origin", 27, "*", 1},
+        {"access-control-allow-methods", 28, "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT", 44},
+        {"access-control-max-age", 22, "600", 3},
+        {"access-control-allow-headers", 28, want ? want->value : "", want ? want->value_len : 0},
+    };
+    irn_resp_send(resp, 200, "text/plain; charset=utf-8", "OK", 2, h, want ? 5 : 4);
+}
+
 void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route k) {
     /* Every response carries a request id, local ones too (headers[0]). */
     irn_error_answer e = {.status = k == GW_ROUTE_NONE         ? 404
@@ -88,6 +112,10 @@ void gw_answer_locally(gw_worker *w, irn_request *req, irn_resp *resp, gw_route 
     gw_dress_answer(w, req, &e);
     gw_count_response(&w->app->stats, e.status);
     gw_metrics_error_unrouted(w->app, e.status);
+    if (k == GW_ROUTE_PREFLIGHT) {
+        answer_preflight(req, resp, e.headers);
+        return;
+    }
     if (k == GW_ROUTE_LOCAL) {
         answer_local(w, req, resp, e.headers);
         return;

@@ -105,3 +105,36 @@ test("the model cards are fetched with the replica's headers (an engine started 
     await engine.stop();
   }
 });
+
+// A browser's CORS preflight: vLLM's server answers it by default (every origin, method
+// and header allowed); the gateway answered 405, so a browser client never sent its POST.
+test('a CORS preflight is answered as vLLM answers it by default', async () => {
+  const engine = await echoEngine();
+  const gw = await startGateway({ models: [{ name: 'm' }], replicas: [{ id: 'e', url: engine.url }] });
+  try {
+    const pre = await fetch(gw.url + '/v1/chat/completions', {
+      method: 'OPTIONS',
+      headers: { origin: 'http://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+    });
+    assert.equal(pre.status, 200);
+    assert.equal(pre.headers.get('access-control-allow-origin'), '*');
+    assert.match(pre.headers.get('access-control-allow-methods'), /POST/);
+    assert.equal(pre.headers.get('access-control-allow-headers'), 'authorization, content-type');
+    assert.equal(pre.headers.get('access-control-max-age'), '600');
+    assert.ok(pre.headers.get('x-request-id'));
+    assert.equal(await pre.text(), 'OK');
+    // /v1/models too; an OPTIONS that is no preflight is still a 405, an unknown path a 404
+    const models = await fetch(gw.url + '/v1/models', { method: 'OPTIONS', headers: { origin: 'http://a', 'access-control-request-method': 'GET' } });
+    assert.equal(models.status, 200);
+    await models.arrayBuffer();
+    const plain = await fetch(gw.url + '/v1/chat/completions', { method: 'OPTIONS' });
+    assert.equal(plain.status, 405);
+    await plain.arrayBuffer();
+    const unknown = await fetch(gw.url + '/v1/nothing', { method: 'OPTIONS', headers: { origin: 'http://a', 'access-control-request-method': 'POST' } });
+    assert.equal(unknown.status, 404);
+    await unknown.arrayBuffer();
+  } finally {
+    await gw.stop();
+    await engine.stop();
+  }
+});
