@@ -910,7 +910,8 @@ int gw_dl_open(const char *soname, const char *package, const gw_dl_sym *syms, s
 
 int gw_main(int argc, char **argv);
 
-/* Request ids (request.c), shared with the control thread. */
+/* Request ids (request.c), shared with the control thread. A client's id is kept
+ * when it is 1 to 128 letters, digits and -_.:/+=@~. */
 bool gw_request_id_ok(const char *s);
 void gw_request_id_new(ir_rng *r, char out[33]);
 

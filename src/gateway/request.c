@@ -10,8 +10,10 @@ bool gw_request_id_ok(const char *s) {
     size_t n = 0;
     for (; s[n]; n++) {
         char c = s[n];
+        /* letters, digits and the punctuation of ids in the field (tenant/uuid, base64):
+         * never a space, a quote or a backslash, which would bend a text log line */
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.' || c == ':'))
+              strchr("-_.:/+=@~", c)))
             return false;
         if (n >= 128) return false;
     }

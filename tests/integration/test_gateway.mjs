@@ -50,6 +50,12 @@ test('streams pass through chunk for chunk', async () => {
 test('a well-formed client request id is kept and forwarded; a bad one is replaced', async () => {
   const r = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 }, { 'x-request-id': 'my-req.42' });
   assert.equal(r.headers.get('x-request-id'), 'my-req.42');
+  // ids as tenants and base64 write them are kept too (vLLM takes the header as it is)
+  for (const id of ['tenant/abc-123', 'YWJj+ZA==', 'job@host:7~1']) {
+    const k = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 }, { 'x-request-id': id });
+    assert.equal(k.headers.get('x-request-id'), id);
+    await k.arrayBuffer();
+  }
   assert.equal((await r.json()).id, 'cmpl-my-req.42');
   const bad = await post(fleet.gw.url, '/v1/completions', { prompt: 'x', max_tokens: 1 }, { 'x-request-id': 'has spaces and "quotes"' });
   assert.match(bad.headers.get('x-request-id'), /^[0-9a-f]{32}$/);
