@@ -23,7 +23,7 @@ static const ir_cfg_field server_fields[] = {
     FI(gw_server_cfg, "workers", workers, "0", 0, 256, "event-loop threads; 0 means one per core"),
     F(gw_server_cfg, "request_timeout", IR_CFG_DURATION, request_timeout_ns, "60s",
       "deadline to read the body (408 past it) and to get a response head, retries included (a "
-      "request that does not stream: upstream.non_streaming_timeout); > 0"),
+      "request that does not stream: the longer of this and upstream.non_streaming_timeout); > 0"),
     F(gw_server_cfg, "header_read_timeout", IR_CFG_DURATION, header_read_timeout_ns, "10s",
       "time to read a request's headers; also how long an idle connection is kept; > 0"),
     F(gw_server_cfg, "shutdown_timeout", IR_CFG_DURATION, shutdown_timeout_ns, "30s",
@@ -54,9 +54,10 @@ static const ir_cfg_field upstream_fields[] = {
     F(gw_upstream_cfg, "response_timeout", IR_CFG_DURATION, response_timeout_ns, "60s",
       "from sending a streamed request to the first response byte; > 0"),
     F(gw_upstream_cfg, "non_streaming_timeout", IR_CFG_DURATION, non_streaming_timeout_ns, "30m",
-      "for a request that does not stream (no \"stream\": true), from its arrival to its "
-      "response head, retries included: an engine sends that head once the whole answer is "
-      "generated; replaces server.request_timeout and response_timeout for it; > 0"),
+      "for a request that does not stream (no \"stream\": true), how long each attempt waits "
+      "for its response head, which an engine sends once the whole answer is generated (in "
+      "place of response_timeout); all its attempts get the longer of this and "
+      "server.request_timeout; > 0"),
     F(gw_upstream_cfg, "idle_timeout", IR_CFG_DURATION, idle_timeout_ns, "300s",
       "between two response bytes of a running response; > 0"),
     FI(gw_upstream_cfg, "max_idle_per_replica", max_idle_per_replica, "256", 0, 100000,

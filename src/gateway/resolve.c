@@ -120,12 +120,14 @@ static int splice_body(gw_req *r, const gw_resolution *o) {
                            r->req->arena, r->parts, &r->nparts);
 }
 
-/* A request that does not stream waits for its head as long as the engine
- * generates: non_streaming_timeout is its deadline, not request_timeout. */
+/* A request that does not stream waits for its head as long as the engine generates:
+ * each attempt up to non_streaming_timeout (forward.c), and all of them up to the
+ * longer of that and request_timeout. */
 static void set_deadline(gw_req *r, const gw_resolution *o) {
     const gw_config *cfg = gw_live(r->w->app);
     r->unary = !o->streams;
-    if (r->unary) r->deadline = r->arrival + cfg->upstream.non_streaming_timeout_ns;
+    uint64_t wait = cfg->upstream.non_streaming_timeout_ns;
+    if (r->unary && r->arrival + wait > r->deadline) r->deadline = r->arrival + wait;
 }
 
 int gw_stage_resolve(gw_req *r) {

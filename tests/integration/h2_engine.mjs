@@ -199,7 +199,7 @@ export async function fleet(badScenario, fn, { gateway = {}, upstream = {}, engi
     models: [{ name: 'fake', policy: 'round_robin' }],
     replicas,
     server: { workers: 1, request_timeout: '10s' },
-    upstream: { http2: true, response_timeout: '2s', idle_timeout: '1s', ...upstream },
+    upstream: { http2: true, response_timeout: '2s', non_streaming_timeout: '2s', idle_timeout: '1s', ...upstream },
     retry: { max_attempts: 3, backoff: '10ms' },
     health: { interval: '10s' },
     ...gateway,

@@ -19,7 +19,7 @@ async function fleet(badScenario, fn, { gateway = {} } = {}) {
     models: [{ name: 'fake', policy: 'round_robin' }],
     replicas: [{ id: 'bad', url: bad.url }, { id: 'good', url: good.url }],
     server: { workers: 1, request_timeout: '10s' },
-    upstream: { response_timeout: '2s', idle_timeout: '1s' },
+    upstream: { response_timeout: '2s', non_streaming_timeout: '2s', idle_timeout: '1s' },
     retry: { max_attempts: 3, backoff: '10ms' },
     health: { interval: '10s' },
     ...gateway,

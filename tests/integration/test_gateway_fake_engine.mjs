@@ -14,7 +14,7 @@ async function withGateway(scenario, { http2 = false, engineOpts = {}, gateway =
     models: [{ name: 'fake' }],
     replicas: [{ id: 'f0', url: eng.url }],
     server: { workers: 1, request_timeout: '3s' },
-    upstream: { http2, response_timeout: '1s' },
+    upstream: { http2, response_timeout: '1s', non_streaming_timeout: '1s' },
     retry: { max_attempts: 2, backoff: '10ms' },
     ...gateway,
   });

@@ -72,7 +72,7 @@ for (const after of ['goaway', 'goaway-then-close']) {
     }, {
       good: false,
       gateway: { server: { workers: 1, request_timeout: '30s', max_write_queue: 262144 } },
-      upstream: { idle_timeout: '10s', response_timeout: '10s' },
+      upstream: { idle_timeout: '10s', response_timeout: '10s', non_streaming_timeout: '10s' },
     });
   });
 }
@@ -94,7 +94,7 @@ test('h2c: a complete response sent before the request body was read ends at onc
     assert.ok(Date.now() - t0 < 2500, `took ${Date.now() - t0} ms (idle_timeout is 5 s)`);
     const page = await metricsPage(gw);
     assert.equal(mv(page, 'inferrail_upstream_stalls_total') ?? 0, 0, 'counted as a stall');
-  }, { good: false, upstream: { idle_timeout: '5s', response_timeout: '30s' }, gateway: { server: { workers: 1, request_timeout: '30s' } } });
+  }, { good: false, upstream: { idle_timeout: '5s', response_timeout: '30s', non_streaming_timeout: '30s' }, gateway: { server: { workers: 1, request_timeout: '30s' } } });
 });
 
 // streams an engine refused before processing them (RST_STREAM
@@ -115,7 +115,7 @@ test('h2c: streams refused by an engine at its MAX_CONCURRENT_STREAMS do not eje
     models: [{ name: 'fake', policy: 'round_robin' }],
     replicas: [{ id: 'busy', url: `http://127.0.0.1:${p}` }, { id: 'good', url: good.url }],
     server: { workers: 1, request_timeout: '10s' },
-    upstream: { http2: true, response_timeout: '2s', idle_timeout: '1s' },
+    upstream: { http2: true, response_timeout: '2s', non_streaming_timeout: '2s', idle_timeout: '1s' },
     retry: { max_attempts: 3, backoff: '10ms' },
     health: { interval: '10s', unhealthy_threshold: 3 },
   });
