@@ -99,10 +99,12 @@ typedef struct ir_spool_cfg {
     size_t max_line;       /* 0: 256 KiB */
     unsigned close_wait_s; /* 0: 2 */
     /* Called on the writer thread: on_fail once, at the first failed write (errno's
-     * value); on_drops after a write that went through, with the lines dropped since it
-     * was last called. Either may call ir_spool_write. */
+     * value); on_drops after a write that went through, with the lines dropped since
+     * the drops it last took: it returns true when it took them (its own line queued),
+     * false to hear them again, with any since, after the next write. Either may call
+     * ir_spool_write. */
     void (*on_fail)(ir_spool *s, void *arg, int err);
-    void (*on_drops)(ir_spool *s, void *arg, uint64_t n);
+    bool (*on_drops)(ir_spool *s, void *arg, uint64_t n);
     void *arg;
 } ir_spool_cfg;
 /* NULL when out of memory or when the thread cannot start. */
@@ -110,8 +112,9 @@ ir_spool *ir_spool_open(const ir_spool_cfg *cfg);
 /* Queues a copy of data[0..len): 0, or -1 when dropped (and counted). */
 int ir_spool_write(ir_spool *s, const char *data, size_t len);
 /* Writes what is queued and frees the spool. A write still blocked after close_wait_s
- * is cancelled and the rest dropped: false then, true when everything was written. */
-bool ir_spool_close(ir_spool *s);
+ * is cancelled and the rest dropped: false then, true when everything was written.
+ * *dropped (may be NULL) gets every line the spool dropped, those of the close too. */
+bool ir_spool_close(ir_spool *s, uint64_t *dropped);
 void ir_spool_stats(const ir_spool *s, uint64_t *written, uint64_t *dropped);
 
 /* ---- clock --------------------------------------------------------------- */

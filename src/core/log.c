@@ -118,16 +118,17 @@ static void emit(ir_log_level lvl, const char *component, const char *msg, const
 }
 
 /* On the spool's thread, once stderr took a write again: how much it lost. */
-static void on_drops(ir_spool *sp, void *arg, uint64_t n) {
+static bool on_drops(ir_spool *sp, void *arg, uint64_t n) {
     (void)arg;
-    if (IR_LOG_WARN < ir_log_get_level()) return;
+    if (IR_LOG_WARN < ir_log_get_level()) return true; /* nobody to tell */
     char msg[160];
     snprintf(msg, sizeof msg, "%llu log line(s) dropped: stderr did not take them in time",
              (unsigned long long)n);
     ir_buf b;
     format_line(&b, IR_LOG_WARN, "log", msg, NULL, 0);
-    if (b.data) ir_spool_write(sp, b.data, b.len);
+    bool told = b.data && ir_spool_write(sp, b.data, b.len) == 0;
     ir_buf_free(&b);
+    return told; /* else the queue is full again: said after the next write */
 }
 
 int ir_log_start_async(void) {
@@ -143,9 +144,8 @@ void ir_log_stop_async(void) {
     ir_spool *sp = atomic_exchange(&g_spool, NULL);
     if (!sp) return;
     while (atomic_load(&g_handing)) sched_yield();
-    uint64_t written, dropped;
-    ir_spool_stats(sp, &written, &dropped);
-    ir_spool_close(sp);
+    uint64_t dropped = 0;
+    ir_spool_close(sp, &dropped); /* those it gives up on at the end count too */
     atomic_fetch_add(&g_dropped_before, dropped);
 }
 

@@ -60,6 +60,7 @@ static void free_held(ir_spool *s) {
 
 static void on_cancel(void *arg) {
     ir_spool *s = arg;
+    count_drop(s, s->nbatch); /* cancelled in their write */
     free_held(s);
     free(s->batch);
     s->batch = NULL;
@@ -87,9 +88,9 @@ static void flush_batch(ir_spool *s) {
     if (!ok && !s->failed && s->cfg.on_fail) s->cfg.on_fail(s, s->cfg.arg, e);
     s->failed |= !ok;
     uint64_t dropped = atomic_load_explicit(&s->dropped, memory_order_relaxed);
-    if (ok && dropped > s->told && s->cfg.on_drops)
-        s->cfg.on_drops(s, s->cfg.arg, dropped - s->told);
-    if (ok) s->told = dropped;
+    if (ok && dropped > s->told && s->cfg.on_drops &&
+        s->cfg.on_drops(s, s->cfg.arg, dropped - s->told))
+        s->told = dropped;
 }
 
 /* Moves every queued line to the writer's batch (mu held). */
@@ -155,7 +156,7 @@ ir_spool *ir_spool_open(const ir_spool_cfg *cfg) {
     return s;
 }
 
-bool ir_spool_close(ir_spool *s) {
+bool ir_spool_close(ir_spool *s, uint64_t *dropped) {
     if (!s) return true;
     pthread_mutex_lock(&s->mu);
     s->stop = true;
@@ -170,6 +171,8 @@ bool ir_spool_close(ir_spool *s) {
         pthread_join(s->thread, NULL);
     }
     for (size_t i = 0; i < s->count; i++) free(s->ring[(s->head + i) % s->cfg.max_lines].data);
+    count_drop(s, s->count);
+    if (dropped) *dropped = atomic_load_explicit(&s->dropped, memory_order_relaxed);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     spool_free(s);

@@ -60,7 +60,12 @@ static int send_upstream(gw_req *r, uint64_t now) {
 void gw_forward(gw_req *r) {
     uint64_t now = ir_now_ns();
     if (now >= r->deadline) {
-        gw_req_fail(r, 504, "request_timeout passed before an engine answered");
+        const gw_config *cfg = gw_live(r->w->app);
+        bool nst =
+            r->unary && cfg->upstream.non_streaming_timeout_ns > cfg->server.request_timeout_ns;
+        gw_req_fail(r, 504,
+                    nst ? "non_streaming_timeout passed before an engine answered"
+                        : "request_timeout passed before an engine answered");
         return;
     }
     gw_choice c = gw_choose(r);

@@ -90,6 +90,7 @@ static void on_force(uv_timer_t *t) {
     (void)t;
     IR_ERROR("gateway", "workers still running %d ms after the second signal: exiting now",
              GW_FORCE_EXIT_MS);
+    ir_log_stop_async(); /* what is queued, this line too (at most 2 s on a stuck stderr) */
     fflush(stdout);
     fflush(stderr);
     _exit(1);

@@ -84,7 +84,7 @@ void iro_dlog_close(iro_dlog *d) {
     if (!d) return;
     /* The writer drains the queue, unless a write blocks past the wait (a FIFO nobody
      * reads, a stuck mount): then it is cancelled in that write, and the rest dropped. */
-    if (!ir_spool_close(d->spool))
+    if (!ir_spool_close(d->spool, NULL))
         IR_WARN("decision_log",
                 "its writes to %s did not finish within %d s: the rest of its "
                 "lines are dropped",

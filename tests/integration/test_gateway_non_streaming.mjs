@@ -9,13 +9,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSim, startGateway, metrics, metricValue } from './lib.mjs';
 
-async function complete(gw, { stream = undefined, maxTokens = 40 } = {}) {
+async function complete(gw, { stream = undefined, maxTokens = 40, headers = {} } = {}) {
   const body = { model: 'inferrail/sim-8b', prompt: 'tell me a long story', max_tokens: maxTokens };
   if (stream !== undefined) body.stream = stream;
   const t0 = Date.now();
   const r = await fetch(gw.url + '/v1/completions', {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   });
   const text = await r.text();
@@ -51,7 +51,7 @@ test('max_pending does not cap requests that do not stream; max_concurrency stil
 });
 
 test('a request that does not stream waits for its head up to non_streaming_timeout', async () => {
-  const sim = await startSim(['--decode-token-ms', '25']);
+  const sim = await startSim(['--decode-token-ms', '25', '--enable-faults']);
   const base = {
     models: [{ name: 'inferrail/sim-8b', tokenizer: 'builtin:sim' }],
     replicas: [{ id: 'a', url: sim.url }],
@@ -59,6 +59,11 @@ test('a request that does not stream waits for its head up to non_streaming_time
   // 100 tokens at 25 ms: 2.5 s, past both 1 s deadlines of streamed requests
   const gw = await startGateway({ ...base, server: { request_timeout: '1s' }, upstream: { response_timeout: '1s' } });
   const short = await startGateway({ ...base, upstream: { non_streaming_timeout: '1s' } });
+  // retried 503s until the deadline: the longer of request_timeout and non_streaming_timeout
+  const retrying = await startGateway({
+    ...base, server: { request_timeout: '500ms' }, upstream: { non_streaming_timeout: '1500ms' },
+    retry: { max_attempts: 50, backoff: '100ms', max_backoff: '100ms' },
+  });
   try {
     const unary = await complete(gw, { stream: false, maxTokens: 100 });
     assert.equal(unary.status, 200, unary.text);
@@ -72,9 +77,14 @@ test('a request that does not stream waits for its head up to non_streaming_time
     const cut = await complete(short, { stream: false, maxTokens: 100 });
     assert.equal(cut.status, 504, cut.text);
     assert.ok(cut.ms < 2000, `${cut.ms} ms`);
+    const busy = await complete(retrying, { stream: false, headers: { 'x-inferrail-fault': 'status=503' } });
+    assert.equal(busy.status, 504, busy.text);
+    assert.match(busy.text, /non_streaming_timeout passed before an engine answered/);
+    assert.ok(busy.ms >= 1300, `${busy.ms} ms`);
   } finally {
     await gw.stop();
     await short.stop();
+    await retrying.stop();
     await sim.stop();
   }
 });
