@@ -50,6 +50,8 @@ typedef struct ol_call {
     ir_sse_decoder sse;
     uint64_t last_ns; /* last content chunk, absolute */
     bool saw_done, saw_usage, bad;
+    bool whole; /* a JSON answer, not a stream (a body without "stream"): kept in body */
+    ir_buf body;
 } ol_call;
 
 struct ol_run {
@@ -178,11 +180,41 @@ static void on_head(void *ud, int status, const irn_header *h, size_t n) {
                  rep->value);
     rec->hdr_prompt_tokens = header_long(h, n, "x-inferrail-prompt-tokens");
     rec->hdr_cached_tokens = header_long(h, n, "x-inferrail-cached-tokens");
+    const irn_header *ct = irn_headers_find(h, n, "content-type");
+    c->whole = ct && ct->value_len >= 16 && strncasecmp(ct->value, "application/json", 16) == 0;
+    if (c->whole) ir_buf_init(&c->body, 4u << 20);
+}
+
+/* A whole answer: its first byte is its first token's time (the engine sends it all at
+ * the end: TTFT is the whole latency), and its usage is read at the end. */
+static void whole_body(ol_call *c, const char *data, size_t len) {
+    bench_rec *rec = &c->run->recs[c->i];
+    if (!rec->first_ns) rec->first_ns = ir_now_ns() - c->run->t0;
+    if (ir_buf_append(&c->body, data, len)) c->bad = true;
+}
+
+static void whole_usage(ol_call *c) {
+    bench_rec *rec = &c->run->recs[c->i];
+    json_t *j = c->body.data ? json_loadb(c->body.data, c->body.len, 0, NULL) : NULL;
+    json_t *u = json_object_get(j, "usage");
+    if (json_is_object(u)) {
+        c->saw_usage = c->saw_done = true;
+        rec->prompt_tokens = json_long(u, "prompt_tokens");
+        rec->completion_tokens = json_long(u, "completion_tokens");
+        long ct = json_long(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+        rec->cached_tokens = ct > 0 ? ct : 0;
+        rec->chunks = 1;
+    }
+    json_decref(j);
 }
 
 static void on_body(void *ud, const char *data, size_t len) {
     ol_call *c = ud;
     if (c->run->recs[c->i].status != 200 || c->bad) return;
+    if (c->whole) {
+        whole_body(c, data, len);
+        return;
+    }
     if (ir_sse_feed(&c->sse, data, len) < 0) {
         c->bad = true;
         irn_client_cancel(c->h);
@@ -213,6 +245,8 @@ static void on_done(void *ud, int err) {
     ol_run *r = c->run;
     bench_rec *rec = &r->recs[c->i];
     rec->end_ns = ir_now_ns() - r->t0;
+    if (c->whole && !err && !c->bad && rec->status == 200) whole_usage(c);
+    if (c->whole) ir_buf_free(&c->body);
     if (c->bad)
         rec->err = BENCH_E_PARSE;
     else if (err)

@@ -276,6 +276,7 @@ typedef struct wl_build {
     bench_req *reqs;
     size_t n, cap;
     const char *model;
+    bool unary; /* --param stream=0: bodies without "stream" (answers come whole) */
 } wl_build;
 
 /* Renders messages into a body, measuring the prompt with builtin:sim. */
@@ -297,9 +298,11 @@ static int add_req(wl_build *b, json_t *messages, long max_tokens, uint32_t sess
     q->max_tokens = (uint32_t)max_tokens;
     q->session = session;
     q->turn = turn;
-    json_t *body = json_pack("{s:s, s:O, s:I, s:b, s:{s:b}}", "model", b->model, "messages",
-                             messages, "max_tokens", (json_int_t)max_tokens, "stream", 1,
-                             "stream_options", "include_usage", 1);
+    json_t *body = b->unary ? json_pack("{s:s, s:O, s:I}", "model", b->model, "messages", messages,
+                                        "max_tokens", (json_int_t)max_tokens)
+                            : json_pack("{s:s, s:O, s:I, s:b, s:{s:b}}", "model", b->model,
+                                        "messages", messages, "max_tokens", (json_int_t)max_tokens,
+                                        "stream", 1, "stream_options", "include_usage", 1);
     if (!body) return -1;
     q->body = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -1088,6 +1091,10 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
         json_object_set_new(w->params, d->params[i].key,
                             json_real(v ? json_number_value(v) : d->params[i].def));
     }
+    /* stream, any workload's: 0 sends every request without "stream" (the OpenAI SDKs'
+     * default), whose answer comes whole; kept in the params only when given */
+    json_t *stream = o->params ? json_object_get(o->params, "stream") : NULL;
+    if (stream) json_object_set_new(w->params, "stream", json_real(json_number_value(stream)));
     if (o->params) {
         const char *k;
         json_t *v;
@@ -1105,7 +1112,8 @@ int bench_workload_build(const bench_wl_opts *o, bench_workload *w, char *err, s
     uint64_t *t = calloc(o->n, sizeof *t);
     if (!trace) poisson_times(o->seed, o->rate, o->n, t); /* model time; divided by K below */
     wl_build b = {calloc(o->n, sizeof(bench_req)), 0, o->n,
-                  o->model ? o->model : "inferrail/sim-8b"};
+                  o->model ? o->model : "inferrail/sim-8b",
+                  stream && json_number_value(stream) == 0};
     sharegpt sg = {0};
     int rc = 0;
     if (o->sharegpt && strcmp(d->name, "w2") != 0) {

@@ -37,6 +37,26 @@ for r in d["requests"]:
     assert r["ttft_ms"]>0 and r["e2e_ms"]>=r["ttft_ms"], r
 ' "$tmp/run.json" || fail "run against a simulator"
 
+# 1b. the same with --param stream=0: bodies without "stream" (the OpenAI SDKs' default),
+# answers read whole; usage and the engine still agree, and the parameter is recorded.
+port=$(freeport)
+"$BUILD/inferrail-sim" --port "$port" --enable-prompt-tokens-details 2>"$tmp/sim.log" &
+pid=$!
+for _ in $(seq 100); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.05; done
+"$B" run --base-url "http://127.0.0.1:$port" --workload w1 --rate 4 --requests 12 --warmup 3 \
+  --param prompts=3 --param sys_min=300 --param sys_max=600 --param stream=0 \
+  --engine-metrics "http://127.0.0.1:$port" --out "$tmp/run-whole.json" >/dev/null
+kill $pid
+py '
+import json,sys
+d=json.load(open(sys.argv[1])); s=d["summary"]
+assert s["requests"]==12 and s["errors"]==0, s
+assert d["workload"]["params"]["stream"]==0, d["workload"]["params"]
+assert abs(s["hit_rate"]-s["engine_hit_rate"])<1e-3 and s["hit_rate"]>0.3, s
+for r in d["requests"]:
+    assert r["completion_tokens"]==r["max_tokens"] and r["ttft_ms"]>0, r
+' "$tmp/run-whole.json" || fail "run with stream=0"
+
 # 2. compare through the gateway.
 [ -x "$BUILD/inferrail-gateway" ] || fail "no gateway binary"
 "$B" compare --workload w1 --policies round_robin,least_request --replicas 2 --rate 4 \
