@@ -168,8 +168,11 @@ static const ir_cfg_schema retry_schema = {"retry", retry_fields, IR_ARRAY_LEN(r
 
 static const ir_cfg_field health_fields[] = {
     F(gw_health_cfg, "interval", IR_CFG_DURATION, interval_ns, "1s",
-      "GET /health of every replica; at least 10ms"),
+      "GET path of every replica; at least 10ms"),
     F(gw_health_cfg, "timeout", IR_CFG_DURATION, timeout_ns, "500ms", "one probe; > 0"),
+    F(gw_health_cfg, "path", IR_CFG_STRING, path, "/health",
+      "the path probed, after the replica's URL path; a 200 passes (SGLang's /health runs a "
+      "generation and answers after about 1 s: give it timeout: 3s, or probe /model_info)"),
     FI(gw_health_cfg, "unhealthy_threshold", unhealthy_threshold, "3", 1, 1000,
        "failed probes, or consecutive failed requests, that take a replica out"),
     FI(gw_health_cfg, "healthy_threshold", healthy_threshold, "1", 1, 1000,
@@ -594,6 +597,10 @@ static void check_nonzero(const gw_config *c, ir_cfg_errors *errs) {
                               must[i].path);
     if (c->health.interval_ns && c->health.interval_ns < 10 * 1000000ull)
         ir_cfg_errors_add(errs, "health.interval: at least 10ms");
+    const char *hp = c->health.path;
+    if (hp && (hp[0] != '/' || strlen(hp) > 256 || strpbrk(hp, " \t\r\n#")))
+        ir_cfg_errors_add(errs, "health.path: a path that starts with /, at most 256 bytes, "
+                                "without spaces or #");
     if (c->retry.backoff_ns > c->retry.max_backoff_ns)
         ir_cfg_errors_add(errs, "retry.backoff: above retry.max_backoff (its cap: the first "
                                 "wait would already be cut)");

@@ -144,7 +144,7 @@ static void on_tick(uv_timer_t *t) {
             p->fails = p->passes = 0;
         }
         if (p->gen != gen) continue; /* the old member's probes are still out */
-        if (!p->health.c) start_get(c, p, "/health", &probe_cbs, &p->health);
+        if (!p->health.c) start_get(c, p, gw_live(c->app)->health.path, &probe_cbs, &p->health);
         if (cards && !p->cards.c) start_get(c, p, "/v1/models", &cards_cbs, &p->cards);
     }
 }

@@ -107,6 +107,7 @@ typedef struct gw_retry_cfg {
 typedef struct gw_health_cfg {
     uint64_t interval_ns;
     uint64_t timeout_ns;
+    char *path; /* probed under each replica's URL path */
     int64_t unhealthy_threshold;
     int64_t healthy_threshold;
     uint64_t ejection_backoff_ns;

@@ -69,7 +69,8 @@ typedef struct kvstream {
     int64_t next;             /* the sequence the index needs next; -1: any (nothing applied yet) */
     int64_t live_last;        /* the last sequence seen live; -1 none */
     bool replaying, tracked, logged_fallback, retried, ever_connected;
-    bool begun; /* a batch was applied since the view began (open, fallback, restart) */
+    bool begun;     /* a batch was applied since the view began (open, fallback, restart) */
+    bool said_size; /* a stored block of another block size was logged */
     uint64_t replay_deadline;
     uint64_t replay_got; /* batches the running replay brought */
     int32_t group;       /* the KV cache group followed (irx_ev_group_follow) */
@@ -176,6 +177,20 @@ static double wall_s(void) {
 
 #define ADD(s, field, v) atomic_fetch_add_explicit(&(s)->st->field, (v), memory_order_relaxed)
 
+/* Once a stream: its engine stores blocks of another size than the index's, so none of
+ * them can be placed (SGLang's pages are 1 token unless --page-size says otherwise). */
+static void say_block_size(gw_kvsub *k, kvstream *s, const irx_ev *ev, size_t n) {
+    for (size_t i = 0; i < n && !s->said_size; i++) {
+        if (ev[i].type != IRX_EV_STORED || ev[i].block_size == k->fleet->block_size) continue;
+        IR_WARN("kvsub",
+                "replica %s: its engine stores blocks of %u tokens, the index %u "
+                "(index.block_size): its stored blocks are refused, so its view stays empty "
+                "(vLLM --block-size, SGLang --page-size must match)",
+                s->id, ev[i].block_size, k->fleet->block_size);
+        s->said_size = true;
+    }
+}
+
 /* ---- the stream's state machine ----------------------------------------------------- */
 
 static void ask_replay(kvstream *s, int64_t from) {
@@ -241,6 +256,7 @@ static void apply(gw_kvsub *k, kvstream *s, int64_t seq, const void *payload, si
     for (size_t i = 0; i < b.nev; i++)
         if (irx_ev_group_follow(&s->group, &b.ev[i])) b.ev[n++] = b.ev[i];
     irx_ev_apply_batch(k->fleet->index, s->slot, b.ev, n, &c);
+    if (c.refused) say_block_size(k, s, b.ev, n);
     ADD(s, other_group, b.nev - n);
     ADD(s, batches, 1);
     ADD(s, events, b.nev);

@@ -130,6 +130,11 @@ static int on_sample(void *ud, const irl_sample *s) {
     else
         return 0;
     c->prefixed[e]++;
+    /* SGLang with --enable-metrics-for-all-schedulers: every tensor-parallel worker
+     * reports its scheduler's numbers, copies of rank 0's; one counts */
+    char tp[24];
+    if (s->labels_len && irl_prom_label(s, "tp_rank", tp, sizeof tp) && strcmp(tp, "0") != 0)
+        return 0;
     if (!of_rank(c, e, s)) return 0;
     for (int f = 0; f < F_COUNT; f++)
         if (names[f] && name_is(s, names[f])) {

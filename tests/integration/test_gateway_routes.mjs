@@ -6,11 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startGateway, freePort, metrics, metricSum } from './lib.mjs';
+import path from 'node:path';
+import { startGateway, freePort, metrics, metricSum, BUILD } from './lib.mjs';
 
 // An engine that answers every POST with what it was sent; with a key, /v1/ paths
 // want it as vLLM's --api-key does.
-async function echoEngine(key) {
+async function echoEngine(key, { health = 200 } = {}) {
   const port = await freePort();
   const server = http.createServer((req, res) => {
     if (key && req.url.startsWith('/v1/') && req.headers.authorization !== `Bearer ${key}`) {
@@ -21,7 +22,8 @@ async function echoEngine(key) {
     let body = '';
     req.on('data', (d) => { body += d; });
     req.on('end', () => {
-      if (req.method === 'GET' && req.url === '/health') { res.end(); return; }
+      if (req.method === 'GET' && req.url === '/health') { res.statusCode = health; res.end(); return; }
+      if (req.method === 'GET' && req.url === '/model_info') { res.end('{}'); return; }
       if (req.method === 'GET' && req.url === '/v1/models') {
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 1234 }] }));
@@ -137,4 +139,41 @@ test('a CORS preflight is answered as vLLM answers it by default', async () => {
     await gw.stop();
     await engine.stop();
   }
+});
+
+// health.path: SGLang's /health runs a one-token generation and answers after about a
+// second (past the 500 ms probe timeout), so a fleet of SGLang engines may probe another
+// path; here an engine whose /health fails serves through its /model_info.
+test('health.path names the path each replica is probed on', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const engine = await echoEngine(undefined, { health: 503 });
+  const cfg = (health) => ({
+    models: [{ name: 'm' }], replicas: [{ id: 'e', url: engine.url }],
+    health: { interval: '50ms', unhealthy_threshold: 1, ...health },
+  });
+  const send = async (gw) => {
+    const r = await fetch(gw.url + '/v1/embeddings', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","input":"x"}',
+    });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const probed = await startGateway(cfg({ path: '/model_info' }));
+  const dflt = await startGateway(cfg({}));
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await send(probed), 200);
+    assert.equal(await send(dflt), 503); /* /health answers 503: unhealthy */
+  } finally {
+    await probed.stop();
+    await dflt.stop();
+    await engine.stop();
+  }
+  const fs = await import('node:fs');
+  const file = `/tmp/ir-health-path-${process.pid}.yaml`;
+  fs.writeFileSync(file, JSON.stringify({ ...cfg({ path: 'model_info' }), replicas: [{ id: 'e', url: 'http://127.0.0.1:1' }] }));
+  const chk = spawnSync(path.join(BUILD, 'inferrail-gateway'), ['--check', '--config', file], { encoding: 'utf8' });
+  fs.unlinkSync(file);
+  assert.equal(chk.status, 2, chk.stderr);
+  assert.match(chk.stderr, /health\.path: a path that starts with \//);
 });

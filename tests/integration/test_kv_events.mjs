@@ -389,3 +389,25 @@ test('a replay with a hole is asked again from it', async () => {
   assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"'), 0);
   assert.ok(metricValue(page, 'inferrail_kv_events_replayed_batches_total', 'replica="ev"') >= 4);
 });
+
+// An engine whose blocks are another size than the index's (SGLang's pages are 1 token
+// unless --page-size says otherwise): every stored block is refused, counted, and said
+// once in the log, naming both sizes, instead of a view that stays empty without a word.
+test('stored blocks of another block size are refused, counted and said once', async () => {
+  const { pub, gw } = await fleet('map', 'int', ['--block-size', '1']);
+  const prompt = 'System: ' + sentence(40);
+  const ids = tokens(prompt);
+  await until(gw, 'ev', prompt, (c) => c.index_source === 'events', 'connected');
+  await pub.cmd({ op: 'store', tokens: ids.slice(0, 20) });
+  await pub.cmd({ op: 'store', tokens: ids.slice(0, 30) });
+  let page;
+  for (let i = 0; i < 200; i++) {
+    page = await metrics(gw.admin);
+    if (metricValue(page, 'inferrail_kv_events_refused_total', 'replica="ev"') >= 2) break;
+    await sleep(25);
+  }
+  assert.ok(metricValue(page, 'inferrail_kv_events_refused_total', 'replica="ev"') >= 2, page);
+  assert.equal(row(await explain(gw, prompt), 'ev').predicted_cached_tokens, 0);
+  const said = gw.log.text.match(/replica ev: its engine stores blocks of 1 tokens, the index 16/g) || [];
+  assert.equal(said.length, 1, gw.log.text);
+});

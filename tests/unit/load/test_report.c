@@ -90,6 +90,27 @@ static void sglang_data_parallel(void **st) {
     free(page);
 }
 
+/* --enable-metrics-for-all-schedulers: each tensor-parallel worker of a rank reports
+ * the same scheduler; only tp_rank 0 counts (they were summed: running, waiting and
+ * the capacity came out times the TP size, and TP workers counted as DP ranks). */
+static void sglang_tensor_parallel_copies(void **st) {
+    (void)st;
+    const char *page = "sglang:num_running_reqs{dp_rank=\"0\",tp_rank=\"0\"} 4\n"
+                       "sglang:num_running_reqs{dp_rank=\"0\",tp_rank=\"1\"} 4\n"
+                       "sglang:num_queue_reqs{dp_rank=\"0\",tp_rank=\"0\"} 2\n"
+                       "sglang:num_queue_reqs{dp_rank=\"0\",tp_rank=\"1\"} 2\n"
+                       "sglang:token_usage{dp_rank=\"0\",tp_rank=\"0\"} 0.5\n"
+                       "sglang:token_usage{dp_rank=\"0\",tp_rank=\"1\"} 0.5\n"
+                       "sglang:max_total_num_tokens{dp_rank=\"0\",tp_rank=\"0\"} 1600\n"
+                       "sglang:max_total_num_tokens{dp_rank=\"0\",tp_rank=\"1\"} 1600\n";
+    irl_report r;
+    char why[256];
+    assert_int_equal(read_page(page, &r, why), 0);
+    assert_int_equal(r.ranks, 1);
+    assert_true(r.running == 4 && r.waiting == 2);
+    assert_int_equal(r.capacity_tokens, 1600);
+}
+
 static void renamed_family_is_unreadable(void **st) {
     size_t n;
     char *page = fixture("vllm_renamed.txt", &n);
@@ -262,11 +283,17 @@ static void unlabelled_page(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(vllm_data_parallel),   cmocka_unit_test(vllm_older_names),
-        cmocka_unit_test(sglang_data_parallel), cmocka_unit_test(renamed_family_is_unreadable),
-        cmocka_unit_test(unreadable_pages),     cmocka_unit_test(tolerant_reading),
-        cmocka_unit_test(restart_detection),    cmocka_unit_test(vllm_ranks),
-        cmocka_unit_test(sglang_ranks),         cmocka_unit_test(unlabelled_page),
+        cmocka_unit_test(vllm_data_parallel),
+        cmocka_unit_test(vllm_older_names),
+        cmocka_unit_test(sglang_data_parallel),
+        cmocka_unit_test(sglang_tensor_parallel_copies),
+        cmocka_unit_test(renamed_family_is_unreadable),
+        cmocka_unit_test(unreadable_pages),
+        cmocka_unit_test(tolerant_reading),
+        cmocka_unit_test(restart_detection),
+        cmocka_unit_test(vllm_ranks),
+        cmocka_unit_test(sglang_ranks),
+        cmocka_unit_test(unlabelled_page),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
