@@ -275,3 +275,12 @@ export async function startFleet({ n = 3, simArgs = [], gateway = {}, replica = 
     async stop() { await gw.stop(); for (const s of sims) await s.stop(); },
   };
 }
+
+// The gateway hands its log lines to a writer thread (src/core/spool.c), so a line
+// reaches log.text a moment after what it tells of: waits for it (up to ms), then
+// asserts it, with the log's tail as the message.
+export async function logged(proc, re, ms = 10000) {
+  const test = (t) => (typeof re === 'string' ? t.includes(re) : re.test(t));
+  for (const end = Date.now() + ms; !test(proc.log.text) && Date.now() < end;) await sleep(20);
+  if (!test(proc.log.text)) throw new Error(`the log lacks ${re}:\n${proc.log.text.slice(-3000)}`);
+}

@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, BUILD, startSim, startGateway } from './lib.mjs';
+import { ROOT, BUILD, startSim, startGateway, logged } from './lib.mjs';
 
 const require = createRequire(path.join(ROOT, 'tests', 'package.json'));
 const { Tokenizer } = require('@anush008/tokenizers');
@@ -222,7 +222,7 @@ test('gpt-oss: completions are predicted, and chats as vLLM renders them with op
     predicted++;
   }
   assert.ok(predicted >= 7 && refused >= 3, `${predicted} predicted, ${refused} refused`);
-  assert.match(gw.log.text, /gpt-oss.*openai-harmony.*2026-04-05/);
+  await logged(gw, /gpt-oss.*openai-harmony.*2026-04-05/);
 });
 
 test('gpt-oss: the tokenize CLI gives the goldens\' exact ids', () => {

@@ -4,7 +4,7 @@
 // set and is logged once, and SRV records give ports.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, metrics, sleep, sseData, waitFor } from './lib.mjs';
+import { startGateway, metrics, sleep, sseData, waitFor, logged } from './lib.mjs';
 import { startDns, startSimsAt, startSimAt, members } from './dns_lib.mjs';
 
 const body = (extra = {}) => JSON.stringify({ model: 'inferrail/sim-8b', prompt: 'hello', max_tokens: 2, ...extra });
@@ -88,7 +88,7 @@ test('DNS groups: resolved at start, joins, leaves, failures and SRV', { timeout
       const m = await members(gw);
       return m.includes(id('127.0.0.2')) && !m.includes(id('127.0.0.3')) && !m.includes(id('127.0.0.4'));
     });
-    assert.ok(gw.log.text.includes('group pool: pool.test resolves again'), gw.log.text);
+    await logged(gw, 'group pool: pool.test resolves again');
   } finally {
     assert.equal(await gw.stop(), 0, gw.log.text);
     await dns.stop();
@@ -207,10 +207,11 @@ test('a bad SRV target leaves the others; a replaced set joins before it leaves'
   });
   try {
     await waitFor('the good target', async () => (await members(gw)).includes(`srv-127.0.0.2-${port}`));
-    assert.match(gw.log.text, /group srv: 1 of 2 SRV targets of _http\._tcp\.srv\.test did not resolve/);
+    await logged(gw, /group srv: 1 of 2 SRV targets of _http\._tcp\.srv\.test did not resolve/);
     dns.setHosts({ 'good.test': ['127.0.0.2'], 'pool.test': ['127.0.0.3'] });
     const a = `pool-127.0.0.2-${port}`, b = `pool-127.0.0.3-${port}`;
     await waitFor('.3 in place of .2', async () => { const m = await members(gw); return m.includes(b) && !m.includes(a); });
+    await logged(gw, `replica ${a} left`);
     const log = gw.log.text;
     assert.ok(log.indexOf(`replica ${b} joined`) < log.indexOf(`replica ${a} left`), log.slice(-2000));
   } finally {

@@ -9,7 +9,7 @@
 // and off; a configured replica that a reload gives kv_events is followed too.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, metrics, metricValue, sleep, waitFor, rewriteConfig } from './lib.mjs';
+import { startGateway, metrics, metricValue, sleep, waitFor, rewriteConfig, logged } from './lib.mjs';
 import { startDns, members, eventSims, explain, complete, predictedOn, SIM_MODEL as MODEL } from './dns_lib.mjs';
 
 const cleanup = [];
@@ -163,7 +163,7 @@ test('a configured replica that a reload gives kv_events is followed; new endpoi
   // Added by a reload: the subscriber starts for it (none ran), and its events count.
   rewriteConfig(gw, (c) => { c.replicas[0].kv_events = { endpoint: `tcp://127.0.0.1:${pub}`, replay_endpoint: `tcp://127.0.0.1:${replay}` }; });
   await applied();
-  assert.match(gw.log.text, /replicas added 0, removed 0, replaced 1/); /* the line the reload waited for */
+  await logged(gw, /replicas added 0, removed 0, replaced 1/); /* the line the reload waited for */
   await waitFor('its stream', async () => gw.log.text.includes(`replica a: following its KV events at tcp://127.0.0.1:${pub}`));
   await complete(gw, prompt(1));
   await predictedOn(gw, prompt(1), 'a', ['a']);

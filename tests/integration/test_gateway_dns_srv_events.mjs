@@ -13,7 +13,7 @@
 // makes the targets join again.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGateway, metrics, metricValue, waitFor, sleep, rewriteConfig } from './lib.mjs';
+import { startGateway, metrics, metricValue, waitFor, sleep, rewriteConfig, logged } from './lib.mjs';
 import { startDns, members, eventSims, explain, complete, SIM_MODEL as MODEL } from './dns_lib.mjs';
 
 const cleanup = [];
@@ -88,7 +88,7 @@ test('each member is followed at the ports its own SRV records give; a failed lo
     const rows = await explain(gw, prompt(0));
     return (await members(gw)).length === 2 && rows[id('127.0.0.3')] && rows[id('127.0.0.3')].index_source === 'approximate';
   });
-  assert.ok(gw.log.text.includes('kv_events.port_srv _kv-events._tcp.pool.test resolves again'));
+  await logged(gw, 'kv_events.port_srv _kv-events._tcp.pool.test resolves again');
   assert.equal(count(gw.log.text, following(id('127.0.0.2'), '')), 1, '.2 was subscribed again');
 
   // .3's record comes back: it is followed at its port again.

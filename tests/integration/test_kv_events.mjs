@@ -10,7 +10,7 @@ import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { ROOT, BUILD, startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
+import { ROOT, BUILD, startSim, startGateway, metrics, metricValue, sleep, logged } from './lib.mjs';
 
 const PY = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const MODEL = 'inferrail/sim-8b';
@@ -184,7 +184,7 @@ test('a gap the replay cannot cover falls back, then follows the events again', 
   await until(gw, 'ev', a, (c) => c.predicted_cached_tokens === 0, 'a cleared by the fallback');
   const page = await metrics(gw.admin);
   assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"'), 1);
-  assert.match(gw.log.text, /no longer buffers the missing KV event batches/);
+  await logged(gw, /no longer buffers the missing KV event batches/);
   // The next batch is followed again.
   const cp = 'Epsilon ' + sentence(50), c = tokens(cp);
   await pub.cmd({ op: 'store', tokens: c });
@@ -363,7 +363,7 @@ test('a replay numbered far ahead of the live stream does not freeze it', async 
   await until(gw, 'ev', c, (x) => x.predicted_cached_tokens === usable(ic), 'the live stream followed');
   const page = await metrics(gw.admin);
   assert.equal(metricValue(page, 'inferrail_kv_events_fallbacks_total', 'replica="ev"'), 1);
-  assert.match(gw.log.text, /a KV event replay sent batches numbered past the live stream/);
+  await logged(gw, /a KV event replay sent batches numbered past the live stream/);
 });
 
 // A replay that leaves out a batch it owes (its socket dropped it under load) is asked
@@ -408,6 +408,7 @@ test('stored blocks of another block size are refused, counted and said once', a
   }
   assert.ok(metricValue(page, 'inferrail_kv_events_refused_total', 'replica="ev"') >= 2, page);
   assert.equal(row(await explain(gw, prompt), 'ev').predicted_cached_tokens, 0);
+  await logged(gw, /replica ev: its engine stores blocks of 1 tokens, the index 16/);
   const said = gw.log.text.match(/replica ev: its engine stores blocks of 1 tokens, the index 16/g) || [];
   assert.equal(said.length, 1, gw.log.text);
 });

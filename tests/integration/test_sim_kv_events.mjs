@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, startSim, startGateway, metrics, metricValue, sleep } from './lib.mjs';
+import { ROOT, startSim, startGateway, metrics, metricValue, sleep, logged } from './lib.mjs';
 
 const PY = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const MODEL = 'inferrail/sim-8b';
@@ -222,7 +222,7 @@ test('the parity self-test catches an engine that hashes other blocks', async ()
   assert.equal(metricValue(page, 'inferrail_kv_events_parity_checks_total', 'replica="odd"'), 5);
   assert.equal(metricValue(page, 'inferrail_index_parity_ratio', 'replica="odd"'), 0);
   assert.ok(metricValue(page, 'inferrail_kv_events_refused_total', 'replica="odd"') > 0);
-  assert.match(gw.log.text, /parity: replica odd: the engine's KV events show 0 of the/);
+  await logged(gw, /parity: replica odd: the engine's KV events show 0 of the/);
   stopped = true;
   assert.equal(await gw.stop(), 0, gw.log.text); // the decision log is flushed on exit
   const lines = fs.readFileSync(dlog, 'utf8').split('\n').filter((l) => l).map((l) => JSON.parse(l));
