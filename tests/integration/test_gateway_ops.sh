@@ -292,8 +292,24 @@ for _ in range(300):
     time.sleep(0.05)
 body = b'{"model": "sim", "prompt": "hello", "max_tokens": 2}'
 urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{gw}/v1/completions", body), timeout=5).read()
+# A request still generating at Ctrl-C (about 2 s of tokens) is answered whole: the
+# gateway is stopped first and drains while the simulators still run (they were all
+# stopped at once, so its drain lost its engines).
+import json, threading
+long_ = {}
+def send_long():
+    b = b'{"model": "sim", "prompt": "hello", "max_tokens": 100}'
+    try:
+        r = urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{gw}/v1/completions", b), timeout=20)
+        long_["answer"] = json.loads(r.read())
+    except Exception as e:
+        long_["error"] = repr(e)
+t = threading.Thread(target=send_long); t.start()
+time.sleep(0.3)
 os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: the whole group
 p.wait(timeout=30)
+t.join(timeout=30)
+assert long_.get("answer", {}).get("usage", {}).get("completion_tokens") == 100, long_
 out = open(log).read()
 assert re.search(r"drained, exiting: \d+ requests received, \d+ 2xx, 0 4xx, 0 5xx", out), "no drain"
 assert "second SIGTERM" not in out and "second SIGINT" not in out, "the gateway got two signals"
