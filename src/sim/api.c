@@ -623,6 +623,67 @@ out:
 
 /* ---- other routes --------------------------------------------------------------------- */
 
+/* POST /tokenize, as vLLM answers it: a completion's `prompt` or a chat's `messages`
+ * under builtin:sim, {"count", "max_model_len", "tokens", "token_strs": null}. */
+static void handle_tokenize(sim_api *api, irn_request *req, irn_resp *resp) {
+    json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, NULL);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        send_error(resp, 400, "BadRequestError", NULL, "The request body must be a JSON object.");
+        return;
+    }
+    irt_ids ids = {0};
+    const char *param = NULL, *msg = "invalid prompt";
+    bool chat = json_object_get(body, "messages") != NULL;
+    int rc = irt_sim_prompt_ids(body, chat, &ids, NULL, &param, &msg);
+    json_decref(body);
+    if (rc != IRT_OK) {
+        irt_ids_free(&ids);
+        send_error(resp, 400, "BadRequestError", param, "%s", msg);
+        return;
+    }
+    ir_buf b;
+    ir_buf_init(&b, 0);
+    ir_buf_appendf(&b, "{\"count\":%zu,\"max_model_len\":%u,\"tokens\":[", ids.len,
+                   api->cfg->max_model_len);
+    for (size_t i = 0; i < ids.len; i++) ir_buf_appendf(&b, i ? ",%u" : "%u", ids.ids[i]);
+    ir_buf_append_str(&b, "],\"token_strs\":null}");
+    irn_resp_send(resp, 200, "application/json", b.data, b.len, NULL, 0);
+    ir_buf_free(&b);
+    irt_ids_free(&ids);
+}
+
+/* POST /detokenize: {"tokens": [...]} back to {"prompt": text}. */
+static void handle_detokenize(irn_request *req, irn_resp *resp) {
+    json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len, 0, NULL);
+    json_t *t = json_object_get(body, "tokens");
+    size_t n = json_is_array(t) ? json_array_size(t) : 0;
+    uint32_t *ids = calloc(n ? n : 1, sizeof *ids);
+    bool ok = json_is_array(t) && ids;
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *x = json_array_get(t, i);
+        ok =
+            json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= UINT32_MAX;
+        if (ok) ids[i] = (uint32_t)json_integer_value(x);
+    }
+    ir_buf text, b;
+    ir_buf_init(&text, 0);
+    ir_buf_init(&b, 0);
+    if (ok) ok = irt_sim_decode(ids, n, &text) == 0;
+    if (ok) {
+        ir_buf_append_str(&b, "{\"prompt\":");
+        ir_json_append_string(&b, text.data ? text.data : "", text.len);
+        ir_buf_append_str(&b, "}");
+        irn_resp_send(resp, 200, "application/json", b.data, b.len, NULL, 0);
+    } else {
+        send_error(resp, 400, "BadRequestError", "tokens", "`tokens` must be a list of token ids.");
+    }
+    ir_buf_free(&b);
+    ir_buf_free(&text);
+    free(ids);
+    json_decref(body);
+}
+
 static void handle_models(sim_api *api, irn_resp *resp) {
     const sim_cfg *c = api->cfg;
     ir_buf b;
@@ -838,6 +899,8 @@ static const route_def routes[] = {
     {"/metrics", "GET"},
     {"/version", "GET"},
     {"/reset_prefix_cache", "POST"},
+    {"/tokenize", "POST"},
+    {"/detokenize", "POST"},
 };
 
 static void route(sim_api *api, irn_request *req, irn_resp *resp) {
@@ -875,6 +938,10 @@ static void route(sim_api *api, irn_request *req, irn_resp *resp) {
     else if (strcmp(p, "/version") == 0)
         irn_resp_send(resp, 200, "application/json", "{\"version\":\"" SIM_VLLM_VERSION "\"}",
                       strlen("{\"version\":\"" SIM_VLLM_VERSION "\"}"), NULL, 0);
+    else if (strcmp(p, "/tokenize") == 0)
+        handle_tokenize(api, req, resp);
+    else if (strcmp(p, "/detokenize") == 0)
+        handle_detokenize(req, resp);
     else if (strcmp(p, "/reset_prefix_cache") == 0) {
         for (uint32_t r = 0; r < api->nranks; r++) /* vLLM resets every rank */
             sim_engine_reset_prefix_cache(api->ranks[r]);

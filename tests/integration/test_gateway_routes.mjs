@@ -177,3 +177,33 @@ test('health.path names the path each replica is probed on', async () => {
   assert.equal(chk.status, 2, chk.stderr);
   assert.match(chk.stderr, /health\.path: a path that starts with \//);
 });
+
+// The simulator serves /tokenize and /detokenize as vLLM does, so make run's fleet
+// answers them through the gateway: the count is the prompt's, and the ids go back.
+test('/tokenize and /detokenize through the gateway, on the simulator', async () => {
+  const { startSim } = await import('./lib.mjs');
+  const sim = await startSim(['--zero-latency']);
+  const gw = await startGateway({ models: [{ name: 'inferrail/sim-8b', tokenizer: 'builtin:sim' }], replicas: [{ id: 's', url: sim.url }] });
+  try {
+    const post = async (p, body) => {
+      const r = await fetch(gw.url + p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: r.status, headers: r.headers, body: await r.json() };
+    };
+    const prompt = 'route me to my cache, please';
+    const tok = await post('/tokenize', { model: 'inferrail/sim-8b', prompt });
+    assert.equal(tok.status, 200, JSON.stringify(tok.body));
+    const done = await post('/v1/completions', { model: 'inferrail/sim-8b', prompt, max_tokens: 1 });
+    assert.equal(tok.body.count, tok.body.tokens.length);
+    assert.equal(tok.body.count, done.body.usage.prompt_tokens);
+    assert.equal(tok.body.max_model_len, 32768);
+    const back = await post('/detokenize', { model: 'inferrail/sim-8b', tokens: tok.body.tokens });
+    assert.equal(back.status, 200);
+    assert.equal(back.body.prompt, prompt);
+    const bad = await post('/detokenize', { model: 'inferrail/sim-8b', tokens: 'x' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.param, 'tokens');
+  } finally {
+    await gw.stop();
+    await sim.stop();
+  }
+});
