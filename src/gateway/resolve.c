@@ -34,8 +34,10 @@ static void fail(gw_resolution *o, int status, const char *msg) {
     o->message = msg;
 }
 
-static bool is_null(const char *body, const ir_json_span *sp) {
-    return !sp->is_string && sp->end - sp->start == 4 && memcmp(body + sp->start, "null", 4) == 0;
+/* Whether the value at sp is the JSON literal lit (null, true). */
+static bool is_literal(const char *body, const ir_json_span *sp, const char *lit) {
+    size_t n = strlen(lit);
+    return !sp->is_string && sp->end - sp->start == n && memcmp(body + sp->start, lit, n) == 0;
 }
 
 /* `model` is a string: a name or an alias, or unknown. */
@@ -57,13 +59,6 @@ static void by_name(const gw_fleet *f, const char *body, gw_resolution *o) {
     ir_buf_free(&name);
 }
 
-/* A literal true: anything else (absent, false, null, or a form pydantic would also take
- * as true, such as 1) counts as not streamed, which only gives such a request the
- * longer wait (non_streaming_timeout) and no max_pending cap. */
-static bool is_true(const char *body, const ir_json_span *sp) {
-    return !sp->is_string && sp->end - sp->start == 4 && memcmp(body + sp->start, "true", 4) == 0;
-}
-
 void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolution *o) {
     memset(o, 0, sizeof *o);
     static const char *const keys[] = {"model", "stream"};
@@ -72,14 +67,17 @@ void gw_resolve_model(const gw_fleet *f, const char *body, size_t len, gw_resolu
     if (ir_json_scan_keys(body, len, keys, 2, sp, res, GW_JSON_MAX_DEPTH) == 0) {
         found = res[0];
         o->span = sp[0];
-        o->streams = res[1] == IR_JSON_FOUND && is_true(body, &sp[1]);
+        /* only a literal true streams: anything else (absent, false, null, or a form
+         * pydantic would also take as true, such as 1) counts as not streamed, which only
+         * gives such a request the longer wait and no max_pending cap */
+        o->streams = res[1] == IR_JSON_FOUND && is_literal(body, &sp[1], "true");
     }
     o->found = found == IR_JSON_FOUND;
     if (found == IR_JSON_INVALID) {
         fail(o, 400, "The request body is not a valid JSON object.");
     } else if (o->found && o->span.is_string && o->span.end - o->span.start > 2) {
         by_name(f, body, o);
-    } else if (!o->found || is_null(body, &o->span) || o->span.is_string) {
+    } else if (!o->found || is_literal(body, &o->span, "null") || o->span.is_string) {
         /* absent, null or "" (vLLM serves its model for an empty name too): the only
          * model, when there is one */
         const gw_model_list *ml = gw_fleet_models(f);
